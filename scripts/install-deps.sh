@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what chokepoint needs to build, test and run its lab on Debian 12.
+# Idempotent: only missing packages are installed. Needs root (apt-get).
+set -euo pipefail
+
+pkgs=(
+  # build
+  build-essential cmake pkg-config ninja-build clang-format
+  libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
+  libboost-filesystem1.81-dev libssh-dev libsqlite3-dev libfmt-dev
+  libgtest-dev libgmock-dev
+  # lab: namespaces, shaping, per-host disks, sshd
+  iproute2 util-linux e2fsprogs openssh-server openssh-client procps
+  # benchmarks: the peer tools we are held against
+  iperf3 fio
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
