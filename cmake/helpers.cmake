@@ -2,7 +2,8 @@
 function(cp_library name)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
   add_library(cp_${name} STATIC ${A_SOURCES})
-  target_include_directories(cp_${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib)
+  target_include_directories(cp_${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib
+                                                ${PROJECT_BINARY_DIR}/generated)
   target_link_libraries(cp_${name} PUBLIC ${A_DEPS})
 endfunction()
 

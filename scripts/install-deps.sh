@@ -8,9 +8,9 @@ pkgs=(
   build-essential cmake pkg-config ninja-build clang-format
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   libboost-filesystem1.81-dev libssh-dev libsqlite3-dev libfmt-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev libssl-dev
   # lab: namespaces, shaping, per-host disks, sshd
-  iproute2 util-linux e2fsprogs openssh-server openssh-client procps
+  iproute2 util-linux e2fsprogs openssh-server openssh-client procps iputils-ping
   # benchmarks: the peer tools we are held against
   iperf3 fio
 )

@@ -1,0 +1,22 @@
+// chokepoint-agent: deployed on each endpoint; speaks the wire protocol on
+// stdin/stdout (schemas/agent-protocol.md) until the channel closes.
+#include <cstdio>
+#include <cstring>
+
+#include "agent/agent.h"
+#include "core/version.h"
+
+int main(int argc, char** argv) {
+  if (argc == 2 && (std::strcmp(argv[1], "--version") == 0)) {
+    std::printf("chokepoint-agent %s (build %s)\n", cp::kVersion, cp::kBuildId);
+    return 0;
+  }
+  if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
+    std::fprintf(stderr,
+                 "usage: chokepoint-agent --serve | --version\n"
+                 "  The chokepoint orchestrator starts this over SSH or as a subprocess; it is "
+                 "not meant to be run by hand.\n");
+    return 2;
+  }
+  return cp::agent::serve(0, 1, {cp::kBuildId, cp::kVersion});
+}

@@ -1,0 +1,454 @@
+#include "agent/agent.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "core/wire.h"
+#include "probe/cpu.h"
+#include "probe/disk.h"
+#include "probe/sysinfo.h"
+#include "probe/tcp.h"
+
+namespace cp::agent {
+namespace {
+
+namespace json = boost::json;
+using wire::get_string;
+using wire::get_u64;
+
+int g_signal_pipe = -1;
+
+void on_signal(int sig) {
+  const char c = static_cast<char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe, &c, 1);
+}
+
+uint64_t max_rss_kb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss);
+}
+
+json::object cpu_json(const probe::CpuSummary& s) {
+  json::array cores, cores_max, top;
+  for (double v : s.core_busy_pct) cores.push_back(v);
+  for (double v : s.core_busy_max_pct) cores_max.push_back(v);
+  for (const auto& p : s.top) {
+    top.push_back(json::object{{"pid", p.pid}, {"comm", p.comm}, {"cpu_pct", p.cpu_pct}});
+  }
+  return {{"seconds", s.seconds},
+          {"core_busy_pct", cores},
+          {"core_busy_max_pct", cores_max},
+          {"total_busy_pct", s.total_busy_pct},
+          {"top", top}};
+}
+
+json::object tcp_json(const probe::TcpResult& r) {
+  const auto& i = r.info;
+  json::object info{{"available", i.available},
+                    {"retransmits", i.retransmits},
+                    {"rtt_us", i.rtt_us},
+                    {"rttvar_us", i.rttvar_us},
+                    {"snd_cwnd", i.snd_cwnd},
+                    {"snd_mss", i.snd_mss},
+                    {"pmtu", i.pmtu},
+                    {"busy_s", i.busy_s},
+                    {"rwnd_limited_s", i.rwnd_limited_s},
+                    {"sndbuf_limited_s", i.sndbuf_limited_s},
+                    {"delivery_rate", i.delivery_rate}};
+  return {{"bytes", r.bytes}, {"seconds", r.seconds}, {"sender", r.sender}, {"tcp_info", info}};
+}
+
+// A file name the orchestrator chose for a sample: a plain name, so the agent
+// only ever writes inside its own run directory.
+std::string checked_name(const json::object& req) {
+  std::string name = get_string(req, "name");
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.size() > 200) {
+    throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'name' is not a plain file "
+                                              "name: '{}'",
+                                              name));
+  }
+  return name;
+}
+
+class Agent {
+ public:
+  Agent(int in_fd, int out_fd, int signal_fd, AgentOptions options)
+      : in_(in_fd), out_(out_fd), signal_fd_(signal_fd), options_(std::move(options)) {}
+
+  int run();
+
+ private:
+  // Serialised frame writes: the worker and the reader both send.
+  void send(json::object msg);
+  void reply(uint64_t id, json::object data);
+  void fail(uint64_t id, const Error& e);
+  void worker_loop();
+  json::object handle(const json::object& req, const CancelToken& cancel);
+  json::object do_hello();
+  json::object do_prepare(const json::object& req);
+  json::object do_check_space(const json::object& req);
+  json::object do_disk(const json::object& req, uint64_t id, const CancelToken& cancel);
+  json::object do_tcp_listen(const json::object& req);
+  json::object do_tcp_run(const json::object& req, uint64_t id, const CancelToken& cancel);
+  json::object do_tcp_result(const json::object& req, const CancelToken& cancel);
+  const std::string& run_dir(const json::object& req);
+  void cleanup();
+  void shutdown(const char* why);
+
+  int in_, out_;
+  int signal_fd_;  // readable when SIGINT/SIGTERM/SIGHUP arrived
+  AgentOptions options_;
+  std::mutex write_mu_;
+  bool out_broken_ = false;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<json::object> queue_;
+  bool stopping_ = false;  // no new requests; worker exits when idle
+  bool bye_ = false;
+  std::shared_ptr<CancelToken> current_;  // the request being served
+
+  // Worker-thread state.
+  std::map<std::string, std::string> run_dirs_;  // base dir -> private dir we made
+  std::unique_ptr<probe::TcpServer> tcp_server_;
+};
+
+void Agent::send(json::object msg) {
+  std::string frame = wire::encode(std::move(msg));
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (out_broken_) return;
+  size_t off = 0;
+  while (off < frame.size()) {
+    ssize_t n = write(out_, frame.data() + off, frame.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      out_broken_ = true;  // channel gone: the reader sees EOF and we clean up
+      return;
+    }
+    off += static_cast<size_t>(n);
+  }
+}
+
+void Agent::reply(uint64_t id, json::object data) {
+  send({{"type", "result"}, {"id", id}, {"data", std::move(data)}});
+}
+
+void Agent::fail(uint64_t id, const Error& e) {
+  send({{"type", "error"},
+        {"id", id},
+        {"error", {{"kind", to_string(e.kind())}, {"message", e.what()}, {"hint", e.hint()}}}});
+}
+
+json::object Agent::do_hello() {
+  utsname u{};
+  uname(&u);
+  return {{"version", options_.version},
+          {"build", options_.build_id},
+          {"proto", wire::kProtocolVersion},
+          {"pid", getpid()},
+          {"hostname", u.nodename},
+          {"os", u.sysname},
+          {"arch", u.machine}};
+}
+
+json::object Agent::do_prepare(const json::object& req) {
+  json::object made;
+  for (const auto& v : wire::get_array(req, "dirs")) {
+    if (!v.is_string())
+      throw Error(ErrorKind::kPeer, "message 'prepare': field 'dirs' must hold strings");
+    std::string base(v.as_string());
+    if (run_dirs_.count(base)) {
+      made[base] = run_dirs_[base];
+      continue;
+    }
+    struct stat st {};
+    if (stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw Error(
+          ErrorKind::kConfig, fmt::format("directory '{}' does not exist on this host", base),
+          "create it, or name another one in the plan ([server]/[client] ram_dir, disk_dir)");
+    }
+    std::string templ = base + "/chokepoint-run-XXXXXX";
+    if (!mkdtemp(templ.data())) {
+      throw Error(ErrorKind::kIo,
+                  fmt::format("cannot create a run directory in '{}': {}", base, errno_text(errno)),
+                  "make it writable for the SSH user, or name another directory in the plan");
+    }
+    run_dirs_[base] = templ;
+    made[base] = templ;
+  }
+  return {{"dirs", made}};
+}
+
+const std::string& Agent::run_dir(const json::object& req) {
+  std::string base = get_string(req, "dir");
+  auto it = run_dirs_.find(base);
+  if (it == run_dirs_.end()) {
+    throw Error(ErrorKind::kPeer, fmt::format("directory '{}' was not prepared", base));
+  }
+  return it->second;
+}
+
+json::object Agent::do_check_space(const json::object& req) {
+  const std::string& dir = run_dir(req);
+  const uint64_t need = get_u64(req, "bytes");
+  probe::FsSpace s = probe::fs_space(dir);
+  // Refuse when the stage would leave less than 10 % of the filesystem free.
+  const double left = double(s.avail) - double(need);
+  if (left < 0.10 * double(s.total)) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("not enough space in '{}': the stage needs {} and {} of {} is free; "
+                            "that would leave under 10 % free",
+                            get_string(req, "dir"), format_size(need), format_size(s.avail),
+                            format_size(s.total)),
+                "free some space, or use smaller or fewer files ([disk] sizes, count)");
+  }
+  return {{"total", s.total}, {"avail", s.avail}};
+}
+
+json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelToken& cancel) {
+  const std::string path = run_dir(req) + "/" + checked_name(req);
+  const std::string op = get_string(req, "op");
+  const uint64_t block = wire::opt_u64(req, "block", 1u << 20);
+  if (block < 4096 || block > (16u << 20) || block % 4096 != 0) {
+    throw Error(ErrorKind::kConfig, fmt::format("disk block size {} is not a multiple of 4 KiB "
+                                                "between 4 KiB and 16 MiB",
+                                                block));
+  }
+  double last = 0;
+  auto progress = [&](uint64_t bytes, double secs) {
+    if (secs - last < 0.5) return;
+    last = secs;
+    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+  };
+  probe::CpuSampler cpu;
+  cpu.start();
+  probe::DiskResult r;
+  if (op == "write") {
+    r = probe::disk_write(path, get_u64(req, "size"), static_cast<uint32_t>(block), cancel,
+                          progress);
+  } else if (op == "read") {
+    r = probe::disk_read(path, static_cast<uint32_t>(block), cancel, progress);
+    if (wire::opt_bool(req, "delete_after", false)) ::unlink(path.c_str());
+  } else {
+    throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'op' must be read or write, "
+                                              "not '{}'",
+                                              op));
+  }
+  return {{"bytes", r.bytes},   {"seconds", r.seconds},
+          {"direct", r.direct}, {"cache_possible", r.cache_possible},
+          {"method", r.method}, {"cpu", cpu_json(cpu.stop())}};
+}
+
+json::object Agent::do_tcp_listen(const json::object& req) {
+  tcp_server_.reset();
+  tcp_server_ = std::make_unique<probe::TcpServer>(get_string(req, "bind"));
+  return {{"port", tcp_server_->port()}};
+}
+
+json::object Agent::do_tcp_run(const json::object& req, uint64_t id, const CancelToken& cancel) {
+  const std::string mode = get_string(req, "mode");
+  if (mode != "send" && mode != "recv") {
+    throw Error(ErrorKind::kPeer, "message 'tcp_run': field 'mode' must be send or recv");
+  }
+  const uint64_t port = get_u64(req, "port");
+  if (port == 0 || port > 65535) throw Error(ErrorKind::kPeer, "message 'tcp_run': bad 'port'");
+  double last = 0;
+  auto progress = [&](uint64_t bytes, double secs) {
+    if (secs - last < 0.5) return;
+    last = secs;
+    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+  };
+  probe::CpuSampler cpu;
+  cpu.start();
+  probe::TcpResult r = probe::tcp_run(
+      get_string(req, "host"), static_cast<uint16_t>(port), get_string(req, "token"),
+      mode == "send" ? probe::TcpMode::kSend : probe::TcpMode::kRecv,
+      wire::get_double(req, "seconds"),
+      static_cast<uint32_t>(wire::opt_u64(req, "buffer", 128u << 10)), cancel, progress);
+  json::object out = tcp_json(r);
+  out["cpu"] = cpu_json(cpu.stop());
+  return out;
+}
+
+json::object Agent::do_tcp_result(const json::object& req, const CancelToken& cancel) {
+  if (!tcp_server_) throw Error(ErrorKind::kPeer, "tcp_result before tcp_listen");
+  probe::CpuSampler cpu;
+  cpu.start();
+  probe::TcpResult r = tcp_server_->wait_result(get_string(req, "token"),
+                                                wire::opt_double(req, "timeout", 60), cancel);
+  json::object out = tcp_json(r);
+  out["cpu"] = cpu_json(cpu.stop());
+  return out;
+}
+
+json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
+  const std::string type = get_string(req, "type");
+  const uint64_t id = get_u64(req, "id");
+  if (type == "hello") return do_hello();
+  if (type == "facts") {
+    probe::FactsRequest f{wire::opt_string(req, "ram_dir"), wire::opt_string(req, "disk_dir"),
+                          wire::opt_string(req, "peer_address")};
+    return probe::collect_facts(f);
+  }
+  if (type == "prepare") return do_prepare(req);
+  if (type == "check_space") return do_check_space(req);
+  if (type == "disk") return do_disk(req, id, cancel);
+  if (type == "tcp_listen") return do_tcp_listen(req);
+  if (type == "tcp_run") return do_tcp_run(req, id, cancel);
+  if (type == "tcp_result") return do_tcp_result(req, cancel);
+  if (type == "stats") return {{"max_rss_kb", max_rss_kb()}};
+  if (type == "cleanup") {
+    cleanup();
+    return {{"max_rss_kb", max_rss_kb()}};
+  }
+  throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", type),
+              "the orchestrator and agent builds differ: redeploy the agent");
+}
+
+void Agent::worker_loop() {
+  for (;;) {
+    json::object req;
+    std::shared_ptr<CancelToken> token;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      req = std::move(queue_.front());
+      queue_.pop_front();
+      current_ = token = std::make_shared<CancelToken>();
+    }
+    const uint64_t id = get_u64(req, "id");
+    if (get_string(req, "type") == "bye") {
+      cleanup();
+      reply(id, {{"max_rss_kb", max_rss_kb()}});
+      std::lock_guard<std::mutex> lock(mu_);
+      bye_ = true;
+      stopping_ = true;
+      return;
+    }
+    try {
+      reply(id, handle(req, *token));
+    } catch (const Error& e) {
+      fail(id, e);
+    } catch (const std::exception& e) {
+      fail(id, Error(ErrorKind::kIo, e.what()));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    current_.reset();
+  }
+}
+
+void Agent::cleanup() {
+  tcp_server_.reset();
+  for (const auto& [base, dir] : run_dirs_) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  run_dirs_.clear();
+}
+
+void Agent::shutdown(const char* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  queue_.clear();
+  if (current_) current_->cancel();
+  cv_.notify_all();
+}
+
+int Agent::run() {
+  // The sentinel: one strict line the orchestrator waits for; everything a
+  // login shell printed before it is skipped.
+  const std::string line = wire::sentinel_line(options_.build_id);
+  if (write(out_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
+
+  std::thread worker([this] { worker_loop(); });
+  wire::Decoder decoder;
+  char buf[65536];
+  int rc = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (bye_) break;
+    }
+    pollfd fds[2] = {{in_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    int n = poll(fds, 2, 200);
+    if (n < 0 && errno == EINTR) continue;
+    if (fds[1].revents) {
+      shutdown("signal");
+      rc = 1;
+      break;
+    }
+    if (!fds[0].revents) continue;
+    ssize_t got = read(in_, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {  // the channel closed: the orchestrator is gone
+      shutdown("eof");
+      break;
+    }
+    try {
+      decoder.feed(std::string_view(buf, static_cast<size_t>(got)));
+      while (auto msg = decoder.next()) {
+        if (get_string(*msg, "type") == "cancel") {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (current_) current_->cancel();
+          continue;
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(std::move(*msg));
+        cv_.notify_all();
+      }
+    } catch (const Error& e) {
+      // The stream cannot be resynchronised after a bad frame: say why, stop.
+      fail(0, e);
+      shutdown("protocol");
+      rc = 2;
+      break;
+    }
+  }
+  worker.join();
+  cleanup();
+  return rc;
+}
+
+}  // namespace
+
+int serve(int in_fd, int out_fd, const AgentOptions& options) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  g_signal_pipe = fds[1];
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Agent agent(in_fd, out_fd, fds[0], options);
+  return agent.run();
+}
+
+}  // namespace cp::agent

@@ -1,0 +1,20 @@
+// The agent: the program deployed on each endpoint. It speaks the wire
+// protocol (core/wire.h, schemas/agent-protocol.md) on in_fd/out_fd, runs
+// one request at a time on a worker thread, and cleans up everything it
+// made when its channel closes, on `bye`, or on SIGINT/SIGTERM.
+#pragma once
+
+#include <string>
+
+namespace cp::agent {
+
+struct AgentOptions {
+  std::string build_id;  // printed in the sentinel; the orchestrator compares it
+  std::string version;   // chokepoint version
+};
+
+// Serves until the peer closes in_fd, says bye, or a signal arrives.
+// Returns the process exit code (0 on a clean end).
+int serve(int in_fd, int out_fd, const AgentOptions& options);
+
+}  // namespace cp::agent

@@ -1,0 +1,184 @@
+// The agent's request loop, driven through the orchestrator's link over a
+// socketpair (agent::serve runs in this process).
+#include "agent/agent.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/error.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::agent {
+using remote::AgentLink;
+using remote::make_fd_stream;
+namespace json = boost::json;
+namespace {
+
+namespace fs = std::filesystem;
+
+class AgentLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv_), 0);
+    agent_ = std::thread([this] { rc_ = serve(sv_[1], sv_[1], {"test-build", "0"}); });
+    link_ = std::make_unique<AgentLink>(make_fd_stream(sv_[0], sv_[0], "test"), "test agent");
+    dir_ = fs::temp_directory_path() / ("agent-link-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    link_.reset();  // closes our end: the agent sees EOF
+    if (agent_.joinable()) agent_.join();
+    close(sv_[1]);
+    fs::remove_all(dir_);
+  }
+  std::vector<fs::path> entries() {
+    std::vector<fs::path> out;
+    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path());
+    return out;
+  }
+
+  int sv_[2];
+  std::thread agent_;
+  int rc_ = -1;
+  std::unique_ptr<AgentLink> link_;
+  fs::path dir_;
+};
+
+TEST_F(AgentLinkTest, HandshakeAndHello) {
+  json::object hello = link_->handshake(10);
+  EXPECT_EQ(wire::get_string(hello, "build"), "test-build");
+  EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
+  EXPECT_EQ(wire::get_u64(hello, "pid"), uint64_t(getpid()));
+}
+
+TEST_F(AgentLinkTest, DiskWriteReadInsideItsOwnRunDir) {
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  EXPECT_EQ(fs::path(run_dir).parent_path(), dir_);
+  ASSERT_TRUE(fs::is_directory(run_dir));
+
+  json::object w = link_->call(
+      "disk", {{"dir", dir_.string()}, {"op", "write"}, {"name", "a.dat"}, {"size", 3u << 20}}, 30);
+  EXPECT_EQ(wire::get_u64(w, "bytes"), 3u << 20);
+  EXPECT_GT(wire::get_double(w, "seconds"), 0);
+  EXPECT_TRUE(wire::get_object(w, "cpu").contains("core_busy_pct"));
+  EXPECT_EQ(fs::file_size(run_dir + "/a.dat"), 3u << 20);
+
+  json::object r = link_->call(
+      "disk", {{"dir", dir_.string()}, {"op", "read"}, {"name", "a.dat"}, {"delete_after", true}},
+      30);
+  EXPECT_EQ(wire::get_u64(r, "bytes"), 3u << 20);
+  EXPECT_FALSE(fs::exists(run_dir + "/a.dat"));
+
+  link_->call("cleanup", {}, 10);
+  EXPECT_FALSE(fs::exists(run_dir));
+}
+
+TEST_F(AgentLinkTest, RefusesNamesOutsideItsRunDir) {
+  link_->handshake(10);
+  link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  try {
+    link_->call("disk",
+                {{"dir", dir_.string()}, {"op", "write"}, {"name", "../escape"}, {"size", 4096}},
+                10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find("field 'name'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_.parent_path() / "escape"));
+  // Unprepared directory.
+  EXPECT_THROW(link_->call("disk", {{"dir", "/tmp"}, {"op", "read"}, {"name", "x"}}, 10), Error);
+}
+
+TEST_F(AgentLinkTest, ErrorsComeBackTypedAndTheAgentKeepsServing) {
+  link_->handshake(10);
+  try {
+    link_->call("frobnicate", {}, 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown message type 'frobnicate'"), std::string::npos);
+    EXPECT_FALSE(e.hint().empty());
+  }
+  try {
+    link_->call("prepare", {{"dirs", 5}}, 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'dirs' must be an array"), std::string::npos);
+  }
+  link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  try {
+    link_->call("check_space", {{"dir", dir_.string()}, {"bytes", uint64_t(1) << 60}}, 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("under 10 % free"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(link_->call("stats", {}, 10));
+}
+
+TEST_F(AgentLinkTest, CancelStopsAWriteAndRemovesTheFile) {
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.cancel();
+  });
+  try {
+    // 64 GiB: far more than can be written in 0.3 s, and the space check is
+    // not asked for; the cancel lands long before the disk fills.
+    link_->call("disk",
+                {{"dir", dir_.string()},
+                 {"op", "write"},
+                 {"name", "big.dat"},
+                 {"size", uint64_t(64) << 30}},
+                30, {}, &cancel);
+    ADD_FAILURE() << "the write was not cancelled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+  canceller.join();
+  EXPECT_FALSE(fs::exists(run_dir + "/big.dat"));
+  EXPECT_NO_THROW(link_->call("stats", {}, 10));  // still serving
+}
+
+TEST_F(AgentLinkTest, ChannelCloseCleansUp) {
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  link_->call("disk", {{"dir", dir_.string()}, {"op", "write"}, {"name", "f"}, {"size", 4096}}, 10);
+  link_.reset();
+  agent_.join();
+  EXPECT_EQ(rc_, 0);
+  EXPECT_FALSE(fs::exists(run_dir));
+}
+
+TEST_F(AgentLinkTest, MalformedFrameIsRejectedNamingTheField) {
+  link_->handshake(10);
+  // A frame whose id is a string: the agent answers an error and stops.
+  std::string body = R"({"v":1,"type":"hello","id":"x"})";
+  std::string frame = {0, 0, 0, static_cast<char>(body.size())};
+  frame += body;
+  ASSERT_EQ(write(sv_[0], frame.data(), frame.size()), static_cast<ssize_t>(frame.size()));
+  agent_.join();
+  EXPECT_EQ(rc_, 2);
+  char buf[4096];
+  ssize_t n = read(sv_[0], buf, sizeof buf);
+  ASSERT_GT(n, 4);
+  std::string reply(buf + 4, static_cast<size_t>(n - 4));
+  EXPECT_NE(reply.find("field 'id' must be a non-negative integer"), std::string::npos) << reply;
+}
+
+}  // namespace
+}  // namespace cp::agent

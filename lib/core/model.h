@@ -1,0 +1,71 @@
+// What a run produces, as stored and as analysed: plain records shared by
+// pipeline (which fills them), store (which persists them) and analysis.
+// Probe-specific detail travels as JSON text so these stay plain structs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cp {
+
+// Run and stage status values.
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kComplete = "complete";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kInterrupted = "interrupted";
+inline constexpr const char* kSkipped = "skipped";
+
+struct SampleRecord {
+  int64_t id = 0;
+  int64_t stage_id = 0;
+  int seq = 0;                  // 1-based within its stage
+  std::string op;               // "read" | "write" (disk), "send" (tcp)
+  uint64_t size = 0;            // nominal size asked for, bytes (disk files); 0 for tcp
+  uint64_t bytes = 0;           // bytes actually moved
+  double seconds = 0;           // time they took
+  double started_at = 0;        // wall clock, Unix seconds
+  bool cache_possible = false;  // the page cache may have served part of it
+  std::string error;            // non-empty: this sample failed, why
+  std::string details_json;     // probe detail, e.g. {"direct":true} or tcp_info
+  std::string cpu_json;         // {"server":{cpu summary},"client":{...}}
+
+  // bytes/s; 0 for a failed or empty sample.
+  double rate() const { return (error.empty() && seconds > 0) ? double(bytes) / seconds : 0; }
+};
+
+struct StageRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  std::string layer;   // "disk" | "tcp"
+  std::string where;   // disk: "server" | "client"; tcp: "server->client" | "client->server"
+  std::string status;  // running | complete | failed | interrupted | skipped
+  std::string error;   // why it failed or was skipped
+  std::string params_json;
+  double started_at = 0;
+  double finished_at = 0;
+  std::vector<SampleRecord> samples;  // filled when loaded
+};
+
+struct HostRecord {
+  std::string role;        // "server" | "client"
+  std::string address;     // what the user named: ssh alias or "local"
+  std::string facts_json;  // sysinfo facts (see lib/probe/sysinfo.h)
+};
+
+struct RunRecord {
+  int64_t id = 0;
+  std::string label;
+  std::string status;  // running | complete | failed | interrupted
+  std::string error;
+  double started_at = 0;
+  double finished_at = 0;
+  std::string server;  // as named on the command line
+  std::string client;
+  std::string plan_json;  // the effective plan
+  std::string version;    // chokepoint version that ran it
+  std::vector<HostRecord> hosts;
+  std::vector<StageRecord> stages;
+};
+
+}  // namespace cp

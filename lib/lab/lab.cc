@@ -1,0 +1,465 @@
+#include "lab/lab.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/process.h"
+#include "lab/layout.h"
+#include "lab/sys.h"
+
+namespace cp::lab {
+namespace {
+
+namespace fs = std::filesystem;
+
+// How long to wait for the lab lock, a host's sshd, and processes to exit (seconds).
+constexpr double kLockWait = 120;
+constexpr double kSshdStartWait = 20;
+constexpr double kSshdGrace = 2;  // before "no process in the namespace" means it died
+constexpr double kExitWait = 5;
+constexpr double kLoopDetachWait = 5;
+
+void require_root() {
+  if (geteuid() != 0) {
+    throw Error(ErrorKind::kUnsupported, "the lab needs root (network namespaces, loop devices)",
+                "run as root, or point diagnose at real hosts");
+  }
+}
+
+std::string normalize_dir(const std::string& dir) {
+  if (dir.empty()) validate_dir(dir);  // throws with the hint
+  std::string d = fs::absolute(fs::path(dir)).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  validate_dir(d);
+  return d;
+}
+
+std::string state_path(const std::string& dir) { return dir + "/" + kStateFile; }
+
+void save(const LabState& s) { sys::write_file(state_path(s.dir), state_to_json(s), 0644); }
+
+// Runs a command the lab needs; its failure is an Error(kIo) quoting stderr.
+void run(const std::vector<std::string>& argv) { run_checked(argv); }
+
+void apply_shaping(const LabHost& host, const LabOptions& opts) {
+  for (const Command& c : shaping_commands(host, opts)) {
+    if (c.may_fail) {
+      run_command(c.argv);
+    } else {
+      run(c.argv);
+    }
+  }
+}
+
+void require_netem() {
+  RunResult r = run_command(netem_probe_command());
+  if (r.exit_code == 0) return;
+  if (says_qdisc_unknown(r.err)) {
+    throw Error(ErrorKind::kUnsupported,
+                "--delay needs the netem qdisc, which this kernel lacks (tc: \"Specified qdisc "
+                "kind is unknown\")",
+                "run without --delay (the lab then adds no latency), or on a kernel with "
+                "sch_netem (modprobe sch_netem)");
+  }
+  throw Error(ErrorKind::kIo,
+              fmt::format("cannot tell whether the kernel has netem: '{}' failed: {}",
+                          shell_join(netem_probe_command()), r.err),
+              "check that unshare and tc (iproute2) work as root");
+}
+
+// Refuses to build over things the lab did not make.
+void require_free(const std::string& dir) {
+  const LabState p = plan(LabOptions{}, dir);
+  const std::string hint =
+      "another lab may be up from another dir: take it down with `CHOKEPOINT_LAB_DIR=<its dir> "
+      "chokepoint lab down`, or remove it by hand";
+  for (const LabHost* h : {&p.server, &p.client}) {
+    if (sys::netns_exists(h->netns)) {
+      throw Error(
+          ErrorKind::kIo,
+          fmt::format("network namespace {} already exists, and {} records no lab", h->netns, dir),
+          hint + fmt::format(" (ip netns del {})", h->netns));
+    }
+    const HostFiles f = host_files(p, *h);
+    if (sys::link_exists(f.mgmt_root_ifname)) {
+      throw Error(ErrorKind::kIo,
+                  fmt::format("network interface {} already exists, and {} records no lab",
+                              f.mgmt_root_ifname, dir),
+                  hint + fmt::format(" (ip link del {})", f.mgmt_root_ifname));
+    }
+  }
+  const std::string used = run_checked({"ip", "-4", "-o", "addr", "show", "to", kLabRange});
+  if (!used.empty()) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("this machine already uses addresses in {}, which the lab needs: {}",
+                            kLabRange, used.substr(0, used.find('\n'))),
+                "remove those addresses, or point diagnose at real hosts");
+  }
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{} exists and is not a lab dir (it has no {})", dir, kStateFile),
+                fmt::format("set {} to a new or empty directory", kDirEnv));
+  }
+}
+
+void keygen(const std::string& path, const std::string& comment) {
+  run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", path});
+}
+
+std::string read_required(const std::string& path) {
+  std::optional<std::string> text = sys::read_file(path);
+  if (!text) throw Error(ErrorKind::kIo, fmt::format("{} is missing", path));
+  return *text;
+}
+
+void make_disk(LabState& s, LabHost& h) {
+  const HostFiles f = host_files(s, h);
+  // A sparse image: blocks are allocated as the host writes them.
+  int fd = open(f.disk_image.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("cannot create {}: {}", f.disk_image, errno_text(errno)));
+  }
+  const int rc = ftruncate(fd, static_cast<off_t>(s.options.disk_bytes));
+  const int err = errno;
+  close(fd);
+  if (rc != 0) {
+    throw Error(ErrorKind::kIo, fmt::format("cannot size {} to {} bytes: {}", f.disk_image,
+                                            s.options.disk_bytes, errno_text(err)));
+  }
+  // Direct I/O on the backing file, so the root namespace's page cache does
+  // not sit behind the host's disk and flatter it.
+  std::string dev = run_checked({"losetup", "--find", "--show", "--direct-io=on", f.disk_image});
+  while (!dev.empty() && (dev.back() == '\n' || dev.back() == ' ')) dev.pop_back();
+  if (dev.rfind("/dev/loop", 0) != 0) {
+    throw Error(ErrorKind::kIo, fmt::format("losetup printed '{}', not a loop device", dev));
+  }
+  h.loop_device = dev;
+  save(s);
+  // No lazy init: no background thread writing inode tables or the journal
+  // while the probes measure the disk.
+  run({"mkfs.ext4", "-q", "-F", "-m", "0", "-L", h.hostname, "-E",
+       "lazy_itable_init=0,lazy_journal_init=0", dev});
+}
+
+void make_network(const LabState& s) {
+  for (const LabHost* h : {&s.server, &s.client}) run({"ip", "netns", "add", h->netns});
+  // The data link, created directly inside the two namespaces.
+  run({"ip", "-n", s.server.netns, "link", "add", s.server.data_ifname, "type", "veth", "peer",
+       "name", s.client.data_ifname, "netns", s.client.netns});
+  for (const LabHost* h : {&s.server, &s.client}) {
+    const HostFiles f = host_files(s, *h);
+    const std::string& ns = h->netns;
+    run({"ip", "link", "add", f.mgmt_root_ifname, "type", "veth", "peer", "name", f.mgmt_ifname,
+         "netns", ns});
+    run({"ip", "addr", "add", fmt::format("{}/{}", f.mgmt_root_address, kMgmtPrefix), "dev",
+         f.mgmt_root_ifname});
+    run({"ip", "link", "set", "dev", f.mgmt_root_ifname, "up"});
+    run({"ip", "-n", ns, "link", "set", "dev", "lo", "up"});
+    run({"ip", "-n", ns, "addr", "add", fmt::format("{}/{}", h->mgmt_address, kMgmtPrefix), "dev",
+         f.mgmt_ifname});
+    run({"ip", "-n", ns, "link", "set", "dev", f.mgmt_ifname, "up"});
+    run({"ip", "-n", ns, "addr", "add", fmt::format("{}/{}", h->data_address, kDataPrefix), "dev",
+         h->data_ifname});
+    run({"ip", "-n", ns, "link", "set", "dev", h->data_ifname, "up"});
+    apply_shaping(*h, s.options);
+  }
+}
+
+[[noreturn]] void sshd_failed(const LabState& s, const LabHost& h, const std::string& what) {
+  const HostFiles f = host_files(s, h);
+  std::string log = sys::tail(f.sshd_log, 15);
+  throw Error(ErrorKind::kIo,
+              fmt::format("sshd of {} {}; its log {} says:\n{}", h.hostname, what, f.sshd_log,
+                          log.empty() ? "(nothing)" : log),
+              "fix what the log names, then `chokepoint lab up` again");
+}
+
+void wait_for_sshd(LabState& s, LabHost& h) {
+  const HostFiles f = host_files(s, h);
+  const double start = monotonic_seconds();
+  while (!sys::ssh_banner(h.mgmt_address, 22, 0.5)) {
+    const double waited = monotonic_seconds() - start;
+    if (waited > kSshdGrace && sys::netns_pids(h.netns).empty()) {
+      sshd_failed(s, h, "exited before it accepted connections");
+    }
+    if (waited > kSshdStartWait) {
+      sshd_failed(s, h,
+                  fmt::format("did not accept connections on {}:22 within {:.0f} s", h.mgmt_address,
+                              kSshdStartWait));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // sshd writes its pid file before it accepts, so it is there by now.
+  const std::string text = read_required(f.pid_file);
+  const std::vector<pid_t> pids = sys::parse_pids(text);
+  if (pids.size() != 1 || !sys::process_alive(pids[0]) ||
+      !sys::process_in_netns(pids[0], h.netns)) {
+    sshd_failed(s, h,
+                fmt::format("left pid file {} saying '{}', not a live sshd in {}", f.pid_file, text,
+                            h.netns));
+  }
+  h.sshd_pid = pids[0];
+  save(s);
+}
+
+void create(LabState& s) {
+  sys::make_dirs(s.dir, 0755);
+  save(s);  // from here on `down` finds and removes what follows
+  for (const LabHost* h : {&s.server, &s.client}) {
+    sys::make_dirs(h->ram_dir, 0755);
+    sys::make_dirs(h->disk_dir, 0755);
+  }
+  keygen(s.identity, "chokepoint-lab");
+  sys::write_file(s.dir + "/authorized_keys", read_required(s.identity + ".pub"), 0600);
+  for (const LabHost* h : {&s.server, &s.client}) {
+    const HostFiles f = host_files(s, *h);
+    keygen(f.host_key, h->hostname);
+    sys::write_file(f.sshd_config, sshd_config_text(s, *h), 0644);
+  }
+  sys::write_file(s.known_hosts,
+                  known_hosts_text(s, read_required(host_files(s, s.server).host_key + ".pub"),
+                                   read_required(host_files(s, s.client).host_key + ".pub")),
+                  0644);
+  sys::write_file(s.ssh_config, ssh_config_text(s), 0644);
+  make_disk(s, s.server);
+  make_disk(s, s.client);
+  make_network(s);
+  // One after the other, so a failure never leaves a host half-started
+  // outside its namespace where `down` cannot find it.
+  for (LabHost* h : {&s.server, &s.client}) {
+    run(host_start_argv(s, *h));
+    wait_for_sshd(s, *h);
+  }
+}
+
+// --- down --------------------------------------------------------------------
+
+// The recorded sshd, when it still runs this lab's config (its namespace may be gone).
+bool is_lab_sshd(const LabState& s, const LabHost& h) {
+  if (h.sshd_pid <= 0 || !sys::process_alive(h.sshd_pid)) return false;
+  if (sys::process_comm(h.sshd_pid) != "sshd") return false;
+  return sys::process_cmdline(h.sshd_pid).find(host_files(s, h).sshd_config) != std::string::npos;
+}
+
+void kill_processes(const LabState& s) {
+  std::vector<pid_t> left;
+  for (int round = 0; round < 4; ++round) {
+    std::set<pid_t> pids;
+    for (const LabHost* h : {&s.server, &s.client}) {
+      for (pid_t p : sys::netns_pids(h->netns)) pids.insert(p);
+      if (is_lab_sshd(s, *h)) pids.insert(h->sshd_pid);
+    }
+    pids.erase(getpid());
+    left.clear();
+    for (pid_t p : pids)
+      if (sys::process_alive(p)) left.push_back(p);
+    if (left.empty()) return;
+    // TERM first so sshd and sessions end cleanly; then KILL.
+    const int sig = round == 0 ? SIGTERM : SIGKILL;
+    for (pid_t p : left) ::kill(p, sig);
+    left = sys::wait_exit(left, kExitWait);
+  }
+  std::string list;
+  for (pid_t p : left)
+    list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", p, sys::process_comm(p));
+  throw Error(ErrorKind::kIo, fmt::format("processes in the lab did not exit: {}", list),
+              "see what they wait on with `ps -o pid,stat,wchan,cmd -p <pid>`, then run "
+              "`chokepoint lab down` again");
+}
+
+void remove_links(const LabState& s) {
+  for (const LabHost* h : {&s.server, &s.client}) {
+    if (sys::netns_exists(h->netns)) run({"ip", "netns", "del", h->netns});
+  }
+  // Deleting a namespace deletes its veths and their peers, but asynchronously.
+  for (const LabHost* h : {&s.server, &s.client}) {
+    const std::string ifname = host_files(s, *h).mgmt_root_ifname;
+    if (sys::link_exists(ifname)) {
+      RunResult r = run_command({"ip", "link", "del", "dev", ifname});
+      if (r.exit_code != 0 && sys::link_exists(ifname)) {
+        throw Error(ErrorKind::kIo, fmt::format("cannot delete {}: {}", ifname, r.err));
+      }
+    }
+  }
+}
+
+void detach_loops(const LabState& s) {
+  std::vector<std::string> problems;
+  for (const LabHost* h : {&s.server, &s.client}) {
+    const std::string image = host_files(s, *h).disk_image;
+    std::set<std::string> devs;
+    for (const std::string& d : sys::loop_devices_backed_by(image)) devs.insert(d);
+    for (const std::string& dev : devs) {
+      // On a device still in use the kernel sets autoclear instead: it
+      // detaches when the last user (a dying host's mount) lets go.
+      RunResult r = run_command({"losetup", "-d", dev});
+      if (r.exit_code != 0 && !sys::loop_backing_file(dev).empty()) {
+        problems.push_back(fmt::format("losetup -d {}: {}", dev, r.err));
+      }
+    }
+    const double deadline = monotonic_seconds() + kLoopDetachWait;
+    while (!sys::loop_devices_backed_by(image).empty() && monotonic_seconds() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg;
+    for (const auto& p : problems) msg += (msg.empty() ? "" : "; ") + p;
+    throw Error(ErrorKind::kIo, "cannot detach the lab's loop devices: " + msg,
+                "see `losetup -a` and who holds them (`fuser -m <device>`)");
+  }
+}
+
+// Removes everything `s` names, going on past failures; throws one Error
+// listing them at the end.
+void teardown(LabState s, const std::string& dir) {
+  s.dir = dir;  // the files are where they are now
+  for (const LabHost* h : {&s.server, &s.client}) {
+    if (sys::same_netns_as_self(h->netns)) {
+      throw Error(ErrorKind::kUnsupported,
+                  fmt::format("this process runs inside the lab host {}", h->netns),
+                  "run `chokepoint lab down` from the machine itself, not over SSH into the lab");
+    }
+  }
+  std::vector<std::string> problems;
+  auto step = [&](auto fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
+  };
+  step([&] { kill_processes(s); });
+  step([&] { remove_links(s); });
+  step([&] { detach_loops(s); });
+  // Keep the state while something is left, so a second `down` can finish.
+  if (problems.empty()) step([&] { sys::remove_tree(dir); });
+  if (!problems.empty()) {
+    std::string msg;
+    for (const auto& p : problems) msg += (msg.empty() ? "" : "; ") + p;
+    throw Error(ErrorKind::kIo, "lab down left things behind: " + msg,
+                "fix what it names and run `chokepoint lab down` again");
+  }
+}
+
+std::optional<LabState> load_from(const std::string& dir) {
+  const std::string path = state_path(dir);
+  std::optional<std::string> text = sys::read_file(path);
+  if (!text) return std::nullopt;
+  return state_from_json(*text, path);
+}
+
+void down_locked(const std::string& dir) {
+  if (!sys::exists(state_path(dir))) return;  // no lab here (or already down)
+  LabState s;
+  try {
+    s = *load_from(dir);
+  } catch (const Error&) {
+    // A damaged lab.json still marks the dir as the lab's; the names are fixed.
+    s = plan(LabOptions{}, dir);
+  }
+  teardown(s, dir);
+}
+
+}  // namespace
+
+std::string default_dir() {
+  const char* env = std::getenv(kDirEnv);
+  return (env && *env) ? std::string(env) : std::string(kDefaultDir);
+}
+
+std::optional<LabState> load(const std::string& dir) { return load_from(normalize_dir(dir)); }
+
+bool healthy(const LabState& s, std::string* why) {
+  std::string reason;
+  for (const LabHost* h : {&s.server, &s.client}) {
+    if (!sys::netns_exists(h->netns)) {
+      reason = fmt::format("network namespace {} is gone", h->netns);
+    } else if (h->sshd_pid <= 0) {
+      reason = fmt::format("sshd of {} never started", h->hostname);
+    } else if (!sys::process_alive(h->sshd_pid)) {
+      reason = fmt::format("sshd of {} (pid {}) is not running", h->hostname, h->sshd_pid);
+    } else if (sys::process_comm(h->sshd_pid) != "sshd" ||
+               // Only root may look at another process's namespaces.
+               (geteuid() == 0 && !sys::process_in_netns(h->sshd_pid, h->netns))) {
+      reason = fmt::format("pid {} is no longer the sshd of {}", h->sshd_pid, h->hostname);
+    }
+    if (!reason.empty()) break;
+  }
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+LabState up(const LabOptions& opts, const std::string& dir_arg) {
+  require_root();
+  validate(opts);
+  const std::string dir = normalize_dir(dir_arg);
+  // Before changing anything: a delay needs netem.
+  if (opts.delay_s > 0) require_netem();
+  sys::FileLock lock(kLockPath, kLockWait);
+
+  if (sys::exists(state_path(dir))) {
+    std::optional<LabState> cur;
+    try {
+      cur = load_from(dir);
+    } catch (const Error&) {
+      cur.reset();  // damaged: rebuilt below
+    }
+    if (cur && healthy(*cur, nullptr)) {
+      // Retune in place; the hosts, their disks and sessions stay.
+      cur->dir = dir;
+      for (const LabHost* h : {&cur->server, &cur->client}) apply_shaping(*h, opts);
+      cur->options.rate_bits = opts.rate_bits;
+      cur->options.mtu = opts.mtu;
+      cur->options.delay_s = opts.delay_s;
+      save(*cur);
+      return *cur;
+    }
+    // Remains of a broken lab: clear them, then build afresh.
+    down_locked(dir);
+  }
+
+  require_free(dir);
+  LabState s = plan(opts, dir);
+  try {
+    create(s);
+  } catch (const Error& e) {
+    try {
+      teardown(s, dir);
+    } catch (const Error& rollback) {
+      throw Error(e.kind(),
+                  fmt::format("{} (and rolling back failed too: {})", e.what(), rollback.what()),
+                  "run `chokepoint lab down` to remove what is left");
+    }
+    throw;
+  } catch (...) {
+    try {
+      teardown(s, dir);
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  return s;
+}
+
+void down(const std::string& dir_arg) {
+  require_root();
+  const std::string dir = normalize_dir(dir_arg);
+  sys::FileLock lock(kLockPath, kLockWait);
+  down_locked(dir);
+}
+
+}  // namespace cp::lab

@@ -1,0 +1,220 @@
+#include "lab/lab_cli.h"
+
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <ostream>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "lab/layout.h"
+#include "lab/status.h"
+
+namespace cp::lab {
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kSeeHelp = "see `chokepoint lab --help`";
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
+// Parses `args` against `desc`; command-line mistakes become Error(kUsage).
+po::variables_map parse(const std::string& sub, const po::options_description& desc,
+                        const std::vector<std::string>& args) {
+  // Positional words are collected only to name the first one in the error.
+  po::options_description all;
+  all.add(desc).add_options()("positional-words", po::value<std::vector<std::string>>());
+  po::positional_options_description positional;
+  positional.add("positional-words", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(ErrorKind::kUsage, fmt::format("lab {}: {}", sub, e.what()), kSeeHelp);
+  }
+  if (vm.count("positional-words")) {
+    throw Error(ErrorKind::kUsage,
+                fmt::format("lab {}: unexpected argument '{}'", sub,
+                            vm["positional-words"].as<std::vector<std::string>>().front()),
+                kSeeHelp);
+  }
+  return vm;
+}
+
+// Value parsers report kConfig; on the command line that is a usage error.
+template <typename F>
+auto as_usage(F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kConfig) throw;
+    throw Error(ErrorKind::kUsage, e.what(), e.hint());
+  }
+}
+
+std::string options_text(const LabOptions& o) {
+  return fmt::format("{}, MTU {}, {}",
+                     o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
+                     o.mtu,
+                     o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay");
+}
+
+int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
+  const UpArgs a = parse_up_args(args);
+  bool was_up = false;  // only for the wording; up() itself decides
+  try {
+    if (std::optional<LabState> cur = load()) was_up = healthy(*cur, nullptr);
+  } catch (const Error&) {
+  }
+  const LabState s = up(a.options);
+  if (was_up) {
+    out << fmt::format("lab in {} was up: retuned in place ({}); hosts kept running\n", s.dir,
+                       options_text(s.options));
+    if ((a.disk_size_given && a.options.disk_bytes != s.options.disk_bytes) ||
+        (a.ram_size_given && a.options.ram_bytes != s.options.ram_bytes)) {
+      out << fmt::format(
+          "note: sizes apply when the lab is created; it keeps disk {} and ram {} per host "
+          "(`chokepoint lab down` first to change them)\n",
+          format_size(s.options.disk_bytes), format_size(s.options.ram_bytes));
+    }
+  } else {
+    out << fmt::format("lab up in {}\n", s.dir);
+  }
+  out << fmt::format("  data link  {} <-> {}: {}\n", s.server.data_address, s.client.data_address,
+                     options_text(s.options));
+  for (const LabHost* h : {&s.server, &s.client}) {
+    out << fmt::format("  {}  ssh {}, ram {} ({} tmpfs), disk {} ({} ext4 on {})\n", h->alias,
+                       h->mgmt_address, h->ram_dir, format_size(s.options.ram_bytes), h->disk_dir,
+                       format_size(s.options.disk_bytes), h->loop_device);
+  }
+  out << fmt::format("ssh into a host:  ssh -F {} cp-server\n", s.ssh_config)
+      << "diagnose it:      chokepoint diagnose --lab\n"
+      << "take it down:     chokepoint lab down\n";
+  return 0;
+}
+
+int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("chokepoint lab status options");
+  desc.add_options()("json", "print JSON");
+  const po::variables_map vm = parse("status", desc, args);
+  const bool as_json = vm.count("json") > 0;
+  std::optional<LabState> s = load();
+  if (!s) {
+    out << (as_json ? no_lab_json() : no_lab_text());
+    return 0;
+  }
+  const LabStatus st = gather_status(*s);
+  out << (as_json ? status_json(st) : status_text(st));
+  return 0;
+}
+
+int cmd_down(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("chokepoint lab down options");
+  parse("down", desc, args);
+  const std::string dir = default_dir();
+  bool was_there = true;  // a damaged lab.json still means a lab to take down
+  try {
+    was_there = load(dir).has_value();
+  } catch (const Error&) {
+  }
+  down(dir);
+  out << (was_there ? fmt::format("lab in {} is down\n", dir)
+                    : fmt::format("no lab in {}; nothing to take down\n", dir));
+  return 0;
+}
+
+}  // namespace
+
+std::string lab_usage() {
+  return fmt::format(
+      "usage: chokepoint lab up [--rate R] [--mtu M] [--delay D] [--disk-size S] [--ram-size S]\n"
+      "       chokepoint lab status [--json]\n"
+      "       chokepoint lab down\n"
+      "\n"
+      "A two-host lab on this machine (root only): network namespaces cp-server and\n"
+      "cp-client joined by a shaped veth data link, each with its own sshd (reachable\n"
+      "over a separate management link), tmpfs and ext4-on-loop disk.\n"
+      "\n"
+      "up options:\n"
+      "  --rate R       data link rate, like 1gbit or 200mbit; 0 = unshaped (default)\n"
+      "  --mtu M        data link MTU in bytes (default 1500)\n"
+      "  --delay D      one-way delay per data end, like 2ms (needs netem in the kernel)\n"
+      "  --disk-size S  each host's ext4 disk (default 3GiB)\n"
+      "  --ram-size S   each host's tmpfs (default 2GiB)\n"
+      "`up` on a running lab re-applies rate, MTU and delay in place.\n"
+      "\n"
+      "The lab lives in {} (or ${}); `chokepoint diagnose --lab` tests it.\n",
+      kDefaultDir, kDirEnv);
+}
+
+UpArgs parse_up_args(const std::vector<std::string>& args) {
+  po::options_description desc("chokepoint lab up options");
+  desc.add_options()("rate", po::value<std::string>(), "data link rate")(
+      "mtu", po::value<int>(), "data link MTU")("delay", po::value<std::string>(), "one-way delay")(
+      "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
+                                                          "ram size");
+  const po::variables_map vm = parse("up", desc, args);
+  UpArgs a;
+  if (vm.count("rate")) {
+    const std::string r = vm["rate"].as<std::string>();
+    a.options.rate_bits = (r == "0" || r == "off" || r == "none")
+                              ? 0
+                              : as_usage([&] { return parse_rate_bits(r, "--rate"); });
+  }
+  if (vm.count("mtu")) a.options.mtu = vm["mtu"].as<int>();
+  if (vm.count("delay")) {
+    a.options.delay_s =
+        as_usage([&] { return parse_duration(vm["delay"].as<std::string>(), "--delay"); });
+  }
+  if (vm.count("disk-size")) {
+    a.options.disk_bytes =
+        as_usage([&] { return parse_size(vm["disk-size"].as<std::string>(), "--disk-size"); });
+    a.disk_size_given = true;
+  }
+  if (vm.count("ram-size")) {
+    a.options.ram_bytes =
+        as_usage([&] { return parse_size(vm["ram-size"].as<std::string>(), "--ram-size"); });
+    a.ram_size_given = true;
+  }
+  as_usage([&] {
+    validate(a.options);
+    return 0;
+  });
+  return a;
+}
+
+int run_lab_command(const std::vector<std::string>& args) {
+  return run_lab_command(args, std::cout, std::cerr);
+}
+
+int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    if (args.empty()) {
+      throw Error(ErrorKind::kUsage, "lab: say what to do: up, status or down", kSeeHelp);
+    }
+    if (wants_help(args)) {
+      out << lab_usage();
+      return 0;
+    }
+    const std::string& sub = args.front();
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (sub == "up") return cmd_up(rest, out);
+    if (sub == "status") return cmd_status(rest, out);
+    if (sub == "down") return cmd_down(rest, out);
+    throw Error(ErrorKind::kUsage, fmt::format("lab: unknown subcommand '{}'", sub),
+                "use up, status or down");
+  } catch (const Error& e) {
+    err << "chokepoint lab: " << describe(e) << "\n";
+    return e.kind() == ErrorKind::kUsage ? 2 : 1;
+  }
+}
+
+}  // namespace cp::lab

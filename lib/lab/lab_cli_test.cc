@@ -1,0 +1,183 @@
+#include "lab/lab_cli.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace cp::lab {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+};
+
+Outcome run(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  const int code = run_lab_command(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+ErrorKind kind_of(const std::vector<std::string>& args) {
+  try {
+    parse_up_args(args);
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return ErrorKind::kCancelled;
+}
+
+// Points default_dir() at a fresh empty directory for one test.
+class LabDirEnv {
+ public:
+  LabDirEnv() {
+    char tmpl[] = "/tmp/cp-lab-cli-test-XXXXXX";
+    CP_CHECK(mkdtemp(tmpl) != nullptr);
+    dir_ = tmpl;
+    const char* old = std::getenv("CHOKEPOINT_LAB_DIR");
+    if (old) old_ = old;
+    had_old_ = old != nullptr;
+    setenv("CHOKEPOINT_LAB_DIR", dir_.c_str(), 1);
+  }
+  ~LabDirEnv() {
+    if (had_old_)
+      setenv("CHOKEPOINT_LAB_DIR", old_.c_str(), 1);
+    else
+      unsetenv("CHOKEPOINT_LAB_DIR");
+    rmdir(dir_.c_str());
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_, old_;
+  bool had_old_ = false;
+};
+
+TEST(LabCliTest, UpDefaults) {
+  const UpArgs a = parse_up_args({});
+  EXPECT_EQ(a.options.rate_bits, 0u);
+  EXPECT_EQ(a.options.mtu, 1500);
+  EXPECT_EQ(a.options.delay_s, 0);
+  EXPECT_EQ(a.options.disk_bytes, 3ull << 30);
+  EXPECT_EQ(a.options.ram_bytes, 2ull << 30);
+  EXPECT_FALSE(a.disk_size_given);
+  EXPECT_FALSE(a.ram_size_given);
+}
+
+TEST(LabCliTest, UpAllOptions) {
+  const UpArgs a = parse_up_args({"--rate", "1gbit", "--mtu", "9000", "--delay", "2ms",
+                                  "--disk-size", "512MiB", "--ram-size=1GiB"});
+  EXPECT_EQ(a.options.rate_bits, 1'000'000'000u);
+  EXPECT_EQ(a.options.mtu, 9000);
+  EXPECT_DOUBLE_EQ(a.options.delay_s, 0.002);
+  EXPECT_EQ(a.options.disk_bytes, 512ull << 20);
+  EXPECT_EQ(a.options.ram_bytes, 1ull << 30);
+  EXPECT_TRUE(a.disk_size_given);
+  EXPECT_TRUE(a.ram_size_given);
+  EXPECT_EQ(parse_up_args({"--rate", "200mbit"}).options.rate_bits, 200'000'000u);
+}
+
+TEST(LabCliTest, RateZeroMeansUnshaped) {
+  EXPECT_EQ(parse_up_args({"--rate", "0"}).options.rate_bits, 0u);
+  EXPECT_EQ(parse_up_args({"--rate", "off"}).options.rate_bits, 0u);
+}
+
+TEST(LabCliTest, BadUpArgumentsAreUsageErrors) {
+  EXPECT_EQ(kind_of({"--bogus"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--rate", "fast"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--rate", "10furlongs"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--mtu", "jumbo"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--mtu", "20"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--delay", "soon"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--disk-size", "1MiB"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--rate"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"extra"}), ErrorKind::kUsage);
+}
+
+TEST(LabCliTest, UnknownOptionExitsTwoNamingIt) {
+  const Outcome o = run({"up", "--frobnicate", "3"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err.rfind("chokepoint lab: ", 0), 0u) << o.err;
+  EXPECT_NE(o.err.find("frobnicate"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("fix: "), std::string::npos) << o.err;
+  EXPECT_EQ(run({"status", "--verbose"}).code, 2);
+  EXPECT_EQ(run({"down", "--force"}).code, 2);
+}
+
+TEST(LabCliTest, MissingOrUnknownSubcommandExitsTwo) {
+  Outcome o = run({});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("up, status or down"), std::string::npos) << o.err;
+  o = run({"sideways"});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("sideways"), std::string::npos) << o.err;
+}
+
+TEST(LabCliTest, HelpPrintsUsage) {
+  for (auto args : {std::vector<std::string>{"--help"}, {"up", "-h"}}) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.code, 0);
+    EXPECT_NE(o.out.find("chokepoint lab up [--rate R]"), std::string::npos);
+    EXPECT_NE(o.out.find("--disk-size"), std::string::npos);
+  }
+}
+
+TEST(LabCliTest, StatusWithoutLabSaysSoAndSucceeds) {
+  LabDirEnv env;
+  Outcome o = run({"status"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.out, "no lab is up; start one with `chokepoint lab up`\n");
+  o = run({"status", "--json"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("\"up\":false"), std::string::npos) << o.out;
+}
+
+TEST(LabCliTest, DamagedStateIsReportedWithAFix) {
+  LabDirEnv env;
+  const std::string state = env.dir() + "/lab.json";
+  FILE* f = fopen(state.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs("{\"version\": 1", f);
+  fclose(f);
+  const Outcome o = run({"status"});
+  unlink(state.c_str());
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("lab.json"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("lab down"), std::string::npos) << o.err;
+}
+
+// up and down refuse to run without root, before touching anything.
+TEST(LabCliTest, NonRootIsTurnedAway) {
+  LabDirEnv env;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // As root, become nobody first; as another user, already not root.
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(3);
+    for (const char* sub : {"up", "down"}) {
+      std::ostringstream out, err;
+      const int code = run_lab_command({sub}, out, err);
+      if (code != 1) _exit(4);
+      if (err.str().find("the lab needs root (network namespaces, loop devices)") ==
+              std::string::npos ||
+          err.str().find("run as root, or point diagnose at real hosts") == std::string::npos) {
+        _exit(5);
+      }
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: cannot drop root; 4: wrong exit code; 5: wrong text";
+}
+
+}  // namespace
+}  // namespace cp::lab

@@ -1,0 +1,321 @@
+// Integration test: brings the real lab up and down (root, label
+// integration). Traffic stays inside the lab's own namespaces.
+#include "lab/lab.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "core/error.h"
+#include "core/process.h"
+#include "lab/lab_cli.h"
+#include "lab/layout.h"
+#include "lab/sys.h"
+
+namespace cp::lab {
+namespace {
+
+namespace json = boost::json;
+
+bool skip_reason(std::string* why) {
+  if (geteuid() != 0) {
+    *why = "needs root";
+  } else if (sys::netns_exists("cp-server") || sys::netns_exists("cp-client")) {
+    *why = "a lab is already up on this machine";
+  }
+  return !why->empty();
+}
+
+std::string test_dir(const char* name) {
+  return fmt::format("/var/tmp/chokepoint-lab-test-{}-{}", name, getpid());
+}
+
+// The checks `down` must pass: nothing of the lab is left.
+void expect_nothing_left(const std::string& dir, const std::vector<pid_t>& pids) {
+  const std::string netns = run_checked({"ip", "netns", "list"});
+  EXPECT_EQ(netns.find("cp-server"), std::string::npos) << netns;
+  EXPECT_EQ(netns.find("cp-client"), std::string::npos) << netns;
+  const std::string links = run_checked({"ip", "-o", "link", "show"});
+  EXPECT_EQ(links.find("cpm-"), std::string::npos) << links;
+  EXPECT_EQ(links.find("cpd-"), std::string::npos) << links;
+  // No loop device backed by anything in the lab dir.
+  if (DIR* d = opendir("/sys/block")) {
+    while (dirent* e = readdir(d)) {
+      const std::string backing = sys::loop_backing_file(e->d_name);
+      EXPECT_EQ(backing.find(dir), std::string::npos) << e->d_name << " -> " << backing;
+    }
+    closedir(d);
+  }
+  // No process runs anything from the lab dir (its sshds name their config there).
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+      if (pid <= 0 || pid == getpid() || !sys::process_alive(pid)) continue;
+      const std::string cmd = sys::process_cmdline(pid);
+      EXPECT_EQ(cmd.find(dir), std::string::npos) << pid << ": " << cmd;
+    }
+    closedir(d);
+  }
+  for (pid_t p : pids) EXPECT_FALSE(sys::process_alive(p)) << p;
+  EXPECT_FALSE(sys::exists(dir));
+}
+
+class LabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (skip_reason(&why)) GTEST_SKIP() << why;
+    dir_ = test_dir("main");
+  }
+  // Whatever failed above, the lab comes down.
+  void TearDown() override {
+    if (dir_.empty()) return;
+    try {
+      down(dir_);
+    } catch (const Error& e) {
+      ADD_FAILURE() << "down in TearDown: " << describe(e);
+    }
+  }
+
+  std::string ssh(const LabState& s, const std::string& alias, const std::string& command) {
+    return run_checked({"ssh", "-F", s.ssh_config, "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+                        alias, command},
+                       {}, 60);
+  }
+
+  std::string dir_;
+};
+
+// iperf3 from cp-client to a one-shot server in cp-server on the data link; bit/s.
+double iperf_bits_per_second() {
+  Child server({"ip", "netns", "exec", "cp-server", "iperf3", "-s", "-1", "-B", "198.18.0.1"});
+  std::string last;
+  double bps = 0;
+  // The client retries until the server listens. iperf3 3.12 exits 0 even
+  // when it cannot connect, with an "error" in its JSON.
+  for (int attempt = 0; attempt < 50 && bps == 0; ++attempt) {
+    RunResult r = run_command({"ip", "netns", "exec", "cp-client", "iperf3", "-c", "198.18.0.1",
+                               "-t", "5", "-O", "1", "-J"},
+                              {}, 60);
+    last = r.out + r.err;
+    boost::system::error_code ec;
+    const json::value v = json::parse(r.out, ec);
+    const json::value* sum = nullptr;
+    if (!ec && v.is_object() && !v.as_object().contains("error")) {
+      sum = v.find_pointer("/end/sum_received/bits_per_second", ec);
+    }
+    if (r.exit_code == 0 && sum && !ec) {
+      bps = sum->to_number<double>();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  server.kill(SIGTERM);  // by its pid (ip netns exec became iperf3)
+  server.wait(5);
+  if (bps == 0) ADD_FAILURE() << "iperf3 client failed: " << last;
+  return bps;
+}
+
+TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
+  LabOptions o;
+  o.rate_bits = 200'000'000;
+  o.disk_bytes = 256ull << 20;  // small: quick mkfs, same code path as 3 GiB
+  o.ram_bytes = 64ull << 20;
+  const LabState s = up(o, dir_);
+
+  std::string why;
+  ASSERT_TRUE(healthy(s, &why)) << why;
+  const std::optional<LabState> loaded = load(dir_);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->server.sshd_pid, s.server.sshd_pid);
+  EXPECT_EQ(loaded->client.loop_device, s.client.loop_device);
+  EXPECT_NE(s.server.loop_device, s.client.loop_device);
+  EXPECT_TRUE(sys::exists(s.ssh_config));
+  EXPECT_TRUE(sys::exists(s.known_hosts));
+  EXPECT_TRUE(sys::exists(s.identity));
+
+  // SSH into each host by its alias, with the lab's own config and keys.
+  EXPECT_EQ(ssh(s, "cp-server", "hostname"), "cp-server\n");
+  EXPECT_EQ(ssh(s, "cp-client", "hostname"), "cp-client\n");
+
+  // Inside each host: tmpfs ram, ext4 disk, and the two disks are different devices.
+  std::string disk_dev[2];
+  int i = 0;
+  for (const LabHost* h : {&s.server, &s.client}) {
+    EXPECT_EQ(ssh(s, h->alias, "findmnt -n -o FSTYPE -M " + h->ram_dir), "tmpfs\n");
+    EXPECT_EQ(ssh(s, h->alias, "findmnt -n -o FSTYPE -M " + h->disk_dir), "ext4\n");
+    EXPECT_EQ(ssh(s, h->alias, "findmnt -n -b -o SIZE -M " + h->ram_dir),
+              std::to_string(64ull << 20) + "\n");
+    EXPECT_EQ(ssh(s, h->alias, "findmnt -n -o SOURCE -M " + h->disk_dir), h->loop_device + "\n");
+    disk_dev[i++] = ssh(s, h->alias, "stat -c %d " + h->disk_dir);
+    // Outside the host the dirs are plain, empty directories.
+    EXPECT_NE(run_command({"findmnt", "-M", h->ram_dir}).exit_code, 0);
+    EXPECT_NE(run_command({"findmnt", "-M", h->disk_dir}).exit_code, 0);
+  }
+  EXPECT_NE(disk_dev[0], disk_dev[1]);
+
+  // The data link works, and SSH does not cross it.
+  EXPECT_EQ(run_command({"ip", "netns", "exec", "cp-client", "ping", "-c1", "-W2", "198.18.0.1"})
+                .exit_code,
+            0);
+  EXPECT_NE(run_checked({"ip", "route", "get", "198.18.1.2"}).find("dev cpm-s"), std::string::npos);
+  EXPECT_NE(run_checked({"ip", "route", "get", "198.18.2.2"}).find("dev cpm-c"), std::string::npos);
+
+  // tbf at 200 Mbit/s: iperf3 sees 200 Mbit/s +- 6 % (headers cost ~4 %).
+  const double bps = iperf_bits_per_second();
+  EXPECT_NEAR(bps, 200e6, 0.06 * 200e6);
+
+  // up again retunes in place: same sshds, new rate.
+  o.rate_bits = 1'000'000'000;
+  o.disk_bytes = 512ull << 20;  // ignored: sizes apply at creation
+  const LabState s2 = up(o, dir_);
+  EXPECT_EQ(s2.server.sshd_pid, s.server.sshd_pid);
+  EXPECT_EQ(s2.client.sshd_pid, s.client.sshd_pid);
+  EXPECT_EQ(s2.options.rate_bits, 1'000'000'000u);
+  EXPECT_EQ(s2.options.disk_bytes, 256ull << 20);
+  for (const LabHost* h : {&s2.server, &s2.client}) {
+    const std::string tc =
+        run_checked({"tc", "-n", h->netns, "qdisc", "show", "dev", h->data_ifname});
+    EXPECT_NE(tc.find("rate 1Gbit"), std::string::npos) << tc;
+  }
+  EXPECT_EQ(load(dir_)->options.rate_bits, 1'000'000'000u);
+  EXPECT_EQ(ssh(s2, "cp-server", "hostname"), "cp-server\n");
+
+  // status, through the command line, text and JSON.
+  setenv(kDirEnv, dir_.c_str(), 1);
+  std::ostringstream out, err;
+  EXPECT_EQ(run_lab_command({"status"}, out, err), 0) << err.str();
+  const std::string text = out.str();
+  for (const char* want : {"cp-server", "cp-client", ": up", "1 Gbit/s", "tmpfs, 64 MiB", "ext4",
+                           "(direct I/O)", "MTU 1500"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << "missing '" << want << "' in:\n" << text;
+  }
+  EXPECT_EQ(text.find("problem"), std::string::npos) << text;
+  std::ostringstream jout;
+  EXPECT_EQ(run_lab_command({"status", "--json"}, jout, err), 0) << err.str();
+  unsetenv(kDirEnv);
+  const json::value st = json::parse(jout.str());
+  EXPECT_TRUE(st.at("healthy").as_bool());
+  EXPECT_EQ(st.at("client").at("disk").at("fstype").as_string(), "ext4");
+  EXPECT_EQ(st.at("client").at("hostname_inside").as_string(), "cp-client");
+  EXPECT_EQ(st.at("server").at("rate_bits").to_number<uint64_t>(), 1'000'000'000u);
+
+  // down leaves nothing.
+  const std::vector<pid_t> pids = {s.server.sshd_pid, s.client.sshd_pid};
+  down(dir_);
+  expect_nothing_left(dir_, pids);
+  EXPECT_FALSE(load(dir_).has_value());
+  EXPECT_NO_THROW(down(dir_));  // idempotent
+}
+
+// A failure half-way through `up` rolls back everything made so far.
+TEST_F(LabTest, FailedUpRollsBack) {
+  // A `setsid` that fails: up gets past disks and network, then cannot start the hosts.
+  const std::string bin = dir_ + "-bin";
+  sys::make_dirs(bin, 0755);
+  sys::write_file(bin + "/setsid", "#!/bin/sh\necho 'fake setsid refuses' >&2\nexit 1\n", 0755);
+  const std::string old_path = std::getenv("PATH");
+  setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  LabOptions o;
+  o.rate_bits = 100'000'000;
+  o.disk_bytes = 64ull << 20;
+  o.ram_bytes = 16ull << 20;
+  try {
+    up(o, dir_);
+    ADD_FAILURE() << "up succeeded with a broken setsid";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fake setsid refuses"), std::string::npos) << e.what();
+  }
+  setenv("PATH", old_path.c_str(), 1);
+  sys::remove_tree(bin);
+  expect_nothing_left(dir_, {});
+}
+
+// `down` removes what a partial up left, from lab.json alone.
+TEST_F(LabTest, DownCleansUpPartialRemains) {
+  LabOptions o;
+  o.disk_bytes = 64ull << 20;
+  LabState s = plan(o, dir_);
+  sys::make_dirs(s.server.ram_dir, 0755);
+  const HostFiles f = host_files(s, s.server);
+  run_checked({"truncate", "-s", "64M", f.disk_image});
+  std::string dev = run_checked({"losetup", "--find", "--show", f.disk_image});
+  dev.pop_back();
+  // Not recorded in lab.json: down finds it by its backing file.
+  sys::write_file(dir_ + "/lab.json", state_to_json(s), 0644);
+  run_checked({"ip", "netns", "add", "cp-server"});
+  run_checked(
+      {"ip", "link", "add", "cpm-s", "type", "veth", "peer", "name", "cpm", "netns", "cp-server"});
+  // A process living in the host's namespace.
+  run_checked({"setsid", "-f", "sh", "-c", "exec >/dev/null 2>&1 </dev/null; exec \"$@\"", "x",
+               "ip", "netns", "exec", "cp-server", "sleep", "300"});
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 100 && pids.empty(); ++i) {
+    pids = sys::netns_pids("cp-server");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_EQ(sys::process_comm(pids[0]), "sleep");
+
+  down(dir_);
+  expect_nothing_left(dir_, pids);
+  EXPECT_EQ(sys::loop_backing_file(dev), "");
+}
+
+TEST_F(LabTest, UpRefusesADirThatIsNotALab) {
+  sys::make_dirs(dir_, 0755);
+  sys::write_file(dir_ + "/precious.txt", "keep me", 0644);
+  try {
+    up(LabOptions{}, dir_);
+    ADD_FAILURE() << "up took over a non-lab dir";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(std::string(e.what()).find("not a lab dir"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sys::read_file(dir_ + "/precious.txt").value_or(""), "keep me");
+  EXPECT_FALSE(sys::netns_exists("cp-server"));
+  EXPECT_NO_THROW(down(dir_));  // no lab.json: not ours, left alone
+  EXPECT_TRUE(sys::exists(dir_ + "/precious.txt"));
+  sys::remove_tree(dir_);
+}
+
+// On a kernel without netem, --delay fails before anything is made.
+TEST(LabRootTest, DelayWithoutNetemFailsFirst) {
+  std::string why;
+  if (skip_reason(&why)) GTEST_SKIP() << why;
+  if (run_command(netem_probe_command()).exit_code == 0) GTEST_SKIP() << "this kernel has netem";
+  const std::string dir = test_dir("delay");
+  LabOptions o;
+  o.delay_s = 0.002;
+  try {
+    up(o, dir);
+    down(dir);
+    FAIL() << "up with --delay succeeded without netem";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("netem"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("without --delay"), std::string::npos) << e.hint();
+  }
+  EXPECT_FALSE(sys::exists(dir));
+  EXPECT_FALSE(sys::netns_exists("cp-server"));
+}
+
+TEST(LabRootTest, DownWithoutLabIsANoOp) {
+  std::string why;
+  if (geteuid() != 0) GTEST_SKIP() << "needs root";
+  EXPECT_NO_THROW(down(test_dir("absent")));
+  EXPECT_FALSE(load(test_dir("absent")).has_value());
+}
+
+}  // namespace
+}  // namespace cp::lab

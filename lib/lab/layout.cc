@@ -1,0 +1,431 @@
+#include "lab/layout.h"
+
+#include <fmt/format.h>
+
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace cp::lab {
+namespace json = boost::json;
+
+namespace {
+
+LabHost make_host(const std::string& dir, const std::string& role, int mgmt_net, int data_host,
+                  const std::string& data_ifname) {
+  LabHost h;
+  h.role = role;
+  h.netns = "cp-" + role;
+  h.alias = h.netns;
+  h.hostname = h.netns;
+  h.mgmt_address = fmt::format("198.18.{}.2", mgmt_net);
+  h.data_address = fmt::format("198.18.0.{}", data_host);
+  h.data_ifname = data_ifname;
+  h.ram_dir = dir + "/" + role + "/ram";
+  h.disk_dir = dir + "/" + role + "/disk";
+  return h;
+}
+
+bool starts_with_dir(const std::string& path, const std::string& prefix) {
+  return path == prefix || path.rfind(prefix + "/", 0) == 0;
+}
+
+}  // namespace
+
+HostFiles host_files(const LabState& state, const LabHost& host) {
+  CP_CHECK(host.role == "server" || host.role == "client");
+  HostFiles f;
+  f.dir = state.dir + "/" + host.role;
+  f.disk_image = f.dir + "/disk.img";
+  f.sshd_config = f.dir + "/sshd_config";
+  f.host_key = f.dir + "/ssh_host_ed25519_key";
+  f.sshd_log = f.dir + "/sshd.log";
+  f.pid_file = f.dir + "/sshd.pid";
+  const bool server = host.role == "server";
+  f.mgmt_root_ifname = server ? "cpm-s" : "cpm-c";
+  f.mgmt_root_address = server ? "198.18.1.1" : "198.18.2.1";
+  f.mgmt_ifname = "cpm";
+  return f;
+}
+
+LabState plan(const LabOptions& opts, const std::string& dir) {
+  CP_CHECK(!dir.empty() && dir.front() == '/');
+  LabState s;
+  s.dir = dir;
+  s.ssh_config = dir + "/ssh_config";
+  s.identity = dir + "/id_ed25519";
+  s.known_hosts = dir + "/known_hosts";
+  s.server = make_host(dir, "server", 1, 1, "cpd-s");
+  s.client = make_host(dir, "client", 2, 2, "cpd-c");
+  s.options = opts;
+  return s;
+}
+
+void validate(const LabOptions& o) {
+  if (o.mtu < kMinMtu || o.mtu > kMaxMtu) {
+    throw Error(
+        ErrorKind::kConfig, fmt::format("--mtu {} is out of range", o.mtu),
+        fmt::format("give an MTU from {} to {} bytes (1500 or 9000 are usual)", kMinMtu, kMaxMtu));
+  }
+  if (!(o.delay_s >= 0) || o.delay_s > 10) {
+    throw Error(ErrorKind::kConfig, fmt::format("--delay {} s is out of range", o.delay_s),
+                "give a one-way delay from 0 to 10s, like 2ms");
+  }
+  if (o.disk_bytes < kMinDiskBytes) {
+    throw Error(
+        ErrorKind::kConfig,
+        fmt::format("--disk-size {} bytes is too small for ext4 with a journal", o.disk_bytes),
+        "give at least 64MiB, like 3GiB");
+  }
+  if (o.ram_bytes < kMinRamBytes) {
+    throw Error(ErrorKind::kConfig, fmt::format("--ram-size {} bytes is too small", o.ram_bytes),
+                "give at least 1MiB, like 2GiB");
+  }
+}
+
+void validate_dir(const std::string& dir) {
+  if (dir.empty() || dir.front() != '/') {
+    throw Error(ErrorKind::kConfig, fmt::format("lab dir '{}' is not an absolute path", dir),
+                fmt::format("set {} to an absolute path, like {}", kDirEnv, kDefaultDir));
+  }
+  // sshd_config and ssh_config split words at spaces and expand % and ~, and
+  // the paths go into both; keep to characters that mean nothing there.
+  const auto bad = dir.find_first_not_of(
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@");
+  if (bad != std::string::npos) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("lab dir '{}' has a character ('{}') that sshd/ssh config files would "
+                            "split or expand",
+                            dir, dir[bad]),
+                fmt::format("set {} to a path of letters, digits and / . _ - + , : @", kDirEnv));
+  }
+  if (dir == "/" || dir.find("/../") != std::string::npos || dir.ends_with("/..")) {
+    throw Error(ErrorKind::kConfig, fmt::format("lab dir '{}' is not a usable directory", dir),
+                fmt::format("set {} to a dedicated directory, like {}", kDirEnv, kDefaultDir));
+  }
+  for (const char* hidden : {"/run", "/var/run", "/dev/shm", "/proc", "/sys"}) {
+    if (starts_with_dir(dir, hidden)) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("lab dir '{}' is under {}, which each lab host replaces with its own",
+                              dir, hidden),
+                  fmt::format("set {} to a path outside it, like {}", kDirEnv, kDefaultDir));
+    }
+  }
+}
+
+uint64_t tbf_burst_bytes(uint64_t rate_bits, int mtu) {
+  CP_CHECK(rate_bits > 0 && mtu > 0);
+  // 1 ms worth of tokens, rounded up.
+  const uint64_t per_ms = (rate_bits + 7999) / 8000;
+  // A frame is the MTU plus the 14-byte Ethernet header tbf also counts.
+  const uint64_t frames = 4 * (static_cast<uint64_t>(mtu) + 14);
+  return std::max(per_ms, frames);
+}
+
+uint64_t netem_limit_packets(uint64_t rate_bits, double delay_s, int mtu) {
+  const double rate = rate_bits > 0 ? static_cast<double>(rate_bits) : 10e9;
+  const double packets = rate / 8 * delay_s / std::max(mtu, kMinMtu);
+  return std::max<uint64_t>(1000, static_cast<uint64_t>(std::ceil(2 * packets)));
+}
+
+std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& o) {
+  const std::string& ns = host.netns;
+  const std::string& dev = host.data_ifname;
+  std::vector<Command> cmds;
+  cmds.push_back({{"ip", "-n", ns, "link", "set", "dev", dev, "mtu", std::to_string(o.mtu)}});
+  auto tbf = [&](std::vector<std::string> where) {
+    std::vector<std::string> argv = {"tc", "-n", ns, "qdisc", "replace", "dev", dev};
+    argv.insert(argv.end(), where.begin(), where.end());
+    for (std::string a :
+         {std::string("tbf"), std::string("rate"), fmt::format("{}bit", o.rate_bits),
+          std::string("burst"), std::to_string(tbf_burst_bytes(o.rate_bits, o.mtu)),
+          std::string("latency"), std::string(kTbfLatency)}) {
+      argv.push_back(a);
+    }
+    return argv;
+  };
+  if (o.delay_s > 0) {
+    // netem cannot be "replaced" under a different parent layout; start clean.
+    cmds.push_back({{"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}, true});
+    const auto us = static_cast<uint64_t>(std::llround(o.delay_s * 1e6));
+    cmds.push_back({{"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
+                     "delay", fmt::format("{}us", us), "limit",
+                     std::to_string(netem_limit_packets(o.rate_bits, o.delay_s, o.mtu))}});
+    if (o.rate_bits > 0) cmds.push_back({tbf({"parent", "1:1", "handle", "10:"})});
+  } else if (o.rate_bits > 0) {
+    cmds.push_back({tbf({"root"})});
+  } else {
+    // Unshaped: back to the veth default (noqueue); fails harmlessly when already there.
+    cmds.push_back({{"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}, true});
+  }
+  return cmds;
+}
+
+std::vector<std::string> netem_probe_command() {
+  // A fresh, unnamed network namespace that vanishes when tc exits.
+  return {"unshare", "--net", "--",   "tc",    "qdisc", "add",
+          "dev",     "lo",    "root", "netem", "delay", "1ms"};
+}
+
+bool says_qdisc_unknown(std::string_view err) {
+  return err.find("Specified qdisc kind is unknown") != std::string_view::npos ||
+         err.find("Unknown qdisc") != std::string_view::npos;
+}
+
+// $0 is a name for ps; $1 hostname, $2 ram dir, $3 ram size in bytes, $4
+// loop device, $5 disk dir, $6 sshd_config, $7 sshd log. Runs in the host's
+// fresh mount (private) and UTS namespaces, inside its network namespace.
+const char* const kHostSetupScript =
+    "set -e\n"
+    // sshd's privilege-separation dir, and nothing of the root namespace's /run.
+    "mount -t tmpfs -o mode=0755,size=64m cp-run /run\n"
+    "mkdir -m 0755 /run/sshd\n"
+    "mount -t tmpfs -o mode=1777 cp-shm /dev/shm\n"
+    "printf '%s\\n' \"$1\" > /proc/sys/kernel/hostname\n"
+    "mount -t tmpfs -o \"size=$3\" cp-ram \"$2\"\n"
+    "mount -t ext4 \"$4\" \"$5\"\n"
+    "exec /usr/sbin/sshd -D -f \"$6\" -E \"$7\"\n";
+
+std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host) {
+  const HostFiles f = host_files(state, host);
+  CP_CHECK(!host.loop_device.empty());
+  // setsid -f: a new session, forked off so the caller does not wait for it;
+  // the first sh sends its stdio to the log so no caller's pipe stays open.
+  return {"setsid",
+          "-f",
+          "sh",
+          "-c",
+          "exec </dev/null >>\"$1\" 2>&1; shift; exec \"$@\"",
+          "cp-lab-start",
+          f.sshd_log,
+          "ip",
+          "netns",
+          "exec",
+          host.netns,
+          "unshare",
+          "--mount",
+          "--uts",
+          "--propagation",
+          "private",
+          "--",
+          "sh",
+          "-c",
+          kHostSetupScript,
+          "cp-lab-" + host.role,
+          host.hostname,
+          host.ram_dir,
+          std::to_string(state.options.ram_bytes),
+          host.loop_device,
+          host.disk_dir,
+          f.sshd_config,
+          f.sshd_log};
+}
+
+std::string sshd_config_text(const LabState& s, const LabHost& h) {
+  const HostFiles f = host_files(s, h);
+  return fmt::format(
+      "# {host}: sshd of the chokepoint lab (`chokepoint lab up` writes it, `lab down` removes "
+      "it)\n"
+      "ListenAddress {addr}\n"
+      "Port 22\n"
+      "HostKey {key}\n"
+      "PidFile {pid}\n"
+      "AuthorizedKeysFile {auth}\n"
+      "PermitRootLogin prohibit-password\n"
+      "PubkeyAuthentication yes\n"
+      "PasswordAuthentication no\n"
+      "KbdInteractiveAuthentication no\n"
+      "UsePAM no\n"
+      "StrictModes no\n"
+      "UseDNS no\n"
+      "PrintMotd no\n"
+      "PrintLastLog no\n"
+      "X11Forwarding no\n"
+      // diagnose opens several channels and connections at once.
+      "MaxSessions 32\n"
+      "MaxStartups 32:30:64\n"
+      "Subsystem sftp internal-sftp\n",
+      fmt::arg("host", h.hostname), fmt::arg("addr", h.mgmt_address), fmt::arg("key", f.host_key),
+      fmt::arg("pid", f.pid_file), fmt::arg("auth", s.dir + "/authorized_keys"));
+}
+
+std::string ssh_config_text(const LabState& s) {
+  std::string out =
+      fmt::format("# chokepoint lab: ssh -F {} cp-server (or cp-client)\n", s.ssh_config);
+  for (const LabHost* h : {&s.server, &s.client}) {
+    out += fmt::format(
+        "\nHost {}\n"
+        "  HostName {}\n"
+        "  User root\n"
+        "  IdentityFile {}\n"
+        "  IdentitiesOnly yes\n"
+        "  UserKnownHostsFile {}\n"
+        "  StrictHostKeyChecking yes\n",
+        h->alias, h->mgmt_address, s.identity, s.known_hosts);
+  }
+  return out;
+}
+
+std::string known_hosts_text(const LabState& s, std::string_view server_pub,
+                             std::string_view client_pub) {
+  // "ssh-ed25519 AAAA... comment\n" -> "ssh-ed25519 AAAA..."
+  auto key_of = [](std::string_view pub) {
+    std::string_view k = pub;
+    while (!k.empty() && (k.front() == ' ' || k.front() == '\n')) k.remove_prefix(1);
+    const size_t type_end = k.find(' ');
+    if (type_end == std::string_view::npos) {
+      throw Error(ErrorKind::kIo, fmt::format("'{}' is not an SSH public key", pub),
+                  "run `chokepoint lab down` and `lab up` again to regenerate the lab's keys");
+    }
+    const size_t key_end = k.find_first_of(" \n", type_end + 1);
+    return std::string(k.substr(0, key_end));
+  };
+  return fmt::format("{} {}\n{} {}\n", s.server.mgmt_address, key_of(server_pub),
+                     s.client.mgmt_address, key_of(client_pub));
+}
+
+// --- lab.json ---------------------------------------------------------------
+
+namespace {
+
+constexpr int kStateVersion = 1;
+
+json::object host_to_json(const LabHost& h) {
+  return {{"role", h.role},
+          {"netns", h.netns},
+          {"alias", h.alias},
+          {"hostname", h.hostname},
+          {"mgmt_address", h.mgmt_address},
+          {"data_address", h.data_address},
+          {"data_ifname", h.data_ifname},
+          {"ram_dir", h.ram_dir},
+          {"disk_dir", h.disk_dir},
+          {"loop_device", h.loop_device},
+          {"sshd_pid", h.sshd_pid}};
+}
+
+// Typed reads that name the file and the field on failure.
+class Reader {
+ public:
+  Reader(const json::object& obj, std::string where) : obj_(obj), where_(std::move(where)) {}
+
+  const json::value& at(std::string_view name) const {
+    const json::value* v = obj_.if_contains(name);
+    if (!v) fail(name, "is missing");
+    return *v;
+  }
+  std::string str(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_string()) fail(name, "must be a string");
+    return std::string(v.get_string());
+  }
+  uint64_t u64(std::string_view name) const {
+    const json::value& v = at(name);
+    if (v.is_uint64()) return v.get_uint64();
+    if (v.is_int64() && v.get_int64() >= 0) return static_cast<uint64_t>(v.get_int64());
+    fail(name, "must be a whole number >= 0");
+  }
+  int64_t i64(std::string_view name) const {
+    const json::value& v = at(name);
+    if (v.is_int64()) return v.get_int64();
+    if (v.is_uint64() && v.get_uint64() <= INT64_MAX) return static_cast<int64_t>(v.get_uint64());
+    fail(name, "must be a whole number");
+  }
+  double num(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_number()) fail(name, "must be a number");
+    return v.to_number<double>();
+  }
+  Reader object(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_object()) fail(name, "must be an object");
+    return Reader(v.get_object(), where_ + "." + std::string(name));
+  }
+
+  [[noreturn]] void fail(std::string_view name, std::string_view what) const {
+    throw Error(ErrorKind::kConfig, fmt::format("lab state {}: '{}' {}", where_, name, what),
+                "the lab dir was edited or is from another version: run `chokepoint lab down`");
+  }
+
+ private:
+  const json::object& obj_;
+  std::string where_;
+};
+
+LabHost host_from_json(const Reader& r) {
+  LabHost h;
+  h.role = r.str("role");
+  h.netns = r.str("netns");
+  h.alias = r.str("alias");
+  h.hostname = r.str("hostname");
+  h.mgmt_address = r.str("mgmt_address");
+  h.data_address = r.str("data_address");
+  h.data_ifname = r.str("data_ifname");
+  h.ram_dir = r.str("ram_dir");
+  h.disk_dir = r.str("disk_dir");
+  h.loop_device = r.str("loop_device");
+  const int64_t pid = r.i64("sshd_pid");
+  if (pid < 0 || pid > INT32_MAX) r.fail("sshd_pid", "is not a process id");
+  h.sshd_pid = static_cast<int>(pid);
+  return h;
+}
+
+}  // namespace
+
+std::string state_to_json(const LabState& s) {
+  json::object o = {
+      {"version", kStateVersion},
+      {"dir", s.dir},
+      {"ssh_config", s.ssh_config},
+      {"identity", s.identity},
+      {"known_hosts", s.known_hosts},
+      {"options",
+       {{"rate_bits", s.options.rate_bits},
+        {"mtu", s.options.mtu},
+        {"delay_s", s.options.delay_s},
+        {"disk_bytes", s.options.disk_bytes},
+        {"ram_bytes", s.options.ram_bytes}}},
+      {"server", host_to_json(s.server)},
+      {"client", host_to_json(s.client)},
+  };
+  return json::serialize(o) + "\n";
+}
+
+LabState state_from_json(std::string_view text, const std::string& where) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("lab state {} is not a JSON object{}", where,
+                            ec ? ": " + ec.message() : std::string()),
+                "the lab dir was edited or is damaged: run `chokepoint lab down`");
+  }
+  const Reader r(v.get_object(), where);
+  if (r.i64("version") != kStateVersion) r.fail("version", "is not one this chokepoint reads");
+  LabState s;
+  s.dir = r.str("dir");
+  s.ssh_config = r.str("ssh_config");
+  s.identity = r.str("identity");
+  s.known_hosts = r.str("known_hosts");
+  const Reader o = r.object("options");
+  s.options.rate_bits = o.u64("rate_bits");
+  const int64_t mtu = o.i64("mtu");
+  if (mtu < kMinMtu || mtu > kMaxMtu) o.fail("mtu", "is out of range");
+  s.options.mtu = static_cast<int>(mtu);
+  s.options.delay_s = o.num("delay_s");
+  s.options.disk_bytes = o.u64("disk_bytes");
+  s.options.ram_bytes = o.u64("ram_bytes");
+  s.server = host_from_json(r.object("server"));
+  s.client = host_from_json(r.object("client"));
+  if (s.server.role != "server") r.fail("server.role", "must be \"server\"");
+  if (s.client.role != "client") r.fail("client.role", "must be \"client\"");
+  return s;
+}
+
+}  // namespace cp::lab

@@ -1,0 +1,93 @@
+// The lab's fixed layout and the text it writes: names, addresses, paths,
+// tc/ip argument lists, sshd_config, ssh_config, known_hosts and lab.json.
+// Pure functions (no system calls), so all of it is unit-tested.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lab/lab.h"
+
+namespace cp::lab {
+
+inline constexpr const char* kDefaultDir = "/var/lib/chokepoint-lab";
+inline constexpr const char* kDirEnv = "CHOKEPOINT_LAB_DIR";
+// Held (flock) during up and down so two of them never interleave.
+inline constexpr const char* kLockPath = "/run/chokepoint-lab.lock";
+inline constexpr const char* kStateFile = "lab.json";
+// Root-namespace end of the management links: 198.18.1.1 / 198.18.2.1.
+inline constexpr int kMgmtPrefix = 30;
+inline constexpr int kDataPrefix = 24;
+// The benchmarking range the lab's addresses come from (RFC 2544).
+inline constexpr const char* kLabRange = "198.18.0.0/15";
+inline constexpr int kMinMtu = 68;                      // IPv4 minimum
+inline constexpr int kMaxMtu = 65535;                   // veth maximum
+inline constexpr uint64_t kMinDiskBytes = 64ull << 20;  // ext4 with a journal
+inline constexpr uint64_t kMinRamBytes = 1ull << 20;
+// tbf's queue bound, as latency at the configured rate.
+inline constexpr const char* kTbfLatency = "50ms";
+
+// Paths and names derived from a host; not stored in lab.json.
+struct HostFiles {
+  std::string dir;                // <lab>/server
+  std::string disk_image;         // <lab>/server/disk.img (sparse)
+  std::string sshd_config;        // <lab>/server/sshd_config
+  std::string host_key;           // <lab>/server/ssh_host_ed25519_key (+ .pub)
+  std::string sshd_log;           // <lab>/server/sshd.log
+  std::string pid_file;           // <lab>/server/sshd.pid
+  std::string mgmt_root_ifname;   // "cpm-s": management veth end in the root namespace
+  std::string mgmt_root_address;  // "198.18.1.1"
+  std::string mgmt_ifname;        // "cpm": its peer inside the host
+};
+HostFiles host_files(const LabState& state, const LabHost& host);
+
+// The state a fresh lab in `dir` starts from: every name, address and path,
+// with loop_device empty and sshd_pid 0. `dir` must be absolute.
+LabState plan(const LabOptions& opts, const std::string& dir);
+
+// Throws Error(kConfig) naming the option when the lab cannot apply it.
+void validate(const LabOptions& opts);
+// Throws Error(kConfig) when `dir` is not absolute, lies under /run or
+// /dev/shm (hidden inside the hosts), or holds characters that the sshd and
+// ssh config files would split or expand (space, quotes, %, ~ ...).
+void validate_dir(const std::string& dir);
+
+// tbf bucket in bytes for `rate_bits` (bit/s) at `mtu`: 1 ms of tokens (so a
+// late timer or softirq does not lose rate; measured here: 1gbit and 5gbit
+// reach 0.956 and 0.956 of nominal), and at least 4 frames (a bucket of one
+// 9000-byte frame gave 0.82 at 1gbit).
+uint64_t tbf_burst_bytes(uint64_t rate_bits, int mtu);
+// netem queue bound in packets: twice what `delay_s` holds at `rate_bits`
+// (or at 10 Gbit/s when unshaped), at least netem's default 1000.
+uint64_t netem_limit_packets(uint64_t rate_bits, double delay_s, int mtu);
+
+struct Command {
+  std::vector<std::string> argv;
+  bool may_fail = false;  // e.g. deleting a root qdisc that is not there
+};
+// ip/tc commands that set `host`'s data end to opts' MTU and shaping, in
+// order: tbf as root; or netem as root with tbf as its child when there is a
+// delay; or no root qdisc when unshaped.
+std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& opts);
+// Adds a netem qdisc in a throwaway network namespace: exit 0 when the kernel has netem.
+std::vector<std::string> netem_probe_command();
+// True when tc's stderr says the qdisc kind (netem) is not in the kernel.
+bool says_qdisc_unknown(std::string_view tc_stderr);
+
+// The fixed setup script each host's holder runs before exec'ing sshd, and
+// its positional arguments ("$1".. "$7"; never interpolated into the script).
+extern const char* const kHostSetupScript;
+std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host);
+
+std::string sshd_config_text(const LabState& state, const LabHost& host);
+std::string ssh_config_text(const LabState& state);
+// "198.18.1.2 ssh-ed25519 AAAA...\n" per host; keys as in a .pub file (comment dropped).
+std::string known_hosts_text(const LabState& state, std::string_view server_pub,
+                             std::string_view client_pub);
+
+// lab.json. state_from_json throws Error(kConfig) naming `where` and the field.
+std::string state_to_json(const LabState& state);
+LabState state_from_json(std::string_view text, const std::string& where);
+
+}  // namespace cp::lab

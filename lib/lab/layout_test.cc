@@ -1,0 +1,323 @@
+#include "lab/layout.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace cp::lab {
+namespace {
+
+using Argv = std::vector<std::string>;
+
+LabState sample_state() {
+  LabOptions o;
+  o.rate_bits = 200'000'000;
+  o.mtu = 9000;
+  o.delay_s = 0.0025;
+  o.disk_bytes = 256ull << 20;
+  o.ram_bytes = 64ull << 20;
+  LabState s = plan(o, "/var/lib/chokepoint-lab");
+  s.server.loop_device = "/dev/loop3";
+  s.client.loop_device = "/dev/loop4";
+  s.server.sshd_pid = 4242;
+  s.client.sshd_pid = 4243;
+  return s;
+}
+
+// "Key value" lines of a config file -> map (later keys win; comments skipped).
+std::map<std::string, std::string> config_map(const std::string& text) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t sp = line.find(' ');
+    m[line.substr(0, sp)] = sp == std::string::npos ? "" : line.substr(sp + 1);
+  }
+  return m;
+}
+
+ErrorKind kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "no Error thrown";
+  return ErrorKind::kCancelled;
+}
+
+TEST(LayoutTest, PlanNamesAddressesAndPaths) {
+  const LabState s = plan(LabOptions{}, "/srv/lab");
+  EXPECT_EQ(s.ssh_config, "/srv/lab/ssh_config");
+  EXPECT_EQ(s.identity, "/srv/lab/id_ed25519");
+  EXPECT_EQ(s.known_hosts, "/srv/lab/known_hosts");
+  EXPECT_EQ(s.server.role, "server");
+  EXPECT_EQ(s.server.netns, "cp-server");
+  EXPECT_EQ(s.server.alias, "cp-server");
+  EXPECT_EQ(s.server.hostname, "cp-server");
+  EXPECT_EQ(s.server.mgmt_address, "198.18.1.2");
+  EXPECT_EQ(s.server.data_address, "198.18.0.1");
+  EXPECT_EQ(s.server.data_ifname, "cpd-s");
+  EXPECT_EQ(s.server.ram_dir, "/srv/lab/server/ram");
+  EXPECT_EQ(s.server.disk_dir, "/srv/lab/server/disk");
+  EXPECT_EQ(s.client.netns, "cp-client");
+  EXPECT_EQ(s.client.mgmt_address, "198.18.2.2");
+  EXPECT_EQ(s.client.data_address, "198.18.0.2");
+  EXPECT_EQ(s.client.data_ifname, "cpd-c");
+  EXPECT_EQ(s.client.disk_dir, "/srv/lab/client/disk");
+  EXPECT_TRUE(s.server.loop_device.empty());
+  EXPECT_EQ(s.server.sshd_pid, 0);
+
+  const HostFiles fs = host_files(s, s.server);
+  EXPECT_EQ(fs.disk_image, "/srv/lab/server/disk.img");
+  EXPECT_EQ(fs.sshd_config, "/srv/lab/server/sshd_config");
+  EXPECT_EQ(fs.pid_file, "/srv/lab/server/sshd.pid");
+  EXPECT_EQ(fs.mgmt_root_ifname, "cpm-s");
+  EXPECT_EQ(fs.mgmt_root_address, "198.18.1.1");
+  EXPECT_EQ(fs.mgmt_ifname, "cpm");
+  const HostFiles fc = host_files(s, s.client);
+  EXPECT_EQ(fc.mgmt_root_ifname, "cpm-c");
+  EXPECT_EQ(fc.mgmt_root_address, "198.18.2.1");
+}
+
+TEST(LayoutTest, ValidateRejectsWhatTheLabCannotApply) {
+  EXPECT_NO_THROW(validate(LabOptions{}));
+  LabOptions o;
+  o.mtu = 67;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+  o.mtu = 65536;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+  o = LabOptions{};
+  o.mtu = 9000;
+  EXPECT_NO_THROW(validate(o));
+  o.delay_s = -0.001;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+  o = LabOptions{};
+  o.disk_bytes = 1 << 20;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+  o = LabOptions{};
+  o.ram_bytes = 0;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+}
+
+TEST(LayoutTest, ValidateDirKeepsConfigFilesSafe) {
+  EXPECT_NO_THROW(validate_dir("/var/lib/chokepoint-lab"));
+  EXPECT_NO_THROW(validate_dir("/var/tmp/lab_2.test"));
+  for (const char* bad : {"", "relative/lab", "/var/lib/my lab", "/var/lib/lab%h", "/tmp/\"x",
+                          "/run/lab", "/run", "/dev/shm/lab", "/", "/var/../run/x", "/tmp/a\nb"}) {
+    EXPECT_EQ(kind_of([&] { validate_dir(bad); }), ErrorKind::kConfig) << bad;
+  }
+  // Only whole components count: /running is not /run.
+  EXPECT_NO_THROW(validate_dir("/running/lab"));
+}
+
+TEST(LayoutTest, TbfBurstCoversOneMillisecondAndFourFrames) {
+  EXPECT_EQ(tbf_burst_bytes(200'000'000, 1500), 25'000u);     // 1 ms at 25 MB/s
+  EXPECT_EQ(tbf_burst_bytes(1'000'000'000, 1500), 125'000u);  // 1 ms at 125 MB/s
+  EXPECT_EQ(tbf_burst_bytes(1'000'000'000, 9000), 125'000u);
+  EXPECT_EQ(tbf_burst_bytes(10'000'000, 1500), 4u * 1514);  // frames dominate
+  EXPECT_EQ(tbf_burst_bytes(100'000'000, 9000), 4u * 9014);
+  EXPECT_EQ(tbf_burst_bytes(8'001, 68), 4u * 82);
+  EXPECT_EQ(tbf_burst_bytes(40'000'000'000, 1500), 5'000'000u);
+}
+
+TEST(LayoutTest, NetemLimitHoldsTwiceTheDelayedPackets) {
+  // 1 Gbit/s for 20 ms = 2.5 MB = 1667 packets of 1500 B; twice that.
+  EXPECT_EQ(netem_limit_packets(1'000'000'000, 0.020, 1500), 3334u);
+  EXPECT_EQ(netem_limit_packets(10'000'000, 0.002, 1500), 1000u);  // netem's default floor
+  // Unshaped counts as 10 Gbit/s.
+  EXPECT_EQ(netem_limit_packets(0, 0.010, 9000), 2778u);
+}
+
+TEST(LayoutTest, ShapingWithRateIsTbfAsRoot) {
+  LabHost h = plan(LabOptions{}, "/l").server;
+  LabOptions o;
+  o.rate_bits = 200'000'000;
+  const auto cmds = shaping_commands(h, o);
+  ASSERT_EQ(cmds.size(), 2u);
+  EXPECT_EQ(cmds[0].argv,
+            (Argv{"ip", "-n", "cp-server", "link", "set", "dev", "cpd-s", "mtu", "1500"}));
+  EXPECT_FALSE(cmds[0].may_fail);
+  EXPECT_EQ(cmds[1].argv,
+            (Argv{"tc", "-n", "cp-server", "qdisc", "replace", "dev", "cpd-s", "root", "tbf",
+                  "rate", "200000000bit", "burst", "25000", "latency", "50ms"}));
+  EXPECT_FALSE(cmds[1].may_fail);
+}
+
+TEST(LayoutTest, UnshapedDeletesTheRootQdisc) {
+  LabHost h = plan(LabOptions{}, "/l").client;
+  LabOptions o;
+  o.mtu = 9000;
+  const auto cmds = shaping_commands(h, o);
+  ASSERT_EQ(cmds.size(), 2u);
+  EXPECT_EQ(cmds[0].argv.back(), "9000");
+  EXPECT_EQ(cmds[0].argv[2], "cp-client");
+  EXPECT_EQ(cmds[1].argv, (Argv{"tc", "-n", "cp-client", "qdisc", "del", "dev", "cpd-c", "root"}));
+  EXPECT_TRUE(cmds[1].may_fail);
+}
+
+TEST(LayoutTest, DelayPutsNetemAtRootAndTbfUnderIt) {
+  LabHost h = plan(LabOptions{}, "/l").server;
+  LabOptions o;
+  o.rate_bits = 1'000'000'000;
+  o.delay_s = 0.002;
+  const auto cmds = shaping_commands(h, o);
+  ASSERT_EQ(cmds.size(), 4u);
+  EXPECT_TRUE(cmds[1].may_fail);  // clearing whatever was there
+  EXPECT_EQ(cmds[1].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "del", "dev", "cpd-s", "root"}));
+  EXPECT_EQ(cmds[2].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "add", "dev", "cpd-s", "root",
+                                "handle", "1:", "netem", "delay", "2000us", "limit", "1000"}));
+  EXPECT_EQ(cmds[3].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "replace", "dev", "cpd-s",
+                                "parent", "1:1", "handle", "10:", "tbf", "rate", "1000000000bit",
+                                "burst", "125000", "latency", "50ms"}));
+  // A delay without a rate: netem alone.
+  o.rate_bits = 0;
+  EXPECT_EQ(shaping_commands(h, o).size(), 3u);
+}
+
+TEST(LayoutTest, NetemProbeRunsInAThrowawayNamespace) {
+  const Argv a = netem_probe_command();
+  ASSERT_GE(a.size(), 3u);
+  EXPECT_EQ(a[0], "unshare");
+  EXPECT_EQ(a[1], "--net");
+  EXPECT_NE(std::find(a.begin(), a.end(), "netem"), a.end());
+  EXPECT_TRUE(says_qdisc_unknown("Error: Specified qdisc kind is unknown.\n"));
+  EXPECT_FALSE(says_qdisc_unknown("RTNETLINK answers: Operation not permitted\n"));
+  EXPECT_FALSE(says_qdisc_unknown(""));
+}
+
+TEST(LayoutTest, HostStartPassesPathsAsArgumentsNotInTheScript) {
+  const LabState s = sample_state();
+  const Argv a = host_start_argv(s, s.server);
+  ASSERT_GE(a.size(), 10u);
+  EXPECT_EQ(a[0], "setsid");
+  EXPECT_EQ(a[1], "-f");
+  // The spec's holder: ip netns exec <ns> unshare --mount --uts --propagation private -- sh -c
+  const Argv holder = {"ip",    "netns",         "exec",    "cp-server", "unshare", "--mount",
+                       "--uts", "--propagation", "private", "--",        "sh",      "-c"};
+  auto it = std::search(a.begin(), a.end(), holder.begin(), holder.end());
+  ASSERT_NE(it, a.end());
+  const size_t script = static_cast<size_t>(it - a.begin()) + holder.size();
+  EXPECT_EQ(a[script], kHostSetupScript);
+  const Argv args(a.begin() + static_cast<long>(script) + 1, a.end());
+  EXPECT_EQ(args,
+            (Argv{"cp-lab-server", "cp-server", "/var/lib/chokepoint-lab/server/ram",
+                  std::to_string(64ull << 20), "/dev/loop3", "/var/lib/chokepoint-lab/server/disk",
+                  "/var/lib/chokepoint-lab/server/sshd_config",
+                  "/var/lib/chokepoint-lab/server/sshd.log"}));
+  // The fixed script names no path of this lab; it ends by becoming sshd.
+  const std::string text = kHostSetupScript;
+  EXPECT_EQ(text.find("/var/lib"), std::string::npos);
+  EXPECT_NE(text.find("exec /usr/sbin/sshd -D -f \"$6\" -E \"$7\""), std::string::npos);
+  EXPECT_NE(text.find("mkdir -m 0755 /run/sshd"), std::string::npos);
+  EXPECT_NE(text.find("/dev/shm"), std::string::npos);
+  // The log gets the holder's stdio too (setup errors land there).
+  EXPECT_EQ(a[6], "/var/lib/chokepoint-lab/server/sshd.log");
+}
+
+TEST(LayoutTest, SshdConfigHasWhatTheLabNeeds) {
+  const LabState s = sample_state();
+  const auto m = config_map(sshd_config_text(s, s.client));
+  EXPECT_EQ(m.at("ListenAddress"), "198.18.2.2");
+  EXPECT_EQ(m.at("HostKey"), "/var/lib/chokepoint-lab/client/ssh_host_ed25519_key");
+  EXPECT_EQ(m.at("AuthorizedKeysFile"), "/var/lib/chokepoint-lab/authorized_keys");
+  EXPECT_EQ(m.at("PidFile"), "/var/lib/chokepoint-lab/client/sshd.pid");
+  EXPECT_EQ(m.at("PermitRootLogin"), "prohibit-password");
+  EXPECT_EQ(m.at("PasswordAuthentication"), "no");
+  EXPECT_EQ(m.at("KbdInteractiveAuthentication"), "no");
+  EXPECT_EQ(m.at("UsePAM"), "no");
+  EXPECT_EQ(m.at("StrictModes"), "no");
+  EXPECT_EQ(m.at("Subsystem"), "sftp internal-sftp");
+}
+
+TEST(LayoutTest, SshConfigNamesBothHosts) {
+  const LabState s = sample_state();
+  const std::string text = ssh_config_text(s);
+  for (const LabHost* h : {&s.server, &s.client}) {
+    const std::string block = "Host " + h->alias + "\n  HostName " + h->mgmt_address +
+                              "\n  User root\n  IdentityFile /var/lib/chokepoint-lab/id_ed25519\n"
+                              "  IdentitiesOnly yes\n"
+                              "  UserKnownHostsFile /var/lib/chokepoint-lab/known_hosts\n"
+                              "  StrictHostKeyChecking yes\n";
+    EXPECT_NE(text.find(block), std::string::npos) << text;
+  }
+}
+
+TEST(LayoutTest, KnownHostsPairsEachKeyWithItsMgmtAddress) {
+  const LabState s = sample_state();
+  EXPECT_EQ(
+      known_hosts_text(s, "ssh-ed25519 AAAAserver cp-server\n", "ssh-ed25519 AAAAclient root@x\n"),
+      "198.18.1.2 ssh-ed25519 AAAAserver\n198.18.2.2 ssh-ed25519 AAAAclient\n");
+  EXPECT_EQ(known_hosts_text(s, "ssh-ed25519 K1", "ssh-ed25519 K2\n"),
+            "198.18.1.2 ssh-ed25519 K1\n198.18.2.2 ssh-ed25519 K2\n");
+  EXPECT_EQ(kind_of([&] { known_hosts_text(s, "garbage", "ssh-ed25519 K2"); }), ErrorKind::kIo);
+}
+
+TEST(LayoutTest, StateJsonRoundTrips) {
+  const LabState s = sample_state();
+  const LabState r = state_from_json(state_to_json(s), "lab.json");
+  EXPECT_EQ(r.dir, s.dir);
+  EXPECT_EQ(r.ssh_config, s.ssh_config);
+  EXPECT_EQ(r.identity, s.identity);
+  EXPECT_EQ(r.known_hosts, s.known_hosts);
+  EXPECT_EQ(r.options.rate_bits, 200'000'000u);
+  EXPECT_EQ(r.options.mtu, 9000);
+  EXPECT_DOUBLE_EQ(r.options.delay_s, 0.0025);
+  EXPECT_EQ(r.options.disk_bytes, 256ull << 20);
+  EXPECT_EQ(r.options.ram_bytes, 64ull << 20);
+  for (auto [a, b] : {std::pair{&r.server, &s.server}, std::pair{&r.client, &s.client}}) {
+    EXPECT_EQ(a->role, b->role);
+    EXPECT_EQ(a->netns, b->netns);
+    EXPECT_EQ(a->alias, b->alias);
+    EXPECT_EQ(a->hostname, b->hostname);
+    EXPECT_EQ(a->mgmt_address, b->mgmt_address);
+    EXPECT_EQ(a->data_address, b->data_address);
+    EXPECT_EQ(a->data_ifname, b->data_ifname);
+    EXPECT_EQ(a->ram_dir, b->ram_dir);
+    EXPECT_EQ(a->disk_dir, b->disk_dir);
+    EXPECT_EQ(a->loop_device, b->loop_device);
+    EXPECT_EQ(a->sshd_pid, b->sshd_pid);
+  }
+  // Large values survive (4 TiB disk, 100 Gbit/s).
+  LabState big = s;
+  big.options.disk_bytes = 4ull << 40;
+  big.options.rate_bits = 100'000'000'000ull;
+  const LabState rb = state_from_json(state_to_json(big), "lab.json");
+  EXPECT_EQ(rb.options.disk_bytes, 4ull << 40);
+  EXPECT_EQ(rb.options.rate_bits, 100'000'000'000ull);
+}
+
+TEST(LayoutTest, StateJsonErrorsNameTheFileAndField) {
+  const std::string good = state_to_json(sample_state());
+  try {
+    state_from_json("{not json", "/x/lab.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(std::string(e.what()).find("/x/lab.json"), std::string::npos);
+    EXPECT_NE(e.hint().find("lab down"), std::string::npos);
+  }
+  std::string missing = good;
+  missing.replace(missing.find("\"loop_device\""), 13, "\"loop_devicX\"");
+  try {
+    state_from_json(missing, "/x/lab.json");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("loop_device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing"), std::string::npos) << e.what();
+  }
+  std::string typed = good;
+  typed.replace(typed.find("\"mtu\":9000"), 10, "\"mtu\":\"9000\"");
+  EXPECT_EQ(kind_of([&] { state_from_json(typed, "f"); }), ErrorKind::kConfig);
+  std::string version = good;
+  version.replace(version.find("\"version\":1"), 11, "\"version\":7");
+  EXPECT_EQ(kind_of([&] { state_from_json(version, "f"); }), ErrorKind::kConfig);
+  EXPECT_EQ(kind_of([&] { state_from_json("[1,2]", "f"); }), ErrorKind::kConfig);
+}
+
+}  // namespace
+}  // namespace cp::lab

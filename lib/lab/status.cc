@@ -1,0 +1,318 @@
+#include "lab/status.h"
+
+#include <fmt/format.h>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include "core/error.h"
+#include "core/process.h"
+#include "core/units.h"
+#include "lab/layout.h"
+#include "lab/sys.h"
+
+namespace cp::lab {
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char* kNoLab = "no lab is up; start one with `chokepoint lab up`";
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+json::value parse_or_null(std::string_view text) {
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return ec ? json::value() : v;
+}
+
+uint64_t as_u64(const json::value* v) {
+  if (!v) return 0;
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<uint64_t>(v->get_int64());
+  if (v->is_double() && v->get_double() >= 0) return static_cast<uint64_t>(v->get_double());
+  return 0;
+}
+
+// Runs a look-up; its output, or "" with the failure noted in `problems`.
+std::string look(const std::vector<std::string>& argv, std::vector<std::string>* problems) {
+  try {
+    RunResult r = run_command(argv, {}, 30);
+    if (r.exit_code == 0) return r.out;
+    problems->push_back(fmt::format("'{}' failed: {}", shell_join(argv), trimmed(r.err)));
+  } catch (const Error& e) {
+    problems->push_back(e.what());
+  }
+  return {};
+}
+
+HostStatus gather_host(const LabState& s, const LabHost& h) {
+  HostStatus st;
+  st.host = h;
+  st.netns_present = sys::netns_exists(h.netns);
+  st.sshd_alive = h.sshd_pid > 0 && sys::process_alive(h.sshd_pid) &&
+                  sys::process_comm(h.sshd_pid) == "sshd" &&
+                  sys::process_in_netns(h.sshd_pid, h.netns);
+  if (st.netns_present) {
+    st.addresses = parse_addresses(look({"ip", "-n", h.netns, "-j", "addr", "show"}, &st.problems));
+    st.mtu = parse_mtu(
+        look({"ip", "-n", h.netns, "-j", "link", "show", "dev", h.data_ifname}, &st.problems));
+    parse_qdiscs(
+        look({"tc", "-n", h.netns, "-j", "qdisc", "show", "dev", h.data_ifname}, &st.problems),
+        &st);
+  } else {
+    st.problems.push_back(fmt::format("network namespace {} does not exist", h.netns));
+  }
+  if (st.sshd_alive) {
+    const std::string pid = std::to_string(h.sshd_pid);
+    st.hostname_inside = trimmed(
+        look({"nsenter", "-t", pid, "-u", "cat", "/proc/sys/kernel/hostname"}, &st.problems));
+    // findmnt exits 1 for "not a mount point": that is an answer, not a problem.
+    for (auto [dir, view] : {std::pair{&h.ram_dir, &st.ram}, std::pair{&h.disk_dir, &st.disk}}) {
+      RunResult r = run_command({"nsenter", "-t", pid, "-m", "findmnt", "-n", "-r", "-b", "-o",
+                                 "FSTYPE,SIZE,SOURCE", "-M", *dir},
+                                {}, 30);
+      *view = parse_findmnt(r.out);
+    }
+  } else {
+    st.problems.push_back(
+        fmt::format("sshd of {} (pid {}) is not running in {}", h.hostname, h.sshd_pid, h.netns));
+  }
+  if (!h.loop_device.empty()) {
+    const std::string name = h.loop_device.substr(h.loop_device.rfind('/') + 1);
+    const std::string backing = sys::loop_backing_file(h.loop_device);
+    const std::string image = host_files(s, h).disk_image;
+    if (backing.rfind(image, 0) != 0) {
+      st.problems.push_back(fmt::format("{} is not attached to {} (backing file: '{}')",
+                                        h.loop_device, image, backing));
+    }
+    try {
+      if (auto ra = sys::read_file("/sys/block/" + name + "/queue/read_ahead_kb"))
+        st.readahead_kib = std::stoi(*ra);
+      if (auto dio = sys::read_file("/sys/block/" + name + "/loop/dio"))
+        st.loop_direct_io = trimmed(*dio) == "1";
+    } catch (const std::exception& e) {
+      st.problems.push_back(fmt::format("cannot read {}'s queue settings: {}", name, e.what()));
+    }
+  }
+  return st;
+}
+
+std::string mount_text(const std::string& dir, const MountView& m) {
+  if (!m.mounted) return dir + ": not mounted (or not visible)";
+  return fmt::format("{}: {}, {}", dir, m.fstype, format_size(m.size_bytes));
+}
+
+std::string shaping_text(const HostStatus& h) {
+  std::string out = h.host.data_ifname + ": ";
+  if (h.rate_bits > 0) {
+    out += fmt::format("{} ({}, burst {} B)", format_rate_bits(static_cast<double>(h.rate_bits)),
+                       h.qdisc, h.burst_bytes);
+  } else {
+    out += fmt::format("unshaped ({})", h.qdisc.empty() ? "?" : h.qdisc);
+  }
+  if (h.delay_s > 0) out += fmt::format(", delay {:g} ms", h.delay_s * 1e3);
+  out += h.mtu > 0 ? fmt::format(", MTU {}", h.mtu) : ", MTU ?";
+  return out;
+}
+
+std::string host_text(const HostStatus& h) {
+  std::string out = fmt::format("{} (network namespace {}: {})\n", h.host.hostname, h.host.netns,
+                                h.netns_present ? "present" : "MISSING");
+  out += fmt::format("  hostname   {}\n", h.hostname_inside.empty() ? "?" : h.hostname_inside);
+  out += fmt::format("  sshd       pid {} ({}), ssh at {}:22\n", h.host.sshd_pid,
+                     h.sshd_alive ? "alive" : "NOT RUNNING", h.host.mgmt_address);
+  std::string addrs;
+  for (const auto& a : h.addresses) addrs += (addrs.empty() ? "" : ", ") + a;
+  out += fmt::format("  addresses  {}\n", addrs.empty() ? "?" : addrs);
+  out += fmt::format("  ram        {}\n", mount_text(h.host.ram_dir, h.ram));
+  out += fmt::format("  disk       {}\n", mount_text(h.host.disk_dir, h.disk));
+  out += fmt::format("  loop       {}{}, readahead {}\n",
+                     h.host.loop_device.empty() ? "(none)" : h.host.loop_device,
+                     h.loop_direct_io ? " (direct I/O)" : "",
+                     h.readahead_kib >= 0 ? fmt::format("{} KiB", h.readahead_kib) : "?");
+  out += fmt::format("  data link  {}, {}\n", h.host.data_address, shaping_text(h));
+  for (const auto& p : h.problems) out += "  problem    " + p + "\n";
+  return out;
+}
+
+json::object mount_json(const std::string& dir, const MountView& m) {
+  return {{"dir", dir},
+          {"mounted", m.mounted},
+          {"fstype", m.fstype},
+          {"source", m.source},
+          {"size_bytes", m.size_bytes}};
+}
+
+json::object host_json(const HostStatus& h) {
+  json::array addrs, problems;
+  for (const auto& a : h.addresses) addrs.emplace_back(a);
+  for (const auto& p : h.problems) problems.emplace_back(p);
+  return {{"role", h.host.role},
+          {"netns", h.host.netns},
+          {"netns_present", h.netns_present},
+          {"alias", h.host.alias},
+          {"hostname", h.host.hostname},
+          {"hostname_inside", h.hostname_inside},
+          {"mgmt_address", h.host.mgmt_address},
+          {"data_address", h.host.data_address},
+          {"data_ifname", h.host.data_ifname},
+          {"addresses", std::move(addrs)},
+          {"sshd_pid", h.host.sshd_pid},
+          {"sshd_alive", h.sshd_alive},
+          {"ram", mount_json(h.host.ram_dir, h.ram)},
+          {"disk", mount_json(h.host.disk_dir, h.disk)},
+          {"loop_device", h.host.loop_device},
+          {"loop_direct_io", h.loop_direct_io},
+          {"readahead_kib", h.readahead_kib},
+          {"qdisc", h.qdisc},
+          {"rate_bits", h.rate_bits},
+          {"burst_bytes", h.burst_bytes},
+          {"delay_s", h.delay_s},
+          {"mtu", h.mtu},
+          {"problems", std::move(problems)}};
+}
+
+}  // namespace
+
+LabStatus gather_status(const LabState& state) {
+  LabStatus st;
+  st.state = state;
+  st.healthy = healthy(state, &st.why);
+  st.server = gather_host(state, state.server);
+  st.client = gather_host(state, state.client);
+  return st;
+}
+
+std::string status_text(const LabStatus& st) {
+  const LabOptions& o = st.state.options;
+  std::string out =
+      fmt::format("lab in {}: {}\n", st.state.dir, st.healthy ? "up" : "BROKEN (" + st.why + ")");
+  out +=
+      fmt::format("asked for: rate {}, MTU {}, {}; disk {}, ram {} per host\n",
+                  o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
+                  o.mtu, o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay",
+                  format_size(o.disk_bytes), format_size(o.ram_bytes));
+  out += fmt::format("ssh:       ssh -F {} cp-server   (or cp-client)\n\n", st.state.ssh_config);
+  out += host_text(st.server) + "\n" + host_text(st.client);
+  if (!st.healthy) out += "\nfix: `chokepoint lab down`, then `chokepoint lab up`\n";
+  return out;
+}
+
+std::string status_json(const LabStatus& st) {
+  const LabOptions& o = st.state.options;
+  json::object obj = {
+      {"up", true},
+      {"healthy", st.healthy},
+      {"why", st.why},
+      {"dir", st.state.dir},
+      {"ssh_config", st.state.ssh_config},
+      {"identity", st.state.identity},
+      {"known_hosts", st.state.known_hosts},
+      {"options",
+       {{"rate_bits", o.rate_bits},
+        {"mtu", o.mtu},
+        {"delay_s", o.delay_s},
+        {"disk_bytes", o.disk_bytes},
+        {"ram_bytes", o.ram_bytes}}},
+      {"server", host_json(st.server)},
+      {"client", host_json(st.client)},
+  };
+  return json::serialize(obj) + "\n";
+}
+
+std::string no_lab_text() { return std::string(kNoLab) + "\n"; }
+
+std::string no_lab_json() {
+  return json::serialize(json::object{{"up", false}, {"message", kNoLab}}) + "\n";
+}
+
+void parse_qdiscs(std::string_view tc_json, HostStatus* out) {
+  const json::value v = parse_or_null(tc_json);
+  if (!v.is_array()) return;
+  std::string root, child;
+  for (const json::value& q : v.get_array()) {
+    if (!q.is_object()) continue;
+    const json::object& o = q.get_object();
+    const json::value* kind = o.if_contains("kind");
+    if (!kind || !kind->is_string()) continue;
+    const std::string k(kind->get_string());
+    const json::value* is_root = o.if_contains("root");
+    const bool at_root = is_root && is_root->is_bool() && is_root->get_bool();
+    (at_root ? root : child) = k;
+    const json::value* opts = o.if_contains("options");
+    if (!opts || !opts->is_object()) continue;
+    const json::object& op = opts->get_object();
+    if (k == "tbf") {
+      // tc -j reports tbf's rate in bytes/s.
+      out->rate_bits = as_u64(op.if_contains("rate")) * 8;
+      out->burst_bytes = as_u64(op.if_contains("burst"));
+    } else if (k == "netem") {
+      const json::value* d = op.if_contains("delay");
+      if (d && d->is_object()) {
+        const json::value* dd = d->get_object().if_contains("delay");
+        if (dd && dd->is_number()) out->delay_s = dd->to_number<double>();
+      }
+    }
+  }
+  out->qdisc = child.empty() ? root : (root.empty() ? child : root + "+" + child);
+}
+
+std::vector<std::string> parse_addresses(std::string_view ip_json) {
+  std::vector<std::string> out;
+  const json::value v = parse_or_null(ip_json);
+  if (!v.is_array()) return out;
+  for (const json::value& link : v.get_array()) {
+    if (!link.is_object()) continue;
+    const json::value* name = link.get_object().if_contains("ifname");
+    const json::value* infos = link.get_object().if_contains("addr_info");
+    if (!name || !name->is_string() || !infos || !infos->is_array()) continue;
+    for (const json::value& a : infos->get_array()) {
+      if (!a.is_object()) continue;
+      const json::object& ao = a.get_object();
+      const json::value* fam = ao.if_contains("family");
+      const json::value* local = ao.if_contains("local");
+      const json::value* prefix = ao.if_contains("prefixlen");
+      if (!fam || !fam->is_string() || fam->get_string() != "inet" || !local ||
+          !local->is_string() || !prefix) {
+        continue;
+      }
+      out.push_back(fmt::format("{} {}/{}", std::string_view(name->get_string()),
+                                std::string_view(local->get_string()), as_u64(prefix)));
+    }
+  }
+  return out;
+}
+
+int parse_mtu(std::string_view ip_json) {
+  const json::value v = parse_or_null(ip_json);
+  if (!v.is_array() || v.get_array().empty() || !v.get_array()[0].is_object()) return 0;
+  return static_cast<int>(as_u64(v.get_array()[0].get_object().if_contains("mtu")));
+}
+
+MountView parse_findmnt(std::string_view out) {
+  MountView m;
+  const size_t eol = out.find('\n');
+  const std::string_view line = out.substr(0, eol);
+  const size_t a = line.find(' ');
+  if (a == std::string_view::npos) return m;
+  const size_t b = line.find(' ', a + 1);
+  if (b == std::string_view::npos) return m;
+  m.fstype = std::string(line.substr(0, a));
+  try {
+    m.size_bytes = std::stoull(std::string(line.substr(a + 1, b - a - 1)));
+  } catch (const std::exception&) {
+    return MountView{};
+  }
+  m.source = std::string(line.substr(b + 1));
+  m.mounted = !m.fstype.empty();
+  return m;
+}
+
+}  // namespace cp::lab

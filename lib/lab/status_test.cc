@@ -1,0 +1,153 @@
+#include "lab/status.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "lab/layout.h"
+
+namespace cp::lab {
+namespace {
+
+namespace json = boost::json;
+
+// What tc 6.1 printed for the lab's 200mbit tbf.
+constexpr const char* kTbfJson = R"([{"kind":"tbf","handle":"8002:","root":true,"refcnt":3,)"
+                                 R"("options":{"rate":25000000,"burst":25000,"lat":50000}}])";
+
+TEST(StatusTest, ParsesTbf) {
+  HostStatus h;
+  parse_qdiscs(kTbfJson, &h);
+  EXPECT_EQ(h.qdisc, "tbf");
+  EXPECT_EQ(h.rate_bits, 200'000'000u);
+  EXPECT_EQ(h.burst_bytes, 25'000u);
+  EXPECT_EQ(h.delay_s, 0);
+}
+
+TEST(StatusTest, ParsesNetemWithTbfChild) {
+  HostStatus h;
+  parse_qdiscs(R"([{"kind":"netem","handle":"1:","root":true,"refcnt":2,)"
+               R"("options":{"limit":1000,"delay":{"delay":0.002,"jitter":0,"correlation":0}}},)"
+               R"({"kind":"tbf","handle":"10:","parent":"1:1",)"
+               R"("options":{"rate":125000000,"burst":125000,"lat":50000}}])",
+               &h);
+  EXPECT_EQ(h.qdisc, "netem+tbf");
+  EXPECT_EQ(h.rate_bits, 1'000'000'000u);
+  EXPECT_DOUBLE_EQ(h.delay_s, 0.002);
+}
+
+TEST(StatusTest, UnshapedAndGarbage) {
+  HostStatus h;
+  parse_qdiscs(R"([{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}])", &h);
+  EXPECT_EQ(h.qdisc, "noqueue");
+  EXPECT_EQ(h.rate_bits, 0u);
+  HostStatus g;
+  parse_qdiscs("not json", &g);
+  parse_qdiscs("", &g);
+  parse_qdiscs(R"({"kind":"tbf"})", &g);
+  EXPECT_EQ(g.qdisc, "");
+  EXPECT_EQ(g.rate_bits, 0u);
+}
+
+TEST(StatusTest, ParsesIpv4AddressesAndMtu) {
+  const char* addr =
+      R"([{"ifindex":1,"ifname":"lo","mtu":65536,"addr_info":[{"family":"inet","local":"127.0.0.1","prefixlen":8}]},)"
+      R"({"ifindex":2,"ifname":"cpd-s","mtu":9000,"addr_info":[{"family":"inet","local":"198.18.0.1","prefixlen":24},)"
+      R"({"family":"inet6","local":"fe80::1","prefixlen":64}]},)"
+      R"({"ifindex":3,"ifname":"cpm","addr_info":[{"family":"inet","local":"198.18.1.2","prefixlen":30}]}])";
+  EXPECT_EQ(
+      parse_addresses(addr),
+      (std::vector<std::string>{"lo 127.0.0.1/8", "cpd-s 198.18.0.1/24", "cpm 198.18.1.2/30"}));
+  EXPECT_TRUE(parse_addresses("").empty());
+  EXPECT_EQ(parse_mtu(R"([{"ifindex":2,"ifname":"cpd-s","mtu":9000}])"), 9000);
+  EXPECT_EQ(parse_mtu("[]"), 0);
+  EXPECT_EQ(parse_mtu("Device \"x\" does not exist."), 0);
+}
+
+TEST(StatusTest, ParsesFindmnt) {
+  MountView m = parse_findmnt("tmpfs 2147483648 cp-ram\n");
+  EXPECT_TRUE(m.mounted);
+  EXPECT_EQ(m.fstype, "tmpfs");
+  EXPECT_EQ(m.size_bytes, 2147483648u);
+  EXPECT_EQ(m.source, "cp-ram");
+  m = parse_findmnt("ext4 3153272832 /dev/loop3\n");
+  EXPECT_EQ(m.fstype, "ext4");
+  EXPECT_EQ(m.source, "/dev/loop3");
+  EXPECT_FALSE(parse_findmnt("").mounted);
+  EXPECT_FALSE(parse_findmnt("ext4 big /dev/loop3").mounted);
+}
+
+LabStatus sample(bool healthy) {
+  LabOptions o;
+  o.rate_bits = 200'000'000;
+  LabStatus st;
+  st.state = plan(o, "/var/lib/chokepoint-lab");
+  st.state.server.loop_device = "/dev/loop0";
+  st.state.server.sshd_pid = 100;
+  st.healthy = healthy;
+  st.why = healthy ? "" : "sshd of cp-client (pid 0) is not running";
+  for (auto [hs, h] :
+       {std::pair{&st.server, &st.state.server}, std::pair{&st.client, &st.state.client}}) {
+    hs->host = *h;
+    hs->netns_present = true;
+    hs->sshd_alive = h->role == "server";
+    hs->hostname_inside = h->role == "server" ? "cp-server" : "";
+    parse_qdiscs(kTbfJson, hs);
+    hs->mtu = 1500;
+  }
+  st.server.ram = parse_findmnt("tmpfs 2147483648 cp-ram");
+  st.server.disk = parse_findmnt("ext4 3221225472 /dev/loop0");
+  st.server.readahead_kib = 128;
+  st.server.loop_direct_io = true;
+  st.client.problems.push_back("sshd of cp-client (pid 0) is not running in cp-client");
+  return st;
+}
+
+TEST(StatusTest, TextShowsBothHostsAndTheLink) {
+  const std::string t = status_text(sample(true));
+  for (const char* want :
+       {"lab in /var/lib/chokepoint-lab: up", "cp-server (network namespace cp-server: present)",
+        "cp-client (network namespace cp-client: present)", "pid 100 (alive)",
+        "/var/lib/chokepoint-lab/server/ram: tmpfs, 2 GiB",
+        "/var/lib/chokepoint-lab/server/disk: ext4, 3 GiB",
+        "/dev/loop0 (direct I/O), readahead 128 KiB",
+        "cpd-s: 200 Mbit/s (tbf, burst 25000 B), MTU 1500", "198.18.0.2", "not mounted",
+        "problem    sshd of cp-client"}) {
+    EXPECT_NE(t.find(want), std::string::npos) << "missing '" << want << "' in:\n" << t;
+  }
+  EXPECT_EQ(t.find("BROKEN"), std::string::npos);
+  const std::string broken = status_text(sample(false));
+  EXPECT_NE(broken.find("BROKEN (sshd of cp-client (pid 0) is not running)"), std::string::npos);
+  EXPECT_NE(broken.find("lab down"), std::string::npos);
+}
+
+TEST(StatusTest, JsonCarriesTheSameFacts) {
+  const json::value v = json::parse(status_json(sample(true)));
+  const json::object& o = v.as_object();
+  EXPECT_TRUE(o.at("up").as_bool());
+  EXPECT_TRUE(o.at("healthy").as_bool());
+  EXPECT_EQ(o.at("options").as_object().at("rate_bits").to_number<uint64_t>(), 200'000'000u);
+  const json::object& s = o.at("server").as_object();
+  EXPECT_EQ(s.at("netns").as_string(), "cp-server");
+  EXPECT_EQ(s.at("sshd_pid").to_number<int>(), 100);
+  EXPECT_TRUE(s.at("sshd_alive").as_bool());
+  EXPECT_EQ(s.at("ram").as_object().at("fstype").as_string(), "tmpfs");
+  EXPECT_EQ(s.at("disk").as_object().at("size_bytes").to_number<uint64_t>(), 3221225472u);
+  EXPECT_EQ(s.at("rate_bits").to_number<uint64_t>(), 200'000'000u);
+  EXPECT_EQ(s.at("mtu").to_number<int>(), 1500);
+  EXPECT_EQ(s.at("readahead_kib").to_number<int>(), 128);
+  const json::object& c = o.at("client").as_object();
+  EXPECT_FALSE(c.at("sshd_alive").as_bool());
+  EXPECT_EQ(c.at("problems").as_array().size(), 1u);
+}
+
+TEST(StatusTest, NoLab) {
+  EXPECT_EQ(no_lab_text(), "no lab is up; start one with `chokepoint lab up`\n");
+  const json::value v = json::parse(no_lab_json());
+  EXPECT_FALSE(v.as_object().at("up").as_bool());
+  EXPECT_NE(std::string(v.as_object().at("message").as_string()).find("lab up"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cp::lab

@@ -1,0 +1,70 @@
+// System helpers for the lab: files, /proc, /sys, namespaces, a lock, a TCP
+// probe. Internal to lib/lab (lab.cc and status.cc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cp::lab::sys {
+
+// The file's bytes; nullopt when it does not exist; Error(kIo) on other failures.
+std::optional<std::string> read_file(const std::string& path);
+// Writes via a temporary file and rename, so readers never see half a file.
+void write_file(const std::string& path, std::string_view text, mode_t mode);
+// mkdir -p; Error(kIo) naming the path.
+void make_dirs(const std::string& path, mode_t mode);
+bool exists(const std::string& path);
+// Removes `path` and what it holds without crossing into other file systems
+// (a mount below it stays, and the error names it). Absent path: no-op.
+void remove_tree(const std::string& path);
+// The last `max_lines` lines of a text file, for error messages; "" if absent.
+std::string tail(const std::string& path, size_t max_lines);
+
+// Exists and has not exited (a zombie counts as exited).
+bool process_alive(pid_t pid);
+// /proc/<pid>/comm, or "" when gone.
+std::string process_comm(pid_t pid);
+// /proc/<pid>/cmdline with NULs as spaces, or "" when gone.
+std::string process_cmdline(pid_t pid);
+// Waits up to timeout_s for all of `pids` to exit; returns those still alive.
+std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s);
+
+// A named network namespace (/run/netns/<name>) exists.
+bool netns_exists(const std::string& name);
+// `pid` lives in the named network namespace.
+bool process_in_netns(pid_t pid, const std::string& name);
+// `pid` lives in the same network namespace as this process.
+bool same_netns_as_self(const std::string& name);
+// Processes in the named network namespace (`ip netns pids`); empty when it is gone.
+std::vector<pid_t> netns_pids(const std::string& name);
+// "12\n345\n" -> {12, 345}; ignores anything that is not a number.
+std::vector<pid_t> parse_pids(std::string_view text);
+// A network interface of that name exists in this process's namespace.
+bool link_exists(const std::string& ifname);
+
+// Loop devices ("/dev/loop3") whose backing file is `file` (even if deleted).
+std::vector<std::string> loop_devices_backed_by(const std::string& file);
+// The device's backing file, "" when it is detached.
+std::string loop_backing_file(const std::string& device);
+
+// Connects to ipv4:port and reads an SSH banner ("SSH-2.0-...") within timeout_s.
+bool ssh_banner(const std::string& ipv4, int port, double timeout_s);
+
+// An exclusive flock on `path` (created if missing), held for the object's
+// life. Waits up to timeout_s, then throws Error(kIo) naming the lock.
+class FileLock {
+ public:
+  FileLock(const std::string& path, double timeout_s);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace cp::lab::sys

@@ -1,0 +1,249 @@
+#include "pipeline/runner.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <future>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::pipeline {
+namespace {
+
+namespace json = boost::json;
+using remote::AgentLink;
+
+// Inactivity limits: agents send progress every 0.5 s during long requests.
+constexpr double kCallTimeout = 120;
+
+const char* kServer = "server";
+const char* kClient = "client";
+
+class StageScope {
+ public:
+  StageScope(RunObserver& obs, StageRecord rec) : obs_(obs) { id_ = obs_.on_stage_begin(rec); }
+  ~StageScope() {
+    if (!ended_) obs_.on_stage_end(id_, kInterrupted, "interrupted");
+  }
+  int64_t id() const { return id_; }
+  void end(const std::string& status, const std::string& error = {}) {
+    ended_ = true;
+    obs_.on_stage_end(id_, status, error);
+  }
+
+ private:
+  RunObserver& obs_;
+  int64_t id_ = 0;
+  bool ended_ = false;
+};
+
+std::string series_label(const std::string& where, const std::string& op, uint64_t size) {
+  return fmt::format("disk {} {} {}", where, op, format_size(size));
+}
+
+void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
+                const std::string& dir, RunObserver& obs, const CancelToken& cancel) {
+  StageRecord rec;
+  rec.layer = "disk";
+  rec.where = where;
+  json::array sizes;
+  for (auto s : plan.disk_sizes) sizes.push_back(s);
+  rec.params_json = json::serialize(json::object{
+      {"dir", dir}, {"sizes", sizes}, {"count", plan.disk_count}, {"block", plan.disk_block}});
+  rec.started_at = wall_seconds();
+  StageScope stage(obs, rec);
+  try {
+    uint64_t biggest = 0;
+    for (auto s : plan.disk_sizes) biggest = std::max(biggest, s);
+    // All files of one size exist at once (written, then read back).
+    agent.call("check_space", {{"dir", dir}, {"bytes", biggest * uint64_t(plan.disk_count)}}, 30);
+    int seq = 0;
+    for (uint64_t size : plan.disk_sizes) {
+      for (const char* op : {"write", "read"}) {
+        const std::string label = series_label(where, op, size);
+        for (int i = 1; i <= plan.disk_count; ++i) {
+          cancel.check();
+          // A distinct file per sample: a second copy of one file would come
+          // from the page cache.
+          const std::string file = fmt::format("{}-{}-{}.dat", where, size, i);
+          json::object args{{"dir", dir}, {"op", op}, {"name", file}, {"block", plan.disk_block}};
+          if (std::string(op) == "write")
+            args["size"] = size;
+          else
+            args["delete_after"] = true;
+          SampleRecord s;
+          s.seq = ++seq;
+          s.op = op;
+          s.size = size;
+          s.started_at = wall_seconds();
+          auto progress = [&](uint64_t b, double t) {
+            obs.on_progress({label, i, plan.disk_count, b, t, false});
+          };
+          json::object r;
+          try {
+            r = agent.call("disk", args, kCallTimeout, progress, &cancel);
+          } catch (const Error& e) {
+            if (e.kind() == ErrorKind::kCancelled) throw;
+            s.error = e.what();
+            obs.on_sample(stage.id(), s);
+            throw;
+          }
+          s.bytes = wire::get_u64(r, "bytes");
+          s.seconds = wire::get_double(r, "seconds");
+          s.cache_possible = wire::get_bool(r, "cache_possible");
+          s.details_json = json::serialize(json::object{{"file", file},
+                                                        {"method", wire::get_string(r, "method")},
+                                                        {"direct", wire::get_bool(r, "direct")},
+                                                        {"block", plan.disk_block}});
+          s.cpu_json = json::serialize(json::object{{where, wire::get_object(r, "cpu")}});
+          obs.on_sample(stage.id(), s);
+          obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});
+        }
+      }
+    }
+    stage.end(kComplete);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    stage.end(kFailed, describe(e));
+    obs.on_note(fmt::format("disk stage on {} failed: {}", where, describe(e)));
+  }
+}
+
+// One direction of TCP: the server agent listens, the client agent connects
+// and sends (client->server) or receives (server->client). The receiver's
+// count and time make the figure; the sender's tcp_info explains it.
+void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
+               const CancelToken& cancel) {
+  StageRecord rec;
+  rec.layer = "tcp";
+  rec.where = upload ? "client->server" : "server->client";
+  rec.params_json = json::serialize(json::object{{"seconds", plan.tcp_seconds},
+                                                 {"count", plan.tcp_count},
+                                                 {"buffer", plan.tcp_buffer},
+                                                 {"data_address", a.data_address}});
+  rec.started_at = wall_seconds();
+  StageScope stage(obs, rec);
+  const std::string label = "tcp " + rec.where;
+  try {
+    const std::string bind = a.data_address.find(':') != std::string::npos ? "::" : "0.0.0.0";
+    json::object l = a.server.call("tcp_listen", {{"bind", bind}}, 30);
+    const uint64_t port = wire::get_u64(l, "port");
+    for (int i = 1; i <= plan.tcp_count; ++i) {
+      cancel.check();
+      const std::string token = fmt::format("{}-{}-{}", upload ? "up" : "down", i, getpid());
+      SampleRecord s;
+      s.seq = i;
+      s.op = "send";
+      s.started_at = wall_seconds();
+      // The server side waits on its own thread (its own SSH session).
+      auto server_side = std::async(std::launch::async, [&] {
+        return a.server.call("tcp_result", {{"token", token}, {"timeout", plan.tcp_seconds + 60}},
+                             plan.tcp_seconds + 90, {}, &cancel);
+      });
+      json::object client_r, server_r;
+      std::string failure;
+      try {
+        client_r = a.client.call(
+            "tcp_run",
+            {{"host", a.data_address},
+             {"port", port},
+             {"token", token},
+             {"mode", upload ? "send" : "recv"},
+             {"seconds", plan.tcp_seconds},
+             {"buffer", plan.tcp_buffer}},
+            kCallTimeout,
+            [&](uint64_t b, double t) {
+              obs.on_progress({label, i, plan.tcp_count, b, t, false});
+            },
+            &cancel);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kCancelled) {
+          try {
+            server_side.get();
+          } catch (...) {
+          }
+          throw;
+        }
+        failure = e.what();
+      }
+      try {
+        server_r = server_side.get();
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kCancelled) throw;
+        if (failure.empty()) failure = e.what();
+      }
+      if (!failure.empty()) {
+        s.error = failure;
+        obs.on_sample(stage.id(), s);
+        throw Error(ErrorKind::kRemote, failure);
+      }
+      const json::object& receiver = upload ? server_r : client_r;
+      const json::object& sender = upload ? client_r : server_r;
+      s.bytes = wire::get_u64(receiver, "bytes");
+      s.seconds = wire::get_double(receiver, "seconds");
+      s.details_json = json::serialize(
+          json::object{{"sender", upload ? kClient : kServer},
+                       {"sender_bytes", wire::get_u64(sender, "bytes")},
+                       {"sender_seconds", wire::get_double(sender, "seconds")},
+                       {"tcp_info", wire::get_object(sender, "tcp_info")},
+                       {"receiver_tcp_info", wire::get_object(receiver, "tcp_info")}});
+      s.cpu_json = json::serialize(json::object{{kServer, wire::get_object(server_r, "cpu")},
+                                                {kClient, wire::get_object(client_r, "cpu")}});
+      obs.on_sample(stage.id(), s);
+      obs.on_progress({label, i, plan.tcp_count, s.bytes, s.seconds, true});
+    }
+    stage.end(kComplete);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    stage.end(kFailed, describe(e));
+    obs.on_note(fmt::format("TCP stage {} failed: {}", rec.where, describe(e)));
+  }
+}
+
+std::string net_address(const json::object& facts) {
+  auto it = facts.find("net");
+  if (it == facts.end() || !it->value().is_object()) return {};
+  const auto& net = it->value().as_object();
+  auto ad = net.find("address");
+  return (ad != net.end() && ad->value().is_string()) ? std::string(ad->value().as_string()) : "";
+}
+
+}  // namespace
+
+void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken& cancel) {
+  // Facts: the client's path to the server's data address first, then the
+  // server's path back to the client's address on that path.
+  json::object cf = a.client.call("facts",
+                                  {{"ram_dir", plan.client.ram_dir},
+                                   {"disk_dir", plan.client.disk_dir},
+                                   {"peer_address", a.data_address}},
+                                  60);
+  json::object sf = a.server.call("facts",
+                                  {{"ram_dir", plan.server.ram_dir},
+                                   {"disk_dir", plan.server.disk_dir},
+                                   {"peer_address", net_address(cf)}},
+                                  60);
+  obs.on_host({kServer, a.server_name, json::serialize(sf)});
+  obs.on_host({kClient, a.client_name, json::serialize(cf)});
+
+  a.server.call("prepare", {{"dirs", json::array{plan.server.ram_dir, plan.server.disk_dir}}}, 30);
+  a.client.call("prepare", {{"dirs", json::array{plan.client.ram_dir, plan.client.disk_dir}}}, 30);
+
+  if (plan.disk_enabled) {
+    disk_stage(plan, a.server, kServer, plan.server.disk_dir, obs, cancel);
+    disk_stage(plan, a.client, kClient, plan.client.disk_dir, obs, cancel);
+  }
+  if (plan.tcp_enabled) {
+    tcp_stage(plan, a, /*upload=*/false, obs, cancel);
+    tcp_stage(plan, a, /*upload=*/true, obs, cancel);
+  }
+  json::object sc = a.server.call("cleanup", {}, 60);
+  json::object cc = a.client.call("cleanup", {}, 60);
+  obs.on_agent_stats(kServer, wire::get_u64(sc, "max_rss_kb"));
+  obs.on_agent_stats(kClient, wire::get_u64(cc, "max_rss_kb"));
+}
+
+}  // namespace cp::pipeline

@@ -1,0 +1,162 @@
+// The stage runner against two real agents served in this process over
+// socketpairs: disk on a temp dir, TCP over loopback.
+#include "pipeline/runner.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "agent/agent.h"
+#include "core/error.h"
+#include "remote/agent_link.h"
+
+namespace cp::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+class InProcessAgent {
+ public:
+  explicit InProcessAgent(const std::string& name) {
+    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv_);
+    thread_ = std::thread([this] { agent::serve(sv_[1], sv_[1], {"test", "0"}); });
+    link = std::make_unique<remote::AgentLink>(remote::make_fd_stream(sv_[0], sv_[0], name), name);
+    link->handshake(10);
+  }
+  ~InProcessAgent() {
+    link.reset();
+    thread_.join();
+    close(sv_[1]);
+  }
+  std::unique_ptr<remote::AgentLink> link;
+
+ private:
+  int sv_[2];
+  std::thread thread_;
+};
+
+struct Recorded : RunObserver {
+  std::vector<HostRecord> hosts;
+  std::vector<StageRecord> stages;
+  std::map<int64_t, std::vector<SampleRecord>> samples;
+  std::vector<std::string> notes;
+  int progress_done = 0;
+  void on_host(const HostRecord& h) override { hosts.push_back(h); }
+  int64_t on_stage_begin(const StageRecord& s) override {
+    stages.push_back(s);
+    stages.back().id = static_cast<int64_t>(stages.size());
+    return stages.back().id;
+  }
+  void on_sample(int64_t id, const SampleRecord& s) override { samples[id].push_back(s); }
+  void on_stage_end(int64_t id, const std::string& status, const std::string& err) override {
+    stages[id - 1].status = status;
+    stages[id - 1].error = err;
+  }
+  void on_progress(const Progress& p) override { progress_done += p.done; }
+  void on_note(const std::string& n) override { notes.push_back(n); }
+};
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("runner-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    plan_.server = plan_.client = {dir_.string(), dir_.string()};
+    plan_.disk_sizes = {1u << 20, 2u << 20};
+    plan_.disk_count = 2;
+    plan_.tcp_seconds = 0.3;
+    plan_.tcp_count = 2;
+    plan_.data_address = "127.0.0.1";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
+
+  fs::path dir_;
+  Plan plan_;
+  InProcessAgent server_{"server"}, client_{"client"};
+};
+
+TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.hosts.size(), 2u);
+  EXPECT_EQ(rec.hosts[0].role, "server");
+  EXPECT_EQ(rec.hosts[0].address, "srv");
+  EXPECT_NE(rec.hosts[1].facts_json.find("\"net\""), std::string::npos);
+  ASSERT_EQ(rec.stages.size(), 4u);
+  EXPECT_EQ(rec.stages[0].layer + ":" + rec.stages[0].where, "disk:server");
+  EXPECT_EQ(rec.stages[1].layer + ":" + rec.stages[1].where, "disk:client");
+  EXPECT_EQ(rec.stages[2].layer + ":" + rec.stages[2].where, "tcp:server->client");
+  EXPECT_EQ(rec.stages[3].layer + ":" + rec.stages[3].where, "tcp:client->server");
+  for (const auto& s : rec.stages) EXPECT_EQ(s.status, kComplete) << s.error;
+  // 2 sizes x (2 writes + 2 reads) per disk stage, distinct files.
+  ASSERT_EQ(rec.samples[1].size(), 8u);
+  std::set<std::string> files;
+  for (const auto& s : rec.samples[1]) {
+    EXPECT_EQ(s.bytes, s.size);
+    EXPECT_GT(s.seconds, 0);
+    files.insert(json::parse(s.details_json).at("file").as_string().c_str());
+  }
+  EXPECT_EQ(files.size(), 4u);  // each written file read back once
+  for (int64_t id : {3, 4}) {
+    ASSERT_EQ(rec.samples[id].size(), 2u);
+    for (const auto& s : rec.samples[id]) {
+      auto d = json::parse(s.details_json).as_object();
+      EXPECT_GT(s.bytes, 0u);
+      // The receiver got everything the sender sent.
+      EXPECT_EQ(s.bytes, d.at("sender_bytes").to_number<uint64_t>());
+      EXPECT_EQ(d.at("sender").as_string(), id == 3 ? "server" : "client");
+      auto cpu = json::parse(s.cpu_json).as_object();
+      EXPECT_TRUE(cpu.contains("server") && cpu.contains("client"));
+    }
+  }
+  EXPECT_EQ(rec.progress_done, 8 + 8 + 2 + 2);
+  // The agents removed their run directories.
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(RunnerTest, AFailedStageIsRecordedAndTheNextRuns) {
+  plan_.disk_sizes = {uint64_t(1) << 50};  // no filesystem here has a PiB free
+  plan_.disk_count = 1;
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 4u);
+  EXPECT_EQ(rec.stages[0].status, kFailed);
+  EXPECT_NE(rec.stages[0].error.find("not enough space"), std::string::npos) << rec.stages[0].error;
+  EXPECT_EQ(rec.stages[2].status, kComplete);
+  EXPECT_EQ(rec.stages[3].status, kComplete);
+  EXPECT_FALSE(rec.notes.empty());
+}
+
+TEST_F(RunnerTest, CancelMarksTheStageInterrupted) {
+  plan_.disk_enabled = false;
+  plan_.tcp_seconds = 30;
+  Recorded rec;
+  CancelToken cancel;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.cancel();
+  });
+  try {
+    run_stages(plan_, agents(), rec, cancel);
+    ADD_FAILURE() << "not cancelled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+  t.join();
+  ASSERT_EQ(rec.stages.size(), 1u);
+  EXPECT_EQ(rec.stages[0].status, kInterrupted);
+}
+
+}  // namespace
+}  // namespace cp::pipeline

@@ -1,0 +1,434 @@
+#include "probe/disk.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+
+namespace cp::probe {
+namespace {
+
+std::string hint_for(int err, const std::string& path) {
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return fmt::format("free space on the filesystem holding '{}' or use a smaller size", path);
+    case EACCES:
+    case EPERM:
+      return "check the permissions of the directory, or choose one the agent's user may write";
+    case EEXIST:
+      return fmt::format("remove '{}' or choose another path (chokepoint never overwrites files)",
+                         path);
+    case ENOENT:
+    case ENOTDIR:
+      return "check that the directory exists on that host";
+    case EROFS:
+      return "the filesystem is mounted read-only; choose a writable directory";
+    case EIO:
+      return "the device reported an I/O error; check the kernel log (dmesg) on that host";
+    default:
+      return "check the path and the device behind it";
+  }
+}
+
+Error io_error(const char* op, const std::string& path, int err) {
+  return Error(ErrorKind::kIo, fmt::format("{} '{}': {}", op, path, errno_text(err)),
+               hint_for(err, path));
+}
+
+void check_block(uint32_t block) {
+  if (block == 0 || block % kDiskAlign != 0 || block > kMaxDiskBlock) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("disk block size {} bytes is not a multiple of {} between {} and {}",
+                            block, kDiskAlign, kDiskAlign, kMaxDiskBlock),
+                "use a block size such as 1MiB");
+  }
+}
+
+// One page-aligned buffer, allocated once per probe (O_DIRECT needs the alignment).
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t size) : size_(size) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kDiskAlign, size) != 0 || p == nullptr) throw std::bad_alloc();
+    data_ = static_cast<unsigned char*>(p);
+  }
+  ~AlignedBuffer() { std::free(data_); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  unsigned char* data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  unsigned char* data_ = nullptr;
+  size_t size_;
+};
+
+// Closes the descriptor and, unless released, removes the file (disk_write's cleanup
+// after a cancel or an error).
+class FileGuard {
+ public:
+  FileGuard(int fd, std::string path, bool remove)
+      : fd_(fd), path_(std::move(path)), remove_(remove) {}
+  ~FileGuard() {
+    if (fd_ >= 0) ::close(fd_);
+    if (remove_) ::unlink(path_.c_str());
+  }
+  FileGuard(const FileGuard&) = delete;
+  FileGuard& operator=(const FileGuard&) = delete;
+  int fd() const { return fd_; }
+  // Closes now, reporting the error close() may carry (deferred write errors).
+  int close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+  void keep() { remove_ = false; }
+
+ private:
+  int fd_;
+  std::string path_;
+  bool remove_;
+};
+
+bool set_direct(int fd, bool on) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) return false;
+  flags = on ? (flags | O_DIRECT) : (flags & ~O_DIRECT);
+  return fcntl(fd, F_SETFL, flags) == 0;
+}
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Pseudo-random bytes (incompressible); stamp() then makes every 4 KiB unique.
+void fill_random(unsigned char* buf, size_t size, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = 0; i + 8 <= size; i += 8) {
+    uint64_t v = splitmix64(state);
+    std::memcpy(buf + i, &v, 8);
+  }
+}
+
+// Writes the file offset and a per-file nonce into the first 16 bytes of each
+// 4 KiB chunk of the block about to be written at `offset`: no two chunks of a
+// file (or of two runs) are equal, so dedup cannot collapse them. Both words are
+// non-zero, so no chunk is all zeros.
+void stamp(unsigned char* buf, size_t n, uint64_t offset, uint64_t nonce) {
+  for (size_t i = 0; i < n; i += kDiskAlign) {
+    uint64_t words[2] = {(offset + i) | 1ull << 63, nonce | 1};
+    std::memcpy(buf + i, words, std::min<size_t>(sizeof words, n - i));
+  }
+}
+
+class Reporter {
+ public:
+  Reporter(const Progress& progress, double start)
+      : progress_(progress), start_(start), last_(start) {}
+  void update(uint64_t bytes) {
+    if (!progress_) return;
+    double now = monotonic_seconds();
+    if (now - last_ >= kProgressInterval) {
+      last_ = now;
+      progress_(bytes, now - start_);
+    }
+  }
+
+ private:
+  const Progress& progress_;
+  double start_;
+  double last_;
+};
+
+std::string method_name(bool direct) { return direct ? "O_DIRECT" : "fsync+fadvise"; }
+
+}  // namespace
+
+DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
+                      const CancelToken& cancel, const Progress& progress, bool allow_direct) {
+  check_block(block);
+  cancel.check();
+  AlignedBuffer buf(block);
+  const uint64_t nonce =
+      static_cast<uint64_t>(wall_seconds() * 1e9) ^ std::hash<std::string>{}(path);
+  fill_random(buf.data(), buf.size(), nonce);
+
+  // Created exclusively first, O_DIRECT enabled afterwards: an open(O_CREAT|O_DIRECT)
+  // refused with EINVAL may already have created the file.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) throw io_error("cannot create", path, errno);
+  FileGuard file(fd, path, /*remove=*/true);
+  bool direct = allow_direct && set_direct(fd, true);
+  // O_DIRECT covers whole 4 KiB units; the tail beyond them is written buffered.
+  const uint64_t direct_end = size - size % kDiskAlign;
+  uint64_t direct_bytes = 0;
+
+  const double start = monotonic_seconds();
+  Reporter reporter(progress, start);
+  uint64_t done = 0;
+  while (done < size) {
+    cancel.check();
+    size_t n = static_cast<size_t>(std::min<uint64_t>(block, size - done));
+    if (direct && done + n > direct_end) {
+      if (done < direct_end) {
+        n = static_cast<size_t>(direct_end - done);
+      } else {
+        if (!set_direct(fd, false)) throw io_error("cannot clear O_DIRECT on", path, errno);
+        direct = false;
+      }
+    }
+    stamp(buf.data(), n, done, nonce);
+    size_t off = 0;
+    while (off < n) {
+      ssize_t w = ::write(fd, buf.data() + off, n - off);
+      if (w < 0) {
+        int err = errno;
+        if (err == EINTR) continue;
+        // Some filesystems accept the flag but refuse the I/O: go on buffered.
+        if (err == EINVAL && direct && set_direct(fd, false)) {
+          direct = false;
+          continue;
+        }
+        throw io_error("cannot write", path, err);
+      }
+      if (w == 0) throw io_error("cannot write", path, ENOSPC);
+      off += static_cast<size_t>(w);
+      if (direct) direct_bytes += static_cast<uint64_t>(w);
+    }
+    done += n;
+    reporter.update(done);
+  }
+  if (::fsync(fd) != 0) throw io_error("cannot fsync", path, errno);
+  const double end = monotonic_seconds();
+  // Drop what the buffered part left in the page cache so a following read is honest.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (file.close() != 0) throw io_error("cannot close", path, errno);
+  file.keep();
+
+  DiskResult r;
+  r.bytes = done;
+  r.seconds = end - start;
+  r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
+  r.cache_possible = !r.direct;
+  r.method = method_name(r.direct);
+  return r;
+}
+
+DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
+                     const Progress& progress, bool allow_direct) {
+  check_block(block);
+  cancel.check();
+  AlignedBuffer buf(block);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error("cannot open", path, errno);
+  FileGuard file(fd, path, /*remove=*/false);
+  bool direct = allow_direct && set_direct(fd, true);
+  // Without O_DIRECT, evict cached pages first so the device serves the reads.
+  if (!direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  uint64_t direct_bytes = 0;
+
+  const double start = monotonic_seconds();
+  Reporter reporter(progress, start);
+  uint64_t done = 0;
+  for (;;) {
+    cancel.check();
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      int err = errno;
+      if (err == EINTR) continue;
+      if (err == EINVAL && direct && set_direct(fd, false)) {
+        direct = false;
+        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        continue;
+      }
+      throw io_error("cannot read", path, err);
+    }
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+    if (direct) direct_bytes += static_cast<uint64_t>(n);
+    reporter.update(done);
+  }
+  const double end = monotonic_seconds();
+
+  DiskResult r;
+  r.bytes = done;
+  r.seconds = end - start;
+  r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
+  r.cache_possible = !r.direct;
+  r.method = method_name(r.direct);
+  return r;
+}
+
+FsSpace fs_space(const std::string& path) {
+  struct statvfs st;
+  if (::statvfs(path.c_str(), &st) != 0) throw io_error("cannot statvfs", path, errno);
+  FsSpace s;
+  s.total = static_cast<uint64_t>(st.f_blocks) * st.f_frsize;
+  s.avail = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  return s;
+}
+
+namespace {
+
+// Mount points in mountinfo escape space, tab, newline and backslash as \ooo.
+std::string unescape_octal(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+bool path_under(const std::string& path, const std::string& mount_point) {
+  if (mount_point == "/") return !path.empty() && path[0] == '/';
+  if (path.compare(0, mount_point.size(), mount_point) != 0) return false;
+  return path.size() == mount_point.size() || path[mount_point.size()] == '/';
+}
+
+const char* magic_name(unsigned long magic) {
+  switch (magic) {
+    case 0xEF53:
+      return "ext4";  // ext2/3/4 share it
+    case 0x01021994:
+      return "tmpfs";
+    case 0x858458F6:
+      return "ramfs";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0xF2F52010:
+      return "f2fs";
+    case 0x794C7630:
+      return "overlay";
+    case 0x6969:
+      return "nfs";
+    case 0xFF534D42:
+      return "cifs";
+    case 0xFE534D42:
+      return "smb2";
+    case 0x65735546:
+      return "fuse";
+    case 0x01021997:
+      return "9p";
+    case 0x73717368:
+      return "squashfs";
+    case 0x4D44:
+      return "vfat";
+    case 0x2011BAB0:
+      return "exfat";
+    case 0x5346544E:
+      return "ntfs";
+    case 0x00C36400:
+      return "ceph";
+    case 0x3153464A:
+      return "jfs";
+    case 0x52654973:
+      return "reiserfs";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_path, dev_t dev) {
+  MountEntry best;
+  bool best_dev = false;
+  const std::string want_dev = fmt::format("{}:{}", major(dev), minor(dev));
+  size_t pos = 0;
+  while (pos < mountinfo.size()) {
+    size_t eol = mountinfo.find('\n', pos);
+    if (eol == std::string_view::npos) eol = mountinfo.size();
+    std::string_view line = mountinfo.substr(pos, eol - pos);
+    pos = eol + 1;
+    // id parent major:minor root mount_point options [optional...] - fstype source super
+    std::vector<std::string_view> f;
+    size_t i = 0;
+    while (i < line.size()) {
+      size_t j = line.find(' ', i);
+      if (j == std::string_view::npos) j = line.size();
+      if (j > i) f.push_back(line.substr(i, j - i));
+      i = j + 1;
+    }
+    size_t sep = 0;
+    for (size_t k = 6; k < f.size(); ++k) {
+      if (f[k] == "-") {
+        sep = k;
+        break;
+      }
+    }
+    if (f.size() < 6 || sep == 0 || sep + 1 >= f.size()) continue;
+    std::string mount_point = unescape_octal(f[4]);
+    if (!path_under(real_path, mount_point)) continue;
+    const bool dev_match = f[2] == want_dev;
+    if (best.mount_point.empty() || (dev_match && !best_dev) ||
+        (dev_match == best_dev && mount_point.size() >= best.mount_point.size())) {
+      best.mount_point = std::move(mount_point);
+      best.fs_type = std::string(f[sep + 1]);
+      best.source = sep + 2 < f.size() ? unescape_octal(f[sep + 2]) : std::string();
+      best_dev = dev_match;
+    }
+  }
+  return best;
+}
+
+namespace {
+
+std::string real_path_of(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) throw io_error("cannot resolve", path, errno);
+  return resolved;
+}
+
+}  // namespace
+
+MountEntry mount_of(const std::string& path) {
+  const std::string resolved = real_path_of(path);
+  struct stat st;
+  if (::stat(resolved.c_str(), &st) != 0) throw io_error("cannot stat", path, errno);
+  std::ifstream in("/proc/self/mountinfo");
+  if (!in) return {};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return mountinfo_lookup(ss.str(), resolved, st.st_dev);
+}
+
+std::string fs_type(const std::string& path) {
+  MountEntry m = mount_of(path);
+  if (!m.fs_type.empty()) return m.fs_type;
+  struct statfs sf;
+  if (::statfs(real_path_of(path).c_str(), &sf) == 0) {
+    if (const char* name = magic_name(static_cast<unsigned long>(sf.f_type))) return name;
+    return fmt::format("0x{:x}", static_cast<unsigned long>(sf.f_type));
+  }
+  return "unknown";
+}
+
+}  // namespace cp::probe

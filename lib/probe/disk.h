@@ -1,0 +1,75 @@
+// Disk probes: a sequential write, then an uncached read, of one file, with
+// one aligned buffer whatever the file size (bounded memory in the agent).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "probe/progress.h"
+
+namespace cp::probe {
+
+// Default bytes per write()/read().
+inline constexpr uint32_t kDefaultDiskBlock = 1u << 20;
+// Buffer and O_DIRECT alignment, bytes; `block` must be a multiple of it.
+inline constexpr uint32_t kDiskAlign = 4096;
+// Largest accepted `block`, bytes (the buffer is allocated once, at this size at most).
+inline constexpr uint32_t kMaxDiskBlock = 64u << 20;
+
+struct DiskResult {
+  uint64_t bytes = 0;           // bytes written or read
+  double seconds = 0;           // wall time, including the final fsync for writes
+  bool direct = false;          // O_DIRECT was used for the bulk of it
+  bool cache_possible = false;  // no O_DIRECT: the page cache may have served/absorbed part
+  std::string method;           // "O_DIRECT" or "fsync+fadvise"
+};
+
+// Creates `path` (O_EXCL: never overwrites), writes `size` bytes in `block`-byte writes
+// of a non-zero pattern unique per 4 KiB (so neither sparse files nor compression/dedup
+// flatter the number), then fsync. Tries O_DIRECT; when the filesystem refuses it
+// (EINVAL at open or first write) falls back to buffered + fsync + posix_fadvise(DONTNEED)
+// and sets cache_possible. A tail that is not a multiple of kDiskAlign is written without
+// O_DIRECT (fcntl clears it), still fsynced. `allow_direct` = false forces the fallback.
+// Throws Error(kConfig) for a bad block size, Error(kIo) naming the path and errno
+// (EEXIST, ENOSPC, EACCES, ...), Error(kCancelled) when `cancel` fires (checked between
+// blocks). On any throw the partially written file is removed.
+DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
+                      const CancelToken& cancel, const Progress& progress,
+                      bool allow_direct = true);
+
+// Reads `path` to EOF in `block`-byte reads: O_DIRECT where possible, else
+// fadvise(DONTNEED) first and cache_possible = true. Errors as disk_write.
+DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
+                     const Progress& progress, bool allow_direct = true);
+
+struct FsSpace {
+  uint64_t total = 0;  // bytes
+  uint64_t avail = 0;  // bytes available to unprivileged users
+};
+// statvfs of `path`; throws Error(kIo) when it cannot be read.
+FsSpace fs_space(const std::string& path);
+
+// "ext4", "tmpfs", "fuse.sshfs", ... of the filesystem holding `path`: from
+// /proc/self/mountinfo, else from the statfs magic (hex "0x..." when not a known one).
+// Throws Error(kIo) when `path` does not exist.
+std::string fs_type(const std::string& path);
+
+struct MountEntry {
+  std::string mount_point;  // "" when no mount matched
+  std::string fs_type;      // "ext4", "fuse.sshfs", ...
+  std::string source;       // "/dev/vda1", "tmpfs", "server:/export", ...
+};
+// The mount holding `path` (from /proc/self/mountinfo); empty fields when unknown.
+// Throws Error(kIo) when `path` does not exist.
+MountEntry mount_of(const std::string& path);
+// Pure part of mount_of: the mount in `mountinfo` text (the format of
+// /proc/self/mountinfo) holding the absolute, symlink-free `real_path` on device `dev`
+// (st_dev): mounts with that device are preferred, then the deepest mount point, then
+// the last listed (it hides earlier ones on the same point).
+MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_path, dev_t dev);
+
+}  // namespace cp::probe

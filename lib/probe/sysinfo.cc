@@ -1,0 +1,468 @@
+#include "probe/sysinfo.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fmt/format.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json/parse.hpp>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "core/process.h"
+#include "core/units.h"
+#include "probe/disk.h"
+#include "probe/text_file.h"
+
+namespace cp::probe {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return std::string(s.substr(a, b - a));
+}
+
+// Trimmed contents of a one-line file, "" when unreadable.
+std::string read_line(const std::string& path) {
+  std::string text;
+  if (!read_text_file(path, &text)) return {};
+  return trim(text);
+}
+
+std::optional<int64_t> read_int(const std::string& path) {
+  std::string s = read_line(path);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+json::value str_or_null(const std::string& s) {
+  return s.empty() ? json::value(nullptr) : json::value(s);
+}
+
+bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string dir_name(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A positive byte rate from tc JSON (a number, or an object holding "rate"), bytes/s.
+std::optional<uint64_t> json_rate(const json::value* v) {
+  if (v == nullptr) return std::nullopt;
+  if (v->is_object()) return json_rate(v->as_object().if_contains("rate"));
+  double d = 0;
+  if (v->is_uint64()) {
+    d = static_cast<double>(v->as_uint64());
+  } else if (v->is_int64()) {
+    d = static_cast<double>(v->as_int64());
+  } else if (v->is_double()) {
+    d = v->as_double();
+  } else {
+    return std::nullopt;  // e.g. cake's "unlimited"
+  }
+  if (!(d > 0) || d > 1.8e18) return std::nullopt;
+  return static_cast<uint64_t>(d);
+}
+
+// tc lives in /sbin, often outside an unprivileged PATH.
+std::string find_tc() {
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t end = path.find(':', pos);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (dir.empty()) continue;
+    std::string candidate = dir + "/tc";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+// Shaping configured on interface `name`, bit/s; null when none or tc is unavailable.
+json::value shaped_rate(const std::string& name) {
+  const std::string tc = find_tc();
+  if (tc.empty()) return nullptr;
+  std::optional<uint64_t> rate;
+  try {
+    RunResult q = run_command({tc, "-j", "qdisc", "show", "dev", name}, "", 10);
+    if (q.exit_code != 0) return nullptr;
+    rate = parse_tc_qdisc_rate(q.out);
+    if (q.out.find("\"htb\"") != std::string::npos) {
+      RunResult c = run_command({tc, "class", "show", "dev", name}, "", 10);
+      if (c.exit_code == 0) {
+        if (auto htb = parse_tc_htb_root_rate(c.out)) rate = rate ? std::min(*rate, *htb) : *htb;
+      }
+    }
+  } catch (const Error&) {
+    return nullptr;
+  }
+  return rate ? json::value(*rate) : json::value(nullptr);
+}
+
+bool same_address(const sockaddr* a, const sockaddr_storage& b) {
+  if (a == nullptr || a->sa_family != b.ss_family) return false;
+  if (a->sa_family == AF_INET) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in*>(a)->sin_addr,
+                       &reinterpret_cast<const sockaddr_in*>(&b)->sin_addr, sizeof(in_addr)) == 0;
+  }
+  if (a->sa_family == AF_INET6) {
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(&b)->sin6_addr,
+                       sizeof(in6_addr)) == 0;
+  }
+  return false;
+}
+
+std::string address_text(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, buf, sizeof buf);
+  } else if (ss.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
+// The interface the kernel would use to reach `peer`: a connected UDP socket sends
+// nothing but gets the source address the route picks.
+json::object net_facts(const std::string& peer) {
+  json::object o;
+  o["peer"] = peer;
+  o["name"] = nullptr;
+  o["address"] = nullptr;
+  o["mtu"] = nullptr;
+  o["speed_mbit"] = nullptr;
+  o["shaped_rate_bit"] = nullptr;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(peer.c_str(), "9", &hints, &res); rc != 0) {
+    o["error"] = fmt::format("cannot resolve '{}': {}", peer, gai_strerror(rc));
+    return o;
+  }
+  int fd = -1;
+  sockaddr_storage local{};
+  int err = 0;
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    fd = ::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    socklen_t len = sizeof local;
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+      break;
+    }
+    err = errno;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  if (fd < 0) {
+    o["error"] = fmt::format("no route to '{}': {}", peer, errno_text(err));
+    return o;
+  }
+  o["address"] = address_text(local);
+  std::string name;
+  ifaddrs* ifs = nullptr;
+  if (::getifaddrs(&ifs) == 0) {
+    for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+      if (same_address(i->ifa_addr, local)) {
+        name = i->ifa_name;
+        break;
+      }
+    }
+    ::freeifaddrs(ifs);
+  }
+  if (!name.empty() && name.size() < IFNAMSIZ) {
+    o["name"] = name;
+    ifreq req{};
+    std::memcpy(req.ifr_name, name.c_str(), name.size() + 1);
+    if (::ioctl(fd, SIOCGIFMTU, &req) == 0) o["mtu"] = req.ifr_mtu;
+    // -1 (or EINVAL) when the driver does not know, as for lo and many virtual NICs.
+    if (auto speed = read_int("/sys/class/net/" + name + "/speed"); speed && *speed > 0) {
+      o["speed_mbit"] = *speed;
+    }
+    o["shaped_rate_bit"] = shaped_rate(name);
+  }
+  ::close(fd);
+  return o;
+}
+
+std::string read_os() {
+  std::string text;
+  if (read_text_file("/etc/os-release", &text) || read_text_file("/usr/lib/os-release", &text)) {
+    return parse_os_release(text);
+  }
+  return {};
+}
+
+std::string read_cpu_model() {
+  std::string text;
+  if (!read_text_file("/proc/cpuinfo", &text)) return {};
+  // x86: "model name"; some ARM kernels: "Hardware" or "Processor"; s390: "machine".
+  for (const char* key : {"model name", "Hardware", "Processor", "cpu model", "machine"}) {
+    size_t pos = 0;
+    while ((pos = text.find(key, pos)) != std::string::npos) {
+      const bool line_start = pos == 0 || text[pos - 1] == '\n';
+      const size_t colon = text.find(':', pos);
+      const size_t eol = text.find('\n', pos);
+      pos += std::strlen(key);
+      if (!line_start || colon == std::string::npos || (eol != std::string::npos && colon > eol)) {
+        continue;
+      }
+      if (trim(std::string_view(text).substr(pos, colon - pos)).empty()) {
+        std::string value = trim(std::string_view(text).substr(
+            colon + 1, (eol == std::string::npos ? text.size() : eol) - colon - 1));
+        if (!value.empty()) return value;
+      }
+    }
+  }
+  return {};
+}
+
+uint64_t read_memory_bytes() {
+  std::string text;
+  if (read_text_file("/proc/meminfo", &text)) {
+    size_t pos = text.find("MemTotal:");
+    if (pos != std::string::npos) {
+      uint64_t kib = std::strtoull(text.c_str() + pos + 9, nullptr, 10);
+      if (kib > 0) return kib * 1024;
+    }
+  }
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+json::value dir_facts(const char* role, const std::string& path, bool with_device) {
+  if (path.empty()) return nullptr;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      throw Error(ErrorKind::kConfig, fmt::format("{} '{}' does not exist", role, path),
+                  fmt::format("create it on that host, or set {} to an existing directory", role));
+    }
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{} '{}' cannot be accessed: {}", role, path, errno_text(err)),
+                "check the permissions of the directory and its parents");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw Error(ErrorKind::kConfig, fmt::format("{} '{}' is not a directory", role, path),
+                fmt::format("set {} to a directory", role));
+  }
+  json::object o;
+  o["path"] = path;
+  o["fs_type"] = nullptr;
+  o["total_bytes"] = nullptr;
+  o["avail_bytes"] = nullptr;
+  MountEntry mount;
+  try {
+    o["fs_type"] = fs_type(path);
+    mount = mount_of(path);
+  } catch (const Error&) {
+  }
+  try {
+    FsSpace space = fs_space(path);
+    o["total_bytes"] = space.total;
+    o["avail_bytes"] = space.avail;
+  } catch (const Error&) {
+  }
+  if (with_device) {
+    o["mount_source"] = str_or_null(mount.source);
+    json::value device = block_device_facts(major(st.st_dev), minor(st.st_dev));
+    // btrfs and friends give files an anonymous st_dev: try the device the mount names.
+    struct stat src;
+    if (device.is_null() && mount.source.rfind("/dev/", 0) == 0 &&
+        ::stat(mount.source.c_str(), &src) == 0 && S_ISBLK(src.st_mode)) {
+      device = block_device_facts(major(src.st_rdev), minor(src.st_rdev));
+    }
+    o["device"] = std::move(device);
+  }
+  return o;
+}
+
+}  // namespace
+
+json::value block_device_facts(unsigned maj, unsigned min, const std::string& sys_root) {
+  char resolved[PATH_MAX];
+  const std::string link = fmt::format("{}/dev/block/{}:{}", sys_root, maj, min);
+  if (::realpath(link.c_str(), resolved) == nullptr) return nullptr;
+  const std::string dev_dir = resolved;
+  const bool partition = file_exists(dev_dir + "/partition");
+  // A partition's directory sits inside its disk's; the queue belongs to the disk.
+  const std::string disk_dir = partition ? dir_name(dev_dir) : dev_dir;
+  json::object o;
+  o["name"] = base_name(dev_dir);
+  o["disk"] = base_name(disk_dir);
+  o["partition"] = partition;
+  const std::string queue = disk_dir + "/queue/";
+  if (auto ra = read_int(queue + "read_ahead_kb")) {
+    o["read_ahead_kb"] = *ra;
+  } else {
+    o["read_ahead_kb"] = nullptr;
+  }
+  std::string sched;
+  if (read_text_file(queue + "scheduler", &sched)) sched = parse_scheduler(sched);
+  o["scheduler"] = str_or_null(sched);
+  const std::string rot = read_line(queue + "rotational");
+  o["rotational"] = rot == "1" ? json::value(true) : rot == "0" ? json::value(false) : nullptr;
+  o["backing_file"] = str_or_null(read_line(disk_dir + "/loop/backing_file"));
+  json::array slaves;
+  if (DIR* d = ::opendir((disk_dir + "/slaves").c_str())) {
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (auto& n : names) slaves.emplace_back(n);
+  }
+  o["slaves"] = std::move(slaves);
+  return o;
+}
+
+std::optional<uint64_t> parse_tc_qdisc_rate(std::string_view tc_json) {
+  boost::system::error_code ec;
+  json::value v = json::parse(tc_json, ec);
+  if (ec || !v.is_array()) return std::nullopt;
+  std::optional<uint64_t> best;
+  for (const json::value& q : v.as_array()) {
+    if (!q.is_object()) continue;
+    const json::value* kind = q.as_object().if_contains("kind");
+    const json::value* options = q.as_object().if_contains("options");
+    if (kind == nullptr || !kind->is_string() || options == nullptr || !options->is_object()) {
+      continue;
+    }
+    const json::object& opt = options->as_object();
+    std::optional<uint64_t> bytes;
+    const json::string& k = kind->as_string();
+    if (k == "tbf" || k == "netem") {
+      bytes = json_rate(opt.if_contains("rate"));
+    } else if (k == "cake") {
+      bytes = json_rate(opt.if_contains("bandwidth"));
+    }
+    if (bytes) {
+      const uint64_t bits = *bytes * 8;  // tc reports bytes/s
+      best = best ? std::min(*best, bits) : bits;
+    }
+  }
+  return best;
+}
+
+std::optional<uint64_t> parse_tc_htb_root_rate(std::string_view tc_text) {
+  std::optional<uint64_t> best;
+  size_t pos = 0;
+  while (pos < tc_text.size()) {
+    size_t eol = tc_text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = tc_text.size();
+    std::string_view line = tc_text.substr(pos, eol - pos);
+    pos = eol + 1;
+    std::vector<std::string_view> words;
+    size_t i = 0;
+    while (i < line.size()) {
+      size_t j = line.find(' ', i);
+      if (j == std::string_view::npos) j = line.size();
+      if (j > i) words.push_back(line.substr(i, j - i));
+      i = j + 1;
+    }
+    if (words.size() < 4 || words[0] != "class" || words[1] != "htb") continue;
+    if (std::find(words.begin(), words.end(), "root") == words.end()) continue;
+    auto rate = std::find(words.begin(), words.end(), "rate");
+    if (rate == words.end() || rate + 1 == words.end()) continue;
+    try {
+      const uint64_t bits = parse_rate_bits(*(rate + 1), "htb rate");
+      best = best ? std::max(*best, bits) : bits;
+    } catch (const Error&) {
+    }
+  }
+  return best;
+}
+
+std::string parse_scheduler(std::string_view text) {
+  size_t open = text.find('[');
+  size_t close = text.find(']', open == std::string_view::npos ? 0 : open);
+  if (open != std::string_view::npos && close != std::string_view::npos) {
+    return trim(text.substr(open + 1, close - open - 1));
+  }
+  return trim(text);
+}
+
+std::string parse_os_release(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string line = trim(text.substr(pos, eol - pos));
+    pos = eol + 1;
+    if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
+    std::string value = line.substr(12);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+        value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    std::string out;  // undo shell escapes: \" \\ \$ \`
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (value[i] == '\\' && i + 1 < value.size()) ++i;
+      out += value[i];
+    }
+    return out;
+  }
+  return {};
+}
+
+json::object collect_facts(const FactsRequest& req) {
+  json::object f;
+  // The directories first: they are the only failures that throw.
+  json::value ram = dir_facts("ram_dir", req.ram_dir, false);
+  json::value disk = dir_facts("disk_dir", req.disk_dir, true);
+
+  char host[HOST_NAME_MAX + 1] = {};
+  f["hostname"] = ::gethostname(host, sizeof host - 1) == 0 ? str_or_null(host) : nullptr;
+  f["os"] = str_or_null(read_os());
+  utsname u{};
+  const bool have_uname = ::uname(&u) == 0;
+  f["kernel"] = have_uname ? str_or_null(u.release) : nullptr;
+  f["arch"] = have_uname ? str_or_null(u.machine) : nullptr;
+  f["cpu_model"] = str_or_null(read_cpu_model());
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  f["cpu_cores"] = cores > 0 ? json::value(cores) : json::value(nullptr);
+  const uint64_t mem = read_memory_bytes();
+  f["memory_bytes"] = mem > 0 ? json::value(mem) : json::value(nullptr);
+  f["net"] =
+      req.peer_address.empty() ? json::value(nullptr) : json::value(net_facts(req.peer_address));
+  f["ram_dir"] = std::move(ram);
+  f["disk_dir"] = std::move(disk);
+  return f;
+}
+
+}  // namespace cp::probe

@@ -1,0 +1,238 @@
+#include "probe/sysinfo.h"
+
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <boost/json/serialize.hpp>
+#include <fstream>
+
+#include "core/error.h"
+#include "probe/test_util.h"
+
+namespace cp::probe {
+namespace {
+
+namespace json = boost::json;
+using testing::TempDir;
+
+TEST(Sysinfo, FactsOfThisMachine) {
+  TempDir disk;
+  FactsRequest req;
+  req.disk_dir = disk.path();
+  json::object f = collect_facts(req);
+  for (const char* key : {"hostname", "os", "kernel", "arch", "cpu_model", "cpu_cores",
+                          "memory_bytes", "net", "ram_dir", "disk_dir"}) {
+    EXPECT_TRUE(f.contains(key)) << key;
+  }
+  utsname u{};
+  ASSERT_EQ(uname(&u), 0);
+  EXPECT_EQ(f["kernel"], json::value(u.release));
+  EXPECT_EQ(f["arch"], json::value(u.machine));
+  ASSERT_TRUE(f["hostname"].is_string());
+  EXPECT_FALSE(f["hostname"].as_string().empty());
+  ASSERT_TRUE(f["cpu_cores"].is_int64());
+  EXPECT_EQ(f["cpu_cores"].as_int64(), sysconf(_SC_NPROCESSORS_ONLN));
+  ASSERT_TRUE(f["memory_bytes"].is_uint64());
+  EXPECT_GT(f["memory_bytes"].as_uint64(), 1u << 20);
+  EXPECT_TRUE(f["net"].is_null());
+  EXPECT_TRUE(f["ram_dir"].is_null());
+
+  ASSERT_TRUE(f["disk_dir"].is_object()) << json::serialize(f);
+  const json::object& d = f["disk_dir"].as_object();
+  EXPECT_EQ(d.at("path"), json::value(disk.path()));
+  EXPECT_TRUE(d.at("fs_type").is_string());
+  EXPECT_TRUE(d.at("total_bytes").is_uint64());
+  EXPECT_TRUE(d.contains("device"));
+  struct stat st;
+  ASSERT_EQ(::stat(disk.path().c_str(), &st), 0);
+  const std::string sys_link =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  if (::access(sys_link.c_str(), F_OK) == 0) {
+    ASSERT_TRUE(d.at("device").is_object()) << json::serialize(d);
+    const json::object& dev = d.at("device").as_object();
+    EXPECT_TRUE(dev.at("name").is_string());
+    EXPECT_TRUE(dev.at("scheduler").is_string() || dev.at("scheduler").is_null());
+    EXPECT_TRUE(dev.at("rotational").is_bool());
+  }
+}
+
+TEST(Sysinfo, LoopbackPeerUsesLo) {
+  FactsRequest req;
+  req.peer_address = "127.0.0.1";
+  json::object f = collect_facts(req);
+  ASSERT_TRUE(f["net"].is_object());
+  const json::object& net = f["net"].as_object();
+  EXPECT_EQ(net.at("name"), json::value("lo")) << json::serialize(net);
+  EXPECT_EQ(net.at("address"), json::value("127.0.0.1"));
+  EXPECT_EQ(net.at("mtu"), json::value(65536));
+  EXPECT_TRUE(net.at("speed_mbit").is_null());
+  EXPECT_TRUE(net.contains("shaped_rate_bit"));
+  EXPECT_FALSE(net.contains("error"));
+}
+
+TEST(Sysinfo, UnresolvablePeerIsNullNotAnError) {
+  FactsRequest req;
+  req.peer_address = "bad host!";  // glibc refuses the name without asking DNS
+  json::object f = collect_facts(req);
+  ASSERT_TRUE(f["net"].is_object());
+  EXPECT_TRUE(f["net"].as_object().at("name").is_null());
+  EXPECT_TRUE(f["net"].as_object().at("error").is_string());
+}
+
+TEST(Sysinfo, TmpfsRamDir) {
+  TempDir dir;
+  std::string ram = "/dev/shm";
+  const std::string mnt = dir.file("ram");
+  bool mounted = false;
+  if (::access(ram.c_str(), F_OK) != 0) {
+    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+    if (::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0) GTEST_SKIP() << "no tmpfs";
+    ram = mnt;
+    mounted = true;
+  }
+  FactsRequest req;
+  req.ram_dir = ram;
+  json::object f = collect_facts(req);
+  ASSERT_TRUE(f["ram_dir"].is_object());
+  const json::object& r = f["ram_dir"].as_object();
+  EXPECT_EQ(r.at("fs_type"), json::value("tmpfs"));
+  EXPECT_GT(r.at("total_bytes").as_uint64(), 0u);
+  EXPECT_FALSE(r.contains("device"));
+  if (mounted) ::umount2(mnt.c_str(), MNT_DETACH);
+}
+
+TEST(Sysinfo, MissingDirectoryIsAConfigError) {
+  FactsRequest req;
+  req.ram_dir = "/no/such/dir";
+  try {
+    collect_facts(req);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_STREQ(e.what(), "ram_dir '/no/such/dir' does not exist");
+    EXPECT_FALSE(e.hint().empty());
+  }
+  TempDir dir;
+  { std::ofstream(dir.file("f")) << "x"; }
+  req.ram_dir.clear();
+  req.disk_dir = dir.file("f");
+  try {
+    collect_facts(req);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos);
+  }
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(Sysinfo, BlockDeviceFromFakeSysfs) {
+  TempDir sys;
+  const std::string s = sys.path();
+  for (const char* d :
+       {"/dev", "/dev/block", "/devices", "/devices/pci", "/devices/pci/sda",
+        "/devices/pci/sda/queue", "/devices/pci/sda/sda1", "/devices/virtual",
+        "/devices/virtual/loop0", "/devices/virtual/loop0/queue", "/devices/virtual/loop0/loop",
+        "/devices/virtual/dm-0", "/devices/virtual/dm-0/queue", "/devices/virtual/dm-0/slaves",
+        "/devices/virtual/dm-0/slaves/sdb", "/devices/virtual/dm-0/slaves/sda2"}) {
+    ASSERT_EQ(::mkdir((s + d).c_str(), 0755), 0) << d;
+  }
+  write(s + "/devices/pci/sda/queue/read_ahead_kb", "128\n");
+  write(s + "/devices/pci/sda/queue/scheduler", "none [mq-deadline] kyber bfq\n");
+  write(s + "/devices/pci/sda/queue/rotational", "1\n");
+  write(s + "/devices/pci/sda/sda1/partition", "1\n");
+  write(s + "/devices/virtual/loop0/queue/scheduler", "none\n");
+  write(s + "/devices/virtual/loop0/queue/rotational", "0\n");
+  write(s + "/devices/virtual/loop0/loop/backing_file", "/var/lib/disk.img\n");
+  ASSERT_EQ(::symlink("../../devices/pci/sda/sda1", (s + "/dev/block/8:1").c_str()), 0);
+  ASSERT_EQ(::symlink("../../devices/virtual/loop0", (s + "/dev/block/7:0").c_str()), 0);
+  ASSERT_EQ(::symlink("../../devices/virtual/dm-0", (s + "/dev/block/253:0").c_str()), 0);
+
+  json::value part = block_device_facts(8, 1, s);
+  ASSERT_TRUE(part.is_object());
+  EXPECT_EQ(part.at("name"), json::value("sda1"));
+  EXPECT_EQ(part.at("disk"), json::value("sda"));
+  EXPECT_EQ(part.at("partition"), json::value(true));
+  EXPECT_EQ(part.at("read_ahead_kb"), json::value(128));
+  EXPECT_EQ(part.at("scheduler"), json::value("mq-deadline"));
+  EXPECT_EQ(part.at("rotational"), json::value(true));
+  EXPECT_TRUE(part.at("backing_file").is_null());
+
+  json::value loop = block_device_facts(7, 0, s);
+  ASSERT_TRUE(loop.is_object());
+  EXPECT_EQ(loop.at("name"), json::value("loop0"));
+  EXPECT_EQ(loop.at("disk"), json::value("loop0"));
+  EXPECT_EQ(loop.at("partition"), json::value(false));
+  EXPECT_TRUE(loop.at("read_ahead_kb").is_null());
+  EXPECT_EQ(loop.at("scheduler"), json::value("none"));
+  EXPECT_EQ(loop.at("rotational"), json::value(false));
+  EXPECT_EQ(loop.at("backing_file"), json::value("/var/lib/disk.img"));
+
+  json::value dm = block_device_facts(253, 0, s);
+  ASSERT_TRUE(dm.is_object());
+  EXPECT_EQ(json::serialize(dm.at("slaves")), R"(["sda2","sdb"])");
+
+  EXPECT_TRUE(block_device_facts(0, 42, s).is_null());
+}
+
+TEST(Sysinfo, ParseTcQdiscRate) {
+  // tc -j prints rates in bytes/s: 25000000 B/s = 200 Mbit/s.
+  EXPECT_EQ(parse_tc_qdisc_rate(R"([{"kind":"tbf","handle":"8001:","root":true,"refcnt":3,)"
+                                R"("options":{"rate":25000000,"burst":65525,"lat":50000}}])"),
+            200000000u);
+  EXPECT_EQ(
+      parse_tc_qdisc_rate(
+          R"([{"kind":"htb","handle":"1:","root":true,"options":{"r2q":10,"default":"0x10"}}])"),
+      std::nullopt);
+  EXPECT_EQ(parse_tc_qdisc_rate(R"([{"kind":"noqueue","handle":"0:","root":true,"options":{}}])"),
+            std::nullopt);
+  // netem's rate is an object; the lowest rate of several wins.
+  EXPECT_EQ(parse_tc_qdisc_rate(
+                R"([{"kind":"netem","handle":"1:","root":true,"options":{"limit":1000,)"
+                R"("rate":{"rate":12500000,"packetoverhead":0}}},)"
+                R"({"kind":"tbf","handle":"10:","parent":"1:1","options":{"rate":125000000}}])"),
+            100000000u);
+  EXPECT_EQ(parse_tc_qdisc_rate(R"([{"kind":"cake","options":{"bandwidth":"unlimited"}}])"),
+            std::nullopt);
+  EXPECT_EQ(parse_tc_qdisc_rate(R"([{"kind":"cake","options":{"bandwidth":1250000}}])"), 10000000u);
+  EXPECT_EQ(parse_tc_qdisc_rate(""), std::nullopt);
+  EXPECT_EQ(parse_tc_qdisc_rate("qdisc noqueue 0: root refcnt 2"), std::nullopt);
+  EXPECT_EQ(parse_tc_qdisc_rate("[1, \"x\", {\"kind\": 3}]"), std::nullopt);
+}
+
+TEST(Sysinfo, ParseTcHtbRootRate) {
+  const std::string text =
+      "class htb 1:11 parent 1:10 prio 0 rate 100Mbit ceil 300Mbit burst 1600b cburst 1537b \n"
+      "class htb 1:10 root rate 300Mbit ceil 300Mbit burst 1537b cburst 1537b \n";
+  EXPECT_EQ(parse_tc_htb_root_rate(text), 300000000u);
+  EXPECT_EQ(parse_tc_htb_root_rate("class htb 1:1 root rate 1Gbit ceil 1Gbit\n"
+                                   "class htb 1:2 root rate 500Kbit ceil 500Kbit\n"),
+            1000000000u);
+  EXPECT_EQ(parse_tc_htb_root_rate("class tbf 8001:1 parent 8001:\n"), std::nullopt);
+  EXPECT_EQ(parse_tc_htb_root_rate("class htb 1:1 root rate lots\n"), std::nullopt);
+  EXPECT_EQ(parse_tc_htb_root_rate(""), std::nullopt);
+}
+
+TEST(Sysinfo, ParseScheduler) {
+  EXPECT_EQ(parse_scheduler("none [mq-deadline] kyber bfq\n"), "mq-deadline");
+  EXPECT_EQ(parse_scheduler("[none] mq-deadline\n"), "none");
+  EXPECT_EQ(parse_scheduler("none\n"), "none");
+  EXPECT_EQ(parse_scheduler(""), "");
+}
+
+TEST(Sysinfo, ParseOsRelease) {
+  EXPECT_EQ(parse_os_release("NAME=\"Debian GNU/Linux\"\n"
+                             "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n"),
+            "Debian GNU/Linux 12 (bookworm)");
+  EXPECT_EQ(parse_os_release("PRETTY_NAME=Alpine\n"), "Alpine");
+  EXPECT_EQ(parse_os_release("PRETTY_NAME='Say \\\"hi\\\"'\n"), "Say \"hi\"");
+  EXPECT_EQ(parse_os_release("NAME=x\n"), "");
+}
+
+}  // namespace
+}  // namespace cp::probe

@@ -1,0 +1,113 @@
+// The link's handshake against scripted streams, and a local Endpoint (the
+// agent binary as a subprocess).
+#include "remote/agent_link.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/wire.h"
+#include "remote/endpoint.h"
+
+namespace cp::remote {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A stream that replays fixed bytes and answers every request with `reply`.
+class ScriptedStream : public ByteStream {
+ public:
+  explicit ScriptedStream(std::string bytes) : in_(std::move(bytes)) {}
+  ReadResult read(char* buf, size_t size, double) override {
+    if (pos_ == in_.size()) return {0, eof_when_done_};
+    size_t n = std::min(size, in_.size() - pos_);
+    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
+    pos_ += n;
+    return {n, false};
+  }
+  void write(std::string_view data) override {
+    written_ += data;
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      in_ += wire::encode({{"type", "result"},
+                           {"id", wire::get_u64(*m, "id")},
+                           {"data", {{"proto", wire::kProtocolVersion}}}});
+    }
+  }
+  std::string stderr_text() override { return "bash: chokepoint-agent: not found"; }
+  bool eof_when_done_ = true;
+  std::string written_;
+
+ private:
+  std::string in_;
+  size_t pos_ = 0;
+};
+
+TEST(AgentLink, SkipsLoginNoiseBeforeTheSentinel) {
+  std::string bytes = "Welcome to host\nLast login: yesterday\n" + wire::sentinel_line("b1");
+  auto s = std::make_unique<ScriptedStream>(bytes);
+  s->eof_when_done_ = false;
+  AgentLink link(std::move(s), "srv");
+  json::object hello = link.handshake(5);
+  EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
+}
+
+TEST(AgentLink, RefusesAnotherProtocolVersion) {
+  AgentLink link(std::make_unique<ScriptedStream>("CHOKEPOINT-AGENT READY proto=99 build=x\n"),
+                 "srv");
+  try {
+    link.handshake(5);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("speaks protocol 99"), std::string::npos);
+    EXPECT_FALSE(e.hint().empty());
+  }
+}
+
+TEST(AgentLink, ClosedBeforeStartQuotesRemoteStderr) {
+  AgentLink link(std::make_unique<ScriptedStream>("oops\n"), "srv");
+  try {
+    link.handshake(5);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chokepoint-agent: not found"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(LocalEndpoint, RunsTheAgentBinary) {
+  setenv("CHOKEPOINT_AGENT", AGENT_BIN, 1);
+  std::vector<std::string> log;
+  auto ep = Endpoint::open({"client", "local"}, [&](const std::string& l) { log.push_back(l); });
+  EXPECT_EQ(ep->deployment(), "local");
+  EXPECT_EQ(ep->default_data_address(), "127.0.0.1");
+  EXPECT_GT(wire::get_u64(ep->agent().hello(), "pid"), 0u);
+  EXPECT_NE(wire::get_u64(ep->agent().hello(), "pid"), uint64_t(getpid()));
+}
+
+TEST(LocalEndpoint, MissingAgentBinarySaysHowToFix) {
+  setenv("CHOKEPOINT_AGENT", "/nonexistent/chokepoint-agent", 1);
+  try {
+    Endpoint::open({"client", "local"}, [](const std::string&) {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(describe(e).find("CHOKEPOINT_AGENT"), std::string::npos);
+  }
+  unsetenv("CHOKEPOINT_AGENT");
+}
+
+TEST(Sha256, KnownVector) {
+  const std::string p = fs::temp_directory_path() / ("sha-test-" + std::to_string(getpid()));
+  std::ofstream(p) << "abc";
+  EXPECT_EQ(sha256_file(p), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  fs::remove(p);
+}
+
+}  // namespace
+}  // namespace cp::remote

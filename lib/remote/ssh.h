@@ -1,0 +1,50 @@
+// SSH to an endpoint with libssh, the way OpenSSH would: ~/.ssh/config (or
+// the given file) resolves aliases, known_hosts is enforced, ssh-agent and
+// key files authenticate.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "remote/stream.h"
+
+namespace cp::remote {
+
+struct SshTarget {
+  std::string host;                   // alias or host name, optionally user@host
+  std::string config_file;            // empty: ~/.ssh/config
+  bool accept_new_host_keys = false;  // add unknown host keys to known_hosts
+  double connect_timeout_s = 15;
+};
+
+struct ExecResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class SshSession {
+ public:
+  // Connects, checks the host key, authenticates. Errors say how to fix them.
+  explicit SshSession(const SshTarget& target);
+  ~SshSession();
+  SshSession(const SshSession&) = delete;
+  SshSession& operator=(const SshSession&) = delete;
+
+  // Runs `command` through the remote shell to completion, feeding `input`.
+  ExecResult exec(const std::string& command, std::string_view input = {}, double timeout_s = 120);
+  // Starts `command` and returns its stdin/stdout as a stream (stderr is
+  // collected for messages). The session must outlive the stream.
+  std::unique_ptr<ByteStream> exec_stream(const std::string& command);
+
+  const std::string& host_name() const { return host_name_; }  // after config: HostName
+  const std::string& user() const { return user_; }
+  const std::string& name() const { return name_; }  // as given
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string name_, host_name_, user_;
+};
+
+}  // namespace cp::remote

@@ -1,0 +1,210 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include "core/clock.h"
+#include "core/units.h"
+
+namespace cp::report {
+namespace {
+
+namespace json = boost::json;
+
+json::value parse_or_null(const std::string& text) {
+  if (text.empty()) return nullptr;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return ec ? json::value(nullptr) : v;
+}
+
+std::string mb(double bps) { return fmt::format("{:.1f}", bps / kMB); }
+
+const char* bold(const TextOptions& o) { return o.color ? "\033[1m" : ""; }
+const char* red(const TextOptions& o) { return o.color ? "\033[1;31m" : ""; }
+const char* reset(const TextOptions& o) { return o.color ? "\033[0m" : ""; }
+
+std::string host_line(const HostRecord& h) {
+  json::value f = parse_or_null(h.facts_json);
+  if (!f.is_object()) return fmt::format("  {:<7} {}", h.role, h.address);
+  const auto& o = f.as_object();
+  auto s = [&](const char* k) -> std::string {
+    auto it = o.find(k);
+    if (it == o.end()) return "?";
+    if (it->value().is_string()) return std::string(it->value().as_string());
+    return json::serialize(it->value());
+  };
+  std::string net;
+  if (auto it = o.find("net"); it != o.end() && it->value().is_object()) {
+    const auto& n = it->value().as_object();
+    auto g = [&](const char* k) {
+      auto i = n.find(k);
+      return i == n.end() || i->value().is_null() ? std::string("?")
+             : i->value().is_string()             ? std::string(i->value().as_string())
+                                                  : json::serialize(i->value());
+    };
+    net = fmt::format(", {} mtu {} speed {} Mbit/s", g("name"), g("mtu"), g("speed_mbit"));
+  }
+  return fmt::format("  {:<7} {} ({}, {}, kernel {}, {} cores{})", h.role, h.address, s("hostname"),
+                     s("os"), s("kernel"), s("cpu_cores"), net);
+}
+
+}  // namespace
+
+std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& o) {
+  std::string out;
+  out += fmt::format("{}chokepoint run {}{}  {}  {}{}\n", bold(o), run.id, reset(o),
+                     iso_time(run.started_at), run.status,
+                     run.label.empty() ? "" : fmt::format("  label \"{}\"", run.label));
+  if (!run.error.empty()) out += fmt::format("  {}error:{} {}\n", red(o), reset(o), run.error);
+  for (const auto& h : run.hosts) out += host_line(h) + "\n";
+  out += fmt::format("\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples)\n", bold(o),
+                     reset(o));
+  out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
+                     "vs beneath");
+  for (const auto& r : a.rows) {
+    if (r.layer == "link") {
+      out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", r.label, mb(r.rate.median),
+                         format_rate_bits(a.link_bits), "", "");
+      continue;
+    }
+    std::string vs = r.ratio > 0 ? fmt::format("{:.0f} % of link", r.ratio * 100) : "";
+    std::string flags;
+    if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
+    if (r.cache_possible) flags += " cache?";
+    if (r.max_core_pct >= analysis::kCoreSaturated) {
+      flags += fmt::format(" cpu {:.0f} % on {}", r.max_core_pct, r.max_core_host);
+    }
+    std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
+    out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
+                       r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);
+  }
+  for (const auto& st : run.stages) {
+    if (st.status == kFailed || st.status == kInterrupted) {
+      out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.layer, st.where, st.status, reset(o),
+                         st.error);
+    }
+  }
+  out += fmt::format("\n{}Verdict{}\n  {}\n", bold(o), reset(o), a.headline);
+  bool first = true;
+  for (const auto& f : a.findings) {
+    if (f.text == a.headline) continue;
+    if (first) out += "\n";
+    first = false;
+    out += fmt::format("  - {}\n", f.text);
+  }
+  return out;
+}
+
+std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
+  json::array hosts, ladder, findings, stages;
+  for (const auto& h : run.hosts) {
+    hosts.push_back(
+        {{"role", h.role}, {"address", h.address}, {"facts", parse_or_null(h.facts_json)}});
+  }
+  for (const auto& r : a.rows) {
+    json::object row{{"key", r.key},
+                     {"label", r.label},
+                     {"layer", r.layer},
+                     {"where", r.where},
+                     {"op", r.op},
+                     {"size", r.size},
+                     {"n", r.rate.n},
+                     {"median_bytes_per_s", r.rate.median},
+                     {"min_bytes_per_s", r.rate.min},
+                     {"max_bytes_per_s", r.rate.max},
+                     {"failed", r.failed},
+                     {"cache_possible", r.cache_possible},
+                     {"below", r.below},
+                     {"ratio_to_below", r.ratio},
+                     {"max_core_pct", r.max_core_pct},
+                     {"max_core_host", r.max_core_host},
+                     {"max_core_process", r.max_core_process},
+                     {"retransmits", r.retransmits}};
+    if (r.rwnd_limited_frac >= 0) row["rwnd_limited_frac"] = r.rwnd_limited_frac;
+    if (r.sndbuf_limited_frac >= 0) row["sndbuf_limited_frac"] = r.sndbuf_limited_frac;
+    ladder.push_back(row);
+  }
+  for (const auto& f : a.findings) {
+    findings.push_back({{"path", f.path}, {"layer", f.layer}, {"text", f.text}});
+  }
+  for (const auto& st : run.stages) {
+    json::array samples;
+    for (const auto& s : st.samples) {
+      samples.push_back({{"id", s.id},
+                         {"seq", s.seq},
+                         {"op", s.op},
+                         {"size", s.size},
+                         {"bytes", s.bytes},
+                         {"seconds", s.seconds},
+                         {"bytes_per_s", s.rate()},
+                         {"started_at", s.started_at},
+                         {"cache_possible", s.cache_possible},
+                         {"error", s.error},
+                         {"details", parse_or_null(s.details_json)},
+                         {"cpu", parse_or_null(s.cpu_json)}});
+    }
+    stages.push_back({{"id", st.id},
+                      {"layer", st.layer},
+                      {"where", st.where},
+                      {"status", st.status},
+                      {"error", st.error},
+                      {"params", parse_or_null(st.params_json)},
+                      {"started_at", st.started_at},
+                      {"finished_at", st.finished_at},
+                      {"samples", samples}});
+  }
+  json::object doc{
+      {"run",
+       {{"id", run.id},
+        {"label", run.label},
+        {"status", run.status},
+        {"error", run.error},
+        {"started_at", run.started_at},
+        {"finished_at", run.finished_at},
+        {"server", run.server},
+        {"client", run.client},
+        {"version", run.version},
+        {"plan", parse_or_null(run.plan_json)}}},
+      {"hosts", hosts},
+      {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
+      {"ladder", ladder},
+      {"verdict", {{"headline", a.headline}, {"findings", findings}}},
+      {"stages", stages},
+  };
+  return json::serialize(doc) + "\n";
+}
+
+std::string history_text(const std::vector<RunListRow>& rows) {
+  if (rows.empty()) return "No runs stored yet: run `chokepoint diagnose`.\n";
+  std::string out = fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", "id", "started",
+                                "status", "label", "server / client", "headline (MB/s, medians)");
+  for (const auto& r : rows) {
+    std::string head;
+    for (const auto& [k, v] : r.headline) {
+      head += fmt::format("{}{} {:.1f}", head.empty() ? "" : ", ", k, v / kMB);
+    }
+    out += fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", r.id, iso_time(r.started_at),
+                       r.status, r.label, r.server + " / " + r.client, head);
+  }
+  return out;
+}
+
+std::string history_json(const std::vector<RunListRow>& rows) {
+  json::array arr;
+  for (const auto& r : rows) {
+    json::object head;
+    for (const auto& [k, v] : r.headline) head[k] = v;
+    arr.push_back({{"id", r.id},
+                   {"label", r.label},
+                   {"status", r.status},
+                   {"server", r.server},
+                   {"client", r.client},
+                   {"started_at", r.started_at},
+                   {"finished_at", r.finished_at},
+                   {"headline_bytes_per_s", head}});
+  }
+  return json::serialize(json::object{{"runs", arr}}) + "\n";
+}
+
+}  // namespace cp::report

@@ -1,0 +1,602 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/clock.h"
+#include "core/error.h"
+
+namespace cp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Direct access to the file, to set up states the Store API cannot produce.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    CP_CHECK(sqlite3_open(path.c_str(), &db_) == SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5000);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  void exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    ASSERT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in " << sql;
+  }
+  // First column of the first row, as text ("" when no row).
+  std::string one(const std::string& sql) {
+    sqlite3_stmt* st = nullptr;
+    CP_CHECK(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+    std::string out;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "cp-store-XXXXXX").string();
+    CP_CHECK(mkdtemp(tmpl.data()) != nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/sub/dir/chokepoint.db";  // parents do not exist yet
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string dir_;
+  std::string path_;
+};
+
+RunRecord sample_run(const std::string& label, double started_at, const std::string& server,
+                     const std::string& client) {
+  RunRecord r;
+  r.label = label;
+  r.started_at = started_at;
+  r.server = server;
+  r.client = client;
+  r.plan_json = R"({"disk":{"size":"1GB"}})";
+  r.version = "0.1.0";
+  return r;
+}
+
+StageRecord stage(const std::string& layer, const std::string& where, double started_at = 0) {
+  StageRecord s;
+  s.layer = layer;
+  s.where = where;
+  s.params_json = R"({"n":3})";
+  s.started_at = started_at;
+  return s;
+}
+
+SampleRecord rate_sample(int seq, const std::string& op, double bytes_per_s,
+                         bool cache_possible = false, const std::string& error = {}) {
+  SampleRecord s;
+  s.seq = seq;
+  s.op = op;
+  s.bytes = 1000000;
+  s.seconds = 1000000 / bytes_per_s;
+  s.started_at = 1000 + seq;
+  s.cache_possible = cache_possible;
+  s.error = error;
+  return s;
+}
+
+std::vector<int64_t> ids(const std::vector<RunListRow>& rows) {
+  std::vector<int64_t> out;
+  for (const auto& r : rows) out.push_back(r.id);
+  return out;
+}
+
+TEST_F(StoreTest, RoundTripsEveryField) {
+  RunRecord run = sample_run("nightly 'lan' — ü", 1700000000.25, "srv-alias", "local");
+  run.hosts.push_back({"server", "srv-alias", R"({"cpus":8})"});
+
+  SampleRecord a;  // stored second, seq 2
+  a.seq = 2;
+  a.op = "read";
+  a.size = 1ull << 30;
+  a.bytes = 5000000000000ull;  // needs 64 bits
+  a.seconds = 12.5;
+  a.started_at = 1700000001.5;
+  a.cache_possible = true;
+  a.details_json = R"({"direct":false})";
+  a.cpu_json = R"({"server":{"busy":0.5},"client":{}})";
+  SampleRecord b;  // stored first, seq 1, failed
+  b.seq = 1;
+  b.op = "write";
+  b.size = 4096;
+  b.bytes = 17;
+  b.seconds = 0.25;
+  b.started_at = 1700000000.75;
+  b.error = "No space left on device";
+  SampleRecord c;
+  c.seq = 1;
+  c.op = "send";
+  c.bytes = 123456789;
+  c.seconds = 2;
+  c.started_at = 1700000010;
+  c.details_json = R"({"rtt_us":250})";
+
+  double before = wall_seconds();
+  int64_t run_id, disk_id, tcp_id;
+  {
+    Store store(path_);
+    run_id = store.begin_run(run);
+    store.add_host(run_id, {"client", "local", R"({"cpus":4})"});
+    disk_id = store.begin_stage(run_id, stage("disk", "server", 1700000000.5));
+    store.add_sample(disk_id, a);
+    store.add_sample(disk_id, b);
+    store.end_stage(disk_id, kFailed, "disk full");
+    tcp_id = store.begin_stage(run_id, stage("tcp", "server->client"));
+    store.add_sample(tcp_id, c);
+    store.end_stage(tcp_id, kComplete);
+    store.end_run(run_id, kFailed, "one stage failed");
+  }
+  double after = wall_seconds();
+
+  Store store(path_);  // a fresh connection: everything came from the file
+  RunRecord got = store.load_run(run_id);
+  EXPECT_EQ(got.id, run_id);
+  EXPECT_EQ(got.label, run.label);
+  EXPECT_EQ(got.status, kFailed);
+  EXPECT_EQ(got.error, "one stage failed");
+  EXPECT_DOUBLE_EQ(got.started_at, run.started_at);
+  EXPECT_GE(got.finished_at, before);
+  EXPECT_LE(got.finished_at, after);
+  EXPECT_EQ(got.server, "srv-alias");
+  EXPECT_EQ(got.client, "local");
+  EXPECT_EQ(got.plan_json, run.plan_json);
+  EXPECT_EQ(got.version, "0.1.0");
+
+  ASSERT_EQ(got.hosts.size(), 2u);
+  EXPECT_EQ(got.hosts[0].role, "server");
+  EXPECT_EQ(got.hosts[0].address, "srv-alias");
+  EXPECT_EQ(got.hosts[0].facts_json, R"({"cpus":8})");
+  EXPECT_EQ(got.hosts[1].role, "client");
+  EXPECT_EQ(got.hosts[1].address, "local");
+  EXPECT_EQ(got.hosts[1].facts_json, R"({"cpus":4})");
+
+  ASSERT_EQ(got.stages.size(), 2u);
+  const StageRecord& d = got.stages[0];
+  EXPECT_EQ(d.id, disk_id);
+  EXPECT_EQ(d.run_id, run_id);
+  EXPECT_EQ(d.layer, "disk");
+  EXPECT_EQ(d.where, "server");
+  EXPECT_EQ(d.status, kFailed);
+  EXPECT_EQ(d.error, "disk full");
+  EXPECT_EQ(d.params_json, R"({"n":3})");
+  EXPECT_DOUBLE_EQ(d.started_at, 1700000000.5);
+  EXPECT_GE(d.finished_at, before);
+  EXPECT_LE(d.finished_at, after);
+  const StageRecord& t = got.stages[1];
+  EXPECT_EQ(t.id, tcp_id);
+  EXPECT_EQ(t.layer, "tcp");
+  EXPECT_EQ(t.where, "server->client");
+  EXPECT_EQ(t.status, kComplete);
+  EXPECT_EQ(t.error, "");
+  EXPECT_GE(t.started_at, before);  // 0 given: now
+  EXPECT_LE(t.started_at, after);
+
+  ASSERT_EQ(d.samples.size(), 2u);
+  const SampleRecord& s1 = d.samples[0];  // by seq, not insertion order
+  EXPECT_EQ(s1.seq, 1);
+  EXPECT_EQ(s1.stage_id, disk_id);
+  EXPECT_GT(s1.id, 0);
+  EXPECT_EQ(s1.op, "write");
+  EXPECT_EQ(s1.size, 4096u);
+  EXPECT_EQ(s1.bytes, 17u);
+  EXPECT_DOUBLE_EQ(s1.seconds, 0.25);
+  EXPECT_DOUBLE_EQ(s1.started_at, 1700000000.75);
+  EXPECT_FALSE(s1.cache_possible);
+  EXPECT_EQ(s1.error, "No space left on device");
+  EXPECT_EQ(s1.details_json, "");
+  EXPECT_EQ(s1.cpu_json, "");
+  const SampleRecord& s2 = d.samples[1];
+  EXPECT_EQ(s2.seq, 2);
+  EXPECT_EQ(s2.op, "read");
+  EXPECT_EQ(s2.size, 1ull << 30);
+  EXPECT_EQ(s2.bytes, 5000000000000ull);
+  EXPECT_DOUBLE_EQ(s2.seconds, 12.5);
+  EXPECT_DOUBLE_EQ(s2.started_at, 1700000001.5);
+  EXPECT_TRUE(s2.cache_possible);
+  EXPECT_EQ(s2.error, "");
+  EXPECT_EQ(s2.details_json, a.details_json);
+  EXPECT_EQ(s2.cpu_json, a.cpu_json);
+  ASSERT_EQ(t.samples.size(), 1u);
+  EXPECT_EQ(t.samples[0].op, "send");
+  EXPECT_EQ(t.samples[0].bytes, 123456789u);
+  EXPECT_EQ(t.samples[0].details_json, R"({"rtt_us":250})");
+  EXPECT_EQ(t.samples[0].stage_id, tcp_id);
+
+  RawDb raw(path_);
+  EXPECT_EQ(raw.one("SELECT COUNT(*) FROM samples WHERE run_id = " + std::to_string(run_id)), "3");
+}
+
+TEST_F(StoreTest, AddHostReplacesTheSameRole) {
+  Store store(path_);
+  int64_t id = store.begin_run(sample_run("", 1, "a", "b"));
+  store.add_host(id, {"server", "a", "{}"});
+  store.add_host(id, {"server", "a", R"({"kernel":"6.1"})"});
+  RunRecord got = store.load_run(id);
+  ASSERT_EQ(got.hosts.size(), 1u);
+  EXPECT_EQ(got.hosts[0].facts_json, R"({"kernel":"6.1"})");
+}
+
+TEST_F(StoreTest, EndRunInterruptsStagesStillRunning) {
+  Store store(path_);
+  int64_t id = store.begin_run(sample_run("", 1, "a", "b"));
+  int64_t done = store.begin_stage(id, stage("disk", "server"));
+  store.end_stage(done, kComplete);
+  store.begin_stage(id, stage("disk", "client"));
+  store.end_run(id, kFailed, "ssh dropped");
+  RunRecord got = store.load_run(id);
+  ASSERT_EQ(got.stages.size(), 2u);
+  EXPECT_EQ(got.stages[0].status, kComplete);
+  EXPECT_EQ(got.stages[1].status, kInterrupted);
+  EXPECT_NE(got.stages[1].error.find("failed"), std::string::npos) << got.stages[1].error;
+  EXPECT_GT(got.stages[1].finished_at, 0);
+}
+
+TEST_F(StoreTest, LoadingAnAbsentRunIsAUsageError) {
+  Store store(path_);
+  try {
+    store.load_run(42);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("42"), std::string::npos);
+  }
+}
+
+// Three runs: 1 "a" alpha.lan, 2 "b" beta, 3 "a" local; started 1000, 2000, 3000.
+class HistoryTest : public StoreTest {
+ protected:
+  void SetUp() override {
+    StoreTest::SetUp();
+    store_ = std::make_unique<Store>(path_);
+    Store& s = *store_;
+    r1_ = s.begin_run(sample_run("a", 1000, "alpha.lan", "local"));
+    r2_ = s.begin_run(sample_run("b", 2000, "beta", "gamma"));
+    r3_ = s.begin_run(sample_run("a", 3000, "local", "local"));
+
+    int64_t st = s.begin_stage(r1_, stage("disk", "server"));
+    s.add_sample(st, rate_sample(1, "read", 100));
+    s.add_sample(st, rate_sample(2, "read", 300));
+    s.add_sample(st, rate_sample(3, "read", 200));
+    s.add_sample(st, rate_sample(4, "read", 9e9, /*cache_possible=*/true));  // left out
+    s.add_sample(st, rate_sample(5, "read", 1e9, false, "EIO"));             // failed: left out
+    s.add_sample(st, rate_sample(6, "write", 50));
+    st = s.begin_stage(r1_, stage("tcp", "server->client"));
+    s.add_sample(st, rate_sample(1, "send", 10));
+    s.add_sample(st, rate_sample(2, "send", 20));
+    st = s.begin_stage(r1_, stage("disk", "client"));
+    // Only cached samples: they are all there is.
+    s.add_sample(st, rate_sample(1, "read", 7, true));
+    s.add_sample(st, rate_sample(2, "read", 9, true));
+    s.add_sample(st, rate_sample(3, "read", 8, true));
+    s.end_run(r1_, kComplete);
+  }
+
+  std::unique_ptr<Store> store_;
+  int64_t r1_ = 0, r2_ = 0, r3_ = 0;
+};
+
+TEST_F(HistoryTest, NewestFirstWithHeadlineMedians) {
+  std::vector<RunListRow> rows = store_->history({});
+  ASSERT_EQ(ids(rows), (std::vector<int64_t>{r3_, r2_, r1_}));
+  EXPECT_TRUE(rows[0].headline.empty());
+  const RunListRow& r = rows[2];
+  EXPECT_EQ(r.label, "a");
+  EXPECT_EQ(r.status, kComplete);
+  EXPECT_EQ(r.server, "alpha.lan");
+  EXPECT_EQ(r.client, "local");
+  EXPECT_DOUBLE_EQ(r.started_at, 1000);
+  EXPECT_GT(r.finished_at, 1000);
+  EXPECT_EQ(rows[1].finished_at, 0);  // still running
+  EXPECT_EQ(rows[1].status, kRunning);
+
+  std::vector<std::string> keys;
+  std::map<std::string, double> med;
+  for (const auto& [k, v] : r.headline) {
+    keys.push_back(k);
+    med[k] = v;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"disk:server:read", "disk:server:write",
+                                            "tcp:server->client:send", "disk:client:read"}));
+  EXPECT_NEAR(med["disk:server:read"], 200, 1e-6);
+  EXPECT_NEAR(med["disk:server:write"], 50, 1e-6);
+  EXPECT_NEAR(med["tcp:server->client:send"], 15, 1e-6);
+  EXPECT_NEAR(med["disk:client:read"], 8, 1e-6);
+}
+
+HistoryFilter filter(const std::string& label, const std::string& host, double since = 0,
+                     size_t limit = 50) {
+  HistoryFilter f;
+  f.label = label;
+  f.host = host;
+  f.since = since;
+  f.limit = limit;
+  return f;
+}
+
+TEST_F(HistoryTest, Filters) {
+  using Ids = std::vector<int64_t>;
+  EXPECT_EQ(ids(store_->history(filter("a", ""))), (Ids{r3_, r1_}));
+  EXPECT_EQ(ids(store_->history(filter("nope", ""))), Ids{});
+  EXPECT_EQ(ids(store_->history(filter("", "ALPHA"))), Ids{r1_});
+  EXPECT_EQ(ids(store_->history(filter("", "amm"))), Ids{r2_});  // client gamma
+  EXPECT_EQ(ids(store_->history(filter("", "local"))), (Ids{r3_, r1_}));
+  EXPECT_EQ(ids(store_->history(filter("", "", 2000))), (Ids{r3_, r2_}));
+  EXPECT_EQ(ids(store_->history(filter("", "", 0, 1))), Ids{r3_});
+  EXPECT_EQ(ids(store_->history(filter("", "", 0, 0))), (Ids{r3_, r2_, r1_}));
+  EXPECT_EQ(ids(store_->history(filter("a", "alpha", 500))), Ids{r1_});
+  EXPECT_EQ(ids(store_->history(filter("a", "alpha", 1001))), Ids{});
+}
+
+TEST_F(HistoryTest, Resolve) {
+  Store& s = *store_;
+  EXPECT_EQ(s.resolve("latest"), r3_);
+  EXPECT_EQ(s.resolve("last"), r3_);
+  EXPECT_EQ(s.resolve(std::to_string(r2_)), r2_);
+  EXPECT_EQ(s.resolve("a"), r3_);  // the newest with that label
+  EXPECT_EQ(s.resolve("b"), r2_);
+  int64_t numeric = s.begin_run(sample_run("777", 500, "x", "y"));
+  EXPECT_EQ(s.resolve("777"), numeric);  // no run 777: the label
+  for (std::string bad : {"foo", "999", ""}) {
+    try {
+      s.resolve(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find("'" + bad + "'"), std::string::npos) << e.what();
+      EXPECT_NE(e.hint().find("chokepoint history"), std::string::npos) << e.hint();
+      EXPECT_NE(e.hint().find("a, b"), std::string::npos) << e.hint();  // what exists
+    }
+  }
+}
+
+TEST_F(StoreTest, ResolveInAnEmptyDatabaseSaysSo) {
+  Store s(path_);
+  try {
+    s.resolve("latest");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("no runs yet"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(StoreTest, ReopeningAppliesNoMigrationTwice) {
+  int64_t id;
+  {
+    Store s(path_);
+    EXPECT_EQ(s.schema_version(), Store::known_schema_version());
+    id = s.begin_run(sample_run("keep", 1, "a", "b"));
+    s.end_run(id, kComplete);
+  }
+  std::string schema = RawDb(path_).one("SELECT group_concat(sql, ';') FROM sqlite_master");
+  ASSERT_FALSE(schema.empty());
+  // The migration has no IF NOT EXISTS: re-applying it would throw here.
+  Store s(path_);
+  EXPECT_EQ(s.schema_version(), Store::known_schema_version());
+  EXPECT_EQ(s.load_run(id).label, "keep");
+  EXPECT_EQ(RawDb(path_).one("SELECT group_concat(sql, ';') FROM sqlite_master"), schema);
+  EXPECT_EQ(RawDb(path_).one("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(RawDb(path_).one("PRAGMA user_version"), std::to_string(Store::known_schema_version()));
+}
+
+TEST_F(StoreTest, RefusesANewerSchema) {
+  fs::create_directories(fs::path(path_).parent_path());
+  RawDb(path_).exec("PRAGMA user_version = 5");
+  try {
+    Store s(path_);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("database schema 5"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("knows 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(path_), std::string::npos) << msg;
+    EXPECT_EQ(e.hint(), "upgrade chokepoint or use --db with another file");
+  }
+  EXPECT_EQ(RawDb(path_).one("PRAGMA user_version"), "5");  // untouched
+}
+
+TEST_F(StoreTest, NotADatabaseIsAnIoErrorWithAHint) {
+  fs::create_directories(fs::path(path_).parent_path());
+  std::ofstream(path_) << "this is not sqlite, but long enough to have a header of sorts...\n"
+                       << std::string(200, 'x');
+  try {
+    Store s(path_);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find(path_), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("--db"), std::string::npos) << e.hint();
+  }
+}
+
+TEST_F(StoreTest, UncreatableDirectoryIsAnIoErrorWithAHint) {
+  std::ofstream(dir_ + "/file") << "x";
+  try {
+    Store s(dir_ + "/file/sub/chokepoint.db");  // a parent is a regular file
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIo);
+    EXPECT_NE(std::string(e.what()).find(dir_ + "/file"), std::string::npos) << e.what();
+    EXPECT_NE(e.hint().find("--db"), std::string::npos) << e.hint();
+  }
+}
+
+TEST_F(StoreTest, MarksRunsOfDeadOwnersInterrupted) {
+  Store mine(path_);
+  int64_t live = mine.begin_run(sample_run("live", 10, "a", "b"));
+  int64_t live_stage = mine.begin_stage(live, stage("disk", "server"));
+
+  RawDb raw(path_);
+  std::string me = std::to_string(live);
+  std::string host = raw.one("SELECT owner_host FROM runs WHERE id = " + me);
+  std::string start = raw.one("SELECT owner_start FROM runs WHERE id = " + me);
+  std::string boot = raw.one("SELECT owner_boot FROM runs WHERE id = " + me);
+  ASSERT_FALSE(host.empty());
+  ASSERT_NE(start, "0");
+  ASSERT_EQ(raw.one("SELECT owner_pid FROM runs WHERE id = " + me), std::to_string(getpid()));
+
+  // pid_max + 1 never names a process.
+  std::string pid_max;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  std::string gone = std::to_string(std::stoll(pid_max) + 1);
+  auto insert = [&](const std::string& label, const std::string& h, const std::string& pid,
+                    const std::string& st, const std::string& b) {
+    raw.exec(
+        "INSERT INTO runs (label, status, started_at, server, client, owner_host, owner_pid,"
+        " owner_start, owner_boot) VALUES ('" +
+        label + "', 'running', 20, 's', 'c', '" + h + "', " + pid + ", " + st + ", '" + b + "')");
+    return raw.one("SELECT MAX(id) FROM runs");
+  };
+  std::string dead = insert("dead", host, gone, start, boot);
+  std::string reused =
+      insert("reused", host, std::to_string(getpid()), std::to_string(std::stoll(start) + 1), boot);
+  std::string rebooted = insert("rebooted", host, std::to_string(getpid()), start,
+                                "00000000-0000-0000-0000-000000000000");
+  std::string elsewhere = insert("elsewhere", host + "-other", gone, start, boot);
+  // A running stage with a sample ending at 30 + 2.5 in the dead run.
+  raw.exec("INSERT INTO stages (run_id, layer, location, status, started_at) VALUES (" + dead +
+           ", 'disk', 'server', 'running', 25)");
+  std::string st = raw.one("SELECT MAX(id) FROM stages");
+  raw.exec("INSERT INTO samples (stage_id, run_id, seq, op, bytes, seconds, started_at) VALUES (" +
+           st + ", " + dead + ", 1, 'read', 10, 2.5, 30)");
+
+  Store other(path_);  // opening is what marks them
+  auto status = [&](const std::string& id) {
+    return raw.one("SELECT status FROM runs WHERE id = " + id);
+  };
+  EXPECT_EQ(status(me), kRunning);
+  EXPECT_EQ(status(dead), kInterrupted);
+  EXPECT_EQ(status(reused), kInterrupted);
+  if (!boot.empty()) {
+    EXPECT_EQ(status(rebooted), kInterrupted);
+  }
+  EXPECT_EQ(status(elsewhere), kRunning);  // not ours to judge
+
+  RunRecord d = other.load_run(std::stoll(dead));
+  EXPECT_NE(d.error.find(gone), std::string::npos) << d.error;
+  EXPECT_DOUBLE_EQ(d.finished_at, 32.5);  // the end of its last sample
+  ASSERT_EQ(d.stages.size(), 1u);
+  EXPECT_EQ(d.stages[0].status, kInterrupted);
+  EXPECT_DOUBLE_EQ(d.stages[0].finished_at, 32.5);
+  EXPECT_DOUBLE_EQ(other.load_run(std::stoll(reused)).finished_at, 20);  // no samples: its start
+  EXPECT_EQ(other.load_run(live).stages[0].status, kRunning);
+  (void)live_stage;
+}
+
+TEST_F(StoreTest, SamplesSurviveSigkill) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      Store s(path_);
+      int64_t run = s.begin_run(sample_run("killed", 0, "a", "b"));
+      int64_t st = s.begin_stage(run, stage("tcp", "client->server"));
+      for (int i = 1; i <= 3; ++i) s.add_sample(st, rate_sample(i, "send", 100.0 * i));
+      raise(SIGKILL);
+    } catch (...) {
+    }
+    _exit(3);
+  }
+  // Wait for its death but leave it a zombie: its /proc entry stays, and a
+  // zombie must not count as a live owner.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);
+  ASSERT_EQ(info.si_code, CLD_KILLED);
+  ASSERT_EQ(info.si_status, SIGKILL);
+  struct Reap {
+    pid_t pid;
+    ~Reap() { waitpid(pid, nullptr, 0); }
+  } reap{child};
+
+  Store s(path_);
+  RunRecord run = s.load_run(s.resolve("killed"));
+  EXPECT_EQ(run.status, kInterrupted);
+  ASSERT_EQ(run.stages.size(), 1u);
+  EXPECT_EQ(run.stages[0].status, kInterrupted);
+  ASSERT_EQ(run.stages[0].samples.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(run.stages[0].samples[i].seq, i + 1);
+    EXPECT_NEAR(run.stages[0].samples[i].rate(), 100.0 * (i + 1), 1e-6);
+  }
+}
+
+TEST_F(StoreTest, ASecondConnectionSeesWrites) {
+  Store writer(path_);
+  Store reader(path_);
+  int64_t id = writer.begin_run(sample_run("x", 1, "a", "b"));
+  int64_t st = writer.begin_stage(id, stage("disk", "client"));
+  writer.add_sample(st, rate_sample(1, "write", 42));
+  std::vector<RunListRow> rows = reader.history({});
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].headline.size(), 1u);
+  EXPECT_NEAR(rows[0].headline[0].second, 42, 1e-6);
+  EXPECT_EQ(reader.load_run(id).stages[0].samples.size(), 1u);
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(StoreDefaultPath, FollowsXdg) {
+  ScopedEnv home("HOME", "/home/u");
+  {
+    ScopedEnv xdg("XDG_DATA_HOME", "/data");
+    EXPECT_EQ(Store::default_path(), "/data/chokepoint/chokepoint.db");
+  }
+  {
+    ScopedEnv xdg("XDG_DATA_HOME", nullptr);
+    EXPECT_EQ(Store::default_path(), "/home/u/.local/share/chokepoint/chokepoint.db");
+  }
+  {
+    ScopedEnv xdg("XDG_DATA_HOME", "relative/dir");  // ignored, as the XDG spec says
+    EXPECT_EQ(Store::default_path(), "/home/u/.local/share/chokepoint/chokepoint.db");
+  }
+}
+
+}  // namespace
+}  // namespace cp

@@ -1,0 +1,215 @@
+// diagnose against the built-in lab: real sshd in two network namespaces,
+// the agent deployed over libssh, disks on loop devices, tc shaping.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/clock.h"
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+std::string lab_dir() {
+  const char* d = std::getenv("CHOKEPOINT_LAB_DIR");
+  return d && *d ? d : "/var/lib/chokepoint-lab";
+}
+
+class Lab : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;
+    RunResult r = chokepoint({"lab", "up"}, 300);
+    up_ok_ = r.exit_code == 0;
+    up_error_ = r.err + r.out;
+  }
+  static void TearDownTestSuite() {
+    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
+  }
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+  }
+
+  // Runs a command on a lab host through the system's ssh client.
+  static RunResult on_host(const std::string& host, const std::string& command) {
+    return run_command(
+        {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", host, command}, "", 60);
+  }
+
+  static bool up_ok_;
+  static std::string up_error_;
+};
+bool Lab::up_ok_ = false;
+std::string Lab::up_error_;
+
+std::string plan_text(const std::string& extra) {
+  return "[disk]\nsizes = 10MB, 32MB\ncount = 3\n[tcp]\nseconds = 2\ncount = 2\n" + extra;
+}
+
+TEST_F(Lab, DiagnoseThroughRealSshd) {
+  TempDir t;
+  write_file(t.file("plan.ini"), plan_text(""));
+  const std::string db = t.file("runs.db");
+  // A fresh agent cache on the hosts (root's home is shared by both), so the
+  // first endpoint uploads and the second finds it cached.
+  std::filesystem::remove_all("/root/.cache/chokepoint");
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"),
+                            "--label", "lab-e2e", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("uploaded agent"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(cached)"), std::string::npos) << r.err;
+
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
+  EXPECT_EQ(query_text(db, "SELECT server FROM runs"), "cp-server");
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 4);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2);
+  // Facts as seen inside each host.
+  auto doc = json::parse(r.out).as_object();
+  for (const auto& h : doc.at("hosts").as_array()) {
+    const auto& f = h.at("facts").as_object();
+    const std::string role(h.at("role").as_string());
+    EXPECT_EQ(f.at("hostname").as_string(), "cp-" + role);
+    EXPECT_EQ(f.at("disk_dir").at("fs_type").as_string(), "ext4");
+    EXPECT_EQ(f.at("ram_dir").at("fs_type").as_string(), "tmpfs");
+    EXPECT_FALSE(f.at("disk_dir").at("device").is_null()) << json::serialize(f);
+    EXPECT_EQ(f.at("net").at("name").as_string(), role == "server" ? "cpd-s" : "cpd-c");
+  }
+  // Every TCP sample carries the sender's tcp_info and both ends' CPU.
+  for (const auto& st : doc.at("stages").as_array()) {
+    if (st.at("layer").as_string() != "tcp") continue;
+    for (const auto& s : st.at("samples").as_array()) {
+      EXPECT_TRUE(s.at("details").at("tcp_info").at("available").as_bool());
+      EXPECT_TRUE(s.at("cpu").as_object().contains("server"));
+      EXPECT_TRUE(s.at("cpu").as_object().contains("client"));
+    }
+  }
+  EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
+
+  // Nothing left behind on either host.
+  for (const char* host : {"cp-server", "cp-client"}) {
+    RunResult ls = on_host(host,
+                           "ls -d /var/lib/chokepoint-lab/*/ram/* "
+                           "/var/lib/chokepoint-lab/*/disk/chokepoint-run-* 2>/dev/null; true");
+    EXPECT_EQ(ls.out.find("chokepoint-run-"), std::string::npos) << host << ": " << ls.out;
+  }
+  EXPECT_TRUE(pids_matching("chokepoint-agent").empty());
+
+  // show reads the database alone and prints the same verdict.
+  RunResult show = chokepoint({"show", "lab-e2e", "--db", db});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find(std::string(doc.at("verdict").at("headline").as_string())),
+            std::string::npos);
+}
+
+TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
+  RunResult up = chokepoint({"lab", "up", "--rate", "200mbit"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  TempDir t;
+  write_file(t.file("plan.ini"),
+             "[disk]\nsizes = 10MB\ncount = 2\n[tcp]\nseconds = 3\ncount = 3\n");
+  const std::string db = t.file("runs.db");
+  RunResult r =
+      chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json"});
+  chokepoint({"lab", "up", "--rate", "0"}, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = json::parse(r.out).as_object();
+  EXPECT_DOUBLE_EQ(doc.at("link").at("nominal_bits_per_s").as_double(), 200e6);
+  for (const auto& row : doc.at("ladder").as_array()) {
+    if (row.at("layer").as_string() != "tcp") continue;
+    const double bits = row.at("median_bytes_per_s").as_double() * 8;
+    EXPECT_NEAR(bits, 200e6, 0.05 * 200e6) << row.at("label").as_string();
+  }
+  bool named = false;
+  for (const auto& f : doc.at("verdict").at("findings").as_array()) {
+    if (f.at("path").as_string() == "server -> client") {
+      EXPECT_EQ(f.at("layer").as_string(), "network") << f.at("text").as_string();
+      named = true;
+    }
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST_F(Lab, SigkillMidRunKeepsSamplesAndLeavesNothing) {
+  TempDir t;
+  // Enough work that the kill lands mid-stage.
+  write_file(t.file("plan.ini"), "[disk]\nsizes = 32MB\ncount = 40\n");
+  const std::string db = t.file("runs.db");
+  Child c({CHOKEPOINT_BIN, "diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "-q"});
+  int64_t samples = 0;
+  const double deadline = monotonic_seconds() + 120;
+  while (monotonic_seconds() < deadline) {
+    if (std::filesystem::exists(db)) {
+      try {
+        samples = query_int(db, "SELECT count(*) FROM samples");
+      } catch (const std::exception&) {
+      }
+    }
+    if (samples >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(samples, 3) << "the run produced no samples in time";
+  c.kill(SIGKILL);
+  ASSERT_EQ(c.wait(10), 128 + SIGKILL);
+
+  // The agents notice their channels closing and clean up.
+  const double gone_by = monotonic_seconds() + 30;
+  while (!pids_matching("chokepoint-agent").empty() && monotonic_seconds() < gone_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(pids_matching("chokepoint-agent").empty());
+  for (const char* host : {"cp-server", "cp-client"}) {
+    RunResult ls = on_host(host,
+                           "ls -d /var/lib/chokepoint-lab/*/ram/* "
+                           "/var/lib/chokepoint-lab/*/disk/chokepoint-run-* 2>/dev/null; true");
+    EXPECT_EQ(ls.out.find("chokepoint-run-"), std::string::npos) << host << ": " << ls.out;
+  }
+  // The samples measured before the kill are intact, and the next open of
+  // the database marks the run interrupted.
+  const int64_t kept =
+      query_int(db, "SELECT count(*) FROM samples WHERE bytes > 0 AND seconds > 0");
+  EXPECT_GE(kept, samples);
+  RunResult hist = chokepoint({"history", "--db", db, "--json"});
+  ASSERT_EQ(hist.exit_code, 0) << hist.err;
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "interrupted");
+}
+
+TEST_F(Lab, UnknownHostKeyIsRefusedUntilAccepted) {
+  TempDir t;
+  // The lab's ssh_config, but with an empty known_hosts.
+  RunResult cfg = run_command(
+      {"sed", "s|UserKnownHostsFile .*|UserKnownHostsFile " + t.file("known_hosts") + "|",
+       lab_dir() + "/ssh_config"});
+  ASSERT_EQ(cfg.exit_code, 0);
+  write_file(t.file("ssh_config"), cfg.out);
+  write_file(t.file("known_hosts"), "");
+  write_file(t.file("plan.ini"),
+             "[disk]\nenabled = no\n[tcp]\nseconds = 500ms\ncount = 1\n"
+             "data_address = 198.18.0.1\n");
+  const std::vector<std::string> base{
+      "diagnose",        "--server",     "cp-server",          "--client",
+      "cp-client",       "--ssh-config", t.file("ssh_config"), "--db",
+      t.file("runs.db"), "--plan",       t.file("plan.ini")};
+  RunResult refused = chokepoint(base);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("is not in known_hosts"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--accept-new-host-keys"), std::string::npos) << refused.err;
+  std::vector<std::string> accept = base;
+  accept.push_back("--accept-new-host-keys");
+  RunResult ok = chokepoint(accept);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  RunResult lines = run_command({"wc", "-l", t.file("known_hosts")});
+  EXPECT_EQ(lines.out.substr(0, 1), "2") << lines.out;
+}
+
+}  // namespace
+}  // namespace cp::itest

@@ -1,0 +1,107 @@
+// diagnose with two local agents (subprocesses, no SSH): the whole pipeline,
+// the database rows and the report, without root.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+std::string small_plan(const TempDir& t) {
+  return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+         "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+         "\n[disk]\nsizes = 4MiB, 8MiB\ncount = 2\n[tcp]\nseconds = 500ms\ncount = 2\n";
+}
+
+TEST(LocalDiagnose, StoresEverySampleAndReports) {
+  TempDir t;
+  write_file(t.file("plan.ini"), small_plan(t));
+  const std::string db = t.file("runs.db");
+  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
+                            "--plan", t.file("plan.ini"), "--label", "local-e2e", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
+  EXPECT_EQ(query_text(db, "SELECT label FROM runs"), "local-e2e");
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM hosts"), 2);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 4);
+  // 2 sizes x 2 ops x 2 files on each end; 2 TCP samples each way.
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples s JOIN stages g ON s.stage_id = g.id "
+                      "WHERE g.layer = 'disk'"),
+            16);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples s JOIN stages g ON s.stage_id = g.id "
+                      "WHERE g.layer = 'tcp'"),
+            4);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE bytes = 0 OR seconds <= 0"), 0);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
+
+  auto doc = json::parse(r.out).as_object();
+  EXPECT_EQ(doc.at("run").at("status").as_string(), "complete");
+  EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
+  EXPECT_GE(doc.at("ladder").as_array().size(), 10u);
+  // The agent's files are gone: only the plan and the database remain.
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(t.path())) {
+    const std::string n = e.path().filename();
+    EXPECT_EQ(n.find("chokepoint-run-"), std::string::npos) << n;
+    ++entries;
+  }
+  EXPECT_GE(entries, 2);
+
+  // show and history read the database alone.
+  RunResult show = chokepoint({"show", "local-e2e", "--db", db});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("Verdict"), std::string::npos);
+  EXPECT_NE(show.out.find("TCP server -> client"), std::string::npos);
+  RunResult hist = chokepoint({"history", "--db", db, "--json"});
+  ASSERT_EQ(hist.exit_code, 0) << hist.err;
+  auto h = json::parse(hist.out).as_object();
+  ASSERT_EQ(h.at("runs").as_array().size(), 1u);
+  EXPECT_EQ(h.at("runs").as_array()[0].at("label").as_string(), "local-e2e");
+}
+
+TEST(LocalDiagnose, BadPlanNamesTheLineAndStoresNothing) {
+  TempDir t;
+  write_file(t.file("plan.ini"), "[disk]\ncount = 2\nsizez = 1MB\n");
+  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db",
+                            t.file("runs.db"), "--plan", t.file("plan.ini")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("plan.ini:3: unknown key 'sizez' in [disk]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+}
+
+TEST(LocalDiagnose, MissingDirectoryFailsTheRunWithAReason) {
+  TempDir t;
+  write_file(t.file("plan.ini"), "[server]\ndisk_dir = /nonexistent/chokepoint\n");
+  const std::string db = t.file("runs.db");
+  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
+                            "--plan", t.file("plan.ini")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("'/nonexistent/chokepoint' does not exist"), std::string::npos) << r.err;
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "failed");
+  EXPECT_NE(query_text(db, "SELECT error FROM runs").find("does not exist"), std::string::npos);
+}
+
+TEST(LocalDiagnose, UsageErrors) {
+  RunResult r = chokepoint({"diagnose", "--server", "local"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs both --server and --client"), std::string::npos) << r.err;
+  r = chokepoint({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos);
+  TempDir t;
+  r = chokepoint({"show", "nope", "--db", t.file("empty.db")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("no run 'nope'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace cp::itest

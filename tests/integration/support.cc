@@ -1,0 +1,87 @@
+#include "support.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace cp::itest {
+
+RunResult chokepoint(const std::vector<std::string>& args, double timeout_s) {
+  std::vector<std::string> argv{CHOKEPOINT_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, "", timeout_s);
+}
+
+TempDir::TempDir() {
+  std::string t = (std::filesystem::temp_directory_path() / "chokepoint-test-XXXXXX").string();
+  if (!mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = t;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+namespace {
+template <typename F>
+void query(const std::string& db, const std::string& sql, F&& row) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    std::string err = h ? sqlite3_errmsg(h) : "open failed";
+    sqlite3_close(h);
+    throw std::runtime_error(db + ": " + err);
+  }
+  sqlite3_busy_timeout(h, 5000);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
+    std::string err = sqlite3_errmsg(h);
+    sqlite3_close(h);
+    throw std::runtime_error(sql + ": " + err);
+  }
+  if (sqlite3_step(st) == SQLITE_ROW) row(st);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+}
+}  // namespace
+
+int64_t query_int(const std::string& db, const std::string& sql) {
+  int64_t v = -1;
+  query(db, sql, [&](sqlite3_stmt* st) { v = sqlite3_column_int64(st, 0); });
+  return v;
+}
+
+std::string query_text(const std::string& db, const std::string& sql) {
+  std::string v;
+  query(db, sql, [&](sqlite3_stmt* st) {
+    if (auto* t = sqlite3_column_text(st, 0)) v = reinterpret_cast<const char*>(t);
+  });
+  return v;
+}
+
+std::vector<int> pids_matching(const std::string& needle) {
+  std::vector<int> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmd = ss.str();
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find(needle) != std::string::npos && std::stoi(name) != getpid()) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+}  // namespace cp::itest

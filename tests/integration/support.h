@@ -1,0 +1,36 @@
+// Helpers for end-to-end tests: run the built chokepoint, read its database.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/process.h"
+
+namespace cp::itest {
+
+// Runs the built chokepoint with `args`; output and exit code.
+RunResult chokepoint(const std::vector<std::string>& args, double timeout_s = 600);
+
+// A fresh temporary directory, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& text);
+
+// One integer from an SQL query on the database file (read-only, its own connection).
+int64_t query_int(const std::string& db, const std::string& sql);
+std::string query_text(const std::string& db, const std::string& sql);
+
+// PIDs of running processes whose command line contains `needle`.
+std::vector<int> pids_matching(const std::string& needle);
+
+}  // namespace cp::itest
