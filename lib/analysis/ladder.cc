@@ -62,6 +62,9 @@ void add_cpu(Row& row, const std::string& cpu_json) {
   json::object cpu = parse_object(cpu_json);
   for (const auto& [host, v] : cpu) {
     if (!v.is_object()) continue;
+    // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
+    // only windows of at least half a second count as evidence.
+    if (number(path(v.as_object(), {"seconds"})) < kMinCpuWindow) continue;
     const auto* cores = path(v.as_object(), {"core_busy_pct"});
     if (!cores || !cores->is_array()) continue;
     for (const auto& c : cores->as_array()) {
@@ -333,9 +336,16 @@ Analysis analyze(const RunRecord& run) {
   path_verdict(a, "client -> server", disk_row(a.rows, "client", "read"),
                tcp_row(a.rows, "client->server"), disk_row(a.rows, "server", "write"));
 
-  // TCP against the link, whether or not TCP caps a path.
+  // TCP against the link, where no path verdict already said it.
+  std::vector<std::string> explained;
+  for (const auto& f : a.findings) explained.push_back(f.text);
   for (const auto& r : a.rows) {
     if (r.layer != "tcp" || r.rate.n == 0) continue;
+    bool said = false;
+    for (const auto& t : explained)
+      said |=
+          t.find(r.label + " ") != std::string::npos && t.find("caps it. ") != std::string::npos;
+    if (said) continue;
     auto [layer, why] = explain_tcp(r, a);
     a.findings.push_back({"tcp", layer, why + "."});
   }

@@ -17,6 +17,7 @@ constexpr double kAtCeiling = 0.90;      // a layer within 10 % of the one benea
 constexpr double kShortTcp = 0.80;       // TCP under 80 % of the link: the network stack is short
 constexpr double kCoreSaturated = 90;    // % busy of one core: CPU-bound
 constexpr double kWindowLimited = 0.20;  // tcp_info limited for > 20 % of busy time
+constexpr double kMinCpuWindow = 0.5;    // s: shorter CPU windows are not evidence
 
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"

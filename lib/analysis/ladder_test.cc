@@ -29,7 +29,8 @@ class RunBuilder {
       s.bytes = size;
       s.seconds = double(size) / (v * 1e6);
       s.cache_possible = cache;
-      s.cpu_json = fmt::format(R"({{"{}":{{"core_busy_pct":[20,10],"top":[]}}}})", where);
+      s.cpu_json =
+          fmt::format(R"({{"{}":{{"seconds":1,"core_busy_pct":[20,10],"top":[]}}}})", where);
       st.samples.push_back(s);
     }
     return *this;
@@ -46,12 +47,16 @@ class RunBuilder {
           R"({{"tcp_info":{{"available":true,"busy_s":2,"rwnd_limited_s":{},"sndbuf_limited_s":0,)"
           R"("retransmits":{}}}}})",
           2 * rwnd_frac, retrans);
-      s.cpu_json = fmt::format(
-          R"({{"server":{{"core_busy_pct":[{},5],"top":[{{"comm":"chokepoint-agen","cpu_pct":{}}}]}},)"
-          R"("client":{{"core_busy_pct":[10,5],"top":[]}}}})",
-          core_pct, core_pct);
+      s.cpu_json = fmt::format(R"({{"server":{{"seconds":{},"core_busy_pct":[{},5],)"
+                               R"("top":[{{"comm":"chokepoint-agen","cpu_pct":{}}}]}},)"
+                               R"("client":{{"seconds":2,"core_busy_pct":[10,5],"top":[]}}}})",
+                               cpu_window_s_, core_pct, core_pct);
       st.samples.push_back(s);
     }
+    return *this;
+  }
+  RunBuilder& cpu_window(double s) {
+    cpu_window_s_ = s;
     return *this;
   }
   RunRecord build() { return run_; }
@@ -68,6 +73,7 @@ class RunBuilder {
     return run_.stages.back();
   }
   RunRecord run_;
+  double cpu_window_s_ = 2;
 };
 
 const Finding* finding(const Analysis& a, const std::string& path) {
@@ -179,6 +185,30 @@ TEST(Ladder, SaturatedCoreMeansCpuBound) {
   EXPECT_NE(down->text.find("chokepoint-agen at 99 %"), std::string::npos) << down->text;
 }
 
+TEST(Ladder, ShortCpuWindowsAreNotEvidence) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .cpu_window(0.01)
+                      .tcp("server->client", {400}, 100)
+                      .build();
+  Analysis a = analyze(run);
+  // Only the client's 2 s window (10 %) counts; the server's 0.01 s one does not.
+  EXPECT_DOUBLE_EQ(find_row(a, "tcp:server->client:send")->max_core_pct, 10);
+  EXPECT_NE(finding(a, "server -> client")->layer, "cpu");
+}
+
+TEST(Ladder, TcpVerdictIsNotRepeated) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "server -> client")->layer, "network");
+  EXPECT_EQ(finding(a, "tcp"), nullptr);
+}
+
 TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)
@@ -186,7 +216,7 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
                       .tcp("server->client", {2400})
                       .build();
   Analysis a = analyze(run);
-  const Finding* tcp = finding(a, "tcp");
+  const Finding* tcp = finding(a, "server -> client");
   ASSERT_NE(tcp, nullptr);
   EXPECT_NE(tcp->text.find("above the link's nominal 10 Gbit/s"), std::string::npos) << tcp->text;
 }

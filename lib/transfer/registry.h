@@ -1,0 +1,12 @@
+// Factories of the drivers; registry.cc lists them. Internal to lib/transfer.
+#pragma once
+
+#include <memory>
+
+#include "transfer/driver.h"
+
+namespace cp::transfer {
+
+std::unique_ptr<Driver> make_null_driver();
+
+}  // namespace cp::transfer
