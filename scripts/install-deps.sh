@@ -8,11 +8,14 @@ pkgs=(
   build-essential cmake pkg-config ninja-build clang-format
   libboost1.81-dev libboost-json1.81-dev libboost-program-options1.81-dev
   libboost-filesystem1.81-dev libssh-dev libsqlite3-dev libfmt-dev
-  libgtest-dev libgmock-dev libssl-dev
+  libgtest-dev libgmock-dev libssl-dev libxxhash-dev
   # lab: namespaces, shaping, per-host disks, sshd
   iproute2 util-linux e2fsprogs openssh-server openssh-client procps iputils-ping
   # benchmarks: the peer tools we are held against
-  iperf3 fio
+  iperf3 fio time python3
+  # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
+  # and the peer clients the protocol benchmark is held against
+  libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
 )
 
 missing=()
@@ -27,6 +30,6 @@ if ((${#missing[@]})); then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

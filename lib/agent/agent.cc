@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "agent/transfer_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -30,6 +31,7 @@
 #include "probe/disk.h"
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
+#include "transfer/driver.h"
 
 namespace cp::agent {
 namespace {
@@ -115,6 +117,13 @@ class Agent {
   json::object do_tcp_listen(const json::object& req);
   json::object do_tcp_run(const json::object& req, uint64_t id, const CancelToken& cancel);
   json::object do_tcp_result(const json::object& req, const CancelToken& cancel);
+  json::object do_make_file(const json::object& req, const CancelToken& cancel);
+  json::object do_file_info(const json::object& req, const CancelToken& cancel);
+  json::object do_remove_file(const json::object& req);
+  json::object do_cpu_start();
+  json::object do_cpu_stop();
+  json::object do_transfer(const json::object& req, uint64_t id, const CancelToken& cancel);
+  transfer::Session& session_for(const json::object& share, const CancelToken& cancel);
   const std::string& run_dir(const json::object& req);
   void cleanup();
   void shutdown(const char* why);
@@ -135,6 +144,13 @@ class Agent {
   // Worker-thread state.
   std::map<std::string, std::string> run_dirs_;  // base dir -> private dir we made
   std::unique_ptr<probe::TcpServer> tcp_server_;
+  std::unique_ptr<probe::CpuSampler> cpu_watch_;  // cpu_start .. cpu_stop
+  struct OpenShare {
+    std::string url;
+    std::unique_ptr<transfer::Driver> driver;
+    std::unique_ptr<transfer::Session> session;
+  };
+  std::map<std::string, OpenShare> shares_;  // by share name: one login per run
 };
 
 void Agent::send(json::object msg) {
@@ -196,6 +212,12 @@ json::object Agent::do_prepare(const json::object& req) {
       throw Error(ErrorKind::kIo,
                   fmt::format("cannot create a run directory in '{}': {}", base, errno_text(errno)),
                   "make it writable for the SSH user, or name another directory in the plan");
+    }
+    // Behind a share, the protocol server's user must create and read files
+    // in it too (mkdtemp made it 0700).
+    if (wire::opt_bool(req, "shared", false) && chmod(templ.c_str(), 0777) != 0) {
+      throw Error(ErrorKind::kIo,
+                  fmt::format("cannot open up run directory '{}': {}", templ, errno_text(errno)));
     }
     run_dirs_[base] = templ;
     made[base] = templ;
@@ -305,6 +327,107 @@ json::object Agent::do_tcp_result(const json::object& req, const CancelToken& ca
   return out;
 }
 
+uint32_t block_of(const json::object& req) {
+  const uint64_t block = wire::opt_u64(req, "block", 1u << 20);
+  if (block < 4096 || block > (16u << 20)) {
+    throw Error(ErrorKind::kConfig, fmt::format("block size {} is outside 4 KiB .. 16 MiB", block));
+  }
+  return static_cast<uint32_t>(block);
+}
+
+json::object file_json(const FileResult& r) {
+  return {{"bytes", r.bytes}, {"seconds", r.seconds}, {"checksum", r.checksum}};
+}
+
+json::object Agent::do_make_file(const json::object& req, const CancelToken& cancel) {
+  return file_json(make_pattern_file(run_dir(req) + "/" + checked_name(req), get_u64(req, "size"),
+                                     block_of(req), wire::opt_bool(req, "evict", false),
+                                     wire::opt_bool(req, "shared", false) ? 0644 : 0600, cancel));
+}
+
+json::object Agent::do_file_info(const json::object& req, const CancelToken& cancel) {
+  return file_json(checksum_file(run_dir(req) + "/" + checked_name(req), block_of(req),
+                                 wire::opt_bool(req, "evict", false), cancel));
+}
+
+json::object Agent::do_remove_file(const json::object& req) {
+  const std::string path = run_dir(req) + "/" + checked_name(req);
+  const bool existed = ::unlink(path.c_str()) == 0;
+  return {{"removed", existed}};
+}
+
+json::object Agent::do_cpu_start() {
+  cpu_watch_ = std::make_unique<probe::CpuSampler>();
+  cpu_watch_->start();
+  return {};
+}
+
+json::object Agent::do_cpu_stop() {
+  if (!cpu_watch_) throw Error(ErrorKind::kPeer, "cpu_stop without cpu_start");
+  json::object out = cpu_json(cpu_watch_->stop());
+  cpu_watch_.reset();
+  return out;
+}
+
+transfer::Session& Agent::session_for(const json::object& share, const CancelToken& cancel) {
+  const std::string name = get_string(share, "name");
+  const std::string url = get_string(share, "url");
+  auto it = shares_.find(name);
+  if (it != shares_.end() && it->second.url == url) return *it->second.session;
+  transfer::Share s;
+  s.name = name;
+  s.url = url;
+  s.user = wire::opt_string(share, "user");
+  s.password = wire::opt_string(share, "password");  // never logged or echoed
+  if (share.contains("options")) {
+    for (const auto& [k, v] : wire::get_object(share, "options")) {
+      if (!v.is_string()) {
+        throw Error(ErrorKind::kPeer, "message 'transfer': share options must be strings");
+      }
+      s.options[std::string(k)] = std::string(v.as_string());
+    }
+  }
+  OpenShare open;
+  open.url = url;
+  open.driver = transfer::make_driver(get_string(share, "driver"));
+  open.session = open.driver->connect(s, cancel);
+  auto& slot = shares_[name];
+  slot = std::move(open);
+  return *slot.session;
+}
+
+json::object Agent::do_transfer(const json::object& req, uint64_t id, const CancelToken& cancel) {
+  const std::string op = get_string(req, "op");
+  const std::string local = run_dir(req) + "/" + checked_name(req);
+  const std::string remote = get_string(req, "remote");
+  double last = 0;
+  auto progress = [&](uint64_t bytes, double secs) {
+    if (secs - last < 0.5) return;
+    last = secs;
+    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+  };
+  transfer::Session& session = session_for(wire::get_object(req, "share"), cancel);
+  probe::CpuSampler cpu;
+  cpu.start();
+  FileResult r;
+  if (op == "read") {
+    r = transfer_read(session, remote, local, wire::opt_u64(req, "size", 0), block_of(req), cancel,
+                      progress);
+    if (wire::opt_bool(req, "delete_after", false)) ::unlink(local.c_str());
+  } else if (op == "write") {
+    r = transfer_write(session, local, remote, block_of(req), cancel, progress);
+    if (wire::opt_bool(req, "delete_after", false)) ::unlink(local.c_str());
+  } else {
+    throw Error(ErrorKind::kPeer, "message 'transfer': field 'op' must be read or write");
+  }
+  json::object props;
+  for (const auto& [k, v] : session.properties()) props[k] = v;
+  json::object out = file_json(r);
+  out["properties"] = props;
+  out["cpu"] = cpu_json(cpu.stop());
+  return out;
+}
+
 json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   const std::string type = get_string(req, "type");
   const uint64_t id = get_u64(req, "id");
@@ -320,6 +443,16 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   if (type == "tcp_listen") return do_tcp_listen(req);
   if (type == "tcp_run") return do_tcp_run(req, id, cancel);
   if (type == "tcp_result") return do_tcp_result(req, cancel);
+  if (type == "make_file") return do_make_file(req, cancel);
+  if (type == "file_info") return do_file_info(req, cancel);
+  if (type == "remove_file") return do_remove_file(req);
+  if (type == "cpu_start") return do_cpu_start();
+  if (type == "cpu_stop") return do_cpu_stop();
+  if (type == "transfer") return do_transfer(req, id, cancel);
+  if (type == "close_shares") {
+    shares_.clear();
+    return {};
+  }
   if (type == "stats") return {{"max_rss_kb", max_rss_kb()}};
   if (type == "cleanup") {
     cleanup();
@@ -363,6 +496,8 @@ void Agent::worker_loop() {
 }
 
 void Agent::cleanup() {
+  shares_.clear();  // log out before the run dirs go
+  cpu_watch_.reset();
   tcp_server_.reset();
   for (const auto& [base, dir] : run_dirs_) {
     std::error_code ec;

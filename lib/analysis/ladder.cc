@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -84,6 +86,18 @@ void add_cpu(Row& row, const std::string& cpu_json) {
   }
 }
 
+// "smb" -> "SMB"; the path driver measures whatever is mounted.
+std::string protocol_name(const std::string& layer) {
+  if (layer == "path") return "mounted path";
+  std::string up = layer;
+  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return up;
+}
+
+bool is_protocol(const std::string& layer) {
+  return layer != "disk" && layer != "tcp" && layer != "link";
+}
+
 struct Accum {
   Row row;
   std::vector<double> rates;
@@ -126,6 +140,43 @@ void detect_link(const RunRecord& run, Analysis& a) {
   }
 }
 
+const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op);
+const Row* tcp_row(const std::vector<Row>& rows, const std::string& where);
+
+// The row of `layer` over `medium` for `op` with the biggest files.
+const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
+                     const std::string& medium, const std::string& op) {
+  const Row* best = nullptr;
+  for (const auto& r : rows) {
+    if (r.layer == layer && r.where == medium && r.op == op && r.rate.n > 0 &&
+        (!best || r.size > best->size)) {
+      best = &r;
+    }
+  }
+  return best;
+}
+
+// A protocol over RAM is held against TCP in its direction; over disk,
+// against the lower of the same protocol over RAM and the server's disk.
+const Row* beneath_protocol(const std::vector<Row>& rows, const Row& r) {
+  const bool read = r.op == "read";
+  if (r.where == "ram") return tcp_row(rows, read ? "server->client" : "client->server");
+  const Row* ram = proto_row(rows, r.layer, "ram", r.op);
+  const Row* disk = disk_row(rows, "server", r.op);
+  if (ram && disk) return ram->rate.median <= disk->rate.median ? ram : disk;
+  return ram ? ram : disk;
+}
+
+void link_protocol_rows(std::vector<Row>& rows) {
+  for (auto& r : rows) {
+    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
+    if (const Row* b = beneath_protocol(rows, r); b && b->rate.median > 0) {
+      r.below = b->key;
+      r.ratio = r.rate.median / b->rate.median;
+    }
+  }
+}
+
 std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
   std::map<std::string, Accum> acc;
   std::vector<std::string> order;
@@ -145,8 +196,12 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
         proto.label = "TCP " + where_label(st.where);
         proto.below = "link";
       } else {
-        key = fmt::format("{}:{}:{}", st.layer, st.where, s.op);
-        proto.label = fmt::format("{} {} {}", st.layer, st.where, s.op);
+        // A protocol over a RAM or disk share.
+        key = fmt::format("{}:{}:{}:{}", st.layer, st.where, s.op, s.size);
+        proto.size = s.size;
+        proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.layer),
+                                  st.where == "ram" ? "from RAM" : "from disk",
+                                  s.op == "read" ? "read" : "write", format_size(s.size));
       }
       auto [it, inserted] = acc.try_emplace(key);
       Accum& ac = it->second;
@@ -201,6 +256,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
     }
     rows.push_back(ac.row);
   }
+  link_protocol_rows(rows);
   return rows;
 }
 
@@ -326,6 +382,91 @@ void path_verdict(Analysis& a, const std::string& name, const Row* src_disk, con
 
 }  // namespace
 
+std::string cpu_note(const Row& r) {
+  if (r.max_core_pct < kCoreSaturated) return {};
+  return fmt::format("; the {} is CPU-bound: a core at {:.0f} %{}", r.max_core_host, r.max_core_pct,
+                     r.max_core_process.empty() ? "" : " (" + r.max_core_process + ")");
+}
+
+// The verdict for one protocol row (its biggest files), e.g. "SMB from RAM
+// read 50 MB/s = 43 % of TCP (117 MB/s): the SMB layer caps it".
+void protocol_verdict(Analysis& a, const Row& r) {
+  const std::string proto = protocol_name(r.layer);
+  const std::string what =
+      fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op);
+  const std::string path = fmt::format("{} {} {}", r.layer, r.where, r.op);
+  const Row* b = nullptr;
+  for (const auto& x : a.rows)
+    if (x.key == r.below) b = &x;
+  Finding f;
+  f.path = path;
+  if (!b) {
+    f.layer = r.layer;
+    f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against){}.",
+                         path, what, mbps(r.rate.median), cpu_note(r));
+    a.findings.push_back(f);
+    return;
+  }
+  const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
+  if (r.where == "ram") {
+    if (r.ratio >= kAtCeiling) {
+      auto [layer, why] = explain_tcp(*b, a);
+      f.layer = layer;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}): the protocol is at TCP's ceiling, "
+          "so the layer beneath caps it. {}",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), why);
+    } else {
+      f.layer = r.max_core_pct >= kCoreSaturated ? r.layer + " (cpu)" : r.layer;
+      f.text =
+          fmt::format("{}: {} moves {} = {} of TCP ({}): the {} layer caps it{}", path, what,
+                      mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), proto, cpu_note(r));
+      if (r.layer == "smb") {
+        f.text += fmt::format(
+            "; for SMB2/3 try raising `smb2 max read`/`smb2 max write` and `aio read size` "
+            "(`max xmit` only affects SMB1)");
+      }
+    }
+    f.text += ".";
+    a.findings.push_back(f);
+    return;
+  }
+  // From disk: against min(protocol over RAM, server disk).
+  const Row* ram = proto_row(a.rows, r.layer, "ram", r.op);
+  const Row* disk = disk_row(a.rows, "server", r.op);
+  std::string context;
+  if (ram) context += fmt::format("{} from RAM moves {}", proto, mbps(ram->rate.median));
+  if (disk) {
+    context += fmt::format("{}the server disk {} {}", context.empty() ? "" : ", ",
+                           r.op == "read" ? "reads" : "writes", mbps(disk->rate.median));
+  }
+  if (r.ratio >= kAtCeiling) {
+    if (b->layer == "disk") {
+      f.layer = "server disk";
+      f.text = fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({})",
+                           path, what, mbps(r.rate.median), pct(r.ratio), context);
+      if (r.op == "read") {
+        f.text += "; for reads, raise the readahead (`blockdev --setra 4096 DEV`, `hdparm -a`)";
+      }
+    } else {
+      f.layer = r.layer;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of {} from RAM: the {} layer caps it, as over RAM "
+          "({})",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, proto, context);
+    }
+  } else {
+    f.layer = r.layer + " + disk";
+    f.text = fmt::format(
+        "{}: {} moves {}, only {} of {} ({}): reading and serving together cost "
+        "more than either layer alone{}",
+        path, what, mbps(r.rate.median), pct(r.ratio), below_name, context, cpu_note(r));
+    if (r.op == "read") f.text += "; a larger readahead (`blockdev --setra`) often helps";
+  }
+  f.text += ".";
+  a.findings.push_back(f);
+}
+
 Analysis analyze(const RunRecord& run) {
   Analysis a;
   detect_link(run, a);
@@ -369,10 +510,25 @@ Analysis analyze(const RunRecord& run) {
                           fmt::format("MTU mismatch on the data path: server {} vs client {}.",
                                       a.server_mtu, a.client_mtu)});
   }
+  // Protocol rows: the biggest files of each protocol, medium and op.
+  for (const auto& r : a.rows) {
+    if (is_protocol(r.layer) && r.rate.n > 0 && proto_row(a.rows, r.layer, r.where, r.op) == &r) {
+      protocol_verdict(a, r);
+    }
+  }
+  // The headline answers the user's usual path: reading from the server's
+  // disk through the protocol, else from its RAM, else disk/TCP.
+  for (const char* want : {"disk read", "ram read"}) {
+    for (const auto& f : a.findings) {
+      if (a.headline.empty() && f.path.size() > std::strlen(want) &&
+          f.path.compare(f.path.size() - std::strlen(want), std::string::npos, want) == 0) {
+        a.headline = f.text;
+      }
+    }
+  }
   for (const auto& f : a.findings) {
-    if (f.path == "server -> client" || f.path == "client -> server") {
+    if (a.headline.empty() && (f.path == "server -> client" || f.path == "client -> server")) {
       a.headline = f.text;
-      break;
     }
   }
   if (a.headline.empty()) {

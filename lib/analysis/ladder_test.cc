@@ -55,6 +55,23 @@ class RunBuilder {
     }
     return *this;
   }
+  RunBuilder& proto(const std::string& layer, const std::string& medium, const std::string& op,
+                    std::vector<double> mbps, double server_core = 30,
+                    const std::string& process = "smbd") {
+    StageRecord& st = stage(layer, medium);
+    for (double v : mbps) {
+      SampleRecord s;
+      s.op = op;
+      s.size = 100'000'000;
+      s.bytes = s.size;
+      s.seconds = double(s.size) / (v * 1e6);
+      s.cpu_json = fmt::format(
+          R"({{"server":{{"seconds":2,"core_busy_pct":[{},3],"top":[{{"comm":"{}","cpu_pct":{}}}]}}}})",
+          server_core, process, server_core);
+      st.samples.push_back(s);
+    }
+    return *this;
+  }
   RunBuilder& cpu_window(double s) {
     cpu_window_s_ = s;
     return *this;
@@ -132,6 +149,96 @@ TEST(Ladder, SeedVerdictReadsLikeTheAuthors) {
   ASSERT_NE(tcp, nullptr);
   EXPECT_EQ(tcp->layer, "network");
   EXPECT_NE(tcp->text.find("reaches 94 % of the 1 Gbit/s link"), std::string::npos) << tcp->text;
+}
+
+// The seed's protocol ladder: TCP 117, FTP 100, AFP 67, Samba 50 over RAM;
+// from the RAID: Samba 38, AFP 50. "CIFS has a lot of overhead."
+RunRecord seed_protocol_run() {
+  RunRecord run = seed_run();
+  RunRecord p = RunBuilder()
+                    .proto("smb", "ram", "read", {49.1, 50.2})
+                    .proto("ftp", "ram", "read", {99.1, 101.6})
+                    .proto("afp", "ram", "read", {67.0, 67.4})
+                    .proto("smb", "disk", "read", {37.4, 39.2})
+                    .proto("afp", "disk", "read", {46.1, 53.3})
+                    .build();
+  for (auto& st : p.stages) run.stages.push_back(st);
+  return run;
+}
+
+TEST(Ladder, SeedProtocolsAgainstTcp) {
+  Analysis a = analyze(seed_protocol_run());
+  const Row* smb = find_row(a, "smb:ram:read:100000000");
+  ASSERT_NE(smb, nullptr);
+  EXPECT_EQ(smb->below, "tcp:server->client:send");
+  EXPECT_NEAR(smb->ratio, 49.65 / 117, 1e-3);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "smb");
+  EXPECT_NE(f->text.find("SMB from RAM read moves 49.6 MB/s = 42 % of TCP (117 MB/s): the SMB "
+                         "layer caps it"),
+            std::string::npos)
+      << f->text;
+  EXPECT_NE(f->text.find("smb2 max read"), std::string::npos);
+  EXPECT_NE(f->text.find("`max xmit` only affects SMB1"), std::string::npos);
+  // From disk: held against min(SMB from RAM 49.6, server disk 75.6).
+  const Row* smb_disk = find_row(a, "smb:disk:read:100000000");
+  ASSERT_NE(smb_disk, nullptr);
+  EXPECT_EQ(smb_disk->below, "smb:ram:read:100000000");
+  const Finding* d = finding(a, "smb disk read");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->text.find("SMB from RAM moves 49.6 MB/s, the server disk reads 75.6 MB/s"),
+            std::string::npos)
+      << d->text;
+  // The headline is the user's real path: a file from the server's disk.
+  EXPECT_EQ(a.headline, d->text);
+}
+
+TEST(Ladder, ProtocolAtTcpCeilingNamesTheLayerBeneath) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117})
+                      .proto("ftp", "ram", "read", {112})
+                      .build();
+  const Finding* f = finding(analyze(run), "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "network");
+  EXPECT_NE(f->text.find("at TCP's ceiling"), std::string::npos) << f->text;
+}
+
+TEST(Ladder, StarvedProtocolServerIsCpuBound) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {2000})
+                      .proto("smb", "ram", "read", {300}, 100, "smbd")
+                      .build();
+  const Finding* f = finding(analyze(run), "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "smb (cpu)");
+  EXPECT_NE(f->text.find("the SMB layer caps it; the server is CPU-bound: a core at 100 % (smbd at "
+                         "100 %)"),
+            std::string::npos)
+      << f->text;
+}
+
+TEST(Ladder, ThrottledServerDiskCapsTheDiskShare) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {2000})
+                      .disk("server", "read", 100'000'000, {52})
+                      .proto("ftp", "ram", "read", {750})
+                      .proto("ftp", "disk", "read", {51})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk");
+  EXPECT_NE(f->text.find("the server disk caps it"), std::string::npos) << f->text;
+  EXPECT_NE(f->text.find("blockdev --setra"), std::string::npos);
+  EXPECT_EQ(a.headline, f->text);
 }
 
 TEST(Ladder, ShapedLinkNamesTheNetwork) {

@@ -1,6 +1,8 @@
 #include "app/app.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -8,8 +10,11 @@
 #include <boost/program_options.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "analysis/ladder.h"
 #include "core/clock.h"
@@ -143,6 +148,62 @@ void print_run(Store& store, int64_t id, bool as_json) {
   std::cout.flush();
 }
 
+// A share's password from its declared source: an environment variable, a
+// file only its owner can read, or a prompt on the terminal (echo off).
+std::optional<std::string> read_password(const pipeline::SharePlan& s) {
+  const std::string who = fmt::format("share '{}'", s.name);
+  if (!s.password_env.empty()) {
+    const char* v = std::getenv(s.password_env.c_str());
+    if (!v) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{}: password_env names {}, which is not set", who, s.password_env),
+                  fmt::format("export {}=... in the shell that runs chokepoint", s.password_env));
+    }
+    return std::string(v);
+  }
+  if (!s.password_file.empty()) {
+    struct stat st {};
+    if (stat(s.password_file.c_str(), &st) != 0) {
+      throw Error(ErrorKind::kConfig, fmt::format("{}: cannot read password_file '{}': {}", who,
+                                                  s.password_file, errno_text(errno)));
+    }
+    if (st.st_mode & 077) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{}: password_file '{}' can be read by others (mode {:o})", who,
+                              s.password_file, st.st_mode & 0777),
+                  fmt::format("chmod 600 {}", s.password_file));
+    }
+    std::ifstream in(s.password_file);
+    std::string line;
+    std::getline(in, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return line;
+  }
+  if (s.password_prompt) {
+    FILE* tty = std::fopen("/dev/tty", "r+");
+    if (!tty) {
+      throw Error(ErrorKind::kConfig, who + ": password_prompt needs a terminal",
+                  "use password_env or password_file when running without one");
+    }
+    std::fprintf(tty, "password for %s (%s): ", s.name.c_str(), s.url.c_str());
+    std::fflush(tty);
+    termios old{};
+    tcgetattr(fileno(tty), &old);
+    termios quiet = old;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    tcsetattr(fileno(tty), TCSAFLUSH, &quiet);
+    char buf[512] = {};
+    const bool got = std::fgets(buf, sizeof buf, tty) != nullptr;
+    tcsetattr(fileno(tty), TCSAFLUSH, &old);
+    std::fputc('\n', tty);
+    std::fclose(tty);
+    std::string pw = got ? buf : "";
+    while (!pw.empty() && (pw.back() == '\n' || pw.back() == '\r')) pw.pop_back();
+    return pw;
+  }
+  return std::nullopt;
+}
+
 int diagnose(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint diagnose [options]");
   desc.add_options()("help,h", "this help")("server", po::value<std::string>(),
@@ -155,6 +216,9 @@ int diagnose(const std::vector<std::string>& args) {
       "json", "print the report as JSON")("ssh-config", po::value<std::string>(),
                                           "SSH config file (default ~/.ssh/config)")(
       "accept-new-host-keys", "add unknown host keys to known_hosts (changed keys stay refused)")(
+      "share", po::value<std::vector<std::string>>()->composing(),
+      "a share to measure: NAME=URL,server_dir=DIR,medium=ram|disk[,user=U]"
+      "[,password_env=VAR|password_file=F|password_prompt=yes][,options=k=v...] (repeatable)")(
       "quiet,q", "no progress output");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
@@ -198,6 +262,17 @@ int diagnose(const std::vector<std::string>& args) {
   pipeline::Plan plan =
       vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), base) : base;
   if (plan.source.empty()) plan.source = use_lab ? "(defaults, lab)" : "(defaults)";
+  if (vm.count("share")) {
+    for (const auto& f : vm["share"].as<std::vector<std::string>>())
+      pipeline::add_share_flag(plan, f);
+  }
+  pipeline::validate(plan);
+  // Passwords are read before anything connects, so a missing one fails fast;
+  // they go to the client agent over the channel only.
+  std::map<std::string, std::string> passwords;
+  for (const auto& share : plan.shares) {
+    if (auto pw = read_password(share)) passwords[share.name] = *pw;
+  }
   const bool as_json = vm.count("json") > 0;
   ProgressPrinter progress(vm.count("quiet") > 0);
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <cctype>
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -61,6 +63,22 @@ std::string dir_value(const std::string& v, const std::string& where) {
   return v;
 }
 
+std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where) {
+  std::vector<uint64_t> sizes;
+  std::istringstream in(v);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    uint64_t s = parse_size(trim(item), where);
+    if (s == 0) throw Error(ErrorKind::kConfig, fmt::format("{}: a size of 0", where));
+    sizes.push_back(s);
+  }
+  if (sizes.empty()) {
+    throw Error(ErrorKind::kConfig, fmt::format("{}: no sizes given", where),
+                "list sizes like: sizes = 10MB, 100MB (or enabled = no)");
+  }
+  return sizes;
+}
+
 using Setter = std::function<void(Plan&, const std::string& value, const std::string& where)>;
 
 const std::map<std::string, std::map<std::string, Setter>>& keys() {
@@ -73,23 +91,16 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
         {"disk_dir", [](Plan& p, auto& v, auto& w) { p.client.disk_dir = dir_value(v, w); }}}},
       {"disk",
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.disk_enabled = parse_bool(v, w); }},
-        {"sizes",
-         [](Plan& p, auto& v, auto& w) {
-           p.disk_sizes.clear();
-           std::istringstream in(v);
-           std::string item;
-           while (std::getline(in, item, ',')) {
-             uint64_t s = parse_size(trim(item), w);
-             if (s == 0) throw Error(ErrorKind::kConfig, fmt::format("{}: a size of 0", w));
-             p.disk_sizes.push_back(s);
-           }
-           if (p.disk_sizes.empty()) {
-             throw Error(ErrorKind::kConfig, fmt::format("{}: no sizes given", w),
-                         "list sizes like: sizes = 10MB, 100MB (or enabled = no)");
-           }
-         }},
+        {"sizes", [](Plan& p, auto& v, auto& w) { p.disk_sizes = parse_sizes(v, w); }},
         {"count", [](Plan& p, auto& v, auto& w) { p.disk_count = parse_count(v, w, 1, 1000); }},
-        {"block", [](Plan& p, auto& v, auto& w) { p.disk_block = parse_block(v, w); }}}},
+        {"block", [](Plan& p, auto& v, auto& w) { p.disk_block = parse_block(v, w); }},
+        {"settle",
+         [](Plan& p, auto& v, auto& w) {
+           p.disk_settle = parse_duration(v, w);
+           if (p.disk_settle > 600) {
+             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 10 minutes", w, v));
+           }
+         }}}},
       {"tcp",
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.tcp_enabled = parse_bool(v, w); }},
         {"seconds",
@@ -112,6 +123,55 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
         {"data_address", [](Plan& p, auto& v, auto&) { p.data_address = v; }}}},
       {"link",
        {{"nominal", [](Plan& p, auto& v, auto& w) { p.link_bits = parse_rate_bits(v, w); }}}},
+      {"protocol",
+       {{"enabled", [](Plan& p, auto& v, auto& w) { p.proto_enabled = parse_bool(v, w); }},
+        {"sizes", [](Plan& p, auto& v, auto& w) { p.proto_sizes = parse_sizes(v, w); }},
+        {"count", [](Plan& p, auto& v, auto& w) { p.proto_count = parse_count(v, w, 1, 1000); }},
+        {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }}}},
+      // [share NAME]: the setters act on the share being declared.
+      {"share",
+       {{"url",
+         [](Plan& p, auto& v, auto& w) {
+           p.shares.back().driver = driver_for_url(v, w);
+           p.shares.back().url = v;
+         }},
+        {"server_dir",
+         [](Plan& p, auto& v, auto& w) { p.shares.back().server_dir = dir_value(v, w); }},
+        {"medium",
+         [](Plan& p, auto& v, auto& w) {
+           if (v != "ram" && v != "disk") {
+             throw Error(
+                 ErrorKind::kConfig, fmt::format("{}: '{}' is not ram or disk", w, v),
+                 "medium = ram for a tmpfs share (stage 3), disk for one on disk (stage 4)");
+           }
+           p.shares.back().medium = v;
+         }},
+        {"user", [](Plan& p, auto& v, auto&) { p.shares.back().user = v; }},
+        {"password_env", [](Plan& p, auto& v, auto&) { p.shares.back().password_env = v; }},
+        {"password_file",
+         [](Plan& p, auto& v, auto& w) { p.shares.back().password_file = dir_value(v, w); }},
+        {"password_prompt",
+         [](Plan& p, auto& v, auto& w) { p.shares.back().password_prompt = parse_bool(v, w); }},
+        {"password",
+         [](Plan&, auto&, auto& w) {
+           throw Error(ErrorKind::kConfig, fmt::format("{}: passwords do not go in the plan", w),
+                       "use password_env = VAR, password_file = /path/to/0600-file, or "
+                       "password_prompt = yes");
+         }},
+        {"options",
+         [](Plan& p, auto& v, auto& w) {
+           std::istringstream in(v);
+           std::string item;
+           while (std::getline(in, item, ',')) {
+             item = trim(item);
+             auto eq = item.find('=');
+             if (eq == std::string::npos || eq == 0) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not key=value", w, item),
+                           "write options = depth=8, request_size=1MiB");
+             }
+             p.shares.back().options[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+           }
+         }}}},
   };
   return k;
 }
@@ -143,6 +203,33 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
         throw Error(ErrorKind::kConfig, fmt::format("{}: section header '{}' lacks ']'", at, line));
       }
       section = trim(line.substr(1, line.size() - 2));
+      if (section.rfind("share", 0) == 0 && section.size() > 5 &&
+          std::isspace(static_cast<unsigned char>(section[5]))) {
+        const std::string share = trim(section.substr(5));
+        if (share.empty() ||
+            share.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                    "0123456789._-") != std::string::npos) {
+          throw Error(ErrorKind::kConfig,
+                      fmt::format("{}: share name '{}' is not a plain name", at, share),
+                      "use letters, digits, '.', '_' and '-': [share smb-ram]");
+        }
+        for (const auto& s : plan.shares) {
+          if (s.name == share) {
+            throw Error(ErrorKind::kConfig,
+                        fmt::format("{}: share '{}' is declared twice (first at {})", at, share,
+                                    s.declared_at));
+          }
+        }
+        plan.shares.push_back({});
+        plan.shares.back().name = share;
+        plan.shares.back().declared_at = at;
+        section = "share " + share;
+        continue;
+      }
+      if (section == "share") {
+        throw Error(ErrorKind::kConfig, fmt::format("{}: [share] needs a name", at),
+                    "write [share smb-ram]");
+      }
       if (!keys().count(section)) {
         std::string known;
         for (const auto& [s, _] : keys()) known += (known.empty() ? "" : ", ") + s;
@@ -162,7 +249,8 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       throw Error(ErrorKind::kConfig, fmt::format("{}: key '{}' before any [section]", at, key),
                   "put it under its section, e.g. [disk]");
     }
-    const auto& sec = keys().at(section);
+    const std::string kind = section.rfind("share ", 0) == 0 ? "share" : section;
+    const auto& sec = keys().at(kind);
     auto it = sec.find(key);
     if (it == sec.end()) {
       throw Error(ErrorKind::kConfig, fmt::format("{}: unknown key '{}' in [{}]", at, key, section),
@@ -175,6 +263,82 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
     it->second(plan, value, fmt::format("{}: {}.{}", at, section, key));
   }
   return plan;
+}
+
+std::string driver_for_url(const std::string& url, const std::string& where) {
+  auto scheme = [&](const char* s) { return url.rfind(s, 0) == 0; };
+  if (scheme("ftp://") || scheme("ftps://")) return "ftp";
+  if (scheme("smb://")) return "smb";
+  if (scheme("afp://")) return "afp";
+  if (scheme("file://") || scheme("/")) return "path";
+  if (scheme("null:")) return "null";
+  throw Error(ErrorKind::kConfig,
+              fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
+              "use ftp://, ftps://, smb://, afp://, a mounted path (/mnt/share or file://...), or "
+              "null: (the framework's own cost)");
+}
+
+void add_share_flag(Plan& plan, const std::string& flag) {
+  auto eq = flag.find('=');
+  if (eq == std::string::npos) {
+    throw Error(ErrorKind::kUsage, fmt::format("--share '{}' has no URL", flag),
+                "write --share NAME=URL,server_dir=/srv/share,medium=ram");
+  }
+  std::string text = "[share " + flag.substr(0, eq) + "]\n";
+  std::string rest = flag.substr(eq + 1);
+  // The URL runs to the first comma that starts a key=value.
+  size_t comma = rest.find(',');
+  text += "url = " + rest.substr(0, comma) + "\n";
+  while (comma != std::string::npos) {
+    size_t next = rest.find(',', comma + 1);
+    std::string item = rest.substr(comma + 1, next == std::string::npos ? next : next - comma - 1);
+    if (item.rfind("options=", 0) == 0) {  // options keep their own commas: the rest
+      text += "options = " + rest.substr(comma + 1 + 8) + "\n";
+      break;
+    }
+    text += item + "\n";
+    comma = next;
+  }
+  Plan parsed = parse_plan(text, "--share " + flag.substr(0, eq), {});
+  for (const auto& s : plan.shares) {
+    if (s.name == parsed.shares.back().name) {
+      throw Error(ErrorKind::kUsage, fmt::format("share '{}' is declared twice", s.name));
+    }
+  }
+  plan.shares.push_back(parsed.shares.back());
+}
+
+void validate(const Plan& plan) {
+  for (size_t i = 0; i < plan.shares.size(); ++i) {
+    const SharePlan& s = plan.shares[i];
+    const std::string at = fmt::format("share '{}' ({})", s.name, s.declared_at);
+    if (s.url.empty()) {
+      throw Error(ErrorKind::kConfig, at + " has no url",
+                  "add url = smb://host/share (or ftp://, afp://, a path)");
+    }
+    if (s.server_dir.empty() && s.driver != "null") {
+      throw Error(ErrorKind::kConfig, at + " has no server_dir",
+                  "add server_dir = the directory on the server behind the share, so the server "
+                  "agent can lay out and remove its files");
+    }
+    if (s.medium.empty()) {
+      throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
+    }
+    int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
+    if (sources > 1) {
+      throw Error(ErrorKind::kConfig, at + " names more than one password source",
+                  "keep one of password_env, password_file, password_prompt");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const SharePlan& o = plan.shares[j];
+      if (o.driver == s.driver && o.medium == s.medium) {
+        throw Error(ErrorKind::kConfig,
+                    fmt::format("shares '{}' and '{}' are both {} over {}", o.name, s.name,
+                                s.driver, s.medium),
+                    "measure one share per protocol and medium in a run");
+      }
+    }
+  }
 }
 
 Plan load_plan(const std::string& path, Plan base) {
@@ -192,6 +356,24 @@ std::string plan_to_json(const Plan& p) {
   namespace json = boost::json;
   json::array sizes;
   for (auto s : p.disk_sizes) sizes.push_back(s);
+  json::array proto_sizes;
+  for (auto s : p.proto_sizes) proto_sizes.push_back(s);
+  json::array shares;
+  for (const auto& s : p.shares) {
+    json::object opts;
+    for (const auto& [k, v] : s.options) opts[k] = v;
+    // Where the password comes from, never the password.
+    shares.push_back({{"name", s.name},
+                      {"url", s.url},
+                      {"driver", s.driver},
+                      {"server_dir", s.server_dir},
+                      {"medium", s.medium},
+                      {"user", s.user},
+                      {"password_env", s.password_env},
+                      {"password_file", s.password_file},
+                      {"password_prompt", s.password_prompt},
+                      {"options", opts}});
+  }
   json::object o{
       {"source", p.source},
       {"server", {{"ram_dir", p.server.ram_dir}, {"disk_dir", p.server.disk_dir}}},
@@ -208,6 +390,12 @@ std::string plan_to_json(const Plan& p) {
         {"buffer", p.tcp_buffer},
         {"data_address", p.data_address}}},
       {"link", {{"nominal_bits", p.link_bits}}},
+      {"protocol",
+       {{"enabled", p.proto_enabled},
+        {"sizes", proto_sizes},
+        {"count", p.proto_count},
+        {"block", p.proto_block}}},
+      {"shares", shares},
   };
   return json::serialize(o);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,25 @@ struct EndpointPlan {
   std::string disk_dir = "/var/tmp";  // on the disk under test
 };
 
+// A file share to measure through its protocol (stages 3 and 4).
+struct SharePlan {
+  std::string name;        // [share NAME]
+  std::string url;         // ftp://, ftps://, smb://, afp://, file:// or /mounted/path, null:
+  std::string driver;      // from the URL scheme: ftp, smb, afp, path, null
+  std::string server_dir;  // the directory on the server behind the share's root
+  std::string medium;      // "ram" (stage 3) or "disk" (stage 4)
+  std::string user;        // empty: the URL's, else anonymous/guest
+  // Where the password comes from (at most one); never the plan itself.
+  std::string password_env;   // an environment variable of the orchestrator
+  std::string password_file;  // a file only its owner can read (0600)
+  bool password_prompt = false;
+  std::map<std::string, std::string> options;  // driver options
+  std::string declared_at;                     // "plan.ini:12", for messages
+};
+
+// The driver for a share URL; throws Error(kConfig) naming the supported schemes.
+std::string driver_for_url(const std::string& url, const std::string& where);
+
 struct Plan {
   EndpointPlan server, client;
 
@@ -22,6 +42,9 @@ struct Plan {
   std::vector<uint64_t> disk_sizes = {10'000'000, 100'000'000};  // bytes per file
   int disk_count = 10;                                           // files per size and op
   uint32_t disk_block = 1u << 20;                                // bytes per read/write call
+  // Seconds between a size's writes and its reads: writeback still under way
+  // (a VM's host cache, a drive's) would otherwise slow the first reads.
+  double disk_settle = 3;
 
   bool tcp_enabled = true;
   double tcp_seconds = 2;            // per sample; >= 2 s for a stable figure
@@ -30,6 +53,12 @@ struct Plan {
   std::string data_address;          // the server's address on the data path; "" = SSH host
 
   uint64_t link_bits = 0;  // nominal link speed, bit/s; 0 = detect from interfaces
+
+  std::vector<SharePlan> shares;
+  bool proto_enabled = true;
+  std::vector<uint64_t> proto_sizes = {10'000'000, 100'000'000};  // bytes per file
+  int proto_count = 10;                                           // files per size and direction
+  uint32_t proto_block = 1u << 20;  // bytes per driver read/write call
 
   std::string source;  // file it came from, or "(defaults)"
 };
@@ -40,7 +69,15 @@ struct Plan {
 Plan parse_plan(const std::string& text, const std::string& name, Plan base = {});
 Plan load_plan(const std::string& path, Plan base = {});  // reads the file, then parse_plan
 
-// The effective plan as JSON text (stored with each run).
+// Adds a share given on the command line: "NAME=URL[,key=value...]" with the
+// keys of a [share] section (server_dir, medium, user, password_env, ...).
+void add_share_flag(Plan& plan, const std::string& flag);
+
+// Checks what single keys cannot: every share complete, no two shares of one
+// protocol over one medium. Throws Error(kConfig) naming the share.
+void validate(const Plan& plan);
+
+// The effective plan as JSON text (stored with each run; no secrets in it).
 std::string plan_to_json(const Plan& plan);
 
 }  // namespace cp::pipeline

@@ -72,8 +72,9 @@ TEST(Plan, BaseIsOverriddenOnlyWhereSet) {
 TEST(Plan, ErrorsNameLineAndKey) {
   EXPECT_NE(error_of("[disk]\n\nsizez = 1MB\n").find("plan.ini:3: unknown key 'sizez' in [disk]"),
             std::string::npos);
-  EXPECT_NE(error_of("[disk]\nsizez = 1MB\n").find("[disk] takes: block, count, enabled, sizes"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("[disk]\nsizez = 1MB\n").find("[disk] takes: block, count, enabled, settle, sizes"),
+      std::string::npos);
   EXPECT_NE(error_of("[disks]\n").find("plan.ini:1: unknown section [disks]"), std::string::npos);
   EXPECT_NE(error_of("count = 3\n").find("before any [section]"), std::string::npos);
   EXPECT_NE(error_of("[disk]\ncount three\n").find("expected 'key = value'"), std::string::npos);
@@ -85,6 +86,86 @@ TEST(Plan, ErrorsNameLineAndKey) {
   EXPECT_NE(error_of("[disk]\ncount = 2\ncount = 3\n").find("set twice"), std::string::npos);
   EXPECT_NE(error_of("[link]\nnominal = 1GB\n").find("unknown rate unit"), std::string::npos);
   EXPECT_NE(error_of("[disk\n").find("lacks ']'"), std::string::npos);
+}
+
+TEST(Plan, Shares) {
+  Plan p = parse_plan(R"([protocol]
+sizes = 1MB
+count = 3
+[share smb-ram]
+url = smb://nas/ram
+server_dir = /srv/ram
+medium = ram
+user = me
+password_env = NAS_PW
+options = depth=8, signing=required
+[share ftp-disk]
+url = ftp://nas/disk
+server_dir = /srv/disk
+medium = disk
+password_file = /home/me/.nas-pw
+)",
+                      "plan.ini");
+  ASSERT_EQ(p.shares.size(), 2u);
+  EXPECT_EQ(p.shares[0].name, "smb-ram");
+  EXPECT_EQ(p.shares[0].driver, "smb");
+  EXPECT_EQ(p.shares[0].medium, "ram");
+  EXPECT_EQ(p.shares[0].options.at("depth"), "8");
+  EXPECT_EQ(p.shares[0].options.at("signing"), "required");
+  EXPECT_EQ(p.shares[0].declared_at, "plan.ini:4");
+  EXPECT_EQ(p.shares[1].driver, "ftp");
+  EXPECT_EQ(p.shares[1].password_file, "/home/me/.nas-pw");
+  EXPECT_EQ(p.proto_sizes, (std::vector<uint64_t>{1'000'000}));
+  EXPECT_EQ(p.proto_count, 3);
+  EXPECT_NO_THROW(validate(p));
+  std::string j = plan_to_json(p);
+  EXPECT_NE(j.find("NAS_PW"), std::string::npos);  // the source, not a secret
+}
+
+TEST(Plan, ShareErrors) {
+  EXPECT_NE(error_of("[share a]\nurl = gopher://x\n").find("plan.ini:2: share a.url"),
+            std::string::npos);
+  EXPECT_NE(error_of("[share a]\npassword = hunter2\n").find("passwords do not go in the plan"),
+            std::string::npos);
+  EXPECT_NE(error_of("[share a]\n[share a]\n").find("declared twice"), std::string::npos);
+  EXPECT_NE(error_of("[share]\n").find("needs a name"), std::string::npos);
+  EXPECT_NE(error_of("[share a/b]\n").find("not a plain name"), std::string::npos);
+  EXPECT_NE(error_of("[share a]\nmedium = floppy\n").find("not ram or disk"), std::string::npos);
+  EXPECT_NE(error_of("[share a]\nfoo = 1\n").find("[share a] takes:"), std::string::npos);
+  auto invalid = [](const std::string& text) {
+    try {
+      validate(parse_plan(text, "p"));
+    } catch (const Error& e) {
+      return describe(e);
+    }
+    return std::string();
+  };
+  EXPECT_NE(invalid("[share a]\nurl = smb://h/s\nmedium = ram\n").find("has no server_dir"),
+            std::string::npos);
+  EXPECT_NE(invalid("[share a]\nurl = smb://h/s\nserver_dir = /s\n").find("has no medium"),
+            std::string::npos);
+  EXPECT_NE(invalid("[share a]\nurl = smb://h/s\nserver_dir = /s\nmedium = ram\n"
+                    "[share b]\nurl = smb://h/t\nserver_dir = /t\nmedium = ram\n")
+                .find("both smb over ram"),
+            std::string::npos);
+  EXPECT_NE(invalid("[share a]\nurl = smb://h/s\nserver_dir = /s\nmedium = ram\n"
+                    "password_env = X\npassword_prompt = yes\n")
+                .find("more than one password source"),
+            std::string::npos);
+}
+
+TEST(Plan, ShareFlag) {
+  Plan p;
+  add_share_flag(p, "nas=smb://nas/ram,server_dir=/srv/ram,medium=ram,user=me,options=depth=4,x=y");
+  ASSERT_EQ(p.shares.size(), 1u);
+  EXPECT_EQ(p.shares[0].url, "smb://nas/ram");
+  EXPECT_EQ(p.shares[0].server_dir, "/srv/ram");
+  EXPECT_EQ(p.shares[0].user, "me");
+  EXPECT_EQ(p.shares[0].options.at("depth"), "4");
+  EXPECT_EQ(p.shares[0].options.at("x"), "y");
+  EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
+  EXPECT_THROW(add_share_flag(p, "no-url"), Error);
+  EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);
 }
 
 TEST(Plan, JsonCarriesEffectiveValues) {

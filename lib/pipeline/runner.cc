@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -51,8 +53,11 @@ void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
   rec.where = where;
   json::array sizes;
   for (auto s : plan.disk_sizes) sizes.push_back(s);
-  rec.params_json = json::serialize(json::object{
-      {"dir", dir}, {"sizes", sizes}, {"count", plan.disk_count}, {"block", plan.disk_block}});
+  rec.params_json = json::serialize(json::object{{"dir", dir},
+                                                 {"sizes", sizes},
+                                                 {"count", plan.disk_count},
+                                                 {"block", plan.disk_block},
+                                                 {"settle", plan.disk_settle}});
   rec.started_at = wall_seconds();
   StageScope stage(obs, rec);
   try {
@@ -64,6 +69,14 @@ void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
     for (uint64_t size : plan.disk_sizes) {
       for (const char* op : {"write", "read"}) {
         const std::string label = series_label(where, op, size);
+        if (std::string(op) == "read") {
+          // Let writeback of what was just written finish before timing reads.
+          const double until = monotonic_seconds() + plan.disk_settle;
+          while (monotonic_seconds() < until) {
+            cancel.check();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        }
         for (int i = 1; i <= plan.disk_count; ++i) {
           cancel.check();
           // A distinct file per sample: a second copy of one file would come
@@ -203,6 +216,159 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
   }
 }
 
+// One share through its protocol: for each size, `count` reads (a fresh
+// server file each, evicted from the server's page cache on disk shares,
+// read into the client's RAM dir) then `count` writes (a fresh client file
+// written to the share). Both ends check size and checksum; both remove
+// what they made.
+void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObserver& obs,
+                    const CancelToken& cancel) {
+  StageRecord rec;
+  rec.layer = share.driver;
+  rec.where = share.medium;
+  json::array sizes;
+  for (auto s : plan.proto_sizes) sizes.push_back(s);
+  rec.params_json = json::serialize(json::object{{"share", share.name},
+                                                 {"url", share.url},
+                                                 {"server_dir", share.server_dir},
+                                                 {"medium", share.medium},
+                                                 {"sizes", sizes},
+                                                 {"count", plan.proto_count},
+                                                 {"block", plan.proto_block}});
+  rec.started_at = wall_seconds();
+  StageScope stage(obs, rec);
+  const bool evict = share.medium == "disk";
+  const std::string& client_dir = plan.client.ram_dir;
+  json::object share_msg{
+      {"name", share.name}, {"url", share.url}, {"driver", share.driver}, {"user", share.user}};
+  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) {
+    share_msg["password"] = it->second;
+  }
+  json::object opts;
+  for (const auto& [k, v] : share.options) opts[k] = v;
+  share_msg["options"] = opts;
+  try {
+    // The server's run directory inside the share; its name is the remote prefix.
+    std::string prefix;
+    if (!share.server_dir.empty()) {
+      json::object p =
+          a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
+      const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
+      prefix = made.substr(made.rfind('/') + 1) + "/";
+      uint64_t biggest = 0;
+      for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
+      a.server.call("check_space", {{"dir", share.server_dir}, {"bytes", biggest}}, 30);
+    }
+    int seq = 0;
+    for (uint64_t size : plan.proto_sizes) {
+      for (const char* op : {"read", "write"}) {
+        const bool read = std::string(op) == "read";
+        const std::string label =
+            fmt::format("{} {} {} {}", share.driver, share.medium, op, format_size(size));
+        for (int i = 1; i <= plan.proto_count; ++i) {
+          cancel.check();
+          const std::string file = fmt::format("{}-{}-{}.dat", op, size, i);
+          SampleRecord s;
+          s.seq = ++seq;
+          s.op = op;
+          s.size = size;
+          s.started_at = wall_seconds();
+          std::string expect;
+          if (read) {
+            if (!share.server_dir.empty()) {
+              json::object m = a.server.call("make_file",
+                                             {{"dir", share.server_dir},
+                                              {"name", file},
+                                              {"size", size},
+                                              {"evict", evict},
+                                              {"shared", true}},
+                                             kCallTimeout, {}, &cancel);
+              expect = wire::get_string(m, "checksum");
+            }
+          } else {
+            json::object m =
+                a.client.call("make_file", {{"dir", client_dir}, {"name", file}, {"size", size}},
+                              kCallTimeout, {}, &cancel);
+            expect = wire::get_string(m, "checksum");
+          }
+          if (!share.server_dir.empty()) a.server.call("cpu_start", {}, 30);
+          json::object r;
+          try {
+            r = a.client.call(
+                "transfer",
+                {{"share", share_msg},
+                 {"op", op},
+                 {"remote", prefix + file},
+                 {"dir", client_dir},
+                 {"name", file},
+                 {"size", size},
+                 {"block", plan.proto_block},
+                 {"delete_after", true}},
+                kCallTimeout,
+                [&](uint64_t b, double t) {
+                  obs.on_progress({label, i, plan.proto_count, b, t, false});
+                },
+                &cancel);
+          } catch (const Error& e) {
+            if (e.kind() == ErrorKind::kCancelled) throw;
+            s.error = e.what();
+            obs.on_sample(stage.id(), s);
+            throw;
+          }
+          json::object server_cpu;
+          std::string arrived = wire::get_string(r, "checksum");
+          if (!share.server_dir.empty()) {
+            server_cpu = a.server.call("cpu_stop", {}, 30);
+            if (!read) {
+              json::object info =
+                  a.server.call("file_info", {{"dir", share.server_dir}, {"name", file}},
+                                kCallTimeout, {}, &cancel);
+              arrived = wire::get_string(info, "checksum");
+              if (wire::get_u64(info, "bytes") != size) {
+                s.error = fmt::format("the server holds {} bytes of {}, not {}",
+                                      wire::get_u64(info, "bytes"), file, size);
+              }
+            }
+            a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+          } else {
+            arrived = expect = wire::get_string(r, "checksum");
+          }
+          s.bytes = wire::get_u64(r, "bytes");
+          s.seconds = wire::get_double(r, "seconds");
+          if (s.error.empty() && s.bytes != size) {
+            s.error = fmt::format("moved {} bytes of {}, not {}", s.bytes, file, size);
+          }
+          if (s.error.empty() && arrived != expect) {
+            s.error =
+                fmt::format("checksum mismatch on {}: sent {}, arrived {}", file, expect, arrived);
+          }
+          s.details_json =
+              json::serialize(json::object{{"file", file},
+                                           {"share", share.name},
+                                           {"checksum", expect},
+                                           {"properties", wire::get_object(r, "properties")}});
+          json::object cpu{{"client", wire::get_object(r, "cpu")}};
+          if (!server_cpu.empty()) cpu["server"] = server_cpu;
+          s.cpu_json = json::serialize(cpu);
+          obs.on_sample(stage.id(), s);
+          obs.on_progress({label, i, plan.proto_count, s.bytes, s.seconds, true});
+          if (!s.error.empty()) throw Error(ErrorKind::kIo, s.error);
+        }
+      }
+    }
+    a.client.call("close_shares", {}, 30);
+    stage.end(kComplete);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    try {
+      a.client.call("close_shares", {}, 30);
+    } catch (const Error&) {
+    }
+    stage.end(kFailed, describe(e));
+    obs.on_note(fmt::format("{} stage ({}) failed: {}", share.driver, share.name, describe(e)));
+  }
+}
+
 std::string net_address(const json::object& facts) {
   auto it = facts.find("net");
   if (it == facts.end() || !it->value().is_object()) return {};
@@ -239,6 +405,14 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   if (plan.tcp_enabled) {
     tcp_stage(plan, a, /*upload=*/false, obs, cancel);
     tcp_stage(plan, a, /*upload=*/true, obs, cancel);
+  }
+  if (plan.proto_enabled) {
+    // Stage 3 (RAM shares) before stage 4 (disk shares): bottom layer first.
+    for (const char* medium : {"ram", "disk"}) {
+      for (const auto& share : plan.shares) {
+        if (share.medium == medium) protocol_stage(plan, share, a, obs, cancel);
+      }
+    }
   }
   json::object sc = a.server.call("cleanup", {}, 60);
   json::object cc = a.client.call("cleanup", {}, 60);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/clock.h"
@@ -46,9 +47,12 @@ struct Agents {
   std::string server_name;  // as the user named them, for HostRecord.address
   std::string client_name;
   std::string data_address;  // server's address on the data path
+  // Share name -> password, resolved by the caller (never stored or logged).
+  std::map<std::string, std::string> passwords;
 };
 
-// Collects facts, then runs the disk and TCP stages. A stage that fails is
+// Collects facts, then runs the disk and TCP stages, then one protocol stage
+// per share (RAM shares: stage 3, disk shares: stage 4). A stage that fails is
 // recorded as failed with its reason and the next stage runs; cancellation
 // (the token) marks the current stage interrupted and throws Error(kCancelled).
 void run_stages(const Plan& plan, Agents agents, RunObserver& observer, const CancelToken& cancel);

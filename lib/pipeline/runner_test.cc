@@ -75,6 +75,7 @@ class RunnerTest : public ::testing::Test {
     plan_.tcp_seconds = 0.3;
     plan_.tcp_count = 2;
     plan_.data_address = "127.0.0.1";
+    plan_.disk_settle = 0;
   }
   void TearDown() override { fs::remove_all(dir_); }
   Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
@@ -136,6 +137,60 @@ TEST_F(RunnerTest, AFailedStageIsRecordedAndTheNextRuns) {
   EXPECT_EQ(rec.stages[2].status, kComplete);
   EXPECT_EQ(rec.stages[3].status, kComplete);
   EXPECT_FALSE(rec.notes.empty());
+}
+
+TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
+  plan_.disk_enabled = false;
+  plan_.tcp_enabled = false;
+  plan_.proto_sizes = {3u << 20};
+  plan_.proto_count = 2;
+  SharePlan share;
+  share.name = "nothing";
+  share.url = "null:";
+  share.driver = "null";
+  share.medium = "ram";
+  plan_.shares.push_back(share);
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 1u);
+  EXPECT_EQ(rec.stages[0].layer, "null");
+  EXPECT_EQ(rec.stages[0].where, "ram");
+  EXPECT_EQ(rec.stages[0].status, kComplete) << rec.stages[0].error;
+  ASSERT_EQ(rec.samples[1].size(), 4u);  // 2 reads, 2 writes
+  for (const auto& s : rec.samples[1]) {
+    EXPECT_EQ(s.bytes, 3u << 20);
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_NE(s.details_json.find("\"share\":\"nothing\""), std::string::npos);
+  }
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(RunnerTest, AFailingShareIsRecordedAndTheNextShareRuns) {
+  plan_.disk_enabled = false;
+  plan_.tcp_enabled = false;
+  plan_.proto_sizes = {1u << 20};
+  plan_.proto_count = 1;
+  SharePlan bad;
+  bad.name = "bad";
+  bad.url = "null:";
+  bad.driver = "gopher";  // no such driver: the connect fails on the client
+  bad.medium = "ram";
+  SharePlan good = bad;
+  good.name = "good";
+  good.driver = "null";
+  good.medium = "disk";
+  plan_.shares = {bad, good};
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  EXPECT_EQ(rec.stages[0].status, kFailed);
+  EXPECT_NE(rec.stages[0].error.find("no transfer driver 'gopher'"), std::string::npos)
+      << rec.stages[0].error;
+  ASSERT_EQ(rec.samples[1].size(), 1u);
+  EXPECT_FALSE(rec.samples[1][0].error.empty());  // the failed sample says why
+  EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
 }
 
 TEST_F(RunnerTest, CancelMarksTheStageInterrupted) {

@@ -1,6 +1,6 @@
 // The null driver: tests the transfer framework without a network. Reads
-// yield `size` bytes (URL option, default 1 MiB) of a fixed pattern; writes
-// are counted and discarded. Like fio's null engine, it measures only the
+// yield the size the caller expects (else the `size` option, default 1 MiB)
+// of a fixed pattern; writes are counted and discarded. Like fio's null engine, it measures only the
 // framework's own cost.
 #include <fmt/format.h>
 
@@ -40,8 +40,8 @@ class NullFile : public File {
 class NullSession : public Session {
  public:
   explicit NullSession(uint64_t size) : size_(size) {}
-  std::unique_ptr<File> open(const std::string&, Mode mode, uint64_t) override {
-    return std::make_unique<NullFile>(mode, size_);
+  std::unique_ptr<File> open(const std::string&, Mode mode, uint64_t size_hint) override {
+    return std::make_unique<NullFile>(mode, size_hint ? size_hint : size_);
   }
   void remove(const std::string&) override {}
   std::map<std::string, std::string> properties() const override {

@@ -53,7 +53,8 @@ bool Lab::up_ok_ = false;
 std::string Lab::up_error_;
 
 std::string plan_text(const std::string& extra) {
-  return "[disk]\nsizes = 10MB, 32MB\ncount = 3\n[tcp]\nseconds = 2\ncount = 2\n" + extra;
+  return "[disk]\nsizes = 10MB, 32MB\ncount = 3\nsettle = 500ms\n[tcp]\nseconds = 2\ncount = 2\n" +
+         extra;
 }
 
 TEST_F(Lab, DiagnoseThroughRealSshd) {
@@ -83,6 +84,8 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
     EXPECT_EQ(f.at("ram_dir").at("fs_type").as_string(), "tmpfs");
     EXPECT_FALSE(f.at("disk_dir").at("device").is_null()) << json::serialize(f);
     EXPECT_EQ(f.at("net").at("name").as_string(), role == "server" ? "cpd-s" : "cpd-c");
+    // The agent streams with bounded buffers: its peak RSS stays small.
+    EXPECT_LT(f.at("agent_max_rss_kb").to_number<int64_t>(), 32 * 1024) << role;
   }
   // Every TCP sample carries the sender's tcp_info and both ends' CPU.
   for (const auto& st : doc.at("stages").as_array()) {
@@ -116,7 +119,7 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
   ASSERT_EQ(up.exit_code, 0) << up.err;
   TempDir t;
   write_file(t.file("plan.ini"),
-             "[disk]\nsizes = 10MB\ncount = 2\n[tcp]\nseconds = 3\ncount = 3\n");
+             "[disk]\nsizes = 10MB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 3\ncount = 3\n");
   const std::string db = t.file("runs.db");
   RunResult r =
       chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json"});
@@ -142,7 +145,7 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
 TEST_F(Lab, SigkillMidRunKeepsSamplesAndLeavesNothing) {
   TempDir t;
   // Enough work that the kill lands mid-stage.
-  write_file(t.file("plan.ini"), "[disk]\nsizes = 32MB\ncount = 40\n");
+  write_file(t.file("plan.ini"), "[disk]\nsizes = 32MB\ncount = 40\nsettle = 0\n");
   const std::string db = t.file("runs.db");
   Child c({CHOKEPOINT_BIN, "diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "-q"});
   int64_t samples = 0;

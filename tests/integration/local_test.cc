@@ -4,7 +4,13 @@
 
 #include <boost/json.hpp>
 
+#include <signal.h>
+
+#include <chrono>
 #include <filesystem>
+#include <thread>
+
+#include "core/clock.h"
 
 #include "support.h"
 
@@ -16,7 +22,7 @@ namespace json = boost::json;
 std::string small_plan(const TempDir& t) {
   return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
          "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[disk]\nsizes = 4MiB, 8MiB\ncount = 2\n[tcp]\nseconds = 500ms\ncount = 2\n";
+         "\n[disk]\nsizes = 4MiB, 8MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n";
 }
 
 TEST(LocalDiagnose, StoresEverySampleAndReports) {
@@ -87,6 +93,40 @@ TEST(LocalDiagnose, MissingDirectoryFailsTheRunWithAReason) {
   EXPECT_NE(r.err.find("'/nonexistent/chokepoint' does not exist"), std::string::npos) << r.err;
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "failed");
   EXPECT_NE(query_text(db, "SELECT error FROM runs").find("does not exist"), std::string::npos);
+}
+
+TEST(LocalDiagnose, SigintKeepsSamplesAndMarksTheRunInterrupted) {
+  TempDir t;
+  // TCP samples of 30 s: the interrupt lands mid-sample, after the disk stages.
+  write_file(t.file("plan.ini"),
+             "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+                 "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+                 "\n[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\ncount = 2\n");
+  const std::string db = t.file("runs.db");
+  Child c({CHOKEPOINT_BIN, "diagnose", "--server", "local", "--client", "local", "--db", db,
+           "--plan", t.file("plan.ini"), "-q"});
+  const double deadline = monotonic_seconds() + 60;
+  int64_t stages = 0;
+  while (monotonic_seconds() < deadline) {
+    try {
+      stages = query_int(db, "SELECT count(*) FROM stages WHERE layer = 'tcp'");
+    } catch (const std::exception&) {
+    }
+    if (stages >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(stages, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const double sent = monotonic_seconds();
+  c.kill(SIGINT);
+  EXPECT_EQ(c.wait(20), 130);
+  EXPECT_LT(monotonic_seconds() - sent, 15);  // not after the 30 s sample
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "interrupted");
+  EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE layer = 'tcp'"), "interrupted");
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 8);  // the disk samples
+  for (const auto& e : std::filesystem::directory_iterator(t.path())) {
+    EXPECT_EQ(e.path().filename().string().find("chokepoint-run-"), std::string::npos);
+  }
 }
 
 TEST(LocalDiagnose, UsageErrors) {

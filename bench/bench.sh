@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Benchmarks chokepoint's probes against the peer tools on the same targets,
+# in the lab, in one run, and prints ratios (ours / peer; target >= 0.95):
+#   TCP:  our TCP stage vs iperf3 (single stream), each direction;
+#   disk: our disk stage vs fio (direct, 1 MiB, sequential write and read) on
+#         the server host's disk;
+#   memory: the agents' peak RSS moving 1 GiB files (target < 32 MiB), and the
+#         orchestrator's peak RSS with few and many samples (must not grow).
+# Usage (root): bench/bench.sh [--rate 1gbit] [--rounds 3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RATE=1gbit
+ROUNDS=3
+while (($#)); do
+  case "$1" in
+    --rate) RATE=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    *) echo "usage: $0 [--rate 1gbit] [--rounds N]" >&2; exit 2 ;;
+  esac
+done
+bash scripts/build.sh >/dev/null
+CP=./build/bin/chokepoint
+LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
+WORK=$(mktemp -d /tmp/chokepoint-bench.XXXXXX)
+IPERF_PID=
+cleanup() {
+  [ -n "$IPERF_PID" ] && kill "$IPERF_PID" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+$CP lab up --rate "$RATE" >/dev/null
+SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
+DISK_DIR=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["server"]["disk"]["dir"])' 2>/dev/null || echo "$LAB/server/disk")
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+median() { python3 -c 'import sys,statistics; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
+ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.3f}')" "$1" "$2"; }
+ours_row() {  # ours_row JSON KEY -> median bytes/s of that ladder row
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(r['median_bytes_per_s'] for r in d['ladder'] if r['key']==sys.argv[2]))" "$1" "$2"
+}
+
+echo "chokepoint benchmark: lab at rate $RATE, $ROUNDS rounds, $(date -u +%FT%TZ)"
+
+# --- TCP: iperf3 vs our TCP stage, alternating rounds --------------------------
+ip netns exec cp-server iperf3 -s -B 198.18.0.1 -p 5299 >/dev/null 2>&1 &
+IPERF_PID=$!
+sleep 1
+printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\n' >"$WORK/tcp.ini"
+declare -a ip_down ip_up our_down our_up
+for ((i = 0; i < ROUNDS; i++)); do
+  ip_down+=("$(ip netns exec cp-client iperf3 -c 198.18.0.1 -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  ip_up+=("$(ip netns exec cp-client iperf3 -c 198.18.0.1 -p 5299 -t 10 -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcp.ini" --json -q >"$WORK/tcp.json"
+  our_down+=("$(ours_row "$WORK/tcp.json" 'tcp:server->client:send')")
+  our_up+=("$(ours_row "$WORK/tcp.json" 'tcp:client->server:send')")
+done
+kill "$IPERF_PID"; IPERF_PID=
+for dir in down up; do
+  if [ $dir = down ]; then p=$(median "${ip_down[@]}"); o=$(median "${our_down[@]}"); label="server -> client";
+  else p=$(median "${ip_up[@]}"); o=$(median "${our_up[@]}"); label="client -> server"; fi
+  printf 'TCP %-17s iperf3 %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" \
+    "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
+done
+
+# --- Disk: fio vs our disk stage on the server host's disk ---------------------
+SIZE_MB=1024
+SETTLE=3  # s between writing and reading, for both tools (the disk stage's default)
+printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
+declare -a fio_w fio_r our_w our_r
+for ((i = 0; i < ROUNDS; i++)); do
+  if ((i % 2)); then  # alternate which tool goes first
+    $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q >"$WORK/disk.json"
+    our_w+=("$(ours_row "$WORK/disk.json" "disk:server:write:$((SIZE_MB << 20))")")
+    our_r+=("$(ours_row "$WORK/disk.json" "disk:server:read:$((SIZE_MB << 20))")")
+  fi
+  out=$("${SSH[@]}" cp-server "fio --name=bench --directory=$DISK_DIR --filename=fio-bench.$i --rw=write --bs=1M --direct=1 --size=${SIZE_MB}M --end_fsync=1 --output-format=json && sleep $SETTLE && fio --name=bench --directory=$DISK_DIR --filename=fio-bench.$i --rw=read --bs=1M --direct=1 --size=${SIZE_MB}M --output-format=json; rm -f $DISK_DIR/fio-bench.$i")
+  fio_w+=("$(echo "$out" | python3 -c 'import json,sys; t=sys.stdin.read(); a=t.index("{"); d=json.JSONDecoder().raw_decode(t[a:])[0]; print(d["jobs"][0]["write"]["bw_bytes"])')")
+  fio_r+=("$(echo "$out" | python3 -c 'import json,sys; t=sys.stdin.read(); b=t.rindex("\"fio version\""); a=t.rindex("{",0,b); d=json.JSONDecoder().raw_decode(t[a:])[0]; print(d["jobs"][0]["read"]["bw_bytes"])')")
+  if ((i % 2 == 0)); then
+    $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q >"$WORK/disk.json"
+    our_w+=("$(ours_row "$WORK/disk.json" "disk:server:write:$((SIZE_MB << 20))")")
+    our_r+=("$(ours_row "$WORK/disk.json" "disk:server:read:$((SIZE_MB << 20))")")
+  fi
+done
+for op in write read; do
+  if [ $op = write ]; then p=$(median "${fio_w[@]}"); o=$(median "${our_w[@]}");
+  else p=$(median "${fio_r[@]}"); o=$(median "${our_r[@]}"); fi
+  printf 'disk %-5s %s MiB     fio %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$op" "$SIZE_MB" \
+    "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
+done
+
+# --- Memory ------------------------------------------------------------------
+for role in server client; do
+  kb=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(h['facts']['agent_max_rss_kb'] for h in d['hosts'] if h['role']==sys.argv[2]))" "$WORK/disk.json" $role)
+  printf 'agent peak RSS (%s, 1 GiB files, 1 MiB blocks): %.1f MiB (target < 32)\n' $role "$(python3 -c "print($kb/1024)")"
+done
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n' 5 >"$WORK/few.ini"
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n' 500 >"$WORK/many.ini"
+for n in few many; do
+  /usr/bin/time -f '%M' -o "$WORK/rss.$n" $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/$n.ini" -q >/dev/null
+done
+printf 'orchestrator peak RSS: %s KiB with 20 samples, %s KiB with 2000 samples\n' "$(cat "$WORK/rss.few")" "$(cat "$WORK/rss.many")"

@@ -1,0 +1,160 @@
+// transfer_bench: moves one file between a local file (a tmpfs, so the local
+// side costs nothing) and a share through a chokepoint transfer driver,
+// exactly as the client agent does: connect, open, stream 1 MiB blocks,
+// close. bench/protocols.sh holds it against curl and smbclient.
+//
+//   transfer_bench --driver smb --url smb://198.18.0.1/ram --user cplab
+//                  --password-file /var/lib/chokepoint-lab/share_password
+//                  get run-1/a.dat /dev/shm/a.dat      (or: put LOCAL REMOTE, rm REMOTE)
+//
+// Prints one line: op, bytes, seconds (open to close, and whole run), MB/s,
+// XXH3 of the bytes moved, and the peak RSS (KiB).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "transfer/driver.h"
+
+namespace {
+
+using namespace cp;
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "transfer_bench: " << why
+            << "\nusage: transfer_bench --driver NAME --url URL [--user U] [--password-env VAR | "
+               "--password-file FILE] [--option k=v]... [--block SIZE] get REMOTE LOCAL | put "
+               "LOCAL REMOTE | rm REMOTE\n";
+  std::exit(2);
+}
+
+std::string read_password_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorKind::kConfig, "cannot read password file " + path);
+  std::string pw;
+  std::getline(in, pw);
+  return pw;
+}
+
+long peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+int run(int argc, char** argv) {
+  const double t0 = monotonic_seconds();
+  std::string driver_name, user, password;
+  transfer::Share share;
+  size_t block = 1 << 20;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--driver") {
+      driver_name = value();
+    } else if (a == "--url") {
+      share.url = value();
+    } else if (a == "--user") {
+      share.user = value();
+    } else if (a == "--password-env") {
+      const char* v = std::getenv(value().c_str());
+      share.password = v ? v : "";
+    } else if (a == "--password-file") {
+      share.password = read_password_file(value());
+    } else if (a == "--option") {
+      const std::string kv = value();
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) usage("--option takes key=value");
+      share.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else if (a == "--block") {
+      block = parse_size(value(), "--block");
+    } else if (!a.empty() && a[0] == '-') {
+      usage("unknown option " + a);
+    } else {
+      words.push_back(a);
+    }
+  }
+  if (driver_name.empty() || share.url.empty() || words.empty()) usage("missing arguments");
+  const std::string op = words[0];
+  if (!((op == "get" || op == "put") && words.size() == 3) && !(op == "rm" && words.size() == 2)) {
+    usage("say get REMOTE LOCAL, put LOCAL REMOTE or rm REMOTE");
+  }
+  CancelToken cancel;
+  auto driver = transfer::make_driver(driver_name);
+  auto session = driver->connect(share, cancel);
+  if (op == "rm") {
+    session->remove(words[1]);
+    return 0;
+  }
+  std::vector<char> buf(block);
+  Checksum sum;
+  uint64_t bytes = 0;
+  double t1 = 0, t2 = 0;
+  if (op == "get") {
+    const int fd = ::open(words[2].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(ErrorKind::kIo, words[2] + ": " + errno_text(errno));
+    t1 = monotonic_seconds();
+    auto f = session->open(words[1], transfer::Mode::kRead, 0);
+    while (size_t n = f->read(buf.data(), buf.size())) {
+      sum.update(buf.data(), n);
+      if (::write(fd, buf.data(), n) != static_cast<ssize_t>(n)) {
+        throw Error(ErrorKind::kIo, words[2] + ": " + errno_text(errno));
+      }
+      bytes += n;
+    }
+    f->close();
+    t2 = monotonic_seconds();
+    ::close(fd);
+  } else {
+    const int fd = ::open(words[1].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
+    t1 = monotonic_seconds();
+    auto f = session->open(words[2], transfer::Mode::kWrite, 0);
+    for (;;) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
+      if (n == 0) break;
+      sum.update(buf.data(), static_cast<size_t>(n));
+      f->write(buf.data(), static_cast<size_t>(n));
+      bytes += static_cast<uint64_t>(n);
+    }
+    f->close();
+    t2 = monotonic_seconds();
+    ::close(fd);
+  }
+  const double total = monotonic_seconds() - t0;
+  std::cout << fmt::format(
+      "op={} bytes={} seconds={:.6f} total_seconds={:.6f} mbps={:.1f} xxh3={} peak_rss_kib={}\n",
+      op, bytes, t2 - t1, total, t2 > t1 ? bytes / (t2 - t1) / kMB : 0.0, sum.hex(),
+      peak_rss_kib());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const cp::Error& e) {
+    std::cerr << "transfer_bench: " << cp::describe(e) << "\n";
+    return 1;
+  }
+}
