@@ -68,7 +68,12 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                          format_rate_bits(a.link_bits), "", "");
       continue;
     }
-    std::string vs = r.ratio > 0 ? fmt::format("{:.0f} % of link", r.ratio * 100) : "";
+    std::string vs;
+    if (r.ratio > 0) {
+      std::string below = "link";
+      if (const auto* b = analysis::find_row(a, r.below); b && r.below != "link") below = b->label;
+      vs = fmt::format("{:.0f} % of {}", r.ratio * 100, below);
+    }
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible) flags += " cache?";
