@@ -449,6 +449,21 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   if (type == "cpu_start") return do_cpu_start();
   if (type == "cpu_stop") return do_cpu_stop();
   if (type == "transfer") return do_transfer(req, id, cancel);
+  if (type == "sweep") {
+    transfer::Session& session = session_for(wire::get_object(req, "share"), cancel);
+    const uint64_t request = get_u64(req, "request");
+    if (request == 0 || request > (16u << 20)) {
+      throw Error(ErrorKind::kConfig, "sweep request size is outside 1 B .. 16 MiB");
+    }
+    probe::CpuSampler cpu;
+    cpu.start();
+    FileResult r = sweep_cell(
+        session, get_string(req, "remote"), parse_sweep_pattern(get_string(req, "pattern")),
+        static_cast<uint32_t>(request), get_u64(req, "bytes"), get_u64(req, "file_size"), cancel);
+    json::object out = file_json(r);
+    out["cpu"] = cpu_json(cpu.stop());
+    return out;
+  }
   if (type == "close_shares") {
     shares_.clear();
     return {};

@@ -178,4 +178,62 @@ FileResult transfer_write(transfer::Session& session, const std::string& local_p
   return r;
 }
 
+SweepPattern parse_sweep_pattern(const std::string& name) {
+  if (name == "seqread") return SweepPattern::kSeqRead;
+  if (name == "randread") return SweepPattern::kRandRead;
+  if (name == "seqwrite") return SweepPattern::kSeqWrite;
+  if (name == "randwrite") return SweepPattern::kRandWrite;
+  throw Error(ErrorKind::kPeer, fmt::format("message 'sweep': unknown pattern '{}'", name));
+}
+
+FileResult sweep_cell(transfer::Session& session, const std::string& remote, SweepPattern pattern,
+                      uint32_t request, uint64_t total, uint64_t file_size,
+                      const CancelToken& cancel) {
+  CP_CHECK(request > 0);
+  if (file_size < request) {
+    throw Error(ErrorKind::kConfig, fmt::format("sweep file of {} bytes is smaller than a {} byte "
+                                                "request",
+                                                file_size, request));
+  }
+  const bool write = pattern == SweepPattern::kSeqWrite || pattern == SweepPattern::kRandWrite;
+  const bool random = pattern == SweepPattern::kRandRead || pattern == SweepPattern::kRandWrite;
+  std::vector<char> buf(request);
+  if (write) fill_pattern(buf.data(), buf.size(), pattern_seed(remote), 0);
+  const uint64_t slots = file_size / request;
+  uint64_t state = pattern_seed(remote) | 1;  // xorshift64: deterministic offsets
+  auto next_offset = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return (state % slots) * request;
+  };
+  FileResult r;
+  const double start = monotonic_seconds();
+  auto file = session.open(remote, write ? transfer::Mode::kWrite : transfer::Mode::kRead,
+                           write ? file_size : 0);
+  while (r.bytes < total) {
+    cancel.check();
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(request, total - r.bytes));
+    if (write) {
+      if (random)
+        file->pwrite(buf.data(), n, next_offset());
+      else
+        file->write(buf.data(), n);
+      r.bytes += n;
+      continue;
+    }
+    size_t got;
+    if (random) {
+      got = file->pread(buf.data(), n, next_offset());
+    } else {
+      got = file->read(buf.data(), n);
+    }
+    if (got == 0) break;  // a sequential read hit the end of the file
+    r.bytes += got;
+  }
+  file->close();
+  r.seconds = monotonic_seconds() - start;
+  return r;
+}
+
 }  // namespace cp::agent

@@ -43,4 +43,14 @@ FileResult transfer_write(transfer::Session& session, const std::string& local_p
                           const std::string& remote, uint32_t block, const CancelToken& cancel,
                           const ProgressFn& progress);
 
+// One cell of the transfer-size sweep: `total` bytes in requests of
+// `request` bytes, sequential or at random request-aligned offsets within
+// the first `file_size` bytes. Reads use an existing remote file; writes
+// create `remote`.
+enum class SweepPattern { kSeqRead, kRandRead, kSeqWrite, kRandWrite };
+SweepPattern parse_sweep_pattern(const std::string& name);  // "seqread", ...
+FileResult sweep_cell(transfer::Session& session, const std::string& remote, SweepPattern pattern,
+                      uint32_t request, uint64_t total, uint64_t file_size,
+                      const CancelToken& cancel);
+
 }  // namespace cp::agent

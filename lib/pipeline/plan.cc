@@ -127,7 +127,19 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.proto_enabled = parse_bool(v, w); }},
         {"sizes", [](Plan& p, auto& v, auto& w) { p.proto_sizes = parse_sizes(v, w); }},
         {"count", [](Plan& p, auto& v, auto& w) { p.proto_count = parse_count(v, w, 1, 1000); }},
-        {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }}}},
+        {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }},
+        {"sweep", [](Plan& p, auto& v, auto& w) { p.sweep = parse_bool(v, w); }},
+        {"sweep_sizes",
+         [](Plan& p, auto& v, auto& w) {
+           p.sweep_sizes = parse_sizes(v, w);
+           for (auto s : p.sweep_sizes) {
+             if (s > (16u << 20)) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 16 MiB", w, s));
+             }
+           }
+         }},
+        {"sweep_bytes", [](Plan& p, auto& v, auto& w) { p.sweep_bytes = parse_size(v, w); }},
+        {"sweep_file", [](Plan& p, auto& v, auto& w) { p.sweep_file = parse_size(v, w); }}}},
       // [share NAME]: the setters act on the share being declared.
       {"share",
        {{"url",
@@ -309,6 +321,14 @@ void add_share_flag(Plan& plan, const std::string& flag) {
 }
 
 void validate(const Plan& plan) {
+  for (auto s : plan.sweep_sizes) {
+    if (plan.sweep && s > plan.sweep_file) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("[protocol] sweep_sizes has {} bytes, more than sweep_file ({})", s,
+                              plan.sweep_file),
+                  "raise sweep_file or lower the sizes");
+    }
+  }
   for (size_t i = 0; i < plan.shares.size(); ++i) {
     const SharePlan& s = plan.shares[i];
     const std::string at = fmt::format("share '{}' ({})", s.name, s.declared_at);
@@ -358,6 +378,8 @@ std::string plan_to_json(const Plan& p) {
   for (auto s : p.disk_sizes) sizes.push_back(s);
   json::array proto_sizes;
   for (auto s : p.proto_sizes) proto_sizes.push_back(s);
+  json::array sweep_sizes;
+  for (auto s : p.sweep_sizes) sweep_sizes.push_back(s);
   json::array shares;
   for (const auto& s : p.shares) {
     json::object opts;
@@ -394,7 +416,11 @@ std::string plan_to_json(const Plan& p) {
        {{"enabled", p.proto_enabled},
         {"sizes", proto_sizes},
         {"count", p.proto_count},
-        {"block", p.proto_block}}},
+        {"block", p.proto_block},
+        {"sweep", p.sweep},
+        {"sweep_sizes", sweep_sizes},
+        {"sweep_bytes", p.sweep_bytes},
+        {"sweep_file", p.sweep_file}}},
       {"shares", shares},
   };
   return json::serialize(o);

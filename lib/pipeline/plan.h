@@ -59,6 +59,12 @@ struct Plan {
   std::vector<uint64_t> proto_sizes = {10'000'000, 100'000'000};  // bytes per file
   int proto_count = 10;                                           // files per size and direction
   uint32_t proto_block = 1u << 20;  // bytes per driver read/write call
+  // Transfer-size sweep (QuickBench's table): per share, sequential and
+  // random reads and writes in requests of each size.
+  bool sweep = false;
+  std::vector<uint64_t> sweep_sizes = {4096, 16384, 65536, 262144, 1048576};
+  uint64_t sweep_bytes = 16u << 20;  // moved per cell
+  uint64_t sweep_file = 64u << 20;   // the file random requests land in
 
   std::string source;  // file it came from, or "(defaults)"
 };

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -216,6 +217,8 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
   }
 }
 
+json::object share_message(const SharePlan& share, const Agents& a);
+
 // One share through its protocol: for each size, `count` reads (a fresh
 // server file each, evicted from the server's page cache on disk shares,
 // read into the client's RAM dir) then `count` writes (a fresh client file
@@ -239,14 +242,7 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
   StageScope stage(obs, rec);
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
-  json::object share_msg{
-      {"name", share.name}, {"url", share.url}, {"driver", share.driver}, {"user", share.user}};
-  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) {
-    share_msg["password"] = it->second;
-  }
-  json::object opts;
-  for (const auto& [k, v] : share.options) opts[k] = v;
-  share_msg["options"] = opts;
+  const json::object share_msg = share_message(share, a);
   try {
     // The server's run directory inside the share; its name is the remote prefix.
     std::string prefix;
@@ -369,6 +365,115 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
   }
 }
 
+json::object share_message(const SharePlan& share, const Agents& a) {
+  json::object msg{
+      {"name", share.name}, {"url", share.url}, {"driver", share.driver}, {"user", share.user}};
+  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) msg["password"] = it->second;
+  json::object opts;
+  for (const auto& [k, v] : share.options) opts[k] = v;
+  msg["options"] = opts;
+  return msg;
+}
+
+// The transfer-size sweep of one share: for each request size, sequential
+// and random reads of one laid-out file, then sequential and random writes.
+// Patterns the driver cannot do (random access over FTP) are skipped with a note.
+void sweep_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObserver& obs,
+                 const CancelToken& cancel) {
+  StageRecord rec;
+  rec.layer = share.driver;
+  rec.where = share.medium;
+  json::array sizes;
+  for (auto s : plan.sweep_sizes) sizes.push_back(s);
+  rec.params_json = json::serialize(json::object{{"share", share.name},
+                                                 {"url", share.url},
+                                                 {"medium", share.medium},
+                                                 {"sweep", true},
+                                                 {"sizes", sizes},
+                                                 {"bytes", plan.sweep_bytes},
+                                                 {"file", plan.sweep_file}});
+  rec.started_at = wall_seconds();
+  StageScope stage(obs, rec);
+  const json::object share_msg = share_message(share, a);
+  const bool has_server = !share.server_dir.empty();
+  try {
+    std::string prefix;
+    const std::string source = "sweep-source.dat";
+    if (has_server) {
+      json::object p =
+          a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
+      const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
+      prefix = made.substr(made.rfind('/') + 1) + "/";
+      a.server.call("make_file",
+                    {{"dir", share.server_dir},
+                     {"name", source},
+                     {"size", plan.sweep_file},
+                     {"evict", share.medium == "disk"},
+                     {"shared", true}},
+                    kCallTimeout, {}, &cancel);
+    }
+    std::set<std::string> unsupported;
+    int seq = 0;
+    const int cells = static_cast<int>(plan.sweep_sizes.size() * 4);
+    for (uint64_t request : plan.sweep_sizes) {
+      for (const char* pattern : {"seqread", "randread", "seqwrite", "randwrite"}) {
+        cancel.check();
+        if (unsupported.count(pattern)) continue;
+        const bool write = std::string(pattern).find("write") != std::string::npos;
+        const std::string file = write ? fmt::format("sweep-{}-{}.dat", pattern, request) : source;
+        SampleRecord s;
+        s.op = std::string("sweep-") + pattern;
+        s.size = request;
+        s.started_at = wall_seconds();
+        if (has_server) a.server.call("cpu_start", {}, 30);
+        json::object r;
+        try {
+          r = a.client.call("sweep",
+                            {{"share", share_msg},
+                             {"remote", prefix + file},
+                             {"pattern", pattern},
+                             {"request", request},
+                             {"bytes", plan.sweep_bytes},
+                             {"file_size", plan.sweep_file}},
+                            kCallTimeout, {}, &cancel);
+        } catch (const Error& e) {
+          if (e.kind() == ErrorKind::kCancelled) throw;
+          if (has_server) a.server.call("cpu_stop", {}, 30);
+          if (e.kind() == ErrorKind::kUnsupported) {
+            unsupported.insert(pattern);
+            obs.on_note(fmt::format("{} sweep: {} skipped: {}", share.name, pattern, e.what()));
+            continue;
+          }
+          s.seq = ++seq;
+          s.error = e.what();
+          obs.on_sample(stage.id(), s);
+          throw;
+        }
+        json::object cpu{{"client", wire::get_object(r, "cpu")}};
+        if (has_server) {
+          cpu["server"] = a.server.call("cpu_stop", {}, 30);
+          if (write) a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+        }
+        s.seq = ++seq;
+        s.bytes = wire::get_u64(r, "bytes");
+        s.seconds = wire::get_double(r, "seconds");
+        s.details_json = json::serialize(
+            json::object{{"share", share.name}, {"pattern", pattern}, {"request", request}});
+        s.cpu_json = json::serialize(cpu);
+        obs.on_sample(stage.id(), s);
+        obs.on_progress({fmt::format("{} sweep {} {}", share.driver, pattern, format_size(request)),
+                         seq, cells, s.bytes, s.seconds, true});
+      }
+    }
+    if (has_server) a.server.call("remove_file", {{"dir", share.server_dir}, {"name", source}}, 30);
+    stage.end(kComplete);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    stage.end(kFailed, describe(e));
+    obs.on_note(fmt::format("{} sweep ({}) failed: {}", share.driver, share.name, describe(e)));
+  }
+}
+
 std::string net_address(const json::object& facts) {
   auto it = facts.find("net");
   if (it == facts.end() || !it->value().is_object()) return {};
@@ -410,7 +515,9 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
     // Stage 3 (RAM shares) before stage 4 (disk shares): bottom layer first.
     for (const char* medium : {"ram", "disk"}) {
       for (const auto& share : plan.shares) {
-        if (share.medium == medium) protocol_stage(plan, share, a, obs, cancel);
+        if (share.medium != medium) continue;
+        protocol_stage(plan, share, a, obs, cancel);
+        if (plan.sweep) sweep_stage(plan, share, a, obs, cancel);
       }
     }
   }

@@ -166,6 +166,41 @@ TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
   EXPECT_TRUE(fs::is_empty(dir_));
 }
 
+TEST_F(RunnerTest, SweepRecordsEachRequestSizeAndSkipsWhatTheDriverCannotDo) {
+  plan_.disk_enabled = false;
+  plan_.tcp_enabled = false;
+  plan_.proto_sizes = {1u << 20};
+  plan_.proto_count = 1;
+  plan_.sweep = true;
+  plan_.sweep_sizes = {4096, 65536};
+  plan_.sweep_bytes = 1u << 20;
+  SharePlan share;
+  share.name = "nothing";
+  share.url = "null:";
+  share.driver = "null";
+  share.medium = "ram";
+  share.options["size"] = "4MiB";
+  plan_.shares.push_back(share);
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  EXPECT_NE(rec.stages[1].params_json.find("\"sweep\":true"), std::string::npos);
+  EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
+  // The null driver reads and writes sequentially only.
+  ASSERT_EQ(rec.samples[2].size(), 4u);
+  std::vector<std::string> cells;
+  for (const auto& s : rec.samples[2]) {
+    cells.push_back(s.op + "/" + std::to_string(s.size));
+    EXPECT_EQ(s.bytes, 1u << 20) << s.op;
+  }
+  EXPECT_EQ(cells, (std::vector<std::string>{"sweep-seqread/4096", "sweep-seqwrite/4096",
+                                             "sweep-seqread/65536", "sweep-seqwrite/65536"}));
+  int skipped = 0;
+  for (const auto& n : rec.notes) skipped += n.find("skipped") != std::string::npos;
+  EXPECT_EQ(skipped, 2);  // randread and randwrite, said once each
+}
+
 TEST_F(RunnerTest, AFailingShareIsRecordedAndTheNextShareRuns) {
   plan_.disk_enabled = false;
   plan_.tcp_enabled = false;

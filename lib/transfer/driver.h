@@ -30,7 +30,8 @@ struct Capabilities {
   bool read = true;
   bool write = true;
   bool remove = true;
-  bool random_access = false;  // pread at offsets (the transfer-size sweep's random mode)
+  bool random_access = false;  // pread at offsets (the transfer-size sweep's random reads)
+  bool random_write = false;   // pwrite at offsets (its random writes)
 };
 
 enum class Mode { kRead, kWrite };
@@ -43,6 +44,8 @@ class File {
   virtual size_t read(char* buf, size_t n) = 0;
   // Reads at an offset (random_access drivers only).
   virtual size_t pread(char* buf, size_t n, uint64_t offset);
+  // Writes at an offset (random_write drivers only).
+  virtual void pwrite(const char* buf, size_t n, uint64_t offset);
   // Writes all n bytes (may buffer up to the driver's bounded window).
   virtual void write(const char* buf, size_t n) = 0;
   // Flushes, waits for every outstanding request, closes; throws on failure.

@@ -23,6 +23,10 @@ size_t File::pread(char*, size_t, uint64_t) {
   throw Error(ErrorKind::kUnsupported, "this protocol driver reads sequentially only");
 }
 
+void File::pwrite(const char*, size_t, uint64_t) {
+  throw Error(ErrorKind::kUnsupported, "this protocol driver writes sequentially only");
+}
+
 const std::vector<std::string>& driver_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
