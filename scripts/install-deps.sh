@@ -16,6 +16,11 @@ pkgs=(
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
   # and the peer clients the protocol benchmark is held against
   libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
+  # HTML reports: the test renders them in headless Chromium
+  chromium
+  # afp driver: libFuzzer + sanitizers for scripts/fuzz-afp.sh (libssl-dev above
+  # gives libcrypto; CAST5 comes from libssl3's legacy provider)
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -435,6 +435,7 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   if (type == "facts") {
     probe::FactsRequest f{wire::opt_string(req, "ram_dir"), wire::opt_string(req, "disk_dir"),
                           wire::opt_string(req, "peer_address")};
+    f.samba_conf = wire::opt_string(req, "samba_conf");
     return probe::collect_facts(f);
   }
   if (type == "prepare") return do_prepare(req);

@@ -4,6 +4,8 @@
 // documents them for users.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ constexpr double kShortTcp = 0.80;       // TCP under 80 % of the link: the netw
 constexpr double kCoreSaturated = 90;    // % busy of one core: CPU-bound
 constexpr double kWindowLimited = 0.20;  // tcp_info limited for > 20 % of busy time
 constexpr double kMinCpuWindow = 0.5;    // s: shorter CPU windows are not evidence
+constexpr double kFasterThanBeneath = 1.05;  // a layer > 5 % above the one beneath: cache suspected
+constexpr double kAboveLink = 1.05;          // TCP > 5 % above the nominal link: no real ceiling
+constexpr uint64_t kGoodReadaheadKb = 2048;  // readahead at or above this: no readahead hint
 
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
@@ -40,18 +45,52 @@ struct Row {
   double rwnd_limited_frac = -1;  // of busy time; -1 when unknown
   double sndbuf_limited_frac = -1;
   uint64_t retransmits = 0;
+  double rtt_us = 0;  // median of the sender's smoothed RTT over samples, µs; 0 when unknown
+  // The successful samples behind `rate`, in stored order: bytes/s and their
+  // ids in the store (0 when not stored), so every figure can be traced.
+  std::vector<double> samples;
+  std::vector<int64_t> sample_ids;
+  // The figure may come from a cache rather than the layer: why, or "".
+  bool cache_suspected = false;
+  std::string cache_reason;
+  // Protocol rows: what the client driver recorded (first sample's
+  // details "properties": requested dialect, max_read_size, mount options).
+  std::map<std::string, std::string> properties;
 };
 
 struct Finding {
   std::string path;   // "server -> client" | "client -> server" | "tcp" | "cache" ...
   std::string layer;  // the capping layer: "network", "tcp", "cpu", "server disk", ...
-  std::string text;   // one sentence with the numbers that show it
+  std::string text;   // one sentence with the numbers that show it (hints included)
+  // The evidence, for charts and JSON: the keys of the rows on this path in
+  // data order (a bar each), the row that caps it ("" when none), and the
+  // ratio the verdict rests on (capping layer / layer beneath; 0: none).
+  std::vector<std::string> rows;
+  std::string cap;
+  double ratio = 0;
+  // Tuning hints that fit the evidence, each citing the number that triggered
+  // it (they are also part of `text`).
+  std::vector<std::string> hints;
+};
+
+// What the verdict cites from one host's facts (see lib/probe/sysinfo.h);
+// empty/zero/-1 when the facts do not say.
+struct HostFacts {
+  std::string hostname;
+  uint64_t memory_bytes = 0;
+  int mtu = 0;
+  std::string disk_device;  // the disk behind disk_dir: "sda"
+  int64_t read_ahead_kb = -1;
+  std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
+  bool samba_known = false;                        // a Samba config was read
+  std::map<std::string, std::string> samba;        // its [global] parameters
 };
 
 struct Analysis {
   double link_bits = 0;     // nominal link speed, bit/s; 0 when unknown
   std::string link_source;  // "plan", "tbf on cpd-c", "interface speed of eth0"
   int server_mtu = 0, client_mtu = 0;
+  HostFacts server, client;
   std::vector<Row> rows;
   std::string headline;  // the verdict in one sentence
   std::vector<Finding> findings;
@@ -61,5 +100,12 @@ Analysis analyze(const RunRecord& run);
 
 // Finds a row by key; nullptr when absent.
 const Row* find_row(const Analysis& a, const std::string& key);
+
+// The facts of `role` ("server" | "client") that the rules cite.
+const HostFacts& host_facts(const Analysis& a, const std::string& role);
+
+// The largest value of "4096 131072 6291456" (tcp_rmem/wmem) or of a single
+// number; 0 when `text` holds none.
+uint64_t max_of_sysctl(const std::string& text);
 
 }  // namespace cp::analysis

@@ -19,6 +19,11 @@ class RunBuilder {
                      role, mtu, speed_mbit, shaped)});
     return *this;
   }
+  // A host with facts given as JSON (memory, tcp_sysctls, samba, disk device).
+  RunBuilder& raw_host(const std::string& role, const std::string& facts_json) {
+    run_.hosts.push_back({role, role, facts_json});
+    return *this;
+  }
   RunBuilder& disk(const std::string& where, const std::string& op, uint64_t size,
                    std::vector<double> mbps, bool cache = false) {
     StageRecord& st = stage("disk", where);
@@ -44,9 +49,9 @@ class RunBuilder {
       s.seconds = 2;
       s.bytes = static_cast<uint64_t>(v * 1e6 * 2);
       s.details_json = fmt::format(
-          R"({{"tcp_info":{{"available":true,"busy_s":2,"rwnd_limited_s":{},"sndbuf_limited_s":0,)"
-          R"("retransmits":{}}}}})",
-          2 * rwnd_frac, retrans);
+          R"({{"tcp_info":{{"available":true,"busy_s":2,"rwnd_limited_s":{},"sndbuf_limited_s":{},)"
+          R"("retransmits":{},"rtt_us":{}}}}})",
+          2 * rwnd_frac, 2 * sndbuf_frac_, retrans, rtt_us_);
       s.cpu_json = fmt::format(R"({{"server":{{"seconds":{},"core_busy_pct":[{},5],)"
                                R"("top":[{{"comm":"chokepoint-agen","cpu_pct":{}}}]}},)"
                                R"("client":{{"seconds":2,"core_busy_pct":[10,5],"top":[]}}}})",
@@ -68,6 +73,7 @@ class RunBuilder {
       s.cpu_json = fmt::format(
           R"({{"server":{{"seconds":2,"core_busy_pct":[{},3],"top":[{{"comm":"{}","cpu_pct":{}}}]}}}})",
           server_core, process, server_core);
+      s.details_json = proto_details_;
       st.samples.push_back(s);
     }
     return *this;
@@ -76,7 +82,27 @@ class RunBuilder {
     cpu_window_s_ = s;
     return *this;
   }
-  RunRecord build() { return run_; }
+  RunBuilder& rtt_us(double us) {
+    rtt_us_ = us;
+    return *this;
+  }
+  RunBuilder& sndbuf_frac(double f) {
+    sndbuf_frac_ = f;
+    return *this;
+  }
+  // Details of the protocol samples added next (e.g. their "properties").
+  RunBuilder& proto_details(const std::string& json) {
+    proto_details_ = json;
+    return *this;
+  }
+  // Numbers the samples as the store would.
+  RunRecord build() {
+    RunRecord r = run_;
+    int64_t id = 1;
+    for (auto& st : r.stages)
+      for (auto& s : st.samples) s.id = id++;
+    return r;
+  }
 
  private:
   StageRecord& stage(const std::string& layer, const std::string& where) {
@@ -91,6 +117,10 @@ class RunBuilder {
   }
   RunRecord run_;
   double cpu_window_s_ = 2;
+  double rtt_us_ = 0;
+  double sndbuf_frac_ = 0;
+  std::string proto_details_;
+  int64_t next_id_ = 1;
 };
 
 const Finding* finding(const Analysis& a, const std::string& path) {
@@ -201,7 +231,8 @@ TEST(Ladder, ProtocolAtTcpCeilingNamesTheLayerBeneath) {
                       .tcp("server->client", {117})
                       .proto("ftp", "ram", "read", {112})
                       .build();
-  const Finding* f = finding(analyze(run), "ftp ram read");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network");
   EXPECT_NE(f->text.find("at TCP's ceiling"), std::string::npos) << f->text;
@@ -214,11 +245,12 @@ TEST(Ladder, StarvedProtocolServerIsCpuBound) {
                       .tcp("server->client", {2000})
                       .proto("smb", "ram", "read", {300}, 100, "smbd")
                       .build();
-  const Finding* f = finding(analyze(run), "smb ram read");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "smb (cpu)");
-  EXPECT_NE(f->text.find("the SMB layer caps it; the server is CPU-bound: a core at 100 % (smbd at "
-                         "100 %)"),
+  EXPECT_NE(f->text.find("the SMB layer caps it; CPU-bound on the server: smbd at 100 % (a core "
+                         "100 % busy)"),
             std::string::npos)
       << f->text;
 }
@@ -358,6 +390,235 @@ TEST(Ladder, PlanLinkOverridesInterfaces) {
   EXPECT_DOUBLE_EQ(a.link_bits, 1e9);
   EXPECT_EQ(a.link_source, "set in the plan");
   EXPECT_NE(a.headline.find("no verdict"), std::string::npos);
+}
+
+TEST(Ladder, RowsKeepTheirSamplesAndIds) {
+  RunRecord run = seed_run();
+  Analysis a = analyze(run);
+  const Row* tcp = find_row(a, "tcp:client->server:send");
+  ASSERT_NE(tcp, nullptr);
+  ASSERT_EQ(tcp->samples.size(), 3u);
+  EXPECT_NEAR(tcp->samples[1], 116e6, 1);
+  // The ids are those of the stored samples the figures came from.
+  const StageRecord& st = run.stages.back();
+  ASSERT_EQ(st.layer, "tcp");
+  ASSERT_EQ(tcp->sample_ids.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(tcp->sample_ids[i], st.samples[i].id);
+  EXPECT_GT(tcp->sample_ids[0], 0);
+}
+
+TEST(Ladder, FindingsNameTheirRowsAndCap) {
+  Analysis a = analyze(seed_protocol_run());
+  const Finding* down = finding(a, "server -> client");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->rows,
+            (std::vector<std::string>{"disk:server:read:100000000", "link",
+                                      "tcp:server->client:send", "disk:client:write:100000000"}));
+  EXPECT_EQ(down->cap, "disk:server:read:100000000");
+  EXPECT_NEAR(down->ratio, 75.6 / 93, 1e-3);  // against the next layer up, the client disk
+  const Finding* smb = finding(a, "smb disk read");
+  ASSERT_NE(smb, nullptr);
+  EXPECT_EQ(smb->rows, (std::vector<std::string>{
+                           "disk:server:read:100000000", "link", "tcp:server->client:send",
+                           "smb:ram:read:100000000", "smb:disk:read:100000000"}));
+  EXPECT_EQ(smb->cap, "smb:disk:read:100000000");
+  EXPECT_NEAR(smb->ratio, 38.3 / 49.65, 1e-3);
+  // TCP at the network's ceiling: the link is what caps it.
+  const Finding* tcp = finding(a, "tcp");
+  ASSERT_NE(tcp, nullptr);
+  EXPECT_EQ(tcp->cap, "link");
+  for (const auto& f : a.findings)
+    for (const auto& key : f.rows) EXPECT_NE(find_row(a, key), nullptr) << key;
+}
+
+TEST(Ladder, ReadaheadHintCitesTheDevice) {
+  auto run_with = [](int read_ahead_kb) {
+    return RunBuilder()
+        .raw_host("server",
+                  fmt::format(R"({{"net":{{"mtu":1500,"speed_mbit":1000}},)"
+                              R"("disk_dir":{{"device":{{"disk":"sdb","read_ahead_kb":{}}}}}}})",
+                              read_ahead_kb))
+        .host("client", 1500, 1000)
+        .disk("server", "read", 100'000'000, {75.6})
+        .tcp("server->client", {117})
+        .disk("client", "write", 100'000'000, {300})
+        .build();
+  };
+  const Finding* f = nullptr;
+  Analysis small = analyze(run_with(128));
+  f = finding(small, "server -> client");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->hints.size(), 1u);
+  EXPECT_EQ(f->hints[0],
+            "the server disk reads 75.6 MB/s: raise its readahead (now 128 KiB on sdb) with "
+            "`blockdev --setra 4096 /dev/sdb` (2 MiB) or `hdparm -a 4096 /dev/sdb`");
+  EXPECT_NE(f->text.find(f->hints[0]), std::string::npos);
+  // Already large: no hint, the disk itself is named.
+  Analysis big = analyze(run_with(4096));
+  f = finding(big, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->hints.empty());
+  EXPECT_NE(f->text.find("readahead is already 4096 KiB on sdb: the disk itself is the limit"),
+            std::string::npos)
+      << f->text;
+}
+
+TEST(Ladder, ShortTcpHintsCiteBuffersAndBdp) {
+  // 1 Gbit/s at 40 ms RTT needs a 5 MB window; the client (the receiver of
+  // server -> client) allows 4 MiB.
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":1000},"tcp_sysctls":{)"
+                    R"("net.ipv4.tcp_wmem":"4096 16384 4194304","net.core.wmem_max":"212992"}})")
+          .raw_host("client",
+                    R"({"net":{"mtu":1500,"speed_mbit":1000},"tcp_sysctls":{)"
+                    R"("net.ipv4.tcp_rmem":"4096 131072 4194304","net.core.rmem_max":"212992"}})")
+          .rtt_us(40000)
+          .sndbuf_frac(0.5)
+          .tcp("server->client", {40, 41, 39})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "tcp");
+  ASSERT_EQ(f->hints.size(), 2u) << f->text;
+  EXPECT_EQ(f->hints[0],
+            "the client's tcp_rmem max 4194304 bytes is below the bandwidth-delay product 5000000 "
+            "bytes (1 Gbit/s x 40.00 ms RTT): raise the client's receive buffer max (now "
+            "net.ipv4.tcp_rmem = \"4096 131072 4194304\", net.core.rmem_max = 212992)");
+  EXPECT_EQ(f->hints[1],
+            "send-buffer-limited 50 %: raise the server's send buffer max (now net.ipv4.tcp_wmem = "
+            "\"4096 16384 4194304\", net.core.wmem_max = 212992)");
+  EXPECT_NE(f->text.find("send-buffer-limited 50 % of the time"), std::string::npos);
+}
+
+TEST(Ladder, ShortTcpWithoutEvidenceSuggestsJumboFrames) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {16.6})  // seed 004: 133 Mbit/s on gigabit
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->hints.size(), 1u);
+  EXPECT_NE(f->hints[0].find("MTU is 1500 on both ends: try jumbo frames"), std::string::npos);
+}
+
+TEST(Ladder, MtuMismatchHint) {
+  RunRecord run = RunBuilder()
+                      .host("server", 9000, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {30})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->hints.size(), 1u);
+  EXPECT_EQ(f->hints[0],
+            "MTU 9000 on the server but 1500 on the client: set the same MTU on both ends and "
+            "every switch between them");
+}
+
+TEST(Ladder, SmbHintCitesTheServerConfig) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":1000},"samba":{"sha256":"x","global":{)"
+                    R"("smb2 max read":"65536","max xmit":"65535"}}})")
+          .host("client", 1500, 1000)
+          .tcp("server->client", {117})
+          .proto_details(R"({"properties":{"max_read_size":"65536"}})")
+          .proto("smb", "ram", "read", {49.1, 50.2})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->hints.size(), 1u);
+  EXPECT_EQ(f->hints[0],
+            "at 42 % of TCP, for SMB2/3 raise `smb2 max read` and `aio read size` (server config: "
+            "smb2 max read = 65536, aio read size = default) (`max xmit` only affects SMB1: this "
+            "config's max xmit = 65535 does nothing here); the client asked for 64 KiB per "
+            "request: raise the share's io_size option");
+}
+
+TEST(Ladder, ProtocolFasterThanTheDiskIsCacheSuspected) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100})
+                      .disk("server", "read", 100'000'000, {150})
+                      .proto("ftp", "ram", "read", {900})
+                      .proto("ftp", "disk", "read", {800})
+                      .build();
+  Analysis a = analyze(run);
+  const Row* r = find_row(a, "ftp:disk:read:100000000");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->cache_suspected);
+  const Finding* cache = finding(a, "cache");
+  ASSERT_NE(cache, nullptr);
+  EXPECT_NE(cache->text.find("cache suspected: FTP from disk read, 100 MB files moves 800 MB/s, "
+                             "faster than the server disk reads (150 MB/s)"),
+            std::string::npos)
+      << cache->text;
+  // The verdict built on it says it is not trusted.
+  const Finding* v = finding(a, "ftp disk read");
+  ASSERT_NE(v, nullptr);
+  EXPECT_NE(v->text.find("cache suspected for FTP from disk read, 100 MB files, so that figure is "
+                         "not trusted."),
+            std::string::npos)
+      << v->text;
+  EXPECT_FALSE(find_row(a, "ftp:ram:read:100000000")->cache_suspected);
+}
+
+TEST(Ladder, FilesThatFitInRamWithoutODirectAreCacheSuspected) {
+  auto run_with = [](uint64_t memory) {
+    RunRecord run = RunBuilder()
+                        .raw_host("server", fmt::format(R"({{"memory_bytes":{}}})", memory))
+                        .disk("server", "read", 100'000'000, {900}, /*cache=*/true)
+                        .build();
+    return analyze(run);
+  };
+  Analysis fits = run_with(16'000'000'000);
+  EXPECT_TRUE(find_row(fits, "disk:server:read:100000000")->cache_suspected);
+  const Finding* c = finding(fits, "cache");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->text.find("the 100 MB files fit in the server's 16 GB of RAM"), std::string::npos)
+      << c->text;
+  // The path verdict resting on it is flagged.
+  EXPECT_NE(finding(fits, "server -> client")->text.find("not trusted"), std::string::npos);
+  // Bigger than RAM: noted, not suspected.
+  Analysis big = run_with(64'000'000);
+  EXPECT_FALSE(find_row(big, "disk:server:read:100000000")->cache_suspected);
+  c = finding(big, "cache");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->text.find("larger than the server's RAM (64 MB)"), std::string::npos) << c->text;
+  EXPECT_EQ(finding(big, "server -> client")->text.find("not trusted"), std::string::npos);
+}
+
+TEST(Ladder, SaturatedCoreOutsideTheCapIsNamed) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117})
+                      .disk("client", "write", 100'000'000, {400})
+                      .build();
+  // The client's disk writes burn a core (e.g. dm-crypt) without capping.
+  for (auto& st : run.stages) {
+    if (st.layer != "disk") continue;
+    for (auto& s : st.samples) {
+      s.cpu_json =
+          R"({"client":{"seconds":1,"core_busy_pct":[97,3],"top":[{"comm":"kcryptd","cpu_pct":96}]}})";
+    }
+  }
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "server -> client")->layer, "network");
+  const Finding* cpu = finding(a, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->text,
+            "client disk write, 100 MB files moves 400 MB/s while CPU-bound on the client: kcryptd "
+            "at 96 % (a core 97 % busy).");
 }
 
 }  // namespace

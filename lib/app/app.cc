@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "analysis/ladder.h"
+#include "app/report_commands.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -43,6 +44,8 @@ commands:
   diagnose   measure disk and TCP between a server and a client, store and judge it
   history    list stored runs
   show RUN   print a stored run's report (RUN: id, label, or "latest")
+  compare A B  hold run B against run A: what changed, whether it is real, what differs
+  export RUN   every sample of a run as CSV or JSON
   lab        up | status | down: the built-in two-host lab (network namespaces)
   version    print the version
 
@@ -213,7 +216,9 @@ int diagnose(const std::vector<std::string>& args) {
       "plan", po::value<std::string>(), "plan file (see examples/plan.ini)")(
       "label", po::value<std::string>()->default_value(""), "a label stored with the run")(
       "db", po::value<std::string>(), "SQLite database (default: under $XDG_DATA_HOME)")(
-      "json", "print the report as JSON")("ssh-config", po::value<std::string>(),
+      "json", "print the report as JSON")(
+      "html", po::value<std::string>(), "also write a self-contained HTML report to FILE")(
+      "ssh-config", po::value<std::string>(),
                                           "SSH config file (default ~/.ssh/config)")(
       "accept-new-host-keys", "add unknown host keys to known_hosts (changed keys stay refused)")(
       "share", po::value<std::vector<std::string>>()->composing(),
@@ -322,6 +327,7 @@ int diagnose(const std::vector<std::string>& args) {
   store.end_run(run_id, status, error);
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
   print_run(store, run_id, as_json);
+  if (vm.count("html")) write_run_html(store, run_id, vm["html"].as<std::string>());
   return rc;
 }
 
@@ -367,7 +373,8 @@ int history(const std::vector<std::string>& args) {
 int show(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint show RUN [options]");
   desc.add_options()("help,h", "this help")("run", po::value<std::string>(), "run id or label")(
-      "db", po::value<std::string>(), "SQLite database")("json", "print as JSON");
+      "db", po::value<std::string>(), "SQLite database")("json", "print as JSON")(
+      "html", po::value<std::string>(), "also write a self-contained HTML report to FILE");
   po::positional_options_description pos;
   pos.add("run", 1);
   auto vm = parse(desc, args, &pos);
@@ -381,7 +388,9 @@ int show(const std::vector<std::string>& args) {
                 "or a label from `chokepoint history`");
   }
   Store store(db_path(vm));
-  print_run(store, store.resolve(vm["run"].as<std::string>()), vm.count("json") > 0);
+  const int64_t id = store.resolve(vm["run"].as<std::string>());
+  print_run(store, id, vm.count("json") > 0);
+  if (vm.count("html")) write_run_html(store, id, vm["html"].as<std::string>());
   return 0;
 }
 
@@ -399,13 +408,15 @@ int main(int argc, char** argv) {
     if (cmd == "diagnose") return diagnose(args);
     if (cmd == "history") return history(args);
     if (cmd == "show") return show(args);
+    if (cmd == "compare") return compare_command(args, std::cout);
+    if (cmd == "export") return export_command(args, std::cout);
     if (cmd == "lab") return lab::run_lab_command(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
       return 0;
     }
     throw Error(ErrorKind::kUsage, fmt::format("unknown command '{}'", cmd),
-                "commands are diagnose, history, show, lab, version");
+                "commands are diagnose, history, show, compare, export, lab, version");
   } catch (const Error& e) {
     std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? 2 : 1;

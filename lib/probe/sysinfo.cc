@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
+#include <openssl/evp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
@@ -89,8 +91,9 @@ std::optional<uint64_t> json_rate(const json::value* v) {
   return static_cast<uint64_t>(d);
 }
 
-// tc lives in /sbin, often outside an unprivileged PATH.
-std::string find_tc() {
+// tc and testparm live in /sbin or /usr/bin, the former often outside an
+// unprivileged PATH.
+std::string find_program(const std::string& name) {
   std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
   path += ":/usr/sbin:/sbin:/usr/bin:/bin";
   size_t pos = 0;
@@ -100,7 +103,7 @@ std::string find_tc() {
     std::string dir = path.substr(pos, end - pos);
     pos = end + 1;
     if (dir.empty()) continue;
-    std::string candidate = dir + "/tc";
+    std::string candidate = dir + "/" + name;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return {};
@@ -108,7 +111,7 @@ std::string find_tc() {
 
 // Shaping configured on interface `name`, bit/s; null when none or tc is unavailable.
 json::value shaped_rate(const std::string& name) {
-  const std::string tc = find_tc();
+  const std::string tc = find_program("tc");
   if (tc.empty()) return nullptr;
   std::optional<uint64_t> rate;
   try {
@@ -311,7 +314,110 @@ json::value dir_facts(const char* role, const std::string& path, bool with_devic
   return o;
 }
 
+// "a\tb  c\n" -> "a b c".
+std::string squeeze_spaces(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty()) out += ' ';
+    space = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace
+
+json::object tcp_sysctl_facts(const std::string& proc_root) {
+  json::object o;
+  for (const char* key : {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
+                          "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
+                          "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}) {
+    std::string file = proc_root + "/sys/" + key;
+    std::replace(file.begin() + static_cast<std::ptrdiff_t>(proc_root.size() + 5), file.end(), '.',
+                 '/');
+    std::string text;
+    o[key] = read_text_file(file, &text) ? str_or_null(squeeze_spaces(text)) : json::value(nullptr);
+  }
+  return o;
+}
+
+json::object parse_samba_globals(std::string_view text) {
+  json::object o;
+  bool in_global = false;
+  std::string pending;  // a line continued with '\'
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string line = trim(text.substr(pos, eol - pos));
+    pos = eol + 1;
+    if (!pending.empty()) {
+      line = pending + line;
+      pending.clear();
+    }
+    if (!line.empty() && line.back() == '\\') {
+      pending = line.substr(0, line.size() - 1);
+      continue;
+    }
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      const size_t close = line.find(']');
+      in_global = close != std::string::npos && lower(trim(line.substr(1, close - 1))) == "global";
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (!in_global || eq == std::string::npos) continue;
+    const std::string name = lower(squeeze_spaces(line.substr(0, eq)));
+    if (!name.empty()) o[name] = trim(std::string_view(line).substr(eq + 1));
+  }
+  return o;
+}
+
+std::string sha256_hex(std::string_view text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  CP_CHECK(EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr) == 1);
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
+json::value samba_facts(const std::string& conf_path) {
+  const std::string path = conf_path.empty() ? "/etc/samba/smb.conf" : conf_path;
+  std::string text;
+  if (!read_text_file(path, &text)) {
+    if (conf_path.empty()) return nullptr;
+    return json::object{{"config_path", path},
+                        {"error", fmt::format("cannot read {}: {}", path, errno_text(errno))}};
+  }
+  std::string source = "file";
+  if (const std::string testparm = find_program("testparm"); !testparm.empty()) {
+    try {
+      // testparm resolves includes and drops defaults, so two configs that
+      // mean the same hash the same. It exits 1 on warnings yet prints.
+      RunResult r = run_command({testparm, "-s", "--suppress-prompt", path}, "", 20);
+      if (r.out.find("[global]") != std::string::npos) {
+        text = r.out;
+        source = "testparm";
+      }
+    } catch (const Error&) {
+    }
+  }
+  return json::object{{"config_path", path},
+                      {"source", source},
+                      {"sha256", sha256_hex(text)},
+                      {"global", parse_samba_globals(text)}};
+}
 
 json::value block_device_facts(unsigned maj, unsigned min, const std::string& sys_root) {
   char resolved[PATH_MAX];
@@ -462,6 +568,8 @@ json::object collect_facts(const FactsRequest& req) {
       req.peer_address.empty() ? json::value(nullptr) : json::value(net_facts(req.peer_address));
   f["ram_dir"] = std::move(ram);
   f["disk_dir"] = std::move(disk);
+  f["tcp_sysctls"] = tcp_sysctl_facts();
+  f["samba"] = samba_facts(req.samba_conf);
   return f;
 }
 

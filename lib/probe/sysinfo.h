@@ -18,6 +18,9 @@ struct FactsRequest {
   std::string ram_dir;       // directory for RAM-backed files (tmpfs), or empty
   std::string disk_dir;      // directory on the disk under test, or empty
   std::string peer_address;  // the other host, to find the interface that reaches it, or empty
+  // The smb.conf of the Samba server to describe (a lab's smbd runs with
+  // its own); empty: /etc/samba/smb.conf when it exists.
+  std::string samba_conf = {};
 };
 
 // {
@@ -26,12 +29,39 @@ struct FactsRequest {
 //   "net": {"peer", "name", "address", "mtu", "speed_mbit", "shaped_rate_bit"[, "error"]},
 //   "ram_dir":  {"path", "fs_type", "total_bytes", "avail_bytes"},
 //   "disk_dir": {"path", "fs_type", "total_bytes", "avail_bytes", "mount_source",
-//                "device": block_device_facts(...)}
+//                "device": block_device_facts(...)},
+//   "tcp_sysctls": tcp_sysctl_facts(),
+//   "samba": samba_facts(req.samba_conf)
 // }
 // "net"/"ram_dir"/"disk_dir" are null when not asked for. Missing pieces are null, never
 // an exception; only a missing ram_dir/disk_dir directory throws
 // Error(kConfig, "ram_dir '/x' does not exist", hint).
 boost::json::object collect_facts(const FactsRequest& req);
+
+// The TCP tunables a verdict or a comparison cites, read under `proc_root`:
+// {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem",
+//  "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
+//  "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}: each the file's
+// text with runs of whitespace made one space, or null when unreadable.
+boost::json::object tcp_sysctl_facts(const std::string& proc_root = "/proc");
+
+// The effective Samba configuration, so runs can be compared:
+// {"config_path", "source" ("testparm" | "file"), "sha256" (of the text),
+//  "global": {parameter: value} of its [global] section}. The text is
+// `testparm -s --suppress-prompt PATH` when testparm exists (includes
+// resolved, defaults omitted), else the file. `conf_path` empty means
+// /etc/samba/smb.conf; null when that does not exist. A given path that
+// cannot be read gives {"config_path", "error"}.
+boost::json::value samba_facts(const std::string& conf_path);
+
+// The [global] section of smb.conf or testparm text: parameter names
+// lower-cased with inner whitespace made one space, values trimmed;
+// '#'/';' comments and '\' continuation lines handled; a later line
+// wins. Empty when there is no [global] section.
+boost::json::object parse_samba_globals(std::string_view text);
+
+// SHA-256 of `text` as 64 hex digits.
+std::string sha256_hex(std::string_view text);
 
 // The block device major:minor (a file's st_dev) as sysfs under `sys_root` describes it:
 // {"name" ("sda1"), "disk" ("sda"; itself unless a partition), "partition", "read_ahead_kb",

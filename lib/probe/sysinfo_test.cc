@@ -7,7 +7,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json/serialize.hpp>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -25,7 +27,7 @@ TEST(Sysinfo, FactsOfThisMachine) {
   req.disk_dir = disk.path();
   json::object f = collect_facts(req);
   for (const char* key : {"hostname", "os", "kernel", "arch", "cpu_model", "cpu_cores",
-                          "memory_bytes", "net", "ram_dir", "disk_dir"}) {
+                          "memory_bytes", "net", "ram_dir", "disk_dir", "tcp_sysctls", "samba"}) {
     EXPECT_TRUE(f.contains(key)) << key;
   }
   utsname u{};
@@ -232,6 +234,90 @@ TEST(Sysinfo, ParseOsRelease) {
   EXPECT_EQ(parse_os_release("PRETTY_NAME=Alpine\n"), "Alpine");
   EXPECT_EQ(parse_os_release("PRETTY_NAME='Say \\\"hi\\\"'\n"), "Say \"hi\"");
   EXPECT_EQ(parse_os_release("NAME=x\n"), "");
+}
+
+TEST(Sysinfo, TcpSysctlsFromFakeProc) {
+  TempDir proc;
+  std::filesystem::create_directories(proc.file("sys/net/ipv4"));
+  std::filesystem::create_directories(proc.file("sys/net/core"));
+  write(proc.file("sys/net/ipv4/tcp_rmem"), "4096\t131072\t6291456\n");
+  write(proc.file("sys/net/core/wmem_max"), "212992\n");
+  write(proc.file("sys/net/ipv4/tcp_congestion_control"), "cubic\n");
+  json::object o = tcp_sysctl_facts(proc.path());
+  EXPECT_EQ(o.at("net.ipv4.tcp_rmem"), json::value("4096 131072 6291456"));
+  EXPECT_EQ(o.at("net.core.wmem_max"), json::value("212992"));
+  EXPECT_EQ(o.at("net.ipv4.tcp_congestion_control"), json::value("cubic"));
+  EXPECT_TRUE(o.at("net.ipv4.tcp_wmem").is_null());
+  EXPECT_TRUE(o.at("net.ipv4.tcp_mtu_probing").is_null());
+  EXPECT_EQ(o.size(), 7u);
+}
+
+TEST(Sysinfo, TcpSysctlsOfThisMachine) {
+  json::object o = tcp_sysctl_facts();
+  ASSERT_TRUE(o.at("net.ipv4.tcp_rmem").is_string()) << json::serialize(o);
+  // Three numbers: min, default, max.
+  const std::string rmem(o.at("net.ipv4.tcp_rmem").as_string());
+  EXPECT_EQ(std::count(rmem.begin(), rmem.end(), ' '), 2) << rmem;
+}
+
+TEST(Sysinfo, ParseSambaGlobals) {
+  const std::string conf =
+      "# a comment\n"
+      "[Global]\n"
+      "   workgroup = LAB\n"
+      "  SMB2   Max  Read = 1048576\n"
+      "; aio read size = 1\n"
+      "  server string = a long \\\n"
+      "     name\n"
+      "  aio read size = 16384\n"
+      "  aio read size = 1\n"
+      "[share]\n"
+      "  path = /srv\n"
+      "[global]\n"
+      "  max xmit = 65535\n";
+  json::object g = parse_samba_globals(conf);
+  EXPECT_EQ(g.at("workgroup"), json::value("LAB"));
+  EXPECT_EQ(g.at("smb2 max read"), json::value("1048576"));
+  EXPECT_EQ(g.at("server string"), json::value("a long name"));
+  EXPECT_EQ(g.at("aio read size"), json::value("1"));  // the later line wins
+  EXPECT_EQ(g.at("max xmit"), json::value("65535"));   // a second [global] adds to it
+  EXPECT_FALSE(g.contains("path"));
+  EXPECT_TRUE(parse_samba_globals("[share]\npath = /x\n").empty());
+}
+
+TEST(Sysinfo, Sha256) {
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(Sysinfo, SambaFactsOfAGivenConfig) {
+  TempDir dir;
+  write(dir.file("smb.conf"),
+        "[global]\n  smb2 max read = 65536\n  aio read size = 16384\n[data]\n  path = /tmp\n");
+  json::value v = samba_facts(dir.file("smb.conf"));
+  ASSERT_TRUE(v.is_object()) << json::serialize(v);
+  const json::object& o = v.as_object();
+  EXPECT_EQ(o.at("config_path"), json::value(dir.file("smb.conf")));
+  ASSERT_TRUE(o.at("sha256").is_string());
+  EXPECT_EQ(o.at("sha256").as_string().size(), 64u);
+  // testparm (when installed) and the file agree on what the config sets
+  // (testparm leaves out parameters at their default, e.g. smb2 max read = 8388608).
+  EXPECT_EQ(o.at("global").as_object().at("smb2 max read"), json::value("65536"));
+  EXPECT_EQ(o.at("global").as_object().at("aio read size"), json::value("16384"));
+  const std::string first(o.at("sha256").as_string());
+  // A changed parameter changes the hash.
+  write(dir.file("smb.conf"),
+        "[global]\n  smb2 max read = 4194304\n  aio read size = 16384\n[data]\n  path = /tmp\n");
+  json::value w = samba_facts(dir.file("smb.conf"));
+  EXPECT_NE(w.as_object().at("sha256"), json::value(first));
+  EXPECT_EQ(w.as_object().at("global").as_object().at("smb2 max read"), json::value("4194304"));
+}
+
+TEST(Sysinfo, SambaFactsOfAMissingConfig) {
+  json::value v = samba_facts("/no/such/smb.conf");
+  ASSERT_TRUE(v.is_object());
+  EXPECT_NE(std::string(v.as_object().at("error").as_string()).find("/no/such/smb.conf"),
+            std::string::npos);
 }
 
 }  // namespace

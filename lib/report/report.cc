@@ -76,7 +76,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     }
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
-    if (r.cache_possible) flags += " cache?";
+    if (r.cache_possible || r.cache_suspected) flags += " cache?";
     if (r.max_core_pct >= analysis::kCoreSaturated) {
       flags += fmt::format(" cpu {:.0f} % on {}", r.max_core_pct, r.max_core_host);
     }
@@ -128,10 +128,28 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
                      {"retransmits", r.retransmits}};
     if (r.rwnd_limited_frac >= 0) row["rwnd_limited_frac"] = r.rwnd_limited_frac;
     if (r.sndbuf_limited_frac >= 0) row["sndbuf_limited_frac"] = r.sndbuf_limited_frac;
+    if (r.rtt_us > 0) row["rtt_us"] = r.rtt_us;
+    row["cache_suspected"] = r.cache_suspected;
+    row["cache_reason"] = r.cache_reason;
+    // The figures above come from exactly these samples (ids in "stages").
+    json::array samples, ids;
+    for (double v : r.samples) samples.push_back(v);
+    for (int64_t id : r.sample_ids) ids.push_back(id);
+    row["samples_bytes_per_s"] = samples;
+    row["sample_ids"] = ids;
     ladder.push_back(row);
   }
   for (const auto& f : a.findings) {
-    findings.push_back({{"path", f.path}, {"layer", f.layer}, {"text", f.text}});
+    json::array rows, hints;
+    for (const auto& k : f.rows) rows.push_back(json::string(k));
+    for (const auto& h : f.hints) hints.push_back(json::string(h));
+    findings.push_back({{"path", f.path},
+                        {"layer", f.layer},
+                        {"text", f.text},
+                        {"rows", rows},
+                        {"cap", f.cap},
+                        {"ratio", f.ratio},
+                        {"hints", hints}});
   }
   for (const auto& st : run.stages) {
     json::array samples;

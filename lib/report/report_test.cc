@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include <boost/json.hpp>
+
+#include "report/test_runs.h"
 
 namespace cp::report {
 namespace {
@@ -73,6 +78,46 @@ TEST(Report, JsonCarriesSamplesBehindTheVerdict) {
   EXPECT_EQ(samples[0].at("id").as_int64(), 100);
   EXPECT_DOUBLE_EQ(samples[0].at("bytes_per_s").as_double(), 117e6);
   EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
+}
+
+TEST(Report, JsonTracesEveryVerdictToSamples) {
+  RunRecord run = testing::seed_run();
+  analysis::Analysis a = analysis::analyze(run);
+  auto doc = boost::json::parse(run_json(run, a)).as_object();
+  // Every sample id a ladder row cites is a stored sample with that rate.
+  std::map<int64_t, double> stored;
+  for (const auto& st : doc.at("stages").as_array()) {
+    for (const auto& s : st.at("samples").as_array()) {
+      stored[s.at("id").as_int64()] = s.at("bytes_per_s").as_double();
+    }
+  }
+  std::set<std::string> keys;
+  for (const auto& r : doc.at("ladder").as_array()) {
+    keys.insert(std::string(r.at("key").as_string()));
+    const auto& ids = r.at("sample_ids").as_array();
+    const auto& rates = r.at("samples_bytes_per_s").as_array();
+    ASSERT_EQ(ids.size(), rates.size());
+    ASSERT_EQ(ids.size(), r.at("n").to_number<size_t>());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      ASSERT_TRUE(stored.count(ids[i].as_int64()));
+      EXPECT_DOUBLE_EQ(stored[ids[i].as_int64()], rates[i].as_double());
+    }
+  }
+  // Findings name the rows they rest on, the cap, the ratio and the hints.
+  bool smb = false;
+  for (const auto& f : doc.at("verdict").at("findings").as_array()) {
+    for (const auto& k : f.at("rows").as_array()) {
+      EXPECT_TRUE(keys.count(std::string(k.as_string()))) << k;
+    }
+    if (f.at("path").as_string() != "smb ram read") continue;
+    smb = true;
+    EXPECT_EQ(f.at("cap").as_string(), "smb:ram:read:100000000");
+    EXPECT_NEAR(f.at("ratio").as_double(), 49.6 / 117, 1e-3);
+    ASSERT_EQ(f.at("hints").as_array().size(), 1u);
+    EXPECT_NE(std::string(f.at("hints").as_array()[0].as_string()).find("smb2 max read = 65536"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(smb);
 }
 
 TEST(Report, HistoryTextAndJson) {

@@ -1,0 +1,31 @@
+// The reporting commands over stored runs: `compare`, `export`, and the
+// HTML file that `show --html` and `diagnose --html` write. Each command
+// writes its report to `out` and returns the exit code; bad arguments and
+// missing runs throw cp::Error (kUsage), unwritable files Error (kIo).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cp {
+class Store;
+}
+
+namespace cp::app {
+
+// chokepoint compare A B [--db F] [--json] [--html FILE]
+int compare_command(const std::vector<std::string>& args, std::ostream& out);
+
+// chokepoint export RUN [--format csv|json] [--db F] [--output FILE]
+int export_command(const std::vector<std::string>& args, std::ostream& out);
+
+// Writes the self-contained HTML report of stored run `id` to `path`.
+void write_run_html(const Store& store, int64_t id, const std::string& path);
+
+// Writes `content` to `path` through a temporary file renamed over it, so a
+// reader never sees half a report. Error(kIo) naming the path when it cannot.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace cp::app

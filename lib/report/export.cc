@@ -1,0 +1,184 @@
+#include "report/export.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <map>
+
+namespace cp::report {
+namespace {
+
+namespace json = boost::json;
+
+json::value parse(const std::string& text) {
+  if (text.empty()) return nullptr;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return ec ? json::value(nullptr) : v;
+}
+
+// Scalars of `v` under dotted keys; arrays are kept as compact JSON.
+void flatten(const json::value& v, const std::string& prefix, json::object& out) {
+  if (v.is_object()) {
+    for (const auto& [k, sub] : v.as_object()) flatten(sub, prefix + "." + std::string(k), out);
+  } else if (v.is_array()) {
+    out[prefix] = json::serialize(v);
+  } else {
+    out[prefix] = v;
+  }
+}
+
+// The busiest core (% busy) and top process of one end's CPU summary.
+void add_cpu(const json::value& cpu, const char* role, json::object& row) {
+  const std::string p = role;
+  row[p + "_max_core_pct"] = nullptr;
+  row[p + "_top_process"] = nullptr;
+  row[p + "_top_cpu_pct"] = nullptr;
+  if (!cpu.is_object()) return;
+  const json::value* end = cpu.as_object().if_contains(role);
+  if (!end || !end->is_object()) return;
+  const json::object& o = end->as_object();
+  if (const json::value* cores = o.if_contains("core_busy_pct"); cores && cores->is_array()) {
+    double best = -1;
+    for (const auto& c : cores->as_array()) {
+      if (c.is_number()) best = std::max(best, c.to_number<double>());
+    }
+    if (best >= 0) row[p + "_max_core_pct"] = best;
+  }
+  if (const json::value* top = o.if_contains("top");
+      top && top->is_array() && !top->as_array().empty() && top->as_array()[0].is_object()) {
+    const json::object& t = top->as_array()[0].as_object();
+    if (const json::value* comm = t.if_contains("comm")) row[p + "_top_process"] = *comm;
+    if (const json::value* pct = t.if_contains("cpu_pct")) row[p + "_top_cpu_pct"] = *pct;
+  }
+}
+
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<json::object> rows;          // column -> value
+  std::vector<json::value> details, cpus;  // whole, for JSON
+};
+
+Table build(const RunRecord& run) {
+  Table t;
+  t.columns = {"run_id",
+               "run_label",
+               "stage_id",
+               "layer",
+               "where",
+               "stage_status",
+               "sample_id",
+               "seq",
+               "op",
+               "size",
+               "bytes",
+               "seconds",
+               "bytes_per_s",
+               "started_at",
+               "cache_possible",
+               "error",
+               "server_max_core_pct",
+               "server_top_process",
+               "server_top_cpu_pct",
+               "client_max_core_pct",
+               "client_top_process",
+               "client_top_cpu_pct"};
+  std::vector<std::string> extra;
+  for (const auto& st : run.stages) {
+    for (const auto& s : st.samples) {
+      json::object row{{"run_id", run.id},
+                       {"run_label", run.label},
+                       {"stage_id", st.id},
+                       {"layer", st.layer},
+                       {"where", st.where},
+                       {"stage_status", st.status},
+                       {"sample_id", s.id},
+                       {"seq", s.seq},
+                       {"op", s.op},
+                       {"size", s.size},
+                       {"bytes", s.bytes},
+                       {"seconds", s.seconds},
+                       {"bytes_per_s", s.rate()},
+                       {"started_at", s.started_at},
+                       {"cache_possible", s.cache_possible},
+                       {"error", s.error}};
+      json::value cpu = parse(s.cpu_json);
+      add_cpu(cpu, "server", row);
+      add_cpu(cpu, "client", row);
+      json::value details = parse(s.details_json);
+      json::object flat;
+      if (details.is_object()) flatten(details, "details", flat);
+      for (auto& [k, v] : flat) {
+        const std::string key(k);
+        if (std::find(extra.begin(), extra.end(), key) == extra.end()) extra.push_back(key);
+        row[key] = v;
+      }
+      t.rows.push_back(std::move(row));
+      t.details.push_back(std::move(details));
+      t.cpus.push_back(std::move(cpu));
+    }
+  }
+  t.columns.insert(t.columns.end(), extra.begin(), extra.end());
+  return t;
+}
+
+std::string cell(const json::value* v) {
+  if (!v || v->is_null()) return {};
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_bool()) return v->as_bool() ? "true" : "false";
+  if (v->is_double()) return fmt::format("{}", v->as_double());
+  return json::serialize(*v);
+}
+
+}  // namespace
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string export_csv(const RunRecord& run) {
+  Table t = build(run);
+  std::string out;
+  for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_field(t.columns[i]);
+  out += "\r\n";
+  for (const auto& row : t.rows) {
+    for (size_t i = 0; i < t.columns.size(); ++i) {
+      out += (i ? "," : "") + csv_field(cell(row.if_contains(t.columns[i])));
+    }
+    out += "\r\n";
+  }
+  return out;
+}
+
+std::string export_json(const RunRecord& run) {
+  Table t = build(run);
+  json::array columns, samples;
+  for (const auto& c : t.columns) columns.push_back(json::string(c));
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    json::object row = t.rows[i];
+    row["details"] = t.details[i];
+    row["cpu"] = t.cpus[i];
+    samples.push_back(std::move(row));
+  }
+  json::object doc{{"run",
+                    {{"id", run.id},
+                     {"label", run.label},
+                     {"status", run.status},
+                     {"server", run.server},
+                     {"client", run.client},
+                     {"started_at", run.started_at},
+                     {"finished_at", run.finished_at},
+                     {"version", run.version}}},
+                   {"columns", columns},
+                   {"samples", samples}};
+  return json::serialize(doc) + "\n";
+}
+
+}  // namespace cp::report

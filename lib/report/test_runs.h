@@ -1,0 +1,128 @@
+// Runs for the report tests (not part of the library): the seed posts'
+// hand-measured ladder (../shared/seeds/README.md) as stored samples, with
+// host facts, and the same setup after tuning.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+
+namespace cp::report::testing {
+
+class SeedRun {
+ public:
+  explicit SeedRun(int64_t id, const std::string& label) {
+    run_.id = id;
+    run_.label = label;
+    run_.status = kComplete;
+    run_.server = "nas";
+    run_.client = "mac";
+    run_.version = "0.1.0";
+    run_.started_at = 1'790'000'000 + static_cast<double>(id) * 3600;
+    run_.plan_json = R"({"tcp":{"seconds":2,"count":5}})";
+    run_.hosts.push_back({"server", "nas", facts("nas", "65536", 128)});
+    run_.hosts.push_back({"client", "mac", facts("mac", "", 256)});
+  }
+  SeedRun& server_facts(const std::string& smb2_max_read, int read_ahead_kb) {
+    run_.hosts[0].facts_json = facts("nas", smb2_max_read, read_ahead_kb);
+    return *this;
+  }
+  // One stage of samples, in MB/s.
+  SeedRun& stage(const std::string& layer, const std::string& where, const std::string& op,
+                 uint64_t size, const std::vector<double>& mbps, bool cache = false) {
+    StageRecord st;
+    st.id = next_stage_++;
+    st.layer = layer;
+    st.where = where;
+    st.status = kComplete;
+    int seq = 0;
+    for (double v : mbps) {
+      SampleRecord s;
+      s.id = next_sample_++;
+      s.stage_id = st.id;
+      s.seq = ++seq;
+      s.op = op;
+      s.size = size;
+      s.seconds = layer == "tcp" ? 2 : double(size) / (v * 1e6);
+      s.bytes = layer == "tcp" ? static_cast<uint64_t>(v * 2e6) : size;
+      s.started_at = run_.started_at + s.id;
+      s.cache_possible = cache;
+      if (layer == "tcp") {
+        s.details_json =
+            R"({"sender":"server","tcp_info":{"available":true,"busy_s":2,"rwnd_limited_s":0,)"
+            R"("sndbuf_limited_s":0,"retransmits":0,"rtt_us":310}})";
+      } else if (layer == "disk") {
+        s.details_json = fmt::format(R"({{"file":"f{}.dat","direct":{},"method":"o_direct"}})",
+                                     s.seq, cache ? "false" : "true");
+      } else {
+        s.details_json = fmt::format(
+            R"({{"file":"{}-{}.dat","share":"data, \"main\"","properties":{{"max_read_size":"1048576"}}}})",
+            op, s.seq);
+      }
+      s.cpu_json =
+          R"({"server":{"seconds":1,"core_busy_pct":[40,12],"top":[{"pid":7,"comm":"smbd","cpu_pct":38}]},)"
+          R"("client":{"seconds":1,"core_busy_pct":[20,5],"top":[]}})";
+      st.samples.push_back(s);
+    }
+    run_.stages.push_back(st);
+    return *this;
+  }
+  RunRecord build() const { return run_; }
+
+ private:
+  static std::string facts(const std::string& host, const std::string& smb2_max_read,
+                           int read_ahead_kb) {
+    std::string samba =
+        smb2_max_read.empty()
+            ? "null"
+            : fmt::format(R"({{"sha256":"{}","global":{{"smb2 max read":"{}"}}}})",
+                          smb2_max_read == "65536" ? "aa11" : "bb22", smb2_max_read);
+    return fmt::format(
+        R"({{"hostname":"{}","os":"Debian 12","kernel":"6.1.0-18-amd64","cpu_cores":4,)"
+        R"("cpu_model":"Atom <D525>","memory_bytes":4000000000,)"
+        R"("net":{{"name":"eth0","mtu":1500,"speed_mbit":1000,"shaped_rate_bit":null}},)"
+        R"("disk_dir":{{"path":"/srv","device":{{"name":"md0","disk":"md0","read_ahead_kb":{}}}}},)"
+        R"("tcp_sysctls":{{"net.ipv4.tcp_rmem":"4096 131072 6291456"}},"samba":{}}})",
+        host, read_ahead_kb, samba);
+  }
+  RunRecord run_;
+  int64_t next_stage_ = 1;
+  int64_t next_sample_ = 1;
+};
+
+// The seed ladder: disks, TCP both ways, SMB/FTP/AFP over RAM, SMB/AFP from disk.
+inline RunRecord seed_run(int64_t id = 1, const std::string& label = "before") {
+  return SeedRun(id, label)
+      .stage("disk", "server", "write", 100'000'000, {99.8, 101.2, 98.9, 100.4})
+      .stage("disk", "server", "read", 100'000'000, {75.6, 71.7, 74.9, 76.0})
+      .stage("disk", "client", "write", 100'000'000, {93, 121, 95, 99})
+      .stage("disk", "client", "read", 100'000'000, {183, 163, 178, 180})
+      .stage("tcp", "server->client", "send", 0, {117, 116.5, 117.2, 116.8, 117.1})
+      .stage("tcp", "client->server", "send", 0, {117, 116, 117.3, 116.6, 116.9})
+      .stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})
+      .stage("ftp", "ram", "read", 100'000'000, {99.1, 101.6, 100.2, 100.9, 99.7})
+      .stage("afp", "ram", "read", 100'000'000, {67.0, 67.4, 67.2, 66.8, 67.3})
+      .stage("smb", "disk", "read", 100'000'000, {37.4, 39.2, 38.1, 38.6, 37.9})
+      .stage("afp", "disk", "read", 100'000'000, {46.1, 53.3, 49.0, 50.2, 48.8})
+      .build();
+}
+
+// After raising `smb2 max read` and the readahead: SMB faster, the rest the same.
+inline RunRecord tuned_run(int64_t id = 2, const std::string& label = "after") {
+  return SeedRun(id, label)
+      .server_facts("8388608", 2048)
+      .stage("disk", "server", "write", 100'000'000, {100.1, 99.5, 101.0, 98.7})
+      .stage("disk", "server", "read", 100'000'000, {98.2, 99.0, 97.5, 98.8})
+      .stage("disk", "client", "write", 100'000'000, {94, 120, 96, 98})
+      .stage("disk", "client", "read", 100'000'000, {181, 165, 177, 182})
+      .stage("tcp", "server->client", "send", 0, {116.9, 117.1, 116.7, 117.0, 117.3})
+      .stage("tcp", "client->server", "send", 0, {116.8, 117.1, 116.4, 117.2, 116.7})
+      .stage("smb", "ram", "read", 100'000'000, {88.5, 90.1, 89.2, 89.9, 88.8})
+      .stage("smb", "disk", "read", 100'000'000, {70.2, 72.5, 71.1, 71.9, 70.8})
+      .build();
+}
+
+}  // namespace cp::report::testing
