@@ -99,6 +99,9 @@ bool is_protocol(const std::string& layer) {
   return layer != "disk" && layer != "tcp" && layer != "link";
 }
 
+// A protocol row of the ladder proper (not a sweep cell).
+bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_sweep(r); }
+
 struct Accum {
   Row row;
   double busy_s = 0, rwnd_s = 0, sndbuf_s = 0;
@@ -107,6 +110,8 @@ struct Accum {
 };
 
 }  // namespace
+
+bool is_sweep(const Row& r) { return r.op.rfind("sweep-", 0) == 0; }
 
 const Row* find_row(const Analysis& a, const std::string& key) {
   for (const auto& r : a.rows)
@@ -213,7 +218,7 @@ const Row* beneath_protocol(const std::vector<Row>& rows, const Row& r) {
 
 void link_protocol_rows(std::vector<Row>& rows) {
   for (auto& r : rows) {
-    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
+    if (!is_protocol_row(r) || r.rate.n == 0) continue;
     if (const Row* b = beneath_protocol(rows, r); b && b->rate.median > 0) {
       r.below = b->key;
       r.ratio = r.rate.median / b->rate.median;
@@ -243,9 +248,15 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
         // A protocol over a RAM or disk share.
         key = fmt::format("{}:{}:{}:{}", st.layer, st.where, s.op, s.size);
         proto.size = s.size;
-        proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.layer),
-                                  st.where == "ram" ? "from RAM" : "from disk",
-                                  s.op == "read" ? "read" : "write", format_size(s.size));
+        if (s.op.rfind("sweep-", 0) == 0) {
+          proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.layer),
+                                    st.where == "ram" ? "from RAM" : "from disk", s.op.substr(6),
+                                    format_size(s.size));
+        } else {
+          proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.layer),
+                                    st.where == "ram" ? "from RAM" : "from disk",
+                                    s.op == "read" ? "read" : "write", format_size(s.size));
+        }
       }
       auto [it, inserted] = acc.try_emplace(key);
       Accum& ac = it->second;
@@ -743,7 +754,7 @@ void judge_cache(Analysis& a) {
                     : ""));
       }
     }
-    if (is_protocol(r.layer) && r.where == "disk") {
+    if (is_protocol_row(r) && r.where == "disk") {
       const Row* d = disk_row(a.rows, "server", r.op);
       if (d && d->rate.median > 0 && r.rate.median > d->rate.median * kFasterThanBeneath) {
         reasons.push_back(fmt::format(
@@ -752,7 +763,7 @@ void judge_cache(Analysis& a) {
             r.op == "read" ? "a page cache served part of it"
                            : "the server's page cache absorbed part of the writes (write-back)"));
       }
-    } else if (is_protocol(r.layer) && r.where == "ram") {
+    } else if (is_protocol_row(r) && r.where == "ram") {
       const Row* t = find_row(a, r.below);
       if (t && r.ratio > kFasterThanBeneath) {
         reasons.push_back(fmt::format(
@@ -813,7 +824,7 @@ Analysis analyze(const RunRecord& run) {
   std::vector<Finding> before_protocols = std::move(a.findings);
   a.findings.clear();
   for (const auto& r : a.rows) {
-    if (is_protocol(r.layer) && r.rate.n > 0 && proto_row(a.rows, r.layer, r.where, r.op) == &r) {
+    if (is_protocol_row(r) && r.rate.n > 0 && proto_row(a.rows, r.layer, r.where, r.op) == &r) {
       protocol_verdict(a, said, r);
     }
   }
@@ -821,7 +832,10 @@ Analysis analyze(const RunRecord& run) {
   a.findings = std::move(before_protocols);
   // A saturated core that no verdict named yet.
   for (const auto& r : a.rows) {
-    if (r.layer == "link" || r.rate.n == 0 || !saturated(r) || said.cpu.count(r.key)) continue;
+    if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || !saturated(r) ||
+        said.cpu.count(r.key)) {
+      continue;
+    }
     a.findings.push_back(make_finding(
         "cpu", "cpu",
         fmt::format("{} moves {} while {}.", r.label, mbps(r.rate.median), cpu_bound(r)), {r.key},

@@ -101,6 +101,10 @@ Analysis analyze(const RunRecord& run);
 // Finds a row by key; nullptr when absent.
 const Row* find_row(const Analysis& a, const std::string& key);
 
+// A cell of the transfer-size sweep (op "sweep-seqread", size = request
+// bytes): listed in its own table, not a layer of the ladder.
+bool is_sweep(const Row& r);
+
 // The facts of `role` ("server" | "client") that the rules cite.
 const HostFacts& host_facts(const Analysis& a, const std::string& role);
 

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <cctype>
+#include <map>
+
 #include "core/clock.h"
 #include "core/units.h"
 
@@ -49,6 +52,37 @@ std::string host_line(const HostRecord& h) {
                      s("os"), s("kernel"), s("cpu_cores"), net);
 }
 
+// The transfer-size sweep as QuickBench printed it: a row per request size,
+// a column per pattern, one table per protocol and medium.
+std::string sweep_tables(const analysis::Analysis& a) {
+  std::map<std::pair<std::string, std::string>, std::map<uint64_t, std::map<std::string, double>>>
+      tables;
+  for (const auto& r : a.rows) {
+    if (analysis::is_sweep(r) && r.rate.n > 0) {
+      tables[{r.layer, r.where}][r.size][r.op.substr(6)] = r.rate.median;
+    }
+  }
+  std::string out;
+  const char* patterns[] = {"seqread", "randread", "seqwrite", "randwrite"};
+  for (const auto& [key, sizes] : tables) {
+    std::string proto = key.first;
+    for (char& c : proto) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += fmt::format("\n  Transfer-size sweep, {} from {} (MB/s)\n  {:>10}", proto,
+                       key.second == "ram" ? "RAM" : "disk", "request");
+    for (const char* p : patterns) out += fmt::format(" {:>10}", p);
+    out += "\n";
+    for (const auto& [size, cells] : sizes) {
+      out += fmt::format("  {:>10}", format_size(size));
+      for (const char* p : patterns) {
+        auto it = cells.find(p);
+        out += fmt::format(" {:>10}", it == cells.end() ? "-" : mb(it->second));
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& o) {
@@ -63,6 +97,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
   out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
                      "vs beneath");
   for (const auto& r : a.rows) {
+    if (analysis::is_sweep(r)) continue;  // their own table below
     if (r.layer == "link") {
       out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", r.label, mb(r.rate.median),
                          format_rate_bits(a.link_bits), "", "");
@@ -84,6 +119,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
                        r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);
   }
+  out += sweep_tables(a);
   for (const auto& st : run.stages) {
     if (st.status == kFailed || st.status == kInterrupted) {
       out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.layer, st.where, st.status, reset(o),

@@ -138,3 +138,41 @@ TEST(Report, HistoryTextAndJson) {
 
 }  // namespace
 }  // namespace cp::report
+
+namespace cp::report {
+namespace {
+
+TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
+  RunRecord run = sample_run();
+  StageRecord sweep;
+  sweep.layer = "smb";
+  sweep.where = "ram";
+  sweep.status = kComplete;
+  const std::pair<const char*, uint64_t> cells[] = {
+      {"sweep-seqread", 4096}, {"sweep-randread", 4096}, {"sweep-seqread", 1u << 20}};
+  for (const auto& [op, size] : cells) {
+    SampleRecord s;
+    s.op = op;
+    s.size = size;
+    s.bytes = 16u << 20;
+    s.seconds = size == 4096 ? 1.6 : 0.16;
+    sweep.samples.push_back(s);
+  }
+  run.stages.push_back(sweep);
+  analysis::Analysis a = analysis::analyze(run);
+  for (const auto& f : a.findings) {
+    EXPECT_EQ(f.text.find("request"), std::string::npos) << f.text;
+  }
+  std::string t = run_text(run, a, {false});
+  EXPECT_NE(t.find("Transfer-size sweep, SMB from RAM (MB/s)"), std::string::npos) << t;
+  EXPECT_NE(t.find("randwrite"), std::string::npos);
+  // 16 MiB in 1.6 s = 10.5 MB/s at 4 KiB; 105 MB/s at 1 MiB; no randread at 1 MiB.
+  EXPECT_NE(t.find("     4 KiB       10.5       10.5          -          -"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("     1 MiB      104.9          -          -          -"), std::string::npos)
+      << t;
+  EXPECT_EQ(t.find("SMB from RAM seqread"), std::string::npos);  // not a ladder row
+}
+
+}  // namespace
+}  // namespace cp::report
