@@ -99,7 +99,9 @@ int run(int argc, char** argv) {
   }
   CancelToken cancel;
   auto driver = transfer::make_driver(driver_name);
+  const double c0 = monotonic_seconds();
   auto session = driver->connect(share, cancel);
+  const double connect_seconds = monotonic_seconds() - c0;
   if (op == "rm") {
     session->remove(words[1]);
     return 0;
@@ -142,9 +144,10 @@ int run(int argc, char** argv) {
   }
   const double total = monotonic_seconds() - t0;
   std::cout << fmt::format(
-      "op={} bytes={} seconds={:.6f} total_seconds={:.6f} mbps={:.1f} xxh3={} peak_rss_kib={}\n",
-      op, bytes, t2 - t1, total, t2 > t1 ? bytes / (t2 - t1) / kMB : 0.0, sum.hex(),
-      peak_rss_kib());
+      "op={} bytes={} seconds={:.6f} connect_seconds={:.6f} total_seconds={:.6f} mbps={:.1f} "
+      "xxh3={} peak_rss_kib={}\n",
+      op, bytes, t2 - t1, connect_seconds, total, t2 > t1 ? bytes / (t2 - t1) / kMB : 0.0,
+      sum.hex(), peak_rss_kib());
   return 0;
 }
 

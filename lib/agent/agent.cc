@@ -25,6 +25,7 @@
 #include "agent/transfer_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "core/units.h"
 #include "core/wire.h"
 #include "probe/cpu.h"
@@ -151,6 +152,7 @@ class Agent {
     std::unique_ptr<transfer::Session> session;
   };
   std::map<std::string, OpenShare> shares_;  // by share name: one login per run
+  CancelToken sessions_cancel_;              // for driver sessions; set at shutdown
 };
 
 void Agent::send(json::object msg) {
@@ -327,6 +329,51 @@ json::object Agent::do_tcp_result(const json::object& req, const CancelToken& ca
   return out;
 }
 
+// What smbd negotiated with each connected client, from `smbstatus --json`
+// (libsmbclient does not tell its caller): dialect, signing, encryption.
+json::object do_smb_status(const json::object& req) {
+  std::vector<std::string> argv{"smbstatus", "--json"};
+  const std::string conf = wire::opt_string(req, "conf");
+  if (!conf.empty()) {
+    argv.push_back("-s");
+    argv.push_back(conf);
+  }
+  RunResult r = run_command(argv, "", 30);
+  boost::system::error_code ec;
+  json::value v = json::parse(r.out, ec);
+  if (r.exit_code != 0 || ec || !v.is_object()) {
+    throw Error(
+        ErrorKind::kUnsupported,
+        fmt::format("smbstatus --json failed (exit {}): {}", r.exit_code, r.err.substr(0, 300)),
+        "install Samba 4.16 or later on the server, or run the agent as a user that may "
+        "read smbd's state");
+  }
+  json::array sessions;
+  auto it = v.as_object().find("sessions");
+  if (it != v.as_object().end() && it->value().is_object()) {
+    for (const auto& [id, sv] : it->value().as_object()) {
+      if (!sv.is_object()) continue;
+      auto text = [&](std::initializer_list<const char*> path) -> std::string {
+        const json::value* cur = &sv;
+        for (const char* k : path) {
+          if (!cur->is_object()) return {};
+          auto f = cur->as_object().find(k);
+          if (f == cur->as_object().end()) return {};
+          cur = &f->value();
+        }
+        return cur->is_string() ? std::string(cur->as_string()) : std::string();
+      };
+      sessions.push_back({{"client", text({"hostname"})},
+                          {"dialect", text({"session_dialect"})},
+                          {"signing", text({"signing", "cipher"})},
+                          {"signing_degree", text({"signing", "degree"})},
+                          {"encryption", text({"encryption", "cipher"})},
+                          {"encryption_degree", text({"encryption", "degree"})}});
+    }
+  }
+  return {{"sessions", sessions}};
+}
+
 uint32_t block_of(const json::object& req) {
   const uint64_t block = wire::opt_u64(req, "block", 1u << 20);
   if (block < 4096 || block > (16u << 20)) {
@@ -390,7 +437,10 @@ transfer::Session& Agent::session_for(const json::object& share, const CancelTok
   OpenShare open;
   open.url = url;
   open.driver = transfer::make_driver(get_string(share, "driver"));
-  open.session = open.driver->connect(s, cancel);
+  // Sessions outlive the request that opened them, and drivers may keep the
+  // token they are given: hand them the agent's own, cancelled at shutdown.
+  cancel.check();
+  open.session = open.driver->connect(s, sessions_cancel_);
   auto& slot = shares_[name];
   slot = std::move(open);
   return *slot.session;
@@ -450,6 +500,7 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   if (type == "cpu_start") return do_cpu_start();
   if (type == "cpu_stop") return do_cpu_stop();
   if (type == "transfer") return do_transfer(req, id, cancel);
+  if (type == "smb_status") return do_smb_status(req);
   if (type == "sweep") {
     transfer::Session& session = session_for(wire::get_object(req, "share"), cancel);
     const uint64_t request = get_u64(req, "request");
@@ -527,6 +578,7 @@ void Agent::shutdown(const char* why) {
   stopping_ = true;
   queue_.clear();
   if (current_) current_->cancel();
+  sessions_cancel_.cancel();
   cv_.notify_all();
 }
 

@@ -698,6 +698,16 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
         if (!note.empty()) f.text += "; " + note;
         if (!h.empty()) add_hint(f, h);
       }
+    } else if (tcp && ram && ram->ratio >= kAtCeiling) {
+      // Over RAM the protocol already ran at TCP's ceiling: what caps RAM caps disk.
+      TcpExplanation e = explain_tcp(*tcp, a);
+      f.layer = e.layer;
+      f.cap = tcp_cap_key(a, *tcp, e.layer);
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of {} from RAM, which runs at TCP's ceiling ({}): the disk "
+          "costs nothing here and the layer beneath caps it. {}",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, context, e.text);
+      for (auto& h : e.hints) add_hint(f, h);
     } else {
       f.layer = r.layer;
       f.cap = b->key;

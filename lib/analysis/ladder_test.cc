@@ -238,6 +238,22 @@ TEST(Ladder, ProtocolAtTcpCeilingNamesTheLayerBeneath) {
   EXPECT_NE(f->text.find("at TCP's ceiling"), std::string::npos) << f->text;
 }
 
+TEST(Ladder, DiskShareAtTheCeilingOfARamShareAtTcpsCeilingNamesTheNetwork) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {119.5})
+                      .disk("server", "read", 100'000'000, {950})
+                      .proto("ftp", "ram", "read", {119.4})
+                      .proto("ftp", "disk", "read", {119.3})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "network") << f->text;
+  EXPECT_NE(f->text.find("runs at TCP's ceiling"), std::string::npos) << f->text;
+}
+
 TEST(Ladder, StarvedProtocolServerIsCpuBound) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)

@@ -24,6 +24,7 @@
 #include "core/version.h"
 #include "lab/lab.h"
 #include "lab/lab_cli.h"
+#include "lab/layout.h"
 #include "pipeline/plan.h"
 #include "pipeline/runner.h"
 #include "remote/agent_link.h"
@@ -216,10 +217,9 @@ int diagnose(const std::vector<std::string>& args) {
       "plan", po::value<std::string>(), "plan file (see examples/plan.ini)")(
       "label", po::value<std::string>()->default_value(""), "a label stored with the run")(
       "db", po::value<std::string>(), "SQLite database (default: under $XDG_DATA_HOME)")(
-      "json", "print the report as JSON")(
-      "html", po::value<std::string>(), "also write a self-contained HTML report to FILE")(
-      "ssh-config", po::value<std::string>(),
-                                          "SSH config file (default ~/.ssh/config)")(
+      "json", "print the report as JSON")("html", po::value<std::string>(),
+                                          "also write a self-contained HTML report to FILE")(
+      "ssh-config", po::value<std::string>(), "SSH config file (default ~/.ssh/config)")(
       "accept-new-host-keys", "add unknown host keys to known_hosts (changed keys stay refused)")(
       "share", po::value<std::vector<std::string>>()->composing(),
       "a share to measure: NAME=URL,server_dir=DIR,medium=ram|disk[,user=U]"
@@ -236,6 +236,7 @@ int diagnose(const std::vector<std::string>& args) {
                 "name two hosts (e.g. --server nas --client local), or use --lab");
   }
   pipeline::Plan base;
+  std::optional<lab::LabState> lab_state;
   remote::EndpointSpec server_spec{"server"}, client_spec{"client"};
   if (vm.count("ssh-config")) {
     server_spec.ssh_config = client_spec.ssh_config = vm["ssh-config"].as<std::string>();
@@ -260,6 +261,8 @@ int diagnose(const std::vector<std::string>& args) {
     base.server = {lab->server.ram_dir, lab->server.disk_dir};
     base.client = {lab->client.ram_dir, lab->client.disk_dir};
     base.data_address = lab->server.data_address;
+    base.server.samba_conf = lab::server_files(*lab).smb_conf;
+    lab_state = *lab;
   } else {
     server_spec.host = vm["server"].as<std::string>();
     client_spec.host = vm["client"].as<std::string>();
@@ -270,6 +273,21 @@ int diagnose(const std::vector<std::string>& args) {
   if (vm.count("share")) {
     for (const auto& f : vm["share"].as<std::vector<std::string>>())
       pipeline::add_share_flag(plan, f);
+  }
+  // The lab's FTP and SMB shares, unless the plan or the flags name shares.
+  if (lab_state && plan.shares.empty()) {
+    for (const auto& ls : lab_state->server.shares) {
+      pipeline::SharePlan sp;
+      sp.name = ls.protocol + "-" + ls.medium;
+      sp.url = ls.url;
+      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
+      sp.server_dir = ls.server_dir;
+      sp.medium = ls.medium;
+      sp.user = lab_state->share_user;
+      sp.password_file = lab_state->share_password_file;
+      sp.declared_at = "the lab";
+      plan.shares.push_back(sp);
+    }
   }
   pipeline::validate(plan);
   // Passwords are read before anything connects, so a missing one fails fast;
@@ -310,9 +328,10 @@ int diagnose(const std::vector<std::string>& args) {
     std::string data_address =
         plan.data_address.empty() ? server->default_data_address() : plan.data_address;
     Recorder recorder(store, run_id, progress);
-    pipeline::run_stages(
-        plan, {server->agent(), client->agent(), server_spec.host, client_spec.host, data_address},
-        recorder, g_cancel);
+    pipeline::run_stages(plan,
+                         {server->agent(), client->agent(), server_spec.host, client_spec.host,
+                          data_address, passwords},
+                         recorder, g_cancel);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kCancelled || g_cancel.cancelled()) {
       status = kInterrupted;

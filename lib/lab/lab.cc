@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,7 +18,9 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "lab/layout.h"
+#include "lab/servers.h"
 #include "lab/sys.h"
+#include "lab/throttle.h"
 
 namespace cp::lab {
 namespace {
@@ -243,6 +247,7 @@ void create(LabState& s) {
     run(host_start_argv(s, *h));
     wait_for_sshd(s, *h);
   }
+  servers::start(s, [&] { save(s); });
 }
 
 // --- down --------------------------------------------------------------------
@@ -342,7 +347,11 @@ void teardown(LabState s, const std::string& dir) {
       problems.push_back(e.what());
     }
   };
+  step([&] { servers::stop(s); });
   step([&] { kill_processes(s); });
+  // After the processes: their cgroups are empty now.
+  step([&] { remove_throttle_cgroups(s.throttle); });
+  step([&] { servers::delete_user(s); });
   step([&] { remove_links(s); });
   step([&] { detach_loops(s); });
   // Keep the state while something is left, so a second `down` can finish.
@@ -426,6 +435,8 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
       cur->options.mtu = opts.mtu;
       cur->options.delay_s = opts.delay_s;
       save(*cur);
+      // Servers that died (or a lab from before them) start again.
+      servers::start(*cur, [&] { save(*cur); });
       return *cur;
     }
     // Remains of a broken lab: clear them, then build afresh.
@@ -452,6 +463,57 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
     }
     throw;
   }
+  return s;
+}
+
+LabState throttle(const ThrottleRequest& req, const std::string& dir_arg) {
+  require_root();
+  const std::string dir = normalize_dir(dir_arg);
+  sys::FileLock lock(kLockPath, kLockWait);
+  std::optional<LabState> cur = load_from(dir);
+  if (!cur) {
+    throw Error(ErrorKind::kConfig, fmt::format("no lab is up in {}", dir),
+                "start one with `chokepoint lab up`");
+  }
+  std::string why;
+  if (!healthy(*cur, &why)) {
+    throw Error(ErrorKind::kIo, fmt::format("the lab in {} is broken: {}", dir, why),
+                "`chokepoint lab down`, then `chokepoint lab up`");
+  }
+  LabState s = *cur;
+  s.dir = dir;
+  LabThrottle want = req.clear ? LabThrottle{} : s.throttle;
+  want.cgroups.clear();
+  if (req.smbd_cpu) want.smbd_cpu = *req.smbd_cpu;
+  if (req.disk_read_bps) want.disk_read_bps = *req.disk_read_bps;
+  if (req.disk_write_bps) want.disk_write_bps = *req.disk_write_bps;
+  // Every change starts from no cgroups: the processes go back to their
+  // hierarchy's root, then the wanted limits are built afresh.
+  remove_throttle_cgroups(s.throttle);
+  s.throttle = LabThrottle{};
+  save(s);
+  if (want.smbd_cpu <= 0 && want.disk_read_bps == 0 && want.disk_write_bps == 0) return s;
+  if (want.smbd_cpu > 0 && !servers::smbd_alive(s)) {
+    throw Error(ErrorKind::kIo, fmt::format("smbd of {} is not running", s.server.hostname),
+                "`chokepoint lab up` starts it again");
+  }
+  struct stat st;
+  if (stat(s.server.loop_device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("the server's disk {} is not a block device", s.server.loop_device),
+                "`chokepoint lab down`, then `chokepoint lab up`");
+  }
+  const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
+  std::vector<int> server_pids, smbd_pids;
+  for (pid_t p : sys::netns_pids(s.server.netns)) {
+    server_pids.push_back(p);
+    if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
+  }
+  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids);
+  s.throttle = want;
+  s.throttle.cgroups = plan.cgroups;
+  save(s);  // first, so `down` removes even a half-applied throttle
+  apply_plan(plan);
   return s;
 }
 

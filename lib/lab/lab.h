@@ -4,6 +4,12 @@
 // sshd reachable from the root namespace over its own management veth, so
 // `chokepoint diagnose --lab` SSHes into them as into real machines.
 //
+// The server host also runs an FTP server (vsftpd) and Samba's smbd on its
+// data address, each exporting a tmpfs share and a disk share to one lab
+// user, so `diagnose` on the lab measures the protocols out of the box; and
+// `lab throttle` starves smbd of CPU or slows the server's disk (cgroups)
+// for tests and experiments.
+//
 // Everything the lab makes is recorded in <dir>/lab.json at `up` and removed
 // from that record at `down`. All of it needs root.
 #pragma once
@@ -11,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cp::lab {
 
@@ -20,6 +27,14 @@ struct LabOptions {
   double delay_s = 0;                // one-way delay added on each data end, seconds; needs netem
   uint64_t disk_bytes = 3ull << 30;  // size of each host's ext4 image
   uint64_t ram_bytes = 2ull << 30;   // size of each host's tmpfs
+};
+
+// One share the server host exports: each protocol serves each medium.
+struct LabShare {
+  std::string protocol;    // "ftp" | "smb"
+  std::string medium;      // "ram" (tmpfs: stage 3) | "disk" (ext4 on loop: stage 4)
+  std::string url;         // "ftp://198.18.0.1/ram", "smb://198.18.0.1/disk"
+  std::string server_dir;  // the directory behind it on the server: "<dir>/server/ram/share"
 };
 
 struct LabHost {
@@ -34,6 +49,18 @@ struct LabHost {
   std::string disk_dir;      // ext4 on loop_device inside the host
   std::string loop_device;   // "/dev/loop3"; empty until attached
   int sshd_pid = 0;          // the host's holder process; 0 until started
+  // Server host only (empty/0 on the client):
+  std::vector<LabShare> shares;  // ftp and smb, ram and disk
+  int ftpd_pid = 0;              // vsftpd's listener; 0 when not started
+  int smbd_pid = 0;              // smbd's parent; 0 when not started
+};
+
+// What `lab throttle` set; all zero: nothing throttled.
+struct LabThrottle {
+  double smbd_cpu = 0;               // smbd's CPU quota, fraction of one core (0.2 = 20 %)
+  uint64_t disk_read_bps = 0;        // server disk read limit, bytes/s
+  uint64_t disk_write_bps = 0;       // server disk write limit, bytes/s
+  std::vector<std::string> cgroups;  // cgroup dirs made for them, removed by clear and down
 };
 
 struct LabState {
@@ -43,6 +70,11 @@ struct LabState {
   std::string known_hosts;  // <dir>/known_hosts: both hosts' keys
   LabHost server, client;
   LabOptions options;
+  // The login both servers accept for every share (a system user).
+  std::string share_user;           // "cplab"
+  std::string share_password_file;  // "<dir>/share_password": the password on its first line (0600)
+  bool share_user_created = false;  // `up` created the user, so `down` deletes it
+  LabThrottle throttle;
 };
 
 // $CHOKEPOINT_LAB_DIR when set and non-empty, else /var/lib/chokepoint-lab.
@@ -64,7 +96,25 @@ void down(const std::string& dir = default_dir());
 std::optional<LabState> load(const std::string& dir = default_dir());
 
 // True when both namespaces exist and both sshds are alive in them; else
-// false with the reason in *why (when why is not null).
+// false with the reason in *why (when why is not null). The FTP and SMB
+// servers are not part of it: `up` restarts them when they died.
 bool healthy(const LabState& state, std::string* why);
+
+// What `lab throttle` asks for; unset fields keep their current setting.
+struct ThrottleRequest {
+  std::optional<double> smbd_cpu;          // fraction of one core; 0 removes the quota
+  std::optional<uint64_t> disk_read_bps;   // bytes/s; 0 removes the limit
+  std::optional<uint64_t> disk_write_bps;  // bytes/s; 0 removes the limit
+  bool clear = false;                      // remove every throttle first
+};
+
+// Applies `req` to the running lab in `dir` with cgroups: smbd's processes
+// (and the children they fork later) get a CPU quota (v1 cpu.cfs_quota_us,
+// v2 cpu.max); the server host's processes (sshd and its sessions, agents,
+// vsftpd, smbd) get read/write limits on the server's loop device (v1
+// blkio.throttle.*_bps_device, v2 io.max). Records the result in lab.json.
+// Throws Error(kConfig) when no lab is up, kUnsupported when the kernel has
+// no cgroup controller for it.
+LabState throttle(const ThrottleRequest& req, const std::string& dir = default_dir());
 
 }  // namespace cp::lab

@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "lab/layout.h"
 #include "lab/status.h"
+#include "lab/throttle.h"
 
 namespace cp::lab {
 namespace po = boost::program_options;
@@ -95,6 +96,13 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
                        h->mgmt_address, h->ram_dir, format_size(s.options.ram_bytes), h->disk_dir,
                        format_size(s.options.disk_bytes), h->loop_device);
   }
+  for (const LabShare& sh : s.server.shares) {
+    out << fmt::format("  share      {:<26} -> {}\n", sh.url, sh.server_dir);
+  }
+  if (!s.server.shares.empty()) {
+    out << fmt::format("  login      user {}, password in {}\n", s.share_user,
+                       s.share_password_file);
+  }
   out << fmt::format("ssh into a host:  ssh -F {} cp-server\n", s.ssh_config)
       << "diagnose it:      chokepoint diagnose --lab\n"
       << "take it down:     chokepoint lab down\n";
@@ -113,6 +121,28 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
   }
   const LabStatus st = gather_status(*s);
   out << (as_json ? status_json(st) : status_text(st));
+  return 0;
+}
+
+int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
+  const ThrottleRequest req = parse_throttle_args(args);
+  const bool change = req.clear || req.smbd_cpu || req.disk_read_bps || req.disk_write_bps;
+  if (!change) {
+    std::optional<LabState> s = load();
+    if (!s) {
+      out << no_lab_text();
+      return 0;
+    }
+    out << fmt::format("throttles on the lab in {}: {}\n", s->dir, throttle_text(s->throttle));
+    return 0;
+  }
+  const LabState s = throttle(req);
+  out << fmt::format("throttles on the lab in {}: {}\n", s.dir, throttle_text(s.throttle));
+  for (const std::string& c : s.throttle.cgroups) out << "  cgroup " << c << "\n";
+  if (s.throttle.disk_write_bps > 0 && !cgroup_layout().blkio_v1.empty()) {
+    out << "note: cgroup v1 charges only direct and synced writes to the limit; buffered writes "
+           "reach the disk at full speed when the kernel flushes them\n";
+  }
   return 0;
 }
 
@@ -137,11 +167,15 @@ std::string lab_usage() {
   return fmt::format(
       "usage: chokepoint lab up [--rate R] [--mtu M] [--delay D] [--disk-size S] [--ram-size S]\n"
       "       chokepoint lab status [--json]\n"
+      "       chokepoint lab throttle [--smbd-cpu P] [--server-disk-read R] "
+      "[--server-disk-write R] [--clear]\n"
       "       chokepoint lab down\n"
       "\n"
       "A two-host lab on this machine (root only): network namespaces cp-server and\n"
       "cp-client joined by a shaped veth data link, each with its own sshd (reachable\n"
-      "over a separate management link), tmpfs and ext4-on-loop disk.\n"
+      "over a separate management link), tmpfs and ext4-on-loop disk. The server\n"
+      "also runs vsftpd and smbd on its data address, each exporting shares ram\n"
+      "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password).\n"
       "\n"
       "up options:\n"
       "  --rate R       data link rate, like 1gbit or 200mbit; 0 = unshaped (default)\n"
@@ -150,6 +184,12 @@ std::string lab_usage() {
       "  --disk-size S  each host's ext4 disk (default 3GiB)\n"
       "  --ram-size S   each host's tmpfs (default 2GiB)\n"
       "`up` on a running lab re-applies rate, MTU and delay in place.\n"
+      "\n"
+      "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
+      "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
+      "  --server-disk-read R   read limit on the server's disk, like 50MB/s; off removes it\n"
+      "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
+      "  --clear                remove every throttle\n"
       "\n"
       "The lab lives in {} (or ${}); `chokepoint diagnose --lab` tests it.\n",
       kDefaultDir, kDirEnv);
@@ -191,6 +231,58 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
   return a;
 }
 
+double parse_cpu_share(const std::string& text, const std::string& what) {
+  if (text == "off" || text == "0" || text == "0%") return 0;
+  std::string num = text;
+  if (!num.empty() && num.back() == '%') num.pop_back();
+  size_t used = 0;
+  double pct = 0;
+  try {
+    pct = std::stod(num, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != num.size() || text.back() != '%' || !(pct > 0) || pct > 6400) {
+    throw Error(ErrorKind::kUsage, fmt::format("{} '{}' is not a CPU share", what, text),
+                "give a percentage of one core, like 20%, or off");
+  }
+  return pct / 100;
+}
+
+uint64_t parse_bytes_rate(const std::string& text, const std::string& what) {
+  if (text == "off" || text == "0") return 0;
+  std::string size = text;
+  if (size.size() > 2 && size.substr(size.size() - 2) == "/s") size.resize(size.size() - 2);
+  const uint64_t v = as_usage([&] { return parse_size(size, what); });
+  if (v < 4096) {
+    throw Error(ErrorKind::kUsage, fmt::format("{} '{}' is below 4 KB/s", what, text),
+                "give a rate like 50MB/s, or off");
+  }
+  return v;
+}
+
+ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
+  po::options_description desc("chokepoint lab throttle options");
+  desc.add_options()("smbd-cpu", po::value<std::string>(), "smbd CPU quota")(
+      "server-disk-read", po::value<std::string>(), "server disk read limit")(
+      "server-disk-write", po::value<std::string>(), "server disk write limit")(
+      "clear", "remove every throttle");
+  const po::variables_map vm = parse("throttle", desc, args);
+  ThrottleRequest r;
+  r.clear = vm.count("clear") > 0;
+  if (vm.count("smbd-cpu"))
+    r.smbd_cpu = parse_cpu_share(vm["smbd-cpu"].as<std::string>(), "--smbd-cpu");
+  if (vm.count("server-disk-read")) {
+    r.disk_read_bps =
+        parse_bytes_rate(vm["server-disk-read"].as<std::string>(), "--server-disk-read");
+  }
+  if (vm.count("server-disk-write")) {
+    r.disk_write_bps =
+        parse_bytes_rate(vm["server-disk-write"].as<std::string>(), "--server-disk-write");
+  }
+  return r;
+}
+
 int run_lab_command(const std::vector<std::string>& args) {
   return run_lab_command(args, std::cout, std::cerr);
 }
@@ -198,7 +290,7 @@ int run_lab_command(const std::vector<std::string>& args) {
 int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
     if (args.empty()) {
-      throw Error(ErrorKind::kUsage, "lab: say what to do: up, status or down", kSeeHelp);
+      throw Error(ErrorKind::kUsage, "lab: say what to do: up, status, throttle or down", kSeeHelp);
     }
     if (wants_help(args)) {
       out << lab_usage();
@@ -208,9 +300,10 @@ int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (sub == "up") return cmd_up(rest, out);
     if (sub == "status") return cmd_status(rest, out);
+    if (sub == "throttle") return cmd_throttle(rest, out);
     if (sub == "down") return cmd_down(rest, out);
     throw Error(ErrorKind::kUsage, fmt::format("lab: unknown subcommand '{}'", sub),
-                "use up, status or down");
+                "use up, status, throttle or down");
   } catch (const Error& e) {
     err << "chokepoint lab: " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? 2 : 1;

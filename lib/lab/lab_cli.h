@@ -12,6 +12,7 @@ namespace cp::lab {
 // `args` are the words after "lab":
 //   up [--rate 1gbit] [--mtu 9000] [--delay 2ms] [--disk-size 3GiB] [--ram-size 2GiB]
 //   status [--json]
+//   throttle [--smbd-cpu 20%] [--server-disk-read 50MB/s] [--server-disk-write 50MB/s] [--clear]
 //   down
 // Returns the exit code: 0 done, 2 bad command line, 1 any other failure.
 // Errors are caught here and printed as "chokepoint lab: <describe(e)>".
@@ -27,6 +28,15 @@ struct UpArgs {
 // Parses the words after "up". Throws Error(kUsage) for unknown options,
 // malformed or out-of-range values ("--rate 0" means unshaped).
 UpArgs parse_up_args(const std::vector<std::string>& args);
+
+// Parses the words after "throttle" (none: show the current throttles).
+// Throws Error(kUsage) for unknown options and malformed values.
+ThrottleRequest parse_throttle_args(const std::vector<std::string>& args);
+// "20%" -> 0.2 (a fraction of one core; above 100% spans cores); "off" or
+// "0" -> 0. Throws Error(kUsage) naming `what`.
+double parse_cpu_share(const std::string& text, const std::string& what);
+// "50MB/s" (or "50MB") -> 50000000 bytes/s; "off" or "0" -> 0. Throws Error(kUsage).
+uint64_t parse_bytes_rate(const std::string& text, const std::string& what);
 
 // The usage text printed by --help.
 std::string lab_usage();

@@ -114,10 +114,34 @@ TEST(LabCliTest, UnknownOptionExitsTwoNamingIt) {
 TEST(LabCliTest, MissingOrUnknownSubcommandExitsTwo) {
   Outcome o = run({});
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find("up, status or down"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("up, status, throttle or down"), std::string::npos) << o.err;
   o = run({"sideways"});
   EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.err.find("sideways"), std::string::npos) << o.err;
+}
+
+TEST(LabCliTest, ThrottleArguments) {
+  ThrottleRequest r = parse_throttle_args({"--smbd-cpu", "20%", "--server-disk-read", "50MB/s"});
+  ASSERT_TRUE(r.smbd_cpu.has_value());
+  EXPECT_DOUBLE_EQ(*r.smbd_cpu, 0.2);
+  EXPECT_EQ(r.disk_read_bps, std::optional<uint64_t>(50'000'000));
+  EXPECT_FALSE(r.disk_write_bps.has_value());
+  EXPECT_FALSE(r.clear);
+  r = parse_throttle_args({"--clear"});
+  EXPECT_TRUE(r.clear);
+  EXPECT_FALSE(r.smbd_cpu.has_value());
+  r = parse_throttle_args({"--smbd-cpu", "off", "--server-disk-write", "1MiB"});
+  EXPECT_EQ(r.smbd_cpu, std::optional<double>(0));
+  EXPECT_EQ(r.disk_write_bps, std::optional<uint64_t>(1u << 20));
+  EXPECT_DOUBLE_EQ(parse_cpu_share("250%", "x"), 2.5);
+  for (const char* bad : {"20", "-5%", "abc%", "%", "0.0.1%"}) {
+    EXPECT_THROW(parse_cpu_share(bad, "--smbd-cpu"), Error) << bad;
+  }
+  for (const char* bad : {"fast", "100", "MB/s"}) {
+    EXPECT_THROW(parse_bytes_rate(bad, "--server-disk-read"), Error) << bad;
+  }
+  EXPECT_EQ(run({"throttle", "--smbd-cpu", "lots"}).code, 2);
+  EXPECT_EQ(run({"throttle", "--gpu", "1"}).code, 2);
 }
 
 TEST(LabCliTest, HelpPrintsUsage) {

@@ -3,7 +3,9 @@
 #include "lab/lab.h"
 
 #include <dirent.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -164,6 +166,26 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   }
   EXPECT_NE(disk_dev[0], disk_dev[1]);
 
+  // vsftpd and smbd serve the shares on the data address (only), as the share user.
+  EXPECT_GT(s.server.ftpd_pid, 0);
+  EXPECT_GT(s.server.smbd_pid, 0);
+  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kFtpPort, 5));
+  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kSmbPort, 5));
+  EXPECT_FALSE(sys::tcp_accepts_in_netns("cp-server", "198.18.1.2", kSmbPort, 1));
+  ASSERT_NE(getpwnam(kShareUser), nullptr);
+  EXPECT_TRUE(s.share_user_created);
+  struct stat pw_st;
+  ASSERT_EQ(stat(s.share_password_file.c_str(), &pw_st), 0);
+  EXPECT_EQ(pw_st.st_mode & 0777, 0600u);
+  ASSERT_EQ(s.server.shares.size(), 4u);
+  for (const LabShare& sh : s.server.shares) {
+    EXPECT_EQ(ssh(s, "cp-server", "stat -c %U " + sh.server_dir), "cplab\n") << sh.url;
+  }
+  // The password never shows in a process's arguments.
+  const std::string password = *sys::read_file(s.share_password_file);
+  EXPECT_EQ(run_checked({"ps", "-eo", "args"}).find(password.substr(0, password.size() - 1)),
+            std::string::npos);
+
   // The data link works, and SSH does not cross it.
   EXPECT_EQ(run_command({"ip", "netns", "exec", "cp-client", "ping", "-c1", "-W2", "198.18.0.1"})
                 .exit_code,
@@ -196,8 +218,9 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   std::ostringstream out, err;
   EXPECT_EQ(run_lab_command({"status"}, out, err), 0) << err.str();
   const std::string text = out.str();
-  for (const char* want : {"cp-server", "cp-client", ": up", "1 Gbit/s", "tmpfs, 64 MiB", "ext4",
-                           "(direct I/O)", "MTU 1500"}) {
+  for (const char* want :
+       {"cp-server", "cp-client", ": up", "1 Gbit/s", "tmpfs, 64 MiB", "ext4", "(direct I/O)",
+        "MTU 1500", "vsftpd", "smbd", "smb://198.18.0.1/disk", "throttle   none"}) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing '" << want << "' in:\n" << text;
   }
   EXPECT_EQ(text.find("problem"), std::string::npos) << text;
@@ -211,9 +234,22 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   EXPECT_EQ(st.at("server").at("rate_bits").to_number<uint64_t>(), 1'000'000'000u);
 
   // down leaves nothing.
-  const std::vector<pid_t> pids = {s.server.sshd_pid, s.client.sshd_pid};
+  EXPECT_TRUE(st.at("servers").at("smbd_alive").as_bool());
+
+  // A server that died comes back with the next `up`.
+  kill(s2.server.ftpd_pid, SIGKILL);
+  sys::wait_exit({s2.server.ftpd_pid}, 5);
+  const LabState s3 = up(o, dir_);
+  EXPECT_NE(s3.server.ftpd_pid, s2.server.ftpd_pid);
+  EXPECT_EQ(s3.server.smbd_pid, s2.server.smbd_pid);
+  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kFtpPort, 5));
+
+  // down leaves nothing, the share user included.
+  const std::vector<pid_t> pids = {s.server.sshd_pid, s.client.sshd_pid, s3.server.ftpd_pid,
+                                   s3.server.smbd_pid};
   down(dir_);
   expect_nothing_left(dir_, pids);
+  EXPECT_EQ(getpwnam(kShareUser), nullptr);
   EXPECT_FALSE(load(dir_).has_value());
   EXPECT_NO_THROW(down(dir_));  // idempotent
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -54,6 +55,35 @@ HostFiles host_files(const LabState& state, const LabHost& host) {
   return f;
 }
 
+ServerFiles server_files(const LabState& state) {
+  ServerFiles f;
+  f.ram_share = state.server.ram_dir + "/share";
+  f.disk_share = state.server.disk_dir + "/share";
+  f.ro_share = state.server.ram_dir + "/" + kReadOnlyShare;
+  const std::string dir = state.dir + "/server";
+  f.ftp_dir = dir + "/ftp";
+  f.ftp_root = f.ftp_dir + "/root";
+  f.ftp_empty = f.ftp_dir + "/empty";
+  f.vsftpd_conf = f.ftp_dir + "/vsftpd.conf";
+  f.vsftpd_log = f.ftp_dir + "/vsftpd.log";
+  f.vsftpd_out = f.ftp_dir + "/vsftpd.out";
+  f.vsftpd_pid = f.ftp_dir + "/vsftpd.pid";
+  f.pam_file = f.ftp_dir + "/pam";
+  f.samba_dir = dir + "/samba";
+  f.smb_conf = f.samba_dir + "/smb.conf";
+  f.smbd_out = f.samba_dir + "/smbd.out";
+  f.smbd_pid = f.samba_dir + "/smbd.pid";
+  return f;
+}
+
+std::vector<std::string> samba_dirs(const ServerFiles& f) {
+  std::vector<std::string> dirs;
+  for (const char* d : {"private", "lock", "state", "cache", "run", "ncalrpc"}) {
+    dirs.push_back(f.samba_dir + "/" + d);
+  }
+  return dirs;
+}
+
 LabState plan(const LabOptions& opts, const std::string& dir) {
   CP_CHECK(!dir.empty() && dir.front() == '/');
   LabState s;
@@ -64,6 +94,16 @@ LabState plan(const LabOptions& opts, const std::string& dir) {
   s.server = make_host(dir, "server", 1, 1, "cpd-s");
   s.client = make_host(dir, "client", 2, 2, "cpd-c");
   s.options = opts;
+  s.share_user = kShareUser;
+  s.share_password_file = dir + "/share_password";
+  const ServerFiles f = server_files(s);
+  for (const char* protocol : {"ftp", "smb"}) {
+    for (const char* medium : {"ram", "disk"}) {
+      s.server.shares.push_back(LabShare{
+          protocol, medium, fmt::format("{}://{}/{}", protocol, s.server.data_address, medium),
+          std::string(medium) == "ram" ? f.ram_share : f.disk_share});
+    }
+  }
   return s;
 }
 
@@ -255,6 +295,152 @@ std::string sshd_config_text(const LabState& s, const LabHost& h) {
       fmt::arg("pid", f.pid_file), fmt::arg("auth", s.dir + "/authorized_keys"));
 }
 
+std::string vsftpd_conf_text(const LabState& s) {
+  const ServerFiles f = server_files(s);
+  return fmt::format(
+      "# {host}: vsftpd of the chokepoint lab (`chokepoint lab up` writes it, `lab down` "
+      "removes it)\n"
+      "listen=YES\n"
+      "listen_ipv6=NO\n"
+      "listen_address={addr}\n"
+      "listen_port={port}\n"
+      "background=NO\n"
+      "anonymous_enable=NO\n"
+      "local_enable=YES\n"
+      "write_enable=YES\n"
+      "local_umask=022\n"
+      "chroot_local_user=NO\n"
+      "local_root={root}\n"
+      "userlist_enable=NO\n"
+      "pam_service_name=vsftpd\n"
+      // Its default lives under /run, which each lab host replaces.
+      "secure_chroot_dir={empty}\n"
+      // Both fail inside a network namespace.
+      "seccomp_sandbox=NO\n"
+      "isolate=NO\n"
+      "isolate_network=NO\n"
+      "pasv_enable=YES\n"
+      "pasv_min_port={pmin}\n"
+      "pasv_max_port={pmax}\n"
+      "connect_from_port_20=NO\n"
+      "ssl_enable=NO\n"
+      "xferlog_enable=YES\n"
+      "vsftpd_log_file={log}\n"
+      "syslog_enable=NO\n"
+      "max_clients=0\n"
+      "max_per_ip=0\n"
+      "ftpd_banner=chokepoint lab FTP on {host}\n",
+      fmt::arg("host", s.server.hostname), fmt::arg("addr", s.server.data_address),
+      fmt::arg("port", kFtpPort), fmt::arg("root", f.ftp_root), fmt::arg("empty", f.ftp_empty),
+      fmt::arg("pmin", kPasvMinPort), fmt::arg("pmax", kPasvMaxPort),
+      fmt::arg("log", f.vsftpd_log));
+}
+
+const char* const kVsftpdPam =
+    "# chokepoint lab: vsftpd's PAM service inside cp-server only\n"
+    "auth required pam_unix.so\n"
+    "account required pam_unix.so\n"
+    "session required pam_permit.so\n";
+
+std::string smb_conf_text(const LabState& s) {
+  const ServerFiles f = server_files(s);
+  const std::vector<std::string> d = samba_dirs(f);
+  std::string out = fmt::format(
+      "# {host}: smbd of the chokepoint lab (`chokepoint lab up` writes it, `lab down` removes "
+      "it)\n"
+      "[global]\n"
+      "  server role = standalone server\n"
+      "  workgroup = CHOKEPOINT\n"
+      "  netbios name = CP-SERVER\n"
+      "  interfaces = {addr}\n"
+      "  bind interfaces only = yes\n"
+      "  smb ports = {port}\n"
+      "  disable netbios = yes\n"
+      "  server min protocol = SMB2_02\n"
+      "  private dir = {private}\n"
+      "  lock directory = {lock}\n"
+      "  state directory = {state}\n"
+      "  cache directory = {cache}\n"
+      "  pid directory = {run}\n"
+      "  ncalrpc dir = {ncalrpc}\n"
+      "  passdb backend = tdbsam:{private}/passdb.tdb\n"
+      "  log file = {samba}/log.%m\n"
+      "  max log size = 1000\n"
+      "  log level = 1\n"
+      "  map to guest = never\n"
+      "  load printers = no\n"
+      "  printing = bsd\n"
+      "  printcap name = /dev/null\n"
+      "  disable spoolss = yes\n"
+      "  usershare path =\n"
+      "  obey pam restrictions = no\n",
+      fmt::arg("host", s.server.hostname), fmt::arg("addr", s.server.data_address),
+      fmt::arg("port", kSmbPort), fmt::arg("private", d[0]), fmt::arg("lock", d[1]),
+      fmt::arg("state", d[2]), fmt::arg("cache", d[3]), fmt::arg("run", d[4]),
+      fmt::arg("ncalrpc", d[5]), fmt::arg("samba", f.samba_dir));
+  auto share = [&](const std::string& name, const std::string& path, bool read_only) {
+    out += fmt::format(
+        "\n[{}]\n"
+        "  path = {}\n"
+        "  read only = {}\n"
+        "  valid users = {}\n",
+        name, path, read_only ? "yes" : "no", s.share_user);
+  };
+  share("ram", f.ram_share, false);
+  share("disk", f.disk_share, false);
+  share(kReadOnlyShare, f.ro_share, true);
+  return out;
+}
+
+// $0 is a name for ps; $1 share user, $2 ram share, $3 disk share, $4 ro
+// share, $5 PAM file, $6 vsftpd.conf, $7 vsftpd output, $8 vsftpd pid file,
+// $9 smb.conf, $10 smbd output, $11 smbd pid file, $12 which to start
+// ("ftp smb", "ftp" or "smb"). Runs inside the server host's namespaces.
+const char* const kServerStartScript =
+    "set -e\n"
+    "install -d -o \"$1\" -g \"$1\" -m 0755 \"$2\" \"$3\"\n"
+    "install -d -o root -g root -m 0755 \"$4\"\n"
+    // Only in this host's mount namespace; once.
+    "grep -q ' /etc/pam.d/vsftpd ' /proc/self/mountinfo || mount --bind \"$5\" "
+    "/etc/pam.d/vsftpd\n"
+    "for what in ${12}; do\n"
+    "  case \"$what\" in\n"
+    "  ftp) setsid -f sh -c 'exec </dev/null >>\"$1\" 2>&1; echo $$ >\"$2\"; exec vsftpd "
+    "\"$3\"' cp-lab-ftp \"$7\" \"$8\" \"$6\" ;;\n"
+    "  smb) setsid -f sh -c 'exec </dev/null >>\"$1\" 2>&1; echo $$ >\"$2\"; exec smbd "
+    "--foreground --no-process-group -s \"$3\"' cp-lab-smb \"${10}\" \"${11}\" \"$9\" "
+    ";;\n"
+    "  esac\n"
+    "done\n";
+
+std::vector<std::string> server_start_argv(const LabState& state, const std::string& which) {
+  const ServerFiles f = server_files(state);
+  CP_CHECK(state.server.sshd_pid > 0);
+  return {"nsenter",
+          "-t",
+          std::to_string(state.server.sshd_pid),
+          "-m",
+          "-u",
+          "-n",
+          "--",
+          "sh",
+          "-c",
+          kServerStartScript,
+          "cp-lab-servers",
+          state.share_user,
+          f.ram_share,
+          f.disk_share,
+          f.ro_share,
+          f.pam_file,
+          f.vsftpd_conf,
+          f.vsftpd_out,
+          f.vsftpd_pid,
+          f.smb_conf,
+          f.smbd_out,
+          f.smbd_pid,
+          which};
+}
+
 std::string ssh_config_text(const LabState& s) {
   std::string out =
       fmt::format("# chokepoint lab: ssh -F {} cp-server (or cp-client)\n", s.ssh_config);
@@ -297,6 +483,13 @@ namespace {
 constexpr int kStateVersion = 1;
 
 json::object host_to_json(const LabHost& h) {
+  json::array shares;
+  for (const LabShare& sh : h.shares) {
+    shares.push_back(json::object{{"protocol", sh.protocol},
+                                  {"medium", sh.medium},
+                                  {"url", sh.url},
+                                  {"server_dir", sh.server_dir}});
+  }
   return {{"role", h.role},
           {"netns", h.netns},
           {"alias", h.alias},
@@ -307,7 +500,10 @@ json::object host_to_json(const LabHost& h) {
           {"ram_dir", h.ram_dir},
           {"disk_dir", h.disk_dir},
           {"loop_device", h.loop_device},
-          {"sshd_pid", h.sshd_pid}};
+          {"sshd_pid", h.sshd_pid},
+          {"shares", std::move(shares)},
+          {"ftpd_pid", h.ftpd_pid},
+          {"smbd_pid", h.smbd_pid}};
 }
 
 // Typed reads that name the file and the field on failure.
@@ -315,6 +511,7 @@ class Reader {
  public:
   Reader(const json::object& obj, std::string where) : obj_(obj), where_(std::move(where)) {}
 
+  bool has(std::string_view name) const { return obj_.contains(name); }
   const json::value& at(std::string_view name) const {
     const json::value* v = obj_.if_contains(name);
     if (!v) fail(name, "is missing");
@@ -341,6 +538,31 @@ class Reader {
     const json::value& v = at(name);
     if (!v.is_number()) fail(name, "must be a number");
     return v.to_number<double>();
+  }
+  bool boolean(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_bool()) fail(name, "must be true or false");
+    return v.get_bool();
+  }
+  std::vector<Reader> objects(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_array()) fail(name, "must be an array");
+    std::vector<Reader> out;
+    for (const json::value& e : v.get_array()) {
+      if (!e.is_object()) fail(name, "must hold objects");
+      out.emplace_back(e.get_object(), where_ + "." + std::string(name) + "[]");
+    }
+    return out;
+  }
+  std::vector<std::string> strings(std::string_view name) const {
+    const json::value& v = at(name);
+    if (!v.is_array()) fail(name, "must be an array");
+    std::vector<std::string> out;
+    for (const json::value& e : v.get_array()) {
+      if (!e.is_string()) fail(name, "must hold strings");
+      out.emplace_back(e.get_string());
+    }
+    return out;
   }
   Reader object(std::string_view name) const {
     const json::value& v = at(name);
@@ -373,6 +595,20 @@ LabHost host_from_json(const Reader& r) {
   const int64_t pid = r.i64("sshd_pid");
   if (pid < 0 || pid > INT32_MAX) r.fail("sshd_pid", "is not a process id");
   h.sshd_pid = static_cast<int>(pid);
+  // Absent in a lab.json from before the lab served FTP and SMB.
+  if (r.has("shares")) {
+    for (const Reader& sr : r.objects("shares")) {
+      h.shares.push_back(
+          LabShare{sr.str("protocol"), sr.str("medium"), sr.str("url"), sr.str("server_dir")});
+    }
+  }
+  for (auto [name, field] :
+       {std::pair{"ftpd_pid", &h.ftpd_pid}, std::pair{"smbd_pid", &h.smbd_pid}}) {
+    if (!r.has(name)) continue;
+    const int64_t p = r.i64(name);
+    if (p < 0 || p > INT32_MAX) r.fail(name, "is not a process id");
+    *field = static_cast<int>(p);
+  }
   return h;
 }
 
@@ -393,7 +629,16 @@ std::string state_to_json(const LabState& s) {
         {"ram_bytes", s.options.ram_bytes}}},
       {"server", host_to_json(s.server)},
       {"client", host_to_json(s.client)},
+      {"share_user", s.share_user},
+      {"share_password_file", s.share_password_file},
+      {"share_user_created", s.share_user_created},
   };
+  json::array cgroups;
+  for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
+  o["throttle"] = json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                               {"disk_read_bps", s.throttle.disk_read_bps},
+                               {"disk_write_bps", s.throttle.disk_write_bps},
+                               {"cgroups", std::move(cgroups)}};
   return json::serialize(o) + "\n";
 }
 
@@ -425,6 +670,18 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   s.client = host_from_json(r.object("client"));
   if (s.server.role != "server") r.fail("server.role", "must be \"server\"");
   if (s.client.role != "client") r.fail("client.role", "must be \"client\"");
+  if (r.has("share_user")) {
+    s.share_user = r.str("share_user");
+    s.share_password_file = r.str("share_password_file");
+    s.share_user_created = r.boolean("share_user_created");
+  }
+  if (r.has("throttle")) {
+    const Reader t = r.object("throttle");
+    s.throttle.smbd_cpu = t.num("smbd_cpu");
+    s.throttle.disk_read_bps = t.u64("disk_read_bps");
+    s.throttle.disk_write_bps = t.u64("disk_write_bps");
+    s.throttle.cgroups = t.strings("cgroups");
+  }
   return s;
 }
 

@@ -28,6 +28,20 @@ inline constexpr uint64_t kMinRamBytes = 1ull << 20;
 // tbf's queue bound, as latency at the configured rate.
 inline constexpr const char* kTbfLatency = "50ms";
 
+// The FTP and SMB servers on the server host's data address.
+inline constexpr const char* kShareUser = "cplab";
+// The GECOS comment that marks the share user as the lab's own.
+inline constexpr const char* kShareUserComment = "chokepoint lab share user";
+inline constexpr int kFtpPort = 21;
+inline constexpr int kSmbPort = 445;
+// vsftpd's passive data ports.
+inline constexpr int kPasvMinPort = 30000;
+inline constexpr int kPasvMaxPort = 30099;
+// Besides the shares in LabHost::shares, both servers export a read-only
+// share of this name (ftp://198.18.0.1/ro, smb://198.18.0.1/ro: an empty
+// root-owned directory on the server's tmpfs), for tests of refused writes.
+inline constexpr const char* kReadOnlyShare = "ro";
+
 // Paths and names derived from a host; not stored in lab.json.
 struct HostFiles {
   std::string dir;                // <lab>/server
@@ -41,6 +55,29 @@ struct HostFiles {
   std::string mgmt_ifname;        // "cpm": its peer inside the host
 };
 HostFiles host_files(const LabState& state, const LabHost& host);
+
+// The server host's FTP and SMB files; not stored in lab.json.
+struct ServerFiles {
+  std::string ram_share;    // <lab>/server/ram/share (inside the host's tmpfs)
+  std::string disk_share;   // <lab>/server/disk/share (inside the host's ext4)
+  std::string ro_share;     // <lab>/server/ram/ro
+  std::string ftp_dir;      // <lab>/server/ftp
+  std::string ftp_root;     // <lab>/server/ftp/root: the share user's home and FTP login
+                            // dir, with links ram, disk and ro to the shares
+  std::string ftp_empty;    // <lab>/server/ftp/empty: vsftpd's secure_chroot_dir
+  std::string vsftpd_conf;  // <lab>/server/ftp/vsftpd.conf
+  std::string vsftpd_log;   // <lab>/server/ftp/vsftpd.log: logins and transfers
+  std::string vsftpd_out;   // <lab>/server/ftp/vsftpd.out: its stdout/stderr
+  std::string vsftpd_pid;   // <lab>/server/ftp/vsftpd.pid
+  std::string pam_file;     // <lab>/server/ftp/pam: bound over /etc/pam.d/vsftpd inside the host
+  std::string samba_dir;    // <lab>/server/samba: all of smbd's state dirs below it
+  std::string smb_conf;     // <lab>/server/samba/smb.conf
+  std::string smbd_out;     // <lab>/server/samba/smbd.out
+  std::string smbd_pid;     // <lab>/server/samba/smbd.pid
+};
+ServerFiles server_files(const LabState& state);
+// smbd's state dirs (private, lock, state, cache, pid, ncalrpc), all under samba_dir.
+std::vector<std::string> samba_dirs(const ServerFiles& f);
 
 // The state a fresh lab in `dir` starts from: every name, address and path,
 // with loop_device empty and sshd_pid 0. `dir` must be absolute.
@@ -81,6 +118,24 @@ extern const char* const kHostSetupScript;
 std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host);
 
 std::string sshd_config_text(const LabState& state, const LabHost& host);
+
+// vsftpd.conf: standalone on the data address, local users only (the share
+// user), passive ports kPasvMinPort..kPasvMaxPort, no chroot, no seccomp
+// sandbox or isolation (they break inside a namespace), state in the lab dir.
+std::string vsftpd_conf_text(const LabState& state);
+// The PAM service vsftpd uses inside the server host: pam_unix alone (the
+// share user's shell is nologin, which Debian's pam_shells would refuse).
+extern const char* const kVsftpdPam;
+// smb.conf: a standalone server on the data address only, SMB2 or later,
+// every state dir in the lab dir, shares ram, disk and ro for the share user.
+std::string smb_conf_text(const LabState& state);
+
+// The fixed script that lays out the share dirs and starts vsftpd and smbd
+// inside the server host (nsenter into its sshd's mount, UTS and network
+// namespaces), and its arguments.
+extern const char* const kServerStartScript;
+// `which`: "ftp smb", "ftp" or "smb".
+std::vector<std::string> server_start_argv(const LabState& state, const std::string& which);
 std::string ssh_config_text(const LabState& state);
 // "198.18.1.2 ssh-ed25519 AAAA...\n" per host; keys as in a .pub file (comment dropped).
 std::string known_hosts_text(const LabState& state, std::string_view server_pub,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <map>
 #include <sstream>
 
@@ -289,6 +291,136 @@ TEST(LayoutTest, StateJsonRoundTrips) {
   const LabState rb = state_from_json(state_to_json(big), "lab.json");
   EXPECT_EQ(rb.options.disk_bytes, 4ull << 40);
   EXPECT_EQ(rb.options.rate_bits, 100'000'000'000ull);
+}
+
+TEST(LayoutTest, PlanListsBothProtocolsOnBothMedia) {
+  const LabState s = plan(LabOptions{}, "/srv/lab");
+  ASSERT_EQ(s.server.shares.size(), 4u);
+  EXPECT_EQ(s.server.shares[0].protocol, "ftp");
+  EXPECT_EQ(s.server.shares[0].medium, "ram");
+  EXPECT_EQ(s.server.shares[0].url, "ftp://198.18.0.1/ram");
+  EXPECT_EQ(s.server.shares[0].server_dir, "/srv/lab/server/ram/share");
+  EXPECT_EQ(s.server.shares[3].url, "smb://198.18.0.1/disk");
+  EXPECT_EQ(s.server.shares[3].server_dir, "/srv/lab/server/disk/share");
+  EXPECT_TRUE(s.client.shares.empty());
+  EXPECT_EQ(s.share_user, "cplab");
+  EXPECT_EQ(s.share_password_file, "/srv/lab/share_password");
+  EXPECT_FALSE(s.share_user_created);
+  const ServerFiles f = server_files(s);
+  EXPECT_EQ(f.ro_share, "/srv/lab/server/ram/ro");
+  EXPECT_EQ(f.ftp_root, "/srv/lab/server/ftp/root");
+  EXPECT_EQ(f.smb_conf, "/srv/lab/server/samba/smb.conf");
+}
+
+// "key=value" lines (vsftpd) or "  key = value" lines (smb.conf) -> map.
+std::map<std::string, std::string> kv_map(const std::string& text, const std::string& sep) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && line[0] == ' ') line.erase(0, 1);
+    const size_t at = line.find(sep);
+    if (line.empty() || line[0] == '#' || at == std::string::npos) continue;
+    m[line.substr(0, at)] = line.substr(at + sep.size());
+  }
+  return m;
+}
+
+TEST(LayoutTest, VsftpdListensOnTheDataAddressWithNamespaceFixes) {
+  const auto m = kv_map(vsftpd_conf_text(plan(LabOptions{}, "/srv/lab")), "=");
+  EXPECT_EQ(m.at("listen_address"), "198.18.0.1");
+  EXPECT_EQ(m.at("listen_port"), "21");
+  EXPECT_EQ(m.at("background"), "NO");
+  EXPECT_EQ(m.at("anonymous_enable"), "NO");
+  EXPECT_EQ(m.at("write_enable"), "YES");
+  EXPECT_EQ(m.at("local_root"), "/srv/lab/server/ftp/root");
+  EXPECT_EQ(m.at("secure_chroot_dir"), "/srv/lab/server/ftp/empty");
+  EXPECT_EQ(m.at("seccomp_sandbox"), "NO");
+  EXPECT_EQ(m.at("isolate_network"), "NO");
+  EXPECT_EQ(m.at("pasv_min_port"), "30000");
+  EXPECT_EQ(m.at("pasv_max_port"), "30099");
+  EXPECT_EQ(std::string(kVsftpdPam).find("pam_shells"), std::string::npos);
+}
+
+TEST(LayoutTest, SmbConfKeepsStateInTheLabAndExportsThreeShares) {
+  const std::string text = smb_conf_text(plan(LabOptions{}, "/srv/lab"));
+  const auto m = kv_map(text, " = ");
+  EXPECT_EQ(m.at("interfaces"), "198.18.0.1");
+  EXPECT_EQ(m.at("bind interfaces only"), "yes");
+  EXPECT_EQ(m.at("server min protocol"), "SMB2_02");
+  EXPECT_EQ(m.at("private dir"), "/srv/lab/server/samba/private");
+  EXPECT_EQ(m.at("pid directory"), "/srv/lab/server/samba/run");
+  EXPECT_EQ(m.at("map to guest"), "never");
+  for (const auto& [name, path] : {std::pair{"[ram]", "/srv/lab/server/ram/share"},
+                                   std::pair{"[disk]", "/srv/lab/server/disk/share"},
+                                   std::pair{"[ro]", "/srv/lab/server/ram/ro"}}) {
+    const size_t at = text.find(name);
+    ASSERT_NE(at, std::string::npos) << name;
+    const std::string section = text.substr(at, text.find("\n[", at + 1) - at);
+    EXPECT_NE(section.find(std::string("path = ") + path), std::string::npos) << section;
+    EXPECT_NE(section.find("valid users = cplab"), std::string::npos) << section;
+    EXPECT_NE(section.find(name == std::string("[ro]") ? "read only = yes" : "read only = no"),
+              std::string::npos)
+        << section;
+  }
+  // Every state dir is under the lab dir.
+  for (const std::string& d : samba_dirs(server_files(plan(LabOptions{}, "/srv/lab")))) {
+    EXPECT_EQ(d.rfind("/srv/lab/server/samba/", 0), 0u) << d;
+  }
+}
+
+TEST(LayoutTest, ServerStartEntersTheServerHostAndPassesPathsAsArguments) {
+  LabState s = plan(LabOptions{}, "/srv/lab");
+  s.server.sshd_pid = 4242;
+  const Argv a = server_start_argv(s, "ftp smb");
+  EXPECT_EQ(Argv(a.begin(), a.begin() + 7),
+            (Argv{"nsenter", "-t", "4242", "-m", "-u", "-n", "--"}));
+  EXPECT_EQ(a[9], kServerStartScript);
+  EXPECT_EQ(std::string(kServerStartScript).find("/srv/lab"), std::string::npos);
+  EXPECT_EQ(a.size(), 11u + 12u);  // through the ps name, then $1..$12
+  EXPECT_EQ(a[11], "cplab");
+  EXPECT_EQ(a[12], "/srv/lab/server/ram/share");
+  EXPECT_EQ(a.back(), "ftp smb");
+}
+
+TEST(LayoutTest, StateJsonCarriesSharesServersAndThrottle) {
+  LabState s = sample_state();
+  s.server.ftpd_pid = 77;
+  s.server.smbd_pid = 78;
+  s.share_user_created = true;
+  s.throttle.smbd_cpu = 0.25;
+  s.throttle.disk_read_bps = 50'000'000;
+  s.throttle.cgroups = {"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"};
+  const LabState r = state_from_json(state_to_json(s), "lab.json");
+  ASSERT_EQ(r.server.shares.size(), 4u);
+  EXPECT_EQ(r.server.shares[1].url, s.server.shares[1].url);
+  EXPECT_EQ(r.server.shares[1].server_dir, s.server.shares[1].server_dir);
+  EXPECT_EQ(r.server.ftpd_pid, 77);
+  EXPECT_EQ(r.server.smbd_pid, 78);
+  EXPECT_EQ(r.share_user, "cplab");
+  EXPECT_TRUE(r.share_user_created);
+  EXPECT_EQ(r.share_password_file, s.share_password_file);
+  EXPECT_DOUBLE_EQ(r.throttle.smbd_cpu, 0.25);
+  EXPECT_EQ(r.throttle.disk_read_bps, 50'000'000u);
+  EXPECT_EQ(r.throttle.cgroups, s.throttle.cgroups);
+}
+
+TEST(LayoutTest, StateJsonFromBeforeTheServersStillLoads) {
+  std::string text = state_to_json(sample_state());
+  // Cut the new fields, as an older chokepoint wrote it.
+  boost::json::object o = boost::json::parse(text).as_object();
+  for (const char* k : {"share_user", "share_password_file", "share_user_created", "throttle"}) {
+    o.erase(k);
+  }
+  for (const char* h : {"server", "client"}) {
+    for (const char* k : {"shares", "ftpd_pid", "smbd_pid"}) o[h].as_object().erase(k);
+  }
+  const LabState r = state_from_json(boost::json::serialize(o), "old.json");
+  EXPECT_TRUE(r.server.shares.empty());
+  EXPECT_EQ(r.server.ftpd_pid, 0);
+  EXPECT_TRUE(r.share_user.empty());
+  EXPECT_FALSE(r.share_user_created);
+  EXPECT_TRUE(r.throttle.cgroups.empty());
 }
 
 TEST(LayoutTest, StateJsonErrorsNameTheFileAndField) {

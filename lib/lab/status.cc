@@ -12,7 +12,9 @@
 #include "core/process.h"
 #include "core/units.h"
 #include "lab/layout.h"
+#include "lab/servers.h"
 #include "lab/sys.h"
+#include "lab/throttle.h"
 
 namespace cp::lab {
 namespace json = boost::json;
@@ -142,6 +144,24 @@ std::string host_text(const HostStatus& h) {
   return out;
 }
 
+std::string servers_text(const LabStatus& st) {
+  const LabState& s = st.state;
+  if (s.server.shares.empty())
+    return "  servers    none (a lab from before FTP/SMB: `lab up` starts them)\n";
+  std::string out;
+  out += fmt::format("  vsftpd     pid {} ({}), {}:{}\n", s.server.ftpd_pid,
+                     st.ftpd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kFtpPort);
+  out += fmt::format("  smbd       pid {} ({}), {}:{}\n", s.server.smbd_pid,
+                     st.smbd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kSmbPort);
+  for (const LabShare& sh : s.server.shares) {
+    out += fmt::format("  share      {:<26} -> {}\n", sh.url, sh.server_dir);
+  }
+  out += fmt::format("  login      user {}{}, password in {}\n", s.share_user,
+                     s.share_user_created ? " (made by the lab)" : "", s.share_password_file);
+  out += fmt::format("  throttle   {}\n", throttle_text(s.throttle));
+  return out;
+}
+
 json::object mount_json(const std::string& dir, const MountView& m) {
   return {{"dir", dir},
           {"mounted", m.mounted},
@@ -187,6 +207,8 @@ LabStatus gather_status(const LabState& state) {
   st.healthy = healthy(state, &st.why);
   st.server = gather_host(state, state.server);
   st.client = gather_host(state, state.client);
+  st.ftpd_alive = servers::ftpd_alive(state);
+  st.smbd_alive = servers::smbd_alive(state);
   return st;
 }
 
@@ -200,7 +222,9 @@ std::string status_text(const LabStatus& st) {
                   o.mtu, o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay",
                   format_size(o.disk_bytes), format_size(o.ram_bytes));
   out += fmt::format("ssh:       ssh -F {} cp-server   (or cp-client)\n\n", st.state.ssh_config);
-  out += host_text(st.server) + "\n" + host_text(st.client);
+  out += host_text(st.server);
+  out += servers_text(st);
+  out += "\n" + host_text(st.client);
   if (!st.healthy) out += "\nfix: `chokepoint lab down`, then `chokepoint lab up`\n";
   return out;
 }
@@ -224,6 +248,28 @@ std::string status_json(const LabStatus& st) {
       {"server", host_json(st.server)},
       {"client", host_json(st.client)},
   };
+  const LabState& s = st.state;
+  json::array shares, cgroups;
+  for (const LabShare& sh : s.server.shares) {
+    shares.push_back(json::object{{"protocol", sh.protocol},
+                                  {"medium", sh.medium},
+                                  {"url", sh.url},
+                                  {"server_dir", sh.server_dir}});
+  }
+  for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
+  obj["servers"] =
+      json::object{{"ftpd_pid", s.server.ftpd_pid},
+                   {"ftpd_alive", st.ftpd_alive},
+                   {"smbd_pid", s.server.smbd_pid},
+                   {"smbd_alive", st.smbd_alive},
+                   {"shares", std::move(shares)},
+                   {"share_user", s.share_user},
+                   {"share_user_created", s.share_user_created},
+                   {"share_password_file", s.share_password_file},
+                   {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                                             {"disk_read_bps", s.throttle.disk_read_bps},
+                                             {"disk_write_bps", s.throttle.disk_write_bps},
+                                             {"cgroups", std::move(cgroups)}}}};
   return json::serialize(obj) + "\n";
 }
 

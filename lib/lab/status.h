@@ -40,6 +40,8 @@ struct LabStatus {
   bool healthy = false;
   std::string why;  // when not healthy
   HostStatus server, client;
+  bool ftpd_alive = false;  // the recorded vsftpd runs the lab's config
+  bool smbd_alive = false;  // the recorded smbd runs the lab's config
 };
 
 // Looks at the running lab described by `state`. Never throws for what it

@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -304,6 +305,38 @@ bool ssh_banner(const std::string& ipv4, int port, double timeout_s) {
     }
   }
   close(fd);
+  return ok;
+}
+
+bool tcp_accepts_in_netns(const std::string& netns, const std::string& ipv4, int port,
+                          double timeout_s) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  CP_CHECK(inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) == 1);
+  bool ok = false;
+  // setns changes only the calling thread's namespace: a throwaway thread
+  // keeps this process where it is.
+  std::thread t([&] {
+    const int ns = open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns < 0) return;
+    const bool joined = setns(ns, CLONE_NEWNET) == 0;
+    close(ns);
+    if (!joined) return;
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = poll(&p, 1, static_cast<int>(timeout_s * 1000) + 1) > 0 &&
+           getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    close(fd);
+  });
+  t.join();
   return ok;
 }
 

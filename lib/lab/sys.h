@@ -53,6 +53,10 @@ std::string loop_backing_file(const std::string& device);
 
 // Connects to ipv4:port and reads an SSH banner ("SSH-2.0-...") within timeout_s.
 bool ssh_banner(const std::string& ipv4, int port, double timeout_s);
+// Connects to ipv4:port from inside the named network namespace (on a
+// helper thread that joins it) within timeout_s; true when it accepted.
+bool tcp_accepts_in_netns(const std::string& netns, const std::string& ipv4, int port,
+                          double timeout_s);
 
 // An exclusive flock on `path` (created if missing), held for the object's
 // life. Waits up to timeout_s, then throws Error(kIo) naming the lock.

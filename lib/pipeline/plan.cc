@@ -85,7 +85,9 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
   static const std::map<std::string, std::map<std::string, Setter>> k = {
       {"server",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.server.ram_dir = dir_value(v, w); }},
-        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.server.disk_dir = dir_value(v, w); }}}},
+        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.server.disk_dir = dir_value(v, w); }},
+        {"samba_conf",
+         [](Plan& p, auto& v, auto& w) { p.server.samba_conf = dir_value(v, w); }}}},
       {"client",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.client.ram_dir = dir_value(v, w); }},
         {"disk_dir", [](Plan& p, auto& v, auto& w) { p.client.disk_dir = dir_value(v, w); }}}},
@@ -398,7 +400,10 @@ std::string plan_to_json(const Plan& p) {
   }
   json::object o{
       {"source", p.source},
-      {"server", {{"ram_dir", p.server.ram_dir}, {"disk_dir", p.server.disk_dir}}},
+      {"server",
+       {{"ram_dir", p.server.ram_dir},
+        {"disk_dir", p.server.disk_dir},
+        {"samba_conf", p.server.samba_conf}}},
       {"client", {{"ram_dir", p.client.ram_dir}, {"disk_dir", p.client.disk_dir}}},
       {"disk",
        {{"enabled", p.disk_enabled},

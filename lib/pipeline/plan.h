@@ -14,6 +14,7 @@ namespace cp::pipeline {
 struct EndpointPlan {
   std::string ram_dir = "/dev/shm";   // a tmpfs: the RAM side of protocol stages
   std::string disk_dir = "/var/tmp";  // on the disk under test
+  std::string samba_conf;             // server: smbd's config (facts, smbstatus); "" = default
 };
 
 // A file share to measure through its protocol (stages 3 and 4).

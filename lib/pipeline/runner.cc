@@ -219,6 +219,36 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
 
 json::object share_message(const SharePlan& share, const Agents& a);
 
+// The SMB session the client holds, as smbd reports it: dialect, signing,
+// encryption (libsmbclient does not tell its caller). {"smb_negotiated":
+// "unknown: why"} when the server cannot say.
+json::object smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
+  try {
+    json::object st = a.server.call("smb_status", {{"conf", plan.server.samba_conf}}, 60);
+    for (const auto& v : wire::get_array(st, "sessions")) {
+      if (!v.is_object()) continue;
+      const auto& sess = v.as_object();
+      const std::string client = wire::get_string(sess, "client");
+      // "ipv4:198.18.0.2:41234": this client's address between the colons.
+      if (!a.client_address.empty() &&
+          client.find(":" + a.client_address + ":") == std::string::npos) {
+        continue;
+      }
+      json::object out;
+      for (const char* k : {"dialect", "signing", "encryption"}) {
+        std::string val = wire::get_string(sess, k);
+        out[std::string("smb_") + k] = (val.empty() || val == "-") ? "none" : val;
+      }
+      return out;
+    }
+    return {{"smb_negotiated", "unknown: smbstatus lists no session from this client"}};
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    obs.on_note(fmt::format("cannot tell what SMB negotiated: {}", e.what()));
+    return {{"smb_negotiated", std::string("unknown: ") + e.what()}};
+  }
+}
+
 // One share through its protocol: for each size, `count` reads (a fresh
 // server file each, evicted from the server's page cache on disk shares,
 // read into the client's RAM dir) then `count` writes (a fresh client file
@@ -243,6 +273,8 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
   const json::object share_msg = share_message(share, a);
+  const bool has_server = !share.server_dir.empty();
+  json::object negotiated;  // SMB: what smbd says it agreed with this client
   try {
     // The server's run directory inside the share; its name is the remote prefix.
     std::string prefix;
@@ -338,11 +370,14 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
             s.error =
                 fmt::format("checksum mismatch on {}: sent {}, arrived {}", file, expect, arrived);
           }
-          s.details_json =
-              json::serialize(json::object{{"file", file},
-                                           {"share", share.name},
-                                           {"checksum", expect},
-                                           {"properties", wire::get_object(r, "properties")}});
+          json::object props = wire::get_object(r, "properties");
+          if (share.driver == "smb" && has_server) {
+            if (negotiated.empty()) negotiated = smb_negotiated(plan, a, obs);
+            for (const auto& [k, v] : negotiated) props[k] = v;
+            if (negotiated.contains("smb_dialect")) props.erase("negotiated");  // now known
+          }
+          s.details_json = json::serialize(json::object{
+              {"file", file}, {"share", share.name}, {"checksum", expect}, {"properties", props}});
           json::object cpu{{"client", wire::get_object(r, "cpu")}};
           if (!server_cpu.empty()) cpu["server"] = server_cpu;
           s.cpu_json = json::serialize(cpu);
@@ -492,10 +527,12 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
                                    {"disk_dir", plan.client.disk_dir},
                                    {"peer_address", a.data_address}},
                                   60);
+  a.client_address = net_address(cf);
   json::object sf = a.server.call("facts",
                                   {{"ram_dir", plan.server.ram_dir},
                                    {"disk_dir", plan.server.disk_dir},
-                                   {"peer_address", net_address(cf)}},
+                                   {"peer_address", a.client_address},
+                                   {"samba_conf", plan.server.samba_conf}},
                                   60);
   obs.on_host({kServer, a.server_name, json::serialize(sf)});
   obs.on_host({kClient, a.client_name, json::serialize(cf)});

@@ -49,6 +49,8 @@ struct Agents {
   std::string data_address;  // server's address on the data path
   // Share name -> password, resolved by the caller (never stored or logged).
   std::map<std::string, std::string> passwords;
+  // The client's own address on the data path; run_stages fills it in.
+  std::string client_address;
 };
 
 // Collects facts, then runs the disk and TCP stages, then one protocol stage

@@ -8,5 +8,9 @@
 namespace cp::transfer {
 
 std::unique_ptr<Driver> make_null_driver();
+std::unique_ptr<Driver> make_ftp_driver();
+std::unique_ptr<Driver> make_smb_driver();
+std::unique_ptr<Driver> make_path_driver();
+std::unique_ptr<Driver> make_afp_driver();
 
 }  // namespace cp::transfer

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Protocol benchmark: chokepoint's ftp and smb drivers (bench/transfer_bench,
+# which moves a file exactly as the client agent does) beside the peer tools
+# on the same lab, the same file content and the same share, in one run:
+#   ftp get/put   vs  curl (passive, binary)
+#   smb get/put   vs  smbclient -c 'get ...' / -c 'put ...'
+# Every transfer runs inside the lab's client host (ip netns exec cp-client)
+# between a tmpfs file on this machine and the server's tmpfs share, with a
+# fresh file name each time (no server cache can answer for a repeat). Two
+# figures per transfer, medians of --runs runs, ours and the peer alternating
+# first, as MB/s with ratios ours/peer (target >= 0.95):
+#   transfer: open to close of the remote file, what the agent times per
+#     sample (ours: transfer_bench's own clock; curl: time_total minus
+#     time_pretransfer, so its login is left out while our open's CWD/EPSV/
+#     RETR are in; smbclient: the rate its get/put prints);
+#   command: the whole command's wall time (process start, login, transfer,
+#     exit). Ours loads libsmbclient, libcurl and OpenSSL at every start,
+#     which the agent does once, so this row flatters the peers.
+#
+# Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
+# ("0" = unshaped). A lab that was up is retuned to each rate and put back at
+# its own rate afterwards; one that was not is brought up and taken down.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=7
+SIZE=100MB
+RATES="1gbit 0"
+while (($#)); do
+  case "$1" in
+    --runs) RUNS=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --rates) RATES=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"]" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "protocols.sh: needs root (the lab)" >&2; exit 1; }
+cmake --build build -j2 --target chokepoint transfer_bench >/dev/null
+CP=./build/bin/chokepoint
+TB=$(pwd)/build/bin/transfer_bench
+LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
+BYTES=$(python3 -c "
+import re,sys; m=re.fullmatch(r'(\d+)(|k|M|G|KB|MB|GB|KiB|MiB|GiB)', sys.argv[1])
+u={'':1,'KB':1e3,'MB':1e6,'GB':1e9,'k':1024,'KiB':1024,'M':2**20,'MiB':2**20,'G':2**30,'GiB':2**30}
+print(int(int(m.group(1))*u[m.group(2)]))" "$SIZE")
+
+WORK=$(mktemp -d /dev/shm/chokepoint-protocols.XXXXXX)  # tmpfs: the local side costs nothing
+chmod 700 "$WORK"
+WAS_UP=0
+OLD_RATE=
+if $CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)'; then
+  WAS_UP=1
+  OLD_RATE=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["options"]["rate_bits"])')
+fi
+cleanup() {
+  rm -rf "$WORK"
+  if [ "$WAS_UP" = 1 ]; then
+    $CP lab up --rate "${OLD_RATE}bit" >/dev/null 2>&1 || $CP lab up --rate 0 >/dev/null 2>&1 || true
+  else
+    $CP lab down >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+status() { $CP lab status --json; }
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+for RATE in $RATES; do
+  $CP lab up --rate "$RATE" >/dev/null
+  ST=$(status)
+  SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
+  ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
+  RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
+  USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
+  PWFILE=$(echo "$ST" | field 'd["servers"]["share_password_file"]')
+  PW=$(head -n1 "$PWFILE")
+  # Credentials for the peers in 0600 files, never on a command line.
+  (umask 077
+   printf 'user = "%s:%s"\n' "$USER_" "$PW" > "$WORK/curl.cfg"
+   printf 'username = %s\npassword = %s\n' "$USER_" "$PW" > "$WORK/smb.auth")
+  on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
+  in_client() { ip netns exec cp-client "$@"; }
+
+  # One source file; the server gets a copy to serve fresh names from.
+  head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
+  on_server "mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
+
+  declare -A T=() X=()
+  ms() { date +%s%N; }
+  timed() {  # timed KEY command...: appends the command's seconds to T[KEY], the transfer's to X[KEY]
+    local key=$1; shift
+    local s e
+    s=$(ms)
+    "$@" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e=$(ms)
+    T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
+    X[$key]+="$(python3 - "$BYTES" "$WORK/out" "$WORK/err" <<'PY'
+import re, sys
+n, text = int(sys.argv[1]), open(sys.argv[2]).read() + open(sys.argv[3]).read()
+m = re.search(r" seconds=([0-9.]+)", text)            # transfer_bench
+if m: print(m.group(1)); sys.exit()
+m = re.search(r"CURLTIME ([0-9.]+) ([0-9.]+)", text)  # curl -w
+if m: print(float(m.group(2)) - float(m.group(1))); sys.exit()
+m = re.search(r"\(([0-9.]+) (?:kb/s|KiloBytes/sec)\)", text)  # smbclient, KiB/s
+print(n / (float(m.group(1)) * 1024))
+PY
+) "
+  }
+  check() {  # check FILE: the download arrived intact
+    cmp -s "$1" "$WORK/src.dat" || { echo "protocols.sh: $1 differs from the source" >&2; exit 1; }
+    rm -f "$1"
+  }
+
+  for ((i = 1; i <= RUNS; i++)); do
+    for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/g-$who-$i.dat'"; done
+    order="ours peer"; ((i % 2)) || order="peer ours"
+    for who in $order; do
+      f=g-$who-$i.dat
+      if [ $who = ours ]; then
+        timed ftp-get-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
+      else
+        timed ftp-get-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -o "$WORK/$f" "ftp://$ADDR/ram/bench/$f"
+      fi
+      check "$WORK/$f"
+    done
+    for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
+    for who in $order; do
+      f=s-$who-$i.dat
+      if [ $who = ours ]; then
+        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
+      else
+        timed smb-get-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
+      fi
+      check "$WORK/$f"
+    done
+    for who in $order; do
+      f=fp-$who-$i.dat
+      if [ $who = ours ]; then
+        timed ftp-put-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
+      else
+        timed ftp-put-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
+      fi
+      f=sp-$who-$i.dat
+      if [ $who = ours ]; then
+        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
+      else
+        timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
+      fi
+    done
+    # What arrived on the server is the source, then the run's files go.
+    want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
+    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i; do
+      got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
+      [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
+    done
+    on_server "rm -f '$RAM'/bench/*-$i.dat"
+  done
+  on_server "rm -rf '$RAM/bench'"
+
+  label=$([ "$RATE" = 0 ] && echo unshaped || echo "$RATE")
+  echo "lab data link $label, $SIZE files, $RUNS runs each, medians (MB/s):"
+  printf '  %-8s %-10s %10s %10s %7s   %10s %10s %7s\n' "" "" transfer "" "" command "" ""
+  printf '  %-8s %-10s %10s %10s %7s   %10s %10s %7s\n' what peer ours peer ratio ours peer ratio
+  for k in ftp-get ftp-put smb-get smb-put; do
+    python3 - "$BYTES" "$k" "${X[$k-ours]}" "${X[$k-peer]}" "${T[$k-ours]}" "${T[$k-peer]}" <<'PY'
+import statistics, sys
+n, key = int(sys.argv[1]), sys.argv[2]
+rate = lambda s: n / statistics.median(map(float, s.split())) / 1e6
+xo, xp, to, tp = (rate(a) for a in sys.argv[3:7])
+peer = "curl" if key.startswith("ftp") else "smbclient"
+print(f"  {key:<8} {peer:<10} {xo:10.1f} {xp:10.1f} {xo / xp:7.3f}   {to:10.1f} {tp:10.1f} {to / tp:7.3f}")
+PY
+  done
+  unset T X
+done

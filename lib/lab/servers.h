@@ -1,0 +1,33 @@
+// The server host's FTP (vsftpd) and SMB (smbd) servers and the share user
+// they both accept. Internal to lib/lab (lab.cc and status.cc).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "lab/lab.h"
+
+namespace cp::lab::servers {
+
+// Creates the share user (or adopts one a crashed lab left, recognised by its
+// comment), gives it a fresh random password (written 0600 to
+// share_password_file, fed to chpasswd and smbpasswd on stdin only), writes
+// the configs, and starts whichever of vsftpd and smbd is not running inside
+// the server host; waits until both accept connections on the data address.
+// `save` records progress in lab.json (the user, then each pid). Throws
+// Error(kUnsupported) when vsftpd or smbd is not installed, Error(kIo) with
+// the server's log when one does not come up.
+void start(LabState& state, const std::function<void()>& save);
+
+// Stops the recorded vsftpd and smbd (TERM, then KILL), if they are still
+// the lab's. Never throws for a process already gone.
+void stop(LabState& state);
+
+// Deletes the share user when this lab created it; Error(kIo) on failure.
+void delete_user(const LabState& state);
+
+// The recorded process is alive and is that server, running the lab's config.
+bool ftpd_alive(const LabState& state);
+bool smbd_alive(const LabState& state);
+
+}  // namespace cp::lab::servers

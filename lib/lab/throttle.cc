@@ -1,0 +1,251 @@
+#include "lab/throttle.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "lab/layout.h"
+#include "lab/sys.h"
+
+namespace cp::lab {
+namespace {
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, std::string_view x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes a cgroup control file in one write(2), as the kernel wants.
+int write_control(const std::string& path, const std::string& value) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return errno;
+  const bool ok = std::fwrite(value.data(), 1, value.size(), f) == value.size();
+  int err = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && err == 0) err = errno;
+  return err;
+}
+
+std::string bps_text(uint64_t bps) { return bps ? std::to_string(bps) : "max"; }
+
+}  // namespace
+
+CgroupLayout parse_cgroup_layout(std::string_view mountinfo, std::string_view v2_controllers) {
+  CgroupLayout l;
+  for (std::string_view line : split(mountinfo, '\n')) {
+    const std::vector<std::string_view> f = split(line, ' ');
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 1 >= f.size()) continue;
+    const std::string_view fstype = f[dash + 1];
+    const std::string mount_point(f[4]);
+    if (fstype == "cgroup2") {
+      if (l.v2.empty()) l.v2 = mount_point;
+    } else if (fstype == "cgroup" && dash + 3 < f.size()) {
+      for (std::string_view opt : split(f[dash + 3], ',')) {
+        if (opt == "cpu" && l.cpu_v1.empty()) l.cpu_v1 = mount_point;
+        if (opt == "blkio" && l.blkio_v1.empty()) l.blkio_v1 = mount_point;
+      }
+    }
+  }
+  for (std::string_view c : split(v2_controllers, ' ')) {
+    std::string word(c);
+    while (!word.empty() && (word.back() == '\n' || word.back() == '\r')) word.pop_back();
+    if (!word.empty()) l.v2_controllers.push_back(word);
+  }
+  return l;
+}
+
+CgroupLayout cgroup_layout() {
+  const std::string info = read_text("/proc/self/mountinfo");
+  CgroupLayout l = parse_cgroup_layout(info, "");
+  if (!l.v2.empty()) l = parse_cgroup_layout(info, read_text(l.v2 + "/cgroup.controllers"));
+  return l;
+}
+
+ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
+                           const std::string& device, const std::vector<int>& smbd_pids,
+                           const std::vector<int>& server_pids) {
+  ThrottlePlan p;
+  const bool cpu = want.smbd_cpu > 0;
+  const bool io = want.disk_read_bps > 0 || want.disk_write_bps > 0;
+  const bool cpu_v1 = cpu && !l.cpu_v1.empty();
+  const bool io_v1 = io && !l.blkio_v1.empty();
+  const bool cpu_v2 = cpu && !cpu_v1 && !l.v2.empty() && has(l.v2_controllers, "cpu");
+  const bool io_v2 = io && !io_v1 && !l.v2.empty() && has(l.v2_controllers, "io");
+  if (cpu && !cpu_v1 && !cpu_v2) {
+    throw Error(
+        ErrorKind::kUnsupported,
+        "cannot limit smbd's CPU: this machine has no cgroup cpu controller (neither a v1 "
+        "cpu hierarchy nor cpu in cgroup v2's cgroup.controllers)",
+        "enable the cpu controller (v2: echo +cpu > <cgroup2 mount>/cgroup.subtree_control)");
+  }
+  if (io && !io_v1 && !io_v2) {
+    throw Error(ErrorKind::kUnsupported,
+                "cannot limit the server disk: this machine has no cgroup blkio/io controller",
+                "enable the io controller (v2: echo +io > <cgroup2 mount>/cgroup.subtree_control)");
+  }
+  auto move_all = [&](const std::vector<int>& pids, const std::string& dir, bool skip_smbd) {
+    for (int pid : pids) {
+      if (skip_smbd && std::find(smbd_pids.begin(), smbd_pids.end(), pid) != smbd_pids.end()) {
+        continue;
+      }
+      p.ops.push_back({CgroupOp::kMove, dir + "/cgroup.procs", std::to_string(pid)});
+    }
+  };
+  const int quota =
+      std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(want.smbd_cpu * kCfsPeriodUs)));
+  if (cpu_v1) {
+    const std::string dir = l.cpu_v1 + "/" + kCgroupPrefix + "-smbd";
+    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+    p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
+    p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota)});
+    move_all(smbd_pids, dir, false);
+    p.cgroups.push_back(dir);
+  }
+  if (io_v1) {
+    const std::string dir = l.blkio_v1 + "/" + kCgroupPrefix + "-server";
+    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+    // "MAJ:MIN 0" removes a rule, so both files are always written.
+    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
+                     fmt::format("{} {}", device, want.disk_read_bps)});
+    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.write_bps_device",
+                     fmt::format("{} {}", device, want.disk_write_bps)});
+    move_all(server_pids, dir, false);
+    p.cgroups.push_back(dir);
+  }
+  if (cpu_v2 || io_v2) {
+    // v2: a process sits in one cgroup only, and only leaves hold processes:
+    // <base>/smbd (cpu.max) and <base>/server (the rest); io.max on <base>
+    // covers both.
+    const std::string base = l.v2 + "/" + kCgroupPrefix;
+    std::string controllers = cpu_v2 ? "+cpu" : "";
+    if (io_v2) controllers += controllers.empty() ? "+io" : " +io";
+    p.ops.push_back({CgroupOp::kWrite, l.v2 + "/cgroup.subtree_control", controllers});
+    p.ops.push_back({CgroupOp::kMkdir, base, ""});
+    p.ops.push_back({CgroupOp::kWrite, base + "/cgroup.subtree_control", controllers});
+    if (io_v2) {
+      p.ops.push_back({CgroupOp::kWrite, base + "/io.max",
+                       fmt::format("{} rbps={} wbps={}", device, bps_text(want.disk_read_bps),
+                                   bps_text(want.disk_write_bps))});
+    }
+    if (cpu_v2) {
+      p.ops.push_back({CgroupOp::kMkdir, base + "/smbd", ""});
+      p.ops.push_back(
+          {CgroupOp::kWrite, base + "/smbd/cpu.max", fmt::format("{} {}", quota, kCfsPeriodUs)});
+      move_all(smbd_pids, base + "/smbd", false);
+      p.cgroups.push_back(base + "/smbd");
+    }
+    p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
+    // With the cpu quota in v2 smbd stays in its own leaf; io.max still covers it.
+    if (io_v2 || !cpu_v2) {
+      move_all(server_pids, base + "/server", cpu_v2);
+    }
+    p.cgroups.push_back(base + "/server");
+    p.cgroups.push_back(base);
+  }
+  return p;
+}
+
+std::string cgroup_root_of(const std::string& dir) {
+  const std::string marker = std::string("/") + kCgroupPrefix;
+  const size_t at = dir.find(marker);
+  if (at == std::string::npos || at == 0) return {};
+  return dir.substr(0, at);
+}
+
+void remove_throttle_cgroups(const LabThrottle& t) {
+  std::vector<std::string> problems;
+  for (const std::string& dir : t.cgroups) {
+    const std::string root = cgroup_root_of(dir);
+    if (root.empty() || !sys::exists(dir)) continue;
+    for (int pid : sys::parse_pids(read_text(dir + "/cgroup.procs"))) {
+      write_control(root + "/cgroup.procs", std::to_string(pid));  // gone meanwhile: fine
+    }
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+      problems.push_back(fmt::format("rmdir {}: {}", dir, errno_text(errno)));
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg;
+    for (const auto& p : problems) msg += (msg.empty() ? "" : "; ") + p;
+    throw Error(ErrorKind::kIo, "cannot remove the lab's throttle cgroups: " + msg,
+                "see what still runs in them (cat <dir>/cgroup.procs), then `chokepoint lab "
+                "throttle --clear` again");
+  }
+}
+
+std::string throttle_text(const LabThrottle& t) {
+  std::vector<std::string> parts;
+  if (t.smbd_cpu > 0) parts.push_back(fmt::format("smbd CPU {:g}% of a core", t.smbd_cpu * 100));
+  if (t.disk_read_bps > 0) {
+    parts.push_back("server disk read " + format_mbps(static_cast<double>(t.disk_read_bps)));
+  }
+  if (t.disk_write_bps > 0) {
+    parts.push_back("server disk write " + format_mbps(static_cast<double>(t.disk_write_bps)));
+  }
+  if (parts.empty()) return "none";
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+// Applies the plan's operations; the first failure (other than a process
+// that exited before it could move) throws.
+void apply_plan(const ThrottlePlan& p) {
+  for (const CgroupOp& op : p.ops) {
+    int err = 0;
+    switch (op.kind) {
+      case CgroupOp::kMkdir:
+        if (::mkdir(op.path.c_str(), 0755) != 0 && errno != EEXIST) err = errno;
+        break;
+      case CgroupOp::kWrite:
+        err = write_control(op.path, op.value);
+        break;
+      case CgroupOp::kMove:
+        err = write_control(op.path, op.value);
+        if (err == ESRCH) err = 0;
+        break;
+    }
+    if (err != 0) {
+      throw Error(
+          ErrorKind::kIo,
+          fmt::format("cannot {} {}{}: {}", op.kind == CgroupOp::kMkdir ? "create" : "write",
+                      op.path, op.value.empty() ? "" : " ('" + op.value + "')", errno_text(err)),
+          "check that the cgroup controller is mounted and writable by root");
+    }
+  }
+}
+
+}  // namespace cp::lab

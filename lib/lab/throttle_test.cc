@@ -1,0 +1,132 @@
+#include "lab/throttle.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace cp::lab {
+namespace {
+
+// This machine kind: cgroup v1 hierarchies plus an empty v2 (hybrid).
+const char* kHybrid =
+    "30 25 0:26 / /sys/fs/cgroup rw - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:27 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "32 30 0:28 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "33 30 0:29 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
+    "34 30 0:30 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+// A systemd machine with only v2.
+const char* kPureV2 = "40 25 0:35 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n";
+
+std::string ops_text(const ThrottlePlan& p) {
+  std::string out;
+  for (const CgroupOp& op : p.ops) {
+    out += op.kind == CgroupOp::kMkdir   ? "mkdir "
+           : op.kind == CgroupOp::kWrite ? "write "
+                                         : "move ";
+    out += op.path;
+    if (!op.value.empty()) out += " = " + op.value;
+    out += "\n";
+  }
+  return out;
+}
+
+TEST(ThrottleTest, ParsesHybridAndV2Layouts) {
+  CgroupLayout l = parse_cgroup_layout(kHybrid, "");
+  EXPECT_EQ(l.cpu_v1, "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(l.blkio_v1, "/sys/fs/cgroup/blkio");
+  EXPECT_EQ(l.v2, "/sys/fs/cgroup/unified");
+  EXPECT_TRUE(l.v2_controllers.empty());
+  l = parse_cgroup_layout(
+      "31 30 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n", "");
+  EXPECT_EQ(l.cpu_v1, "/sys/fs/cgroup/cpu,cpuacct");
+  EXPECT_EQ(l.blkio_v1, "");
+  l = parse_cgroup_layout(kPureV2, "cpuset cpu io memory pids\n");
+  EXPECT_EQ(l.v2, "/sys/fs/cgroup");
+  EXPECT_EQ(l.cpu_v1, "");
+  EXPECT_EQ(l.v2_controllers, (std::vector<std::string>{"cpuset", "cpu", "io", "memory", "pids"}));
+}
+
+TEST(ThrottleTest, V1CpuQuotaMovesOnlySmbd) {
+  LabThrottle want;
+  want.smbd_cpu = 0.2;
+  const ThrottlePlan p =
+      plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {101, 102}, {50, 101, 102, 200});
+  EXPECT_EQ(ops_text(p),
+            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-smbd\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_period_us = 100000\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_quota_us = 20000\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 101\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 102\n");
+  EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"}));
+}
+
+TEST(ThrottleTest, V1DiskLimitsTheWholeServerHost) {
+  LabThrottle want;
+  want.disk_read_bps = 50'000'000;
+  const ThrottlePlan p =
+      plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:3", {101}, {50, 101});
+  EXPECT_EQ(ops_text(p),
+            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-server\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.read_bps_device = "
+            "7:3 50000000\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.write_bps_device = "
+            "7:3 0\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 50\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 101\n");
+}
+
+TEST(ThrottleTest, V2UsesLeavesAndIoMaxOnTheirParent) {
+  LabThrottle want;
+  want.smbd_cpu = 0.05;
+  want.disk_write_bps = 10'000'000;
+  const ThrottlePlan p =
+      plan_throttle(parse_cgroup_layout(kPureV2, "cpu io"), want, "7:0", {101}, {50, 101});
+  EXPECT_EQ(ops_text(p),
+            "write /sys/fs/cgroup/cgroup.subtree_control = +cpu +io\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab\n"
+            "write /sys/fs/cgroup/chokepoint-lab/cgroup.subtree_control = +cpu +io\n"
+            "write /sys/fs/cgroup/chokepoint-lab/io.max = 7:0 rbps=max wbps=10000000\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab/smbd\n"
+            "write /sys/fs/cgroup/chokepoint-lab/smbd/cpu.max = 5000 100000\n"
+            "move /sys/fs/cgroup/chokepoint-lab/smbd/cgroup.procs = 101\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab/server\n"
+            "move /sys/fs/cgroup/chokepoint-lab/server/cgroup.procs = 50\n");
+  EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/chokepoint-lab/smbd",
+                                                 "/sys/fs/cgroup/chokepoint-lab/server",
+                                                 "/sys/fs/cgroup/chokepoint-lab"}));
+}
+
+TEST(ThrottleTest, TinyQuotaIsRaisedToTheKernelMinimum) {
+  LabThrottle want;
+  want.smbd_cpu = 0.001;
+  const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {}, {});
+  EXPECT_NE(ops_text(p).find("cpu.cfs_quota_us = 1000\n"), std::string::npos) << ops_text(p);
+}
+
+TEST(ThrottleTest, MissingControllerIsUnsupported) {
+  LabThrottle want;
+  want.smbd_cpu = 0.2;
+  try {
+    plan_throttle(parse_cgroup_layout(kPureV2, "memory pids"), want, "7:0", {}, {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("no cgroup cpu controller"), std::string::npos);
+  }
+  LabThrottle none;
+  EXPECT_TRUE(plan_throttle(CgroupLayout{}, none, "7:0", {1}, {1}).ops.empty());
+}
+
+TEST(ThrottleTest, RootsAndText) {
+  EXPECT_EQ(cgroup_root_of("/sys/fs/cgroup/cpu/chokepoint-lab-smbd"), "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(cgroup_root_of("/sys/fs/cgroup/chokepoint-lab/server"), "/sys/fs/cgroup");
+  EXPECT_EQ(cgroup_root_of("/sys/fs/cgroup/cpu/other"), "");
+  LabThrottle t;
+  EXPECT_EQ(throttle_text(t), "none");
+  t.smbd_cpu = 0.2;
+  t.disk_read_bps = 50'000'000;
+  EXPECT_EQ(throttle_text(t), "smbd CPU 20% of a core; server disk read 50 MB/s");
+}
+
+}  // namespace
+}  // namespace cp::lab

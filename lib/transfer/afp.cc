@@ -1,0 +1,763 @@
+// The afp driver: status on a short connection (versions, UAMs), then a
+// DSI session: login, FPGetSrvrParms (does the volume exist?), FPOpenVol,
+// and files through FPOpenFork with `depth` FPReadExt/FPWriteExt requests
+// in flight. The request bitmaps match afpcmd's (the captures' client), so
+// the replay tests can hold our requests against a real client's bytes.
+#include "transfer/afp.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "core/units.h"
+#include "transfer/afp_codec.h"
+#include "transfer/afp_uam.h"
+#include "transfer/driver.h"
+#include "transfer/dsi.h"
+#include "transfer/registry.h"
+#include "transfer/share_url.h"
+
+namespace cp::transfer {
+namespace afp {
+namespace {
+
+constexpr unsigned kMaxDepth = 64;
+// Cap on the request size whatever quantum a server announces (memory is
+// depth x this at most).
+constexpr uint64_t kMaxRequestSize = 16u << 20;
+// Our DSI attention quantum (bytes of attention data we accept), as afpcmd.
+constexpr uint32_t kAttentionQuantum = 1024;
+// How often the idle-time thread looks at the connection (seconds, at most).
+constexpr double kKeepaliveCheck = 5;
+// Bitmaps: afpcmd's, so replayed captures see the same requests.
+constexpr uint16_t kOpenVolBitmap =
+    kVolAttributes | kVolSignature | kVolCreateDate | kVolID | kVolName | kVolBlockSize;  // 0x0927
+constexpr uint16_t kStatFileBitmap = kAttributes | kParentDirID | kCreateDate | kModDate |
+                                     kFinderInfo | kNodeID | kExtDataForkLen |
+                                     kUnixPrivs;  // 0x892f
+constexpr uint16_t kStatDirBitmap = kAttributes | kParentDirID | kCreateDate | kModDate | kNodeID |
+                                    kOffspringCount | kUnixPrivs;  // 0x830f
+// Seconds to spend on the logout when a session ends.
+constexpr double kGoodbyeTimeout = 10;
+
+std::string lower(std::string_view s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string where_text(const Where& w) {
+  std::string s = fmt::format("afp://{}/{}", w.server, w.volume);
+  if (!w.object.empty()) s += "/" + w.object;
+  return s;
+}
+
+}  // namespace
+
+AfpUrl parse_afp_url(std::string_view url) {
+  const ShareUrl u = parse_share_url(url);
+  auto bad = [&](std::string_view why) {
+    throw Error(ErrorKind::kConfig, fmt::format("AFP share URL '{}' {}", redact_url(url), why),
+                "write it as afp://[user[;AUTH=uam]@]host[:port]/volume, like "
+                "afp://alice;AUTH=DHX2@nas/Data or afp://nas/Public for a guest login");
+  };
+  if (u.scheme != "afp") bad("does not start with afp://");
+  if (!u.password.empty()) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("AFP share URL '{}' carries a password", redact_url(url)),
+                "remove it from the URL and give it as the share's password (it would be "
+                "stored with the plan and the results otherwise)");
+  }
+  AfpUrl a;
+  a.host = u.host;
+  if (u.port) a.port = static_cast<uint16_t>(u.port);
+  a.user = u.user;
+  const std::string low = lower(a.user);
+  if (const size_t at = low.find(";auth="); at != std::string::npos) {
+    a.uam = canonical_uam(std::string_view(a.user).substr(at + 6));
+    a.user.resize(at);
+  }
+  std::string_view path = u.path;
+  while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  const size_t slash = path.find('/');
+  a.volume = std::string(path.substr(0, slash));
+  if (a.volume.empty()) bad("names no volume");
+  if (slash != std::string_view::npos) {
+    a.dir = std::string(path.substr(slash + 1));
+    while (!a.dir.empty() && a.dir.back() == '/') a.dir.pop_back();
+    if (!a.dir.empty()) check_relative_path(a.dir);
+  }
+  return a;
+}
+
+AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) {
+  AfpOptions o;
+  for (const auto& [key, value] : options) {
+    const std::string what = fmt::format("afp share option '{}'", key);
+    if (key == "depth") {
+      unsigned d = 0;
+      bool ok = !value.empty() && value.size() <= 3;
+      for (char c : value) {
+        ok = ok && c >= '0' && c <= '9';
+        d = d * 10 + static_cast<unsigned>(c - '0');
+      }
+      if (!ok || d < 1 || d > kMaxDepth) {
+        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
+                    fmt::format("give a number of requests in flight, 1 to {}", kMaxDepth));
+      }
+      o.depth = d;
+    } else if (key == "request_size") {
+      o.request_size = parse_size(value, what);
+      if (o.request_size < 4096) {
+        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
+                    "give at least 4KiB (the default is the server's request quantum)");
+      }
+    } else if (key == "timeout" || key == "connect_timeout" || key == "tickle_interval") {
+      const double s = parse_duration(value, what);
+      if (!(s > 0)) {
+        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
+                    "give a positive duration like 30s");
+      }
+      (key == "timeout"           ? o.timeout_s
+       : key == "connect_timeout" ? o.connect_timeout_s
+                                  : o.tickle_s) = s;
+    } else {
+      throw Error(
+          ErrorKind::kConfig, fmt::format("unknown afp share option '{}'", key),
+          "afp shares take: depth, request_size, timeout, connect_timeout, tickle_interval");
+    }
+  }
+  return o;
+}
+
+Error afp_error(int32_t code, uint8_t command, const Where& w) {
+  const std::string result = result_name(code);
+  const std::string op = command_name(command);
+  const std::string at = where_text(w);
+  const std::string who = w.user.empty() ? "the guest login" : fmt::format("user '{}'", w.user);
+  const bool login = command == kFPLogin || command == kFPLoginCont;
+  switch (code) {
+    case kFPUserNotAuth:
+      if (login) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("bad login: AFP server {} refused {} ({})", w.server, who, result),
+                     "check the share's user and password");
+      }
+      return Error(ErrorKind::kConfig,
+                   fmt::format("AFP server {} says {} is not logged in ({} on {})", w.server, who,
+                               result, at),
+                   "the session expired; run again");
+    case kFPBadUAM:
+      return Error(
+          ErrorKind::kConfig,
+          fmt::format("AFP server {} does not accept the login method ({})", w.server, result),
+          "name another UAM with ;AUTH= in the URL, or leave AUTH out");
+    case kFPBadVersNum:
+      return Error(ErrorKind::kUnsupported,
+                   fmt::format("AFP server {} rejected the AFP version ({})", w.server, result),
+                   "the server announced a version it then refused; check its configuration");
+    case kFPPwdExpiredErr:
+    case kFPPwdNeedsChangeErr:
+      return Error(ErrorKind::kConfig,
+                   fmt::format("AFP server {}: the password of {} has expired or must be "
+                               "changed ({})",
+                               w.server, who, result),
+                   "change the password on the server, then update the share's password");
+    case kFPParamErr:
+      if (login) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("bad login: AFP server {} rejected the login of {} ({})", w.server,
+                                 who, result),
+                     "check the user name and password; netatalk answers this way to a "
+                     "wrong DHCAST128 password or an unknown user");
+      }
+      if (command == kFPOpenVol) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("no such volume: AFP server {} has no volume '{}' ({})", w.server,
+                                 w.volume, result),
+                     "check the volume name in the URL (afp://host/volume)");
+      }
+      break;
+    case kFPObjectNotFound:
+    case kFPDirNotFound:
+      if (command == kFPOpenVol) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("no such volume: AFP server {} has no volume '{}' ({})", w.server,
+                                 w.volume, result),
+                     "check the volume name in the URL (afp://host/volume)");
+      }
+      if (command == kFPCreateFile) {
+        return Error(ErrorKind::kIo,
+                     fmt::format("cannot create {}: its directory does not exist ({})", at, result),
+                     "create the directory on the volume first");
+      }
+      return Error(ErrorKind::kIo,
+                   fmt::format("object not found: {} does not exist ({} {})", at, op, result),
+                   "check the path inside the volume");
+    case kFPAccessDenied:
+      if (command == kFPOpenVol) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("access denied: {} may not open volume '{}' on AFP server {} "
+                                 "({})",
+                                 who, w.volume, w.server, result),
+                     "allow the user in the volume's 'valid users' (afp.conf)");
+      }
+      if (login) {
+        return Error(
+            ErrorKind::kConfig,
+            fmt::format("access denied: AFP server {} refused {} ({})", w.server, who, result),
+            "the server may not allow this login (guest access off?); give a user "
+            "and password");
+      }
+      return Error(ErrorKind::kIo,
+                   fmt::format("access denied: {} may not {} {} ({} {})", who,
+                               command == kFPDelete ? "delete" : "use", at, op, result),
+                   "check the Unix permissions of the volume's directory for that user on "
+                   "the server");
+    case kFPDiskFull:
+    case kFPDiskQuotaExceeded:
+      return Error(ErrorKind::kIo,
+                   fmt::format("disk full: volume '{}' on AFP server {} has no room for {} "
+                               "({} {})",
+                               w.volume, w.server, at, op, result),
+                   "free space on the server's volume, or use smaller file sizes");
+    case kFPVolLocked:
+      return Error(ErrorKind::kIo,
+                   fmt::format("volume '{}' on AFP server {} is read-only ({} {})", w.volume,
+                               w.server, op, result),
+                   "make the volume writable (afp.conf: read only = no) or use another");
+    case kFPFileBusy:
+    case kFPDenyConflict:
+    case kFPObjectLocked:
+    case kFPLockErr:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("{} is busy: another client holds it open or locked ({} {})", at, op, result),
+          "close it elsewhere, or use another file name");
+    case kFPObjectExists:
+      return Error(ErrorKind::kIo, fmt::format("{} already exists ({} {})", at, op, result),
+                   "remove it first, or use another name");
+    case kFPObjectTypeErr:
+      return Error(ErrorKind::kIo,
+                   fmt::format("{} is a directory, not a file ({} {})", at, op, result),
+                   "name a file inside the volume");
+    case kFPDirNotEmpty:
+      return Error(ErrorKind::kIo,
+                   fmt::format("{} is a directory that is not empty ({})", at, result),
+                   "remove its files first");
+    case kFPTooManyFilesOpen:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("AFP server {} has too many files open ({} {})", w.server, op, result),
+          "close other clients' files, or raise the server's open-file limit");
+    case kFPCallNotSupported:
+      return Error(ErrorKind::kUnsupported,
+                   fmt::format("AFP server {} does not support {} ({})", w.server, op, result),
+                   "the server's AFP implementation lacks a call chokepoint needs; use "
+                   "netatalk 3 or later");
+    case kFPSessClosed:
+    case kFPServerGoingDown:
+      return Error(ErrorKind::kRemote,
+                   fmt::format("AFP server {} ended the session ({} {})", w.server, op, result),
+                   "the server is going down or dropped the session; retry when it is back");
+  }
+  return Error(ErrorKind::kIo, fmt::format("AFP {} on {} failed: {}", op, at, result),
+               "check the server's log (afpd) for why");
+}
+
+namespace {
+
+// What a session's files share with it; files keep it alive so a file
+// closed after its session fails cleanly instead of dangling.
+struct Link {
+  std::unique_ptr<dsi::Connection> conn;
+  Where where;  // object empty
+  uint16_t volume = 0;
+  unsigned depth = 8;
+  uint64_t request_size = 0;
+
+  Where at(const std::string& path) const {
+    Where w = where;
+    w.object = path;
+    return w;
+  }
+  // The reply's payload; throws the mapped error for a failed result.
+  std::string call(std::string_view afp, const std::string& path) {
+    dsi::Message m = conn->call(afp);
+    if (m.header.error() != kNoErr) throw afp_error(m.header.error(), uint8_t(afp[0]), at(path));
+    return std::move(m.payload);
+  }
+};
+
+struct Req {
+  uint16_t id;
+  uint64_t offset;
+  uint64_t count;
+};
+
+class AfpFile : public File {
+ public:
+  AfpFile(std::shared_ptr<Link> link, std::string path, uint16_t fork, Mode mode, uint64_t size)
+      : link_(std::move(link)), path_(std::move(path)), fork_(fork), mode_(mode), size_(size) {
+    if (mode_ == Mode::kWrite) chunk_.reserve(link_->request_size);
+  }
+  ~AfpFile() override {
+    if (closed_) return;
+    try {
+      abandon();
+      link_->conn->call(encode_close_fork(fork_));
+    } catch (const Error&) {
+    }
+  }
+
+  size_t read(char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kRead && !closed_);
+    while (pos_ == cur_.size()) {
+      if (eof_) return 0;
+      fill();
+      if (inflight_.empty()) {
+        eof_ = true;
+        return 0;
+      }
+      take_front();
+    }
+    const size_t k = std::min(n, cur_.size() - pos_);
+    std::memcpy(buf, cur_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+
+  size_t pread(char* buf, size_t n, uint64_t offset) override {
+    CP_CHECK(mode_ == Mode::kRead && !closed_);
+    std::deque<Req> q;
+    uint64_t next = offset;
+    const uint64_t end = offset + n;
+    size_t done = 0;
+    try {
+      for (;;) {
+        while (q.size() < link_->depth && next < end) {
+          const uint64_t count = std::min<uint64_t>(link_->request_size, end - next);
+          q.push_back(
+              {link_->conn->send_command(encode_read_ext(fork_, next, count)), next, count});
+          next += count;
+        }
+        if (q.empty()) break;
+        const Req r = q.front();
+        q.pop_front();
+        bool eof = false;
+        const std::string data = take(r, &eof);
+        std::memcpy(buf + (r.offset - offset), data.data(), data.size());
+        done = static_cast<size_t>(r.offset - offset + data.size());
+        if (eof) break;
+        if (data.size() < r.count) {
+          // A short reply without EOF: ask again for the rest, before the others.
+          const uint64_t o = r.offset + data.size(), c = r.count - data.size();
+          q.push_front({link_->conn->send_command(encode_read_ext(fork_, o, c)), o, c});
+        }
+      }
+    } catch (...) {
+      for (const auto& r : q) link_->conn->discard(r.id);
+      throw;
+    }
+    for (const auto& r : q) link_->conn->discard(r.id);
+    return done;
+  }
+
+  void write(const char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kWrite && !closed_);
+    if (failed_) throw earlier_failure();
+    struct Guard {  // any failure leaves a hole in the file: no later write may hide it
+      bool& failed;
+      bool ok = false;
+      ~Guard() { failed = failed || !ok; }
+    } guard{failed_};
+    const size_t rs = link_->request_size;
+    while (n > 0) {
+      if (chunk_.empty() && n >= rs) {  // whole requests straight from the caller's buffer
+        send_chunk(std::string_view(buf, rs));
+        buf += rs;
+        n -= rs;
+        continue;
+      }
+      const size_t k = std::min(n, rs - chunk_.size());
+      chunk_.append(buf, k);
+      buf += k;
+      n -= k;
+      if (chunk_.size() == rs) {
+        send_chunk(chunk_);
+        chunk_.clear();
+      }
+    }
+    guard.ok = true;
+  }
+
+  void close() override {
+    if (closed_) return;
+    try {
+      if (failed_) throw earlier_failure();
+      if (mode_ == Mode::kWrite) {
+        if (!chunk_.empty()) send_chunk(chunk_);
+        chunk_.clear();
+        while (!inflight_.empty()) complete_write();
+        link_->call(encode_flush_fork(fork_), path_);
+      } else {
+        abandon();
+      }
+      closed_ = true;
+      link_->call(encode_close_fork(fork_), path_);
+    } catch (...) {
+      if (!closed_) {
+        closed_ = true;
+        try {
+          abandon();
+          link_->conn->call(encode_close_fork(fork_));
+        } catch (const Error&) {
+        }
+      }
+      throw;
+    }
+  }
+
+ private:
+  // Keeps `depth` reads in flight up to the size seen at open.
+  void fill() {
+    while (inflight_.size() < link_->depth && next_ < size_) {
+      const uint64_t count = std::min<uint64_t>(link_->request_size, size_ - next_);
+      inflight_.push_back(
+          {link_->conn->send_command(encode_read_ext(fork_, next_, count)), next_, count});
+      next_ += count;
+    }
+  }
+
+  void take_front() {
+    const Req r = inflight_.front();
+    inflight_.pop_front();
+    bool eof = false;
+    try {
+      cur_ = take(r, &eof);
+    } catch (...) {
+      abandon();
+      throw;
+    }
+    pos_ = 0;
+    if (eof) {
+      abandon();  // the file ended early: later replies carry nothing
+      eof_ = true;
+    } else if (cur_.size() < r.count) {
+      const uint64_t o = r.offset + cur_.size(), c = r.count - cur_.size();
+      inflight_.push_front({link_->conn->send_command(encode_read_ext(fork_, o, c)), o, c});
+    }
+  }
+
+  // One read reply: its data, *eof when the server said the file ends there.
+  std::string take(const Req& r, bool* eof) {
+    dsi::Message m = link_->conn->wait(r.id);
+    const int32_t code = m.header.error();
+    if (code != kNoErr && code != kFPEOFErr) throw afp_error(code, kFPReadExt, link_->at(path_));
+    if (m.payload.size() > r.count) {
+      throw Error(ErrorKind::kPeer,
+                  fmt::format("AFP server {} answered an FPReadExt of {} bytes with {}",
+                              link_->where.server, r.count, m.payload.size()),
+                  "the server broke the protocol; report it with a packet capture");
+    }
+    *eof = code == kFPEOFErr;
+    if (!*eof && m.payload.empty()) {
+      // Asking again would loop: the server neither sends data nor says EOF.
+      throw Error(ErrorKind::kPeer,
+                  fmt::format("AFP server {} answered an FPReadExt at offset {} of {} with no "
+                              "data and no end of file",
+                              link_->where.server, r.offset, path_),
+                  "the server broke the protocol; report it with a packet capture");
+    }
+    return std::move(m.payload);
+  }
+
+  void send_chunk(std::string_view data) {
+    while (inflight_.size() >= link_->depth) complete_write();
+    const uint16_t id =
+        link_->conn->send_write(encode_write_ext_header(fork_, next_, data.size()), data);
+    inflight_.push_back({id, next_, data.size()});
+    next_ += data.size();
+  }
+
+  void complete_write() {
+    const Req r = inflight_.front();
+    inflight_.pop_front();
+    dsi::Message m = link_->conn->wait(r.id);
+    if (m.header.error() != kNoErr) {
+      abandon();
+      throw afp_error(m.header.error(), kFPWriteExt, link_->at(path_));
+    }
+    const uint64_t last = decode_write_ext(m.payload);
+    if (last != r.offset + r.count) {
+      abandon();
+      throw Error(ErrorKind::kIo,
+                  fmt::format("AFP server {} wrote {} only up to byte {} of {}",
+                              link_->where.server, path_, last, r.offset + r.count),
+                  "the server's disk may be full; check its free space and log");
+    }
+  }
+
+  Error earlier_failure() const {
+    return Error(ErrorKind::kIo,
+                 fmt::format("an earlier write to {} failed; the file is incomplete",
+                             where_text(link_->at(path_))),
+                 "see the first error; remove the file and write it again");
+  }
+
+  // Drops every reply still due.
+  void abandon() {
+    for (const auto& r : inflight_) link_->conn->discard(r.id);
+    inflight_.clear();
+  }
+
+  std::shared_ptr<Link> link_;
+  std::string path_;
+  uint16_t fork_;
+  Mode mode_;
+  uint64_t size_;      // reads: the size at open
+  uint64_t next_ = 0;  // offset of the next request
+  std::deque<Req> inflight_;
+  std::string cur_;  // reads: the reply being consumed
+  size_t pos_ = 0;
+  bool eof_ = false;
+  std::string chunk_;    // writes: a partial request
+  bool failed_ = false;  // writes: one failed, so the file has a hole
+  bool closed_ = false;
+};
+
+class AfpSession : public Session {
+ public:
+  AfpSession(const Share& share, const CancelToken& cancel) : link_(std::make_shared<Link>()) {
+    const AfpUrl url = parse_afp_url(share.url);
+    const AfpOptions opts = parse_afp_options(share.options);
+    const std::string user = share.user.empty() ? url.user : share.user;
+    dir_ = url.dir;
+    Where& w = link_->where;
+    w.server = url.host.find(':') != std::string::npos ? fmt::format("[{}]:{}", url.host, url.port)
+                                                       : fmt::format("{}:{}", url.host, url.port);
+    w.volume = url.volume;
+    dsi::ConnectionConfig cfg;
+    cfg.connect_timeout_s = opts.connect_timeout_s;
+    cfg.reply_timeout_s = opts.timeout_s;
+
+    // 1. What the server speaks, on a connection of its own (as Apple's
+    // clients and afpcmd do: the server closes it after the reply).
+    ServerInfo info;
+    {
+      auto status = dsi::Connection::connect(url.host, url.port, &cancel, cfg);
+      info = decode_server_info(status->get_status());
+    }
+    const auto version = choose_version(info.versions);
+    if (!version) {
+      std::string list;
+      for (const auto& v : info.versions) list += (list.empty() ? "" : ", ") + v;
+      throw Error(ErrorKind::kUnsupported,
+                  fmt::format("AFP server {} speaks only {}; chokepoint needs AFP 3.0 or later",
+                              w.server, list.empty() ? "no AFP version" : list),
+                  "upgrade the server (netatalk 2.1 and later speak AFP 3)");
+    }
+    version_ = *version;
+    uam_ = choose_uam(info.uams, url.uam, !user.empty(), w.server);
+    w.user = uam_ == kUamGuest ? "" : user;
+    server_name_ = info.utf8_server_name.empty() ? info.server_name : info.utf8_server_name;
+    machine_ = info.machine_type;
+
+    // 2. The session.
+    link_->conn = dsi::Connection::connect(url.host, url.port, &cancel, cfg);
+    dsi::Connection& conn = *link_->conn;
+    struct Uncancel {  // the token dies after connect(); the session lives on
+      dsi::Connection& c;
+      ~Uncancel() { c.set_cancel(nullptr); }
+    } uncancel{conn};
+    const dsi::SessionOptions so = conn.open_session(kAttentionQuantum);
+    quantum_ = so.server_quantum.value_or(dsi::kDefaultQuantum);
+    if (quantum_ < 4096) {
+      throw Error(
+          ErrorKind::kPeer,
+          fmt::format("AFP server {} announced a request quantum of {} bytes", w.server, quantum_),
+          "a quantum under 4 KiB is not usable; check the server's 'server quantum'");
+    }
+    const uint64_t cap = std::min<uint64_t>(quantum_, kMaxRequestSize);
+    link_->request_size = opts.request_size ? std::min(opts.request_size, cap) : cap;
+    link_->depth = opts.depth;
+    conn.set_max_reply(
+        static_cast<uint32_t>(std::max<uint64_t>(link_->request_size, 1u << 20) + 4096));
+
+    // 3. Login.
+    auto uam = make_uam(uam_, user, share.password);
+    dsi::Message m = conn.call(uam->login(*version));
+    for (int step = 0; m.header.error() == kFPAuthContinue; ++step) {
+      if (step == 4) {
+        throw Error(
+            ErrorKind::kPeer,
+            fmt::format("AFP server {} keeps asking to continue the {} login", w.server, uam_),
+            "the server's UAM misbehaves; try another with ;AUTH=");
+      }
+      m = conn.call(uam->next(m.payload));
+    }
+    if (m.header.error() != kNoErr) throw afp_error(m.header.error(), kFPLogin, w);
+    logged_in_ = true;
+
+    // 4. The volume: listed for this user? Then open it.
+    const SrvrParms parms = decode_srvr_parms(link_->call(encode_get_srvr_parms(), ""));
+    const SrvrParms::Volume* found = nullptr;
+    for (const auto& v : parms.volumes) {
+      if (v.name == url.volume) found = &v;
+    }
+    for (const auto& v : parms.volumes) {
+      if (!found && lower(v.name) == lower(url.volume)) found = &v;
+    }
+    if (!found) {
+      std::string list;
+      for (const auto& v : parms.volumes) list += (list.empty() ? "" : ", ") + v.name;
+      throw Error(
+          ErrorKind::kConfig,
+          fmt::format("no such volume: AFP server {} offers no volume '{}' to {}", w.server,
+                      url.volume, w.user.empty() ? "the guest login" : "user '" + w.user + "'"),
+          list.empty() ? "it offers none to this login; check afp.conf's volumes and "
+                         "'valid users'"
+                       : "it offers: " + list);
+    }
+    if (found->flags & 0x80) {
+      throw Error(
+          ErrorKind::kUnsupported,
+          fmt::format("volume '{}' on AFP server {} has a volume password", found->name, w.server),
+          "volume passwords are not supported; remove it (afp.conf) or use another");
+    }
+    w.volume = found->name;
+    const VolParams vol =
+        decode_open_vol(link_->call(encode_open_vol(kOpenVolBitmap, w.volume), ""));
+    if (!(vol.bitmap & kVolID)) {
+      throw Error(
+          ErrorKind::kPeer,
+          fmt::format("AFP server {} opened volume '{}' without giving its ID", w.server, w.volume),
+          "the server broke the protocol; report it with a packet capture");
+    }
+    link_->volume = vol.volume_id;
+    volume_open_ = true;
+    tickle_s_ = opts.tickle_s;
+
+    keepalive_ = std::thread([this] { keepalive_loop(); });
+  }
+
+  ~AfpSession() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (keepalive_.joinable()) keepalive_.join();
+    if (!link_->conn) return;
+    dsi::Connection& conn = *link_->conn;
+    conn.set_reply_timeout(kGoodbyeTimeout);
+    if (!conn.broken()) {
+      try {
+        if (volume_open_) conn.call(encode_close_vol(link_->volume));
+        if (logged_in_) conn.call(encode_logout());
+      } catch (const Error&) {
+        // Best effort: the server cleans up when the connection closes.
+      }
+    }
+    conn.close_session();
+  }
+
+  std::unique_ptr<File> open(const std::string& path, Mode mode, uint64_t) override {
+    check_relative_path(path);
+    const std::string p = afp_path(path);
+    if (mode == Mode::kRead) {
+      const FileDirParms st = decode_file_dir_parms(link_->call(
+          encode_get_file_dir_parms(link_->volume, kRootDirID, kStatFileBitmap, kStatDirBitmap, p),
+          path));
+      if (st.params.is_dir) throw afp_error(kFPObjectTypeErr, kFPOpenFork, link_->at(path));
+      if (!(st.file_bitmap & kExtDataForkLen)) {
+        throw Error(
+            ErrorKind::kPeer,
+            fmt::format("AFP server {} did not give the size of {}", link_->where.server, path),
+            "the server broke the protocol; report it with a packet capture");
+      }
+      const OpenForkReply f = decode_open_fork(
+          link_->call(encode_open_fork(link_->volume, kRootDirID, 0, kAccessRead, p), path));
+      return std::make_unique<AfpFile>(link_, path, f.fork, mode, st.params.ext_data_fork_len);
+    }
+    // Soft create; an existing file is deleted and created afresh.
+    dsi::Message m = link_->conn->call(encode_create_file(link_->volume, kRootDirID, false, p));
+    if (m.header.error() == kFPObjectExists) {
+      link_->call(encode_delete(link_->volume, kRootDirID, p), path);
+      m = link_->conn->call(encode_create_file(link_->volume, kRootDirID, false, p));
+    }
+    if (m.header.error() != kNoErr) {
+      throw afp_error(m.header.error(), kFPCreateFile, link_->at(path));
+    }
+    const OpenForkReply f = decode_open_fork(link_->call(
+        encode_open_fork(link_->volume, kRootDirID, 0, kAccessRead | kAccessWrite, p), path));
+    return std::make_unique<AfpFile>(link_, path, f.fork, mode, 0);
+  }
+
+  void remove(const std::string& path) override {
+    check_relative_path(path);
+    link_->call(encode_delete(link_->volume, kRootDirID, afp_path(path)), path);
+  }
+
+  std::map<std::string, std::string> properties() const override {
+    return {{"afp_version", version_},
+            {"uam", uam_},
+            {"server_name", server_name_},
+            {"machine_type", machine_},
+            {"volume", link_->where.volume},
+            {"quantum", std::to_string(quantum_)},
+            {"depth", std::to_string(link_->depth)},
+            {"request_size", std::to_string(link_->request_size)}};
+  }
+
+ private:
+  std::string afp_path(const std::string& rel) const {
+    return to_afp_path(dir_.empty() ? rel : dir_ + "/" + rel);
+  }
+
+  void keepalive_loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const double check = std::min(kKeepaliveCheck, tickle_s_ / 2);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::duration<double>(check));
+      if (stop_) break;
+      lock.unlock();
+      link_->conn->keepalive(tickle_s_);
+      lock.lock();
+    }
+  }
+
+  std::shared_ptr<Link> link_;
+  std::string dir_;
+  std::string version_, uam_, server_name_, machine_;
+  uint32_t quantum_ = 0;
+  double tickle_s_ = 30;
+  bool logged_in_ = false;
+  bool volume_open_ = false;
+  std::thread keepalive_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
+class AfpDriver : public Driver {
+ public:
+  std::string name() const override { return "afp"; }
+  Capabilities capabilities() const override { return {true, true, true, true}; }
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
+    return std::make_unique<AfpSession>(share, cancel);
+  }
+};
+
+}  // namespace
+}  // namespace afp
+
+std::unique_ptr<Driver> make_afp_driver() { return std::make_unique<afp::AfpDriver>(); }
+
+}  // namespace cp::transfer

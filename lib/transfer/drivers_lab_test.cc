@@ -1,0 +1,498 @@
+// Integration test (root, label integration): the ftp, smb and path drivers
+// against real servers — the lab's vsftpd and smbd — with checksums of what
+// arrived compared with what was sent, the documented errors, bounded memory
+// with a 1 GiB file, and the lab's throttles.
+//
+// It uses the lab that is up in the default lab dir when it is healthy and
+// serves FTP and SMB (and then leaves its throttles alone), else brings up
+// its own lab in /var/tmp and takes it down at the end. The drivers run in
+// this process with its thread moved into the client host's network
+// namespace (setns), since the servers listen on the data address only,
+// which the root namespace cannot reach. Traffic stays inside the lab.
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/process.h"
+#include "lab/lab.h"
+#include "lab/layout.h"
+#include "lab/servers.h"
+#include "lab/sys.h"
+#include "lab/throttle.h"
+#include "transfer/driver.h"
+
+namespace cp::transfer {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kMB10 = 10'000'000;
+constexpr uint64_t kMB100 = 100'000'000;
+constexpr size_t kBlock = 1 << 20;
+
+struct World {
+  std::string skip;   // non-empty: why the tests cannot run
+  std::string error;  // non-empty: the lab would not come up (each test fails with it)
+  bool own = false;   // the lab is this test's
+  lab::LabState lab;
+  std::string password;
+};
+World* g_world = nullptr;
+
+// The lab, brought up on first use (tests that need none run without it)
+// and taken down at the end of the program.
+void bring_up_lab() {
+  if (g_world) return;
+  {
+    g_world = new World;
+    World& w = *g_world;
+    if (geteuid() != 0) {
+      w.skip = "needs root";
+      return;
+    }
+    if (lab::sys::netns_exists("cp-server") || lab::sys::netns_exists("cp-client")) {
+      std::optional<lab::LabState> cur;
+      try {
+        cur = lab::load();
+      } catch (const Error&) {
+      }
+      if (!cur || !lab::healthy(*cur, nullptr) || !lab::servers::ftpd_alive(*cur) ||
+          !lab::servers::smbd_alive(*cur)) {
+        w.skip = "a lab is up that this test cannot use (no FTP/SMB servers, or another dir)";
+        return;
+      }
+      w.lab = *cur;
+    } else {
+      const std::string dir = fmt::format("/var/tmp/chokepoint-drivers-test-{}", getpid());
+      try {
+        w.lab = lab::up(lab::LabOptions{}, dir);
+        w.own = true;
+      } catch (const Error& e) {
+        w.error = "lab up failed: " + describe(e);
+        try {
+          lab::down(dir);
+        } catch (const Error&) {
+        }
+        return;
+      }
+    }
+    std::ifstream in(w.lab.share_password_file);
+    std::getline(in, w.password);
+  }
+}
+
+class LabEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (g_world && g_world->own) {
+      try {
+        lab::down(g_world->lab.dir);
+        EXPECT_EQ(getpwnam(lab::kShareUser), nullptr) << "lab down left the share user";
+      } catch (const Error& e) {
+        ADD_FAILURE() << "lab down: " << describe(e);
+      }
+    }
+    delete g_world;
+    g_world = nullptr;
+  }
+};
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new LabEnvironment);
+
+// Runs `command` inside the server host's mount namespace.
+RunResult on_server(const std::string& command, const std::string& input = {}) {
+  return run_command({"nsenter", "-t", std::to_string(g_world->lab.server.sshd_pid), "-m", "--",
+                      "sh", "-c", command},
+                     input, 300);
+}
+
+std::string server_checksum(const std::string& path) {
+  RunResult r = on_server("cat " + shell_quote(path));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Checksum sum;
+  sum.update(r.out.data(), r.out.size());
+  return sum.hex() + "/" + std::to_string(r.out.size());
+}
+
+std::string pattern(uint64_t size, uint64_t seed) {
+  std::string data(size, '\0');
+  fill_pattern(data.data(), size, seed, 0);
+  return data;
+}
+
+std::string checksum_of(const std::string& data) {
+  Checksum sum;
+  sum.update(data.data(), data.size());
+  return sum.hex() + "/" + std::to_string(data.size());
+}
+
+// Streams `size` pattern bytes to `rel` in 1 MiB blocks; their checksum.
+std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed) {
+  std::vector<char> buf(kBlock);
+  Checksum sum;
+  auto f = s.open(rel, Mode::kWrite, size);
+  for (uint64_t off = 0; off < size; off += kBlock) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, size - off));
+    fill_pattern(buf.data(), n, seed, off);
+    sum.update(buf.data(), n);
+    f->write(buf.data(), n);
+  }
+  f->close();
+  return sum.hex() + "/" + std::to_string(size);
+}
+
+// Reads `rel` to its end in 1 MiB blocks; the checksum of what came.
+std::string get(Session& s, const std::string& rel) {
+  std::vector<char> buf(kBlock);
+  Checksum sum;
+  uint64_t total = 0;
+  auto f = s.open(rel, Mode::kRead, 0);
+  while (size_t n = f->read(buf.data(), buf.size())) {
+    sum.update(buf.data(), n);
+    total += n;
+  }
+  f->close();
+  return sum.hex() + "/" + std::to_string(total);
+}
+
+std::string share_dir(const std::string& medium) {
+  const lab::ServerFiles f = lab::server_files(g_world->lab);
+  return medium == "ram" ? f.ram_share : f.disk_share;
+}
+
+class DriversLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bring_up_lab();
+    if (!g_world->error.empty()) GTEST_FAIL() << g_world->error;
+    if (!g_world->skip.empty()) GTEST_SKIP() << g_world->skip;
+    // This thread (and what it starts) into the client host's network.
+    self_ns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(self_ns_, 0);
+    const int ns = open(("/run/netns/" + g_world->lab.client.netns).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(ns, 0);
+    ASSERT_EQ(setns(ns, CLONE_NEWNET), 0) << errno_text(errno);
+    close(ns);
+    run_ = fmt::format("t{}-{}", getpid(), ++counter_);
+  }
+  void TearDown() override {
+    if (self_ns_ >= 0) {
+      EXPECT_EQ(setns(self_ns_, CLONE_NEWNET), 0);
+      close(self_ns_);
+    }
+    for (const std::string& m : {std::string("ram"), std::string("disk")}) {
+      if (g_world && g_world->skip.empty() && g_world->error.empty())
+        on_server("rm -rf " + shell_quote(share_dir(m) + "/" + run_));
+    }
+  }
+
+  Share share(const std::string& protocol, const std::string& name) const {
+    Share s;
+    s.url = fmt::format("{}://{}/{}", protocol, g_world->lab.server.data_address, name);
+    s.user = g_world->lab.share_user;
+    s.password = g_world->password;
+    return s;
+  }
+  std::unique_ptr<Session> connect(const Share& s) {
+    return make_driver(s.url.substr(0, 3))->connect(s, cancel_);
+  }
+  // The message of the Error that `f` throws.
+  static std::string error_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what()) + " | " + e.hint();
+    }
+    return "(no error)";
+  }
+
+  int self_ns_ = -1;
+  std::string run_;  // this test's directory in each share
+  CancelToken cancel_;
+  static inline int counter_ = 0;
+};
+
+TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums) {
+  for (const std::string protocol : {"ftp", "smb"}) {
+    for (const std::string medium : {"ram", "disk"}) {
+      SCOPED_TRACE(protocol + " " + medium);
+      auto s = connect(share(protocol, medium));
+      uint64_t seed = 1;
+      for (uint64_t size : {kMB10, kMB100}) {
+        // Write: what the server stored is what was sent.
+        const std::string rel = fmt::format("{}/w-{}.dat", run_, size);
+        const std::string sent = put(*s, rel, size, ++seed);
+        EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), sent);
+        // Read: a file the server laid out arrives intact.
+        const std::string data = pattern(size, ++seed);
+        const std::string path = share_dir(medium) + "/" + run_ + fmt::format("/r-{}.dat", size);
+        RunResult r = on_server("cat > " + shell_quote(path), data);
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(get(*s, fmt::format("{}/r-{}.dat", run_, size)), checksum_of(data));
+        s->remove(rel);
+        EXPECT_NE(on_server("test -e " + shell_quote(share_dir(medium) + "/" + rel)).exit_code, 0);
+      }
+    }
+  }
+}
+
+TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    Share bad = share(protocol, "ram");
+    bad.password = "not-" + g_world->password;
+    EXPECT_NE(error_of([&] { connect(bad); }).find("refused the login of user 'cplab'"),
+              std::string::npos)
+        << error_of([&] { connect(bad); });
+    const std::string unknown = error_of([&] { connect(share(protocol, "nosuch")); });
+    EXPECT_NE(unknown.find(protocol == "ftp" ? "has no directory /nosuch" : "has no share"),
+              std::string::npos)
+        << unknown;
+    Share closed = share(protocol, "ram");
+    closed.url = fmt::format("{}://{}:2999/ram", protocol, g_world->lab.server.data_address);
+    const std::string refused = error_of([&] { connect(closed); });
+    EXPECT_NE(
+        refused.find("cannot connect to the " + std::string(protocol == "ftp" ? "FTP" : "SMB") +
+                     " server at 198.18.0.1:2999"),
+        std::string::npos)
+        << refused;
+  }
+}
+
+TEST_F(DriversLabTest, ReadOnlyShareAndMissingFile) {
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    auto ro = connect(share(protocol, lab::kReadOnlyShare));
+    const std::string refused = error_of([&] { put(*ro, "x.dat", kMB10, 1); });
+    EXPECT_NE(
+        refused.find(protocol == "ftp" ? "refused to store x.dat" : "refused to write ro/x.dat"),
+        std::string::npos)
+        << refused;
+    auto s = connect(share(protocol, "ram"));
+    const std::string missing = error_of([&] { s->open(run_ + "/nothere.dat", Mode::kRead, 0); });
+    EXPECT_NE(missing.find("no file"), std::string::npos) << missing;
+  }
+}
+
+TEST_F(DriversLabTest, FullDiskIsReported) {
+  // A 2 MiB tmpfs inside the ram share, in the server host only.
+  const std::string tiny = share_dir("ram") + "/" + run_ + "/tiny";
+  RunResult r =
+      on_server(fmt::format("mkdir -p {0} && mount -t tmpfs -o size=2m cp-tiny {0} && "
+                            "chown {1}:{1} {0}",
+                            shell_quote(tiny), lab::kShareUser));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    auto s = connect(share(protocol, "ram"));
+    const std::string full = error_of([&] { put(*s, run_ + "/tiny/big.dat", kMB10, 3); });
+    EXPECT_TRUE(full.find("its disk is full") != std::string::npos ||
+                full.find("its disk is probably full") != std::string::npos)
+        << full;
+    on_server("rm -f " + shell_quote(tiny + "/big.dat"));
+  }
+  on_server("umount " + shell_quote(tiny));
+}
+
+// Peak RSS growth (KiB) of a child process that moves a 1 GiB file up and
+// back down through `protocol`; -1 when the child failed.
+long rss_growth_kib(DriversLabTest* t, const Share& sh, const std::string& rel) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pipefd[0]);
+    long growth = -1;
+    try {
+      CancelToken cancel;
+      auto s = make_driver(sh.url.substr(0, 3))->connect(sh, cancel);
+      rusage before{};
+      getrusage(RUSAGE_SELF, &before);
+      const std::string sent = put(*s, rel, 1ull << 30, 9);
+      const std::string got = get(*s, rel);
+      s->remove(rel);
+      rusage after{};
+      getrusage(RUSAGE_SELF, &after);
+      if (sent == got) growth = after.ru_maxrss - before.ru_maxrss;
+    } catch (...) {
+    }
+    (void)!write(pipefd[1], &growth, sizeof growth);
+    _exit(0);
+  }
+  close(pipefd[1]);
+  long growth = -1;
+  if (read(pipefd[0], &growth, sizeof growth) != sizeof growth) growth = -1;
+  close(pipefd[0]);
+  waitpid(pid, nullptr, 0);
+  return growth;
+}
+
+TEST_F(DriversLabTest, MemoryStaysBoundedWithAOneGigabyteFile) {
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    const long growth = rss_growth_kib(this, share(protocol, "ram"), run_ + "/huge.dat");
+    ASSERT_GE(growth, 0) << "the 1 GiB round trip failed or its checksums differ";
+    EXPECT_LT(growth, 16 * 1024) << "peak RSS grew by " << growth << " KiB";
+    RecordProperty(protocol + "_rss_growth_kib", static_cast<int>(growth));
+  }
+}
+
+// --- path driver on this machine's own filesystems ----------------------------
+
+class PathRootTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (mounts)";
+    dir_ = fmt::format("/var/tmp/chokepoint-path-test-{}", getpid());
+    fs::create_directories(dir_ + "/plain");
+    fs::create_directories(dir_ + "/tiny");
+    fs::create_directories(dir_ + "/ro");
+    ASSERT_EQ(mount("cp-tiny", (dir_ + "/tiny").c_str(), "tmpfs", 0, "size=2m"), 0);
+    ASSERT_EQ(mount("cp-ro", (dir_ + "/ro").c_str(), "tmpfs", MS_RDONLY, "size=1m"), 0);
+  }
+  void TearDown() override {
+    if (dir_.empty()) return;
+    umount((dir_ + "/tiny").c_str());
+    umount((dir_ + "/ro").c_str());
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::unique_ptr<Session> connect(const std::string& sub) {
+    Share s;
+    s.url = dir_ + "/" + sub;
+    return make_driver("path")->connect(s, cancel_);
+  }
+  std::string dir_;
+  CancelToken cancel_;
+};
+
+TEST_F(PathRootTest, CopiesWithChecksumsAndReportsFullAndReadOnly) {
+  auto s = connect("plain");
+  for (uint64_t size : {kMB10, kMB100}) {
+    const std::string rel = fmt::format("run/f-{}.dat", size);
+    const std::string sent = put(*s, rel, size, size);
+    EXPECT_EQ(get(*s, rel), sent);
+    EXPECT_EQ(fs::file_size(dir_ + "/plain/" + rel), size);
+    s->remove(rel);
+  }
+  auto tiny = connect("tiny");
+  try {
+    put(*tiny, "big.dat", kMB10, 1);
+    ADD_FAILURE() << "a 10 MB file fit in 2 MiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is full"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tiny->properties().at("fstype"), "tmpfs");
+  auto ro = connect("ro");
+  try {
+    put(*ro, "x.dat", 10, 1);
+    ADD_FAILURE() << "wrote to a read-only mount";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+  }
+}
+
+// --- throttles (only on this test's own lab) ----------------------------------
+
+std::string cgroup_of(pid_t pid, const std::string& controller) {
+  std::ifstream in(fmt::format("/proc/{}/cgroup", pid));
+  std::string line;
+  while (std::getline(in, line)) {
+    // "4:cpu:/chokepoint-lab-smbd"
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctrls = line.substr(a + 1, b - a - 1);
+    if (("," + ctrls + ",").find("," + controller + ",") != std::string::npos) {
+      return line.substr(b + 1);
+    }
+  }
+  return {};
+}
+
+std::vector<pid_t> smbd_pids() {
+  std::vector<pid_t> out;
+  for (pid_t p : lab::sys::netns_pids(g_world->lab.server.netns)) {
+    if (lab::sys::process_comm(p) == "smbd") out.push_back(p);
+  }
+  return out;
+}
+
+TEST_F(DriversLabTest, SmbdCpuQuotaCoversItsForkedChildren) {
+  if (!g_world->own) GTEST_SKIP() << "leaves a borrowed lab's throttles alone";
+  const lab::CgroupLayout layout = lab::cgroup_layout();
+  const bool v1 = !layout.cpu_v1.empty();
+  lab::ThrottleRequest req;
+  req.smbd_cpu = 0.1;
+  const lab::LabState st = lab::throttle(req, g_world->lab.dir);
+  ASSERT_FALSE(st.throttle.cgroups.empty());
+  const std::string cg = st.throttle.cgroups.front();
+  const std::string rel_cg = cg.substr(lab::cgroup_root_of(cg).size());
+  // A new session: smbd forks a child for it after the quota was set.
+  const std::vector<pid_t> before = smbd_pids();
+  auto s = connect(share("smb", "ram"));
+  const std::vector<pid_t> after = smbd_pids();
+  EXPECT_GT(after.size(), before.size()) << "no smbd child for the new session";
+  for (pid_t p : after) EXPECT_EQ(cgroup_of(p, v1 ? "cpu" : ""), rel_cg) << "smbd pid " << p;
+  const std::string sent = put(*s, run_ + "/cpu.dat", kMB100, 5);
+  EXPECT_EQ(get(*s, run_ + "/cpu.dat"), sent);
+  // The quota bit: the kernel throttled smbd at least once.
+  std::ifstream stat(cg + "/cpu.stat");
+  std::string key;
+  uint64_t value = 0, throttled = 0;
+  while (stat >> key >> value) {
+    if (key == "nr_throttled") throttled = value;
+  }
+  EXPECT_GT(throttled, 0u) << "smbd was never throttled moving 200 MB at 10% of a core";
+  s.reset();
+  lab::ThrottleRequest clear;
+  clear.clear = true;
+  const lab::LabState cleared = lab::throttle(clear, g_world->lab.dir);
+  EXPECT_TRUE(cleared.throttle.cgroups.empty());
+  EXPECT_FALSE(fs::exists(cg));
+  for (pid_t p : smbd_pids()) EXPECT_EQ(cgroup_of(p, v1 ? "cpu" : ""), "/") << "smbd pid " << p;
+}
+
+TEST_F(DriversLabTest, DiskReadLimitSlowsTheDiskShare) {
+  if (!g_world->own) GTEST_SKIP() << "leaves a borrowed lab's throttles alone";
+  lab::ThrottleRequest req;
+  req.disk_read_bps = 20'000'000;
+  const lab::LabState st = lab::throttle(req, g_world->lab.dir);
+  ASSERT_FALSE(st.throttle.cgroups.empty());
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    // 40 MB written around the page cache (O_DIRECT, by a process outside
+    // the throttled cgroup), so reading it must come from the disk.
+    const std::string rel = run_ + "/" + protocol + "-slow.dat";
+    RunResult r = on_server(fmt::format(
+        "mkdir -p {0} && dd if=/dev/urandom of={1} bs=1M count=40 "
+        "oflag=direct status=none && chmod 644 {1}",
+        shell_quote(share_dir("disk") + "/" + run_), shell_quote(share_dir("disk") + "/" + rel)));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto s = connect(share(protocol, "disk"));
+    const double t0 = monotonic_seconds();
+    const std::string got = get(*s, rel);
+    const double seconds = monotonic_seconds() - t0;
+    EXPECT_EQ(got, server_checksum(share_dir("disk") + "/" + rel));
+    // 41.9 MB at 20 MB/s takes 2 s; a lower bound holds on any machine.
+    EXPECT_GT(seconds, 1.5) << "the read limit did not hold";
+  }
+  lab::ThrottleRequest clear;
+  clear.clear = true;
+  EXPECT_TRUE(lab::throttle(clear, g_world->lab.dir).throttle.cgroups.empty());
+}
+
+}  // namespace
+}  // namespace cp::transfer

@@ -1,0 +1,604 @@
+// The ftp driver: libcurl, passive (EPSV, then PASV), binary, one control
+// connection per session reused for every file. ftps:// means explicit TLS
+// (AUTH TLS on the control port, then protected data connections).
+//
+// Streaming with bounded memory: the easy handle runs in a curl multi handle
+// driven from File::read/write. Downloads copy straight into the caller's
+// buffer; at most one receive chunk (kRecvBuffer) waits in `overflow_`, and
+// the transfer is paused (CURL_WRITEFUNC_PAUSE) until the caller reads again.
+// Uploads hand curl the caller's buffer through CURLOPT_READFUNCTION and
+// pause when it is used up.
+//
+// Share options: "insecure" = "1" skips TLS certificate checks (self-signed
+// lab certificates only); "connect_timeout" and "stall_timeout" in seconds.
+#include <curl/curl.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+#include "transfer/registry.h"
+#include "transfer/share_url.h"
+
+namespace cp::transfer {
+namespace {
+
+constexpr long kRecvBuffer = 512 << 10;  // bytes curl reads from the socket per callback
+// Bytes curl asks of the read callback at once: its default, which measured
+// faster here than 1 MiB (uploads pause and resume at each caller block).
+constexpr long kSendBuffer = 64 << 10;
+constexpr int kPollMs = 200;  // between cancellation checks
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+double option_seconds(const Share& share, const char* name, double fallback) {
+  auto it = share.options.find(name);
+  if (it == share.options.end()) return fallback;
+  return parse_duration(it->second, fmt::format("ftp option '{}'", name));
+}
+
+bool option_flag(const Share& share, const char* name) {
+  auto it = share.options.find(name);
+  return it != share.options.end() &&
+         (it->second == "1" || it->second == "true" || it->second == "yes");
+}
+
+class FtpFile;
+
+class FtpSession : public Session {
+ public:
+  FtpSession(const Share& share, const CancelToken& cancel) : cancel_(cancel) {
+    global_init();
+    url_ = parse_share_url(share.url);
+    if (url_.scheme != "ftp" && url_.scheme != "ftps") {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("the ftp driver takes ftp:// or ftps:// URLs, not '{}'",
+                              redact_url(share.url)),
+                  "write the share as ftp://host/dir (or ftps:// for FTP over explicit TLS)");
+    }
+    tls_ = url_.scheme == "ftps";
+    user_ = !share.user.empty() ? share.user : url_.user;
+    password_ = !share.password.empty() ? share.password : url_.password;
+    insecure_ = option_flag(share, "insecure");
+    connect_timeout_ = option_seconds(share, "connect_timeout", 15);
+    stall_timeout_ = option_seconds(share, "stall_timeout", 60);
+    where_.server = host_port(url_, 21);
+    where_.share = url_.path.empty() ? "/" : url_.path;
+    where_.user = user_.empty() ? "anonymous" : user_;
+    // Paths as the server sees them, relative to the login directory unless
+    // absolute: "ftp://h/ram" is "ram", "ftp://h/%2Fsrv/x" is "/srv/x".
+    dir_ = url_.path.size() > 1 ? url_.path.substr(1) : "";
+    const std::string host =
+        url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
+    origin_ = fmt::format("ftp://{}:{}", host, url_.port ? url_.port : 21);
+
+    multi_ = curl_multi_init();
+    easy_ = curl_easy_init();
+    if (!multi_ || !easy_) throw Error(ErrorKind::kIo, "libcurl could not start (out of memory?)");
+    // Log in and change into the share's directory: wrong password, unknown
+    // directory and closed port show here, not at the first file.
+    setup(url_for(""));
+    curl_easy_setopt(easy_, CURLOPT_NOBODY, 1L);
+    perform_blocking(Step::kConnect, where_);
+    // The login directory: QUOTE commands (DELE, RMD) run wherever the last
+    // request left the reused connection, so they take absolute paths.
+    char* entry = nullptr;
+    curl_easy_getinfo(easy_, CURLINFO_FTP_ENTRY_PATH, &entry);
+    entry_path_ = entry ? entry : "";
+  }
+
+  ~FtpSession() override {
+    if (easy_) {
+      if (in_multi_) curl_multi_remove_handle(multi_, easy_);
+      curl_easy_cleanup(easy_);
+    }
+    if (multi_) curl_multi_cleanup(multi_);
+    if (quote_) curl_slist_free_all(quote_);
+  }
+
+  std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t size_hint) override;
+
+  void remove(const std::string& rel) override {
+    check_relative_path(rel);
+    CP_CHECK(!busy_);
+    Place where = where_;
+    where.file = rel;
+    std::string target = dir_.empty() ? rel : dir_ + "/" + rel;
+    if (target.front() != '/') {
+      if (entry_path_.empty() || entry_path_.front() != '/') {
+        throw Error(ErrorKind::kUnsupported,
+                    fmt::format("the FTP server {} did not say its login directory (PWD), so "
+                                "chokepoint cannot name {} to delete it",
+                                where_.server, rel),
+                    "give the share URL an absolute path (ftp://host/%2Fsrv/dir)");
+      }
+      target = (entry_path_ == "/" ? "" : entry_path_) + "/" + target;
+    }
+    for (const char* verb : {"DELE", "RMD"}) {
+      setup(url_for(""));
+      curl_easy_setopt(easy_, CURLOPT_NOBODY, 1L);
+      if (quote_) curl_slist_free_all(quote_);
+      quote_ = curl_slist_append(nullptr, fmt::format("{} {}", verb, target).c_str());
+      curl_easy_setopt(easy_, CURLOPT_QUOTE, quote_);
+      try {
+        perform_blocking(Step::kRemove, where);
+        return;
+      } catch (const Error&) {
+        // A directory refuses DELE with the same 550 as a missing file: try
+        // RMD, and report DELE's failure when both fail.
+        if (std::string_view(verb) == "RMD") break;
+        first_failure_ = last_failure_;
+      }
+    }
+    throw ftp_error(first_failure_, Step::kRemove, where);
+  }
+
+  std::map<std::string, std::string> properties() const override {
+    return {{"tls", tls_ ? "explicit" : "none"},
+            {"data_connection", "passive"},
+            {"type", "binary"},
+            {"greeting", greeting_}};
+  }
+
+ private:
+  friend class FtpFile;
+
+  // URL of `rel` under the share ("" for the share's directory itself).
+  std::string url_for(const std::string& rel) const {
+    std::string path = dir_;
+    if (!rel.empty()) path = path.empty() ? rel : path + "/" + rel;
+    std::string enc = percent_encode_path(path);
+    // An absolute server path keeps its leading '/' as %2F (RFC 1738).
+    if (!path.empty() && path.front() == '/') enc = "%2F" + enc.substr(1);
+    if (rel.empty() && !enc.empty()) enc += "/";
+    return origin_ + "/" + enc;
+  }
+
+  // Resets the easy handle for a new request.
+  void setup(const std::string& url) {
+    curl_easy_reset(easy_);
+    errbuf_[0] = '\0';
+    last_reply_.clear();
+    curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
+    curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy_, CURLOPT_USERNAME, user_.empty() ? "anonymous" : user_.c_str());
+    curl_easy_setopt(easy_, CURLOPT_PASSWORD, password_.c_str());
+    curl_easy_setopt(easy_, CURLOPT_TRANSFERTEXT, 0L);
+    curl_easy_setopt(easy_, CURLOPT_FTP_USE_EPSV, 1L);
+    curl_easy_setopt(easy_, CURLOPT_FTP_SKIP_PASV_IP, 1L);
+    curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout_ * 1e3));
+    curl_easy_setopt(easy_, CURLOPT_FTP_RESPONSE_TIMEOUT, static_cast<long>(stall_timeout_));
+    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(easy_, CURLOPT_LOW_SPEED_TIME, static_cast<long>(stall_timeout_));
+    curl_easy_setopt(easy_, CURLOPT_BUFFERSIZE, kRecvBuffer);
+    curl_easy_setopt(easy_, CURLOPT_UPLOAD_BUFFERSIZE, kSendBuffer);
+    curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, &FtpSession::on_reply);
+    curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
+    if (tls_) {
+      curl_easy_setopt(easy_, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
+      if (insecure_) {
+        curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYHOST, 0L);
+      }
+    }
+  }
+
+  // Server replies arrive here line by line (the header callback, for FTP).
+  static size_t on_reply(char* data, size_t size, size_t n, void* self_ptr) {
+    auto* self = static_cast<FtpSession*>(self_ptr);
+    std::string line(data, size * n);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (line.size() >= 3 && std::isdigit(static_cast<unsigned char>(line[0]))) {
+      self->last_reply_ = line;
+      if (self->greeting_.empty() && line.rfind("220", 0) == 0) self->greeting_ = line;
+    }
+    return size * n;
+  }
+
+  void add() {
+    CP_CHECK(!in_multi_);
+    const CURLMcode mc = curl_multi_add_handle(multi_, easy_);
+    if (mc != CURLM_OK) {
+      throw Error(ErrorKind::kIo, fmt::format("libcurl: {}", curl_multi_strerror(mc)));
+    }
+    in_multi_ = true;
+    done_ = false;
+    result_ = CURLE_OK;
+  }
+
+  // Drives the transfer until `satisfied()` or it ends; polls the
+  // cancellation token between waits.
+  template <typename Pred>
+  void run_until(Pred satisfied) {
+    for (;;) {
+      int running = 0;
+      const CURLMcode mc = curl_multi_perform(multi_, &running);
+      if (mc != CURLM_OK) {
+        throw Error(ErrorKind::kIo, fmt::format("libcurl: {}", curl_multi_strerror(mc)));
+      }
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+        if (m->msg == CURLMSG_DONE && m->easy_handle == easy_) {
+          done_ = true;
+          result_ = m->data.result;
+        }
+      }
+      if (done_ || satisfied()) return;
+      if (cancel_.cancelled()) {
+        detach();
+        cancel_.check();
+      }
+      curl_multi_poll(multi_, nullptr, 0, kPollMs, nullptr);
+    }
+  }
+
+  // Takes the handle out of the multi handle; throws the mapped error when
+  // the transfer failed.
+  void finish(Step step, const Place& where) {
+    detach();
+    if (result_ != CURLE_OK) {
+      last_failure_ = failure(result_);
+      throw ftp_error(last_failure_, step, where);
+    }
+  }
+
+  void detach() {
+    if (in_multi_) curl_multi_remove_handle(multi_, easy_);
+    in_multi_ = false;
+  }
+
+  FtpFailure failure(CURLcode code) const {
+    FtpFailure f;
+    f.curl_code = code;
+    long reply = 0;
+    curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &reply);
+    f.reply_code = reply;
+    f.reply = last_reply_;
+    f.detail = errbuf_;
+    return f;
+  }
+
+  void perform_blocking(Step step, const Place& where) {
+    add();
+    run_until([] { return false; });
+    finish(step, where);
+  }
+
+  const CancelToken& cancel_;
+  ShareUrl url_;
+  std::string origin_;  // "ftp://host:port"
+  std::string dir_;     // the share's directory as the server sees it
+  std::string user_, password_;
+  bool tls_ = false;
+  bool insecure_ = false;
+  double connect_timeout_ = 15, stall_timeout_ = 60;
+  Place where_;
+  CURLM* multi_ = nullptr;
+  CURL* easy_ = nullptr;
+  curl_slist* quote_ = nullptr;
+  bool in_multi_ = false;
+  bool done_ = false;
+  CURLcode result_ = CURLE_OK;
+  bool busy_ = false;  // a File is open (one at a time per session)
+  char errbuf_[CURL_ERROR_SIZE] = {};
+  std::string last_reply_;
+  std::string greeting_;
+  std::string entry_path_;  // the login directory, absolute
+  FtpFailure last_failure_, first_failure_;
+};
+
+class FtpFile : public File {
+ public:
+  FtpFile(FtpSession& s, Mode mode, Place where) : s_(s), mode_(mode), where_(std::move(where)) {
+    s_.busy_ = true;
+    CURL* e = s_.easy_;
+    if (mode_ == Mode::kRead) {
+      curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &FtpFile::on_data);
+      curl_easy_setopt(e, CURLOPT_WRITEDATA, this);
+    } else {
+      curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+      curl_easy_setopt(e, CURLOPT_FTP_CREATE_MISSING_DIRS,
+                       static_cast<long>(CURLFTP_CREATE_DIR_RETRY));
+      curl_easy_setopt(e, CURLOPT_READFUNCTION, &FtpFile::on_send);
+      curl_easy_setopt(e, CURLOPT_READDATA, this);
+    }
+    s_.add();
+    // Until the server accepted RETR/STOR, so a missing file or a refused
+    // write fails open(), not the first read or write.
+    s_.run_until([this] { return started_; });
+    if (s_.done_) {
+      if (s_.result_ != CURLE_OK) {
+        s_.busy_ = false;
+        s_.finish(mode_ == Mode::kRead ? Step::kOpenRead : Step::kOpenWrite, where_);
+      }
+    }
+  }
+
+  ~FtpFile() override {
+    if (!ended_) s_.detach();
+    s_.busy_ = false;
+  }
+
+  size_t read(char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kRead);
+    size_t got = std::min(n, overflow_.size() - overflow_pos_);
+    std::memcpy(buf, overflow_.data() + overflow_pos_, got);
+    overflow_pos_ += got;
+    if (overflow_pos_ == overflow_.size()) {
+      overflow_.clear();
+      overflow_pos_ = 0;
+    }
+    if (got == n || n == 0 || ended_) return got;
+    if (s_.done_) {
+      end_of_transfer(Step::kRead);
+      return got;
+    }
+    dst_ = buf;
+    dst_len_ = got;
+    dst_cap_ = n;
+    unpause();
+    s_.run_until([this] { return dst_len_ == dst_cap_; });
+    dst_ = nullptr;
+    got = dst_len_;
+    if (s_.done_ && overflow_.empty()) end_of_transfer(Step::kRead);
+    return got;
+  }
+
+  void write(const char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kWrite && !ended_);
+    if (n == 0) return;
+    if (s_.done_) end_of_transfer(Step::kWrite);
+    src_ = buf;
+    src_left_ = n;
+    unpause();
+    s_.run_until([this] { return src_left_ == 0; });
+    src_ = nullptr;
+    if (s_.done_) end_of_transfer(Step::kWrite);
+  }
+
+  void close() override {
+    if (ended_) return;
+    if (mode_ == Mode::kWrite) {
+      closing_ = true;
+      unpause();
+      s_.run_until([] { return false; });
+    } else if (!s_.done_) {
+      // Closed before the end: abandon the download (curl drops the connection).
+      s_.detach();
+      ended_ = true;
+      s_.busy_ = false;
+      return;
+    }
+    end_of_transfer(Step::kClose);
+  }
+
+ private:
+  void unpause() {
+    if (!paused_) return;
+    paused_ = false;
+    curl_easy_pause(s_.easy_, CURLPAUSE_CONT);
+  }
+
+  // The transfer ended: throw its error, if any, once.
+  void end_of_transfer(Step step) {
+    if (ended_) return;
+    ended_ = true;
+    s_.busy_ = false;
+    Step reported = step;
+    // Failures after the data went out (the server's "226" or its refusal)
+    // belong to the write, whichever call noticed them.
+    if (mode_ == Mode::kWrite) reported = Step::kWrite;
+    s_.finish(reported, where_);
+  }
+
+  static size_t on_data(char* data, size_t size, size_t n, void* self_ptr) {
+    auto* self = static_cast<FtpFile*>(self_ptr);
+    const size_t len = size * n;
+    self->started_ = true;
+    const size_t room = self->dst_ ? self->dst_cap_ - self->dst_len_ : 0;
+    if (room == 0 && !self->overflow_.empty()) {
+      // Both the caller's buffer and the one chunk we keep are full.
+      self->paused_ = true;
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    const size_t k = std::min(room, len);
+    if (k > 0) {
+      std::memcpy(self->dst_ + self->dst_len_, data, k);
+      self->dst_len_ += k;
+    }
+    if (k < len) self->overflow_.assign(data + k, data + len);
+    return len;
+  }
+
+  static size_t on_send(char* out, size_t size, size_t n, void* self_ptr) {
+    auto* self = static_cast<FtpFile*>(self_ptr);
+    self->started_ = true;
+    if (self->src_left_ == 0) {
+      if (self->closing_) return 0;  // end of file
+      self->paused_ = true;
+      return CURL_READFUNC_PAUSE;
+    }
+    const size_t k = std::min(size * n, self->src_left_);
+    std::memcpy(out, self->src_, k);
+    self->src_ += k;
+    self->src_left_ -= k;
+    return k;
+  }
+
+  FtpSession& s_;
+  Mode mode_;
+  Place where_;
+  bool started_ = false;
+  bool paused_ = false;
+  bool closing_ = false;
+  bool ended_ = false;  // the transfer is over and its result was taken
+  // Download: the caller's buffer and what is in it.
+  char* dst_ = nullptr;
+  size_t dst_len_ = 0, dst_cap_ = 0;
+  // At most one receive chunk that did not fit (<= kRecvBuffer bytes).
+  std::vector<char> overflow_;
+  size_t overflow_pos_ = 0;
+  // Upload: what is left of the caller's buffer.
+  const char* src_ = nullptr;
+  size_t src_left_ = 0;
+};
+
+std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64_t) {
+  check_relative_path(rel);
+  CP_CHECK(!busy_);
+  Place where = where_;
+  where.file = rel;
+  setup(url_for(rel));
+  return std::make_unique<FtpFile>(*this, mode, std::move(where));
+}
+
+class FtpDriver : public Driver {
+ public:
+  std::string name() const override { return "ftp"; }
+  // No random access: every offset would be a new RETR (or STOR) with REST
+  // on a new data connection, which measures connection setup, not I/O.
+  Capabilities capabilities() const override { return {true, true, true, false, false}; }
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
+    return std::make_unique<FtpSession>(share, cancel);
+  }
+};
+
+bool reply_says(const FtpFailure& f, std::string_view word) {
+  std::string lower;
+  for (char c : f.reply) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find(word) != std::string::npos;
+}
+
+}  // namespace
+
+Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
+  const std::string target = w.file.empty() ? w.share : w.file;
+  const std::string said = f.reply.empty() ? "" : fmt::format(" (server said: {})", f.reply);
+  const std::string lib =
+      f.detail.empty() ? curl_easy_strerror(static_cast<CURLcode>(f.curl_code)) : f.detail;
+  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  // A full disk, whatever curl made of it: 452/552, or vsftpd's 451 on a
+  // failed write (it does not say why; a full disk is the usual reason).
+  if (f.reply_code == 452 || f.reply_code == 552 || reply_says(f, "no space") ||
+      reply_says(f, "disk full") ||
+      (writing && f.reply_code == 451 && reply_says(f, "failure writing"))) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the FTP server {} could not store {}: its disk is full{}", w.server,
+                             target, said),
+                 "free space on the server's share (or raise the user's quota), or use smaller "
+                 "files");
+  }
+  // vsftpd answers a failed write (ENOSPC) by dropping the data connection
+  // before curl reads its "451": the upload dies with a reset after "150".
+  if (writing && f.reply_code == 150 &&
+      (f.curl_code == CURLE_SEND_ERROR || f.curl_code == CURLE_RECV_ERROR)) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the FTP server {} cut the data connection while storing {} ({}){}: "
+                             "its disk is probably full, or it failed writing",
+                             w.server, target, lib, said),
+                 "check free space on the server's share and the FTP server's log");
+  }
+  switch (static_cast<CURLcode>(f.curl_code)) {
+    case CURLE_COULDNT_CONNECT:
+      return Error(ErrorKind::kIo,
+                   fmt::format("cannot connect to the FTP server at {}: {}", w.server, lib),
+                   fmt::format("check that an FTP server (vsftpd, proftpd) runs and listens on "
+                               "{}, and that no firewall blocks it",
+                               w.server));
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return Error(ErrorKind::kConfig,
+                   fmt::format("cannot resolve the FTP host of {}: {}", w.server, lib),
+                   "check the host name in the share URL");
+    case CURLE_OPERATION_TIMEDOUT:
+      return Error(ErrorKind::kIo,
+                   fmt::format("the FTP server {} stopped answering ({}){}", w.server, lib, said),
+                   "check the server and the network; passive data ports may be blocked by a "
+                   "firewall");
+    case CURLE_LOGIN_DENIED:
+      return Error(
+          ErrorKind::kConfig,
+          fmt::format("the FTP server {} refused the login of user '{}'{}", w.server, w.user, said),
+          "check the user and its password (given by environment variable, 0600 file "
+          "or prompt)");
+    case CURLE_REMOTE_ACCESS_DENIED:
+      if (step == Step::kConnect) {
+        return Error(ErrorKind::kConfig,
+                     fmt::format("the FTP server {} has no directory {} for user '{}' (or "
+                                 "denies it){}",
+                                 w.server, w.share, w.user, said),
+                     "check the directory in the share URL (relative to the user's login "
+                     "directory; %2F for an absolute path)");
+      }
+      if (writing) break;  // handled below with the upload failures
+      if (step == Step::kOpenRead) {
+        // RETR's CWD into the file's directory failed.
+        return Error(ErrorKind::kIo,
+                     fmt::format("no file {} in {} on the FTP server {} (its directory is "
+                                 "missing or denied){}",
+                                 target, w.share, w.server, said),
+                     "check that the server agent laid the file out in the share's directory");
+      }
+      return Error(ErrorKind::kIo,
+                   fmt::format("the FTP server {} denied access to {}{}", w.server, target, said),
+                   "check the file's permissions for the FTP user");
+    case CURLE_REMOTE_FILE_NOT_FOUND:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("no file {} in {} on the FTP server {}{}", target, w.share, w.server, said),
+          "check that the server agent laid the file out in the share's directory");
+    case CURLE_USE_SSL_FAILED:
+      return Error(ErrorKind::kConfig,
+                   fmt::format("the FTP server {} does not offer TLS (AUTH TLS){}", w.server, said),
+                   "use an ftp:// URL, or enable TLS on the server (vsftpd: ssl_enable=YES)");
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CONNECT_ERROR:
+      return Error(ErrorKind::kIo,
+                   fmt::format("TLS with the FTP server {} failed: {}", w.server, lib),
+                   "install the server's CA certificate, or for a self-signed test server set "
+                   "the share option insecure=1");
+    case CURLE_QUOTE_ERROR:
+      return Error(ErrorKind::kIo,
+                   fmt::format("the FTP server {} refused to remove {}{}", w.server, target, said),
+                   "check that the file exists and the user may delete in its directory");
+    case CURLE_PARTIAL_FILE:
+      return Error(ErrorKind::kIo,
+                   fmt::format("the FTP server {} ended the transfer of {} early: {}{}", w.server,
+                               target, lib, said),
+                   "check the server's log; the file may have changed or the server failed");
+    default:
+      break;
+  }
+  if (writing && (f.curl_code == CURLE_UPLOAD_FAILED || f.curl_code == CURLE_REMOTE_ACCESS_DENIED ||
+                  f.reply_code == 550 || f.reply_code == 553 || f.reply_code == 532)) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the FTP server {} refused to store {} in {}{}", w.server, target,
+                             w.share, said),
+                 "let the FTP user write there (vsftpd: write_enable=YES and directory "
+                 "permissions), or pick a writable share");
+  }
+  return Error(ErrorKind::kIo,
+               fmt::format("FTP {} of {} on {} failed: {}{}",
+                           step == Step::kConnect  ? "login"
+                           : step == Step::kRemove ? "removal"
+                           : writing               ? "upload"
+                                                   : "download",
+                           target, w.server, lib, said),
+               "see the server's log; run `curl -v` against the same URL to compare");
+}
+
+std::unique_ptr<Driver> make_ftp_driver() { return std::make_unique<FtpDriver>(); }
+
+}  // namespace cp::transfer

@@ -1,0 +1,343 @@
+// The path driver: copies through any mounted filesystem (kernel CIFS or
+// NFS, a Mac's AFP mount, sshfs, rclone/smbnetfs FUSE), the way the hand
+// method timed `cp`. Share.url is an absolute path or a file:// URL. The
+// client's page cache is kept out of the figures with distinct files (the
+// pipeline's job) and posix_fadvise(DONTNEED) before and after each read;
+// writes end with fsync so the data reached the server. O_DIRECT is not
+// used: most network filesystems ignore or refuse it.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+#include "transfer/registry.h"
+#include "transfer/share_url.h"
+
+namespace cp::transfer {
+namespace {
+
+std::string unescape_mountinfo(std::string_view s) {
+  // mountinfo writes space, tab, newline and backslash as \ooo.
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      const std::string_view oct = s.substr(i + 1, 3);
+      if (oct.size() == 3 && oct.find_first_not_of("01234567") == std::string_view::npos) {
+        out += static_cast<char>((oct[0] - '0') * 64 + (oct[1] - '0') * 8 + (oct[2] - '0'));
+        i += 3;
+        continue;
+      }
+    }
+    out += s[i];
+  }
+  return out;
+}
+
+bool is_under(std::string_view path, std::string_view mount_point) {
+  if (mount_point == "/") return true;
+  return path == mount_point ||
+         (path.size() > mount_point.size() && path.substr(0, mount_point.size()) == mount_point &&
+          path[mount_point.size()] == '/');
+}
+
+// The root directory a Share's url names.
+std::string share_root(const std::string& url) {
+  if (!url.empty() && url.front() == '/') {
+    std::string p = url;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    return p;
+  }
+  const ShareUrl u = parse_share_url(url);
+  if (u.scheme != "file") {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("the path driver takes an absolute path or a file:// URL, not '{}'",
+                            redact_url(url)),
+                "mount the share (mount -t cifs/nfs, sshfs, ...) and give its mount point, like "
+                "/mnt/nas; or use the ftp or smb driver");
+  }
+  if (!u.host.empty() && u.host != "localhost") {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("file:// URL '{}' names host '{}'; the path driver reads only "
+                            "this machine's filesystems",
+                            url, u.host),
+                "write file:///mount/point (three slashes)");
+  }
+  if (u.path.empty() || u.path.front() != '/') {
+    throw Error(ErrorKind::kConfig, fmt::format("file:// URL '{}' has no absolute path", url),
+                "write file:///mount/point (three slashes)");
+  }
+  return u.path;
+}
+
+class PathFile : public File {
+ public:
+  PathFile(int fd, Mode mode, Place where) : fd_(fd), mode_(mode), where_(std::move(where)) {}
+  ~PathFile() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  size_t read(char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kRead && fd_ >= 0);
+    for (;;) {
+      const ssize_t r = ::read(fd_, buf, n);
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno != EINTR) throw path_error(errno, Step::kRead, where_);
+    }
+  }
+
+  size_t pread(char* buf, size_t n, uint64_t offset) override {
+    CP_CHECK(mode_ == Mode::kRead && fd_ >= 0);
+    for (;;) {
+      const ssize_t r = ::pread(fd_, buf, n, static_cast<off_t>(offset));
+      if (r >= 0) return static_cast<size_t>(r);
+      if (errno != EINTR) throw path_error(errno, Step::kRead, where_);
+    }
+  }
+
+  void pwrite(const char* buf, size_t n, uint64_t offset) override {
+    CP_CHECK(mode_ == Mode::kWrite && fd_ >= 0);
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd_, buf, n, static_cast<off_t>(offset));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw path_error(errno, Step::kWrite, where_);
+      }
+      buf += w;
+      offset += static_cast<uint64_t>(w);
+      n -= static_cast<size_t>(w);
+    }
+  }
+
+  void write(const char* buf, size_t n) override {
+    CP_CHECK(mode_ == Mode::kWrite && fd_ >= 0);
+    while (n > 0) {
+      const ssize_t w = ::write(fd_, buf, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        throw path_error(errno, Step::kWrite, where_);
+      }
+      buf += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+
+  void close() override {
+    if (fd_ < 0) return;
+    const int fd = fd_;
+    fd_ = -1;
+    // Network filesystems report write errors (a full disk on the server)
+    // at fsync or close; both count.
+    int err = 0;
+    if (mode_ == Mode::kWrite && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+    // Drop what this file left in the client's page cache (a later read of
+    // the same name must cross the network again).
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+    if (err != 0) throw path_error(err, Step::kClose, where_);
+  }
+
+ private:
+  int fd_;
+  Mode mode_;
+  Place where_;
+};
+
+class PathSession : public Session {
+ public:
+  PathSession(std::string root, MountEntry mount)
+      : root_(std::move(root)), mount_(std::move(mount)) {}
+
+  std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
+    check_relative_path(rel);
+    const std::string full = root_ + "/" + rel;
+    Place where = place(rel);
+    if (mode == Mode::kRead) {
+      const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) throw path_error(errno, Step::kOpenRead, where);
+      posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+      return std::make_unique<PathFile>(fd, mode, std::move(where));
+    }
+    make_parents(rel);
+    const int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw path_error(errno, Step::kOpenWrite, where);
+    return std::make_unique<PathFile>(fd, mode, std::move(where));
+  }
+
+  void remove(const std::string& rel) override {
+    check_relative_path(rel);
+    const std::string full = root_ + "/" + rel;
+    if (::unlink(full.c_str()) == 0) return;
+    int err = errno;
+    if (err == EISDIR || err == EPERM) {
+      if (::rmdir(full.c_str()) == 0) return;
+      if (errno != ENOTDIR) err = errno;
+    }
+    throw path_error(err, Step::kRemove, place(rel));
+  }
+
+  std::map<std::string, std::string> properties() const override {
+    std::map<std::string, std::string> p = {{"root", root_}};
+    if (!mount_.mount_point.empty()) {
+      p["mount_point"] = mount_.mount_point;
+      p["fstype"] = mount_.fstype;
+      p["source"] = mount_.source;
+      // Kernel CIFS shows the dialect (vers=3.1.1) and rsize/wsize here; NFS
+      // its version and rsize/wsize.
+      p["mount_options"] = mount_.options;
+    }
+    return p;
+  }
+
+ private:
+  Place place(const std::string& rel) const { return Place{"", root_, "", rel}; }
+
+  // mkdir -p for the file's directory, inside the share only.
+  void make_parents(const std::string& rel) {
+    size_t pos = 0;
+    while ((pos = rel.find('/', pos)) != std::string::npos) {
+      const std::string dir = root_ + "/" + rel.substr(0, pos);
+      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        throw path_error(errno, Step::kOpenWrite, place(rel.substr(0, pos)));
+      }
+      ++pos;
+    }
+  }
+
+  std::string root_;
+  MountEntry mount_;
+};
+
+class PathDriver : public Driver {
+ public:
+  std::string name() const override { return "path"; }
+  Capabilities capabilities() const override { return {true, true, true, true, true}; }
+
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken&) override {
+    const std::string root = share_root(share.url);
+    const Place where{"", root, "", ""};
+    struct stat st;
+    if (::stat(root.c_str(), &st) != 0) throw path_error(errno, Step::kConnect, where);
+    if (!S_ISDIR(st.st_mode)) throw path_error(ENOTDIR, Step::kConnect, where);
+    if (::access(root.c_str(), R_OK | X_OK) != 0) throw path_error(errno, Step::kConnect, where);
+    MountEntry mount;
+    char resolved[PATH_MAX];
+    if (::realpath(root.c_str(), resolved)) {
+      std::ifstream in("/proc/self/mountinfo");
+      std::stringstream text;
+      text << in.rdbuf();
+      mount = find_mount(text.str(), resolved);
+    }
+    return std::make_unique<PathSession>(root, std::move(mount));
+  }
+};
+
+}  // namespace
+
+Error path_error(int err, Step step, const Place& w) {
+  const std::string target = w.file.empty() ? w.share : w.share + "/" + w.file;
+  const std::string sys = errno_text(err);
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("the filesystem behind {} is full writing {} ({})", w.share, target, sys),
+          "free space on the server's share (or its quota), or use smaller files");
+    case EROFS:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("{} is mounted read-only: cannot write {} ({})", w.share, target, sys),
+          "mount the share read-write, or measure reads only");
+    case EACCES:
+    case EPERM:
+      if (step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose ||
+          step == Step::kRemove) {
+        return Error(
+            ErrorKind::kIo,
+            fmt::format("permission denied writing {} ({}): the share refuses writes", target, sys),
+            "give the mounting user write access on the server, or mount read-write");
+      }
+      return Error(ErrorKind::kIo, fmt::format("permission denied reading {} ({})", target, sys),
+                   "give the mounting user read access, or mount with the right credentials");
+    case ENOENT:
+      if (step == Step::kConnect) {
+        return Error(ErrorKind::kConfig, fmt::format("no directory {} ({})", w.share, sys),
+                     "mount the share first and give its mount point (or a directory in it)");
+      }
+      return Error(ErrorKind::kIo, fmt::format("no file {} ({})", target, sys),
+                   "check that the file was laid out on the server and the mount shows it");
+    case ENOTDIR:
+      return Error(ErrorKind::kConfig, fmt::format("{} is not a directory", target),
+                   "give the share's mount point, or a directory inside it");
+    case ESTALE:
+    case ENOTCONN:
+    case EIO:
+    case ETIMEDOUT:
+    case EHOSTDOWN:
+    case EHOSTUNREACH:
+      return Error(ErrorKind::kIo,
+                   fmt::format("the mount behind {} failed on {} ({})", w.share, target, sys),
+                   "check that the server is up and remount the share (umount; mount)");
+    default:
+      return Error(ErrorKind::kIo, fmt::format("{} failed on {}: {}",
+                                               step == Step::kConnect  ? "opening the share"
+                                               : step == Step::kRead   ? "reading"
+                                               : step == Step::kRemove ? "removing"
+                                                                       : "writing",
+                                               target, sys));
+  }
+}
+
+MountEntry find_mount(std::string_view info, std::string_view path) {
+  MountEntry best;
+  size_t pos = 0;
+  while (pos < info.size()) {
+    size_t eol = info.find('\n', pos);
+    if (eol == std::string_view::npos) eol = info.size();
+    const std::string_view line = info.substr(pos, eol - pos);
+    pos = eol + 1;
+    // id parent maj:min root mount_point mount_options [optional...] - fstype source super_options
+    std::vector<std::string_view> f;
+    size_t s = 0;
+    while (s < line.size()) {
+      size_t e = line.find(' ', s);
+      if (e == std::string_view::npos) e = line.size();
+      if (e > s) f.push_back(line.substr(s, e - s));
+      s = e + 1;
+    }
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (f.size() < 6 || dash == 0 || dash + 2 >= f.size()) continue;
+    const std::string mp = unescape_mountinfo(f[4]);
+    if (!is_under(path, mp)) continue;
+    // Later lines mount over earlier ones; >= keeps the last of equal length.
+    if (best.mount_point.empty() || mp.size() >= best.mount_point.size()) {
+      best.mount_point = mp;
+      best.fstype = std::string(f[dash + 1]);
+      best.source = unescape_mountinfo(f[dash + 2]);
+      best.options = std::string(f[5]);
+      if (dash + 3 < f.size()) best.options += "," + std::string(f[dash + 3]);
+    }
+  }
+  return best;
+}
+
+std::unique_ptr<Driver> make_path_driver() { return std::make_unique<PathDriver>(); }
+
+}  // namespace cp::transfer

@@ -1,0 +1,129 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+
+namespace cp::transfer {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PathDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cp-path-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::unique_ptr<Session> connect(const std::string& url) {
+    Share s;
+    s.url = url;
+    return driver_->connect(s, cancel_);
+  }
+  fs::path dir_;
+  std::unique_ptr<Driver> driver_ = make_driver("path");
+  CancelToken cancel_;
+};
+
+TEST_F(PathDriverTest, WritesReadsAndRemovesThroughTheMount) {
+  auto s = connect(dir_.string());
+  std::string data(300000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + i / 1000);
+  auto w = s->open("run-1/sub/a.dat", Mode::kWrite, data.size());
+  w->write(data.data(), 100000);
+  w->write(data.data() + 100000, data.size() - 100000);
+  w->close();
+  EXPECT_EQ(fs::file_size(dir_ / "run-1/sub/a.dat"), data.size());
+
+  auto r = s->open("run-1/sub/a.dat", Mode::kRead, data.size());
+  std::string got;
+  char buf[65536];
+  while (size_t n = r->read(buf, sizeof buf)) got.append(buf, n);
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(r->pread(buf, 10, 123456), 10u);
+  EXPECT_EQ(std::string(buf, 10), data.substr(123456, 10));
+  r->close();
+
+  auto rw = s->open("run-1/sub/b.dat", Mode::kWrite, 0);
+  rw->pwrite("xyz", 3, 4096);
+  rw->pwrite("ab", 2, 0);
+  rw->close();
+  EXPECT_EQ(fs::file_size(dir_ / "run-1/sub/b.dat"), 4099u);
+  s->remove("run-1/sub/b.dat");
+  s->remove("run-1/sub/a.dat");
+  EXPECT_FALSE(fs::exists(dir_ / "run-1/sub/a.dat"));
+  s->remove("run-1/sub");  // an empty directory goes too
+  EXPECT_FALSE(fs::exists(dir_ / "run-1/sub"));
+  EXPECT_THROW(s->remove("run-1/sub"), Error);
+  EXPECT_EQ(s->properties().at("root"), dir_.string());
+  EXPECT_FALSE(s->properties().at("fstype").empty());
+}
+
+TEST_F(PathDriverTest, FileUrlsAndErrors) {
+  EXPECT_NO_THROW(connect("file://" + dir_.string()));
+  try {
+    connect((dir_ / "missing").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(connect("file://otherhost/x"), Error);
+  EXPECT_THROW(connect("smb://h/x"), Error);
+  std::ofstream(dir_ / "plain") << "x";
+  EXPECT_THROW(connect((dir_ / "plain").string()), Error);
+
+  auto s = connect(dir_.string());
+  try {
+    s->open("nothere.dat", Mode::kRead, 0);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s->open("../escape", Mode::kWrite, 0), Error);
+}
+
+TEST(PathError, MapsErrno) {
+  const Place w{"", "/mnt/nas", "", "run-1/a.dat"};
+  EXPECT_NE(std::string(path_error(ENOSPC, Step::kClose, w).what()).find("is full"),
+            std::string::npos);
+  EXPECT_NE(std::string(path_error(EROFS, Step::kOpenWrite, w).what()).find("read-only"),
+            std::string::npos);
+  EXPECT_NE(std::string(path_error(EACCES, Step::kOpenWrite, w).what()).find("refuses writes"),
+            std::string::npos);
+  EXPECT_NE(std::string(path_error(ENOENT, Step::kConnect, w).what()).find("no directory"),
+            std::string::npos);
+}
+
+TEST(FindMount, PicksTheLongestPrefix) {
+  const std::string info =
+      "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+      "30 22 0:40 / /mnt rw shared:2 - tmpfs tmpfs rw,size=10k\n"
+      "31 30 0:41 / /mnt/nas\\040box rw,relatime - cifs //nas/share rw,vers=3.1.1,rsize=4194304\n"
+      "32 30 0:42 / /mnt/nasother rw - nfs4 nas:/x rw,vers=4.2\n"
+      "garbage line\n";
+  MountEntry m = find_mount(info, "/mnt/nas box/dir");
+  EXPECT_EQ(m.mount_point, "/mnt/nas box");
+  EXPECT_EQ(m.fstype, "cifs");
+  EXPECT_EQ(m.source, "//nas/share");
+  EXPECT_NE(m.options.find("vers=3.1.1"), std::string::npos);
+  m = find_mount(info, "/mnt/nasother");
+  EXPECT_EQ(m.fstype, "nfs4");
+  m = find_mount(info, "/mnt/na");
+  EXPECT_EQ(m.fstype, "tmpfs");
+  m = find_mount(info, "/home");
+  EXPECT_EQ(m.fstype, "ext4");
+  EXPECT_EQ(find_mount("", "/x").mount_point, "");
+}
+
+}  // namespace
+}  // namespace cp::transfer

@@ -1,0 +1,59 @@
+// Pure helpers of the ftp, smb and path drivers (error mapping, config
+// lookups), declared here so unit tests can reach them. Internal to
+// lib/transfer; no libcurl or libsmbclient types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace cp::transfer {
+
+// What a driver was doing when it failed; the error text says it.
+enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemove };
+
+// Where a failure happened, for the message.
+struct Place {
+  std::string server;  // "198.18.0.1:21"; empty for the path driver
+  std::string share;   // "ram" (smb share), "/ram" (ftp dir), "/mnt/nas" (path)
+  std::string user;    // login name; empty: anonymous/guest
+  std::string file;    // the file inside the share; empty at connect
+};
+
+// --- ftp -------------------------------------------------------------------
+struct FtpFailure {
+  int curl_code = 0;    // CURLcode
+  long reply_code = 0;  // last FTP reply code (CURLINFO_RESPONSE_CODE), 0 if none
+  std::string reply;    // last FTP reply line from the server, "" if none
+  std::string detail;   // curl's error buffer
+};
+// The cp::Error for a failed libcurl FTP operation: closed port, wrong
+// password, unknown directory, missing file, refused write, full disk (452,
+// 552, or vsftpd's "451 Failure writing"), TLS problems, timeouts.
+Error ftp_error(const FtpFailure& f, Step step, const Place& where);
+
+// --- smb -------------------------------------------------------------------
+// The cp::Error for a failed libsmbclient call that set `err` (errno);
+// `nt_status` is the NT_STATUS_... name libsmbclient logged, if any.
+Error smb_error(int err, std::string_view nt_status, Step step, const Place& where);
+// The last "NT_STATUS_..." word in libsmbclient's log text, or the status
+// its words stand for ("SPNEGO login failed" -> NT_STATUS_LOGON_FAILURE), or "".
+std::string smb_status_from_log(std::string_view log);
+
+// --- path ------------------------------------------------------------------
+Error path_error(int err, Step step, const Place& where);
+
+struct MountEntry {
+  std::string mount_point;  // "/mnt/nas"
+  std::string fstype;       // "cifs", "nfs4", "fuse.sshfs"
+  std::string source;       // "//nas/share"
+  std::string options;      // per-mount and superblock options: "rw,relatime,vers=3.1.1,..."
+};
+// The mount holding `path` (absolute, resolved) in /proc/self/mountinfo
+// text: the entry with the longest mount point that is a prefix of it.
+// Empty mount_point when none matches.
+MountEntry find_mount(std::string_view mountinfo, std::string_view path);
+
+}  // namespace cp::transfer

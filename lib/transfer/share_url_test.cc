@@ -1,0 +1,73 @@
+#include "transfer/share_url.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace cp::transfer {
+namespace {
+
+TEST(ShareUrl, ParsesAllParts) {
+  const ShareUrl u = parse_share_url("FTP://bob:s%40cret@198.18.0.1:2121/ram/sub/");
+  EXPECT_EQ(u.scheme, "ftp");
+  EXPECT_EQ(u.user, "bob");
+  EXPECT_EQ(u.password, "s@cret");
+  EXPECT_EQ(u.host, "198.18.0.1");
+  EXPECT_EQ(u.port, 2121);
+  EXPECT_EQ(u.path, "/ram/sub");
+}
+
+TEST(ShareUrl, MinimalAndIpv6) {
+  ShareUrl u = parse_share_url("smb://nas");
+  EXPECT_EQ(u.host, "nas");
+  EXPECT_EQ(u.port, 0);
+  EXPECT_EQ(u.path, "");
+  u = parse_share_url("smb://[fe80::1]:445/share");
+  EXPECT_EQ(u.host, "fe80::1");
+  EXPECT_EQ(u.port, 445);
+  EXPECT_EQ(host_port(u, 1), "[fe80::1]:445");
+  u = parse_share_url("ftp://h/%2Fsrv/ftp");
+  EXPECT_EQ(u.path, "//srv/ftp");
+  EXPECT_EQ(host_port(u, 21), "h:21");
+  u = parse_share_url("file:///mnt/nas");
+  EXPECT_EQ(u.host, "");
+  EXPECT_EQ(u.path, "/mnt/nas");
+}
+
+TEST(ShareUrl, RejectsMalformed) {
+  for (const char* bad : {"nas/share", "://x", "smb:///share", "ftp://h:/x", "ftp://h:99999/x",
+                          "ftp://h:12a/x", "ftp://h/a%2", "ftp://h/a%zz", "ftp://h/a%00",
+                          "smb://h/s?x=1", "ftp://[::1/x", "s mb://h/x"}) {
+    EXPECT_THROW(parse_share_url(bad), Error) << bad;
+  }
+}
+
+TEST(ShareUrl, ErrorsNeverShowThePassword) {
+  try {
+    parse_share_url("ftp://bob:hunter2@h:0/x");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bob:***@h"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+  }
+  EXPECT_EQ(redact_url("smb://u:p@h/s"), "smb://u:***@h/s");
+  EXPECT_EQ(redact_url("smb://u@h/s"), "smb://u@h/s");
+  EXPECT_EQ(redact_url("/mnt/x"), "/mnt/x");
+}
+
+TEST(ShareUrl, EncodesPaths) {
+  EXPECT_EQ(percent_encode_path("run-1/a b%.dat"), "run-1/a%20b%25.dat");
+  EXPECT_EQ(percent_encode_path("x~_y"), "x~_y");
+}
+
+TEST(ShareUrl, ChecksRelativePaths) {
+  EXPECT_NO_THROW(check_relative_path("run-1/a.dat"));
+  EXPECT_NO_THROW(check_relative_path("a"));
+  for (const char* bad : {"", "/etc/passwd", "a//b", "a/", "../x", "a/./b", "a/.."}) {
+    EXPECT_THROW(check_relative_path(bad), Error) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace cp::transfer
