@@ -9,18 +9,12 @@
 
 #include "analysis/ladder.h"
 #include "core/error.h"
+#include "core/json_util.h"
 
 namespace cp::analysis {
 namespace {
 
 namespace json = boost::json;
-
-json::value parse(const std::string& text) {
-  if (text.empty()) return nullptr;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  return ec ? json::value(nullptr) : v;
-}
 
 // Facts that change from run to run without anyone changing anything.
 bool volatile_key(const std::string& key) {
@@ -90,12 +84,12 @@ std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
   add("server", a.server, b.server);
   add("client", a.client, b.client);
   add("chokepoint version", a.version, b.version);
-  diff("plan", parse(a.plan_json), parse(b.plan_json), out);
+  diff("plan", parse_json_or_null(a.plan_json), parse_json_or_null(b.plan_json), out);
   for (const char* role : {"server", "client"}) {
     const HostRecord* ha = host(a, role);
     const HostRecord* hb = host(b, role);
-    diff(role, ha ? parse(ha->facts_json) : json::value(nullptr),
-         hb ? parse(hb->facts_json) : json::value(nullptr), out);
+    diff(role, ha ? parse_json_or_null(ha->facts_json) : json::value(nullptr),
+         hb ? parse_json_or_null(hb->facts_json) : json::value(nullptr), out);
   }
   return out;
 }

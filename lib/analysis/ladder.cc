@@ -10,20 +10,13 @@
 #include <optional>
 #include <set>
 
+#include "core/json_util.h"
 #include "core/units.h"
 
 namespace cp::analysis {
 namespace {
 
 namespace json = boost::json;
-
-json::object parse_object(const std::string& text) {
-  if (text.empty()) return {};
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_object()) return {};
-  return std::move(v.as_object());
-}
 
 const json::value* path(const json::object& o, std::initializer_list<const char*> keys) {
   const json::object* cur = &o;
@@ -62,7 +55,7 @@ std::string where_label(const std::string& where) {
 
 // Folds one sample's CPU summaries ({"server":{...},"client":{...}}) into the row.
 void add_cpu(Row& row, const std::string& cpu_json) {
-  json::object cpu = parse_object(cpu_json);
+  json::object cpu = parse_json_object(cpu_json);
   for (const auto& [host, v] : cpu) {
     if (!v.is_object()) continue;
     // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
@@ -164,14 +157,14 @@ HostFacts read_host_facts(const json::object& f) {
 }
 
 void detect_link(const RunRecord& run, Analysis& a) {
-  json::object plan = parse_object(run.plan_json);
+  json::object plan = parse_json_object(run.plan_json);
   double planned = number(path(plan, {"link", "nominal_bits"}));
   if (planned > 0) {
     a.link_bits = planned;
     a.link_source = "set in the plan";
   }
   for (const auto& h : run.hosts) {
-    json::object f = parse_object(h.facts_json);
+    json::object f = parse_json_object(h.facts_json);
     const int mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
     (h.role == "server" ? a.server_mtu : a.client_mtu) = mtu;
     (h.role == "server" ? a.server : a.client) = read_host_facts(f);
@@ -273,7 +266,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       ac.row.sample_ids.push_back(s.id);
       if (s.cache_possible) ac.row.cache_possible++;
       add_cpu(ac.row, s.cpu_json);
-      json::object d = parse_object(s.details_json);
+      json::object d = parse_json_object(s.details_json);
       if (const auto* p = path(d, {"properties"});
           p && p->is_object() && ac.row.properties.empty()) {
         for (const auto& [k, v] : p->as_object())

@@ -20,6 +20,7 @@
 #include "app/report_commands.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/json_util.h"
 #include "core/units.h"
 #include "core/version.h"
 #include "lab/lab.h"
@@ -100,10 +101,8 @@ class Recorder : public pipeline::RunObserver {
   void on_agent_stats(const std::string& role, uint64_t max_rss_kb) override {
     for (auto& h : hosts_) {
       if (h.role != role) continue;
-      boost::system::error_code ec;
-      boost::json::value f = boost::json::parse(h.facts_json, ec);
-      if (ec || !f.is_object()) continue;
-      f.as_object()["agent_max_rss_kb"] = max_rss_kb;
+      boost::json::object f = parse_json_object(h.facts_json);
+      f["agent_max_rss_kb"] = max_rss_kb;
       h.facts_json = boost::json::serialize(f);
       store_.add_host(run_, h);
     }

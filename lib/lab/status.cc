@@ -9,6 +9,7 @@
 #include <boost/json/value.hpp>
 
 #include "core/error.h"
+#include "core/json_util.h"
 #include "core/process.h"
 #include "core/units.h"
 #include "lab/layout.h"
@@ -26,12 +27,6 @@ constexpr const char* kNoLab = "no lab is up; start one with `chokepoint lab up`
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-json::value parse_or_null(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  return ec ? json::value() : v;
 }
 
 uint64_t as_u64(const json::value* v) {
@@ -280,7 +275,7 @@ std::string no_lab_json() {
 }
 
 void parse_qdiscs(std::string_view tc_json, HostStatus* out) {
-  const json::value v = parse_or_null(tc_json);
+  const json::value v = parse_json_or_null(tc_json);
   if (!v.is_array()) return;
   std::string root, child;
   for (const json::value& q : v.get_array()) {
@@ -312,7 +307,7 @@ void parse_qdiscs(std::string_view tc_json, HostStatus* out) {
 
 std::vector<std::string> parse_addresses(std::string_view ip_json) {
   std::vector<std::string> out;
-  const json::value v = parse_or_null(ip_json);
+  const json::value v = parse_json_or_null(ip_json);
   if (!v.is_array()) return out;
   for (const json::value& link : v.get_array()) {
     if (!link.is_object()) continue;
@@ -337,7 +332,7 @@ std::vector<std::string> parse_addresses(std::string_view ip_json) {
 }
 
 int parse_mtu(std::string_view ip_json) {
-  const json::value v = parse_or_null(ip_json);
+  const json::value v = parse_json_or_null(ip_json);
   if (!v.is_array() || v.get_array().empty() || !v.get_array()[0].is_object()) return 0;
   return static_cast<int>(as_u64(v.get_array()[0].get_object().if_contains("mtu")));
 }

@@ -219,6 +219,15 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
 
 json::object share_message(const SharePlan& share, const Agents& a);
 
+// The server agent's run directory inside the share (made writable for the
+// protocol server's user); its name, with a '/', prefixes remote paths.
+std::string share_run_prefix(Agents& a, const SharePlan& share) {
+  json::object p =
+      a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
+  const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
+  return made.substr(made.rfind('/') + 1) + "/";
+}
+
 // The SMB session the client holds, as smbd reports it: dialect, signing,
 // encryption (libsmbclient does not tell its caller). {"smb_negotiated":
 // "unknown: why"} when the server cannot say.
@@ -279,10 +288,7 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
     // The server's run directory inside the share; its name is the remote prefix.
     std::string prefix;
     if (!share.server_dir.empty()) {
-      json::object p =
-          a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
-      const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
-      prefix = made.substr(made.rfind('/') + 1) + "/";
+      prefix = share_run_prefix(a, share);
       uint64_t biggest = 0;
       for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
       a.server.call("check_space", {{"dir", share.server_dir}, {"bytes", biggest}}, 30);
@@ -435,10 +441,7 @@ void sweep_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObserve
     std::string prefix;
     const std::string source = "sweep-source.dat";
     if (has_server) {
-      json::object p =
-          a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
-      const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
-      prefix = made.substr(made.rfind('/') + 1) + "/";
+      prefix = share_run_prefix(a, share);
       a.server.call("make_file",
                     {{"dir", share.server_dir},
                      {"name", source},

@@ -1,4 +1,5 @@
 #include "report/export.h"
+#include "core/json_util.h"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -10,13 +11,6 @@ namespace cp::report {
 namespace {
 
 namespace json = boost::json;
-
-json::value parse(const std::string& text) {
-  if (text.empty()) return nullptr;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  return ec ? json::value(nullptr) : v;
-}
 
 // Scalars of `v` under dotted keys; arrays are kept as compact JSON.
 void flatten(const json::value& v, const std::string& prefix, json::object& out) {
@@ -103,10 +97,10 @@ Table build(const RunRecord& run) {
                        {"started_at", s.started_at},
                        {"cache_possible", s.cache_possible},
                        {"error", s.error}};
-      json::value cpu = parse(s.cpu_json);
+      json::value cpu = parse_json_or_null(s.cpu_json);
       add_cpu(cpu, "server", row);
       add_cpu(cpu, "client", row);
-      json::value details = parse(s.details_json);
+      json::value details = parse_json_or_null(s.details_json);
       json::object flat;
       if (details.is_object()) flatten(details, "details", flat);
       for (auto& [k, v] : flat) {

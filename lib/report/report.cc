@@ -7,19 +7,13 @@
 #include <map>
 
 #include "core/clock.h"
+#include "core/json_util.h"
 #include "core/units.h"
 
 namespace cp::report {
 namespace {
 
 namespace json = boost::json;
-
-json::value parse_or_null(const std::string& text) {
-  if (text.empty()) return nullptr;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  return ec ? json::value(nullptr) : v;
-}
 
 std::string mb(double bps) { return fmt::format("{:.1f}", bps / kMB); }
 
@@ -28,7 +22,7 @@ const char* red(const TextOptions& o) { return o.color ? "\033[1;31m" : ""; }
 const char* reset(const TextOptions& o) { return o.color ? "\033[0m" : ""; }
 
 std::string host_line(const HostRecord& h) {
-  json::value f = parse_or_null(h.facts_json);
+  json::value f = parse_json_or_null(h.facts_json);
   if (!f.is_object()) return fmt::format("  {:<7} {}", h.role, h.address);
   const auto& o = f.as_object();
   auto s = [&](const char* k) -> std::string {
@@ -141,7 +135,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
   json::array hosts, ladder, findings, stages;
   for (const auto& h : run.hosts) {
     hosts.push_back(
-        {{"role", h.role}, {"address", h.address}, {"facts", parse_or_null(h.facts_json)}});
+        {{"role", h.role}, {"address", h.address}, {"facts", parse_json_or_null(h.facts_json)}});
   }
   for (const auto& r : a.rows) {
     json::object row{{"key", r.key},
@@ -200,15 +194,15 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
                          {"started_at", s.started_at},
                          {"cache_possible", s.cache_possible},
                          {"error", s.error},
-                         {"details", parse_or_null(s.details_json)},
-                         {"cpu", parse_or_null(s.cpu_json)}});
+                         {"details", parse_json_or_null(s.details_json)},
+                         {"cpu", parse_json_or_null(s.cpu_json)}});
     }
     stages.push_back({{"id", st.id},
                       {"layer", st.layer},
                       {"where", st.where},
                       {"status", st.status},
                       {"error", st.error},
-                      {"params", parse_or_null(st.params_json)},
+                      {"params", parse_json_or_null(st.params_json)},
                       {"started_at", st.started_at},
                       {"finished_at", st.finished_at},
                       {"samples", samples}});
@@ -224,7 +218,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
         {"server", run.server},
         {"client", run.client},
         {"version", run.version},
-        {"plan", parse_or_null(run.plan_json)}}},
+        {"plan", parse_json_or_null(run.plan_json)}}},
       {"hosts", hosts},
       {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
       {"ladder", ladder},
