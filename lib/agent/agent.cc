@@ -59,7 +59,11 @@ json::object cpu_json(const probe::CpuSummary& s) {
   for (double v : s.core_busy_pct) cores.push_back(v);
   for (double v : s.core_busy_max_pct) cores_max.push_back(v);
   for (const auto& p : s.top) {
-    top.push_back(json::object{{"pid", p.pid}, {"comm", p.comm}, {"cpu_pct", p.cpu_pct}});
+    top.push_back(json::object{{"pid", p.pid},
+                               {"comm", p.comm},
+                               {"cpu_pct", p.cpu_pct},
+                               {"cpu_limit_pct", p.cpu_limit_pct},
+                               {"other_netns", p.other_netns}});
   }
   return {{"seconds", s.seconds},
           {"core_busy_pct", cores},
@@ -248,7 +252,9 @@ json::object Agent::do_check_space(const json::object& req) {
                             "that would leave under 10 % free",
                             get_string(req, "dir"), format_size(need), format_size(s.avail),
                             format_size(s.total)),
-                "free some space, or use smaller or fewer files ([disk] sizes, count)");
+                wire::opt_string(req, "hint",
+                                 "free some space, or use smaller or fewer files ([disk] sizes, "
+                                 "count)"));
   }
   return {{"total", s.total}, {"avail", s.avail}};
 }

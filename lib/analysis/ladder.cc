@@ -61,6 +61,26 @@ void add_cpu(Row& row, const std::string& cpu_json) {
     // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
     // only windows of at least half a second count as evidence.
     if (number(path(v.as_object(), {"seconds"})) < kMinCpuWindow) continue;
+    if (const auto* top = path(v.as_object(), {"top"}); top && top->is_array()) {
+      for (const auto& e : top->as_array()) {
+        if (!e.is_object()) continue;
+        const auto& p = e.as_object();
+        const double used = number(path(p, {"cpu_pct"}));
+        const double limit = number(path(p, {"cpu_limit_pct"}));
+        if (limit <= 0 || used < kQuotaSaturated * limit) continue;
+        const auto* other = path(p, {"other_netns"});
+        const bool foreign = other && other->is_bool() && other->as_bool();
+        const bool better = row.quota_host.empty() || (row.quota_other_netns && !foreign) ||
+                            (row.quota_other_netns == foreign &&
+                             used / limit > row.quota_cpu_pct / row.quota_limit_pct);
+        if (!better) continue;
+        row.quota_host = host;
+        row.quota_process = text(path(p, {"comm"}));
+        row.quota_cpu_pct = used;
+        row.quota_limit_pct = limit;
+        row.quota_other_netns = foreign;
+      }
+    }
     const auto* cores = path(v.as_object(), {"core_busy_pct"});
     if (!cores || !cores->is_array()) continue;
     for (const auto& c : cores->as_array()) {
@@ -336,8 +356,17 @@ const Row* tcp_row(const std::vector<Row>& rows, const std::string& where) {
 
 std::string link_text(const Analysis& a) { return format_rate_bits(a.link_bits); }
 
-// "CPU-bound on the server: smbd at 100 % (a core 100 % busy)".
+// "CPU-bound on the server: smbd at 100 % (a core 100 % busy)", or for a
+// process at its cgroup's limit "CPU-bound on the server: smbd at 20 % of a
+// core, 100 % of its CPU quota (20 %)" (the more specific, so it comes first).
 std::string cpu_bound(const Row& r) {
+  if (!r.quota_host.empty()) {
+    return fmt::format(
+        "CPU-bound on the {}: {} at {:.0f} % of a core, {:.0f} % of its CPU quota "
+        "({:.0f} %)",
+        r.quota_host, r.quota_process.empty() ? "a process" : r.quota_process, r.quota_cpu_pct,
+        100 * r.quota_cpu_pct / r.quota_limit_pct, r.quota_limit_pct);
+  }
   if (r.max_core_process.empty()) {
     return fmt::format("CPU-bound on the {}: a core {:.0f} % busy", r.max_core_host,
                        r.max_core_pct);
@@ -346,7 +375,7 @@ std::string cpu_bound(const Row& r) {
                      r.max_core_process, r.max_core_pct);
 }
 
-bool saturated(const Row& r) { return r.max_core_pct >= kCoreSaturated; }
+bool saturated(const Row& r) { return r.max_core_pct >= kCoreSaturated || !r.quota_host.empty(); }
 
 Finding make_finding(std::string path, std::string layer, std::string text,
                      std::vector<std::string> rows = {}, std::string cap = {}) {

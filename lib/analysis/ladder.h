@@ -23,6 +23,9 @@ constexpr double kMinCpuWindow = 0.5;    // s: shorter CPU windows are not evide
 constexpr double kFasterThanBeneath = 1.05;  // a layer > 5 % above the one beneath: cache suspected
 constexpr double kAboveLink = 1.05;          // TCP > 5 % above the nominal link: no real ceiling
 constexpr uint64_t kGoodReadaheadKb = 2048;  // readahead at or above this: no readahead hint
+// A process at >= 90 % of its cgroup CPU limit is CPU-bound: starved by a
+// quota (smbd at 20 % of a core), it never fills a core.
+constexpr double kQuotaSaturated = 0.90;
 
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
@@ -41,6 +44,15 @@ struct Row {
   double max_core_pct = 0;
   std::string max_core_host;
   std::string max_core_process;
+  // Quota evidence: a process that ran at >= kQuotaSaturated of its cgroup CPU
+  // limit during one of this row's samples, on either end; the one closest to
+  // its limit, a process in its agent's own network namespace first (in a lab
+  // on one machine both agents see the same processes). Host "" when none.
+  std::string quota_host;
+  std::string quota_process;   // its comm
+  double quota_cpu_pct = 0;    // its CPU, % of one core
+  double quota_limit_pct = 0;  // its limit, % of one core
+  bool quota_other_netns = false;
   // TCP evidence from the sender's tcp_info, summed over samples.
   double rwnd_limited_frac = -1;  // of busy time; -1 when unknown
   double sndbuf_limited_frac = -1;

@@ -271,6 +271,104 @@ TEST(Ladder, StarvedProtocolServerIsCpuBound) {
       << f->text;
 }
 
+// Sets every sample of `layer` over `where` to the CPU summaries `cpu_json`.
+void set_cpu(RunRecord& run, const std::string& layer, const std::string& where,
+             const std::string& cpu_json) {
+  for (auto& st : run.stages) {
+    if (st.layer != layer || st.where != where) continue;
+    for (auto& s : st.samples) s.cpu_json = cpu_json;
+  }
+}
+
+// `lab throttle --smbd-cpu 20%`: smbd never fills a core, but uses all of its
+// cgroup's quota. Both lab agents see it (one machine); the client's view is
+// from another network namespace and must not win, nor must a compiler
+// filling a core on the client.
+TEST(Ladder, ProcessAtItsCpuQuotaIsCpuBound) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1500, 1600})
+                      .proto("smb", "ram", "read", {38, 40, 41})
+                      .proto("ftp", "ram", "read", {900, 950, 1000})
+                      .build();
+  set_cpu(run, "smb", "ram",
+          R"({"client":{"seconds":2.5,"core_busy_pct":[100,30],"top":[)"
+          R"({"comm":"cc1plus","cpu_pct":99,"cpu_limit_pct":0,"other_netns":true},)"
+          R"({"comm":"smbd","cpu_pct":20.5,"cpu_limit_pct":20,"other_netns":true}]},)"
+          R"("server":{"seconds":2.5,"core_busy_pct":[100,25],"top":[)"
+          R"({"comm":"cc1plus","cpu_pct":99,"cpu_limit_pct":0,"other_netns":true},)"
+          R"({"comm":"smbd","cpu_pct":19.8,"cpu_limit_pct":20,"other_netns":false}]}})");
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":2,"core_busy_pct":[60,25],"top":[)"
+          R"({"comm":"vsftpd","cpu_pct":60,"cpu_limit_pct":0,"other_netns":false},)"
+          R"({"comm":"smbd","cpu_pct":0.1,"cpu_limit_pct":20,"other_netns":false}]}})");
+  Analysis a = analyze(run);
+  const Row* smb = find_row(a, "smb:ram:read:100000000");
+  ASSERT_NE(smb, nullptr);
+  EXPECT_EQ(smb->quota_host, "server");
+  EXPECT_EQ(smb->quota_process, "smbd");
+  EXPECT_DOUBLE_EQ(smb->quota_limit_pct, 20);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "smb (cpu)");
+  EXPECT_NE(f->text.find("the SMB layer caps it; CPU-bound on the server: smbd at 20 % of a core, "
+                         "99 % of its CPU quota (20 %)"),
+            std::string::npos)
+      << f->text;
+  const Finding* ftp = finding(a, "ftp ram read");
+  ASSERT_NE(ftp, nullptr);
+  EXPECT_EQ(ftp->layer, "ftp");
+  EXPECT_EQ(ftp->text.find("CPU"), std::string::npos) << ftp->text;
+  EXPECT_TRUE(find_row(a, "ftp:ram:read:100000000")->quota_host.empty());
+}
+
+TEST(Ladder, QuotaEvidenceNeedsNinetyPercentOfTheLimitOverALongEnoughWindow) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1500})
+                      .proto("smb", "ram", "read", {40})
+                      .build();
+  auto smb_at = [&](double used, double seconds) {
+    set_cpu(run, "smb", "ram",
+            fmt::format(R"({{"server":{{"seconds":{},"core_busy_pct":[30,25],"top":[)"
+                        R"({{"comm":"smbd","cpu_pct":{},"cpu_limit_pct":20}}]}}}})",
+                        seconds, used));
+    return analyze(run);
+  };
+  Analysis a = smb_at(17, 2);  // 85 % of its quota
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+  EXPECT_EQ(finding(a, "smb ram read")->text.find("CPU-bound"), std::string::npos);
+  a = smb_at(18, 0.2);  // at the limit, but over too short a window to tell
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+  a = smb_at(18, 2);  // 90 %: the old agent field names nothing about the namespace
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb (cpu)");
+  EXPECT_NE(finding(a, "smb ram read")->text.find("smbd at 18 % of a core, 90 % of its CPU quota"),
+            std::string::npos);
+}
+
+TEST(Ladder, ProcessAtItsQuotaOutsideTheCapIsNamed) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117})
+                      .disk("server", "read", 100'000'000, {300})
+                      .build();
+  // A backup job limited to half a core reads the server's disk at its limit.
+  set_cpu(run, "disk", "server",
+          R"({"server":{"seconds":1,"core_busy_pct":[40,10],"top":[)"
+          R"({"comm":"restic","cpu_pct":50,"cpu_limit_pct":50}]}})");
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "server -> client")->layer, "network");
+  const Finding* cpu = finding(a, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(
+      cpu->text,
+      "server disk read, 100 MB files moves 300 MB/s while CPU-bound on the server: restic at "
+      "50 % of a core, 100 % of its CPU quota (50 %).");
+}
+
 TEST(Ladder, ThrottledServerDiskCapsTheDiskShare) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)

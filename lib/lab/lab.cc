@@ -219,6 +219,11 @@ void wait_for_sshd(LabState& s, LabHost& h) {
   save(s);
 }
 
+// The cgroup hierarchies the hosts mirror, from this (the root) namespace.
+std::vector<CgroupMount> root_cgroup_mounts() {
+  return host_cgroup_mounts(sys::read_file("/proc/self/mountinfo").value_or(""));
+}
+
 void create(LabState& s) {
   sys::make_dirs(s.dir, 0755);
   save(s);  // from here on `down` finds and removes what follows
@@ -243,8 +248,9 @@ void create(LabState& s) {
   make_network(s);
   // One after the other, so a failure never leaves a host half-started
   // outside its namespace where `down` cannot find it.
+  const std::vector<CgroupMount> cgroups = root_cgroup_mounts();
   for (LabHost* h : {&s.server, &s.client}) {
-    run(host_start_argv(s, *h));
+    run(host_start_argv(s, *h, cgroups));
     wait_for_sshd(s, *h);
   }
   servers::start(s, [&] { save(s); });
@@ -435,6 +441,14 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
       cur->options.mtu = opts.mtu;
       cur->options.delay_s = opts.delay_s;
       save(*cur);
+      // A lab from before the hosts mounted cgroups gets them now (best effort:
+      // without them only CPU quotas go unseen).
+      const std::vector<CgroupMount> cgroups = root_cgroup_mounts();
+      if (!cgroups.empty()) {
+        for (const LabHost* h : {&cur->server, &cur->client}) {
+          run_command(host_cgroups_argv(*h, cgroups));
+        }
+      }
       // Servers that died (or a lab from before them) start again.
       servers::start(*cur, [&] { save(*cur); });
       return *cur;

@@ -218,9 +218,96 @@ bool says_qdisc_unknown(std::string_view err) {
          err.find("Unknown qdisc") != std::string_view::npos;
 }
 
+namespace {
+
+// Mounts the fstype/options/mount point triples in "$@", going on past
+// failures (their messages go to stderr: the host's sshd log).
+#define CP_MOUNT_CGROUPS_LOOP                                                               \
+  "while [ $# -ge 3 ]; do\n"                                                                \
+  "  { mkdir -p \"$3\" && mount -t \"$1\" -o \"$2\" \"$1\" \"$3\"; } || echo \"cp-lab: no " \
+  "$1 at $3: cgroup CPU quotas stay unseen in this host\" >&2\n"                            \
+  "  shift 3\n"                                                                             \
+  "done\n"
+
+std::vector<std::string_view> fields(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// mountinfo writes space, tab, newline and backslash as \ooo.
+std::string unescape_octal(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CgroupMount> host_cgroup_mounts(std::string_view mountinfo) {
+  const std::string dir = kCgroupDir;
+  std::vector<CgroupMount> out;
+  bool dir_is_cgroup = false;
+  for (std::string_view line : fields(mountinfo, '\n')) {
+    // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS"
+    const std::vector<std::string_view> f = fields(line, ' ');
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 3 >= f.size()) continue;
+    const std::string_view fstype = f[dash + 1];
+    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+    // Only the hierarchies' roots: a bind of a sub-cgroup elsewhere adds nothing.
+    if (f[3] != "/") continue;
+    const std::string point = unescape_octal(f[4]);
+    if (point != dir && !starts_with_dir(point, dir)) continue;
+    // Mount points are passed as arguments, but keep to plain names all the same.
+    if (point.find_first_of(" \t\n\\") != std::string::npos) continue;
+    std::string options = "ro,nosuid,nodev,noexec";
+    for (std::string_view opt : fields(f[dash + 3], ',')) {
+      if (opt == "rw" || opt == "ro" || opt.rfind("release_agent=", 0) == 0) continue;
+      options += ",";
+      options += opt;
+    }
+    if (point == dir) dir_is_cgroup = true;
+    out.push_back({std::string(fstype), options, point});
+  }
+  if (out.empty()) return out;
+  if (dir_is_cgroup) {
+    // The unified hierarchy is the dir itself (a pure v2 host); nothing can be
+    // mounted inside it, so it alone is mounted.
+    std::vector<CgroupMount> only;
+    for (auto& m : out)
+      if (m.mount_point == dir) only.push_back(m);
+    return only;
+  }
+  out.insert(out.begin(), {"tmpfs", "nosuid,nodev,noexec,mode=0755,size=1m", dir});
+  out.push_back({"tmpfs", "remount,ro,nosuid,nodev,noexec", dir});
+  return out;
+}
+
 // $0 is a name for ps; $1 hostname, $2 ram dir, $3 ram size in bytes, $4
 // loop device, $5 disk dir, $6 sshd_config, $7 sshd log. Runs in the host's
 // fresh mount (private) and UTS namespaces, inside its network namespace.
+// Then the cgroup mounts, three arguments each.
 const char* const kHostSetupScript =
     "set -e\n"
     // sshd's privilege-separation dir, and nothing of the root namespace's /run.
@@ -230,41 +317,64 @@ const char* const kHostSetupScript =
     "printf '%s\\n' \"$1\" > /proc/sys/kernel/hostname\n"
     "mount -t tmpfs -o \"size=$3\" cp-ram \"$2\"\n"
     "mount -t ext4 \"$4\" \"$5\"\n"
-    "exec /usr/sbin/sshd -D -f \"$6\" -E \"$7\"\n";
+    "config=$6 log=$7\n"
+    "shift 7\n" CP_MOUNT_CGROUPS_LOOP "exec /usr/sbin/sshd -D -f \"$config\" -E \"$log\"\n";
 
-std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host) {
+// $0 is the cgroup dir: nothing is done when a mount is there already; then
+// the mounts, three arguments each.
+const char* const kHostCgroupScript =
+    "grep -q \" $0 \" /proc/self/mountinfo && exit 0\n" CP_MOUNT_CGROUPS_LOOP;
+
+#undef CP_MOUNT_CGROUPS_LOOP
+
+std::vector<std::string> host_cgroups_argv(const LabHost& host,
+                                           const std::vector<CgroupMount>& cgroups) {
+  CP_CHECK(host.sshd_pid > 0);
+  std::vector<std::string> argv = {
+      "nsenter",         "-t",      std::to_string(host.sshd_pid), "-m", "--", "sh", "-c",
+      kHostCgroupScript, kCgroupDir};
+  for (const CgroupMount& m : cgroups)
+    argv.insert(argv.end(), {m.fstype, m.options, m.mount_point});
+  return argv;
+}
+
+std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host,
+                                         const std::vector<CgroupMount>& cgroups) {
   const HostFiles f = host_files(state, host);
   CP_CHECK(!host.loop_device.empty());
   // setsid -f: a new session, forked off so the caller does not wait for it;
   // the first sh sends its stdio to the log so no caller's pipe stays open.
-  return {"setsid",
-          "-f",
-          "sh",
-          "-c",
-          "exec </dev/null >>\"$1\" 2>&1; shift; exec \"$@\"",
-          "cp-lab-start",
-          f.sshd_log,
-          "ip",
-          "netns",
-          "exec",
-          host.netns,
-          "unshare",
-          "--mount",
-          "--uts",
-          "--propagation",
-          "private",
-          "--",
-          "sh",
-          "-c",
-          kHostSetupScript,
-          "cp-lab-" + host.role,
-          host.hostname,
-          host.ram_dir,
-          std::to_string(state.options.ram_bytes),
-          host.loop_device,
-          host.disk_dir,
-          f.sshd_config,
-          f.sshd_log};
+  std::vector<std::string> argv = {"setsid",
+                                   "-f",
+                                   "sh",
+                                   "-c",
+                                   "exec </dev/null >>\"$1\" 2>&1; shift; exec \"$@\"",
+                                   "cp-lab-start",
+                                   f.sshd_log,
+                                   "ip",
+                                   "netns",
+                                   "exec",
+                                   host.netns,
+                                   "unshare",
+                                   "--mount",
+                                   "--uts",
+                                   "--propagation",
+                                   "private",
+                                   "--",
+                                   "sh",
+                                   "-c",
+                                   kHostSetupScript,
+                                   "cp-lab-" + host.role,
+                                   host.hostname,
+                                   host.ram_dir,
+                                   std::to_string(state.options.ram_bytes),
+                                   host.loop_device,
+                                   host.disk_dir,
+                                   f.sshd_config,
+                                   f.sshd_log};
+  for (const CgroupMount& m : cgroups)
+    argv.insert(argv.end(), {m.fstype, m.options, m.mount_point});
+  return argv;
 }
 
 std::string sshd_config_text(const LabState& s, const LabHost& h) {

@@ -112,10 +112,36 @@ std::vector<std::string> netem_probe_command();
 // True when tc's stderr says the qdisc kind (netem) is not in the kernel.
 bool says_qdisc_unknown(std::string_view tc_stderr);
 
+// A mount each host makes so its agent can read processes' cgroup CPU quotas
+// (`ip netns exec` gives the host a fresh /sys with an empty /sys/fs/cgroup):
+// the root namespace's cgroup hierarchies, read-only, at the same places.
+struct CgroupMount {
+  std::string fstype;       // "tmpfs" (the dir holding v1 hierarchies), "cgroup", "cgroup2"
+  std::string options;      // for mount -o: "ro,nosuid,nodev,noexec,cpu"
+  std::string mount_point;  // "/sys/fs/cgroup/cpu"
+};
+inline constexpr const char* kCgroupDir = "/sys/fs/cgroup";
+// From the root namespace's /proc/self/mountinfo: its cgroup and cgroup2 mounts
+// at or under kCgroupDir, in mount order, with each hierarchy's own super
+// options (v1: its controllers or name=; v2: nsdelegate and the like, which a
+// mount without them would switch off machine-wide) but rw and release_agent.
+// When kCgroupDir itself is no cgroup mount, a tmpfs goes there first and is
+// made read-only last. Empty when there are no cgroups.
+std::vector<CgroupMount> host_cgroup_mounts(std::string_view mountinfo);
+
 // The fixed setup script each host's holder runs before exec'ing sshd, and
-// its positional arguments ("$1".. "$7"; never interpolated into the script).
+// its positional arguments ("$1".. "$7", then the cgroup mounts as
+// fstype/options/mount point triples; never interpolated into the script).
+// The cgroup mounts are best effort: a failure is logged and sshd starts.
 extern const char* const kHostSetupScript;
-std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host);
+std::vector<std::string> host_start_argv(const LabState& state, const LabHost& host,
+                                         const std::vector<CgroupMount>& cgroups);
+// For a host started before it mounted cgroups: the same mounts, made inside
+// its running sshd's mount namespace (nsenter) unless kCgroupDir there already
+// holds a mount. Best effort too.
+extern const char* const kHostCgroupScript;
+std::vector<std::string> host_cgroups_argv(const LabHost& host,
+                                           const std::vector<CgroupMount>& cgroups);
 
 std::string sshd_config_text(const LabState& state, const LabHost& host);
 

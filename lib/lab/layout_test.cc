@@ -4,10 +4,13 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/process.h"
 
 namespace cp::lab {
 namespace {
@@ -192,9 +195,103 @@ TEST(LayoutTest, NetemProbeRunsInAThrowawayNamespace) {
   EXPECT_FALSE(says_qdisc_unknown(""));
 }
 
+// This machine's: v1 hierarchies per controller on a tmpfs, cgroup2 beside them.
+constexpr const char* kHybridMountinfo =
+    "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime shared:7 - cgroup cgroup rw,blkio\n"
+    "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup "
+    "rw,xattr,release_agent=/lib/systemd/systemd-cgroups-agent,name=systemd\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+    // Elsewhere, or a bind of a sub-cgroup: not mirrored.
+    "50 22 0:29 / /mnt/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "51 31 0:29 /lab /sys/fs/cgroup/lab rw,relatime - cgroup cgroup rw,cpu\n";
+
+TEST(LayoutTest, HostCgroupMountsMirrorTheRootNamespaceReadOnly) {
+  const std::vector<CgroupMount> m = host_cgroup_mounts(kHybridMountinfo);
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].fstype, "tmpfs");
+  EXPECT_EQ(m[0].mount_point, "/sys/fs/cgroup");
+  EXPECT_EQ(m[1].fstype, "cgroup");
+  EXPECT_EQ(m[1].options, "ro,nosuid,nodev,noexec,cpu");
+  EXPECT_EQ(m[1].mount_point, "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(m[2].options, "ro,nosuid,nodev,noexec,blkio");
+  // No release agent (a mount may not set one); the name and flags stay.
+  EXPECT_EQ(m[3].options, "ro,nosuid,nodev,noexec,xattr,name=systemd");
+  EXPECT_EQ(m[4].fstype, "cgroup2");
+  EXPECT_EQ(m[4].options, "ro,nosuid,nodev,noexec");
+  EXPECT_EQ(m[4].mount_point, "/sys/fs/cgroup/unified");
+  // The tmpfs holding them turns read-only last.
+  EXPECT_EQ(m[5].fstype, "tmpfs");
+  EXPECT_EQ(m[5].options.rfind("remount,ro", 0), 0u);
+  EXPECT_EQ(m[5].mount_point, "/sys/fs/cgroup");
+
+  // A pure v2 host: the hierarchy is the dir itself, with its machine-wide
+  // options (a mount without nsdelegate would switch it off for everyone).
+  const std::vector<CgroupMount> v2 = host_cgroup_mounts(
+      "35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 "
+      "rw,nsdelegate,memory_recursiveprot\n");
+  ASSERT_EQ(v2.size(), 1u);
+  EXPECT_EQ(v2[0].fstype, "cgroup2");
+  EXPECT_EQ(v2[0].options, "ro,nosuid,nodev,noexec,nsdelegate,memory_recursiveprot");
+  EXPECT_EQ(v2[0].mount_point, "/sys/fs/cgroup");
+
+  EXPECT_TRUE(host_cgroup_mounts("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n").empty());
+  EXPECT_TRUE(host_cgroup_mounts("").empty());
+}
+
+// Runs kHostCgroupScript's mount loop with a fake `mount` that logs its
+// arguments and refuses one mount point: the others are still mounted.
+TEST(LayoutTest, HostCgroupScriptGoesOnPastAFailedMount) {
+  char tmpl[] = "/tmp/cp_layout_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string bin = dir + "/bin", log = dir + "/mount.log";
+  ASSERT_EQ(run_command({"mkdir", "-p", bin}).exit_code, 0);
+  {
+    std::ofstream fake(bin + "/mount");
+    fake << "#!/bin/sh\necho \"$@\" >> " << log << "\ncase \"$6\" in *blkio) exit 32;; esac\n";
+  }
+  ASSERT_EQ(run_command({"chmod", "+x", bin + "/mount"}).exit_code, 0);
+  LabHost h;
+  h.sshd_pid = 1;
+  std::vector<CgroupMount> mounts = {{"cgroup", "ro,cpu", dir + "/cg/cpu"},
+                                     {"cgroup", "ro,blkio", dir + "/cg/blkio"},
+                                     {"cgroup2", "ro", dir + "/cg/unified"}};
+  Argv argv = host_cgroups_argv(h, mounts);
+  // The script alone, without nsenter, and a cgroup dir that holds no mount.
+  const Argv nsenter = {"nsenter", "-t", "1", "-m", "--"};
+  ASSERT_TRUE(std::equal(nsenter.begin(), nsenter.end(), argv.begin()));
+  argv.erase(argv.begin(), argv.begin() + static_cast<long>(nsenter.size()));
+  EXPECT_EQ(argv[2], kHostCgroupScript);
+  EXPECT_EQ(argv[3], kCgroupDir);
+  argv[3] = dir + "/cg";
+  argv.insert(argv.begin(), {"env", "PATH=" + bin + ":/usr/bin:/bin"});
+  RunResult r = run_command(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no cgroup at " + dir + "/cg/blkio"), std::string::npos) << r.err;
+  std::ifstream in(log);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), "-t cgroup -o ro,cpu cgroup " + dir +
+                           "/cg/cpu\n-t cgroup -o ro,blkio cgroup " + dir +
+                           "/cg/blkio\n-t cgroup2 -o ro cgroup2 " + dir + "/cg/unified\n");
+  // A dir that holds a mount already (a host that mounted them at start): nothing is done.
+  argv[5] = "/proc";
+  r = run_command(argv);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream again(log);
+  std::stringstream after;
+  after << again.rdbuf();
+  EXPECT_EQ(after.str(), got.str());
+  run_command({"rm", "-rf", dir});
+}
+
 TEST(LayoutTest, HostStartPassesPathsAsArgumentsNotInTheScript) {
   const LabState s = sample_state();
-  const Argv a = host_start_argv(s, s.server);
+  const std::vector<CgroupMount> cgroups = host_cgroup_mounts(kHybridMountinfo);
+  const Argv a = host_start_argv(s, s.server, cgroups);
   ASSERT_GE(a.size(), 10u);
   EXPECT_EQ(a[0], "setsid");
   EXPECT_EQ(a[1], "-f");
@@ -206,15 +303,25 @@ TEST(LayoutTest, HostStartPassesPathsAsArgumentsNotInTheScript) {
   const size_t script = static_cast<size_t>(it - a.begin()) + holder.size();
   EXPECT_EQ(a[script], kHostSetupScript);
   const Argv args(a.begin() + static_cast<long>(script) + 1, a.end());
-  EXPECT_EQ(args,
-            (Argv{"cp-lab-server", "cp-server", "/var/lib/chokepoint-lab/server/ram",
-                  std::to_string(64ull << 20), "/dev/loop3", "/var/lib/chokepoint-lab/server/disk",
-                  "/var/lib/chokepoint-lab/server/sshd_config",
-                  "/var/lib/chokepoint-lab/server/sshd.log"}));
+  Argv want = {"cp-lab-server",
+               "cp-server",
+               "/var/lib/chokepoint-lab/server/ram",
+               std::to_string(64ull << 20),
+               "/dev/loop3",
+               "/var/lib/chokepoint-lab/server/disk",
+               "/var/lib/chokepoint-lab/server/sshd_config",
+               "/var/lib/chokepoint-lab/server/sshd.log"};
+  // Then the cgroup mounts, three arguments each.
+  for (const CgroupMount& m : cgroups)
+    want.insert(want.end(), {m.fstype, m.options, m.mount_point});
+  EXPECT_EQ(args, want);
+  EXPECT_EQ(host_start_argv(s, s.server, {}).size(), a.size() - 3 * cgroups.size());
   // The fixed script names no path of this lab; it ends by becoming sshd.
   const std::string text = kHostSetupScript;
   EXPECT_EQ(text.find("/var/lib"), std::string::npos);
-  EXPECT_NE(text.find("exec /usr/sbin/sshd -D -f \"$6\" -E \"$7\""), std::string::npos);
+  EXPECT_EQ(text.find("cgroup/"), std::string::npos);
+  EXPECT_NE(text.find("config=$6 log=$7\nshift 7\n"), std::string::npos);
+  EXPECT_NE(text.find("exec /usr/sbin/sshd -D -f \"$config\" -E \"$log\""), std::string::npos);
   EXPECT_NE(text.find("mkdir -m 0755 /run/sshd"), std::string::npos);
   EXPECT_NE(text.find("/dev/shm"), std::string::npos);
   // The log gets the holder's stdio too (setup errors land there).

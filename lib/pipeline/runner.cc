@@ -291,7 +291,13 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
       prefix = share_run_prefix(a, share);
       uint64_t biggest = 0;
       for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
-      a.server.call("check_space", {{"dir", share.server_dir}, {"bytes", biggest}}, 30);
+      a.server.call("check_space",
+                    {{"dir", share.server_dir},
+                     {"bytes", biggest},
+                     {"hint",
+                      "free some space on the share, or use smaller files ([protocol] "
+                      "sizes)"}},
+                    30);
     }
     int seq = 0;
     for (uint64_t size : plan.proto_sizes) {
@@ -301,7 +307,9 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
             fmt::format("{} {} {} {}", share.driver, share.medium, op, format_size(size));
         for (int i = 1; i <= plan.proto_count; ++i) {
           cancel.check();
-          const std::string file = fmt::format("{}-{}-{}.dat", op, size, i);
+          // Named after the share too: a file a failed stage could not remove
+          // never collides with the next share's.
+          const std::string file = fmt::format("{}-{}-{}-{}.dat", share.name, op, size, i);
           SampleRecord s;
           s.seq = ++seq;
           s.op = op;
@@ -347,6 +355,16 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
             if (e.kind() == ErrorKind::kCancelled) throw;
             s.error = e.what();
             obs.on_sample(stage.id(), s);
+            // Both ends remove what this sample made, whatever reached them.
+            try {
+              if (has_server) {
+                a.server.call("cpu_stop", {}, 30);
+                a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+              }
+              a.client.call("remove_file", {{"dir", client_dir}, {"name", file}}, 30);
+            } catch (const Error& cleanup) {
+              if (cleanup.kind() == ErrorKind::kCancelled) throw;
+            }
             throw;
           }
           json::object server_cpu;

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/clock.h"
@@ -21,6 +22,11 @@ namespace cp::probe {
 namespace {
 
 constexpr size_t kTopProcesses = 5;
+// Besides the busiest, up to this many processes near their cgroup's CPU limit are
+// kept: a starved process (smbd at a 20 % quota) is easily outrun by busier ones.
+constexpr size_t kLimitedProcesses = 5;
+// Processes using less than this (% of a core) are not looked at for a limit.
+constexpr double kMinLimitedPct = 1;
 
 std::vector<std::string_view> split_ws(std::string_view s) {
   std::vector<std::string_view> out;
@@ -72,7 +78,199 @@ double busy_pct(const CpuTimes& a, const CpuTimes& b) {
       100.0, 100.0 * static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total));
 }
 
+bool contains(const std::vector<std::string>& v, std::string_view x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape_octal(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// "net:[4026531993]", or "" when the link cannot be read (the process is gone, or we
+// may not look: only root may read another user's).
+std::string read_link(const std::string& path) {
+  char buf[256];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// Process CPU limits from cgroup files, read once per cgroup dir.
+class CgroupLimits {
+ public:
+  CgroupLimits(std::string proc_root, std::string fs_root)
+      : proc_root_(std::move(proc_root)), fs_root_(std::move(fs_root)) {
+    std::string text;
+    if (read_text_file(proc_root_ + "/self/mountinfo", &text)) mounts_ = parse_cgroup_mounts(text);
+  }
+
+  double of_pid(int pid) {
+    if (mounts_.empty()) return 0;
+    std::string text;
+    if (!read_text_file(fmt::format("{}/{}/cgroup", proc_root_, pid), &text)) return 0;
+    double best = 0;
+    for (const PidCgroup& c : parse_pid_cgroup(text)) {
+      const bool v2 = c.hierarchy == "0" && c.controllers.empty();
+      if (!v2 && !contains(c.controllers, "cpu")) continue;
+      for (const CgroupMount& m : mounts_) {
+        if (m.v2 != v2 || (!v2 && !contains(m.controllers, "cpu"))) continue;
+        std::optional<double> limit = of_cgroup(m, c.path);
+        if (!limit) continue;  // this mount shows another part of the hierarchy
+        if (*limit > 0 && (best == 0 || *limit < best)) best = *limit;
+        break;
+      }
+    }
+    return best;
+  }
+
+ private:
+  // The tightest limit of `path` and its ancestors as seen through `m`; nullopt when
+  // `path` lies outside what `m` shows.
+  std::optional<double> of_cgroup(const CgroupMount& m, const std::string& path) {
+    std::string rel;
+    if (m.root == "/") {
+      rel = path;
+    } else if (path == m.root) {
+      rel = "";
+    } else if (path.rfind(m.root + "/", 0) == 0) {
+      rel = path.substr(m.root.size());
+    } else {
+      return std::nullopt;
+    }
+    while (!rel.empty() && rel.back() == '/') rel.pop_back();
+    double best = 0;
+    for (;;) {
+      const double limit = of_dir(m, fs_root_ + m.mount_point + rel);
+      if (limit > 0 && (best == 0 || limit < best)) best = limit;
+      if (rel.empty()) break;
+      rel.resize(rel.rfind('/'));
+    }
+    return best;
+  }
+
+  double of_dir(const CgroupMount& m, const std::string& dir) {
+    auto it = cache_.find(dir);
+    if (it != cache_.end()) return it->second;
+    double limit = 0;
+    std::string a, b;
+    if (m.v2) {
+      if (read_text_file(dir + "/cpu.max", &a)) limit = parse_cpu_max(a);
+    } else if (read_text_file(dir + "/cpu.cfs_quota_us", &a) &&
+               read_text_file(dir + "/cpu.cfs_period_us", &b)) {
+      limit = parse_cfs_limit(a, b);
+    }
+    return cache_[dir] = std::max(limit, 0.0);
+  }
+
+  std::string proc_root_, fs_root_;
+  std::vector<CgroupMount> mounts_;
+  std::map<std::string, double> cache_;
+};
+
 }  // namespace
+
+std::vector<CgroupMount> parse_cgroup_mounts(std::string_view mountinfo) {
+  std::vector<CgroupMount> out;
+  for (std::string_view line : split(mountinfo, '\n')) {
+    // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS"
+    const std::vector<std::string_view> f = split_ws(line);
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 1 >= f.size()) continue;
+    const std::string_view fstype = f[dash + 1];
+    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+    CgroupMount m;
+    m.root = unescape_octal(f[3]);
+    m.mount_point = unescape_octal(f[4]);
+    while (m.mount_point.size() > 1 && m.mount_point.back() == '/') m.mount_point.pop_back();
+    if (m.mount_point == "/") m.mount_point.clear();  // files are <mount_point>/<rel>
+    m.v2 = fstype == "cgroup2";
+    if (!m.v2 && dash + 3 < f.size()) {
+      for (std::string_view opt : split(f[dash + 3], ',')) {
+        if (!opt.empty() && opt != "rw" && opt != "ro") m.controllers.emplace_back(opt);
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<PidCgroup> parse_pid_cgroup(std::string_view text) {
+  std::vector<PidCgroup> out;
+  for (std::string_view line : split(text, '\n')) {
+    // The path may hold ':' itself: only the first two separate fields.
+    const size_t a = line.find(':');
+    if (a == std::string_view::npos) continue;
+    const size_t b = line.find(':', a + 1);
+    if (b == std::string_view::npos || a == 0 || b + 1 >= line.size() || line[b + 1] != '/') {
+      continue;
+    }
+    PidCgroup c;
+    c.hierarchy = std::string(line.substr(0, a));
+    for (std::string_view ctl : split(line.substr(a + 1, b - a - 1), ',')) {
+      if (!ctl.empty()) c.controllers.emplace_back(ctl);
+    }
+    c.path = std::string(line.substr(b + 1));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+double parse_cfs_limit(std::string_view quota_us, std::string_view period_us) {
+  quota_us = trim(quota_us);
+  if (quota_us == "-1") return 0;
+  uint64_t quota = 0, period = 0;
+  if (!to_u64(quota_us, &quota) || !to_u64(trim(period_us), &period) || period == 0) return -1;
+  return 100.0 * static_cast<double>(quota) / static_cast<double>(period);
+}
+
+double parse_cpu_max(std::string_view text) {
+  const std::vector<std::string_view> f = split_ws(trim(text));
+  if (f.size() != 2 && f.size() != 1) return -1;
+  if (f[0] == "max") return 0;
+  // The period defaults to 100 ms when the kernel prints the quota alone (it never does).
+  return parse_cfs_limit(f[0], f.size() == 2 ? f[1] : "100000");
+}
+
+double process_cpu_limit_pct(int pid, const std::string& proc_root, const std::string& fs_root) {
+  return CgroupLimits(proc_root, fs_root).of_pid(pid);
+}
 
 std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
   std::vector<CpuTimes> cores;
@@ -123,6 +321,7 @@ bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
 struct CpuSampler::Impl {
   double interval_s;
   std::string proc_root;
+  std::string fs_root;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -173,10 +372,12 @@ struct CpuSampler::Impl {
   }
 };
 
-CpuSampler::CpuSampler(double interval_s, std::string proc_root) : impl_(std::make_unique<Impl>()) {
+CpuSampler::CpuSampler(double interval_s, std::string proc_root, std::string fs_root)
+    : impl_(std::make_unique<Impl>()) {
   CP_CHECK(interval_s > 0);
   impl_->interval_s = interval_s;
   impl_->proc_root = std::move(proc_root);
+  impl_->fs_root = std::move(fs_root);
 }
 
 CpuSampler::~CpuSampler() {
@@ -276,10 +477,31 @@ CpuSummary CpuSampler::stop() {
       s.top.push_back({pid, p.comm, 100.0 * static_cast<double>(p.jiffies - base) / window_ticks});
     }
   }
-  std::sort(s.top.begin(), s.top.end(), [](const ProcLoad& a, const ProcLoad& b) {
+  auto busiest_first = [](const ProcLoad& a, const ProcLoad& b) {
     return a.cpu_pct != b.cpu_pct ? a.cpu_pct > b.cpu_pct : a.pid < b.pid;
-  });
-  if (s.top.size() > kTopProcesses) s.top.resize(kTopProcesses);
+  };
+  std::sort(s.top.begin(), s.top.end(), busiest_first);
+  // The busiest, then those near their cgroup's limit among the rest.
+  CgroupLimits limits(m.proc_root, m.fs_root);
+  std::vector<ProcLoad> kept;
+  for (size_t i = 0; i < s.top.size(); ++i) {
+    ProcLoad& p = s.top[i];
+    if (i < kTopProcesses) {
+      p.cpu_limit_pct = limits.of_pid(p.pid);
+      kept.push_back(p);
+      continue;
+    }
+    if (p.cpu_pct < kMinLimitedPct || kept.size() >= kTopProcesses + kLimitedProcesses) break;
+    p.cpu_limit_pct = limits.of_pid(p.pid);
+    if (p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) kept.push_back(p);
+  }
+  const std::string own_netns = read_link(m.proc_root + "/self/ns/net");
+  for (ProcLoad& p : kept) {
+    const std::string netns = read_link(fmt::format("{}/{}/ns/net", m.proc_root, p.pid));
+    p.other_netns = !own_netns.empty() && !netns.empty() && netns != own_netns;
+  }
+  std::sort(kept.begin(), kept.end(), busiest_first);
+  s.top = std::move(kept);
   return s;
 }
 

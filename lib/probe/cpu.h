@@ -1,5 +1,7 @@
 // CPU load while a sample runs: per-core busy time from /proc/stat, sampled on
-// a background thread, and the busiest processes from /proc/PID/stat.
+// a background thread, and the busiest processes from /proc/PID/stat with the
+// CPU limit of their cgroup (a process starved by a quota never fills a core,
+// so its quota is the evidence).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,12 @@ struct ProcLoad {
   int pid = 0;
   std::string comm;
   double cpu_pct = 0;  // % of ONE core (all threads together, so may exceed 100), window average
+  // The CPU limit of its cgroups, % of one core: v1 cpu.cfs_quota_us / cpu.cfs_period_us,
+  // v2 cpu.max, the tightest of its cgroup and their ancestors. 0: no limit, or none visible.
+  double cpu_limit_pct = 0;
+  // It runs in another network namespace than the sampler: a container, or the other
+  // host of a lab on one machine. False when not known (only root may look).
+  bool other_netns = false;
 };
 
 struct CpuSummary {
@@ -21,13 +29,20 @@ struct CpuSummary {
   std::vector<double> core_busy_pct;      // per core (index = N of cpuN), window average, 0..100
   std::vector<double> core_busy_max_pct;  // per core, max over the sampling intervals
   double total_busy_pct = 0;              // all cores together, average (0..100)
-  std::vector<ProcLoad> top;              // up to 5 busiest processes, descending
+  // The 5 busiest processes, and up to 5 more that used at least half of their
+  // cgroup CPU limit (kNearLimit); all sorted by cpu_pct, descending.
+  std::vector<ProcLoad> top;
 };
+
+inline constexpr double kNearLimit = 0.5;
 
 class CpuSampler {
  public:
   // Samples <proc_root>/stat every interval_s on a background thread from start() to stop().
-  explicit CpuSampler(double interval_s = 0.25, std::string proc_root = "/proc");
+  // Cgroup mount points from <proc_root>/self/mountinfo are read under fs_root ("" on a real
+  // system; tests give a fake tree).
+  explicit CpuSampler(double interval_s = 0.25, std::string proc_root = "/proc",
+                      std::string fs_root = "");
   ~CpuSampler();  // stops the thread if still running
   CpuSampler(const CpuSampler&) = delete;
   CpuSampler& operator=(const CpuSampler&) = delete;
@@ -58,5 +73,32 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text);
 // pid apart. False when the text is not in that format.
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
                     uint64_t* start_ticks = nullptr);
+
+// A cgroup hierarchy mounted on this system, from /proc/self/mountinfo.
+struct CgroupMount {
+  std::string mount_point;               // "/sys/fs/cgroup/cpu" (octal escapes decoded)
+  std::string root;                      // the hierarchy's dir mounted there: "/" usually
+  bool v2 = false;                       // cgroup2
+  std::vector<std::string> controllers;  // v1: its super options but rw/ro: "cpu", "name=systemd"
+};
+std::vector<CgroupMount> parse_cgroup_mounts(std::string_view mountinfo);
+
+// One line of /proc/PID/cgroup: "4:cpu,cpuacct:/lab/smbd"; v2 is "0::/path".
+struct PidCgroup {
+  std::string hierarchy;                 // "4"; "0" for v2
+  std::vector<std::string> controllers;  // empty for v2
+  std::string path;                      // "/lab/smbd"
+};
+std::vector<PidCgroup> parse_pid_cgroup(std::string_view text);
+
+// A cgroup's CPU limit in % of one core; 0 for no limit ("-1", "max"), -1 when unparsable.
+// v1: cpu.cfs_quota_us and cpu.cfs_period_us; v2: cpu.max ("20000 100000").
+double parse_cfs_limit(std::string_view quota_us, std::string_view period_us);
+double parse_cpu_max(std::string_view text);
+
+// The CPU limit of process `pid` (see ProcLoad::cpu_limit_pct), from <proc_root>/PID/cgroup,
+// <proc_root>/self/mountinfo and the limit files under fs_root; 0 when none is visible.
+double process_cpu_limit_pct(int pid, const std::string& proc_root = "/proc",
+                             const std::string& fs_root = "");
 
 }  // namespace cp::probe

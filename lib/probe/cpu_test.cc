@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -181,6 +182,187 @@ TEST(CpuSampler, MissingProcIsAnError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
   }
+}
+
+// This machine's cgroup mounts (v1 per controller beside a v2 "unified"), a pure v2
+// systemd host, a bind of part of a hierarchy and an escaped mount point.
+constexpr const char* kMountinfo =
+    "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+    "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime shared:5 - cgroup cgroup rw,name=systemd\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+    "50 22 0:29 /lab /mnt/cpu\\040lab ro,relatime - cgroup cgroup rw,cpu\n"
+    "51 22 0:39 / /srv/both ro - cgroup none rw,cpu,cpuacct,xattr\n";
+
+TEST(CpuParse, CgroupMounts) {
+  std::vector<CgroupMount> m = parse_cgroup_mounts(kMountinfo);
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].mount_point, "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(m[0].root, "/");
+  EXPECT_FALSE(m[0].v2);
+  EXPECT_EQ(m[0].controllers, std::vector<std::string>{"cpu"});
+  EXPECT_EQ(m[1].controllers, std::vector<std::string>{"cpuacct"});
+  EXPECT_EQ(m[2].mount_point, "/sys/fs/cgroup/systemd");  // optional fields before the '-'
+  EXPECT_EQ(m[2].controllers, std::vector<std::string>{"name=systemd"});
+  EXPECT_EQ(m[3].mount_point, "/sys/fs/cgroup/unified");
+  EXPECT_TRUE(m[3].v2);
+  EXPECT_TRUE(m[3].controllers.empty());
+  EXPECT_EQ(m[4].mount_point, "/mnt/cpu lab");
+  EXPECT_EQ(m[4].root, "/lab");
+  EXPECT_EQ(m[5].controllers, (std::vector<std::string>{"cpu", "cpuacct", "xattr"}));
+  // A pure v2 host: the hierarchy at /sys/fs/cgroup itself.
+  m = parse_cgroup_mounts(
+      "35 24 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 "
+      "rw,nsdelegate,memory_recursiveprot\n");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_TRUE(m[0].v2);
+  EXPECT_EQ(m[0].mount_point, "/sys/fs/cgroup");
+  EXPECT_TRUE(parse_cgroup_mounts("").empty());
+  EXPECT_TRUE(parse_cgroup_mounts("garbage line\n1 2 3\n").empty());
+}
+
+TEST(CpuParse, PidCgroup) {
+  std::vector<PidCgroup> c = parse_pid_cgroup(
+      "9:name=systemd:/\n"
+      "3:cpu,cpuacct:/chokepoint-lab-smbd\n"
+      "0::/system.slice/smbd.service\n"
+      "2:cpuset:/odd:name\n"  // ':' inside the path
+      "bad line\n"
+      "5:memory:relative\n");  // not a path: ignored
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].hierarchy, "9");
+  EXPECT_EQ(c[0].controllers, std::vector<std::string>{"name=systemd"});
+  EXPECT_EQ(c[0].path, "/");
+  EXPECT_EQ(c[1].controllers, (std::vector<std::string>{"cpu", "cpuacct"}));
+  EXPECT_EQ(c[1].path, "/chokepoint-lab-smbd");
+  EXPECT_EQ(c[2].hierarchy, "0");
+  EXPECT_TRUE(c[2].controllers.empty());
+  EXPECT_EQ(c[2].path, "/system.slice/smbd.service");
+  EXPECT_EQ(c[3].path, "/odd:name");
+}
+
+TEST(CpuParse, CpuLimits) {
+  EXPECT_DOUBLE_EQ(parse_cfs_limit("20000\n", "100000\n"), 20);
+  EXPECT_DOUBLE_EQ(parse_cfs_limit("250000", "100000"), 250);
+  EXPECT_DOUBLE_EQ(parse_cfs_limit("-1\n", "100000\n"), 0);
+  EXPECT_DOUBLE_EQ(parse_cfs_limit("x", "100000"), -1);
+  EXPECT_DOUBLE_EQ(parse_cfs_limit("20000", "0"), -1);
+  EXPECT_DOUBLE_EQ(parse_cpu_max("50000 100000\n"), 50);
+  EXPECT_DOUBLE_EQ(parse_cpu_max("max 100000\n"), 0);
+  EXPECT_DOUBLE_EQ(parse_cpu_max("5000 10000"), 50);
+  EXPECT_DOUBLE_EQ(parse_cpu_max(""), -1);
+  EXPECT_DOUBLE_EQ(parse_cpu_max("1 2 3"), -1);
+}
+
+// A fake /proc (self/mountinfo, PID/cgroup, ns links) and a fake tree of cgroup files.
+class FakeCgroups {
+ public:
+  FakeCgroups(const std::string& proc, const std::string& fs) : proc_(proc), fs_(fs) {
+    std::filesystem::create_directories(proc_ + "/self/ns");
+    ::symlink("net:[100]", (proc_ + "/self/ns/net").c_str());
+  }
+  void mountinfo(const std::string& text) { FakeProc::write(proc_ + "/self/mountinfo", text); }
+  void pid(int pid, const std::string& cgroup, const std::string& netns = "net:[100]") {
+    std::string dir = proc_ + "/" + std::to_string(pid);
+    std::filesystem::create_directories(dir + "/ns");
+    FakeProc::write(dir + "/cgroup", cgroup);
+    ::unlink((dir + "/ns/net").c_str());
+    ::symlink(netns.c_str(), (dir + "/ns/net").c_str());
+  }
+  void file(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories(std::filesystem::path(fs_ + path).parent_path());
+    FakeProc::write(fs_ + path, text);
+  }
+
+ private:
+  std::string proc_, fs_;
+};
+
+TEST(CpuLimit, V1QuotaOfTheCgroupAndItsAncestors) {
+  TempDir proc, fs;
+  FakeCgroups g(proc.path(), fs.path());
+  g.mountinfo(kMountinfo);
+  g.file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
+  g.file("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/cpu.cfs_quota_us", "50000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/cpu.cfs_period_us", "100000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/smbd/cpu.cfs_quota_us", "20000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/smbd/cpu.cfs_period_us", "100000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/wide/cpu.cfs_quota_us", "300000\n");
+  g.file("/sys/fs/cgroup/cpu/lab/wide/cpu.cfs_period_us", "100000\n");
+  g.pid(10, "2:cpuacct:/lab/smbd\n1:cpu:/lab/smbd\n0::/\n");
+  g.pid(11, "1:cpu:/lab/wide\n");  // the parent's 50 % is tighter
+  g.pid(12, "1:cpu:/\n0::/\n");
+  g.pid(13, "1:cpu:/gone\n");  // no files: only the root's (none)
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(10, proc.path(), fs.path()), 20);
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(11, proc.path(), fs.path()), 50);
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(12, proc.path(), fs.path()), 0);
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(13, proc.path(), fs.path()), 0);
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(99, proc.path(), fs.path()), 0);  // no such process
+  // Without the cgroup mounts (a lab host before they were mounted), nothing is visible.
+  g.mountinfo("22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n");
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(10, proc.path(), fs.path()), 0);
+}
+
+TEST(CpuLimit, V2CpuMaxAndMountRoots) {
+  TempDir proc, fs;
+  FakeCgroups g(proc.path(), fs.path());
+  g.mountinfo(
+      "35 24 0:30 / /sys/fs/cgroup rw shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "50 22 0:29 /lab /mnt/cpu\\040lab ro,relatime - cgroup cgroup rw,cpu\n");
+  g.file("/sys/fs/cgroup/system.slice/cpu.max", "max 100000\n");
+  g.file("/sys/fs/cgroup/system.slice/smbd.service/cpu.max", "150000 100000\n");
+  g.pid(20, "0::/system.slice/smbd.service\n");
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(20, proc.path(), fs.path()), 150);
+  // v1 seen through a mount of its /lab subtree only.
+  g.file("/mnt/cpu lab/cpu.cfs_quota_us", "40000");
+  g.file("/mnt/cpu lab/cpu.cfs_period_us", "100000");
+  g.file("/mnt/cpu lab/smbd/cpu.cfs_quota_us", "-1");
+  g.file("/mnt/cpu lab/smbd/cpu.cfs_period_us", "100000");
+  g.pid(21, "1:cpu:/lab/smbd\n0::/\n");
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(21, proc.path(), fs.path()), 40);
+  g.pid(22, "1:cpu:/elsewhere\n0::/\n");  // outside what the mount shows
+  EXPECT_DOUBLE_EQ(process_cpu_limit_pct(22, proc.path(), fs.path()), 0);
+}
+
+TEST(CpuSampler, KeepsProcessesNearTheirLimitAndTheirNamespace) {
+  TempDir proc, fs;
+  FakeProc p(proc.path());
+  FakeCgroups g(proc.path(), fs.path());
+  g.mountinfo(kMountinfo);
+  g.file("/sys/fs/cgroup/cpu/starved/cpu.cfs_quota_us", "20000");
+  g.file("/sys/fs/cgroup/cpu/starved/cpu.cfs_period_us", "100000");
+  g.file("/sys/fs/cgroup/cpu/loose/cpu.cfs_quota_us", "400000");
+  g.file("/sys/fs/cgroup/cpu/loose/cpu.cfs_period_us", "100000");
+  p.stat(cpu_line(0, 0, 1000, 0));
+  for (int pid = 1; pid <= 8; ++pid) {
+    p.pid(pid, "p" + std::to_string(pid), 0, 0, 10);
+    g.pid(pid, "1:cpu:/\n");
+  }
+  g.pid(7, "1:cpu:/starved\n", "net:[200]");  // smbd of the other lab host
+  g.pid(8, "1:cpu:/loose\n");
+  CpuSampler sampler(3600, proc.path(), fs.path());
+  sampler.start();
+  p.stat(cpu_line(0, 1000, 1000, 0));  // one core, 1000 ticks in the window
+  // Five busy processes at 50..90 %, then the starved one at 19 % (95 % of its 20 %), one at
+  // 10 % of a 400 % limit, and one at 15 % without a limit.
+  for (int pid = 1; pid <= 5; ++pid) p.pid(pid, "p" + std::to_string(pid), 400 + 100 * pid, 0, 10);
+  p.pid(6, "p6", 150, 0, 10);
+  p.pid(7, "smbd", 190, 0, 10);
+  p.pid(8, "p8", 100, 0, 10);
+  CpuSummary s = sampler.stop();
+  ASSERT_EQ(s.top.size(), 6u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(s.top[i].pid, 5 - i);
+    EXPECT_DOUBLE_EQ(s.top[i].cpu_limit_pct, 0);
+    EXPECT_FALSE(s.top[i].other_netns);
+  }
+  EXPECT_EQ(s.top[5].comm, "smbd");
+  EXPECT_DOUBLE_EQ(s.top[5].cpu_pct, 19);
+  EXPECT_DOUBLE_EQ(s.top[5].cpu_limit_pct, 20);
+  EXPECT_TRUE(s.top[5].other_netns);
 }
 
 TEST(CpuSampler, RealProc) {

@@ -155,6 +155,10 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
                      {"max_core_pct", r.max_core_pct},
                      {"max_core_host", r.max_core_host},
                      {"max_core_process", r.max_core_process},
+                     {"quota_host", r.quota_host},
+                     {"quota_process", r.quota_process},
+                     {"quota_cpu_pct", r.quota_cpu_pct},
+                     {"quota_limit_pct", r.quota_limit_pct},
                      {"retransmits", r.retransmits}};
     if (r.rwnd_limited_frac >= 0) row["rwnd_limited_frac"] = r.rwnd_limited_frac;
     if (r.sndbuf_limited_frac >= 0) row["sndbuf_limited_frac"] = r.sndbuf_limited_frac;

@@ -53,7 +53,8 @@ bool Lab::up_ok_ = false;
 std::string Lab::up_error_;
 
 std::string plan_text(const std::string& extra) {
-  return "[disk]\nsizes = 10MB, 32MB\ncount = 3\nsettle = 500ms\n[tcp]\nseconds = 2\ncount = 2\n" +
+  return "[disk]\nsizes = 10MB, 32MB\ncount = 3\nsettle = 500ms\n[tcp]\nseconds = 2\ncount = 2\n"
+         "[protocol]\nsizes = 10MB\ncount = 2\n" +
          extra;
 }
 
@@ -72,8 +73,15 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(query_text(db, "SELECT server FROM runs"), "cp-server");
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 4);
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2);
+  // Disk on each end, TCP each way, and the lab's four shares (ftp and smb,
+  // over RAM and from disk).
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 8);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2 + 4 * 2 * 2);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(DISTINCT layer || ':' || location) FROM stages "
+                      "WHERE layer IN ('ftp', 'smb')"),
+            4);
   // Facts as seen inside each host.
   auto doc = json::parse(r.out).as_object();
   for (const auto& h : doc.at("hosts").as_array()) {
@@ -119,7 +127,8 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
   ASSERT_EQ(up.exit_code, 0) << up.err;
   TempDir t;
   write_file(t.file("plan.ini"),
-             "[disk]\nsizes = 10MB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 3\ncount = 3\n");
+             "[disk]\nsizes = 10MB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 3\ncount = 3\n"
+             "[protocol]\nenabled = no\n");
   const std::string db = t.file("runs.db");
   RunResult r =
       chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json"});

@@ -1,0 +1,300 @@
+// Issue 3's quality bar on the built-in lab: the verdict names the layer a
+// throttle starves (smbd under a cgroup CPU quota, the server disk under a
+// blkio limit), and a broken share fails its own stage with a clear reason in
+// the database while TCP and a good share in the same run complete.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <optional>
+
+#include "lab/lab.h"
+#include "lab/layout.h"
+#include "lab/throttle.h"
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+std::string lab_dir() {
+  const char* d = std::getenv("CHOKEPOINT_LAB_DIR");
+  return d && *d ? d : "/var/lib/chokepoint-lab";
+}
+
+// What the tests need of `lab status --json`.
+struct LabInfo {
+  std::string server_ram_share, server_disk_share;  // server_dir of the ram and disk shares
+  std::string ro_share;                             // server_dir of the read-only share
+  std::string user, password_file;
+  int server_sshd_pid = 0;
+  int smbd_pid = 0;
+};
+
+class Protocols : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;
+    // Unshaped: TCP runs as fast as the machine allows, far above what the
+    // throttled layers can do.
+    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
+    up_ok_ = r.exit_code == 0;
+    up_error_ = r.err + r.out;
+  }
+  static void TearDownTestSuite() {
+    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
+  }
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+    ASSERT_NO_FATAL_FAILURE(info_ = read_info());
+  }
+  // Always, so no throttle outlives its test, even a failed one.
+  void TearDown() override {
+    if (geteuid() == 0 && up_ok_) {
+      RunResult r = chokepoint({"lab", "throttle", "--clear"}, 120);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+
+  static LabInfo read_info() {
+    LabInfo info;
+    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    if (st.exit_code != 0) return info;
+    const json::object doc = json::parse(st.out).as_object();
+    const json::object& servers = doc.at("servers").as_object();
+    for (const auto& v : servers.at("shares").as_array()) {
+      const json::object& s = v.as_object();
+      std::string& dir =
+          s.at("medium").as_string() == "ram" ? info.server_ram_share : info.server_disk_share;
+      dir = std::string(s.at("server_dir").as_string());
+    }
+    info.user = std::string(servers.at("share_user").as_string());
+    info.password_file = std::string(servers.at("share_password_file").as_string());
+    info.server_sshd_pid = static_cast<int>(doc.at("server").at("sshd_pid").to_number<int64_t>());
+    info.smbd_pid = static_cast<int>(servers.at("smbd_pid").to_number<int64_t>());
+    std::optional<lab::LabState> state = lab::load(lab_dir());
+    EXPECT_TRUE(state.has_value());
+    if (state) info.ro_share = lab::server_files(*state).ro_share;
+    EXPECT_FALSE(info.server_ram_share.empty());
+    EXPECT_FALSE(info.server_disk_share.empty());
+    EXPECT_GT(info.server_sshd_pid, 0);
+    return info;
+  }
+
+  // A [share] section for the lab's server; `password` is the key=value line
+  // naming the password source (the lab's 0600 file unless told otherwise).
+  std::string share(const std::string& name, const std::string& url, const std::string& server_dir,
+                    const std::string& medium, const std::string& password = "") const {
+    return "[share " + name + "]\nurl = " + url + "\nserver_dir = " + server_dir +
+           "\nmedium = " + medium + "\nuser = " + info_.user + "\n" +
+           (password.empty() ? "password_file = " + info_.password_file : password) + "\n";
+  }
+
+  static RunResult on_host(const std::string& host, const std::string& command) {
+    return run_command(
+        {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", host, command}, "", 60);
+  }
+
+  // Runs diagnose on the lab with `plan`; its JSON report.
+  static json::object diagnose(const TempDir& t, const std::string& plan, const std::string& db) {
+    write_file(t.file("plan.ini"), plan);
+    RunResult r = chokepoint(
+        {"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json", "-q"}, 900);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    if (r.exit_code != 0 || r.out.empty()) return {};
+    return json::parse(r.out).as_object();
+  }
+
+  static bool up_ok_;
+  static std::string up_error_;
+  LabInfo info_;
+};
+bool Protocols::up_ok_ = false;
+std::string Protocols::up_error_;
+
+const json::object* row(const json::object& doc, const std::string& key) {
+  if (!doc.contains("ladder")) return nullptr;
+  for (const auto& r : doc.at("ladder").as_array())
+    if (r.at("key").as_string() == key) return &r.as_object();
+  return nullptr;
+}
+
+double median_mbps(const json::object& doc, const std::string& key) {
+  const json::object* r = row(doc, key);
+  EXPECT_NE(r, nullptr) << "no ladder row " << key;
+  return r ? r->at("median_bytes_per_s").to_number<double>() / 1e6 : 0;
+}
+
+const json::object* finding(const json::object& doc, const std::string& path) {
+  if (!doc.contains("verdict")) return nullptr;
+  for (const auto& f : doc.at("verdict").at("findings").as_array())
+    if (f.at("path").as_string() == path) return &f.as_object();
+  return nullptr;
+}
+
+std::string str(const json::object& o, const char* key) {
+  return std::string(o.at(key).as_string());
+}
+
+// `lab throttle --smbd-cpu 20%`: smbd runs at a fifth of a core, never filling
+// one; its quota, read inside the server host, is the evidence.
+TEST_F(Protocols, StarvedSmbd) {
+  RunResult th = chokepoint({"lab", "throttle", "--smbd-cpu", "20%"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  // The server host sees smbd's cgroup and its quota, at the root namespace's
+  // paths (read-only mounts of the same hierarchies).
+  std::optional<lab::LabState> state = lab::load(lab_dir());
+  ASSERT_TRUE(state && !state->throttle.cgroups.empty());
+  const std::string dir = state->throttle.cgroups.front();
+  RunResult cg =
+      on_host("cp-server", "cat /proc/" + std::to_string(info_.smbd_pid) + "/cgroup; cat " + dir +
+                               "/cpu.cfs_quota_us " + dir + "/cpu.max 2>/dev/null; true");
+  EXPECT_NE(cg.out.find(dir.substr(lab::cgroup_root_of(dir).size())), std::string::npos)
+      << cg.out << cg.err;
+  EXPECT_NE(cg.out.find("20000"), std::string::npos) << cg.out << cg.err;
+
+  TempDir t;
+  // 400 MB files: at a 20 % quota smbd moves ~350 MB/s here, so each transfer
+  // lasts over a second; 50 MB ones end within one or two 100 ms CFS periods
+  // (smbd bursts through its quota) and under the verdict's 0.5 s minimum CPU
+  // window, so no CPU evidence would count.
+  const std::string plan =
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n" +
+      share("smb-ram", "smb://198.18.0.1/ram", info_.server_ram_share, "ram") +
+      share("ftp-ram", "ftp://198.18.0.1/ram", info_.server_ram_share, "ram");
+  const json::object doc = diagnose(t, plan, t.file("runs.db"));
+  ASSERT_FALSE(doc.empty());
+
+  const double tcp = median_mbps(doc, "tcp:server->client:send");
+  const double smb = median_mbps(doc, "smb:ram:read:400000000");
+  const double ftp = median_mbps(doc, "ftp:ram:read:400000000");
+  EXPECT_GT(tcp, 4 * smb) << "TCP " << tcp << " MB/s, SMB read " << smb << " MB/s";
+
+  const json::object* f = finding(doc, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "smb (cpu)") << str(*f, "text");
+  EXPECT_NE(str(*f, "text").find("CPU-bound on the server: smbd at "), std::string::npos)
+      << str(*f, "text");
+  EXPECT_NE(str(*f, "text").find("of its CPU quota (20 %)"), std::string::npos) << str(*f, "text");
+
+  // FTP over RAM is not held back by smbd's quota.
+  const json::object* ff = finding(doc, "ftp ram read");
+  ASSERT_NE(ff, nullptr);
+  EXPECT_EQ(str(*ff, "text").find("quota"), std::string::npos) << str(*ff, "text");
+  EXPECT_EQ(str(*ff, "text").find("smbd"), std::string::npos) << str(*ff, "text");
+  EXPECT_GT(ftp, 2 * smb) << "FTP read " << ftp << " MB/s, SMB read " << smb << " MB/s";
+}
+
+// `lab throttle --server-disk-read 50MB/s`: the disk share is held to the
+// server disk, the RAM share is not.
+TEST_F(Protocols, SlowServerDisk) {
+  RunResult th = chokepoint({"lab", "throttle", "--server-disk-read", "50MB/s"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  TempDir t;
+  const std::string plan =
+      "[disk]\nsizes = 50MB\ncount = 2\nsettle = 500ms\n[tcp]\ncount = 2\n"
+      "[protocol]\nsizes = 50MB\ncount = 3\n" +
+      share("ftp-ram", "ftp://198.18.0.1/ram", info_.server_ram_share, "ram") +
+      share("ftp-disk", "ftp://198.18.0.1/disk", info_.server_disk_share, "disk") +
+      share("smb-disk", "smb://198.18.0.1/disk", info_.server_disk_share, "disk");
+  const std::string db = t.file("runs.db");
+  const json::object doc = diagnose(t, plan, db);
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status != 'complete'"), 0)
+      << query_text(db, "SELECT error FROM stages WHERE status != 'complete'");
+
+  const json::object* f = finding(doc, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "server disk") << str(*f, "text");
+  const double disk_share = median_mbps(doc, "ftp:disk:read:50000000");
+  EXPECT_GT(disk_share, 40);
+  EXPECT_LT(disk_share, 60);
+  EXPECT_NEAR(median_mbps(doc, "disk:server:read:50000000"), 50, 10);
+  const double ram_share = median_mbps(doc, "ftp:ram:read:50000000");
+  EXPECT_GT(ram_share, 3 * disk_share) << "FTP from RAM " << ram_share << " MB/s";
+}
+
+// Each broken share alone with a good one (one share per protocol and medium
+// in a run), the broken one first: it fails its stage with its reason in the
+// database, and TCP and the good share after it still complete.
+TEST_F(Protocols, StageErrors) {
+  struct Case {
+    std::string name;
+    std::string bad;  // its [share bad] section
+    std::string good_url, good_dir;
+    std::string reason;  // in stages.error
+  };
+  const std::string smb_ram = "smb://198.18.0.1/ram", ftp_ram = "ftp://198.18.0.1/ram";
+  ASSERT_EQ(setenv("CP_TEST_WRONG_PASSWORD", "wrong", 1), 0);
+
+  // A full disk: a 4 MiB tmpfs inside the server host's ram share, in its
+  // mount namespace only (vsftpd serves it as ram/cp-full).
+  const std::string full = info_.server_ram_share + "/cp-full";
+  const std::string ns = std::to_string(info_.server_sshd_pid);
+  RunResult mk = run_command({"nsenter", "-t", ns, "-m", "--", "sh", "-c",
+                              "mkdir -p \"$1\" && mount -t tmpfs -o size=4m,mode=0777 cp-full "
+                              "\"$1\"",
+                              "cp-test", full});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  struct Unmount {
+    std::string ns, dir;
+    ~Unmount() {
+      run_command({"nsenter", "-t", ns, "-m", "--", "sh", "-c", "umount \"$1\" && rmdir \"$1\"",
+                   "cp-test", dir});
+    }
+  } unmount{ns, full};
+
+  const std::vector<Case> cases = {
+      {"wrong password",
+       share("bad", smb_ram, info_.server_ram_share, "ram",
+             "password_env = CP_TEST_WRONG_PASSWORD"),
+       ftp_ram, info_.server_ram_share, "NT_STATUS_LOGON_FAILURE"},
+      {"unknown share", share("bad", "smb://198.18.0.1/nope", info_.server_ram_share, "ram"),
+       ftp_ram, info_.server_ram_share, "has no share or directory 'nope'"},
+      {"closed port", share("bad", "ftp://198.18.0.1:2999/ram", info_.server_ram_share, "ram"),
+       smb_ram, info_.server_ram_share, "cannot connect to the FTP server at 198.18.0.1:2999"},
+      {"read-only share",
+       share("bad", std::string("smb://198.18.0.1/") + lab::kReadOnlyShare, info_.ro_share, "ram"),
+       ftp_ram, info_.server_ram_share, "refused to write"},
+      {"full disk", share("bad", ftp_ram + "/cp-full", full, "ram"), smb_ram,
+       info_.server_ram_share, "not enough space"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    TempDir t;
+    const std::string plan =
+        "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 1\n[protocol]\nsizes = 10MB\n"
+        "count = 1\n" +
+        c.bad + share("good", c.good_url, c.good_dir, "ram");
+    const std::string db = t.file("runs.db");
+    diagnose(t, plan, db);  // its exit status is checked there
+    EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
+    const std::string where = "json_extract(params_json, '$.share') = ";
+    EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE " + where + "'bad'"), "failed");
+    const std::string error = query_text(db, "SELECT error FROM stages WHERE " + where + "'bad'");
+    EXPECT_NE(error.find(c.reason), std::string::npos) << error;
+    // The reason comes with its fix.
+    EXPECT_NE(error.find("fix: "), std::string::npos) << error;
+    EXPECT_EQ(query_int(db,
+                        "SELECT count(*) FROM stages WHERE layer = 'tcp' AND status = "
+                        "'complete'"),
+              2);
+    EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE " + where + "'good'"), "complete")
+        << query_text(db, "SELECT error FROM stages WHERE " + where + "'good'");
+    EXPECT_EQ(query_int(db,
+                        "SELECT count(*) FROM samples WHERE error = '' AND stage_id IN "
+                        "(SELECT id FROM stages WHERE " +
+                            where + "'good')"),
+              2);
+  }
+  unsetenv("CP_TEST_WRONG_PASSWORD");
+}
+
+}  // namespace
+}  // namespace cp::itest
