@@ -1,7 +1,7 @@
 // The null driver: tests the transfer framework without a network. Reads
 // yield the size the caller expects (else the `size` option, default 1 MiB)
-// of a fixed pattern; writes are counted and discarded. Like fio's null engine, it measures only the
-// framework's own cost.
+// of a fixed pattern; writes are counted and discarded. Like fio's null engine, it measures only
+// the framework's own cost.
 #include <fmt/format.h>
 
 #include <algorithm>
