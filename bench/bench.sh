@@ -45,7 +45,7 @@ echo "chokepoint benchmark: lab at rate $RATE, $ROUNDS rounds, $(date -u +%FT%TZ
 ip netns exec cp-server iperf3 -s -B 198.18.0.1 -p 5299 >/dev/null 2>&1 &
 IPERF_PID=$!
 sleep 1
-printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\n' >"$WORK/tcp.ini"
+printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\n[protocol]\nenabled = no\n' >"$WORK/tcp.ini"
 declare -a ip_down ip_up our_down our_up
 for ((i = 0; i < ROUNDS; i++)); do
   ip_down+=("$(ip netns exec cp-client iperf3 -c 198.18.0.1 -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
@@ -55,6 +55,7 @@ for ((i = 0; i < ROUNDS; i++)); do
   our_up+=("$(ours_row "$WORK/tcp.json" 'tcp:client->server:send')")
 done
 kill "$IPERF_PID"; IPERF_PID=
+echo "  per round, bytes/s: iperf3 down ${ip_down[*]}; ours ${our_down[*]}; iperf3 up ${ip_up[*]}; ours ${our_up[*]}"
 for dir in down up; do
   if [ $dir = down ]; then p=$(median "${ip_down[@]}"); o=$(median "${our_down[@]}"); label="server -> client";
   else p=$(median "${ip_up[@]}"); o=$(median "${our_up[@]}"); label="client -> server"; fi
@@ -65,7 +66,7 @@ done
 # --- Disk: fio vs our disk stage on the server host's disk ---------------------
 SIZE_MB=1024
 SETTLE=3  # s between writing and reading, for both tools (the disk stage's default)
-printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
+printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
 declare -a fio_w fio_r our_w our_r
 for ((i = 0; i < ROUNDS; i++)); do
   if ((i % 2)); then  # alternate which tool goes first
@@ -82,6 +83,7 @@ for ((i = 0; i < ROUNDS; i++)); do
     our_r+=("$(ours_row "$WORK/disk.json" "disk:server:read:$((SIZE_MB << 20))")")
   fi
 done
+echo "  per round, bytes/s: fio write ${fio_w[*]}; ours ${our_w[*]}; fio read ${fio_r[*]}; ours ${our_r[*]}"
 for op in write read; do
   if [ $op = write ]; then p=$(median "${fio_w[@]}"); o=$(median "${our_w[@]}");
   else p=$(median "${fio_r[@]}"); o=$(median "${our_r[@]}"); fi
@@ -94,8 +96,8 @@ for role in server client; do
   kb=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(h['facts']['agent_max_rss_kb'] for h in d['hosts'] if h['role']==sys.argv[2]))" "$WORK/disk.json" $role)
   printf 'agent peak RSS (%s, 1 GiB files, 1 MiB blocks): %.1f MiB (target < 32)\n' $role "$(python3 -c "print($kb/1024)")"
 done
-printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n' 5 >"$WORK/few.ini"
-printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n' 500 >"$WORK/many.ini"
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' 5 >"$WORK/few.ini"
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' 500 >"$WORK/many.ini"
 for n in few many; do
   /usr/bin/time -f '%M' -o "$WORK/rss.$n" $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/$n.ini" -q >/dev/null
 done
