@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/mountinfo.h"
 
 namespace cp::lab {
 namespace json = boost::json;
@@ -241,54 +242,29 @@ std::vector<std::string_view> fields(std::string_view s, char sep) {
   return out;
 }
 
-// mountinfo writes space, tab, newline and backslash as \ooo.
-std::string unescape_octal(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<CgroupMount> host_cgroup_mounts(std::string_view mountinfo) {
   const std::string dir = kCgroupDir;
   std::vector<CgroupMount> out;
   bool dir_is_cgroup = false;
-  for (std::string_view line : fields(mountinfo, '\n')) {
-    // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS"
-    const std::vector<std::string_view> f = fields(line, ' ');
-    size_t dash = 0;
-    for (size_t i = 6; i < f.size(); ++i) {
-      if (f[i] == "-") {
-        dash = i;
-        break;
-      }
-    }
-    if (dash == 0 || dash + 3 >= f.size()) continue;
-    const std::string_view fstype = f[dash + 1];
+  for (const MountInfoLine& line : parse_mountinfo(mountinfo)) {
+    const std::string& fstype = line.fstype;
     if (fstype != "cgroup" && fstype != "cgroup2") continue;
     // Only the hierarchies' roots: a bind of a sub-cgroup elsewhere adds nothing.
-    if (f[3] != "/") continue;
-    const std::string point = unescape_octal(f[4]);
+    if (line.root != "/") continue;
+    const std::string& point = line.mount_point;
     if (point != dir && !starts_with_dir(point, dir)) continue;
     // Mount points are passed as arguments, but keep to plain names all the same.
     if (point.find_first_of(" \t\n\\") != std::string::npos) continue;
     std::string options = "ro,nosuid,nodev,noexec";
-    for (std::string_view opt : fields(f[dash + 3], ',')) {
+    for (std::string_view opt : split_nonempty(line.super_options, ',')) {
       if (opt == "rw" || opt == "ro" || opt.rfind("release_agent=", 0) == 0) continue;
       options += ",";
       options += opt;
     }
     if (point == dir) dir_is_cgroup = true;
-    out.push_back({std::string(fstype), options, point});
+    out.push_back({fstype, options, point});
   }
   if (out.empty()) return out;
   if (dir_is_cgroup) {

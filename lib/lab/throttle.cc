@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/mountinfo.h"
 #include "core/units.h"
 #include "lab/layout.h"
 #include "lab/sys.h"
@@ -58,22 +59,12 @@ std::string bps_text(uint64_t bps) { return bps ? std::to_string(bps) : "max"; }
 
 CgroupLayout parse_cgroup_layout(std::string_view mountinfo, std::string_view v2_controllers) {
   CgroupLayout l;
-  for (std::string_view line : split(mountinfo, '\n')) {
-    const std::vector<std::string_view> f = split(line, ' ');
-    size_t dash = 0;
-    for (size_t i = 6; i < f.size(); ++i) {
-      if (f[i] == "-") {
-        dash = i;
-        break;
-      }
-    }
-    if (dash == 0 || dash + 1 >= f.size()) continue;
-    const std::string_view fstype = f[dash + 1];
-    const std::string mount_point(f[4]);
-    if (fstype == "cgroup2") {
+  for (const MountInfoLine& line : parse_mountinfo(mountinfo)) {
+    const std::string& mount_point = line.mount_point;
+    if (line.fstype == "cgroup2") {
       if (l.v2.empty()) l.v2 = mount_point;
-    } else if (fstype == "cgroup" && dash + 3 < f.size()) {
-      for (std::string_view opt : split(f[dash + 3], ',')) {
+    } else if (line.fstype == "cgroup") {
+      for (std::string_view opt : split_nonempty(line.super_options, ',')) {
         if (opt == "cpu" && l.cpu_v1.empty()) l.cpu_v1 = mount_point;
         if (opt == "blkio" && l.blkio_v1.empty()) l.blkio_v1 = mount_point;
       }

@@ -16,6 +16,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/mountinfo.h"
 #include "probe/text_file.h"
 
 namespace cp::probe {
@@ -99,21 +100,6 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
     if (end == std::string_view::npos) end = s.size();
     out.push_back(s.substr(start, end - start));
     start = end + 1;
-  }
-  return out;
-}
-
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape_octal(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
   }
   return out;
 }
@@ -202,28 +188,17 @@ class CgroupLimits {
 
 std::vector<CgroupMount> parse_cgroup_mounts(std::string_view mountinfo) {
   std::vector<CgroupMount> out;
-  for (std::string_view line : split(mountinfo, '\n')) {
-    // "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS"
-    const std::vector<std::string_view> f = split_ws(line);
-    size_t dash = 0;
-    for (size_t i = 6; i < f.size(); ++i) {
-      if (f[i] == "-") {
-        dash = i;
-        break;
-      }
-    }
-    if (dash == 0 || dash + 1 >= f.size()) continue;
-    const std::string_view fstype = f[dash + 1];
-    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+  for (const MountInfoLine& line : parse_mountinfo(mountinfo)) {
+    if (line.fstype != "cgroup" && line.fstype != "cgroup2") continue;
     CgroupMount m;
-    m.root = unescape_octal(f[3]);
-    m.mount_point = unescape_octal(f[4]);
+    m.root = line.root;
+    m.mount_point = line.mount_point;
     while (m.mount_point.size() > 1 && m.mount_point.back() == '/') m.mount_point.pop_back();
     if (m.mount_point == "/") m.mount_point.clear();  // files are <mount_point>/<rel>
-    m.v2 = fstype == "cgroup2";
-    if (!m.v2 && dash + 3 < f.size()) {
-      for (std::string_view opt : split(f[dash + 3], ',')) {
-        if (!opt.empty() && opt != "rw" && opt != "ro") m.controllers.emplace_back(opt);
+    m.v2 = line.fstype == "cgroup2";
+    if (!m.v2) {
+      for (std::string_view opt : split_nonempty(line.super_options, ',')) {
+        if (opt != "rw" && opt != "ro") m.controllers.emplace_back(opt);
       }
     }
     out.push_back(std::move(m));

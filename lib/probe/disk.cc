@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mountinfo.h"
 
 namespace cp::probe {
 namespace {
@@ -287,22 +288,6 @@ FsSpace fs_space(const std::string& path) {
 
 namespace {
 
-// Mount points in mountinfo escape space, tab, newline and backslash as \ooo.
-std::string unescape_octal(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
-        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 bool path_under(const std::string& path, const std::string& mount_point) {
   if (mount_point == "/") return !path.empty() && path[0] == '/';
   if (path.compare(0, mount_point.size(), mount_point) != 0) return false;
@@ -362,37 +347,14 @@ MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_
   MountEntry best;
   bool best_dev = false;
   const std::string want_dev = fmt::format("{}:{}", major(dev), minor(dev));
-  size_t pos = 0;
-  while (pos < mountinfo.size()) {
-    size_t eol = mountinfo.find('\n', pos);
-    if (eol == std::string_view::npos) eol = mountinfo.size();
-    std::string_view line = mountinfo.substr(pos, eol - pos);
-    pos = eol + 1;
-    // id parent major:minor root mount_point options [optional...] - fstype source super
-    std::vector<std::string_view> f;
-    size_t i = 0;
-    while (i < line.size()) {
-      size_t j = line.find(' ', i);
-      if (j == std::string_view::npos) j = line.size();
-      if (j > i) f.push_back(line.substr(i, j - i));
-      i = j + 1;
-    }
-    size_t sep = 0;
-    for (size_t k = 6; k < f.size(); ++k) {
-      if (f[k] == "-") {
-        sep = k;
-        break;
-      }
-    }
-    if (f.size() < 6 || sep == 0 || sep + 1 >= f.size()) continue;
-    std::string mount_point = unescape_octal(f[4]);
-    if (!path_under(real_path, mount_point)) continue;
-    const bool dev_match = f[2] == want_dev;
+  for (MountInfoLine& m : parse_mountinfo(mountinfo)) {
+    if (!path_under(real_path, m.mount_point)) continue;
+    const bool dev_match = m.dev == want_dev;
     if (best.mount_point.empty() || (dev_match && !best_dev) ||
-        (dev_match == best_dev && mount_point.size() >= best.mount_point.size())) {
-      best.mount_point = std::move(mount_point);
-      best.fs_type = std::string(f[sep + 1]);
-      best.source = sep + 2 < f.size() ? unescape_octal(f[sep + 2]) : std::string();
+        (dev_match == best_dev && m.mount_point.size() >= best.mount_point.size())) {
+      best.mount_point = std::move(m.mount_point);
+      best.fs_type = std::move(m.fstype);
+      best.source = std::move(m.source);
       best_dev = dev_match;
     }
   }

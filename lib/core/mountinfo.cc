@@ -1,0 +1,56 @@
+#include "core/mountinfo.h"
+
+namespace cp {
+
+std::vector<std::string_view> split_nonempty(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find(sep, start);
+    if (end == std::string_view::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string unescape_mountinfo(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::vector<MountInfoLine> parse_mountinfo(std::string_view text) {
+  std::vector<MountInfoLine> out;
+  for (std::string_view line : split_nonempty(text, '\n')) {
+    const std::vector<std::string_view> f = split_nonempty(line, ' ');
+    size_t dash = 0;
+    for (size_t i = 6; i < f.size(); ++i) {
+      if (f[i] == "-") {
+        dash = i;
+        break;
+      }
+    }
+    if (dash == 0 || dash + 1 >= f.size()) continue;
+    MountInfoLine m;
+    m.dev = std::string(f[2]);
+    m.root = unescape_mountinfo(f[3]);
+    m.mount_point = unescape_mountinfo(f[4]);
+    m.options = std::string(f[5]);
+    m.fstype = std::string(f[dash + 1]);
+    if (dash + 2 < f.size()) m.source = unescape_mountinfo(f[dash + 2]);
+    if (dash + 3 < f.size()) m.super_options = std::string(f[dash + 3]);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace cp

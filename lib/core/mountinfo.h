@@ -1,0 +1,31 @@
+// /proc/PID/mountinfo, parsed once for everyone who needs it (the disk
+// probe's mount lookup, CPU quotas, the lab's cgroup mounts and throttles).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cp {
+
+struct MountInfoLine {
+  std::string dev;            // "MAJ:MIN"
+  std::string root;           // the mounted subtree of the filesystem ("/" for all of it)
+  std::string mount_point;    // where it is mounted
+  std::string options;        // per-mount options ("rw,relatime")
+  std::string fstype;         // "ext4", "cgroup", "cgroup2", ...
+  std::string source;         // "/dev/vda", "tmpfs", ...
+  std::string super_options;  // per-superblock options ("rw,cpu,cpuacct")
+};
+
+// "ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER"
+// per line; paths unescaped (\040 is a space). Malformed lines are skipped.
+std::vector<MountInfoLine> parse_mountinfo(std::string_view text);
+
+// mountinfo writes space, tab, newline and backslash as \ooo.
+std::string unescape_mountinfo(std::string_view s);
+
+// The non-empty pieces of `s` between `sep`s ("rw,cpu" -> {"rw", "cpu"}).
+std::vector<std::string_view> split_nonempty(std::string_view s, char sep);
+
+}  // namespace cp
