@@ -230,18 +230,6 @@ namespace {
   "  shift 3\n"                                                                             \
   "done\n"
 
-std::vector<std::string_view> fields(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string_view::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<CgroupMount> host_cgroup_mounts(std::string_view mountinfo) {
