@@ -18,6 +18,7 @@
 #include "transfer/testing/afp_capture.h"
 #include "transfer/testing/afp_replay_peer.h"
 #include "transfer/testing/afp_test_server.h"
+#include "transfer/testing/error_of.h"
 #include "transfer/testing/pcap.h"
 
 namespace cp::transfer::afp {
@@ -28,16 +29,7 @@ using testing::AfpTestServer;
 using testing::ReplayPeer;
 using testing::TestServerConfig;
 
-std::string error_of(const std::function<void()>& f, ErrorKind kind) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::error_of;
 
 // --- URL, options, error texts ------------------------------------------------
 

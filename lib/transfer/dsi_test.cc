@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "transfer/testing/afp_capture.h"
+#include "transfer/testing/error_of.h"
 
 namespace cp::transfer::dsi {
 namespace {
@@ -71,16 +72,7 @@ Pair make_pair(ConnectionConfig config = {}) {
           std::make_unique<FakeServer>(sv[1])};
 }
 
-std::string error_of(const std::function<void()>& f, ErrorKind kind) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing::error_of;
 
 TEST(DsiFraming, HeaderRoundTripAndChecks) {
   Header h;
