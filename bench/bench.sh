@@ -63,37 +63,57 @@ for dir in down up; do
     "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
 done
 
-# --- Disk: fio vs our disk stage on the server host's disk ---------------------
+# --- Disk: fio vs our disk stage ---------------------------------------------
 SIZE_MB=1024
 SETTLE=3  # s between writing and reading, for both tools (the disk stage's default)
-printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
-declare -a fio_w fio_r our_w our_r
-for ((i = 0; i < ROUNDS; i++)); do
-  if ((i % 2)); then  # alternate which tool goes first
-    $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q >"$WORK/disk.json"
-    our_w+=("$(ours_row "$WORK/disk.json" "disk:server:write:$((SIZE_MB << 20))")")
-    our_r+=("$(ours_row "$WORK/disk.json" "disk:server:read:$((SIZE_MB << 20))")")
-  fi
-  out=$("${SSH[@]}" cp-server "fio --name=bench --directory=$DISK_DIR --filename=fio-bench.$i --rw=write --bs=1M --direct=1 --size=${SIZE_MB}M --end_fsync=1 --output-format=json && sleep $SETTLE && fio --name=bench --directory=$DISK_DIR --filename=fio-bench.$i --rw=read --bs=1M --direct=1 --size=${SIZE_MB}M --output-format=json; rm -f $DISK_DIR/fio-bench.$i")
-  fio_w+=("$(echo "$out" | python3 -c 'import json,sys; t=sys.stdin.read(); a=t.index("{"); d=json.JSONDecoder().raw_decode(t[a:])[0]; print(d["jobs"][0]["write"]["bw_bytes"])')")
-  fio_r+=("$(echo "$out" | python3 -c 'import json,sys; t=sys.stdin.read(); b=t.rindex("\"fio version\""); a=t.rindex("{",0,b); d=json.JSONDecoder().raw_decode(t[a:])[0]; print(d["jobs"][0]["read"]["bw_bytes"])')")
-  if ((i % 2 == 0)); then
-    $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q >"$WORK/disk.json"
-    our_w+=("$(ours_row "$WORK/disk.json" "disk:server:write:$((SIZE_MB << 20))")")
-    our_r+=("$(ours_row "$WORK/disk.json" "disk:server:read:$((SIZE_MB << 20))")")
-  fi
-done
-echo "  per round, bytes/s: fio write ${fio_w[*]}; ours ${our_w[*]}; fio read ${fio_r[*]}; ours ${our_r[*]}"
-for op in write read; do
-  if [ $op = write ]; then p=$(median "${fio_w[@]}"); o=$(median "${our_w[@]}");
-  else p=$(median "${fio_r[@]}"); o=$(median "${our_r[@]}"); fi
-  printf 'disk %-5s %s MiB     fio %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$op" "$SIZE_MB" \
-    "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
-done
+KEY_W="disk:server:write:$((SIZE_MB << 20))"
+KEY_R="disk:server:read:$((SIZE_MB << 20))"
 
-# --- Disk on a RAM-backed loop device: the same comparison without the host's
-# cache noise (the lab's disks are files on the VM's disk). ext4 on a loop
-# device whose image lives in a tmpfs; both tools run here, no SSH.
+# disk_rounds LABEL OURS FIO: ROUNDS rounds, alternating which tool goes
+# first; OURS prints a diagnose --json document, FIO ROUND prints the
+# write and read bytes/s of one fio write job and one read job.
+disk_rounds() {
+  local label=$1 ours=$2 fio=$3 i w r
+  local -a fw=() fr=() ow=() orr=()
+  our_round() {
+    "$ours" >"$WORK/disk.json"
+    ow+=("$(ours_row "$WORK/disk.json" "$KEY_W")")
+    orr+=("$(ours_row "$WORK/disk.json" "$KEY_R")")
+  }
+  for ((i = 0; i < ROUNDS; i++)); do
+    if ((i % 2)); then our_round; fi
+    read -r w r < <("$fio" "$i")
+    fw+=("$w")
+    fr+=("$r")
+    if ((i % 2 == 0)); then our_round; fi
+  done
+  echo "  per round, bytes/s: fio write ${fw[*]}; ours ${ow[*]}; fio read ${fr[*]}; ours ${orr[*]}"
+  local op p o
+  for op in write read; do
+    if [ $op = write ]; then p=$(median "${fw[@]}"); o=$(median "${ow[@]}");
+    else p=$(median "${fr[@]}"); o=$(median "${orr[@]}"); fi
+    printf 'disk %-5s %s MiB, %-17s fio %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$op" \
+      "$SIZE_MB" "$label" "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" \
+      "$(ratio "$o" "$p")"
+  done
+}
+
+# fio's write job, SETTLE seconds, its read job, on FILE; prints "write read" bytes/s.
+FIO_PAIR='f=$1; fio --name=bench --filename="$f" --rw=write --bs=1M --direct=1 --size=$2M --end_fsync=1 --output-format=terse --terse-version=3 | cut -d";" -f48; sleep $3; fio --name=bench --filename="$f" --rw=read --bs=1M --direct=1 --size=$2M --output-format=terse --terse-version=3 | cut -d";" -f7; rm -f "$f"'
+fio_kib_to_bytes() { python3 -c 'import sys; v=sys.stdin.read().split(); print(int(v[0])*1024, int(v[1])*1024)'; }
+
+# 1. The lab server's disk, through the agent over SSH.
+printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
+ours_lab() { $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q; }
+fio_lab() {
+  "${SSH[@]}" cp-server sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" |
+    fio_kib_to_bytes
+}
+disk_rounds "lab server disk" ours_lab fio_lab
+
+# 2. A RAM-backed loop device: the same comparison without the host's cache
+# noise (the lab's disks are files on the VM's disk). ext4 on a loop device
+# whose image lives in a tmpfs; both tools run here, no SSH.
 RAMDISK="$WORK/ramdisk"
 mkdir -p "$RAMDISK/img" "$RAMDISK/fs"
 mount -t tmpfs -o size=2600m chokepoint-bench "$RAMDISK/img"
@@ -109,32 +129,11 @@ cleanup_ramdisk() {
 trap 'cleanup_ramdisk; cleanup' EXIT
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$LOOP"
 mount "$LOOP" "$RAMDISK/fs"
-printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\ncount = 1\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' \
-  "$RAMDISK/fs" "$RAMDISK/fs" "$SIZE_MB" >"$WORK/ramdisk.ini"
-declare -a rfio_w rfio_r rour_w rour_r
-for ((i = 0; i < ROUNDS; i++)); do
-  if ((i % 2)); then
-    $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q >"$WORK/rd.json"
-    rour_w+=("$(ours_row "$WORK/rd.json" "disk:server:write:$((SIZE_MB << 20))")")
-    rour_r+=("$(ours_row "$WORK/rd.json" "disk:server:read:$((SIZE_MB << 20))")")
-  fi
-  f="$RAMDISK/fs/fio-bench.$i"
-  rfio_w+=("$(fio --name=bench --filename="$f" --rw=write --bs=1M --direct=1 --size=${SIZE_MB}M --end_fsync=1 --output-format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["write"]["bw_bytes"])')")
-  rfio_r+=("$(fio --name=bench --filename="$f" --rw=read --bs=1M --direct=1 --size=${SIZE_MB}M --output-format=json | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"])')")
-  rm -f "$f"
-  if ((i % 2 == 0)); then
-    $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q >"$WORK/rd.json"
-    rour_w+=("$(ours_row "$WORK/rd.json" "disk:server:write:$((SIZE_MB << 20))")")
-    rour_r+=("$(ours_row "$WORK/rd.json" "disk:server:read:$((SIZE_MB << 20))")")
-  fi
-done
-echo "  per round, bytes/s: fio write ${rfio_w[*]}; ours ${rour_w[*]}; fio read ${rfio_r[*]}; ours ${rour_r[*]}"
-for op in write read; do
-  if [ $op = write ]; then p=$(median "${rfio_w[@]}"); o=$(median "${rour_w[@]}");
-  else p=$(median "${rfio_r[@]}"); o=$(median "${rour_r[@]}"); fi
-  printf 'disk %-5s %s MiB, RAM-backed loop   fio %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$op" "$SIZE_MB" \
-    "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
-done
+printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' \
+  "$RAMDISK/fs" "$RAMDISK/fs" "$SIZE_MB" "$SETTLE" >"$WORK/ramdisk.ini"
+ours_ram() { $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q; }
+fio_ram() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" | fio_kib_to_bytes; }
+disk_rounds "RAM-backed loop" ours_ram fio_ram
 
 # --- Memory ------------------------------------------------------------------
 for role in server client; do
