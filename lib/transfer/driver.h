@@ -70,7 +70,8 @@ class Driver {
   virtual std::string name() const = 0;
   virtual Capabilities capabilities() const = 0;
   // Connects and logs in. Errors say what failed and how to fix it (bad
-  // login, unknown share, closed port, ...).
+  // login, unknown share, closed port, ...). `cancel` must outlive the
+  // session: drivers may keep it to abandon waits (the agent passes its own).
   virtual std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) = 0;
 };
 
