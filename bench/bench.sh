@@ -117,8 +117,9 @@ disk_rounds "lab server disk" ours_lab fio_lab
 RAMDISK="$WORK/ramdisk"
 mkdir -p "$RAMDISK/img" "$RAMDISK/fs"
 mount -t tmpfs -o size=2600m chokepoint-bench "$RAMDISK/img"
-# Written in full first: a sparse image would charge whichever tool writes a
-# region first with tmpfs's page allocation (measured: 0.4 vs 2.5 GB/s).
+# Written in full first, so tmpfs's page allocation is not charged to
+# whichever tool writes a region first. Single rounds still have outliers
+# (seen: a first write at 0.53 GB/s beside fio's 2.8), hence medians of several.
 dd if=/dev/zero of="$RAMDISK/img/disk.img" bs=1M count=2500 status=none
 LOOP=$(losetup --direct-io=on --find --show "$RAMDISK/img/disk.img")
 cleanup_ramdisk() {
