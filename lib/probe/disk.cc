@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/mountinfo.h"
+#include "probe/io_buffer.h"
 
 namespace cp::probe {
 namespace {
@@ -58,25 +59,6 @@ void check_block(uint32_t block) {
                 "use a block size such as 1MiB");
   }
 }
-
-// One page-aligned buffer, allocated once per probe (O_DIRECT needs the alignment).
-class AlignedBuffer {
- public:
-  explicit AlignedBuffer(size_t size) : size_(size) {
-    void* p = nullptr;
-    if (posix_memalign(&p, kDiskAlign, size) != 0 || p == nullptr) throw std::bad_alloc();
-    data_ = static_cast<unsigned char*>(p);
-  }
-  ~AlignedBuffer() { std::free(data_); }
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  unsigned char* data() { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  unsigned char* data_ = nullptr;
-  size_t size_;
-};
 
 // Closes the descriptor and, unless released, removes the file (disk_write's cleanup
 // after a cancel or an error).
@@ -166,7 +148,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
                       const CancelToken& cancel, const Progress& progress, bool allow_direct) {
   check_block(block);
   cancel.check();
-  AlignedBuffer buf(block);
+  IoBuffer buf(block);
   const uint64_t nonce =
       static_cast<uint64_t>(wall_seconds() * 1e9) ^ std::hash<std::string>{}(path);
   fill_random(buf.data(), buf.size(), nonce);
@@ -236,7 +218,7 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
                      const Progress& progress, bool allow_direct) {
   check_block(block);
   cancel.check();
-  AlignedBuffer buf(block);
+  IoBuffer buf(block);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw io_error("cannot open", path, errno);
   FileGuard file(fd, path, /*remove=*/false);

@@ -1,0 +1,81 @@
+#include "probe/io_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace cp::probe {
+namespace {
+
+uintptr_t address(IoBuffer& b) { return reinterpret_cast<uintptr_t>(b.data()); }
+
+// The kernel's THP mode: "always", "madvise", "never", or "" without THP support.
+std::string thp_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  const size_t open = line.find('['), close = line.find(']');
+  if (open == std::string::npos || close == std::string::npos) return "";
+  return line.substr(open + 1, close - open - 1);
+}
+
+TEST(IoBuffer, SmallBuffersArePageAlignedAndZeroed) {
+  for (size_t size : {size_t{4096}, size_t{12288}, size_t{256} << 10}) {
+    IoBuffer b(size);
+    EXPECT_EQ(b.size(), size);
+    EXPECT_EQ(address(b) % 4096, 0u) << size;
+    EXPECT_FALSE(b.huge_advised()) << size;
+    for (size_t i = 0; i < size; i += 1000) ASSERT_EQ(b.data()[i], 0) << i;
+    std::memset(b.data(), 0xA5, size);  // all of it is writable
+  }
+}
+
+TEST(IoBuffer, LargeBuffersStartOnAHugePageBoundary) {
+  for (size_t size : {kHugePage / 2, size_t{1} << 20, kHugePage, 3 * kHugePage + 4096}) {
+    IoBuffer b(size);
+    EXPECT_EQ(b.size(), size);
+    EXPECT_EQ(address(b) % kHugePage, 0u) << size;
+    EXPECT_EQ(b.data()[size - 1], 0) << size;
+    std::memset(b.data(), 0x5A, size);
+  }
+}
+
+TEST(IoBuffer, HugePageAdviceIsTakenWhereTheKernelHasThp) {
+  const std::string mode = thp_mode();
+  if (mode.empty()) GTEST_SKIP() << "this kernel has no transparent huge pages";
+  IoBuffer b(size_t{1} << 20);
+  // madvise(MADV_HUGEPAGE) succeeds whatever the mode, when THP is built in.
+  EXPECT_TRUE(b.huge_advised()) << "THP mode " << mode;
+}
+
+// Virtual memory of this process, KiB (VmSize in /proc/self/status).
+long vm_size_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::stol(line.substr(7));
+  }
+  return -1;
+}
+
+TEST(IoBuffer, MapsOnlyWhatItUsesAndUnmapsIt) {
+  const long before = vm_size_kib();
+  ASSERT_GT(before, 0);
+  {
+    IoBuffer b(size_t{1} << 20);
+    // One huge page: the alignment slack was given back.
+    EXPECT_EQ(vm_size_kib() - before, static_cast<long>(kHugePage >> 10));
+  }
+  EXPECT_EQ(vm_size_kib(), before);
+  {
+    IoBuffer b(12288);
+    EXPECT_EQ(vm_size_kib() - before, 12);
+  }
+  EXPECT_EQ(vm_size_kib(), before);
+}
+
+}  // namespace
+}  // namespace cp::probe
