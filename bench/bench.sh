@@ -99,7 +99,8 @@ disk_rounds() {
 }
 
 # fio's write job, SETTLE seconds, its read job, on FILE; prints "write read" bytes/s.
-FIO_PAIR='f=$1; fio --name=bench --filename="$f" --rw=write --bs=1M --direct=1 --size=$2M --end_fsync=1 --output-format=terse --terse-version=3 | cut -d";" -f48; sleep $3; fio --name=bench --filename="$f" --rw=read --bs=1M --direct=1 --size=$2M --output-format=terse --terse-version=3 | cut -d";" -f7; rm -f "$f"'
+# Arguments: FILE SIZE_MB SETTLE [EXTRA_FIO_OPTION].
+FIO_PAIR='f=$1; fio --name=bench --filename="$f" --rw=write --bs=1M --direct=1 --size=$2M --end_fsync=1 ${4:+"$4"} --output-format=terse --terse-version=3 | cut -d";" -f48; sleep $3; fio --name=bench --filename="$f" --rw=read --bs=1M --direct=1 --size=$2M ${4:+"$4"} --output-format=terse --terse-version=3 | cut -d";" -f7; rm -f "$f"'
 fio_kib_to_bytes() { python3 -c 'import sys; v=sys.stdin.read().split(); print(int(v[0])*1024, int(v[1])*1024)'; }
 
 # 1. The lab server's disk, through the agent over SSH.
@@ -135,6 +136,21 @@ printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\
 ours_ram() { $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q; }
 fio_ram() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" | fio_kib_to_bytes; }
 disk_rounds "RAM-backed loop" ours_ram fio_ram
+
+# 3. The same with fio's buffer on a huge page too (--iomem=shmhuge), as ours is
+# (lib/probe/io_buffer.h): both tools then pin one page per 1 MiB request, and
+# what is left is the loops themselves. hugetlb pages are reserved for it and
+# the setting restored.
+HUGEPAGES_WAS=$(cat /proc/sys/vm/nr_hugepages)
+trap 'echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages; cleanup_ramdisk; cleanup' EXIT
+echo $((HUGEPAGES_WAS + 4)) >/proc/sys/vm/nr_hugepages
+if (($(cat /proc/sys/vm/nr_hugepages) >= HUGEPAGES_WAS + 2)); then
+  fio_ram_huge() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" --iomem=shmhuge | fio_kib_to_bytes; }
+  disk_rounds "RAM-backed, fio huge" ours_ram fio_ram_huge
+else
+  echo "  (no hugetlb pages could be reserved: fio-on-huge-pages control skipped)"
+fi
+echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages
 
 # --- Memory ------------------------------------------------------------------
 for role in server client; do

@@ -288,9 +288,10 @@ json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelTo
                                               "not '{}'",
                                               op));
   }
-  return {{"bytes", r.bytes},   {"seconds", r.seconds},
-          {"direct", r.direct}, {"cache_possible", r.cache_possible},
-          {"method", r.method}, {"cpu", cpu_json(cpu.stop())}};
+  return {{"bytes", r.bytes},           {"seconds", r.seconds},
+          {"direct", r.direct},         {"cache_possible", r.cache_possible},
+          {"method", r.method},         {"huge_page", r.huge_page},
+          {"cpu", cpu_json(cpu.stop())}};
 }
 
 json::object Agent::do_tcp_listen(const json::object& req) {

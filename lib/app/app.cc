@@ -236,7 +236,9 @@ int diagnose(const std::vector<std::string>& args) {
   }
   pipeline::Plan base;
   std::optional<lab::LabState> lab_state;
-  remote::EndpointSpec server_spec{"server"}, client_spec{"client"};
+  remote::EndpointSpec server_spec, client_spec;
+  server_spec.role = "server";
+  client_spec.role = "client";
   if (vm.count("ssh-config")) {
     server_spec.ssh_config = client_spec.ssh_config = vm["ssh-config"].as<std::string>();
   }
@@ -257,8 +259,10 @@ int diagnose(const std::vector<std::string>& args) {
     server_spec.host = lab->server.alias;
     client_spec.host = lab->client.alias;
     server_spec.ssh_config = client_spec.ssh_config = lab->ssh_config;
-    base.server = {lab->server.ram_dir, lab->server.disk_dir};
-    base.client = {lab->client.ram_dir, lab->client.disk_dir};
+    base.server.ram_dir = lab->server.ram_dir;
+    base.server.disk_dir = lab->server.disk_dir;
+    base.client.ram_dir = lab->client.ram_dir;
+    base.client.disk_dir = lab->client.disk_dir;
     base.data_address = lab->server.data_address;
     base.server.samba_conf = lab::server_files(*lab).smb_conf;
     lab_state = *lab;
@@ -329,7 +333,7 @@ int diagnose(const std::vector<std::string>& args) {
     Recorder recorder(store, run_id, progress);
     pipeline::run_stages(plan,
                          {server->agent(), client->agent(), server_spec.host, client_spec.host,
-                          data_address, passwords},
+                          data_address, passwords, /*client_address=*/{}},
                          recorder, g_cancel);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kCancelled || g_cancel.cancelled()) {

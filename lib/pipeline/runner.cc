@@ -108,10 +108,12 @@ void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
           s.bytes = wire::get_u64(r, "bytes");
           s.seconds = wire::get_double(r, "seconds");
           s.cache_possible = wire::get_bool(r, "cache_possible");
-          s.details_json = json::serialize(json::object{{"file", file},
-                                                        {"method", wire::get_string(r, "method")},
-                                                        {"direct", wire::get_bool(r, "direct")},
-                                                        {"block", plan.disk_block}});
+          s.details_json =
+              json::serialize(json::object{{"file", file},
+                                           {"method", wire::get_string(r, "method")},
+                                           {"direct", wire::get_bool(r, "direct")},
+                                           {"huge_page", wire::opt_bool(r, "huge_page", false)},
+                                           {"block", plan.disk_block}});
           s.cpu_json = json::serialize(json::object{{where, wire::get_object(r, "cpu")}});
           obs.on_sample(stage.id(), s);
           obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});

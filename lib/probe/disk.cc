@@ -211,6 +211,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
   r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
   r.cache_possible = !r.direct;
   r.method = method_name(r.direct);
+  r.huge_page = buf.huge_backed();
   return r;
 }
 
@@ -256,6 +257,7 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
   r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
   r.cache_possible = !r.direct;
   r.method = method_name(r.direct);
+  r.huge_page = buf.huge_backed();
   return r;
 }
 

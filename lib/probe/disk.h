@@ -26,6 +26,9 @@ struct DiskResult {
   bool direct = false;          // O_DIRECT was used for the bulk of it
   bool cache_possible = false;  // no O_DIRECT: the page cache may have served/absorbed part
   std::string method;           // "O_DIRECT" or "fsync+fadvise"
+  // The buffer sat on a transparent huge page (io_buffer.h): with O_DIRECT, each `block`
+  // request could reach the device whole instead of split at its segment limit.
+  bool huge_page = false;
 };
 
 // Creates `path` (O_EXCL: never overwrites), writes `size` bytes in `block`-byte writes

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string_view>
 
 namespace cp::probe {
 
@@ -29,6 +31,8 @@ class IoBuffer {
   // The kernel took the huge page advice (it may still fall back to small pages when
   // it has no free huge page).
   bool huge_advised() const { return huge_advised_; }
+  // All of the buffer sits on huge pages now (from /proc/self/smaps; false when unreadable).
+  bool huge_backed() const;
 
  private:
   unsigned char* data_ = nullptr;
@@ -36,5 +40,9 @@ class IoBuffer {
   size_t mapped_ = 0;  // bytes mapped at data_
   bool huge_advised_ = false;
 };
+
+// Pure part of huge_backed(): the AnonHugePages figure, KiB, of the mapping that starts
+// at `start` in `smaps` (the format of /proc/PID/smaps); -1 when no mapping starts there.
+long anon_huge_kib(std::string_view smaps, uintptr_t start);
 
 }  // namespace cp::probe

@@ -77,5 +77,35 @@ TEST(IoBuffer, MapsOnlyWhatItUsesAndUnmapsIt) {
   EXPECT_EQ(vm_size_kib(), before);
 }
 
+TEST(IoBuffer, AnonHugePagesOfOneMappingFromSmaps) {
+  const std::string smaps =
+      "7f0000000000-7f0000200000 rw-p 00000000 00:00 0 \n"
+      "Size:               2048 kB\n"
+      "AnonHugePages:      2048 kB\n"
+      "VmFlags: rd wr mr mw me ac sd hg\n"
+      "7f0000200000-7f0000300000 rw-p 00000000 00:00 0 \n"
+      "Size:               1024 kB\n"
+      "AnonHugePages:         0 kB\n"
+      "7f0000400000-7f0000500000 r--p 00000000 fd:01 42                 /usr/lib/x.so\n"
+      "Size:               1024 kB\n"
+      "VmFlags: rd mr mw me sd\n";
+  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000000000), 2048);
+  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000200000), 0);
+  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000400000), 0);   // no such line: none
+  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000100000), -1);  // not the start of a mapping
+  EXPECT_EQ(anon_huge_kib("", 0x7f0000000000), -1);
+}
+
+TEST(IoBuffer, HugeBackingIsReadFromThisProcess) {
+  IoBuffer small(12288);
+  EXPECT_FALSE(small.huge_backed());  // small pages only
+  IoBuffer big(size_t{1} << 20);
+  // With THP on, the kernel may still have had no free huge page: either answer is
+  // right then; with it off, only one is.
+  if (thp_mode() == "never" || thp_mode().empty()) {
+    EXPECT_FALSE(big.huge_backed());
+  }
+}
+
 }  // namespace
 }  // namespace cp::probe
