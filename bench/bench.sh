@@ -3,7 +3,8 @@
 # in the lab, in one run, and prints ratios (ours / peer; target >= 0.95):
 #   TCP:  our TCP stage vs iperf3 (single stream), each direction;
 #   disk: our disk stage vs fio (direct, 1 MiB, sequential write and read) on
-#         the server host's disk;
+#         the lab server's disk and on a RAM-backed loop device, each against
+#         fio as users run it and against fio with a huge-page buffer as ours;
 #   memory: the agents' peak RSS moving 1 GiB files (target < 32 MiB), and the
 #         orchestrator's peak RSS with few and many samples (must not grow).
 # Usage (root): bench/bench.sh [--rate 1gbit] [--rounds 3]
@@ -23,8 +24,19 @@ CP=./build/bin/chokepoint
 LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
 WORK=$(mktemp -d /tmp/chokepoint-bench.XXXXXX)
 IPERF_PID=
+RAMDISK=
+LOOP=
+HUGEPAGES_WAS=
+SHM_GROUP_WAS=
 cleanup() {
   [ -n "$IPERF_PID" ] && kill "$IPERF_PID" 2>/dev/null || true
+  if [ -n "$RAMDISK" ]; then
+    umount "$RAMDISK/fs" 2>/dev/null || true
+    [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null || true
+    umount "$RAMDISK/img" 2>/dev/null || true
+  fi
+  [ -n "$HUGEPAGES_WAS" ] && echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages
+  [ -n "$SHM_GROUP_WAS" ] && echo "$SHM_GROUP_WAS" >/proc/sys/vm/hugetlb_shm_group
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -103,14 +115,33 @@ disk_rounds() {
 FIO_PAIR='f=$1; fio --name=bench --filename="$f" --rw=write --bs=1M --direct=1 --size=$2M --end_fsync=1 ${4:+"$4"} --output-format=terse --terse-version=3 | cut -d";" -f48; sleep $3; fio --name=bench --filename="$f" --rw=read --bs=1M --direct=1 --size=$2M ${4:+"$4"} --output-format=terse --terse-version=3 | cut -d";" -f7; rm -f "$f"'
 fio_kib_to_bytes() { python3 -c 'import sys; v=sys.stdin.read().split(); print(int(v[0])*1024, int(v[1])*1024)'; }
 
+# Our probe's buffer sits on a transparent huge page (lib/probe/io_buffer.h);
+# fio's default one on small pages, which splits each 1 MiB O_DIRECT request at
+# the device's segment limit. So each target is measured twice: against fio as
+# users run it, and against fio with a huge-page buffer too (--iomem=shmhuge),
+# where what is left is the two loops. shmhuge needs reserved hugetlb pages and,
+# for the lab user, its group in vm.hugetlb_shm_group: both set here, restored
+# at exit.
+HUGEPAGES_WAS=$(cat /proc/sys/vm/nr_hugepages)
+SHM_GROUP_WAS=$(cat /proc/sys/vm/hugetlb_shm_group)
+echo $((HUGEPAGES_WAS + 4)) >/proc/sys/vm/nr_hugepages
+id -g cplab >/proc/sys/vm/hugetlb_shm_group
+HUGE_FIO=yes
+if (($(cat /proc/sys/vm/nr_hugepages) < HUGEPAGES_WAS + 2)); then
+  HUGE_FIO=
+  echo "  (no hugetlb pages could be reserved: the fio-on-huge-pages controls are skipped)"
+fi
+
 # 1. The lab server's disk, through the agent over SSH.
 printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
 ours_lab() { $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q; }
 fio_lab() {
-  "${SSH[@]}" cp-server sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" |
-    fio_kib_to_bytes
+  "${SSH[@]}" cp-server sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" \
+    ${2:-} | fio_kib_to_bytes
 }
+fio_lab_huge() { fio_lab "$1" --iomem=shmhuge; }
 disk_rounds "lab server disk" ours_lab fio_lab
+[ -n "$HUGE_FIO" ] && disk_rounds "lab disk, fio huge" ours_lab fio_lab_huge
 
 # 2. A RAM-backed loop device: the same comparison without the host's cache
 # noise (the lab's disks are files on the VM's disk). ext4 on a loop device
@@ -123,34 +154,15 @@ mount -t tmpfs -o size=2600m chokepoint-bench "$RAMDISK/img"
 # (seen: a first write at 0.53 GB/s beside fio's 2.8), hence medians of several.
 dd if=/dev/zero of="$RAMDISK/img/disk.img" bs=1M count=2500 status=none
 LOOP=$(losetup --direct-io=on --find --show "$RAMDISK/img/disk.img")
-cleanup_ramdisk() {
-  umount "$RAMDISK/fs" 2>/dev/null || true
-  [ -n "${LOOP:-}" ] && losetup -d "$LOOP" 2>/dev/null || true
-  umount "$RAMDISK/img" 2>/dev/null || true
-}
-trap 'cleanup_ramdisk; cleanup' EXIT
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$LOOP"
 mount "$LOOP" "$RAMDISK/fs"
 printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' \
   "$RAMDISK/fs" "$RAMDISK/fs" "$SIZE_MB" "$SETTLE" >"$WORK/ramdisk.ini"
 ours_ram() { $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q; }
-fio_ram() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" | fio_kib_to_bytes; }
+fio_ram() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" ${2:-} | fio_kib_to_bytes; }
+fio_ram_huge() { fio_ram "$1" --iomem=shmhuge; }
 disk_rounds "RAM-backed loop" ours_ram fio_ram
-
-# 3. The same with fio's buffer on a huge page too (--iomem=shmhuge), as ours is
-# (lib/probe/io_buffer.h): both tools then pin one page per 1 MiB request, and
-# what is left is the loops themselves. hugetlb pages are reserved for it and
-# the setting restored.
-HUGEPAGES_WAS=$(cat /proc/sys/vm/nr_hugepages)
-trap 'echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages; cleanup_ramdisk; cleanup' EXIT
-echo $((HUGEPAGES_WAS + 4)) >/proc/sys/vm/nr_hugepages
-if (($(cat /proc/sys/vm/nr_hugepages) >= HUGEPAGES_WAS + 2)); then
-  fio_ram_huge() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" --iomem=shmhuge | fio_kib_to_bytes; }
-  disk_rounds "RAM-backed, fio huge" ours_ram fio_ram_huge
-else
-  echo "  (no hugetlb pages could be reserved: fio-on-huge-pages control skipped)"
-fi
-echo "$HUGEPAGES_WAS" >/proc/sys/vm/nr_hugepages
+[ -n "$HUGE_FIO" ] && disk_rounds "RAM-backed, fio huge" ours_ram fio_ram_huge
 
 # --- Memory ------------------------------------------------------------------
 for role in server client; do
