@@ -143,6 +143,29 @@ fio_lab_huge() { fio_lab "$1" --iomem=shmhuge; }
 disk_rounds "lab server disk" ours_lab fio_lab
 [ -n "$HUGE_FIO" ] && disk_rounds "lab disk, fio huge" ours_lab fio_lab_huge
 
+# What the buffer changes, seen at the device: the read requests that reach the
+# lab server's loop device while each tool writes and reads one 1 GiB file
+# (/sys/block/DEV/stat fields 1 and 3: reads completed, 512-byte sectors read),
+# in 3 runs each. A 1 MiB request on small pages reaches the device whole only
+# when those pages happen to be physically contiguous (the block layer merges
+# them); otherwise the loop device's 128-segment limit splits it.
+LAB_DEV=$(basename "$($CP lab status --json | json 'd["server"]["disk"]["source"]')")
+read_requests() {  # read_requests LABEL CMD...
+  local -a a b
+  local i sizes=()
+  for i in 1 2 3; do
+    read -r -a a <"/sys/block/$LAB_DEV/stat"
+    "${@:2}" >/dev/null
+    read -r -a b <"/sys/block/$LAB_DEV/stat"
+    sizes+=("$(( (b[2] - a[2]) / 2 / (b[0] - a[0] > 0 ? b[0] - a[0] : 1) ))")
+  done
+  printf '  %-20s %s KiB\n' "$1" "${sizes[*]}"
+}
+echo "average read request reaching $LAB_DEV (the lab server's disk), 3 runs each:"
+read_requests "fio" fio_lab r
+[ -n "$HUGE_FIO" ] && read_requests "fio --iomem=shmhuge" fio_lab_huge r
+read_requests "chokepoint" ours_lab
+
 # 2. A RAM-backed loop device: the same comparison without the host's cache
 # noise (the lab's disks are files on the VM's disk). ext4 on a loop device
 # whose image lives in a tmpfs; both tools run here, no SSH.
