@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <string>
 
 #include "core/error.h"
-#include "probe/text_file.h"
 
 namespace cp::probe {
 namespace {
@@ -45,36 +45,28 @@ IoBuffer::IoBuffer(size_t size) : size_(size) {
 IoBuffer::~IoBuffer() { ::munmap(data_, mapped_); }
 
 bool IoBuffer::huge_backed() const {
-  std::string smaps;
-  if (!read_text_file("/proc/self/smaps", &smaps)) return false;
+  // Streamed: the agent's smaps runs to half a megabyte (libsmbclient maps hundreds of
+  // libraries), and only one mapping's lines are wanted.
+  std::ifstream smaps("/proc/self/smaps");
   const long kib = anon_huge_kib(smaps, reinterpret_cast<uintptr_t>(data_));
   return kib >= 0 && static_cast<size_t>(kib) * 1024 >= mapped_;
 }
 
-long anon_huge_kib(std::string_view smaps, uintptr_t start) {
+long anon_huge_kib(std::istream& smaps, uintptr_t start) {
   // A mapping's header line is "start-end perms offset dev inode [path]"; its fields
   // ("Name:   value kB") follow until the next header.
   bool in_mapping = false;
-  size_t pos = 0;
-  while (pos < smaps.size()) {
-    size_t eol = smaps.find('\n', pos);
-    if (eol == std::string_view::npos) eol = smaps.size();
-    const std::string_view line = smaps.substr(pos, eol - pos);
-    pos = eol + 1;
+  std::string line;
+  while (std::getline(smaps, line)) {
     const size_t dash = line.find('-');
-    const size_t colon = line.find(':');
-    const bool header = dash != std::string_view::npos && dash > 0 &&
-                        (colon == std::string_view::npos || dash < colon) &&
-                        line.find_first_not_of("0123456789abcdef") == dash;
-    if (header) {
+    if (dash != std::string::npos && dash > 0 &&
+        line.find_first_not_of("0123456789abcdef") == dash) {
       if (in_mapping) return 0;  // its fields had no AnonHugePages line
-      uintptr_t addr = 0;
-      for (char c : line.substr(0, dash)) addr = addr * 16 + (c <= '9' ? c - '0' : c - 'a' + 10);
-      in_mapping = addr == start;
+      in_mapping = std::stoull(line.substr(0, dash), nullptr, 16) == start;
       continue;
     }
     if (in_mapping && line.rfind("AnonHugePages:", 0) == 0) {
-      return std::strtol(std::string(line.substr(14)).c_str(), nullptr, 10);
+      return std::strtol(line.c_str() + 14, nullptr, 10);
     }
   }
   return in_mapping ? 0 : -1;

@@ -3,7 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include <istream>
 
 namespace cp::probe {
 
@@ -43,6 +43,6 @@ class IoBuffer {
 
 // Pure part of huge_backed(): the AnonHugePages figure, KiB, of the mapping that starts
 // at `start` in `smaps` (the format of /proc/PID/smaps); -1 when no mapping starts there.
-long anon_huge_kib(std::string_view smaps, uintptr_t start);
+long anon_huge_kib(std::istream& smaps, uintptr_t start);
 
 }  // namespace cp::probe

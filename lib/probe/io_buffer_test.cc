@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace cp::probe {
@@ -89,11 +90,15 @@ TEST(IoBuffer, AnonHugePagesOfOneMappingFromSmaps) {
       "7f0000400000-7f0000500000 r--p 00000000 fd:01 42                 /usr/lib/x.so\n"
       "Size:               1024 kB\n"
       "VmFlags: rd mr mw me sd\n";
-  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000000000), 2048);
-  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000200000), 0);
-  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000400000), 0);   // no such line: none
-  EXPECT_EQ(anon_huge_kib(smaps, 0x7f0000100000), -1);  // not the start of a mapping
-  EXPECT_EQ(anon_huge_kib("", 0x7f0000000000), -1);
+  auto kib = [](const std::string& text, uintptr_t start) {
+    std::istringstream in(text);
+    return anon_huge_kib(in, start);
+  };
+  EXPECT_EQ(kib(smaps, 0x7f0000000000), 2048);
+  EXPECT_EQ(kib(smaps, 0x7f0000200000), 0);
+  EXPECT_EQ(kib(smaps, 0x7f0000400000), 0);   // no such line: none
+  EXPECT_EQ(kib(smaps, 0x7f0000100000), -1);  // not the start of a mapping
+  EXPECT_EQ(kib("", 0x7f0000000000), -1);
 }
 
 TEST(IoBuffer, HugeBackingIsReadFromThisProcess) {
