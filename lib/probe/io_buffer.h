@@ -13,11 +13,15 @@ inline constexpr size_t kHugePage = 2u << 20;
 
 // An anonymous, page-aligned (so O_DIRECT-able), pre-faulted buffer. From half a huge
 // page up it is placed on a kHugePage boundary, its length rounded up to whole huge
-// pages, and offered to transparent huge pages (madvise(MADV_HUGEPAGE)): an O_DIRECT
-// request of 1 MiB then pins one page instead of 256. Measured on this project's VM
-// (RAM-backed loop device): 15 ms of probe CPU per GiB read instead of 44-48 ms, and
-// 13-19 % more throughput, where per-request CPU is what limits. Without THP in the
-// kernel it is an ordinary buffer. Memory: up to kHugePage - 1 bytes above `size`.
+// pages, and offered to transparent huge pages (madvise(MADV_HUGEPAGE)). Why: O_DIRECT
+// pins the caller's pages for each request. On small pages a 1 MiB request is 256 of
+// them; the block layer merges only the physically contiguous ones into a segment, so a
+// device's segment limit (128 on a loop device) splits the request or not depending on
+// where the pages landed. On one huge page it is one pin and always one request.
+// Measured (README "Benchmarks"): 1 MiB requests every time where fio's default buffer
+// gave 512 KiB or 1 MiB from run to run, and 15 ms of probe CPU per GiB read instead of
+// 44-48 ms. Without THP in the kernel it is an ordinary buffer. Memory: up to
+// kHugePage - 1 bytes above `size`.
 class IoBuffer {
  public:
   // Throws std::bad_alloc when the mapping fails; `size` 0 is a bug.
