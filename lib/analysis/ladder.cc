@@ -394,16 +394,18 @@ void add_hint(Finding& f, std::string hint) {
   f.hints.push_back(std::move(hint));
 }
 
-// The readahead hint for a disk that caps reads, citing its rate and the
-// current readahead; "" when the readahead is already large (the disk
-// itself is the limit: that is said instead, as a note).
-std::string readahead_hint(const Analysis& a, const std::string& role, double rate,
+// The readahead hint for a disk under a read path, citing its rate and the
+// current readahead; "" when the readahead is already large, and a note
+// instead: where the disk caps the path (`disk_caps`), the disk itself is the
+// limit; where reading and serving together do, more readahead would not help.
+std::string readahead_hint(const Analysis& a, const std::string& role, double rate, bool disk_caps,
                            std::string* note) {
   const HostFacts& h = host_facts(a, role);
   const std::string dev = h.disk_device.empty() ? "DEV" : "/dev/" + h.disk_device;
   if (h.read_ahead_kb >= static_cast<int64_t>(kGoodReadaheadKb)) {
-    *note = fmt::format("the {}'s readahead is already {} KiB on {}: the disk itself is the limit",
-                        role, h.read_ahead_kb, h.disk_device);
+    *note = fmt::format("the {}'s readahead is already {} KiB on {}: {}", role, h.read_ahead_kb,
+                        h.disk_device,
+                        disk_caps ? "the disk itself is the limit" : "more would not help");
     return {};
   }
   std::string now = h.read_ahead_kb >= 0
@@ -594,7 +596,8 @@ void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* s
       said.cpu.insert(cap.row->key);
     }
     if (cap.row->op == "read") {
-      std::string h = readahead_hint(a, cap.row->where, cap.row->rate.median, &note);
+      std::string h =
+          readahead_hint(a, cap.row->where, cap.row->rate.median, /*disk_caps=*/true, &note);
       if (!h.empty()) hints.push_back(h);
     }
   }
@@ -716,7 +719,7 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
       f.text = fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({})",
                            path, what, mbps(r.rate.median), pct(r.ratio), context);
       if (read) {
-        std::string h = readahead_hint(a, "server", b->rate.median, &note);
+        std::string h = readahead_hint(a, "server", b->rate.median, /*disk_caps=*/true, &note);
         if (!note.empty()) f.text += "; " + note;
         if (!h.empty()) add_hint(f, h);
       }
@@ -747,7 +750,8 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
         path, what, mbps(r.rate.median), pct(r.ratio), below_name, context, cpu_note(r));
     if (saturated(r)) said.cpu.insert(r.key);
     if (read) {
-      std::string h = readahead_hint(a, "server", disk ? disk->rate.median : r.rate.median, &note);
+      std::string h = readahead_hint(a, "server", disk ? disk->rate.median : r.rate.median,
+                                     /*disk_caps=*/false, &note);
       if (!note.empty()) f.text += "; " + note;
       if (!h.empty()) add_hint(f, h);
     }

@@ -577,6 +577,34 @@ TEST(Ladder, ReadaheadHintCitesTheDevice) {
       << f->text;
 }
 
+TEST(Ladder, ReadingAndServingTogetherDoNotBlameTheDisk) {
+  // FTP from disk well below both FTP over RAM and the disk: neither layer alone caps
+  // it. With readahead already large the disk is not called the limit.
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"net":{"mtu":1500,"speed_mbit":10000},)"
+                              R"("disk_dir":{"device":{"disk":"loop0","read_ahead_kb":2560}}})")
+          .host("client", 1500, 10000)
+          .tcp("server->client", {2459})
+          .disk("server", "read", 100'000'000, {3008})
+          .proto("ftp", "ram", "read", {1631})
+          .proto("ftp", "disk", "read", {1150})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "ftp + disk");
+  EXPECT_NE(f->text.find("reading and serving together cost more than either layer alone"),
+            std::string::npos)
+      << f->text;
+  EXPECT_NE(f->text.find("the server's readahead is already 2560 KiB on loop0: more would not "
+                         "help"),
+            std::string::npos)
+      << f->text;
+  EXPECT_EQ(f->text.find("the disk itself is the limit"), std::string::npos) << f->text;
+  EXPECT_TRUE(f->hints.empty());
+}
+
 TEST(Ladder, ShortTcpHintsCiteBuffersAndBdp) {
   // 1 Gbit/s at 40 ms RTT needs a 5 MB window; the client (the receiver of
   // server -> client) allows 4 MiB.
