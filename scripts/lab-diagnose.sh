@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ./build/bin/chokepoint lab up "$@"
-./build/bin/chokepoint diagnose --lab --label "lab $*"
+./build/bin/chokepoint diagnose --lab --label "lab${*:+ $*}"
