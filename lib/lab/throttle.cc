@@ -20,18 +20,6 @@
 namespace cp::lab {
 namespace {
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string_view::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 bool has(const std::vector<std::string>& v, std::string_view x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -70,7 +58,7 @@ CgroupLayout parse_cgroup_layout(std::string_view mountinfo, std::string_view v2
       }
     }
   }
-  for (std::string_view c : split(v2_controllers, ' ')) {
+  for (std::string_view c : split_nonempty(v2_controllers, ' ')) {
     std::string word(c);
     while (!word.empty() && (word.back() == '\n' || word.back() == '\r')) word.pop_back();
     if (!word.empty()) l.v2_controllers.push_back(word);
