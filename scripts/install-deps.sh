@@ -16,6 +16,8 @@ pkgs=(
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
   # and the peer clients the protocol benchmark is held against
   libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
+  # the lab's FTPS certificate
+  openssl
   # HTML reports: the test renders them in headless Chromium
   chromium
   # afp driver: libFuzzer + sanitizers for scripts/fuzz-afp.sh (libssl-dev above

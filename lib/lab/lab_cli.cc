@@ -102,6 +102,8 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
   if (!s.server.shares.empty()) {
     out << fmt::format("  login      user {}, password in {}\n", s.share_user,
                        s.share_password_file);
+    out << fmt::format("  ftps       ftps://{}/ram (or /disk): options = ca_file={}\n",
+                       s.server.data_address, server_files(s).ftps_cert);
   }
   out << fmt::format("ssh into a host:  ssh -F {} cp-server\n", s.ssh_config)
       << "diagnose it:      chokepoint diagnose --lab\n"
@@ -175,7 +177,8 @@ std::string lab_usage() {
       "cp-client joined by a shaped veth data link, each with its own sshd (reachable\n"
       "over a separate management link), tmpfs and ext4-on-loop disk. The server\n"
       "also runs vsftpd and smbd on its data address, each exporting shares ram\n"
-      "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password).\n"
+      "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password);\n"
+      "vsftpd also offers explicit TLS (ftps://) with a self-signed certificate.\n"
       "\n"
       "up options:\n"
       "  --rate R       data link rate, like 1gbit or 200mbit; 0 = unshaped (default)\n"

@@ -70,6 +70,8 @@ ServerFiles server_files(const LabState& state) {
   f.vsftpd_out = f.ftp_dir + "/vsftpd.out";
   f.vsftpd_pid = f.ftp_dir + "/vsftpd.pid";
   f.pam_file = f.ftp_dir + "/pam";
+  f.ftps_cert = f.ftp_dir + "/ftps-cert.pem";
+  f.ftps_key = f.ftp_dir + "/ftps-key.pem";
   f.samba_dir = dir + "/samba";
   f.smb_conf = f.samba_dir + "/smb.conf";
   f.smbd_out = f.samba_dir + "/smbd.out";
@@ -397,7 +399,19 @@ std::string vsftpd_conf_text(const LabState& s) {
       "pasv_min_port={pmin}\n"
       "pasv_max_port={pmax}\n"
       "connect_from_port_20=NO\n"
-      "ssl_enable=NO\n"
+      // Explicit TLS offered, not required: ftp:// and ftps:// on the same port.
+      "ssl_enable=YES\n"
+      "rsa_cert_file={cert}\n"
+      "rsa_private_key_file={key}\n"
+      "allow_anon_ssl=NO\n"
+      "force_local_logins_ssl=NO\n"
+      "force_local_data_ssl=NO\n"
+      // vsftpd 3.0.3's default (DES-CBC3-SHA) is refused by OpenSSL 3.
+      "ssl_ciphers=HIGH\n"
+      // libcurl resumes the control connection's TLS session on data connections, but
+      // not always in the way vsftpd's check expects under TLS 1.3 ("522 ... session
+      // reuse required"); the lab does not need that check.
+      "require_ssl_reuse=NO\n"
       "xferlog_enable=YES\n"
       "vsftpd_log_file={log}\n"
       "syslog_enable=NO\n"
@@ -406,8 +420,8 @@ std::string vsftpd_conf_text(const LabState& s) {
       "ftpd_banner=chokepoint lab FTP on {host}\n",
       fmt::arg("host", s.server.hostname), fmt::arg("addr", s.server.data_address),
       fmt::arg("port", kFtpPort), fmt::arg("root", f.ftp_root), fmt::arg("empty", f.ftp_empty),
-      fmt::arg("pmin", kPasvMinPort), fmt::arg("pmax", kPasvMaxPort),
-      fmt::arg("log", f.vsftpd_log));
+      fmt::arg("pmin", kPasvMinPort), fmt::arg("pmax", kPasvMaxPort), fmt::arg("log", f.vsftpd_log),
+      fmt::arg("cert", f.ftps_cert), fmt::arg("key", f.ftps_key));
 }
 
 const char* const kVsftpdPam =

@@ -70,10 +70,14 @@ struct ServerFiles {
   std::string vsftpd_out;   // <lab>/server/ftp/vsftpd.out: its stdout/stderr
   std::string vsftpd_pid;   // <lab>/server/ftp/vsftpd.pid
   std::string pam_file;     // <lab>/server/ftp/pam: bound over /etc/pam.d/vsftpd inside the host
-  std::string samba_dir;    // <lab>/server/samba: all of smbd's state dirs below it
-  std::string smb_conf;     // <lab>/server/samba/smb.conf
-  std::string smbd_out;     // <lab>/server/samba/smbd.out
-  std::string smbd_pid;     // <lab>/server/samba/smbd.pid
+  // vsftpd's self-signed TLS certificate (subject and IP SAN: the data address; clients
+  // verify ftps:// against it with the share option ca_file=) and its key (0600).
+  std::string ftps_cert;  // <lab>/server/ftp/ftps-cert.pem
+  std::string ftps_key;   // <lab>/server/ftp/ftps-key.pem
+  std::string samba_dir;  // <lab>/server/samba: all of smbd's state dirs below it
+  std::string smb_conf;   // <lab>/server/samba/smb.conf
+  std::string smbd_out;   // <lab>/server/samba/smbd.out
+  std::string smbd_pid;   // <lab>/server/samba/smbd.pid
 };
 ServerFiles server_files(const LabState& state);
 // smbd's state dirs (private, lock, state, cache, pid, ncalrpc), all under samba_dir.

@@ -446,6 +446,13 @@ TEST(LayoutTest, VsftpdListensOnTheDataAddressWithNamespaceFixes) {
   EXPECT_EQ(m.at("isolate_network"), "NO");
   EXPECT_EQ(m.at("pasv_min_port"), "30000");
   EXPECT_EQ(m.at("pasv_max_port"), "30099");
+  // TLS offered on the same port, with ciphers OpenSSL 3 accepts.
+  EXPECT_EQ(m.at("ssl_enable"), "YES");
+  EXPECT_EQ(m.at("force_local_logins_ssl"), "NO");
+  EXPECT_EQ(m.at("force_local_data_ssl"), "NO");
+  EXPECT_EQ(m.at("rsa_cert_file"), "/srv/lab/server/ftp/ftps-cert.pem");
+  EXPECT_EQ(m.at("rsa_private_key_file"), "/srv/lab/server/ftp/ftps-key.pem");
+  EXPECT_EQ(m.at("ssl_ciphers"), "HIGH");
   EXPECT_EQ(std::string(kVsftpdPam).find("pam_shells"), std::string::npos);
 }
 

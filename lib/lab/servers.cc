@@ -92,12 +92,25 @@ void set_password(const LabState& s, const ServerFiles& f) {
               password + "\n" + password + "\n");
 }
 
+// A self-signed certificate for vsftpd, made once per lab dir: its subject and IP SAN
+// are the data address, so a client given it as CA (ca_file=) verifies the server fully.
+void make_ftps_certificate(const LabState& s, const ServerFiles& f) {
+  if (fs::exists(f.ftps_cert) && fs::exists(f.ftps_key)) return;
+  const std::string addr = s.server.data_address;
+  run_checked({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days",
+               "3650", "-subj", "/CN=" + addr + "/O=chokepoint lab", "-addext",
+               "subjectAltName=IP:" + addr, "-keyout", f.ftps_key, "-out", f.ftps_cert});
+  chmod(f.ftps_key.c_str(), 0600);
+  chmod(f.ftps_cert.c_str(), 0644);
+}
+
 void write_configs(const LabState& s, const ServerFiles& f) {
   sys::make_dirs(f.ftp_root, 0755);
   sys::make_dirs(f.ftp_empty, 0755);
   for (const std::string& d : samba_dirs(f)) sys::make_dirs(d, 0755);
   chmod((f.samba_dir + "/private").c_str(), 0700);
   sys::write_file(f.vsftpd_conf, vsftpd_conf_text(s), 0644);
+  make_ftps_certificate(s, f);
   sys::write_file(f.pam_file, kVsftpdPam, 0644);
   sys::write_file(f.smb_conf, smb_conf_text(s), 0644);
   // The login dir's entries lead to the shares (resolved inside the host,

@@ -153,6 +153,8 @@ std::string servers_text(const LabStatus& st) {
   }
   out += fmt::format("  login      user {}{}, password in {}\n", s.share_user,
                      s.share_user_created ? " (made by the lab)" : "", s.share_password_file);
+  out += fmt::format("  ftps       ftps://{}/ram (or /disk): options = ca_file={}\n",
+                     s.server.data_address, server_files(s).ftps_cert);
   out += fmt::format("  throttle   {}\n", throttle_text(s.throttle));
   return out;
 }
@@ -261,6 +263,7 @@ std::string status_json(const LabStatus& st) {
                    {"share_user", s.share_user},
                    {"share_user_created", s.share_user_created},
                    {"share_password_file", s.share_password_file},
+                   {"ftps_cert", server_files(s).ftps_cert},
                    {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
                                              {"disk_read_bps", s.throttle.disk_read_bps},
                                              {"disk_write_bps", s.throttle.disk_write_bps},

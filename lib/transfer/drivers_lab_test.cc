@@ -272,6 +272,37 @@ TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {
   }
 }
 
+TEST_F(DriversLabTest, FtpsVerifiedAgainstTheLabCertificate) {
+  const std::string cert = lab::server_files(g_world->lab).ftps_cert;
+  Share tls = share("ftps", "ram");
+  tls.options["ca_file"] = cert;
+  auto s = connect(tls);
+  // The session says it is encrypted.
+  const auto props = s->properties();
+  ASSERT_TRUE(props.contains("tls"));
+  EXPECT_EQ(props.at("tls"), "explicit");
+  // Both directions arrive intact over TLS.
+  const std::string rel = run_ + "/tls-w.dat";
+  const std::string sent = put(*s, rel, kMB10, 41);
+  EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+  EXPECT_EQ(get(*s, rel), sent);
+  s->remove(rel);
+  // Without the certificate the server is not trusted, and the error says what to do.
+  const std::string untrusted = error_of([&] { connect(share("ftps", "ram")); });
+  EXPECT_NE(untrusted.find("TLS with the FTP server 198.18.0.1:21 failed"), std::string::npos)
+      << untrusted;
+  EXPECT_NE(untrusted.find("ca_file=PATH"), std::string::npos) << untrusted;
+  // A CA file on plain FTP, or one that cannot be read, is a configuration error.
+  Share plain = share("ftp", "ram");
+  plain.options["ca_file"] = cert;
+  EXPECT_NE(error_of([&] { connect(plain); }).find("share option ca_file is for ftps:// URLs"),
+            std::string::npos);
+  Share missing = share("ftps", "ram");
+  missing.options["ca_file"] = "/nonexistent/ca.pem";
+  EXPECT_NE(error_of([&] { connect(missing); }).find("cannot read '/nonexistent/ca.pem'"),
+            std::string::npos);
+}
+
 TEST_F(DriversLabTest, ReadOnlyShareAndMissingFile) {
   for (const std::string protocol : {"ftp", "smb"}) {
     SCOPED_TRACE(protocol);

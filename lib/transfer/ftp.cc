@@ -9,8 +9,11 @@
 // Uploads hand curl the caller's buffer through CURLOPT_READFUNCTION and
 // pause when it is used up.
 //
-// Share options: "insecure" = "1" skips TLS certificate checks (self-signed
-// lab certificates only); "connect_timeout" and "stall_timeout" in seconds.
+// Share options: "ca_file" = a PEM file of CA certificates to verify an ftps://
+// server against instead of the system's (a self-signed server: its own
+// certificate); "insecure" = "1" skips TLS certificate checks (a last resort: the
+// figures are as real, but the server is unauthenticated); "connect_timeout" and
+// "stall_timeout" in seconds.
 #include <curl/curl.h>
 
 #include <fmt/format.h>
@@ -48,6 +51,11 @@ double option_seconds(const Share& share, const char* name, double fallback) {
   return parse_duration(it->second, fmt::format("ftp option '{}'", name));
 }
 
+std::string option_value(const Share& share, const char* name) {
+  auto it = share.options.find(name);
+  return it == share.options.end() ? std::string() : it->second;
+}
+
 bool option_flag(const Share& share, const char* name) {
   auto it = share.options.find(name);
   return it != share.options.end() &&
@@ -71,6 +79,19 @@ class FtpSession : public Session {
     user_ = !share.user.empty() ? share.user : url_.user;
     password_ = !share.password.empty() ? share.password : url_.password;
     insecure_ = option_flag(share, "insecure");
+    ca_file_ = option_value(share, "ca_file");
+    if (!ca_file_.empty() && !tls_) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("share option ca_file is for ftps:// URLs; '{}' is plain FTP",
+                              redact_url(share.url)),
+                  "write the share as ftps://... or drop ca_file");
+    }
+    if (!ca_file_.empty() && ::access(ca_file_.c_str(), R_OK) != 0) {
+      throw Error(
+          ErrorKind::kConfig,
+          fmt::format("share option ca_file: cannot read '{}': {}", ca_file_, errno_text(errno)),
+          "give the path of a PEM certificate file readable on the client host");
+    }
     connect_timeout_ = option_seconds(share, "connect_timeout", 15);
     stall_timeout_ = option_seconds(share, "stall_timeout", 60);
     where_.server = host_port(url_, 21);
@@ -188,6 +209,7 @@ class FtpSession : public Session {
     curl_easy_setopt(easy_, CURLOPT_HEADERDATA, this);
     if (tls_) {
       curl_easy_setopt(easy_, CURLOPT_USE_SSL, static_cast<long>(CURLUSESSL_ALL));
+      if (!ca_file_.empty()) curl_easy_setopt(easy_, CURLOPT_CAINFO, ca_file_.c_str());
       if (insecure_) {
         curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -283,6 +305,7 @@ class FtpSession : public Session {
   std::string user_, password_;
   bool tls_ = false;
   bool insecure_ = false;
+  std::string ca_file_;  // "": the system's CA certificates
   double connect_timeout_ = 15, stall_timeout_ = 60;
   Place where_;
   CURLM* multi_ = nullptr;
@@ -567,8 +590,9 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
     case CURLE_SSL_CONNECT_ERROR:
       return Error(ErrorKind::kIo,
                    fmt::format("TLS with the FTP server {} failed: {}", w.server, lib),
-                   "install the server's CA certificate, or for a self-signed test server set "
-                   "the share option insecure=1");
+                   "give the share option ca_file=PATH with the server's CA certificate (for a "
+                   "self-signed server, its own certificate), or install that CA on the client; "
+                   "insecure=1 skips the check");
     case CURLE_QUOTE_ERROR:
       return Error(ErrorKind::kIo,
                    fmt::format("the FTP server {} refused to remove {}{}", w.server, target, said),
