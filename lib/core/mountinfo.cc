@@ -53,4 +53,11 @@ std::vector<MountInfoLine> parse_mountinfo(std::string_view text) {
   return out;
 }
 
+bool under_mount_point(std::string_view path, std::string_view mount_point) {
+  if (mount_point == "/") return true;
+  return path == mount_point ||
+         (path.size() > mount_point.size() && path.substr(0, mount_point.size()) == mount_point &&
+          path[mount_point.size()] == '/');
+}
+
 }  // namespace cp

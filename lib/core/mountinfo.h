@@ -25,6 +25,10 @@ std::vector<MountInfoLine> parse_mountinfo(std::string_view text);
 // mountinfo writes space, tab, newline and backslash as \ooo.
 std::string unescape_mountinfo(std::string_view s);
 
+// `path` (absolute, symlink-free) is `mount_point` or below it: "/mnt/nas/x" is under
+// "/mnt/nas", "/mnt/nasother" is not; everything is under "/".
+bool under_mount_point(std::string_view path, std::string_view mount_point);
+
 // The non-empty pieces of `s` between `sep`s ("rw,cpu" -> {"rw", "cpu"}).
 std::vector<std::string_view> split_nonempty(std::string_view s, char sep);
 

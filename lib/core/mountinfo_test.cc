@@ -28,4 +28,12 @@ TEST(MountInfo, SplitAndUnescape) {
   EXPECT_EQ(unescape_mountinfo("tail\\04"), "tail\\04");  // truncated escape kept
 }
 
+TEST(MountInfo, UnderMountPointNeedsAWholeComponent) {
+  EXPECT_TRUE(under_mount_point("/mnt/nas", "/mnt/nas"));
+  EXPECT_TRUE(under_mount_point("/mnt/nas/dir", "/mnt/nas"));
+  EXPECT_FALSE(under_mount_point("/mnt/nasother", "/mnt/nas"));
+  EXPECT_FALSE(under_mount_point("/mnt", "/mnt/nas"));
+  EXPECT_TRUE(under_mount_point("/anything", "/"));
+}
+
 }  // namespace cp

@@ -272,12 +272,6 @@ FsSpace fs_space(const std::string& path) {
 
 namespace {
 
-bool path_under(const std::string& path, const std::string& mount_point) {
-  if (mount_point == "/") return !path.empty() && path[0] == '/';
-  if (path.compare(0, mount_point.size(), mount_point) != 0) return false;
-  return path.size() == mount_point.size() || path[mount_point.size()] == '/';
-}
-
 const char* magic_name(unsigned long magic) {
   switch (magic) {
     case 0xEF53:
@@ -332,7 +326,7 @@ MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_
   bool best_dev = false;
   const std::string want_dev = fmt::format("{}:{}", major(dev), minor(dev));
   for (MountInfoLine& m : parse_mountinfo(mountinfo)) {
-    if (!path_under(real_path, m.mount_point)) continue;
+    if (!under_mount_point(real_path, m.mount_point)) continue;
     const bool dev_match = m.dev == want_dev;
     if (best.mount_point.empty() || (dev_match && !best_dev) ||
         (dev_match == best_dev && m.mount_point.size() >= best.mount_point.size())) {

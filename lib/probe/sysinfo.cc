@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mountinfo.h"
 #include "core/process.h"
 #include "core/units.h"
 #include "probe/disk.h"
@@ -487,20 +488,8 @@ std::optional<uint64_t> parse_tc_qdisc_rate(std::string_view tc_json) {
 
 std::optional<uint64_t> parse_tc_htb_root_rate(std::string_view tc_text) {
   std::optional<uint64_t> best;
-  size_t pos = 0;
-  while (pos < tc_text.size()) {
-    size_t eol = tc_text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = tc_text.size();
-    std::string_view line = tc_text.substr(pos, eol - pos);
-    pos = eol + 1;
-    std::vector<std::string_view> words;
-    size_t i = 0;
-    while (i < line.size()) {
-      size_t j = line.find(' ', i);
-      if (j == std::string_view::npos) j = line.size();
-      if (j > i) words.push_back(line.substr(i, j - i));
-      i = j + 1;
-    }
+  for (std::string_view line : split_nonempty(tc_text, '\n')) {
+    const std::vector<std::string_view> words = split_nonempty(line, ' ');
     if (words.size() < 4 || words[0] != "class" || words[1] != "htb") continue;
     if (std::find(words.begin(), words.end(), "root") == words.end()) continue;
     auto rate = std::find(words.begin(), words.end(), "rate");

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/mountinfo.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
@@ -25,30 +26,6 @@
 
 namespace cp::transfer {
 namespace {
-
-std::string unescape_mountinfo(std::string_view s) {
-  // mountinfo writes space, tab, newline and backslash as \ooo.
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      const std::string_view oct = s.substr(i + 1, 3);
-      if (oct.size() == 3 && oct.find_first_not_of("01234567") == std::string_view::npos) {
-        out += static_cast<char>((oct[0] - '0') * 64 + (oct[1] - '0') * 8 + (oct[2] - '0'));
-        i += 3;
-        continue;
-      }
-    }
-    out += s[i];
-  }
-  return out;
-}
-
-bool is_under(std::string_view path, std::string_view mount_point) {
-  if (mount_point == "/") return true;
-  return path == mount_point ||
-         (path.size() > mount_point.size() && path.substr(0, mount_point.size()) == mount_point &&
-          path[mount_point.size()] == '/');
-}
 
 // The root directory a Share's url names.
 std::string share_root(const std::string& url) {
@@ -301,38 +278,15 @@ Error path_error(int err, Step step, const Place& w) {
 
 MountEntry find_mount(std::string_view info, std::string_view path) {
   MountEntry best;
-  size_t pos = 0;
-  while (pos < info.size()) {
-    size_t eol = info.find('\n', pos);
-    if (eol == std::string_view::npos) eol = info.size();
-    const std::string_view line = info.substr(pos, eol - pos);
-    pos = eol + 1;
-    // id parent maj:min root mount_point mount_options [optional...] - fstype source super_options
-    std::vector<std::string_view> f;
-    size_t s = 0;
-    while (s < line.size()) {
-      size_t e = line.find(' ', s);
-      if (e == std::string_view::npos) e = line.size();
-      if (e > s) f.push_back(line.substr(s, e - s));
-      s = e + 1;
-    }
-    size_t dash = 0;
-    for (size_t i = 6; i < f.size(); ++i) {
-      if (f[i] == "-") {
-        dash = i;
-        break;
-      }
-    }
-    if (f.size() < 6 || dash == 0 || dash + 2 >= f.size()) continue;
-    const std::string mp = unescape_mountinfo(f[4]);
-    if (!is_under(path, mp)) continue;
+  for (MountInfoLine& m : parse_mountinfo(info)) {
+    if (!under_mount_point(path, m.mount_point)) continue;
     // Later lines mount over earlier ones; >= keeps the last of equal length.
-    if (best.mount_point.empty() || mp.size() >= best.mount_point.size()) {
-      best.mount_point = mp;
-      best.fstype = std::string(f[dash + 1]);
-      best.source = unescape_mountinfo(f[dash + 2]);
-      best.options = std::string(f[5]);
-      if (dash + 3 < f.size()) best.options += "," + std::string(f[dash + 3]);
+    if (best.mount_point.empty() || m.mount_point.size() >= best.mount_point.size()) {
+      best.mount_point = std::move(m.mount_point);
+      best.fstype = std::move(m.fstype);
+      best.source = std::move(m.source);
+      best.options = std::move(m.options);
+      if (!m.super_options.empty()) best.options += "," + m.super_options;
     }
   }
   return best;
