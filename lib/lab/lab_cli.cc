@@ -96,15 +96,7 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
                        h->mgmt_address, h->ram_dir, format_size(s.options.ram_bytes), h->disk_dir,
                        format_size(s.options.disk_bytes), h->loop_device);
   }
-  for (const LabShare& sh : s.server.shares) {
-    out << fmt::format("  share      {:<26} -> {}\n", sh.url, sh.server_dir);
-  }
-  if (!s.server.shares.empty()) {
-    out << fmt::format("  login      user {}, password in {}\n", s.share_user,
-                       s.share_password_file);
-    out << fmt::format("  ftps       ftps://{}/ram (or /disk): options = ca_file={}\n",
-                       s.server.data_address, server_files(s).ftps_cert);
-  }
+  out << shares_text(s);
   out << fmt::format("ssh into a host:  ssh -F {} cp-server\n", s.ssh_config)
       << "diagnose it:      chokepoint diagnose --lab\n"
       << "take it down:     chokepoint lab down\n";

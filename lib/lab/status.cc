@@ -139,6 +139,23 @@ std::string host_text(const HostStatus& h) {
   return out;
 }
 
+}  // namespace
+
+std::string shares_text(const LabState& s) {
+  if (s.server.shares.empty()) return {};
+  std::string out;
+  for (const LabShare& sh : s.server.shares) {
+    out += fmt::format("  share      {:<26} -> {}\n", sh.url, sh.server_dir);
+  }
+  out += fmt::format("  login      user {}{}, password in {}\n", s.share_user,
+                     s.share_user_created ? " (made by the lab)" : "", s.share_password_file);
+  out += fmt::format("  ftps       ftps://{}/ram (or /disk): options = ca_file={}\n",
+                     s.server.data_address, server_files(s).ftps_cert);
+  return out;
+}
+
+namespace {
+
 std::string servers_text(const LabStatus& st) {
   const LabState& s = st.state;
   if (s.server.shares.empty())
@@ -148,13 +165,7 @@ std::string servers_text(const LabStatus& st) {
                      st.ftpd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kFtpPort);
   out += fmt::format("  smbd       pid {} ({}), {}:{}\n", s.server.smbd_pid,
                      st.smbd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kSmbPort);
-  for (const LabShare& sh : s.server.shares) {
-    out += fmt::format("  share      {:<26} -> {}\n", sh.url, sh.server_dir);
-  }
-  out += fmt::format("  login      user {}{}, password in {}\n", s.share_user,
-                     s.share_user_created ? " (made by the lab)" : "", s.share_password_file);
-  out += fmt::format("  ftps       ftps://{}/ram (or /disk): options = ca_file={}\n",
-                     s.server.data_address, server_files(s).ftps_cert);
+  out += shares_text(s);
   out += fmt::format("  throttle   {}\n", throttle_text(s.throttle));
   return out;
 }

@@ -49,6 +49,9 @@ struct LabStatus {
 LabStatus gather_status(const LabState& state);
 
 std::string status_text(const LabStatus& status);
+// The shares, the login and the FTPS line (what `lab up` and `lab status` both print);
+// "" when the lab has no servers.
+std::string shares_text(const LabState& state);
 std::string status_json(const LabStatus& status);
 // For `status` when there is no lab (exit 0).
 std::string no_lab_text();

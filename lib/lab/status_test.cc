@@ -122,6 +122,23 @@ TEST(StatusTest, TextShowsBothHostsAndTheLink) {
   EXPECT_NE(broken.find("lab down"), std::string::npos);
 }
 
+TEST(StatusTest, SharesTextNamesTheLoginAndTheFtpsCertificate) {
+  LabState s = plan(LabOptions{}, "/var/lib/chokepoint-lab");
+  ASSERT_FALSE(s.server.shares.empty());
+  const std::string t = shares_text(s);
+  for (const char* want :
+       {"share      ftp://198.18.0.1/ram", "share      smb://198.18.0.1/disk",
+        "login      user cplab", "password in /var/lib/chokepoint-lab/share_password",
+        "ftps       ftps://198.18.0.1/ram (or /disk): options = "
+        "ca_file=/var/lib/chokepoint-lab/server/ftp/ftps-cert.pem"}) {
+    EXPECT_NE(t.find(want), std::string::npos) << "missing '" << want << "' in:\n" << t;
+  }
+  // `lab status` shows the same lines.
+  EXPECT_NE(status_text(sample(true)).find(t), std::string::npos);
+  s.server.shares.clear();
+  EXPECT_EQ(shares_text(s), "");
+}
+
 TEST(StatusTest, JsonCarriesTheSameFacts) {
   const json::value v = json::parse(status_json(sample(true)));
   const json::object& o = v.as_object();
