@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/mountinfo.h"
@@ -169,11 +171,20 @@ void remove_throttle_cgroups(const LabThrottle& t) {
   for (const std::string& dir : t.cgroups) {
     const std::string root = cgroup_root_of(dir);
     if (root.empty() || !sys::exists(dir)) continue;
-    for (int pid : sys::parse_pids(read_text(dir + "/cgroup.procs"))) {
-      write_control(root + "/cgroup.procs", std::to_string(pid));  // gone meanwhile: fine
+    // A process in the group may fork between the move and the rmdir (smbd does, per
+    // connection), and the child lands in the group: EBUSY. Move again and retry, for
+    // up to about a second.
+    int err = 0;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      for (int pid : sys::parse_pids(read_text(dir + "/cgroup.procs"))) {
+        write_control(root + "/cgroup.procs", std::to_string(pid));  // gone meanwhile: fine
+      }
+      err = ::rmdir(dir.c_str()) == 0 ? 0 : errno;
+      if (err != EBUSY) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
-      problems.push_back(fmt::format("rmdir {}: {}", dir, errno_text(errno)));
+    if (err != 0 && err != ENOENT) {
+      problems.push_back(fmt::format("rmdir {}: {}", dir, errno_text(err)));
     }
   }
   if (!problems.empty()) {
