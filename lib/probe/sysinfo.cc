@@ -551,6 +551,9 @@ json::object collect_facts(const FactsRequest& req) {
   f["cpu_model"] = str_or_null(read_cpu_model());
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   f["cpu_cores"] = cores > 0 ? json::value(cores) : json::value(nullptr);
+  // The running kernel's random id: two ends with the same one share a machine (a lab
+  // in namespaces, containers), so their CPUs are one pool.
+  f["boot_id"] = str_or_null(read_line("/proc/sys/kernel/random/boot_id"));
   const uint64_t mem = read_memory_bytes();
   f["memory_bytes"] = mem > 0 ? json::value(mem) : json::value(nullptr);
   f["net"] =
