@@ -325,8 +325,10 @@ json::object Agent::do_tcp_result(const json::object& req, const CancelToken& ca
 // (libsmbclient does not tell its caller): dialect, signing, encryption.
 json::object do_smb_status(const json::object& req) {
   std::vector<std::string> argv{"smbstatus", "--json"};
-  const std::string conf = wire::opt_string(req, "conf");
-  if (!conf.empty()) {
+  // The running smbd's config when the plan names none (its state dirs follow it).
+  std::string how;
+  const std::string conf = probe::samba_config_path(wire::opt_string(req, "conf"), &how);
+  if (how != "default") {
     argv.push_back("-s");
     argv.push_back(conf);
   }
