@@ -9,9 +9,27 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "lab/lab.h"
+#include "lab/sys.h"
+
 namespace cp::itest {
 
+int lab_instance() {
+  static const int n = lab::test_instance();
+  return n;
+}
+
+const lab::InstanceNames& lab_names() {
+  static const lab::InstanceNames n = lab::instance_names(lab_instance());
+  return n;
+}
+
+std::string lab_dir() { return lab_names().dir; }
+
 RunResult chokepoint(const std::vector<std::string>& args, double timeout_s) {
+  // The child inherits these: the tests' instance in its default dir.
+  setenv(lab::kInstanceEnv, std::to_string(lab_instance()).c_str(), 1);
+  unsetenv(lab::kDirEnv);
   std::vector<std::string> argv{CHOKEPOINT_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv, "", timeout_s);
@@ -79,6 +97,17 @@ std::vector<int> pids_matching(const std::string& needle) {
       if (c == '\0') c = ' ';
     if (cmd.find(needle) != std::string::npos && std::stoi(name) != getpid()) {
       out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+std::vector<int> lab_pids_matching(const std::string& needle) {
+  std::vector<int> out;
+  for (int pid : pids_matching(needle)) {
+    if (lab::sys::process_in_netns(pid, lab_names().server_netns) ||
+        lab::sys::process_in_netns(pid, lab_names().client_netns)) {
+      out.push_back(pid);
     }
   }
   return out;
