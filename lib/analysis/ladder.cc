@@ -599,8 +599,9 @@ void set_cpu(Finding& f, const Row& r, const Analysis& a) {
   f.cap = r.key;
   if (r.cpu_bound.role == "agent") f.lower_bound = true;
   // Per-packet cost at the standard MTU: what jumbo frames cut (seed 004).
-  if (r.cpu_bound.per_packet && a.server_mtu == 1500 && a.client_mtu == 1500 &&
-      (r.layer == "tcp" || is_protocol(r.layer))) {
+  // Not for a quota: the cap is the quota, whatever each packet costs.
+  if (r.cpu_bound.per_packet && r.cpu_bound.kind != "quota" && a.server_mtu == 1500 &&
+      a.client_mtu == 1500 && (r.layer == "tcp" || is_protocol(r.layer))) {
     add_hint(f, fmt::format("kernel work is {} of the busy CPU at MTU 1500 on both ends: jumbo "
                             "frames (MTU 9000 on both ends and every switch between) cut the "
                             "per-packet cost",
@@ -987,7 +988,11 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
     finish();
     return;
   }
-  if (!r.cpu_bound.empty()) {
+  // One of the endpoint's processes at its quota or a thread at a core caps it
+  // outright. Every core busy caps it unless it already reaches the layer
+  // beneath (a row at the disk's ceiling is held by the disk, busy or not).
+  const bool busy_only = r.cpu_bound.kind == "all cores";
+  if (!r.cpu_bound.empty() && !(busy_only && b && level_of(r, *b) == Level::kCeiling)) {
     said.cpu.insert(r.key);
     set_cpu(f, r, a);
     f.text = fmt::format(

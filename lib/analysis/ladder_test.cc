@@ -998,6 +998,32 @@ TEST(Ladder, ClientWindowLimitedFigureIsALowerBound) {
   EXPECT_TRUE(f->lower_bound);
 }
 
+TEST(Ladder, BusyCoresDoNotOverrideALayerAtTheCeilingBeneath) {
+  // The server disk throttled to 50 MB/s while other work keeps every core busy:
+  // FTP from disk reaches the disk's figure, so the disk caps it.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .disk("server", "read", 100'000'000, {50, 50.2, 49.8})
+                      .proto("ftp", "ram", "read", {700, 710, 690})
+                      .proto("ftp", "disk", "read", {49.4, 49.6, 49.5})
+                      .build();
+  set_cpu(run, "ftp", "disk",
+          R"({"server":{"seconds":3,"total_busy_pct":96,"other_pct":131,"top":[)"
+          R"({"comm":"cc1plus","role":"other","cpu_pct":99,"top_thread_pct":99},)"
+          R"({"comm":"vsftpd","role":"server","cpu_pct":5,"top_thread_pct":5}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk");
+  // The busy CPU is still reported, on its own.
+  const Finding* cpu = finding(a, "cpu");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->cpu.kind, "all cores");
+  EXPECT_EQ(cpu->cap, "ftp:disk:read:100000000");
+}
+
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
   EXPECT_FALSE(analyze(run).has_verdict());
