@@ -251,9 +251,9 @@ void judge_delta(RowDelta& d, const Drift& drift) {
           d.test.n2, kSignificance);
     } else if (!significant && d.test.p < kSignificance) {
       d.note = fmt::format(
-          "p={:.3f} is not significant after Holm's correction over {} rows (p={:.3f}); more "
-          "samples give smaller p-values",
-          d.test.p, d.family, d.p_corrected);
+          "p={:.3f} is not significant after Holm's correction over {} rows; more samples a "
+          "side give smaller p-values",
+          d.test.p, d.family);
     } else if (significant) {
       d.note = fmt::format("the change is within the samples' own spread ({:.1f} % IQR/median)",
                            d.spread * 100);
