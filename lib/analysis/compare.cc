@@ -355,7 +355,10 @@ Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
   drift.nothing_recorded = affected.empty();
   std::vector<double> deltas;
   for (size_t i : controls) {
-    if (c.rows[i].test.too_few) continue;
+    if (c.rows[i].test.too_few) {
+      ++drift.too_few;
+      continue;
+    }
     drift.controls.push_back(c.rows[i].key);
     deltas.push_back(c.rows[i].delta);
   }

@@ -127,6 +127,7 @@ struct Drift {
   double spread = 0;                  // the largest |change - median| among them
   double low = 0, high = 0;           // the band: median -+ spread
   size_t moved = 0;                   // controls whose verdict is "drift"
+  size_t too_few = 0;                 // controls left out: too few samples for a test
   // No recorded difference touches any measured row: every row is a
   // control, so any movement is drift or a change nobody recorded.
   bool nothing_recorded = false;

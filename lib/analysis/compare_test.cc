@@ -157,6 +157,10 @@ TEST(Compare, FewSamplesCannotShowAChange) {
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->verdict, "too few samples");
   EXPECT_NE(two->note.find("2 vs 2 samples"), std::string::npos);
+  // Nothing differs: both rows are controls, but 2 vs 2 cannot measure drift.
+  EXPECT_TRUE(c.drift.nothing_recorded);
+  EXPECT_EQ(c.drift.controls, std::vector<std::string>{"tcp:server->client:send"});
+  EXPECT_EQ(c.drift.too_few, 1u);
 }
 
 TEST(Compare, RowsInOnlyOneRunAreListed) {

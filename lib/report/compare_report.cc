@@ -87,8 +87,18 @@ std::string parts_text(const std::vector<std::string>& parts) {
 
 std::string drift_text(const analysis::Drift& d, size_t rows) {
   if (d.controls.empty()) {
-    return "no control: every row is within reach of a recorded difference, so the machines' "
-           "drift cannot be measured; changes are held against their samples' spread only";
+    const std::string why =
+        d.too_few > 0
+            ? fmt::format("no control with enough samples for a test ({} with too few)", d.too_few)
+            : std::string("no control: every row is within reach of a recorded difference");
+    if (d.nothing_recorded) {
+      return why +
+             "; nothing recorded differs between the runs, so any movement is drift or a "
+             "change that was not recorded";
+    }
+    return why +
+           ", so the machines' drift cannot be measured; changes are held against their "
+           "samples' spread only";
   }
   std::string out = fmt::format(
       "{} control{} (rows no recorded difference can touch): median change {}, spread +-{:.1f} "
@@ -211,6 +221,7 @@ std::string compare_json(const analysis::Comparison& c) {
                      {"low", measured(dr.low)},
                      {"high", measured(dr.high)},
                      {"moved", dr.moved},
+                     {"too_few", dr.too_few},
                      {"nothing_recorded", dr.nothing_recorded}};
   json::object doc{{"a", side_json(c.a)},
                    {"b", side_json(c.b)},

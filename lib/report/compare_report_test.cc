@@ -105,6 +105,21 @@ TEST(CompareReport, JsonSeparatesDriftFromChange) {
   EXPECT_TRUE(param);
 }
 
+// Another chokepoint version can touch every row: no control, no drift figure.
+TEST(CompareReport, JsonHasNoDriftFigureWithoutControls) {
+  RunRecord b = seed_run(2, "after");
+  b.version = "0.2.0";
+  auto doc = boost::json::parse(compare_json(analysis::compare_runs(seed_run(), b))).as_object();
+  const auto& drift = doc.at("drift").as_object();
+  EXPECT_TRUE(drift.at("controls").as_array().empty());
+  EXPECT_TRUE(drift.at("median_change").is_null());
+  EXPECT_TRUE(drift.at("spread").is_null());
+  for (const auto& r : doc.at("rows").as_array()) {
+    EXPECT_TRUE(r.at("affected_by_change").as_bool());
+    EXPECT_EQ(r.at("affected_by").as_array(), (boost::json::array{"run chokepoint version"}));
+  }
+}
+
 TEST(CompareReport, TextShowsDriftAndRoles) {
   analysis::Comparison c = analysis::compare_runs(drift_run(false), drift_run(true));
   std::string t = compare_text(c, {false});
