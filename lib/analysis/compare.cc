@@ -269,7 +269,9 @@ void judge_delta(RowDelta& d, const Drift& drift) {
   }
   if (!drift.controls.empty()) {
     const bool in_band = d.delta >= drift.low && d.delta <= drift.high;
-    const bool near_median = std::abs(d.delta - drift.median) <= d.spread;
+    // On ratios: B/A within a factor (1 + spread) of the drift's median ratio.
+    const bool near_median =
+        std::abs(std::log1p(d.delta) - std::log1p(drift.median)) <= std::log1p(d.spread);
     if (in_band || near_median) {
       d.verdict = "drift";
       d.note = fmt::format("within the controls' drift ({} .. {})", percent(drift.low),
@@ -350,28 +352,38 @@ Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
   correct(c.rows, affected);
   correct(c.rows, controls);
 
-  // The drift: how far the controls' medians moved.
+  // The drift: how far the controls' medians moved. The controls are judged
+  // first (their verdict needs no band): the median is over all of them, the
+  // band's width over those that moved, so a control whose median wanders
+  // within its own noise does not widen it (its noise is not drift, and an
+  // affected row's own noise is held against its own spread).
   Drift& drift = c.drift;
   drift.nothing_recorded = affected.empty();
-  std::vector<double> deltas;
+  std::vector<double> logs, moved_logs;  // ln(B/A) of the controls' medians
   for (size_t i : controls) {
-    if (c.rows[i].test.too_few) {
+    RowDelta& d = c.rows[i];
+    judge_delta(d, drift);
+    if (d.test.too_few) {
       ++drift.too_few;
       continue;
     }
-    drift.controls.push_back(c.rows[i].key);
-    deltas.push_back(c.rows[i].delta);
+    // A rate is a median of positive bytes/s; a zero median says nothing of drift.
+    if (d.a.median <= 0 || d.b.median <= 0) continue;
+    drift.controls.push_back(d.key);
+    logs.push_back(std::log(d.b.median / d.a.median));
+    if (d.verdict == "drift") moved_logs.push_back(logs.back());
   }
-  if (!deltas.empty()) {
-    drift.median = median_of(deltas);
-    for (double x : deltas) drift.spread = std::max(drift.spread, std::abs(x - drift.median));
-    drift.low = drift.median - drift.spread;
-    drift.high = drift.median + drift.spread;
+  drift.moved = moved_logs.size();
+  if (!logs.empty()) {
+    const double m = median_of(logs);
+    double s = 0;
+    for (double x : moved_logs) s = std::max(s, std::abs(x - m));
+    drift.median = std::exp(m) - 1;
+    drift.spread = std::exp(s);
+    drift.low = std::exp(m - s) - 1;
+    drift.high = std::exp(m + s) - 1;
   }
-  for (auto& d : c.rows) {
-    judge_delta(d, drift);
-    if (!d.affected_by_change && d.verdict == "drift") ++drift.moved;
-  }
+  for (size_t i : affected) judge_delta(c.rows[i], drift);
   return c;
 }
 

@@ -16,9 +16,11 @@
 //   - the change exceeds the samples' own spread (the mean of the two runs'
 //     IQR/median);
 //   - a recorded change can touch it, and, when there are controls, the
-//     change lies outside the drift band (the controls' median change
-//     +- their largest deviation from it) and further from that median than
-//     its own spread.
+//     change lies outside the drift band and further from the drift's
+//     median than its own spread. The band is taken on ratios B/A (a
+//     halving and a doubling are moves of one size): the controls' median
+//     ratio times or divided by the largest factor by which a control that
+//     moved (verdict "drift") lies away from it.
 // A row that moves by the first two tests but fails the last is "drift".
 #pragma once
 
@@ -118,16 +120,20 @@ inline constexpr ChangeRule kChangeRules[] = {
     {"host", "", "host (kernel, CPU, memory, OS)", "{h}.host"},
 };
 
-// The controls' movement between the runs: relative changes (fractions) of
-// the medians of the rows no recorded difference can touch (with enough
-// samples for a test). Empty `controls`: no drift measured.
+// The controls' movement between the runs, from the ratios B/A of the
+// medians of the rows no recorded difference can touch (with enough samples
+// for a test). Changes are fractions (B/A - 1). Empty `controls`: no drift
+// measured.
 struct Drift {
   std::vector<std::string> controls;  // their keys
   double median = 0;                  // their median change
-  double spread = 0;                  // the largest |change - median| among them
-  double low = 0, high = 0;           // the band: median -+ spread
-  size_t moved = 0;                   // controls whose verdict is "drift"
-  size_t too_few = 0;                 // controls left out: too few samples for a test
+  // The largest factor by which the ratio of a control that moved lies from
+  // the median ratio (>= 1; 1 when none moved): the band is median ratio /
+  // spread .. median ratio * spread.
+  double spread = 1;
+  double low = 0, high = 0;  // the band as changes: (1 + median) / spread - 1 .. * spread - 1
+  size_t moved = 0;          // controls whose verdict is "drift"
+  size_t too_few = 0;        // controls left out: too few samples for a test
   // No recorded difference touches any measured row: every row is a
   // control, so any movement is drift or a change nobody recorded.
   bool nothing_recorded = false;

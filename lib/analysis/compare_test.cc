@@ -267,16 +267,16 @@ TEST(Compare, JudgeDeltaHoldsAChangeAgainstTheDriftBand) {
   Drift drift;
   drift.controls = {"disk:server:read:100000000", "disk:client:read:100000000"};
   drift.median = 0.0;
-  drift.spread = 0.2;
+  drift.spread = 1.25;
   drift.low = -0.2;
-  drift.high = 0.2;
+  drift.high = 0.25;
   RowDelta d;
   d.affected_by_change = true;
   d.test.n1 = d.test.n2 = 10;
   d.test.p = d.p_corrected = 1e-4;
   d.family = 1;
   d.spread = 0.02;
-  d.delta = 0.15;  // inside the controls' -20 % .. +20 %
+  d.delta = 0.15;  // inside the controls' -20 % .. +25 %
   judge_delta(d, drift);
   EXPECT_EQ(d.verdict, "drift");
   d.delta = -0.35;
@@ -343,7 +343,10 @@ TEST(Compare, SambaOnlyChangeWithDisksMovingBothWaysIsDrift) {
   EXPECT_EQ(c.drift.controls.size(), 7u);
   EXPECT_FALSE(c.drift.nothing_recorded);
   EXPECT_NEAR(c.drift.median, 0, 0.01);
-  EXPECT_NEAR(c.drift.spread, 0.2, 0.01);
+  // On ratios: the largest move is x0.8, so the band is /1.25 .. x1.25.
+  EXPECT_NEAR(c.drift.spread, 1.25, 0.01);
+  EXPECT_NEAR(c.drift.low, -0.2, 0.01);
+  EXPECT_NEAR(c.drift.high, 0.25, 0.01);
   EXPECT_EQ(c.drift.moved, 5u);
   const RowDelta* smb_ram = row(c, "smb:ram:read:100000000");
   EXPECT_TRUE(smb_ram->affected_by_change);
@@ -388,6 +391,33 @@ TEST(Compare, DoubledRowWithQuietControlsCounts) {
   EXPECT_EQ(c.drift.moved, 0u);
   EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, "no change");
   EXPECT_EQ(row(c, "tcp:server->client:send")->verdict, "no change");
+}
+
+// A control whose median doubles within its own noise (not significant)
+// is noise, not drift: it does not widen the band, and a real doubling of an
+// affected row still counts.
+TEST(Compare, ANoisyControlThatDidNotMoveLeavesTheBandNarrow) {
+  RunRecord a =
+      run(1, "before",
+          {disk_stage("server", "read", 100'000'000, {70, 71, 72, 73, 70.5}),
+           disk_stage("client", "read", 100'000'000, {40, 50, 60, 300, 320, 340}),
+           tcp_stage("server->client", {117, 116.5, 117.2, 116.8, 117.1}),
+           file_stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})});
+  RunRecord b =
+      run(2, "after",
+          {disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71.9}),
+           disk_stage("client", "read", 100'000'000, {45, 55, 400, 420, 430, 440}),
+           tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
+           file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
+  b.hosts[0].facts_json = samba_changed_facts();
+  Comparison c = compare_runs(a, b);
+  const RowDelta* noisy = row(c, "disk:client:read:100000000");
+  EXPECT_GT(noisy->delta, 1.0);            // its median more than doubled...
+  EXPECT_EQ(noisy->verdict, "no change");  // ...within its noise
+  EXPECT_EQ(c.drift.controls.size(), 3u);
+  EXPECT_EQ(c.drift.moved, 0u);
+  EXPECT_DOUBLE_EQ(c.drift.spread, 1);
+  EXPECT_EQ(row(c, "smb:ram:read:100000000")->verdict, "faster");
 }
 
 // A kernel change on the server can touch every row that involves the

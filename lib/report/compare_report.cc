@@ -100,11 +100,17 @@ std::string drift_text(const analysis::Drift& d, size_t rows) {
            ", so the machines' drift cannot be measured; changes are held against their "
            "samples' spread only";
   }
-  std::string out = fmt::format(
-      "{} control{} (rows no recorded difference can touch): median change {}, spread +-{:.1f} "
-      "% (band {} .. {}); {} of them moved",
-      d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median), d.spread * 100,
-      pct(d.low), pct(d.high), d.moved);
+  std::string out =
+      d.moved == 0
+          ? fmt::format(
+                "{} control{} (rows no recorded difference can touch): median change {}; none "
+                "moved beyond its own noise, so the band is that median alone",
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median))
+          : fmt::format(
+                "{} control{} (rows no recorded difference can touch): median change {}, band {} "
+                ".. {} (a factor of {:.2f} either way of the median); {} of them moved",
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median), pct(d.low),
+                pct(d.high), d.spread, d.moved);
   if (d.nothing_recorded) {
     out += fmt::format(
         ". Nothing recorded differs between the runs{}: every row is a control, and any movement "
@@ -217,7 +223,7 @@ std::string compare_json(const analysis::Comparison& c) {
   };
   json::object drift{{"controls", strings(dr.controls)},
                      {"median_change", measured(dr.median)},
-                     {"spread", measured(dr.spread)},
+                     {"spread_factor", measured(dr.spread)},
                      {"low", measured(dr.low)},
                      {"high", measured(dr.high)},
                      {"moved", dr.moved},

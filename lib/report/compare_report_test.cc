@@ -88,7 +88,9 @@ TEST(CompareReport, JsonSeparatesDriftFromChange) {
   EXPECT_EQ(drift.at("controls").as_array().size(), 8u);
   EXPECT_EQ(drift.at("moved").as_int64(), 4);
   EXPECT_NEAR(drift.at("median_change").as_double(), 0, 0.01);
-  EXPECT_NEAR(drift.at("spread").as_double(), 0.369, 0.01);
+  EXPECT_NEAR(drift.at("spread_factor").as_double(), 1.369, 0.01);  // FTP from disk
+  EXPECT_NEAR(drift.at("low").as_double(), 1 / 1.369 - 1, 0.01);
+  EXPECT_NEAR(drift.at("high").as_double(), 0.369, 0.01);
   EXPECT_FALSE(drift.at("nothing_recorded").as_bool());
   // The changed Samba parameter, and what it can touch.
   bool param = false;
@@ -113,7 +115,7 @@ TEST(CompareReport, JsonHasNoDriftFigureWithoutControls) {
   const auto& drift = doc.at("drift").as_object();
   EXPECT_TRUE(drift.at("controls").as_array().empty());
   EXPECT_TRUE(drift.at("median_change").is_null());
-  EXPECT_TRUE(drift.at("spread").is_null());
+  EXPECT_TRUE(drift.at("spread_factor").is_null());
   for (const auto& r : doc.at("rows").as_array()) {
     EXPECT_TRUE(r.at("affected_by_change").as_bool());
     EXPECT_EQ(r.at("affected_by").as_array(), (boost::json::array{"run chokepoint version"}));
@@ -126,7 +128,7 @@ TEST(CompareReport, TextShowsDriftAndRoles) {
   EXPECT_NE(t.find("-24.5 % drift (p="), std::string::npos) << t;
   EXPECT_EQ(t.find("slower"), std::string::npos) << t;
   EXPECT_NE(t.find("8 controls (rows no recorded difference can touch): median change +0.0 %, "
-                   "spread +-36.9 %"),
+                   "band -27.0 % .. +36.9 %"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("samba.global.smb2 max read"), std::string::npos);
