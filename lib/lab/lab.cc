@@ -100,6 +100,7 @@ void apply_path(LabState& s, const LabOptions& opts, const std::string& mode) {
       run_all(shaping_commands(*h, opts, /*with_delay=*/true));
     }
     s.sw.delay_mode = opts.delay_s > 0 ? kDelayNetem : "";
+    save(s);
     return;
   }
   for (const LabHost* h : {&s.server, &s.client}) run_all(shaping_commands(*h, opts));
