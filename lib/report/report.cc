@@ -136,9 +136,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
-    if (r.max_core_pct >= analysis::kCoreSaturated) {
-      flags += fmt::format(" cpu {:.0f} % on {}", r.max_core_pct, r.max_core_host);
-    }
+    if (!r.cpu_bound.empty()) flags += " " + analysis::cpu_bound_brief(r.cpu_bound);
     std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
                        r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);

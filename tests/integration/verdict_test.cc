@@ -123,7 +123,8 @@ TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
 // buffer or CPU limit. The network path caps it, and jumbo frames are no fix.
 TEST_F(Verdict, ShaperBetweenFastNicsNamesTheNetworkPath) {
   ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--path-rate", "200mbit"}));
-  const json::object doc = diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n");
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nenabled = no\n");
   ASSERT_FALSE(doc.empty());
   const json::object* f = finding(doc, "server -> client");
   ASSERT_NE(f, nullptr);
@@ -140,7 +141,8 @@ TEST_F(Verdict, ShaperBetweenFastNicsNamesTheNetworkPath) {
 // Different MTUs on the two hosts: named as a finding of its own, with the fix.
 TEST_F(Verdict, MtuMismatchIsNamed) {
   ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--server-mtu", "9000", "--client-mtu", "1500"}));
-  const json::object doc = diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n");
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
   ASSERT_FALSE(doc.empty());
   const json::object* f = finding(doc, "mtu");
   ASSERT_NE(f, nullptr);
