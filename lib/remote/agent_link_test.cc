@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/wire.h"
 #include "remote/endpoint.h"
+#include "remote/ssh.h"
 
 namespace cp::remote {
 namespace {
@@ -157,6 +158,12 @@ TEST(AgentLink, CancelNeverWaitsOnASilentAgent) {
   EXPECT_FALSE(waits.empty());  // the progress line was told whom it waits on
   // A call after cancellation throws at once, without sending.
   EXPECT_THROW(link.call("stats", {}, 600), Error);
+}
+
+TEST(SshHints, ChangedKeyIsRemovedFromTheFileItWasReadFrom) {
+  EXPECT_EQ(keygen_remove_command("cp-server", ""), "ssh-keygen -R cp-server");
+  EXPECT_EQ(keygen_remove_command("10.0.0.1", "/srv/lab/known_hosts"),
+            "ssh-keygen -R 10.0.0.1 -f /srv/lab/known_hosts");
 }
 
 TEST(LocalEndpoint, RunsTheAgentBinary) {
