@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "analysis/ladder.h"
+#include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
 #include "core/clock.h"
@@ -415,6 +416,8 @@ int diagnose(const std::vector<std::string>& args) {
   run.server = server_spec.host;
   run.client = client_spec.host;
   run.plan_json = pipeline::plan_to_json(plan);
+  // A throttle changes figures as much as a plan key does: compare names it.
+  if (lab_state) run.plan_json = with_lab_throttle(run.plan_json, lab_state->throttle);
   run.version = kVersion;
   const int64_t run_id = store.begin_run(run);
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
