@@ -61,23 +61,7 @@ uint64_t max_rss_kb() {
   return static_cast<uint64_t>(ru.ru_maxrss);
 }
 
-json::object cpu_json(const probe::CpuSummary& s) {
-  json::array cores, cores_max, top;
-  for (double v : s.core_busy_pct) cores.push_back(v);
-  for (double v : s.core_busy_max_pct) cores_max.push_back(v);
-  for (const auto& p : s.top) {
-    top.push_back(json::object{{"pid", p.pid},
-                               {"comm", p.comm},
-                               {"cpu_pct", p.cpu_pct},
-                               {"cpu_limit_pct", p.cpu_limit_pct},
-                               {"other_netns", p.other_netns}});
-  }
-  return {{"seconds", s.seconds},
-          {"core_busy_pct", cores},
-          {"core_busy_max_pct", cores_max},
-          {"total_busy_pct", s.total_busy_pct},
-          {"top", top}};
-}
+json::object cpu_json(const probe::CpuSummary& s) { return msg::to_json(s).as_object(); }
 
 json::object tcp_json(const probe::TcpResult& r) {
   const auto& i = r.info;
@@ -91,7 +75,8 @@ json::object tcp_json(const probe::TcpResult& r) {
                     {"busy_s", i.busy_s},
                     {"rwnd_limited_s", i.rwnd_limited_s},
                     {"sndbuf_limited_s", i.sndbuf_limited_s},
-                    {"delivery_rate", i.delivery_rate}};
+                    {"delivery_rate", i.delivery_rate},
+                    {"rtt_idle_us", r.rtt_idle_us}};
   return {{"bytes", r.bytes}, {"seconds", r.seconds}, {"sender", r.sender}, {"tcp_info", info}};
 }
 
@@ -458,8 +443,10 @@ json::object Agent::do_tcp_result(const json::object& req, const CancelToken& ca
 // (libsmbclient does not tell its caller): dialect, signing, encryption.
 json::object do_smb_status(const json::object& req) {
   std::vector<std::string> argv{"smbstatus", "--json"};
-  const std::string conf = wire::opt_string(req, "conf");
-  if (!conf.empty()) {
+  // The running smbd's config when the plan names none (its state dirs follow it).
+  std::string how;
+  const std::string conf = probe::samba_config_path(wire::opt_string(req, "conf"), &how);
+  if (how != "default") {
     argv.push_back("-s");
     argv.push_back(conf);
   }

@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
+#include "core/bootstrap.h"
+#include "core/cpu_message.h"
 #include "core/json_util.h"
 #include "core/units.h"
 
@@ -115,11 +119,68 @@ bool is_protocol(const std::string& layer) {
 // A protocol row of the ladder proper (not a sweep cell).
 bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_sweep(r); }
 
+// One end's CPU messages over a row's samples, weighted by their windows.
+struct CpuAcc {
+  double w = 0, total = 0, sys = 0, soft = 0, agent = 0, server = 0, kernel = 0, other = 0;
+  struct Proc {
+    double cpu = 0, thread = 0, limit = 0;
+    bool thread_known = false;
+  };
+  std::map<std::tuple<std::string, std::string, bool>, Proc> procs;  // comm, role, other netns
+
+  void add(const msg::CpuSummary& s) {
+    const double sw = s.seconds;
+    if (sw <= 0) return;
+    w += sw;
+    total += s.total_busy_pct * sw;
+    sys += s.sys_pct * sw;
+    soft += s.softirq_pct * sw;
+    agent += s.agent_pct * sw;
+    server += s.server_pct * sw;
+    kernel += s.kernel_pct * sw;
+    other += s.other_pct * sw;
+    for (const auto& p : s.top) {
+      Proc& acc = procs[{p.comm, p.role, p.other_netns}];
+      acc.cpu += p.cpu_pct * sw;
+      if (p.top_thread_pct >= 0) {
+        acc.thread += p.top_thread_pct * sw;
+        acc.thread_known = true;
+      }
+      acc.limit = std::max(acc.limit, p.cpu_limit_pct);
+    }
+  }
+  CpuUse use() const {
+    CpuUse u;
+    u.seconds = w;
+    if (w <= 0) return u;
+    u.total_busy_pct = total / w;
+    u.sys_pct = sys / w;
+    u.softirq_pct = soft / w;
+    u.agent_pct = agent / w;
+    u.server_pct = server / w;
+    u.kernel_pct = kernel / w;
+    u.other_pct = other / w;
+    for (const auto& [key, p] : procs) {
+      CpuProc c;
+      std::tie(c.comm, c.role, c.other_netns) = key;
+      // A process missing from a sample's list was too idle to be listed: 0 there.
+      c.cpu_pct = p.cpu / w;
+      c.top_thread_pct = p.thread_known ? p.thread / w : -1;
+      c.limit_pct = p.limit;
+      u.procs.push_back(std::move(c));
+    }
+    std::sort(u.procs.begin(), u.procs.end(),
+              [](const CpuProc& a, const CpuProc& b) { return a.cpu_pct > b.cpu_pct; });
+    return u;
+  }
+};
+
 struct Accum {
   Row row;
   double busy_s = 0, rwnd_s = 0, sndbuf_s = 0;
   bool info = false;
-  std::vector<double> rtts;  // µs
+  std::vector<double> rtts, idle_rtts;  // µs
+  std::map<std::string, CpuAcc> cpu;    // per end
 };
 
 }  // namespace
@@ -157,6 +218,9 @@ namespace {
 HostFacts read_host_facts(const json::object& f) {
   HostFacts h;
   h.hostname = text(path(f, {"hostname"}));
+  h.boot_id = text(path(f, {"boot_id"}));
+  h.nic_bits = number(path(f, {"net", "speed_mbit"})) * 1e6;
+  h.shaped_bits = number(path(f, {"net", "shaped_rate_bit"}));
   h.memory_bytes = static_cast<uint64_t>(number(path(f, {"memory_bytes"})));
   h.mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
   h.disk_device = text(path(f, {"disk_dir", "device", "disk"}));
@@ -188,6 +252,7 @@ void detect_link(const RunRecord& run, Analysis& a) {
     const int mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
     (h.role == "server" ? a.server_mtu : a.client_mtu) = mtu;
     (h.role == "server" ? a.server : a.client) = read_host_facts(f);
+    a.same_machine = !a.server.boot_id.empty() && a.server.boot_id == a.client.boot_id;
     if (planned > 0) continue;
     const std::string ifname = text(path(f, {"net", "name"}));
     double shaped = number(path(f, {"net", "shaped_rate_bit"}));
@@ -202,16 +267,21 @@ void detect_link(const RunRecord& run, Analysis& a) {
   }
 }
 
-const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op);
+const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op,
+                    uint64_t size = 0);
 const Row* tcp_row(const std::vector<Row>& rows, const std::string& where);
 
-// The row of `layer` over `medium` for `op` with the biggest files.
+// The row of `layer` over `medium` for `op` with files of `size`, else the
+// nearest size (by ratio); size 0: the biggest files.
 const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
-                     const std::string& medium, const std::string& op) {
+                     const std::string& medium, const std::string& op, uint64_t size = 0) {
   const Row* best = nullptr;
+  auto distance = [&](const Row& r) {
+    return size == 0 ? -double(r.size) : std::fabs(std::log(double(r.size) / double(size)));
+  };
   for (const auto& r : rows) {
-    if (r.layer == layer && r.where == medium && r.op == op && r.rate.n > 0 &&
-        (!best || r.size > best->size)) {
+    if (r.layer == layer && r.where == medium && r.op == op && r.rate.n > 0 && r.size > 0 &&
+        (!best || distance(r) < distance(*best))) {
       best = &r;
     }
   }
@@ -219,12 +289,13 @@ const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
 }
 
 // A protocol over RAM is held against TCP in its direction; over disk,
-// against the lower of the same protocol over RAM and the server's disk.
+// against the lower of the same protocol over RAM and the server's disk, at
+// the same file size (or the nearest one measured).
 const Row* beneath_protocol(const std::vector<Row>& rows, const Row& r) {
   const bool read = r.op == "read";
   if (r.where == "ram") return tcp_row(rows, read ? "server->client" : "client->server");
-  const Row* ram = proto_row(rows, r.layer, "ram", r.op);
-  const Row* disk = disk_row(rows, "server", r.op);
+  const Row* ram = proto_row(rows, r.layer, "ram", r.op, r.size);
+  const Row* disk = disk_row(rows, "server", r.op, r.size);
   if (ram && disk) return ram->rate.median <= disk->rate.median ? ram : disk;
   return ram ? ram : disk;
 }
@@ -233,8 +304,12 @@ void link_protocol_rows(std::vector<Row>& rows) {
   for (auto& r : rows) {
     if (!is_protocol_row(r) || r.rate.n == 0) continue;
     if (const Row* b = beneath_protocol(rows, r); b && b->rate.median > 0) {
+      const RatioInterval ri = bootstrap_median_ratio(r.samples, b->samples);
       r.below = b->key;
-      r.ratio = r.rate.median / b->rate.median;
+      r.ratio = ri.ratio;
+      r.ratio_lo = ri.lo;
+      r.ratio_hi = ri.hi;
+      if (b->size > 0 && b->size != r.size) r.below_size = b->size;
     }
   }
 }
@@ -286,6 +361,9 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       ac.row.sample_ids.push_back(s.id);
       if (s.cache_possible) ac.row.cache_possible++;
       add_cpu(ac.row, s.cpu_json);
+      for (const auto& [host, v] : parse_json_object(s.cpu_json)) {
+        ac.cpu[std::string(host)].add(msg::cpu_summary_from_json(v));
+      }
       json::object d = parse_json_object(s.details_json);
       if (const auto* p = path(d, {"properties"});
           p && p->is_object() && ac.row.properties.empty()) {
@@ -303,6 +381,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
             ac.sndbuf_s += number(path(t, {"sndbuf_limited_s"}));
             ac.row.retransmits += static_cast<uint64_t>(number(path(t, {"retransmits"})));
             if (double rtt = number(path(t, {"rtt_us"})); rtt > 0) ac.rtts.push_back(rtt);
+            if (double rtt = number(path(t, {"rtt_idle_us"})); rtt > 0) ac.idle_rtts.push_back(rtt);
           }
         }
       }
@@ -321,12 +400,17 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
     Accum& ac = acc[key];
     ac.row.rate = summarize(ac.row.samples);
     if (!ac.rtts.empty()) ac.row.rtt_us = summarize(ac.rtts).median;
+    if (!ac.idle_rtts.empty()) ac.row.rtt_idle_us = summarize(ac.idle_rtts).median;
+    for (const auto& [host, c] : ac.cpu) ac.row.cpu[host] = c.use();
     if (ac.info && ac.busy_s > 0) {
       ac.row.rwnd_limited_frac = std::min(1.0, ac.rwnd_s / ac.busy_s);
       ac.row.sndbuf_limited_frac = std::min(1.0, ac.sndbuf_s / ac.busy_s);
     }
     if (ac.row.below == "link" && a.link_bits > 0 && ac.row.rate.n > 0) {
-      ac.row.ratio = ac.row.rate.median / (a.link_bits / 8);
+      const RatioInterval ri = bootstrap_median_ratio(ac.row.samples, {a.link_bits / 8});
+      ac.row.ratio = ri.ratio;
+      ac.row.ratio_lo = ri.lo;
+      ac.row.ratio_hi = ri.hi;
     } else {
       ac.row.below.clear();
     }
@@ -336,12 +420,17 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
   return rows;
 }
 
-// The disk row of `where`/`op` with the biggest files (the sustained figure).
-const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op) {
+// The disk row of `where`/`op` with files of `size`, else the nearest size;
+// size 0: the biggest files (the sustained figure).
+const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op,
+                    uint64_t size) {
   const Row* best = nullptr;
+  auto distance = [&](const Row& r) {
+    return size == 0 ? -double(r.size) : std::fabs(std::log(double(r.size) / double(size)));
+  };
   for (const auto& r : rows) {
-    if (r.layer == "disk" && r.where == where && r.op == op && r.rate.n > 0 &&
-        (!best || r.size > best->size)) {
+    if (r.layer == "disk" && r.where == where && r.op == op && r.rate.n > 0 && r.size > 0 &&
+        (!best || distance(r) < distance(*best))) {
       best = &r;
     }
   }
@@ -354,28 +443,138 @@ const Row* tcp_row(const std::vector<Row>& rows, const std::string& where) {
   return nullptr;
 }
 
-std::string link_text(const Analysis& a) { return format_rate_bits(a.link_bits); }
+// ---------------------------------------------------------------------------
+// CPU: who burns it, over a row's samples.
 
-// "CPU-bound on the server: smbd at 100 % (a core 100 % busy)", or for a
-// process at its cgroup's limit "CPU-bound on the server: smbd at 20 % of a
-// core, 100 % of its CPU quota (20 %)" (the more specific, so it comes first).
-std::string cpu_bound(const Row& r) {
-  if (!r.quota_host.empty()) {
-    return fmt::format(
-        "CPU-bound on the {}: {} at {:.0f} % of a core, {:.0f} % of its CPU quota "
-        "({:.0f} %)",
-        r.quota_host, r.quota_process.empty() ? "a process" : r.quota_process, r.quota_cpu_pct,
-        100 * r.quota_cpu_pct / r.quota_limit_pct, r.quota_limit_pct);
-  }
-  if (r.max_core_process.empty()) {
-    return fmt::format("CPU-bound on the {}: a core {:.0f} % busy", r.max_core_host,
-                       r.max_core_pct);
-  }
-  return fmt::format("CPU-bound on the {}: {} (a core {:.0f} % busy)", r.max_core_host,
-                     r.max_core_process, r.max_core_pct);
+bool own_role(const std::string& role) {
+  // "" is an older agent's record: the role was not told, so it may be the endpoint's.
+  return role == "server" || role == "agent" || role == "kernel" || role.empty();
 }
 
-bool saturated(const Row& r) { return r.max_core_pct >= kCoreSaturated || !r.quota_host.empty(); }
+std::string describe_proc(const std::string& comm, const std::string& role) {
+  if (role == "agent") return "chokepoint's own " + (comm.empty() ? "agent" : comm);
+  return comm.empty() ? "a process" : comm;
+}
+
+// Why `r` is CPU-bound, from its ends' CPU over all of its samples; empty
+// when it is not. A process at its cgroup quota first (the most specific), then
+// one of the endpoint's threads at a core, then every core busy. Processes in
+// another network namespace than the end's agent are not that end's (a lab's
+// other host, a container): they count as competing load only.
+CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
+  CpuBound best;
+  auto eligible = [](const CpuUse& u) { return u.seconds >= kMinCpuWindow; };
+  for (const char* host : {"server", "client"}) {
+    auto it = r.cpu.find(host);
+    if (it == r.cpu.end() || !eligible(it->second)) continue;
+    for (const auto& p : it->second.procs) {
+      if (p.other_netns || !own_role(p.role) || p.limit_pct <= 0) continue;
+      if (p.cpu_pct < kQuotaSaturated * p.limit_pct) continue;
+      best = {host, "quota", p.comm, p.role, p.cpu_pct, p.limit_pct, false, 0, false};
+      break;
+    }
+    if (!best.empty()) break;
+  }
+  if (best.empty()) {
+    // The file server's thread before chokepoint's own: the server is what users ask about.
+    for (const char* role : {"server", "kernel", "agent", ""}) {
+      for (const char* host : {"server", "client"}) {
+        auto it = r.cpu.find(host);
+        if (it == r.cpu.end() || !eligible(it->second)) continue;
+        for (const auto& p : it->second.procs) {
+          if (p.other_netns || p.role != role || p.top_thread_pct < kThreadSaturated) continue;
+          best = {host, "thread", p.comm, p.role, p.top_thread_pct, 0, false, 0, false};
+          break;
+        }
+        if (!best.empty()) break;
+      }
+      if (!best.empty()) break;
+    }
+  }
+  if (best.empty()) {
+    for (const char* host : {"server", "client"}) {
+      auto it = r.cpu.find(host);
+      if (it == r.cpu.end() || !eligible(it->second)) continue;
+      if (it->second.total_busy_pct < kAllCoresBusy) continue;
+      best.host = a.same_machine ? "both" : host;
+      best.kind = "all cores";
+      best.pct = it->second.total_busy_pct;
+      if (!it->second.procs.empty()) {
+        best.process = it->second.procs.front().comm;
+        best.role = it->second.procs.front().role;
+        best.other_netns = it->second.procs.front().other_netns;
+      }
+      break;
+    }
+  }
+  if (best.empty()) return best;
+  const std::string view = best.host == "client" ? "client" : "server";
+  if (auto it = r.cpu.find(view); it != r.cpu.end()) {
+    const CpuUse& u = it->second;
+    best.competing_pct = u.other_pct;
+    best.per_packet =
+        u.total_busy_pct > 0 && (u.sys_pct + u.softirq_pct) >= kPerPacketShare * u.total_busy_pct;
+  }
+  return best;
+}
+
+// "the server's CPU: smbd, one thread at 98 % of a core", "CPU quota of smbd on
+// the server (10 % of a core; it used 11 %)", "all cores busy on the machine
+// both ends share (94 %; busiest: smbd; competing load 40 % of a core)".
+std::string cpu_text(const CpuBound& c, const Analysis& a) {
+  std::string s;
+  const std::string who = describe_proc(c.process, c.role);
+  if (c.kind == "quota") {
+    s = fmt::format("the CPU quota of {} on the {} ({:.0f} % of a core; it used {:.0f} %)", who,
+                    c.host, c.limit_pct, c.pct);
+  } else if (c.kind == "thread") {
+    s = fmt::format("the {}'s CPU: {}, one thread at {:.0f} % of a core", c.host, who, c.pct);
+  } else if (c.host == "both") {
+    s = fmt::format("all cores busy on the one machine both ends share ({:.0f} %{})", c.pct,
+                    c.process.empty() ? "" : "; busiest: " + describe_proc(c.process, c.role));
+  } else {
+    s = fmt::format("all cores of the {} busy ({:.0f} %{})", c.host, c.pct,
+                    c.process.empty() ? "" : "; busiest: " + describe_proc(c.process, c.role));
+  }
+  if (c.competing_pct >= 10) {
+    s += fmt::format("; competing load (processes not the endpoints') {:.0f} % of a core",
+                     c.competing_pct);
+  }
+  if (c.role == "agent") {
+    s += ": chokepoint's own probe is the limit, so the figure is a lower bound of what the "
+         "layer can do";
+  }
+  if (a.same_machine && c.host != "both") s += " (both ends share one machine's CPUs)";
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// Noise: is a layer below, at, or above the layer beneath?
+
+enum class Level { kBelow, kNoise, kCeiling, kFaster };
+
+// `r` against the row beneath it (its ratio and interval).
+Level level_of(double ratio, double lo, double hi, double median, const Row& beneath) {
+  if (ratio > kFasterThanBeneath) {
+    if (lo > 1 && median > beneath.rate.max) return Level::kFaster;
+    return lo >= kAtCeiling ? Level::kCeiling : Level::kNoise;
+  }
+  if (ratio >= kAtCeiling) return Level::kCeiling;
+  return hi >= kAtCeiling ? Level::kNoise : Level::kBelow;
+}
+
+Level level_of(const Row& r, const Row& beneath) {
+  return level_of(r.ratio, r.ratio_lo, r.ratio_hi, r.rate.median, beneath);
+}
+
+// Samples per row that would likely narrow the interval enough to decide.
+int suggested_count(const Row& r) {
+  const size_t n = std::max<size_t>(r.rate.n, 1);
+  const double half = (r.ratio_hi - r.ratio_lo) / 2;
+  const double margin = std::max(0.02, std::fabs(r.ratio - (r.ratio > 1 ? 1.0 : kAtCeiling)));
+  const double want = std::ceil(double(n) * (half / margin) * (half / margin));
+  return static_cast<int>(std::clamp(want, double(n + 5), 100.0));
+}
 
 Finding make_finding(std::string path, std::string layer, std::string text,
                      std::vector<std::string> rows = {}, std::string cap = {}) {
@@ -394,88 +593,97 @@ void add_hint(Finding& f, std::string hint) {
   f.hints.push_back(std::move(hint));
 }
 
-// The readahead hint for a disk under a read path, citing its rate and the
-// current readahead; "" when the readahead is already large, and a note
-// instead: where the disk caps the path (`disk_caps`), the disk itself is the
-// limit; where reading and serving together do, more readahead would not help.
-std::string readahead_hint(const Analysis& a, const std::string& role, double rate, bool disk_caps,
-                           std::string* note) {
-  const HostFacts& h = host_facts(a, role);
-  const std::string dev = h.disk_device.empty() ? "DEV" : "/dev/" + h.disk_device;
-  if (h.read_ahead_kb >= static_cast<int64_t>(kGoodReadaheadKb)) {
-    *note = fmt::format("the {}'s readahead is already {} KiB on {}: {}", role, h.read_ahead_kb,
-                        h.disk_device,
-                        disk_caps ? "the disk itself is the limit" : "more would not help");
-    return {};
+void set_cpu(Finding& f, const Row& r, const Analysis& a) {
+  f.layer = "cpu";
+  f.cpu = r.cpu_bound;
+  f.cap = r.key;
+  if (r.cpu_bound.role == "agent") f.lower_bound = true;
+  // Per-packet cost at the standard MTU: what jumbo frames cut (seed 004).
+  // Not for a quota: the cap is the quota, whatever each packet costs.
+  if (r.cpu_bound.per_packet && r.cpu_bound.kind != "quota" && a.server_mtu == 1500 &&
+      a.client_mtu == 1500 && (r.layer == "tcp" || is_protocol(r.layer))) {
+    add_hint(f, fmt::format("kernel work is {} of the busy CPU at MTU 1500 on both ends: jumbo "
+                            "frames (MTU 9000 on both ends and every switch between) cut the "
+                            "per-packet cost",
+                            "most"));
   }
-  std::string now = h.read_ahead_kb >= 0
-                        ? fmt::format(" (now {} KiB on {})", h.read_ahead_kb,
-                                      h.disk_device.empty() ? "its disk" : h.disk_device)
-                        : "";
-  // blockdev counts 512-byte sectors: 4096 = 2 MiB.
-  return fmt::format(
-      "the {} disk reads {}: raise its readahead{} with `blockdev --setra 4096 {}` (2 MiB) or "
-      "`hdparm -a 4096 {}`",
-      role, mbps(rate), now, dev, dev);
 }
 
+// ---------------------------------------------------------------------------
+// TCP.
+
 struct TcpExplanation {
-  std::string layer;  // "cpu" | "network" | "tcp"
+  std::string layer;  // "cpu" | "network" | "network path" | "tcp"
   std::string text;
   std::vector<std::string> hints;
 };
 
-// Hints for a TCP that falls short of the link, each citing its trigger.
-std::vector<std::string> short_tcp_hints(const Row& t, const Analysis& a) {
+std::string sysctl_of(const HostFacts& h, const char* key) {
+  auto it = h.tcp_sysctls.find(key);
+  return it == h.tcp_sysctls.end() ? std::string() : it->second;
+}
+
+// Buffer hints for a TCP that a window or buffer limits, each citing its trigger.
+std::vector<std::string> buffer_hints(const Row& t, const Analysis& a, double path_bits) {
   std::vector<std::string> hints;
   const bool down = t.where == "server->client";
   const std::string sender = down ? "server" : "client", receiver = down ? "client" : "server";
   const HostFacts& rf = host_facts(a, receiver);
   const HostFacts& sf = host_facts(a, sender);
-  auto sysctl = [](const HostFacts& h, const char* key) {
-    auto it = h.tcp_sysctls.find(key);
-    return it == h.tcp_sysctls.end() ? std::string() : it->second;
-  };
-  // The window needed to fill the link: bandwidth x round-trip time.
-  const double bdp = a.link_bits > 0 && t.rtt_us > 0 ? a.link_bits / 8 * t.rtt_us / 1e6 : 0;
-  const uint64_t rmem = max_of_sysctl(sysctl(rf, "net.ipv4.tcp_rmem"));
+  // The window needed to fill the path: bandwidth x round-trip time.
+  const double bdp = path_bits > 0 && t.rtt_us > 0 ? path_bits / 8 * t.rtt_us / 1e6 : 0;
+  const uint64_t rmem = max_of_sysctl(sysctl_of(rf, "net.ipv4.tcp_rmem"));
   const bool rmem_short = bdp > 0 && rmem > 0 && double(rmem) < bdp;
   if (t.rwnd_limited_frac > kWindowLimited || rmem_short) {
     std::string why =
         t.rwnd_limited_frac > kWindowLimited
             ? fmt::format("receive-window-limited {}", pct(t.rwnd_limited_frac))
             : fmt::format(
-                  "the {}'s tcp_rmem max {} bytes is below the "
-                  "bandwidth-delay product {} bytes ({} x {:.2f} ms RTT)",
-                  receiver, rmem, static_cast<uint64_t>(bdp), link_text(a), t.rtt_us / 1000);
+                  "the {}'s tcp_rmem max {} bytes is below the bandwidth-delay product {} bytes "
+                  "({} x {:.2f} ms RTT)",
+                  receiver, rmem, static_cast<uint64_t>(bdp), format_rate_bits(path_bits),
+                  t.rtt_us / 1000);
     std::string now;
-    if (!sysctl(rf, "net.ipv4.tcp_rmem").empty()) {
+    if (!sysctl_of(rf, "net.ipv4.tcp_rmem").empty()) {
       now = fmt::format(" (now net.ipv4.tcp_rmem = \"{}\", net.core.rmem_max = {})",
-                        sysctl(rf, "net.ipv4.tcp_rmem"), sysctl(rf, "net.core.rmem_max"));
+                        sysctl_of(rf, "net.ipv4.tcp_rmem"), sysctl_of(rf, "net.core.rmem_max"));
     }
     hints.push_back(fmt::format("{}: raise the {}'s receive buffer max{}", why, receiver, now));
   }
   if (t.sndbuf_limited_frac > kWindowLimited) {
     std::string now;
-    if (!sysctl(sf, "net.ipv4.tcp_wmem").empty()) {
+    if (!sysctl_of(sf, "net.ipv4.tcp_wmem").empty()) {
       now = fmt::format(" (now net.ipv4.tcp_wmem = \"{}\", net.core.wmem_max = {})",
-                        sysctl(sf, "net.ipv4.tcp_wmem"), sysctl(sf, "net.core.wmem_max"));
+                        sysctl_of(sf, "net.ipv4.tcp_wmem"), sysctl_of(sf, "net.core.wmem_max"));
     }
     hints.push_back(fmt::format("send-buffer-limited {}: raise the {}'s send buffer max{}",
                                 pct(t.sndbuf_limited_frac), sender, now));
   }
+  return hints;
+}
+
+std::string mtu_hint(const Analysis& a) {
   if (a.server_mtu > 0 && a.client_mtu > 0 && a.server_mtu != a.client_mtu) {
-    hints.push_back(fmt::format(
+    return fmt::format(
         "MTU {} on the server but {} on the client: set the same MTU on both ends and every "
         "switch between them",
-        a.server_mtu, a.client_mtu));
-  } else if (a.server_mtu == 1500 && a.client_mtu == 1500 && hints.empty()) {
-    // Seed 004: jumbo frames lifted a short gigabit TCP from 133 to ~300 Mbit/s.
-    hints.push_back(
-        "MTU is 1500 on both ends: try jumbo frames (MTU 9000 on both ends and every switch "
-        "between them)");
+        a.server_mtu, a.client_mtu);
   }
-  return hints;
+  return {};
+}
+
+// The slower of both ends' interface speeds, bit/s (0: neither known), and its text.
+double nic_bits(const Analysis& a, std::string* text) {
+  double bits = 0;
+  std::vector<std::string> parts;
+  for (const char* role : {"server", "client"}) {
+    const HostFacts& h = host_facts(a, role);
+    if (h.nic_bits <= 0) continue;
+    parts.push_back(fmt::format("{} NIC {}", role, format_rate_bits(h.nic_bits)));
+    bits = bits == 0 ? h.nic_bits : std::min(bits, h.nic_bits);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) *text += (i ? ", " : "") + parts[i];
+  return bits;
 }
 
 // Why TCP is where it is, with the numbers.
@@ -488,47 +696,82 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
     why.push_back(fmt::format("send-buffer-limited {} of the time", pct(t.sndbuf_limited_frac)));
   }
   if (t.retransmits > 0) why.push_back(fmt::format("{} retransmits", t.retransmits));
-  if (a.server_mtu > 0 && a.client_mtu > 0 && a.server_mtu != a.client_mtu) {
-    why.push_back(fmt::format("MTU differs: server {} vs client {}", a.server_mtu, a.client_mtu));
+  if (t.rtt_idle_us > 0 && t.rtt_us > 0) {
+    why.push_back(fmt::format("RTT {:.2f} ms idle, {:.2f} ms under load", t.rtt_idle_us / 1000,
+                              t.rtt_us / 1000));
   }
   std::string because;
   for (size_t i = 0; i < why.size(); ++i) because += (i ? "; " : "") + why[i];
+  auto with_because = [&](std::string s) { return because.empty() ? s : s + "; " + because; };
+  std::vector<std::string> hints;
+  if (std::string h = mtu_hint(a); !h.empty()) hints.push_back(h);
 
-  if (saturated(t)) {
-    std::string s =
-        fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median), cpu_bound(t));
-    if (t.ratio > 0) s += fmt::format(" ({} of the {} link)", pct(t.ratio), link_text(a));
-    if (!because.empty()) s += "; " + because;
-    return {"cpu", s, {}};
+  if (!t.cpu_bound.empty()) {
+    return {"cpu",
+            with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
+                                     cpu_text(t.cpu_bound, a))),
+            hints};
   }
-  if (t.ratio <= 0) {
+  // The path's expected rate: the plan's or a shaper's nominal link, else the NICs.
+  std::string nics;
+  const double nic = nic_bits(a, &nics);
+  const bool nominal = a.link_source == "set in the plan" ||
+                       host_facts(a, "server").shaped_bits > 0 ||
+                       host_facts(a, "client").shaped_bits > 0;
+  const double path_bits = nominal ? a.link_bits : nic;
+  const std::vector<std::string> buffers = buffer_hints(t, a, path_bits);
+  if (t.rwnd_limited_frac > kWindowLimited || t.sndbuf_limited_frac > kWindowLimited ||
+      !buffers.empty()) {
+    for (const auto& h : buffers) hints.push_back(h);
     return {"tcp",
-            fmt::format("{} carries {} (link speed unknown: set [link] nominal in the plan)",
-                        t.label, mbps(t.rate.median)) +
-                (because.empty() ? "" : "; " + because),
-            {}};
+            with_because(fmt::format(
+                "{} carries {}{}: a window or buffer limits it", t.label, mbps(t.rate.median),
+                path_bits > 0 ? fmt::format(" ({} of {})", pct(t.rate.median * 8 / path_bits),
+                                            format_rate_bits(path_bits))
+                              : "")),
+            hints};
   }
-  if (t.ratio > kAboveLink) {
+  if (path_bits <= 0) {
     return {"tcp",
-            fmt::format("{} carries {}, above the link's nominal {} ({}): that speed is not a real "
-                        "ceiling here (a virtual link?)",
-                        t.label, mbps(t.rate.median), link_text(a), pct(t.ratio)),
-            {}};
+            with_because(
+                fmt::format("{} carries {} (link speed unknown: set [link] nominal in the plan)",
+                            t.label, mbps(t.rate.median))),
+            hints};
   }
-  if (t.ratio >= kShortTcp) {
+  const double ratio = t.rate.median * 8 / path_bits;
+  if (ratio > kAboveLink) {
+    return {"tcp",
+            with_because(fmt::format(
+                "{} carries {}, above the {} nominal {} ({}): that speed is no ceiling here (a "
+                "virtual link?), and no CPU or window limit shows",
+                t.label, mbps(t.rate.median), nominal ? "link's" : "interfaces'",
+                format_rate_bits(path_bits), pct(ratio))),
+            hints};
+  }
+  if (ratio >= kShortTcp) {
     return {"network",
-            fmt::format("{} reaches {} of the {} link ({}): the network is at its ceiling", t.label,
-                        pct(t.ratio), link_text(a), mbps(t.rate.median)) +
-                (because.empty() ? "" : "; " + because),
-            {}};
+            with_because(fmt::format("{} reaches {} of the {} {} ({}): the network is at its "
+                                     "ceiling",
+                                     t.label, pct(ratio), format_rate_bits(path_bits),
+                                     nominal ? "link" : "interfaces", mbps(t.rate.median))),
+            hints};
   }
-  return {"tcp",
-          fmt::format("{} reaches only {} of the {} link ({})", t.label, pct(t.ratio), link_text(a),
-                      mbps(t.rate.median)) +
-              (because.empty() ? "; tcp_info shows no window or buffer limit, look at "
-                                 "the path (switches, NICs, MTU)"
-                               : "; " + because),
-          short_tcp_hints(t, a)};
+  // Below both ends' interfaces with no window, buffer or CPU limit: something on
+  // the path between them (a slower switch port, Wi-Fi, a VPN, a shaper).
+  std::string evidence = nominal ? fmt::format("the {} link", format_rate_bits(path_bits)) : nics;
+  if (t.rtt_idle_us > 0 && t.rtt_us > 1.5 * t.rtt_idle_us) {
+    evidence += fmt::format(
+        "; RTT rises from {:.2f} ms idle to {:.2f} ms under load: a queue on "
+        "the path",
+        t.rtt_idle_us / 1000, t.rtt_us / 1000);
+  }
+  return {
+      "network path",
+      fmt::format("{} carries {}, only {} of {}, with no window, buffer or CPU limit: the "
+                  "network path between the hosts caps it ({}{})",
+                  t.label, mbps(t.rate.median), pct(ratio), format_rate_bits(path_bits), evidence,
+                  t.retransmits > 0 ? fmt::format("; {} retransmits", t.retransmits) : ""),
+      hints};
 }
 
 // The row that stands for the capping layer of a TCP explanation: the link
@@ -542,6 +785,9 @@ struct Said {
   std::set<std::string> tcp, cpu;
 };
 
+// ---------------------------------------------------------------------------
+// Disk to disk, the hand method's paths.
+
 void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* src_disk,
                   const Row* tcp, const Row* dst_disk) {
   struct Layer {
@@ -549,111 +795,154 @@ void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* s
     std::string name;  // "server disk", ...
     std::string what;  // "reads", ...
   };
+  const bool down = name == "server -> client";
   std::vector<Layer> layers;
-  if (src_disk) layers.push_back({src_disk, src_disk->where + " disk", "reads"});
+  if (src_disk) layers.push_back({src_disk, down ? "server disk" : "client disk", "reads"});
   if (tcp) layers.push_back({tcp, "TCP", "carries"});
-  if (dst_disk) layers.push_back({dst_disk, dst_disk->where + " disk", "writes"});
+  if (dst_disk) layers.push_back({dst_disk, down ? "client disk" : "server disk", "writes"});
   if (layers.empty()) return;
+  std::stable_sort(layers.begin(), layers.end(), [](const Layer& x, const Layer& y) {
+    return x.row->rate.median < y.row->rate.median;
+  });
   Finding f;
   f.path = name;
-  for (const auto& l : layers) {
-    if (l.row->layer == "tcp" && find_row(a, "link")) f.rows.push_back("link");
-    f.rows.push_back(l.row->key);
+  for (const Row* r : {src_disk, tcp, dst_disk}) {
+    if (!r) continue;
+    if (r == tcp && find_row(a, "link")) f.rows.push_back("link");
+    f.rows.push_back(r->key);
   }
-  std::sort(layers.begin(), layers.end(),
-            [](const Layer& x, const Layer& y) { return x.row->rate.median < y.row->rate.median; });
-  const Layer& cap = layers.front();
+  const Layer& cap = layers[0];
   std::string others;
   for (size_t i = 1; i < layers.size(); ++i) {
     const Layer& l = layers[i];
-    others +=
-        fmt::format("{}{}{} {} {}", others.empty() ? "" : ", ", l.row->layer == "tcp" ? "" : "the ",
-                    l.name, l.what, mbps(l.row->rate.median));
+    others += fmt::format("{}{}{} {} {}", i > 1 ? ", " : "", l.row->layer == "tcp" ? "" : "the ",
+                          l.name, l.what, mbps(l.row->rate.median));
   }
-  std::vector<std::string> hints;
-  std::string note;
+  if (layers.size() > 1) {
+    const RatioInterval ri = bootstrap_median_ratio(cap.row->samples, layers[1].row->samples);
+    f.ratio = ri.ratio;
+    f.ratio_lo = ri.lo;
+    f.ratio_hi = ri.hi;
+    // The two slowest within each other's noise: either may cap the path.
+    if (ri.hi >= 1 && ri.lo < 1 && cap.row->rate.n > 1 && layers[1].row->rate.n > 1) {
+      f.layer = "undecided";
+      f.undecided_reason = "noise";
+      f.candidates = {cap.row->layer == "tcp" ? "tcp" : cap.name,
+                      layers[1].row->layer == "tcp" ? "tcp" : layers[1].name};
+      Row tmp = *cap.row;
+      tmp.ratio = ri.ratio;
+      tmp.ratio_lo = ri.lo;
+      tmp.ratio_hi = ri.hi;
+      f.suggested_count = suggested_count(tmp);
+      f.text = fmt::format(
+          "{}: the {} ({}) and the {} ({}) are within each other's noise (ratio {:.2f}, 95 % "
+          "interval {:.2f}-{:.2f}): either may cap it; repeat with count = {}.",
+          name, cap.name, mbps(cap.row->rate.median), layers[1].name,
+          mbps(layers[1].row->rate.median), ri.ratio, ri.lo, ri.hi, f.suggested_count);
+      a.findings.push_back(f);
+      return;
+    }
+  }
   if (cap.row->layer == "tcp") {
     TcpExplanation e = explain_tcp(*cap.row, a);
     said.tcp.insert(cap.row->key);
-    if (e.layer == "cpu") said.cpu.insert(cap.row->key);
+    if (e.layer == "cpu") {
+      said.cpu.insert(cap.row->key);
+      set_cpu(f, *cap.row, a);
+    }
     f.layer = e.layer;
     f.cap = tcp_cap_key(a, *cap.row, e.layer);
-    f.ratio = cap.row->ratio;
-    f.text = fmt::format("{}: the {} caps it. {}", name,
-                         e.layer == "network" ? "network"
-                         : e.layer == "cpu"   ? "CPU"
-                                              : "TCP layer",
+    if (f.ratio == 0) f.ratio = cap.row->ratio;
+    f.text = fmt::format("{}: {} caps it. {}", name,
+                         e.layer == "network"        ? "the network"
+                         : e.layer == "network path" ? "the network path"
+                         : e.layer == "cpu"          ? "the CPU"
+                                                     : "the TCP layer",
                          e.text);
-    hints = e.hints;
+    for (auto& h : e.hints) add_hint(f, h);
+  } else if (!cap.row->cpu_bound.empty()) {
+    said.cpu.insert(cap.row->key);
+    set_cpu(f, *cap.row, a);
+    f.text = fmt::format("{}: the CPU caps it: the {} {} {} while {}", name, cap.name, cap.what,
+                         mbps(cap.row->rate.median), cpu_text(cap.row->cpu_bound, a));
   } else {
     f.layer = cap.name;
     f.cap = cap.row->key;
     f.text = fmt::format(
         "{}: the {} caps it: it {} {}{}", name, cap.name, cap.what, mbps(cap.row->rate.median),
         cap.row->size ? fmt::format(" ({} files)", format_size(cap.row->size)) : "");
-    if (saturated(*cap.row)) {
-      f.text += "; " + cpu_bound(*cap.row);
-      said.cpu.insert(cap.row->key);
-    }
-    if (cap.row->op == "read") {
-      std::string h =
-          readahead_hint(a, cap.row->where, cap.row->rate.median, /*disk_caps=*/true, &note);
-      if (!h.empty()) hints.push_back(h);
-    }
-  }
-  if (layers.size() > 1 && layers[1].row->rate.median > 0) {
-    if (f.ratio == 0) f.ratio = cap.row->rate.median / layers[1].row->rate.median;
   }
   if (!others.empty()) f.text += fmt::format("; {}", others);
-  if (layers.size() > 1 && layers[1].row->rate.median > 0 &&
-      cap.row->rate.median / layers[1].row->rate.median >= kAtCeiling) {
+  if (layers.size() > 1 && f.ratio >= kAtCeiling) {
     f.text += fmt::format(" (the {} is within 10 %: both are near their ceiling)", layers[1].name);
   }
-  if (!note.empty()) f.text += "; " + note;
-  for (auto& h : hints) add_hint(f, h);
   f.text += ".";
   a.findings.push_back(f);
 }
 
-std::string cpu_note(const Row& r) { return saturated(r) ? "; " + cpu_bound(r) : std::string(); }
+// ---------------------------------------------------------------------------
+// Protocols.
 
-// The SMB2/3 tuning hint for an SMB row short of TCP, citing the ratio, the
-// server's config values and the client's request size.
-std::string smb_hint(const Analysis& a, const Row& r) {
-  const bool read = r.op == "read";
-  const std::string max_param = read ? "smb2 max read" : "smb2 max write";
-  const std::string aio_param = read ? "aio read size" : "aio write size";
-  auto cfg = [&](const std::string& p) {
-    auto it = a.server.samba.find(p);
-    return it == a.server.samba.end() ? std::string("default") : it->second;
-  };
-  std::string h = fmt::format("at {} of TCP, for SMB2/3 raise `{}` and `{}`", pct(r.ratio),
-                              max_param, aio_param);
-  if (a.server.samba_known) {
-    h += fmt::format(" (server config: {} = {}, {} = {})", max_param, cfg(max_param), aio_param,
-                     cfg(aio_param));
-  }
-  h += " (`max xmit` only affects SMB1";
-  if (a.server.samba.count("max xmit")) {
-    h += fmt::format(": this config's max xmit = {} does nothing here",
-                     a.server.samba.at("max xmit"));
-  }
-  h += ")";
-  auto io = r.properties.find(read ? "max_read_size" : "max_write_size");
-  if (io != r.properties.end()) {
-    const uint64_t bytes = max_of_sysctl(io->second);
-    if (bytes > 0 && bytes < (1u << 20)) {
-      h += fmt::format("; the client asked for {} per request: raise the share's io_size option",
-                       format_size(bytes));
+// Values in the server's Samba config worse than Samba's defaults, for `op`.
+std::vector<std::string> samba_misconfigured(const Analysis& a, const std::string& op) {
+  std::vector<std::string> out;
+  if (!a.server.samba_known) return out;
+  const std::string key = op == "read" ? "smb2 max read" : "smb2 max write";
+  for (const std::string& k : {key, std::string("smb2 max trans")}) {
+    auto it = a.server.samba.find(k);
+    if (it == a.server.samba.end()) continue;
+    const uint64_t v = max_of_sysctl(it->second);
+    if (v > 0 && v < kSambaDefaultMaxIo) {
+      out.push_back(
+          fmt::format("`{} = {}` in the server's Samba config ({} per request; "
+                      "Samba's default is {}): remove it or raise it",
+                      k, it->second, format_size(v), format_size(kSambaDefaultMaxIo)));
     }
   }
-  return h;
+  return out;
+}
+
+// A property of a protocol row as a number (0 when absent).
+uint64_t property_number(const Row& r, const char* key) {
+  auto it = r.properties.find(key);
+  return it == r.properties.end() ? 0 : max_of_sysctl(it->second);
+}
+
+// What the client's own bytes in flight allow over the path's round trip,
+// bytes/s; 0 when either is unknown.
+double client_window_rate(const Row& r, const Analysis& a) {
+  const uint64_t in_flight = property_number(r, "in_flight_bytes");
+  const Row* t = tcp_row(a.rows, r.op == "read" ? "server->client" : "client->server");
+  const double rtt_us = t ? (t->rtt_idle_us > 0 ? t->rtt_idle_us : t->rtt_us) : 0;
+  if (in_flight == 0 || rtt_us <= 0) return 0;
+  return double(in_flight) / (rtt_us / 1e6);
+}
+
+std::string direction_words(const Row& r) {
+  return r.op == "read" ? "reading and serving together cost"
+                        : "receiving and writing together cost";
+}
+
+// Marks an undecided finding.
+void undecided(Finding& f, const std::string& reason, std::vector<std::string> candidates,
+               std::string text) {
+  f.layer = "undecided";
+  f.undecided_reason = reason;
+  f.candidates = std::move(candidates);
+  f.text = std::move(text);
+}
+
+// The layer name a row stands for in a verdict.
+std::string layer_name(const Row& r) {
+  if (r.layer == "disk") return r.where + " disk";
+  return r.layer;
 }
 
 // The verdict for one protocol row (its biggest files), e.g. "SMB from RAM
 // read 50 MB/s = 43 % of TCP (117 MB/s): the SMB layer caps it".
 void protocol_verdict(Analysis& a, Said& said, const Row& r) {
   const std::string proto = protocol_name(r.layer);
+  const bool read = r.op == "read";
   const std::string what =
       fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op);
   const std::string path = fmt::format("{} {} {}", r.layer, r.where, r.op);
@@ -661,113 +950,206 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
   Finding f;
   f.path = path;
   f.ratio = r.ratio;
-  if (!b) {
-    f.layer = r.layer;
-    f.rows = {r.key};
-    f.cap = r.key;
-    f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against){}.",
-                         path, what, mbps(r.rate.median), cpu_note(r));
-    if (saturated(r)) said.cpu.insert(r.key);
-    a.findings.push_back(f);
-    return;
-  }
-  const bool read = r.op == "read";
+  f.ratio_lo = r.ratio_lo;
+  f.ratio_hi = r.ratio_hi;
+  if (r.layer == "smb") f.misconfigured = samba_misconfigured(a, r.op);
   const Row* tcp = tcp_row(a.rows, read ? "server->client" : "client->server");
-  const Row* ram = proto_row(a.rows, r.layer, "ram", r.op);
-  const Row* disk = disk_row(a.rows, "server", r.op);
+  const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
+  const Row* disk = disk_row(a.rows, "server", r.op, r.size);
   if (r.where == "disk" && disk) f.rows.push_back(disk->key);
   if (tcp && find_row(a, "link")) f.rows.push_back("link");
   if (tcp) f.rows.push_back(tcp->key);
   if (r.where == "disk" && ram) f.rows.push_back(ram->key);
   f.rows.push_back(r.key);
-  const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
-  if (r.where == "ram") {
-    if (r.ratio >= kAtCeiling) {
-      TcpExplanation e = explain_tcp(*b, a);
-      f.layer = e.layer;
-      f.cap = tcp_cap_key(a, *b, e.layer);
-      f.text = fmt::format(
-          "{}: {} moves {} = {} of TCP ({}): the protocol is at TCP's ceiling, "
-          "so the layer beneath caps it. {}",
-          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), e.text);
-      for (auto& h : e.hints) add_hint(f, h);
-    } else {
-      f.layer = saturated(r) ? r.layer + " (cpu)" : r.layer;
-      f.cap = r.key;
-      f.text =
-          fmt::format("{}: {} moves {} = {} of TCP ({}): the {} layer caps it{}", path, what,
-                      mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), proto, cpu_note(r));
-      if (saturated(r)) said.cpu.insert(r.key);
-      if (r.layer == "smb") add_hint(f, smb_hint(a, r));
+  auto finish = [&] {
+    for (const auto& m : f.misconfigured) add_hint(f, m);
+    // The negotiated request size, when it is small and the config does not say why.
+    const uint64_t io = property_number(r, read ? "max_read_size" : "max_write_size");
+    if (r.layer == "smb" && f.misconfigured.empty() && io > 0 && io < (1u << 20)) {
+      add_hint(f, fmt::format("the SMB session moves at most {} per {} request (negotiated): "
+                              "the server limits it",
+                              format_size(io), r.op));
     }
     f.text += ".";
     a.findings.push_back(f);
+  };
+  const std::string size_note =
+      r.below_size ? fmt::format(" (held against {} files, the nearest size measured)",
+                                 format_size(r.below_size))
+                   : "";
+
+  // A figure a cache or a bad figure beneath may have made: no verdict rests on it.
+  for (const Row* x : {&r, b}) {
+    if (!x || !(x->cache_suspected || x->anomaly)) continue;
+    undecided(f, x->cache_suspected ? "cache" : "anomaly", {r.layer, b ? layer_name(*b) : ""},
+              fmt::format("{}: cannot tell what caps it: {}", path,
+                          x->cache_suspected ? x->cache_reason : x->anomaly_reason));
+    f.cap = "";
+    finish();
     return;
   }
-  // From disk: against min(protocol over RAM, server disk).
+  // One of the endpoint's processes at its quota or a thread at a core caps it
+  // outright. Every core busy caps it unless it already reaches the layer
+  // beneath (a row at the disk's ceiling is held by the disk, busy or not).
+  const bool busy_only = r.cpu_bound.kind == "all cores";
+  if (!r.cpu_bound.empty() && !(busy_only && b && level_of(r, *b) == Level::kCeiling)) {
+    said.cpu.insert(r.key);
+    set_cpu(f, r, a);
+    f.text = fmt::format(
+        "{}: {} moves {}{}: the CPU caps it: {}", path, what, mbps(r.rate.median),
+        b ? fmt::format(" = {} of {}", pct(r.ratio), b->layer == "tcp" ? "TCP" : b->label) : "",
+        cpu_text(r.cpu_bound, a));
+    finish();
+    return;
+  }
+  if (!b) {
+    f.layer = r.layer;
+    f.cap = r.key;
+    f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against)", path,
+                         what, mbps(r.rate.median));
+    finish();
+    return;
+  }
+  const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
+  const Level level = level_of(r, *b);
+  if (level == Level::kNoise) {
+    f.suggested_count = suggested_count(r);
+    undecided(f, "noise", {r.layer, layer_name(*b)},
+              fmt::format("{}: {} ({}) and {} ({}) are within each other's noise (ratio {:.2f}, "
+                          "95 % interval {:.2f}-{:.2f}){}: repeat with count = {}",
+                          path, what, mbps(r.rate.median), below_name, mbps(b->rate.median),
+                          r.ratio, r.ratio_lo, r.ratio_hi, size_note, f.suggested_count));
+    finish();
+    return;
+  }
+  if (r.where == "ram") {
+    if (level == Level::kCeiling) {
+      TcpExplanation e = explain_tcp(*b, a);
+      if (e.layer == "cpu") set_cpu(f, *b, a);
+      f.layer = e.layer;
+      f.cap = tcp_cap_key(a, *b, e.layer);
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}): the protocol is at TCP's ceiling, so the layer "
+          "beneath caps it. {}",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), e.text);
+      for (auto& h : e.hints) add_hint(f, h);
+      finish();
+      return;
+    }
+    // Below TCP: the protocol layer, unless the client's own window is the limit.
+    const double window = client_window_rate(r, a);
+    f.cap = r.key;
+    if (window > 0 && r.rate.median >= kProbeLimited * window) {
+      f.layer = "probe";
+      f.lower_bound = true;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}), which is what chokepoint's client keeps in flight "
+          "allows ({} over a {:.2f} ms round trip = {}): the figure is a lower bound limited by "
+          "the client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median),
+          format_size(property_number(r, "in_flight_bytes")),
+          (tcp->rtt_idle_us > 0 ? tcp->rtt_idle_us : tcp->rtt_us) / 1000, mbps(window));
+      finish();
+      return;
+    }
+    f.layer = r.layer;
+    f.text = fmt::format(
+        "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer "
+        "caps it",
+        path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), pct(r.ratio_lo),
+        pct(r.ratio_hi), proto);
+    finish();
+    return;
+  }
+  // From disk: against min(protocol over RAM, server disk), at the same size.
   std::string context;
   if (ram) context += fmt::format("{} from RAM moves {}", proto, mbps(ram->rate.median));
   if (disk) {
     context += fmt::format("{}the server disk {} {}", context.empty() ? "" : ", ",
                            read ? "reads" : "writes", mbps(disk->rate.median));
   }
-  std::string note;
-  if (r.ratio >= kAtCeiling) {
+  if (level == Level::kCeiling) {
     if (b->layer == "disk") {
       f.layer = "server disk";
       f.cap = b->key;
-      f.text = fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({})",
-                           path, what, mbps(r.rate.median), pct(r.ratio), context);
-      if (read) {
-        std::string h = readahead_hint(a, "server", b->rate.median, /*disk_caps=*/true, &note);
-        if (!note.empty()) f.text += "; " + note;
-        if (!h.empty()) add_hint(f, h);
+      if (!b->cpu_bound.empty()) {
+        set_cpu(f, *b, a);
+        f.text = fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}",
+                             path, what, mbps(r.rate.median), pct(r.ratio),
+                             cpu_text(b->cpu_bound, a), size_note);
+      } else {
+        f.text = fmt::format(
+            "{}: {} moves {} = {} of the server disk: the server disk caps it "
+            "({}){}",
+            path, what, mbps(r.rate.median), pct(r.ratio), context, size_note);
       }
-    } else if (tcp && ram && ram->ratio >= kAtCeiling) {
+    } else if (tcp && ram && level_of(*ram, *tcp) == Level::kCeiling && ram->cpu_bound.empty()) {
       // Over RAM the protocol already ran at TCP's ceiling: what caps RAM caps disk.
       TcpExplanation e = explain_tcp(*tcp, a);
+      if (e.layer == "cpu") set_cpu(f, *tcp, a);
       f.layer = e.layer;
       f.cap = tcp_cap_key(a, *tcp, e.layer);
       f.text = fmt::format(
-          "{}: {} moves {} = {} of {} from RAM, which runs at TCP's ceiling ({}): the disk "
-          "costs nothing here and the layer beneath caps it. {}",
+          "{}: {} moves {} = {} of {} from RAM, which runs at TCP's ceiling ({}): the disk costs "
+          "nothing here and the layer beneath caps it. {}",
           path, what, mbps(r.rate.median), pct(r.ratio), proto, context, e.text);
       for (auto& h : e.hints) add_hint(f, h);
+    } else if (ram && !ram->cpu_bound.empty()) {
+      set_cpu(f, *ram, a);
+      f.cap = b->key;
+      f.text =
+          fmt::format("{}: {} moves {} = {} of {} from RAM, which is CPU-bound: {}", path, what,
+                      mbps(r.rate.median), pct(r.ratio), proto, cpu_text(ram->cpu_bound, a));
     } else {
       f.layer = r.layer;
       f.cap = b->key;
       f.text = fmt::format(
-          "{}: {} moves {} = {} of {} from RAM: the {} layer caps it, as over RAM "
-          "({})",
-          path, what, mbps(r.rate.median), pct(r.ratio), proto, proto, context);
+          "{}: {} moves {} = {} of {} from RAM: the {} layer caps it, as over "
+          "RAM ({}){}",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, proto, context, size_note);
     }
-  } else {
-    f.layer = r.layer + " + disk";
-    f.cap = r.key;
-    f.text = fmt::format(
-        "{}: {} moves {}, only {} of {} ({}): reading and serving together cost "
-        "more than either layer alone{}",
-        path, what, mbps(r.rate.median), pct(r.ratio), below_name, context, cpu_note(r));
-    if (saturated(r)) said.cpu.insert(r.key);
-    if (read) {
-      std::string h = readahead_hint(a, "server", disk ? disk->rate.median : r.rate.median,
-                                     /*disk_caps=*/false, &note);
-      if (!note.empty()) f.text += "; " + note;
-      if (!h.empty()) add_hint(f, h);
+    finish();
+    return;
+  }
+  // Below both: the two together cost more than either alone.
+  f.layer = r.layer + " + disk";
+  f.cap = r.key;
+  f.text = fmt::format("{}: {} moves {}, only {} of {} ({}): {} more than either layer alone{}",
+                       path, what, mbps(r.rate.median), pct(r.ratio), below_name, context,
+                       direction_words(r), size_note);
+  // Readahead helps a protocol reading a disk that reads fast on its own (the
+  // disk is not the cap), and only while it is small.
+  const HostFacts& h = a.server;
+  if (read && disk && h.read_ahead_kb >= 0) {
+    const std::string dev = h.disk_device.empty() ? "DEV" : "/dev/" + h.disk_device;
+    if (h.read_ahead_kb < static_cast<int64_t>(kGoodReadaheadKb)) {
+      // blockdev counts 512-byte sectors: 4096 = 2 MiB.
+      add_hint(f, fmt::format("the server disk reads {} on its own but {} from disk reads {}: "
+                              "raise its readahead (now {} KiB on {}) with `blockdev --setra "
+                              "4096 {}` (2 MiB) or `hdparm -a 4096 {}`",
+                              mbps(disk->rate.median), proto, mbps(r.rate.median), h.read_ahead_kb,
+                              h.disk_device.empty() ? "its disk" : h.disk_device, dev, dev));
+    } else {
+      f.text += fmt::format(
+          "; the server's readahead is already {} KiB on {}: more would not "
+          "help",
+          h.read_ahead_kb, h.disk_device);
     }
   }
-  f.text += ".";
-  a.findings.push_back(f);
+  finish();
 }
 
-// Marks rows whose figure a cache may have produced: samples without
-// O_DIRECT on files that fit in RAM, and results faster than the layer
-// beneath them. Adds a finding for each; rows too big for the page cache
-// get a note instead.
+// ---------------------------------------------------------------------------
+// Numbers that may not be what they seem.
+
+// Marks rows whose figure a cache may have produced (samples without O_DIRECT
+// on files that fit in RAM; a layer faster than the one beneath beyond both
+// rows' noise where a cache sits between them), and rows faster than the layer
+// beneath where no cache can explain it (anomaly). Adds a finding for each.
 void judge_cache(Analysis& a) {
   for (auto& r : a.rows) {
     if (r.rate.n == 0) continue;
-    std::vector<std::string> reasons;
+    std::vector<std::string> reasons, anomalies;
     if (r.cache_possible > 0) {
       const std::string role = r.layer == "disk" ? r.where : "server";
       const uint64_t mem = host_facts(a, role).memory_bytes;
@@ -790,35 +1172,62 @@ void judge_cache(Analysis& a) {
                     : ""));
       }
     }
+    auto faster = [&](const Row& beneath) {
+      const RatioInterval ri = bootstrap_median_ratio(r.samples, beneath.samples);
+      return level_of(ri.ratio, ri.lo, ri.hi, r.rate.median, beneath) == Level::kFaster;
+    };
+    const bool read = r.op == "read";
     if (is_protocol_row(r) && r.where == "disk") {
-      const Row* d = disk_row(a.rows, "server", r.op);
-      if (d && d->rate.median > 0 && r.rate.median > d->rate.median * kFasterThanBeneath) {
+      // The server's page cache sits between the disk and the protocol.
+      const Row* d = disk_row(a.rows, "server", r.op, r.size);
+      const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
+      for (const Row* beneath : {d, ram}) {
+        if (!beneath || !faster(*beneath)) continue;
         reasons.push_back(fmt::format(
-            "{} moves {}, faster than the server disk {} ({}): {}", r.label, mbps(r.rate.median),
-            r.op == "read" ? "reads" : "writes", mbps(d->rate.median),
-            r.op == "read" ? "a page cache served part of it"
-                           : "the server's page cache absorbed part of the writes (write-back)"));
+            "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
+            mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),
+            read ? "the server's page cache served part of it"
+                 : "the server's page cache absorbed the writes (write-back), so the disk's "
+                   "own limit does not show with files of this size"));
+        break;
       }
     } else if (is_protocol_row(r) && r.where == "ram") {
       const Row* t = find_row(a, r.below);
-      if (t && r.ratio > kFasterThanBeneath) {
-        reasons.push_back(fmt::format(
-            "{} moves {}, faster than TCP carries ({}): a cache on the client served part of it",
-            r.label, mbps(r.rate.median), mbps(t->rate.median)));
+      if (t && faster(*t)) {
+        // Only a client that caches (a mounted filesystem's page cache) can beat TCP.
+        if (r.layer == "path" && read) {
+          reasons.push_back(fmt::format(
+              "{} moves {}, faster than TCP carries ({}): the client's page cache served part "
+              "of it",
+              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+        } else {
+          anomalies.push_back(fmt::format(
+              "{} moves {}, faster than TCP carries ({}) beyond both rows' spread: the TCP "
+              "figure is no ceiling here (noise, or the TCP probe limited by its own CPU)",
+              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+        }
       }
     }
-    if (reasons.empty()) continue;
-    r.cache_suspected = true;
-    for (size_t i = 0; i < reasons.size(); ++i) r.cache_reason += (i ? "; " : "") + reasons[i];
-    a.findings.push_back(
-        make_finding("cache", "cache", "cache suspected: " + r.cache_reason + ".", {r.key}));
+    if (!reasons.empty()) {
+      r.cache_suspected = true;
+      for (size_t i = 0; i < reasons.size(); ++i) r.cache_reason += (i ? "; " : "") + reasons[i];
+      a.findings.push_back(
+          make_finding("cache", "cache", "cache suspected: " + r.cache_reason + ".", {r.key}));
+    }
+    if (!anomalies.empty()) {
+      r.anomaly = true;
+      r.anomaly_reason = anomalies.front();
+      a.findings.push_back(make_finding("cache", "anomaly", r.anomaly_reason + ".", {r.key}));
+    }
   }
 }
 
 // A verdict resting on a figure a cache may have produced says so.
 void flag_untrusted(Analysis& a) {
   for (auto& f : a.findings) {
-    if (f.path == "cache" || f.text.empty() || f.text.back() != '.') continue;
+    if (f.path == "cache" || f.layer == "undecided" || f.text.empty() || f.text.back() != '.') {
+      continue;
+    }
     std::string flags;
     for (const auto& key : f.rows) {
       const Row* r = find_row(a, key);
@@ -830,12 +1239,27 @@ void flag_untrusted(Analysis& a) {
   }
 }
 
+bool is_verdict_path(const std::string& path) {
+  static const std::set<std::string> kOther = {"cache", "errors", "mtu", "cpu", "tcp", "config"};
+  return !path.empty() && !kOther.count(path);
+}
+
 }  // namespace
+
+bool Analysis::has_verdict() const {
+  for (const auto& f : findings)
+    if (is_verdict_path(f.path)) return true;
+  return false;
+}
 
 Analysis analyze(const RunRecord& run) {
   Analysis a;
   detect_link(run, a);
   a.rows = build_rows(run, a);
+  for (auto& r : a.rows) r.cpu_bound = find_cpu_bound(r, a);
+  judge_cache(a);
+  std::vector<Finding> cache_findings = std::move(a.findings);
+  a.findings.clear();
   Said said;
 
   path_verdict(a, said, "server -> client", disk_row(a.rows, "server", "read"),
@@ -847,8 +1271,11 @@ Analysis analyze(const RunRecord& run) {
   for (const auto& r : a.rows) {
     if (r.layer != "tcp" || r.rate.n == 0 || said.tcp.count(r.key)) continue;
     TcpExplanation e = explain_tcp(r, a);
-    if (e.layer == "cpu") said.cpu.insert(r.key);
     Finding f = make_finding("tcp", e.layer, e.text, {}, tcp_cap_key(a, r, e.layer));
+    if (e.layer == "cpu") {
+      said.cpu.insert(r.key);
+      set_cpu(f, r, a);
+    }
     f.ratio = r.ratio;
     if (find_row(a, "link")) f.rows.push_back("link");
     f.rows.push_back(r.key);
@@ -866,19 +1293,21 @@ Analysis analyze(const RunRecord& run) {
   }
   std::vector<Finding> protocols = std::move(a.findings);
   a.findings = std::move(before_protocols);
-  // A saturated core that no verdict named yet.
+  // A CPU-bound row that no verdict named yet.
   for (const auto& r : a.rows) {
-    if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || !saturated(r) ||
+    if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || r.cpu_bound.empty() ||
         said.cpu.count(r.key)) {
       continue;
     }
-    a.findings.push_back(make_finding(
-        "cpu", "cpu",
-        fmt::format("{} moves {} while {}.", r.label, mbps(r.rate.median), cpu_bound(r)), {r.key},
-        r.key));
+    Finding f = make_finding("cpu", "cpu",
+                             fmt::format("{} moves {} while {}.", r.label, mbps(r.rate.median),
+                                         cpu_text(r.cpu_bound, a)),
+                             {r.key}, r.key);
+    f.cpu = r.cpu_bound;
+    f.lower_bound = r.cpu_bound.role == "agent";
+    a.findings.push_back(f);
   }
-  // Numbers that may not be what they seem.
-  judge_cache(a);
+  for (auto& f : cache_findings) a.findings.push_back(std::move(f));
   for (const auto& r : a.rows) {
     if (r.failed > 0) {
       a.findings.push_back(
@@ -889,10 +1318,11 @@ Analysis analyze(const RunRecord& run) {
     }
   }
   if (a.server_mtu > 0 && a.client_mtu > 0 && a.server_mtu != a.client_mtu) {
-    a.findings.push_back(
-        make_finding("mtu", "network",
-                     fmt::format("MTU mismatch on the data path: server {} vs client {}.",
-                                 a.server_mtu, a.client_mtu)));
+    Finding f = make_finding("mtu", "network",
+                             fmt::format("MTU mismatch on the data path: server {} vs client {}.",
+                                         a.server_mtu, a.client_mtu));
+    f.hints.push_back(mtu_hint(a));
+    a.findings.push_back(f);
   }
   for (auto& f : protocols) a.findings.push_back(std::move(f));
   flag_untrusted(a);

@@ -26,6 +26,55 @@ constexpr uint64_t kGoodReadaheadKb = 2048;  // readahead at or above this: no r
 // A process at >= 90 % of its cgroup CPU limit is CPU-bound: starved by a
 // quota (smbd at 20 % of a core), it never fills a core.
 constexpr double kQuotaSaturated = 0.90;
+// One thread at >= 90 % of a core is CPU-bound (a thread cannot use two cores,
+// whichever cores it moved between); so is an end whose cores are all >= 90 % busy.
+constexpr double kThreadSaturated = 90;
+constexpr double kAllCoresBusy = 90;
+// Kernel work (system + irq/softirq) at least this share of the busy time: the
+// cost is per packet, which jumbo frames cut.
+constexpr double kPerPacketShare = 0.5;
+// A protocol at >= 80 % of what the client's own bytes in flight allow over
+// the round trip (bytes in flight / RTT) is limited by the client.
+constexpr double kProbeLimited = 0.80;
+// A TCP below 80 % of both ends' interface speeds with no window, buffer or
+// CPU limit: the path between them caps it.
+constexpr double kPathShort = 0.80;
+// Samba's default `smb2 max read`/`smb2 max write`/`smb2 max trans` (4.x): 8 MiB.
+constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
+
+// One end's CPU over a row's samples: window-weighted averages of the
+// per-sample CPU messages (core/cpu_message.h), % of one core unless noted.
+struct CpuProc {
+  std::string comm;
+  std::string role;  // "agent" | "server" | "kernel" | "other" ("" from older agents)
+  bool other_netns = false;
+  double cpu_pct = 0;
+  double top_thread_pct = -1;  // its busiest thread; -1 unknown
+  double limit_pct = 0;        // cgroup CPU limit; 0 none
+};
+struct CpuUse {
+  double seconds = 0;                   // sample windows summed
+  double total_busy_pct = 0;            // all cores, 0..100
+  double sys_pct = 0, softirq_pct = 0;  // of all cores' time, 0..100
+  double agent_pct = 0, server_pct = 0, kernel_pct = 0, other_pct = 0;
+  std::vector<CpuProc> procs;  // busiest first
+};
+// Why a row is CPU-bound, when it is.
+struct CpuBound {
+  std::string host;      // "server" | "client" | "both" (both ends share one machine's CPUs)
+  std::string kind;      // "thread" (one thread at a core) | "quota" | "all cores"
+  std::string process;   // thread/quota: its comm; all cores: the busiest process
+  std::string role;      // the process's role: "server" (the file server), "agent"
+                         // (chokepoint's own probe: the figure is a lower bound),
+                         // "kernel", "other" (competing load)
+  double pct = 0;        // thread: % of a core; quota: the process, % of a core;
+                         // all cores: % busy
+  double limit_pct = 0;  // quota: its limit, % of a core
+  bool other_netns = false;
+  double competing_pct = 0;  // CPU of other processes (not the endpoint's), % of a core
+  bool per_packet = false;   // kernel work >= kPerPacketShare of the busy time
+  bool empty() const { return kind.empty(); }
+};
 
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
@@ -39,6 +88,10 @@ struct Row {
   size_t cache_possible = 0;  // samples flagged cache_possible
   std::string below;          // key of the layer beneath, or ""
   double ratio = 0;           // rate.median / below's median; 0 when none
+  // The ratio's 95 % bootstrap interval (ratio of medians): its noise.
+  double ratio_lo = 0, ratio_hi = 0;
+  // The layer beneath had no row of this size: the size it was held against.
+  uint64_t below_size = 0;
   // CPU evidence: the busiest core (% busy, averaged over a sample) seen on
   // either end during this row's samples, where, and its top process.
   double max_core_pct = 0;
@@ -57,7 +110,12 @@ struct Row {
   double rwnd_limited_frac = -1;  // of busy time; -1 when unknown
   double sndbuf_limited_frac = -1;
   uint64_t retransmits = 0;
-  double rtt_us = 0;  // median of the sender's smoothed RTT over samples, µs; 0 when unknown
+  double rtt_us = 0;       // median of the sender's smoothed RTT over samples, µs; 0 when unknown
+  double rtt_idle_us = 0;  // median RTT before payload moved (handshake), µs; 0 unknown
+  // Per end ("server", "client"): CPU over the samples, and why the row is
+  // CPU-bound (empty when it is not).
+  std::map<std::string, CpuUse> cpu;
+  CpuBound cpu_bound;
   // The successful samples behind `rate`, in stored order: bytes/s and their
   // ids in the store (0 when not stored), so every figure can be traced.
   std::vector<double> samples;
@@ -65,15 +123,27 @@ struct Row {
   // The figure may come from a cache rather than the layer: why, or "".
   bool cache_suspected = false;
   std::string cache_reason;
+  // Faster than the layer beneath beyond both rows' noise, where no cache can
+  // explain it (a protocol over RAM faster than TCP): the figure beneath is no
+  // ceiling. No verdict rests on such a pair either.
+  bool anomaly = false;
+  std::string anomaly_reason;
   // Protocol rows: what the client driver recorded (first sample's
   // details "properties": requested dialect, max_read_size, mount options).
   std::map<std::string, std::string> properties;
 };
 
 struct Finding {
-  std::string path;   // "server -> client" | "client -> server" | "tcp" | "cache" ...
-  std::string layer;  // the capping layer: "network", "tcp", "cpu", "server disk", ...
-  std::string text;   // one sentence with the numbers that show it (hints included)
+  // "server -> client" | "client -> server" (disk to disk), "smb ram read" (a
+  // protocol path), "tcp", "cpu", "cache", "errors", "mtu", "config".
+  std::string path;
+  // The capping layer: "server disk" | "client disk" | "network" (the link at its
+  // nominal rate) | "network path" (something between two faster NICs) | "tcp" |
+  // "cpu" (see `cpu`) | "smb", "ftp", ... (the protocol layer) | "smb + disk"
+  // (reading and serving together) | "undecided" (see `candidates`); for the
+  // other paths: "cache", "error", "network", "config".
+  std::string layer;
+  std::string text;  // one sentence with the numbers that show it (hints included)
   // The evidence, for charts and JSON: the keys of the rows on this path in
   // data order (a bar each), the row that caps it ("" when none), and the
   // ratio the verdict rests on (capping layer / layer beneath; 0: none).
@@ -83,6 +153,20 @@ struct Finding {
   // Tuning hints that fit the evidence, each citing the number that triggered
   // it (they are also part of `text`).
   std::vector<std::string> hints;
+  // The ratio's 95 % interval (see Row::ratio_lo).
+  double ratio_lo = 0, ratio_hi = 0;
+  // layer "cpu": who and how.
+  CpuBound cpu;
+  // layer "undecided": the layers it could be, and why it cannot tell.
+  std::vector<std::string> candidates;
+  std::string undecided_reason;  // "noise" | "cache" | "anomaly"
+  int suggested_count = 0;       // noise: samples per row that would likely settle it
+  // The figure is a lower bound: chokepoint's own client limits it (its bytes
+  // in flight over the RTT, or its own thread at a core).
+  bool lower_bound = false;
+  // Configured values worse than their defaults ("smb2 max read = 16384"),
+  // named whatever caps the path.
+  std::vector<std::string> misconfigured;
 };
 
 // What the verdict cites from one host's facts (see lib/probe/sysinfo.h);
@@ -94,8 +178,11 @@ struct HostFacts {
   std::string disk_device;  // the disk behind disk_dir: "sda"
   int64_t read_ahead_kb = -1;
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
-  bool samba_known = false;                        // a Samba config was read
-  std::map<std::string, std::string> samba;        // its [global] parameters
+  std::string boot_id;       // the kernel's boot id: equal on both ends = one machine
+  double nic_bits = 0;       // the data interface's speed, bit/s (0 unknown)
+  double shaped_bits = 0;    // a tc rate shaping it, bit/s (0 none)
+  bool samba_known = false;  // a Samba config was read
+  std::map<std::string, std::string> samba;  // its [global] parameters
 };
 
 struct Analysis {
@@ -104,8 +191,13 @@ struct Analysis {
   int server_mtu = 0, client_mtu = 0;
   HostFacts server, client;
   std::vector<Row> rows;
+  // Both ends report the same kernel boot id: one machine (a lab in
+  // namespaces, containers), so they share its CPUs.
+  bool same_machine = false;
   std::string headline;  // the verdict in one sentence
   std::vector<Finding> findings;
+  // A finding answers a path (a path or protocol verdict, "undecided" included).
+  bool has_verdict() const;
 };
 
 Analysis analyze(const RunRecord& run);

@@ -4,18 +4,6 @@
 
 namespace cp::app {
 
-bool has_verdict(const analysis::Analysis& a) {
-  for (const auto& f : a.findings) {
-    // Notes that are not a verdict on a path.
-    if (f.path == "cache" || f.path == "errors" || f.path == "mtu" || f.path == "cpu" ||
-        f.path == "tcp") {
-      continue;
-    }
-    return true;
-  }
-  return false;
-}
-
 RunOutcome judge_run(const RunRecord& run) {
   int failed_stages = 0, failed_samples = 0;
   std::string first;
@@ -35,7 +23,7 @@ RunOutcome judge_run(const RunRecord& run) {
     }
   }
   const analysis::Analysis a = analysis::analyze(run);
-  if (!has_verdict(a)) {
+  if (!a.has_verdict()) {
     return {kFailed, first.empty() ? "no stage produced a verdict"
                                    : fmt::format("no verdict; first failure: {}", first)};
   }

@@ -1,6 +1,7 @@
 // A finished run's status and diagnose's exit code: `complete` when every
 // stage and sample succeeded, `partial` when some failed (or stalled) but a
-// verdict stands on the rest, `failed` when there is no verdict.
+// verdict stands on the rest, `failed` when there is no verdict
+// (analysis::Analysis::has_verdict()).
 #pragma once
 
 #include <string>
@@ -16,11 +17,6 @@ inline constexpr int kExitFailed = 1;  // no verdict, or the run could not start
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitPartial = 3;
 inline constexpr int kExitInterrupted = 130;
-
-// The analysis holds a verdict on a path (a disk-TCP-disk path or a
-// protocol), not only notes (cache, errors, MTU, CPU).
-// TODO(lead): replace with analysis::Analysis::has_verdict() once main has it.
-bool has_verdict(const analysis::Analysis& a);
 
 struct RunOutcome {
   std::string status;  // kComplete | kPartial | kFailed

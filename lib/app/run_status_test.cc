@@ -54,7 +54,7 @@ TEST(JudgeRun, OnlyNotesAndNoPathIsNoVerdict) {
   RunRecord run = SeedRun(1, "x").stage("disk", "server", "read", 100'000'000, {70, 71}).build();
   for (auto& s : run.stages[0].samples) s.error = "disk full";
   run.stages[0].status = kFailed;
-  EXPECT_FALSE(has_verdict(analysis::analyze(run)));
+  EXPECT_FALSE(analysis::analyze(run).has_verdict());
   EXPECT_EQ(judge_run(run).status, kFailed);
 }
 

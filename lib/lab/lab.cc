@@ -82,19 +82,27 @@ void require_netem() {
               "check that unshare and tc (iproute2) work as root");
 }
 
-// Refuses to build over things the lab did not make.
-void require_free(const std::string& dir) {
-  const LabState p = plan(LabOptions{}, dir);
-  const std::string hint =
-      "another lab may be up from another dir: take it down with `CHOKEPOINT_LAB_DIR=<its dir> "
-      "chokepoint lab down`, or remove it by hand";
-  for (const LabHost* h : {&p.server, &p.client}) {
-    if (sys::netns_exists(h->netns)) {
+// Refuses to build over things the lab did not make. Looks only at this
+// instance's names and subnets: other instances may be up beside it.
+void require_free(const std::string& dir, int instance) {
+  const LabState p = plan(LabOptions{}, dir, instance);
+  const InstanceNames n = instance_names(instance);
+  const std::string down_cmd = instance == 0
+                                   ? "chokepoint lab down"
+                                   : fmt::format("chokepoint lab down --instance {}", instance);
+  const std::string hint = fmt::format(
+      "another lab instance {} may be up from another dir: take it down with "
+      "`CHOKEPOINT_LAB_DIR=<its dir> {}`, or remove it by hand",
+      instance, down_cmd);
+  for (const std::string* ns : {&p.server.netns, &p.client.netns, &n.switch_netns}) {
+    if (sys::netns_exists(*ns)) {
       throw Error(
           ErrorKind::kIo,
-          fmt::format("network namespace {} already exists, and {} records no lab", h->netns, dir),
-          hint + fmt::format(" (ip netns del {})", h->netns));
+          fmt::format("network namespace {} already exists, and {} records no lab", *ns, dir),
+          hint + fmt::format(" (ip netns del {})", *ns));
     }
+  }
+  for (const LabHost* h : {&p.server, &p.client}) {
     const HostFiles f = host_files(p, *h);
     if (sys::link_exists(f.mgmt_root_ifname)) {
       throw Error(ErrorKind::kIo,
@@ -103,12 +111,16 @@ void require_free(const std::string& dir) {
                   hint + fmt::format(" (ip link del {})", f.mgmt_root_ifname));
     }
   }
-  const std::string used = run_checked({"ip", "-4", "-o", "addr", "show", "to", kLabRange});
-  if (!used.empty()) {
-    throw Error(ErrorKind::kIo,
-                fmt::format("this machine already uses addresses in {}, which the lab needs: {}",
-                            kLabRange, used.substr(0, used.find('\n'))),
-                "remove those addresses, or point diagnose at real hosts");
+  for (const std::string* subnet : {&n.server_mgmt_subnet, &n.client_mgmt_subnet, &n.data_subnet}) {
+    const std::string used = run_checked({"ip", "-4", "-o", "addr", "show", "to", *subnet});
+    if (!used.empty()) {
+      throw Error(
+          ErrorKind::kIo,
+          fmt::format("this machine already uses addresses in {}, which lab instance {} needs: {}",
+                      *subnet, instance, used.substr(0, used.find('\n'))),
+          "remove those addresses, use another instance (--instance N), or point diagnose at "
+          "real hosts");
+    }
   }
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec)) {
@@ -116,6 +128,20 @@ void require_free(const std::string& dir) {
                 fmt::format("{} exists and is not a lab dir (it has no {})", dir, kStateFile),
                 fmt::format("set {} to a new or empty directory", kDirEnv));
   }
+}
+
+// A lab.json of another instance in `dir`: refuse, so one instance's command
+// never acts on another's lab.
+void require_instance(const LabState& s, int instance, const std::string& dir) {
+  if (s.instance == instance) return;
+  throw Error(ErrorKind::kConfig,
+              fmt::format("{} holds lab instance {}, not instance {}", dir, s.instance, instance),
+              fmt::format("use --instance {} (or {}={}), or another dir", s.instance, kInstanceEnv,
+                          s.instance));
+}
+
+std::string resolve_dir(const std::string& dir, int instance) {
+  return normalize_dir(dir.empty() ? default_dir(instance) : dir);
 }
 
 void keygen(const std::string& path, const std::string& comment) {
@@ -377,23 +403,49 @@ std::optional<LabState> load_from(const std::string& dir) {
   return state_from_json(*text, path);
 }
 
-void down_locked(const std::string& dir) {
+void down_locked(const std::string& dir, int instance) {
   if (!sys::exists(state_path(dir))) return;  // no lab here (or already down)
   LabState s;
+  bool damaged = false;
   try {
     s = *load_from(dir);
   } catch (const Error&) {
-    // A damaged lab.json still marks the dir as the lab's; the names are fixed.
-    s = plan(LabOptions{}, dir);
+    damaged = true;
   }
+  if (damaged) {
+    // A damaged lab.json still marks the dir as the lab's; the instance's names are fixed.
+    s = plan(LabOptions{}, dir, instance);
+  }
+  require_instance(s, instance, dir);
   teardown(s, dir);
 }
 
 }  // namespace
 
-std::string default_dir() {
+int default_instance() {
+  const char* env = std::getenv(kInstanceEnv);
+  if (!env || !*env) return 0;
+  return parse_instance(env, fmt::format("${}", kInstanceEnv));
+}
+
+std::string default_dir(int instance) {
   const char* env = std::getenv(kDirEnv);
-  return (env && *env) ? std::string(env) : std::string(kDefaultDir);
+  return (env && *env) ? std::string(env) : instance_names(instance).dir;
+}
+
+std::string default_dir() { return default_dir(default_instance()); }
+
+int test_instance() {
+  const char* env = std::getenv(kTestInstanceEnv);
+  if (!env || !*env) return kDefaultTestInstance;
+  const int n = parse_instance(env, fmt::format("${}", kTestInstanceEnv));
+  if (n == 0) {
+    throw Error(
+        ErrorKind::kConfig,
+        fmt::format("${} is 0, the user's lab, which tests must leave alone", kTestInstanceEnv),
+        fmt::format("set it to a number from 1 to {}", kMaxInstance));
+  }
+  return n;
 }
 
 std::optional<LabState> load(const std::string& dir) { return load_from(normalize_dir(dir)); }
@@ -418,13 +470,14 @@ bool healthy(const LabState& s, std::string* why) {
   return reason.empty();
 }
 
-LabState up(const LabOptions& opts, const std::string& dir_arg) {
+LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
   require_root();
   validate(opts);
-  const std::string dir = normalize_dir(dir_arg);
+  instance_names(instance);  // CHECKs the range
+  const std::string dir = resolve_dir(dir_arg, instance);
   // Before changing anything: a delay needs netem.
   if (opts.delay_s > 0) require_netem();
-  sys::FileLock lock(kLockPath, kLockWait);
+  sys::FileLock lock(instance_names(instance).lock_path, kLockWait);
 
   if (sys::exists(state_path(dir))) {
     std::optional<LabState> cur;
@@ -433,6 +486,7 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
     } catch (const Error&) {
       cur.reset();  // damaged: rebuilt below
     }
+    if (cur) require_instance(*cur, instance, dir);
     if (cur && healthy(*cur, nullptr)) {
       // Retune in place; the hosts, their disks and sessions stay.
       cur->dir = dir;
@@ -454,11 +508,11 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
       return *cur;
     }
     // Remains of a broken lab: clear them, then build afresh.
-    down_locked(dir);
+    down_locked(dir, instance);
   }
 
-  require_free(dir);
-  LabState s = plan(opts, dir);
+  require_free(dir, instance);
+  LabState s = plan(opts, dir, instance);
   try {
     create(s);
   } catch (const Error& e) {
@@ -480,15 +534,17 @@ LabState up(const LabOptions& opts, const std::string& dir_arg) {
   return s;
 }
 
-LabState throttle(const ThrottleRequest& req, const std::string& dir_arg) {
+LabState throttle(const ThrottleRequest& req, int instance, const std::string& dir_arg) {
   require_root();
-  const std::string dir = normalize_dir(dir_arg);
-  sys::FileLock lock(kLockPath, kLockWait);
+  instance_names(instance);  // CHECKs the range
+  const std::string dir = resolve_dir(dir_arg, instance);
+  sys::FileLock lock(instance_names(instance).lock_path, kLockWait);
   std::optional<LabState> cur = load_from(dir);
   if (!cur) {
     throw Error(ErrorKind::kConfig, fmt::format("no lab is up in {}", dir),
                 "start one with `chokepoint lab up`");
   }
+  require_instance(*cur, instance, dir);
   std::string why;
   if (!healthy(*cur, &why)) {
     throw Error(ErrorKind::kIo, fmt::format("the lab in {} is broken: {}", dir, why),
@@ -523,7 +579,8 @@ LabState throttle(const ThrottleRequest& req, const std::string& dir_arg) {
     server_pids.push_back(p);
     if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
   }
-  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids);
+  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
+                                          instance_names(s.instance).cgroup_name);
   s.throttle = want;
   s.throttle.cgroups = plan.cgroups;
   save(s);  // first, so `down` removes even a half-applied throttle
@@ -531,11 +588,12 @@ LabState throttle(const ThrottleRequest& req, const std::string& dir_arg) {
   return s;
 }
 
-void down(const std::string& dir_arg) {
+void down(int instance, const std::string& dir_arg) {
   require_root();
-  const std::string dir = normalize_dir(dir_arg);
-  sys::FileLock lock(kLockPath, kLockWait);
-  down_locked(dir);
+  instance_names(instance);  // CHECKs the range
+  const std::string dir = resolve_dir(dir_arg, instance);
+  sys::FileLock lock(instance_names(instance).lock_path, kLockWait);
+  down_locked(dir, instance);
 }
 
 }  // namespace cp::lab

@@ -64,6 +64,7 @@ struct LabThrottle {
 };
 
 struct LabState {
+  int instance = 0;         // 0: the user's lab; 1..99: labs beside it (tests)
   std::string dir;          // absolute lab dir
   std::string ssh_config;   // <dir>/ssh_config: `ssh -F` it
   std::string identity;     // <dir>/id_ed25519: the key both hosts accept for root
@@ -77,19 +78,38 @@ struct LabState {
   LabThrottle throttle;
 };
 
-// $CHOKEPOINT_LAB_DIR when set and non-empty, else /var/lib/chokepoint-lab.
-std::string default_dir();
+// Several labs can run side by side, each an instance with its own names,
+// addresses, dir, lock, share user and cgroups (layout.h: InstanceNames).
+// Instance 0 is the user's lab; tests use their own (CHOKEPOINT_TEST_LAB_INSTANCE).
+inline constexpr const char* kInstanceEnv = "CHOKEPOINT_LAB_INSTANCE";
+// $CHOKEPOINT_LAB_INSTANCE when set and non-empty, else 0. Throws
+// Error(kConfig) when it is not a number from 0 to 99.
+int default_instance();
+// $CHOKEPOINT_LAB_DIR when set and non-empty, else the instance's own dir
+// (/var/lib/chokepoint-lab for 0, /var/lib/chokepoint-lab-N for N).
+std::string default_dir(int instance);
+std::string default_dir();  // default_dir(default_instance())
+// The instance tests bring up for themselves, beside a user's lab (which they
+// never use, reshape or take down): $CHOKEPOINT_TEST_LAB_INSTANCE, else 9.
+// Throws Error(kConfig) when it is 0 or not an instance number.
+inline constexpr const char* kTestInstanceEnv = "CHOKEPOINT_TEST_LAB_INSTANCE";
+inline constexpr int kDefaultTestInstance = 9;
+int test_instance();
 
-// Brings the lab up in `dir`, or, when a healthy lab is already up there,
-// re-applies rate/mtu/delay in place without restarting the hosts (disk and
-// ram sizes then stay as they are). On any failure it removes what it made
-// and rethrows. Throws Error(kUnsupported) when not root, or for a delay on a
-// kernel without netem (before changing anything).
-LabState up(const LabOptions& opts, const std::string& dir = default_dir());
+// Brings lab `instance` up in `dir` ("": default_dir(instance)), or, when a
+// healthy lab is already up there, re-applies rate/mtu/delay in place without
+// restarting the hosts (disk and ram sizes then stay as they are). On any
+// failure it removes what it made and rethrows. Throws Error(kUnsupported)
+// when not root, or for a delay on a kernel without netem (before changing
+// anything); Error(kConfig) when `dir` holds another instance's lab.
+LabState up(const LabOptions& opts, int instance, const std::string& dir = "");
+inline LabState up(const LabOptions& opts) { return up(opts, default_instance()); }
 
-// Removes everything the lab in `dir` made, from its lab.json, and the dir.
-// Idempotent; also cleans up after a partial `up`.
-void down(const std::string& dir = default_dir());
+// Removes everything lab `instance` in `dir` ("": its default dir) made, from
+// its lab.json, and the dir. Idempotent; also cleans up after a partial `up`.
+// Never touches another instance: Error(kConfig) when `dir` holds another's.
+void down(int instance, const std::string& dir = "");
+inline void down() { down(default_instance()); }
 
 // The recorded state; nullopt when there is no lab in `dir`. Throws
 // Error(kConfig) when lab.json is unreadable.
@@ -106,6 +126,7 @@ struct ThrottleRequest {
   std::optional<uint64_t> disk_read_bps;   // bytes/s; 0 removes the limit
   std::optional<uint64_t> disk_write_bps;  // bytes/s; 0 removes the limit
   bool clear = false;                      // remove every throttle first
+  std::optional<int> instance;             // `lab throttle --instance N` (the CLI's only)
 };
 
 // Applies `req` to the running lab in `dir` with cgroups: smbd's processes
@@ -115,6 +136,7 @@ struct ThrottleRequest {
 // blkio.throttle.*_bps_device, v2 io.max). Records the result in lab.json.
 // Throws Error(kConfig) when no lab is up, kUnsupported when the kernel has
 // no cgroup controller for it.
-LabState throttle(const ThrottleRequest& req, const std::string& dir = default_dir());
+LabState throttle(const ThrottleRequest& req, int instance, const std::string& dir = "");
+inline LabState throttle(const ThrottleRequest& req) { return throttle(req, default_instance()); }
 
 }  // namespace cp::lab

@@ -61,6 +61,24 @@ auto as_usage(F f) {
   }
 }
 
+// --instance N, else $CHOKEPOINT_LAB_INSTANCE, else 0.
+int instance_of(const po::variables_map& vm) {
+  if (vm.count("instance")) {
+    return as_usage([&] { return parse_instance(vm["instance"].as<std::string>(), "--instance"); });
+  }
+  return default_instance();
+}
+
+void add_instance_option(po::options_description& desc) {
+  desc.add_options()("instance", po::value<std::string>(), "lab instance");
+}
+
+// "chokepoint lab down" or "chokepoint lab down --instance 9".
+std::string lab_cmd(const std::string& sub, int instance) {
+  return instance == 0 ? "chokepoint lab " + sub
+                       : fmt::format("chokepoint lab {} --instance {}", sub, instance);
+}
+
 std::string options_text(const LabOptions& o) {
   return fmt::format("{}, MTU {}, {}",
                      o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
@@ -70,12 +88,15 @@ std::string options_text(const LabOptions& o) {
 
 int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
   const UpArgs a = parse_up_args(args);
+  const int instance = a.instance ? *a.instance : default_instance();
   bool was_up = false;  // only for the wording; up() itself decides
   try {
-    if (std::optional<LabState> cur = load()) was_up = healthy(*cur, nullptr);
+    if (std::optional<LabState> cur = load(default_dir(instance))) {
+      was_up = healthy(*cur, nullptr);
+    }
   } catch (const Error&) {
   }
-  const LabState s = up(a.options);
+  const LabState s = up(a.options, instance);
   if (was_up) {
     out << fmt::format("lab in {} was up: retuned in place ({}); hosts kept running\n", s.dir,
                        options_text(s.options));
@@ -97,18 +118,22 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
                        format_size(s.options.disk_bytes), h->loop_device);
   }
   out << shares_text(s);
-  out << fmt::format("ssh into a host:  ssh -F {} cp-server\n", s.ssh_config)
-      << "diagnose it:      chokepoint diagnose --lab\n"
-      << "take it down:     chokepoint lab down\n";
+  out << fmt::format("ssh into a host:  ssh -F {} {}\n", s.ssh_config, s.server.alias)
+      << (instance == 0 ? std::string("diagnose it:      chokepoint diagnose --lab\n")
+                        : fmt::format("diagnose it:      {}={} chokepoint diagnose --lab\n",
+                                      kInstanceEnv, instance))
+      << fmt::format("take it down:     {}\n", lab_cmd("down", instance));
   return 0;
 }
 
 int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("chokepoint lab status options");
   desc.add_options()("json", "print JSON");
+  add_instance_option(desc);
   const po::variables_map vm = parse("status", desc, args);
   const bool as_json = vm.count("json") > 0;
-  std::optional<LabState> s = load();
+  const int instance = instance_of(vm);
+  std::optional<LabState> s = load(default_dir(instance));
   if (!s) {
     out << (as_json ? no_lab_json() : no_lab_text());
     return 0;
@@ -120,9 +145,10 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
 
 int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
   const ThrottleRequest req = parse_throttle_args(args);
+  const int instance = req.instance ? *req.instance : default_instance();
   const bool change = req.clear || req.smbd_cpu || req.disk_read_bps || req.disk_write_bps;
   if (!change) {
-    std::optional<LabState> s = load();
+    std::optional<LabState> s = load(default_dir(instance));
     if (!s) {
       out << no_lab_text();
       return 0;
@@ -130,7 +156,7 @@ int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
     out << fmt::format("throttles on the lab in {}: {}\n", s->dir, throttle_text(s->throttle));
     return 0;
   }
-  const LabState s = throttle(req);
+  const LabState s = throttle(req, instance);
   out << fmt::format("throttles on the lab in {}: {}\n", s.dir, throttle_text(s.throttle));
   for (const std::string& c : s.throttle.cgroups) out << "  cgroup " << c << "\n";
   if (s.throttle.disk_write_bps > 0 && !cgroup_layout().blkio_v1.empty()) {
@@ -142,14 +168,16 @@ int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
 
 int cmd_down(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("chokepoint lab down options");
-  parse("down", desc, args);
-  const std::string dir = default_dir();
+  add_instance_option(desc);
+  const po::variables_map vm = parse("down", desc, args);
+  const int instance = instance_of(vm);
+  const std::string dir = default_dir(instance);
   bool was_there = true;  // a damaged lab.json still means a lab to take down
   try {
     was_there = load(dir).has_value();
   } catch (const Error&) {
   }
-  down(dir);
+  down(instance, dir);
   out << (was_there ? fmt::format("lab in {} is down\n", dir)
                     : fmt::format("no lab in {}; nothing to take down\n", dir));
   return 0;
@@ -164,6 +192,8 @@ std::string lab_usage() {
       "       chokepoint lab throttle [--smbd-cpu P] [--server-disk-read R] "
       "[--server-disk-write R] [--clear]\n"
       "       chokepoint lab down\n"
+      "Every subcommand takes --instance N (default ${} or 0): labs 1..{} run beside\n"
+      "the default lab 0 with their own names (cp-server-N), addresses, dir and user.\n"
       "\n"
       "A two-host lab on this machine (root only): network namespaces cp-server and\n"
       "cp-client joined by a shaped veth data link, each with its own sshd (reachable\n"
@@ -186,8 +216,9 @@ std::string lab_usage() {
       "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
       "  --clear                remove every throttle\n"
       "\n"
-      "The lab lives in {} (or ${}); `chokepoint diagnose --lab` tests it.\n",
-      kDefaultDir, kDirEnv);
+      "The lab lives in {} (instance N: {}-N; or ${}); `chokepoint diagnose --lab`\n"
+      "tests it (instance ${}).\n",
+      kInstanceEnv, kMaxInstance, kDefaultDir, kDefaultDir, kDirEnv, kInstanceEnv);
 }
 
 UpArgs parse_up_args(const std::vector<std::string>& args) {
@@ -196,8 +227,10 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
       "mtu", po::value<int>(), "data link MTU")("delay", po::value<std::string>(), "one-way delay")(
       "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
                                                           "ram size");
+  add_instance_option(desc);
   const po::variables_map vm = parse("up", desc, args);
   UpArgs a;
+  if (vm.count("instance")) a.instance = instance_of(vm);
   if (vm.count("rate")) {
     const std::string r = vm["rate"].as<std::string>();
     a.options.rate_bits = (r == "0" || r == "off" || r == "none")
@@ -262,8 +295,10 @@ ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
       "server-disk-read", po::value<std::string>(), "server disk read limit")(
       "server-disk-write", po::value<std::string>(), "server disk write limit")(
       "clear", "remove every throttle");
+  add_instance_option(desc);
   const po::variables_map vm = parse("throttle", desc, args);
   ThrottleRequest r;
+  if (vm.count("instance")) r.instance = instance_of(vm);
   r.clear = vm.count("clear") > 0;
   if (vm.count("smbd-cpu"))
     r.smbd_cpu = parse_cpu_share(vm["smbd-cpu"].as<std::string>(), "--smbd-cpu");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std
 
 struct UpArgs {
   LabOptions options;
+  std::optional<int> instance;  // --instance N; unset: $CHOKEPOINT_LAB_INSTANCE or 0
   bool disk_size_given = false;
   bool ram_size_given = false;
 };

@@ -84,6 +84,16 @@ TEST(LabCliTest, UpAllOptions) {
   EXPECT_EQ(parse_up_args({"--rate", "200mbit"}).options.rate_bits, 200'000'000u);
 }
 
+TEST(LabCliTest, InstanceOptionOnEverySubcommand) {
+  EXPECT_FALSE(parse_up_args({}).instance.has_value());
+  EXPECT_EQ(parse_up_args({"--instance", "9"}).instance, 9);
+  EXPECT_EQ(parse_throttle_args({"--instance", "3", "--clear"}).instance, 3);
+  EXPECT_EQ(kind_of({"--instance", "100"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--instance", "two"}), ErrorKind::kUsage);
+  EXPECT_EQ(run({"down", "--instance", "-1"}).code, 2);
+  EXPECT_EQ(run({"status", "--instance", "x"}).code, 2);
+}
+
 TEST(LabCliTest, RateZeroMeansUnshaped) {
   EXPECT_EQ(parse_up_args({"--rate", "0"}).options.rate_bits, 0u);
   EXPECT_EQ(parse_up_args({"--rate", "off"}).options.rate_bits, 0u);

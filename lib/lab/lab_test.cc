@@ -29,12 +29,12 @@ namespace {
 
 namespace json = boost::json;
 
+// The tests' own lab instance, never 0 (a user's lab, which they leave alone).
+const int kInstance = test_instance();
+const InstanceNames kNames = instance_names(kInstance);
+
 bool skip_reason(std::string* why) {
-  if (geteuid() != 0) {
-    *why = "needs root";
-  } else if (sys::netns_exists("cp-server") || sys::netns_exists("cp-client")) {
-    *why = "a lab is already up on this machine";
-  }
+  if (geteuid() != 0) *why = "needs root";
   return !why->empty();
 }
 
@@ -43,13 +43,14 @@ std::string test_dir(const char* name) {
 }
 
 // The checks `down` must pass: nothing of the lab is left.
-void expect_nothing_left(const std::string& dir, const std::vector<pid_t>& pids) {
-  const std::string netns = run_checked({"ip", "netns", "list"});
-  EXPECT_EQ(netns.find("cp-server"), std::string::npos) << netns;
-  EXPECT_EQ(netns.find("cp-client"), std::string::npos) << netns;
-  const std::string links = run_checked({"ip", "-o", "link", "show"});
-  EXPECT_EQ(links.find("cpm-"), std::string::npos) << links;
-  EXPECT_EQ(links.find("cpd-"), std::string::npos) << links;
+void expect_nothing_left(const std::string& dir, const std::vector<pid_t>& pids,
+                         const InstanceNames& n = kNames) {
+  for (const std::string* ns : {&n.server_netns, &n.client_netns, &n.switch_netns}) {
+    EXPECT_FALSE(sys::netns_exists(*ns)) << *ns;
+  }
+  for (const std::string* link : {&n.server_mgmt_root_ifname, &n.client_mgmt_root_ifname}) {
+    EXPECT_FALSE(sys::link_exists(*link)) << *link;
+  }
   // No loop device backed by anything in the lab dir.
   if (DIR* d = opendir("/sys/block")) {
     while (dirent* e = readdir(d)) {
@@ -83,7 +84,7 @@ class LabTest : public ::testing::Test {
   void TearDown() override {
     if (dir_.empty()) return;
     try {
-      down(dir_);
+      down(kInstance, dir_);
     } catch (const Error& e) {
       ADD_FAILURE() << "down in TearDown: " << describe(e);
     }
@@ -98,17 +99,18 @@ class LabTest : public ::testing::Test {
   std::string dir_;
 };
 
-// iperf3 from cp-client to a one-shot server in cp-server on the data link; bit/s.
-double iperf_bits_per_second() {
-  Child server({"ip", "netns", "exec", "cp-server", "iperf3", "-s", "-1", "-B", "198.18.0.1"});
+// iperf3 from the client host to a one-shot server in the server host on the data link; bit/s.
+double iperf_bits_per_second(const LabState& s) {
+  const std::string& addr = s.server.data_address;
+  Child server({"ip", "netns", "exec", s.server.netns, "iperf3", "-s", "-1", "-B", addr});
   std::string last;
   double bps = 0;
   // The client retries until the server listens. iperf3 3.12 exits 0 even
   // when it cannot connect, with an "error" in its JSON.
   for (int attempt = 0; attempt < 50 && bps == 0; ++attempt) {
-    RunResult r = run_command({"ip", "netns", "exec", "cp-client", "iperf3", "-c", "198.18.0.1",
-                               "-t", "5", "-O", "1", "-J"},
-                              {}, 60);
+    RunResult r = run_command(
+        {"ip", "netns", "exec", s.client.netns, "iperf3", "-c", addr, "-t", "5", "-O", "1", "-J"},
+        {}, 60);
     last = r.out + r.err;
     boost::system::error_code ec;
     const json::value v = json::parse(r.out, ec);
@@ -133,7 +135,9 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   o.rate_bits = 200'000'000;
   o.disk_bytes = 256ull << 20;  // small: quick mkfs, same code path as 3 GiB
   o.ram_bytes = 64ull << 20;
-  const LabState s = up(o, dir_);
+  const LabState s = up(o, kInstance, dir_);
+  EXPECT_EQ(s.instance, kInstance);
+  EXPECT_EQ(s.server.netns, kNames.server_netns);
 
   std::string why;
   ASSERT_TRUE(healthy(s, &why)) << why;
@@ -147,8 +151,8 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   EXPECT_TRUE(sys::exists(s.identity));
 
   // SSH into each host by its alias, with the lab's own config and keys.
-  EXPECT_EQ(ssh(s, "cp-server", "hostname"), "cp-server\n");
-  EXPECT_EQ(ssh(s, "cp-client", "hostname"), "cp-client\n");
+  EXPECT_EQ(ssh(s, s.server.alias, "hostname"), kNames.server_netns + "\n");
+  EXPECT_EQ(ssh(s, s.client.alias, "hostname"), kNames.client_netns + "\n");
 
   // Inside each host: tmpfs ram, ext4 disk, and the two disks are different devices.
   std::string disk_dev[2];
@@ -169,17 +173,19 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   // vsftpd and smbd serve the shares on the data address (only), as the share user.
   EXPECT_GT(s.server.ftpd_pid, 0);
   EXPECT_GT(s.server.smbd_pid, 0);
-  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kFtpPort, 5));
-  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kSmbPort, 5));
-  EXPECT_FALSE(sys::tcp_accepts_in_netns("cp-server", "198.18.1.2", kSmbPort, 1));
-  ASSERT_NE(getpwnam(kShareUser), nullptr);
+  const std::string& data = s.server.data_address;
+  EXPECT_TRUE(sys::tcp_accepts_in_netns(s.client.netns, data, kFtpPort, 5));
+  EXPECT_TRUE(sys::tcp_accepts_in_netns(s.client.netns, data, kSmbPort, 5));
+  EXPECT_FALSE(sys::tcp_accepts_in_netns(s.server.netns, s.server.mgmt_address, kSmbPort, 1));
+  EXPECT_EQ(s.share_user, kNames.share_user);
+  ASSERT_NE(getpwnam(s.share_user.c_str()), nullptr);
   EXPECT_TRUE(s.share_user_created);
   struct stat pw_st;
   ASSERT_EQ(stat(s.share_password_file.c_str(), &pw_st), 0);
   EXPECT_EQ(pw_st.st_mode & 0777, 0600u);
   ASSERT_EQ(s.server.shares.size(), 4u);
   for (const LabShare& sh : s.server.shares) {
-    EXPECT_EQ(ssh(s, "cp-server", "stat -c %U " + sh.server_dir), "cplab\n") << sh.url;
+    EXPECT_EQ(ssh(s, s.server.alias, "stat -c %U " + sh.server_dir), s.share_user + "\n") << sh.url;
   }
   // The password never shows in a process's arguments.
   const std::string password = *sys::read_file(s.share_password_file);
@@ -187,20 +193,24 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
             std::string::npos);
 
   // The data link works, and SSH does not cross it.
-  EXPECT_EQ(run_command({"ip", "netns", "exec", "cp-client", "ping", "-c1", "-W2", "198.18.0.1"})
-                .exit_code,
-            0);
-  EXPECT_NE(run_checked({"ip", "route", "get", "198.18.1.2"}).find("dev cpm-s"), std::string::npos);
-  EXPECT_NE(run_checked({"ip", "route", "get", "198.18.2.2"}).find("dev cpm-c"), std::string::npos);
+  EXPECT_EQ(
+      run_command({"ip", "netns", "exec", s.client.netns, "ping", "-c1", "-W2", data}).exit_code,
+      0);
+  EXPECT_NE(run_checked({"ip", "route", "get", s.server.mgmt_address})
+                .find("dev " + kNames.server_mgmt_root_ifname + " "),
+            std::string::npos);
+  EXPECT_NE(run_checked({"ip", "route", "get", s.client.mgmt_address})
+                .find("dev " + kNames.client_mgmt_root_ifname + " "),
+            std::string::npos);
 
   // tbf at 200 Mbit/s: iperf3 sees 200 Mbit/s +- 6 % (headers cost ~4 %).
-  const double bps = iperf_bits_per_second();
+  const double bps = iperf_bits_per_second(s);
   EXPECT_NEAR(bps, 200e6, 0.06 * 200e6);
 
   // up again retunes in place: same sshds, new rate.
   o.rate_bits = 1'000'000'000;
   o.disk_bytes = 512ull << 20;  // ignored: sizes apply at creation
-  const LabState s2 = up(o, dir_);
+  const LabState s2 = up(o, kInstance, dir_);
   EXPECT_EQ(s2.server.sshd_pid, s.server.sshd_pid);
   EXPECT_EQ(s2.client.sshd_pid, s.client.sshd_pid);
   EXPECT_EQ(s2.options.rate_bits, 1'000'000'000u);
@@ -211,26 +221,31 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
     EXPECT_NE(tc.find("rate 1Gbit"), std::string::npos) << tc;
   }
   EXPECT_EQ(load(dir_)->options.rate_bits, 1'000'000'000u);
-  EXPECT_EQ(ssh(s2, "cp-server", "hostname"), "cp-server\n");
+  EXPECT_EQ(ssh(s2, s2.server.alias, "hostname"), kNames.server_netns + "\n");
 
   // status, through the command line, text and JSON.
   setenv(kDirEnv, dir_.c_str(), 1);
+  setenv(kInstanceEnv, std::to_string(kInstance).c_str(), 1);
   std::ostringstream out, err;
   EXPECT_EQ(run_lab_command({"status"}, out, err), 0) << err.str();
   const std::string text = out.str();
-  for (const char* want :
-       {"cp-server", "cp-client", ": up", "1 Gbit/s", "tmpfs, 64 MiB", "ext4", "(direct I/O)",
-        "MTU 1500", "vsftpd", "smbd", "smb://198.18.0.1/disk", "throttle   none"}) {
+  for (const std::string& want :
+       {kNames.server_netns, kNames.client_netns, std::string(": up"), std::string("1 Gbit/s"),
+        std::string("tmpfs, 64 MiB"), std::string("ext4"), std::string("(direct I/O)"),
+        std::string("MTU 1500"), std::string("vsftpd"), std::string("smbd"),
+        "smb://" + data + "/disk", std::string("throttle   none")}) {
     EXPECT_NE(text.find(want), std::string::npos) << "missing '" << want << "' in:\n" << text;
   }
   EXPECT_EQ(text.find("problem"), std::string::npos) << text;
   std::ostringstream jout;
   EXPECT_EQ(run_lab_command({"status", "--json"}, jout, err), 0) << err.str();
   unsetenv(kDirEnv);
+  unsetenv(kInstanceEnv);
   const json::value st = json::parse(jout.str());
   EXPECT_TRUE(st.at("healthy").as_bool());
+  EXPECT_EQ(st.at("instance").to_number<int>(), kInstance);
   EXPECT_EQ(st.at("client").at("disk").at("fstype").as_string(), "ext4");
-  EXPECT_EQ(st.at("client").at("hostname_inside").as_string(), "cp-client");
+  EXPECT_EQ(st.at("client").at("hostname_inside").as_string(), kNames.client_netns);
   EXPECT_EQ(st.at("server").at("rate_bits").to_number<uint64_t>(), 1'000'000'000u);
 
   // down leaves nothing.
@@ -239,19 +254,62 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
   // A server that died comes back with the next `up`.
   kill(s2.server.ftpd_pid, SIGKILL);
   sys::wait_exit({s2.server.ftpd_pid}, 5);
-  const LabState s3 = up(o, dir_);
+  const LabState s3 = up(o, kInstance, dir_);
   EXPECT_NE(s3.server.ftpd_pid, s2.server.ftpd_pid);
   EXPECT_EQ(s3.server.smbd_pid, s2.server.smbd_pid);
-  EXPECT_TRUE(sys::tcp_accepts_in_netns("cp-client", "198.18.0.1", kFtpPort, 5));
+  EXPECT_TRUE(sys::tcp_accepts_in_netns(s.client.netns, data, kFtpPort, 5));
 
   // down leaves nothing, the share user included.
   const std::vector<pid_t> pids = {s.server.sshd_pid, s.client.sshd_pid, s3.server.ftpd_pid,
                                    s3.server.smbd_pid};
-  down(dir_);
+  down(kInstance, dir_);
   expect_nothing_left(dir_, pids);
-  EXPECT_EQ(getpwnam(kShareUser), nullptr);
+  EXPECT_EQ(getpwnam(s.share_user.c_str()), nullptr);
   EXPECT_FALSE(load(dir_).has_value());
-  EXPECT_NO_THROW(down(dir_));  // idempotent
+  EXPECT_NO_THROW(down(kInstance, dir_));  // idempotent
+}
+
+// Two instances side by side: each reaches its own hosts, and `down` of one
+// leaves the other whole (names, addresses, user, processes).
+TEST_F(LabTest, TwoInstancesSideBySideDownTouchesOnlyItsOwn) {
+  const int other = kInstance == kMaxInstance ? kInstance - 1 : kInstance + 1;
+  const std::string other_dir = test_dir("other");
+  LabOptions o;
+  o.disk_bytes = 64ull << 20;
+  o.ram_bytes = 16ull << 20;
+  const LabState a = up(o, kInstance, dir_);
+  LabState b;
+  try {
+    b = up(o, other, other_dir);
+  } catch (const Error& e) {
+    down(other, other_dir);
+    FAIL() << describe(e);
+  }
+  EXPECT_NE(a.server.netns, b.server.netns);
+  EXPECT_NE(a.server.data_address, b.server.data_address);
+  EXPECT_NE(a.share_user, b.share_user);
+  for (const LabState* s : {&a, static_cast<const LabState*>(&b)}) {
+    std::string why;
+    EXPECT_TRUE(healthy(*s, &why)) << why;
+    EXPECT_EQ(ssh(*s, s->server.alias, "hostname"), s->server.hostname + "\n");
+    EXPECT_TRUE(sys::tcp_accepts_in_netns(s->client.netns, s->server.data_address, kSmbPort, 5));
+  }
+  // One instance's hosts cannot reach the other's data addresses.
+  EXPECT_NE(run_command({"ip", "netns", "exec", a.client.netns, "ping", "-c1", "-W1",
+                         b.server.data_address})
+                .exit_code,
+            0);
+  // Its own dir holds another instance: refused, nothing touched.
+  EXPECT_THROW(down(other, dir_), Error);
+  EXPECT_TRUE(healthy(a, nullptr));
+
+  down(other, other_dir);
+  expect_nothing_left(other_dir, {b.server.sshd_pid, b.server.smbd_pid}, instance_names(other));
+  EXPECT_EQ(getpwnam(b.share_user.c_str()), nullptr);
+  std::string why;
+  EXPECT_TRUE(healthy(a, &why)) << why;
+  EXPECT_NE(getpwnam(a.share_user.c_str()), nullptr);
+  EXPECT_TRUE(sys::tcp_accepts_in_netns(a.client.netns, a.server.data_address, kFtpPort, 5));
 }
 
 // A failure half-way through `up` rolls back everything made so far.
@@ -267,7 +325,7 @@ TEST_F(LabTest, FailedUpRollsBack) {
   o.disk_bytes = 64ull << 20;
   o.ram_bytes = 16ull << 20;
   try {
-    up(o, dir_);
+    up(o, kInstance, dir_);
     ADD_FAILURE() << "up succeeded with a broken setsid";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fake setsid refuses"), std::string::npos) << e.what();
@@ -281,29 +339,30 @@ TEST_F(LabTest, FailedUpRollsBack) {
 TEST_F(LabTest, DownCleansUpPartialRemains) {
   LabOptions o;
   o.disk_bytes = 64ull << 20;
-  LabState s = plan(o, dir_);
+  LabState s = plan(o, dir_, kInstance);
   sys::make_dirs(s.server.ram_dir, 0755);
   const HostFiles f = host_files(s, s.server);
+  const std::string& ns = kNames.server_netns;
   run_checked({"truncate", "-s", "64M", f.disk_image});
   std::string dev = run_checked({"losetup", "--find", "--show", f.disk_image});
   dev.pop_back();
   // Not recorded in lab.json: down finds it by its backing file.
   sys::write_file(dir_ + "/lab.json", state_to_json(s), 0644);
-  run_checked({"ip", "netns", "add", "cp-server"});
-  run_checked(
-      {"ip", "link", "add", "cpm-s", "type", "veth", "peer", "name", "cpm", "netns", "cp-server"});
+  run_checked({"ip", "netns", "add", ns});
+  run_checked({"ip", "link", "add", kNames.server_mgmt_root_ifname, "type", "veth", "peer", "name",
+               "cpm", "netns", ns});
   // A process living in the host's namespace.
   run_checked({"setsid", "-f", "sh", "-c", "exec >/dev/null 2>&1 </dev/null; exec \"$@\"", "x",
-               "ip", "netns", "exec", "cp-server", "sleep", "300"});
+               "ip", "netns", "exec", ns, "sleep", "300"});
   std::vector<pid_t> pids;
   for (int i = 0; i < 100 && pids.empty(); ++i) {
-    pids = sys::netns_pids("cp-server");
+    pids = sys::netns_pids(ns);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_EQ(pids.size(), 1u);
   EXPECT_EQ(sys::process_comm(pids[0]), "sleep");
 
-  down(dir_);
+  down(kInstance, dir_);
   expect_nothing_left(dir_, pids);
   EXPECT_EQ(sys::loop_backing_file(dev), "");
 }
@@ -312,15 +371,15 @@ TEST_F(LabTest, UpRefusesADirThatIsNotALab) {
   sys::make_dirs(dir_, 0755);
   sys::write_file(dir_ + "/precious.txt", "keep me", 0644);
   try {
-    up(LabOptions{}, dir_);
+    up(LabOptions{}, kInstance, dir_);
     ADD_FAILURE() << "up took over a non-lab dir";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConfig);
     EXPECT_NE(std::string(e.what()).find("not a lab dir"), std::string::npos) << e.what();
   }
   EXPECT_EQ(sys::read_file(dir_ + "/precious.txt").value_or(""), "keep me");
-  EXPECT_FALSE(sys::netns_exists("cp-server"));
-  EXPECT_NO_THROW(down(dir_));  // no lab.json: not ours, left alone
+  EXPECT_FALSE(sys::netns_exists(kNames.server_netns));
+  EXPECT_NO_THROW(down(kInstance, dir_));  // no lab.json: not ours, left alone
   EXPECT_TRUE(sys::exists(dir_ + "/precious.txt"));
   sys::remove_tree(dir_);
 }
@@ -334,8 +393,8 @@ TEST(LabRootTest, DelayWithoutNetemFailsFirst) {
   LabOptions o;
   o.delay_s = 0.002;
   try {
-    up(o, dir);
-    down(dir);
+    up(o, kInstance, dir);
+    down(kInstance, dir);
     FAIL() << "up with --delay succeeded without netem";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -343,13 +402,13 @@ TEST(LabRootTest, DelayWithoutNetemFailsFirst) {
     EXPECT_NE(e.hint().find("without --delay"), std::string::npos) << e.hint();
   }
   EXPECT_FALSE(sys::exists(dir));
-  EXPECT_FALSE(sys::netns_exists("cp-server"));
+  EXPECT_FALSE(sys::netns_exists(kNames.server_netns));
 }
 
 TEST(LabRootTest, DownWithoutLabIsANoOp) {
   std::string why;
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
-  EXPECT_NO_THROW(down(test_dir("absent")));
+  EXPECT_NO_THROW(down(kInstance, test_dir("absent")));
   EXPECT_FALSE(load(test_dir("absent")).has_value());
 }
 

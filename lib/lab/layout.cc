@@ -19,15 +19,16 @@ namespace json = boost::json;
 
 namespace {
 
-LabHost make_host(const std::string& dir, const std::string& role, int mgmt_net, int data_host,
+LabHost make_host(const std::string& dir, const std::string& role, const std::string& netns,
+                  const std::string& mgmt_address, const std::string& data_address,
                   const std::string& data_ifname) {
   LabHost h;
   h.role = role;
-  h.netns = "cp-" + role;
+  h.netns = netns;
   h.alias = h.netns;
   h.hostname = h.netns;
-  h.mgmt_address = fmt::format("198.18.{}.2", mgmt_net);
-  h.data_address = fmt::format("198.18.0.{}", data_host);
+  h.mgmt_address = mgmt_address;
+  h.data_address = data_address;
   h.data_ifname = data_ifname;
   h.ram_dir = dir + "/" + role + "/ram";
   h.disk_dir = dir + "/" + role + "/disk";
@@ -40,6 +41,61 @@ bool starts_with_dir(const std::string& path, const std::string& prefix) {
 
 }  // namespace
 
+InstanceNames instance_names(int n) {
+  CP_CHECK(n >= 0 && n <= kMaxInstance);
+  InstanceNames x;
+  x.instance = n;
+  x.suffix = n == 0 ? "" : fmt::format("-{}", n);
+  x.dir = kDefaultDir + x.suffix;
+  x.lock_path = "/run/chokepoint-lab" + x.suffix + ".lock";
+  x.server_netns = "cp-server" + x.suffix;
+  x.client_netns = "cp-client" + x.suffix;
+  x.switch_netns = "cp-switch" + x.suffix;
+  x.server_mgmt_root_ifname = "cpm-s" + x.suffix;
+  x.client_mgmt_root_ifname = "cpm-c" + x.suffix;
+  if (n == 0) {
+    // The historical layout, unchanged: a user's lab keeps its addresses.
+    x.server_mgmt_subnet = "198.18.1.0/30";
+    x.server_mgmt_root_address = "198.18.1.1";
+    x.server_mgmt_address = "198.18.1.2";
+    x.client_mgmt_subnet = "198.18.2.0/30";
+    x.client_mgmt_root_address = "198.18.2.1";
+    x.client_mgmt_address = "198.18.2.2";
+    x.data_subnet = "198.18.0.0/24";
+    x.server_data_address = "198.18.0.1";
+    x.client_data_address = "198.18.0.2";
+  } else {
+    // 198.18.101-199.x for management, 198.19.1-99.x for data: clear of
+    // instance 0's 198.18.0-2.x and of each other.
+    const int m = 100 + n;
+    x.server_mgmt_subnet = fmt::format("198.18.{}.0/30", m);
+    x.server_mgmt_root_address = fmt::format("198.18.{}.1", m);
+    x.server_mgmt_address = fmt::format("198.18.{}.2", m);
+    x.client_mgmt_subnet = fmt::format("198.18.{}.4/30", m);
+    x.client_mgmt_root_address = fmt::format("198.18.{}.5", m);
+    x.client_mgmt_address = fmt::format("198.18.{}.6", m);
+    x.data_subnet = fmt::format("198.19.{}.0/24", n);
+    x.server_data_address = fmt::format("198.19.{}.1", n);
+    x.client_data_address = fmt::format("198.19.{}.2", n);
+  }
+  x.share_user = kShareUser + x.suffix;
+  x.cgroup_name = "chokepoint-lab" + x.suffix;
+  return x;
+}
+
+int parse_instance(std::string_view text, const std::string& what) {
+  int v = -1;
+  if (!text.empty() && text.size() <= 3 &&
+      text.find_first_not_of("0123456789") == std::string_view::npos) {
+    v = std::stoi(std::string(text));
+  }
+  if (v < 0 || v > kMaxInstance) {
+    throw Error(ErrorKind::kConfig, fmt::format("{} '{}' is not a lab instance", what, text),
+                fmt::format("give a number from 0 (the default lab) to {}", kMaxInstance));
+  }
+  return v;
+}
+
 HostFiles host_files(const LabState& state, const LabHost& host) {
   CP_CHECK(host.role == "server" || host.role == "client");
   HostFiles f;
@@ -50,8 +106,9 @@ HostFiles host_files(const LabState& state, const LabHost& host) {
   f.sshd_log = f.dir + "/sshd.log";
   f.pid_file = f.dir + "/sshd.pid";
   const bool server = host.role == "server";
-  f.mgmt_root_ifname = server ? "cpm-s" : "cpm-c";
-  f.mgmt_root_address = server ? "198.18.1.1" : "198.18.2.1";
+  const InstanceNames n = instance_names(state.instance);
+  f.mgmt_root_ifname = server ? n.server_mgmt_root_ifname : n.client_mgmt_root_ifname;
+  f.mgmt_root_address = server ? n.server_mgmt_root_address : n.client_mgmt_root_address;
   f.mgmt_ifname = "cpm";
   return f;
 }
@@ -87,17 +144,21 @@ std::vector<std::string> samba_dirs(const ServerFiles& f) {
   return dirs;
 }
 
-LabState plan(const LabOptions& opts, const std::string& dir) {
+LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
   CP_CHECK(!dir.empty() && dir.front() == '/');
+  const InstanceNames n = instance_names(instance);
   LabState s;
+  s.instance = instance;
   s.dir = dir;
   s.ssh_config = dir + "/ssh_config";
   s.identity = dir + "/id_ed25519";
   s.known_hosts = dir + "/known_hosts";
-  s.server = make_host(dir, "server", 1, 1, "cpd-s");
-  s.client = make_host(dir, "client", 2, 2, "cpd-c");
+  s.server = make_host(dir, "server", n.server_netns, n.server_mgmt_address, n.server_data_address,
+                       "cpd-s");
+  s.client = make_host(dir, "client", n.client_netns, n.client_mgmt_address, n.client_data_address,
+                       "cpd-c");
   s.options = opts;
-  s.share_user = kShareUser;
+  s.share_user = n.share_user;
   s.share_password_file = dir + "/share_password";
   const ServerFiles f = server_files(s);
   for (const char* protocol : {"ftp", "smb"}) {
@@ -530,8 +591,8 @@ std::vector<std::string> server_start_argv(const LabState& state, const std::str
 }
 
 std::string ssh_config_text(const LabState& s) {
-  std::string out =
-      fmt::format("# chokepoint lab: ssh -F {} cp-server (or cp-client)\n", s.ssh_config);
+  std::string out = fmt::format("# chokepoint lab: ssh -F {} {} (or {})\n", s.ssh_config,
+                                s.server.alias, s.client.alias);
   for (const LabHost* h : {&s.server, &s.client}) {
     out += fmt::format(
         "\nHost {}\n"
@@ -705,6 +766,7 @@ LabHost host_from_json(const Reader& r) {
 std::string state_to_json(const LabState& s) {
   json::object o = {
       {"version", kStateVersion},
+      {"instance", s.instance},
       {"dir", s.dir},
       {"ssh_config", s.ssh_config},
       {"identity", s.identity},
@@ -742,6 +804,12 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   const Reader r(v.get_object(), where);
   if (r.i64("version") != kStateVersion) r.fail("version", "is not one this chokepoint reads");
   LabState s;
+  // Absent in a lab.json from before instances: the one lab was instance 0.
+  if (r.has("instance")) {
+    const int64_t n = r.i64("instance");
+    if (n < 0 || n > kMaxInstance) r.fail("instance", "is out of range");
+    s.instance = static_cast<int>(n);
+  }
   s.dir = r.str("dir");
   s.ssh_config = r.str("ssh_config");
   s.identity = r.str("identity");

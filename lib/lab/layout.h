@@ -13,12 +13,14 @@ namespace cp::lab {
 
 inline constexpr const char* kDefaultDir = "/var/lib/chokepoint-lab";
 inline constexpr const char* kDirEnv = "CHOKEPOINT_LAB_DIR";
-// Held (flock) during up and down so two of them never interleave.
-inline constexpr const char* kLockPath = "/run/chokepoint-lab.lock";
 inline constexpr const char* kStateFile = "lab.json";
 // Root-namespace end of the management links: 198.18.1.1 / 198.18.2.1.
 inline constexpr int kMgmtPrefix = 30;
 inline constexpr int kDataPrefix = 24;
+// Instances 1..kMaxInstance beside instance 0 (the user's lab).
+inline constexpr int kMaxInstance = 99;
+// Linux interface names hold at most 15 characters (IFNAMSIZ 16 with the NUL).
+inline constexpr size_t kMaxIfnameLength = 15;
 // The benchmarking range the lab's addresses come from (RFC 2544).
 inline constexpr const char* kLabRange = "198.18.0.0/15";
 inline constexpr int kMinMtu = 68;                      // IPv4 minimum
@@ -41,6 +43,37 @@ inline constexpr int kPasvMaxPort = 30099;
 // share of this name (ftp://198.18.0.1/ro, smb://198.18.0.1/ro: an empty
 // root-owned directory on the server's tmpfs), for tests of refused writes.
 inline constexpr const char* kReadOnlyShare = "ro";
+
+// Everything that keeps one lab instance apart from another on the same
+// machine. Instance 0 has the lab's historical names (cp-server, cpm-s,
+// 198.18.0.0/24, /var/lib/chokepoint-lab, user cplab); instance N (1..99)
+// suffixes "-N" to every name in the root namespace, system-wide or on disk,
+// and takes its own subnets: management 198.18.(100+N).0/30 (server) and
+// 198.18.(100+N).4/30 (client), data 198.19.N.0/24. Interface names inside a
+// lab's own namespaces (cpd-s, cpm) need no suffix: no other lab sees them.
+struct InstanceNames {
+  int instance = 0;
+  std::string suffix;        // "" or "-N"
+  std::string dir;           // default lab dir: /var/lib/chokepoint-lab[-N]
+  std::string lock_path;     // /run/chokepoint-lab[-N].lock, held (flock) by up/down/throttle
+  std::string server_netns;  // cp-server[-N] (also its alias and hostname)
+  std::string client_netns;  // cp-client[-N]
+  std::string switch_netns;  // cp-switch[-N]: the namespace between the hosts' data ends
+  std::string server_mgmt_root_ifname;  // cpm-s[-N], in the root namespace
+  std::string client_mgmt_root_ifname;  // cpm-c[-N]
+  std::string server_mgmt_subnet;       // 198.18.1.0/30 or 198.18.(100+N).0/30
+  std::string client_mgmt_subnet;       // 198.18.2.0/30 or 198.18.(100+N).4/30
+  std::string server_mgmt_root_address, server_mgmt_address;  // .1 and .2 of its /30
+  std::string client_mgmt_root_address, client_mgmt_address;
+  std::string data_subnet;                               // 198.18.0.0/24 or 198.19.N.0/24
+  std::string server_data_address, client_data_address;  // .1 and .2 of it
+  std::string share_user;   // cplab[-N]: each instance has its own share user
+  std::string cgroup_name;  // chokepoint-lab[-N]: base name of its throttle cgroups
+};
+// Aborts (CHECK) outside 0..kMaxInstance; parse_instance guards user input.
+InstanceNames instance_names(int instance);
+// "9" -> 9; Error(kConfig) naming `what` when not a whole number in 0..kMaxInstance.
+int parse_instance(std::string_view text, const std::string& what);
 
 // Paths and names derived from a host; not stored in lab.json.
 struct HostFiles {
@@ -83,9 +116,9 @@ ServerFiles server_files(const LabState& state);
 // smbd's state dirs (private, lock, state, cache, pid, ncalrpc), all under samba_dir.
 std::vector<std::string> samba_dirs(const ServerFiles& f);
 
-// The state a fresh lab in `dir` starts from: every name, address and path,
-// with loop_device empty and sshd_pid 0. `dir` must be absolute.
-LabState plan(const LabOptions& opts, const std::string& dir);
+// The state a fresh lab instance in `dir` starts from: every name, address and
+// path, with loop_device empty and sshd_pid 0. `dir` must be absolute.
+LabState plan(const LabOptions& opts, const std::string& dir, int instance = 0);
 
 // Throws Error(kConfig) naming the option when the lab cannot apply it.
 void validate(const LabOptions& opts);

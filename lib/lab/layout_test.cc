@@ -5,8 +5,10 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -87,6 +89,135 @@ TEST(LayoutTest, PlanNamesAddressesAndPaths) {
   const HostFiles fc = host_files(s, s.client);
   EXPECT_EQ(fc.mgmt_root_ifname, "cpm-c");
   EXPECT_EQ(fc.mgmt_root_address, "198.18.2.1");
+}
+
+// An IPv4 subnet "a.b.c.d/len" as [first, last] addresses.
+std::pair<uint32_t, uint32_t> subnet_range(const std::string& cidr) {
+  unsigned a, b, c, d, len;
+  EXPECT_EQ(std::sscanf(cidr.c_str(), "%u.%u.%u.%u/%u", &a, &b, &c, &d, &len), 5) << cidr;
+  const uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
+  const uint32_t mask = len == 0 ? 0 : ~uint32_t{0} << (32 - len);
+  EXPECT_EQ(ip & ~mask, 0u) << cidr << " is not a network address";
+  return {ip, ip | ~mask};
+}
+
+uint32_t ipv4(const std::string& text) { return subnet_range(text + "/32").first; }
+
+bool inside(uint32_t ip, std::pair<uint32_t, uint32_t> r) {
+  return ip >= r.first && ip <= r.second;
+}
+
+TEST(LayoutTest, InstanceZeroKeepsTheHistoricalNames) {
+  const InstanceNames n = instance_names(0);
+  EXPECT_EQ(n.suffix, "");
+  EXPECT_EQ(n.dir, "/var/lib/chokepoint-lab");
+  EXPECT_EQ(n.lock_path, "/run/chokepoint-lab.lock");
+  EXPECT_EQ(n.server_netns, "cp-server");
+  EXPECT_EQ(n.client_netns, "cp-client");
+  EXPECT_EQ(n.server_mgmt_root_ifname, "cpm-s");
+  EXPECT_EQ(n.client_mgmt_root_ifname, "cpm-c");
+  EXPECT_EQ(n.server_data_address, "198.18.0.1");
+  EXPECT_EQ(n.client_data_address, "198.18.0.2");
+  EXPECT_EQ(n.share_user, "cplab");
+  EXPECT_EQ(n.cgroup_name, "chokepoint-lab");
+}
+
+TEST(LayoutTest, InstanceNineHasItsOwnNamesAddressesAndPaths) {
+  const InstanceNames n = instance_names(9);
+  EXPECT_EQ(n.dir, "/var/lib/chokepoint-lab-9");
+  EXPECT_EQ(n.lock_path, "/run/chokepoint-lab-9.lock");
+  EXPECT_EQ(n.server_netns, "cp-server-9");
+  EXPECT_EQ(n.client_netns, "cp-client-9");
+  EXPECT_EQ(n.switch_netns, "cp-switch-9");
+  EXPECT_EQ(n.server_mgmt_root_ifname, "cpm-s-9");
+  EXPECT_EQ(n.client_mgmt_root_ifname, "cpm-c-9");
+  EXPECT_EQ(n.server_mgmt_subnet, "198.18.109.0/30");
+  EXPECT_EQ(n.server_mgmt_root_address, "198.18.109.1");
+  EXPECT_EQ(n.server_mgmt_address, "198.18.109.2");
+  EXPECT_EQ(n.client_mgmt_subnet, "198.18.109.4/30");
+  EXPECT_EQ(n.client_mgmt_root_address, "198.18.109.5");
+  EXPECT_EQ(n.client_mgmt_address, "198.18.109.6");
+  EXPECT_EQ(n.data_subnet, "198.19.9.0/24");
+  EXPECT_EQ(n.server_data_address, "198.19.9.1");
+  EXPECT_EQ(n.client_data_address, "198.19.9.2");
+  EXPECT_EQ(n.share_user, "cplab-9");
+  EXPECT_EQ(n.cgroup_name, "chokepoint-lab-9");
+
+  const LabState s = plan(LabOptions{}, "/srv/lab9", 9);
+  EXPECT_EQ(s.instance, 9);
+  EXPECT_EQ(s.server.netns, "cp-server-9");
+  EXPECT_EQ(s.server.alias, "cp-server-9");
+  EXPECT_EQ(s.client.hostname, "cp-client-9");
+  EXPECT_EQ(s.server.mgmt_address, "198.18.109.2");
+  EXPECT_EQ(s.client.mgmt_address, "198.18.109.6");
+  EXPECT_EQ(s.server.data_address, "198.19.9.1");
+  EXPECT_EQ(s.client.data_address, "198.19.9.2");
+  EXPECT_EQ(s.share_user, "cplab-9");
+  EXPECT_EQ(s.server.shares[0].url, "ftp://198.19.9.1/ram");
+  EXPECT_EQ(host_files(s, s.server).mgmt_root_ifname, "cpm-s-9");
+  EXPECT_EQ(host_files(s, s.client).mgmt_root_address, "198.18.109.5");
+  const std::string ssh = ssh_config_text(s);
+  EXPECT_NE(ssh.find("Host cp-server-9\n  HostName 198.18.109.2\n"), std::string::npos) << ssh;
+  EXPECT_NE(ssh.find("Host cp-client-9\n  HostName 198.18.109.6\n"), std::string::npos) << ssh;
+  EXPECT_NE(vsftpd_conf_text(s).find("listen_address=198.19.9.1\n"), std::string::npos);
+  EXPECT_NE(smb_conf_text(s).find("interfaces = 198.19.9.1\n"), std::string::npos);
+  EXPECT_EQ(state_from_json(state_to_json(s), "lab.json").instance, 9);
+}
+
+// Every instance: names fit the kernel, subnets sit in the lab range, each
+// address in its subnet, and no subnet, name, dir, lock, user or cgroup is
+// shared between two instances.
+TEST(LayoutTest, InstancesNeverOverlap) {
+  const auto range = subnet_range(kLabRange);
+  std::vector<std::pair<uint32_t, uint32_t>> subnets;
+  std::set<std::string> names;
+  size_t name_count = 0;
+  for (int i = 0; i <= kMaxInstance; ++i) {
+    SCOPED_TRACE(i);
+    const InstanceNames n = instance_names(i);
+    EXPECT_EQ(n.instance, i);
+    for (const std::string* ifname : {&n.server_mgmt_root_ifname, &n.client_mgmt_root_ifname}) {
+      EXPECT_LE(ifname->size(), kMaxIfnameLength) << *ifname;
+    }
+    const auto server_mgmt = subnet_range(n.server_mgmt_subnet);
+    const auto client_mgmt = subnet_range(n.client_mgmt_subnet);
+    const auto data = subnet_range(n.data_subnet);
+    EXPECT_EQ(n.data_subnet.substr(n.data_subnet.find('/') + 1), std::to_string(kDataPrefix));
+    EXPECT_EQ(n.server_mgmt_subnet.substr(n.server_mgmt_subnet.find('/') + 1),
+              std::to_string(kMgmtPrefix));
+    EXPECT_EQ(n.client_mgmt_subnet.substr(n.client_mgmt_subnet.find('/') + 1),
+              std::to_string(kMgmtPrefix));
+    for (auto r : {server_mgmt, client_mgmt, data}) {
+      EXPECT_TRUE(inside(r.first, range) && inside(r.second, range));
+      subnets.push_back(r);
+    }
+    EXPECT_TRUE(inside(ipv4(n.server_mgmt_root_address), server_mgmt));
+    EXPECT_TRUE(inside(ipv4(n.server_mgmt_address), server_mgmt));
+    EXPECT_TRUE(inside(ipv4(n.client_mgmt_root_address), client_mgmt));
+    EXPECT_TRUE(inside(ipv4(n.client_mgmt_address), client_mgmt));
+    EXPECT_TRUE(inside(ipv4(n.server_data_address), data));
+    EXPECT_TRUE(inside(ipv4(n.client_data_address), data));
+    for (const std::string* name :
+         {&n.dir, &n.lock_path, &n.server_netns, &n.client_netns, &n.switch_netns,
+          &n.server_mgmt_root_ifname, &n.client_mgmt_root_ifname, &n.share_user, &n.cgroup_name}) {
+      names.insert(*name);
+      ++name_count;
+    }
+  }
+  EXPECT_EQ(names.size(), name_count) << "a name is shared between instances";
+  std::sort(subnets.begin(), subnets.end());
+  for (size_t i = 1; i < subnets.size(); ++i) {
+    EXPECT_GT(subnets[i].first, subnets[i - 1].second) << "subnets " << i - 1 << " and " << i;
+  }
+}
+
+TEST(LayoutTest, ParseInstanceTakesZeroToNinetyNine) {
+  EXPECT_EQ(parse_instance("0", "--instance"), 0);
+  EXPECT_EQ(parse_instance("9", "--instance"), 9);
+  EXPECT_EQ(parse_instance("99", "--instance"), 99);
+  for (const char* bad : {"", "-1", "100", "x", "1.5", " 9", "9 ", "0x9", "1000"}) {
+    EXPECT_EQ(kind_of([&] { parse_instance(bad, "--instance"); }), ErrorKind::kConfig) << bad;
+  }
 }
 
 TEST(LayoutTest, ValidateRejectsWhatTheLabCannotApply) {

@@ -229,7 +229,8 @@ std::string status_text(const LabStatus& st) {
                   o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
                   o.mtu, o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay",
                   format_size(o.disk_bytes), format_size(o.ram_bytes));
-  out += fmt::format("ssh:       ssh -F {} cp-server   (or cp-client)\n\n", st.state.ssh_config);
+  out += fmt::format("ssh:       ssh -F {} {}   (or {})\n\n", st.state.ssh_config,
+                     st.state.server.alias, st.state.client.alias);
   out += host_text(st.server);
   out += servers_text(st);
   out += "\n" + host_text(st.client);
@@ -241,6 +242,7 @@ std::string status_json(const LabStatus& st) {
   const LabOptions& o = st.state.options;
   json::object obj = {
       {"up", true},
+      {"instance", st.state.instance},
       {"healthy", st.healthy},
       {"why", st.why},
       {"dir", st.state.dir},

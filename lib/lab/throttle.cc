@@ -77,7 +77,8 @@ CgroupLayout cgroup_layout() {
 
 ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
-                           const std::vector<int>& server_pids) {
+                           const std::vector<int>& server_pids, const std::string& name) {
+  CP_CHECK(name.rfind(kCgroupPrefix, 0) == 0);
   ThrottlePlan p;
   const bool cpu = want.smbd_cpu > 0;
   const bool io = want.disk_read_bps > 0 || want.disk_write_bps > 0;
@@ -108,7 +109,7 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
   const int quota =
       std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(want.smbd_cpu * kCfsPeriodUs)));
   if (cpu_v1) {
-    const std::string dir = l.cpu_v1 + "/" + kCgroupPrefix + "-smbd";
+    const std::string dir = l.cpu_v1 + "/" + name + "-smbd";
     p.ops.push_back({CgroupOp::kMkdir, dir, ""});
     p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
     p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota)});
@@ -116,7 +117,7 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
     p.cgroups.push_back(dir);
   }
   if (io_v1) {
-    const std::string dir = l.blkio_v1 + "/" + kCgroupPrefix + "-server";
+    const std::string dir = l.blkio_v1 + "/" + name + "-server";
     p.ops.push_back({CgroupOp::kMkdir, dir, ""});
     // "MAJ:MIN 0" removes a rule, so both files are always written.
     p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
@@ -130,7 +131,7 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
     // v2: a process sits in one cgroup only, and only leaves hold processes:
     // <base>/smbd (cpu.max) and <base>/server (the rest); io.max on <base>
     // covers both.
-    const std::string base = l.v2 + "/" + kCgroupPrefix;
+    const std::string base = l.v2 + "/" + name;
     std::string controllers = cpu_v2 ? "+cpu" : "";
     if (io_v2) controllers += controllers.empty() ? "+io" : " +io";
     p.ops.push_back({CgroupOp::kWrite, l.v2 + "/cgroup.subtree_control", controllers});

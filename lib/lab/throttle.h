@@ -53,9 +53,12 @@ struct ThrottlePlan {
 // to the server host: smbd's processes get the CPU quota, all of
 // `server_pids` (which include smbd's) the disk limits on `device`
 // ("MAJ:MIN"). Throws Error(kUnsupported) naming the missing controller.
+// The cgroups are named from `name` (an instance's InstanceNames::cgroup_name,
+// which starts with kCgroupPrefix).
 ThrottlePlan plan_throttle(const CgroupLayout& layout, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
-                           const std::vector<int>& server_pids);
+                           const std::vector<int>& server_pids,
+                           const std::string& name = kCgroupPrefix);
 
 // Carries out the plan; throws Error(kIo) naming the file that refused.
 // A process that exited before it could be moved is not an error.

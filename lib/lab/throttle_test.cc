@@ -60,6 +60,18 @@ TEST(ThrottleTest, V1CpuQuotaMovesOnlySmbd) {
   EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"}));
 }
 
+TEST(ThrottleTest, AnInstanceNamesItsOwnCgroups) {
+  LabThrottle want;
+  want.smbd_cpu = 0.5;
+  want.disk_read_bps = 1'000'000;
+  const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {101}, {101},
+                                       "chokepoint-lab-9");
+  EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-9-smbd",
+                                                 "/sys/fs/cgroup/blkio/chokepoint-lab-9-server"}));
+  // Still recognised as the lab's, so clear and down remove them.
+  EXPECT_EQ(cgroup_root_of(p.cgroups[0]), "/sys/fs/cgroup/cpu");
+}
+
 TEST(ThrottleTest, V1DiskLimitsTheWholeServerHost) {
   LabThrottle want;
   want.disk_read_bps = 50'000'000;

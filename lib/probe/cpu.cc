@@ -49,9 +49,39 @@ bool to_u64(std::string_view s, uint64_t* v) {
 
 struct ProcSample {
   std::string comm;
+  int ppid = 0;
   uint64_t jiffies = 0;
   uint64_t start_ticks = 0;
+  // Per thread: time on a CPU, ns (schedstat); empty when not visible.
+  std::map<int, uint64_t> thread_ns;
 };
+
+// Every task's schedstat of process `pid`; false when any is unreadable or malformed
+// (then per-thread figures are not used for it).
+bool scan_threads(const std::string& proc_root, int pid, std::map<int, uint64_t>* out) {
+  const std::string dir_path = fmt::format("{}/{}/task", proc_root, pid);
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) return false;
+  std::string text;
+  bool ok = true;
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    int tid = 0;
+    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
+    if (ec != std::errc() || p != name.data() + name.size() || tid <= 0) continue;
+    uint64_t ns = 0;
+    // A thread may exit between readdir and read: skip it.
+    if (!read_text_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
+    if (!parse_schedstat(text, &ns)) {
+      ok = false;
+      break;
+    }
+    (*out)[tid] = ns;
+  }
+  ::closedir(dir);
+  if (!ok) out->clear();
+  return ok && !out->empty();
+}
 
 std::map<int, ProcSample> scan_processes(const std::string& proc_root) {
   std::map<int, ProcSample> out;
@@ -66,10 +96,24 @@ std::map<int, ProcSample> scan_processes(const std::string& proc_root) {
     // A process may exit between readdir and read: just skip it.
     if (!read_text_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) continue;
     ProcSample s;
-    if (parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks)) out[pid] = std::move(s);
+    if (!parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks, &s.ppid)) continue;
+    scan_threads(proc_root, pid, &s.thread_ns);
+    out[pid] = std::move(s);
   }
   ::closedir(dir);
   return out;
+}
+
+// This sampler's own pid as <proc_root>/self names it; getpid() on the real /proc.
+int self_pid(const std::string& proc_root) {
+  char buf[32];
+  ssize_t n = ::readlink((proc_root + "/self").c_str(), buf, sizeof buf - 1);
+  int pid = 0;
+  if (n > 0) {
+    auto [p, ec] = std::from_chars(buf, buf + n, pid);
+    if (ec == std::errc() && p == buf + n) return pid;
+  }
+  return proc_root == "/proc" ? static_cast<int>(::getpid()) : 0;
 }
 
 // Busy % of a core between two snapshots; -1 when the counters did not advance.
@@ -268,12 +312,14 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
     if (cores.size() <= index) cores.resize(index + 1);
     cores[index].busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
     cores[index].total = cores[index].busy + v[3] + v[4];
+    cores[index].system = v[2];
+    cores[index].softirq = v[5] + v[6];
   }
   return cores;
 }
 
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
-                    uint64_t* start_ticks) {
+                    uint64_t* start_ticks, int* ppid) {
   // "pid (comm) state ppid ...": comm may hold anything, so it ends at the LAST ')'.
   size_t open = text.find('(');
   size_t close = text.rfind(')');
@@ -288,9 +334,40 @@ bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
     if (f.size() < 20 || !to_u64(f[19], &start)) return false;
     *start_ticks = start;
   }
+  if (ppid != nullptr) {
+    auto [p, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), *ppid);
+    if (ec != std::errc() || p != f[1].data() + f[1].size()) return false;
+  }
   *comm = std::string(text.substr(open + 1, close - open - 1));
   *jiffies = utime + stime;
   return true;
+}
+
+bool parse_schedstat(std::string_view text, uint64_t* ns) {
+  const std::vector<std::string_view> f = split_ws(trim(text));
+  return f.size() == 3 && to_u64(f[0], ns);
+}
+
+bool is_file_server_comm(std::string_view comm) {
+  // comm is at most 15 characters: "ganesha.nfsd" fits, longer names are cut.
+  static constexpr std::string_view kServers[] = {
+      "smbd",     "samba-dcerpcd", "rpcd_classic", "rpcd_winreg", "vsftpd",
+      "proftpd",  "pure-ftpd",     "afpd",         "cnid_dbd",    "cnid_metad",
+      "netatalk", "ganesha.nfsd",  "nfsd",         "rpc.mountd",  "sftp-server",
+      "in.tftpd", "lighttpd",      "nginx",        "httpd",       "apache2"};
+  for (std::string_view s : kServers)
+    if (comm == s) return true;
+  return false;
+}
+
+std::string process_role(int pid, int ppid, const std::string& comm,
+                         const std::vector<std::string>& ancestor_comms) {
+  // kthreadd is pid 2; every kernel thread is its child.
+  if (pid == 2 || ppid == 2) return "kernel";
+  if (is_file_server_comm(comm)) return "server";
+  for (const std::string& a : ancestor_comms)
+    if (is_file_server_comm(a)) return "server";
+  return "other";
 }
 
 struct CpuSampler::Impl {
@@ -420,7 +497,7 @@ CpuSummary CpuSampler::stop() {
   CpuSummary s;
   s.seconds = t_end - m.t_start;
   const size_t n = std::min(m.first.size(), now.size());
-  uint64_t busy_sum = 0, total_sum = 0;
+  uint64_t busy_sum = 0, total_sum = 0, system_sum = 0, softirq_sum = 0;
   size_t cores_counted = 0;
   for (size_t i = 0; i < n; ++i) {
     double avg = busy_pct(m.first[i], now[i]);
@@ -431,25 +508,78 @@ CpuSummary CpuSampler::stop() {
     if (avg >= 0) {
       busy_sum += now[i].busy - m.first[i].busy;
       total_sum += now[i].total - m.first[i].total;
+      if (now[i].system >= m.first[i].system) system_sum += now[i].system - m.first[i].system;
+      if (now[i].softirq >= m.first[i].softirq) softirq_sum += now[i].softirq - m.first[i].softirq;
       ++cores_counted;
     }
   }
-  if (total_sum > 0) s.total_busy_pct = 100.0 * static_cast<double>(busy_sum) / total_sum;
+  if (total_sum > 0) {
+    s.total_busy_pct = 100.0 * static_cast<double>(busy_sum) / total_sum;
+    s.sys_pct = 100.0 * static_cast<double>(system_sum) / total_sum;
+    s.softirq_pct = 100.0 * static_cast<double>(softirq_sum) / total_sum;
+  }
 
   // Process CPU in % of one core: ticks used / ticks one core had in the window. /proc/stat
   // and /proc/PID/stat count the same ticks, so the window is measured in them too.
   double window_ticks = cores_counted > 0 ? static_cast<double>(total_sum) / cores_counted : 0;
   if (window_ticks <= 0) window_ticks = s.seconds * static_cast<double>(::sysconf(_SC_CLK_TCK));
+  const int me = self_pid(m.proc_root);
+  const double window_ns = s.seconds * 1e9;
+  // The role of each process: its own comm and those of its ancestors.
+  auto role_of = [&](int pid, const ProcSample& p) {
+    if (pid == me) return std::string("agent");
+    std::vector<std::string> ancestors;
+    int up = p.ppid;
+    for (int depth = 0; depth < 16 && up > 2; ++depth) {
+      auto it = procs_end.find(up);
+      if (it == procs_end.end()) break;
+      ancestors.push_back(it->second.comm);
+      up = it->second.ppid;
+    }
+    return process_role(pid, p.ppid, p.comm, ancestors);
+  };
   if (window_ticks > 0) {
     for (const auto& [pid, p] : procs_end) {
       uint64_t base = 0;
       auto it = m.procs_start.find(pid);
       // Same pid and start time: the same process; otherwise it started in the window.
-      if (it != m.procs_start.end() && it->second.start_ticks == p.start_ticks) {
-        base = it->second.jiffies;
+      const bool same = it != m.procs_start.end() && it->second.start_ticks == p.start_ticks;
+      if (same) base = it->second.jiffies;
+      double pct =
+          p.jiffies > base ? 100.0 * static_cast<double>(p.jiffies - base) / window_ticks : 0;
+      // Per-thread times in ns are exact where ticks are 10 ms coarse (a 0.1 s sample is
+      // 10 ticks): prefer their sum, and take the busiest thread from them.
+      double top_thread = -1;
+      if (!p.thread_ns.empty() && window_ns > 0) {
+        uint64_t sum_ns = 0, max_ns = 0;
+        for (const auto& [tid, ns] : p.thread_ns) {
+          uint64_t b = 0;
+          if (same) {
+            auto t = it->second.thread_ns.find(tid);
+            if (t != it->second.thread_ns.end() && t->second <= ns) b = t->second;
+          }
+          sum_ns += ns - b;
+          max_ns = std::max(max_ns, ns - b);
+        }
+        if (same ? !it->second.thread_ns.empty() : true) {
+          pct = 100.0 * static_cast<double>(sum_ns) / window_ns;
+        }
+        top_thread = std::min(100.0, 100.0 * static_cast<double>(max_ns) / window_ns);
       }
-      if (p.jiffies <= base) continue;
-      s.top.push_back({pid, p.comm, 100.0 * static_cast<double>(p.jiffies - base) / window_ticks});
+      if (pct <= 0) continue;
+      ProcLoad load{pid, p.comm, pct};
+      load.role = role_of(pid, p);
+      load.top_thread_pct = top_thread;
+      load.threads = static_cast<int>(p.thread_ns.size());
+      if (load.role == "agent")
+        s.agent_pct += pct;
+      else if (load.role == "server")
+        s.server_pct += pct;
+      else if (load.role == "kernel")
+        s.kernel_pct += pct;
+      else
+        s.other_pct += pct;
+      s.top.push_back(std::move(load));
     }
   }
   auto busiest_first = [](const ProcLoad& a, const ProcLoad& b) {
@@ -468,7 +598,12 @@ CpuSummary CpuSampler::stop() {
     }
     if (p.cpu_pct < kMinLimitedPct || kept.size() >= kTopProcesses + kLimitedProcesses) break;
     p.cpu_limit_pct = limits.of_pid(p.pid);
-    if (p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) kept.push_back(p);
+    // Near its limit, or the endpoint's own (the agent, a file server): the verdict
+    // needs their figures even when busier processes outrun them.
+    if ((p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) || p.role == "agent" ||
+        p.role == "server") {
+      kept.push_back(p);
+    }
   }
   const std::string own_netns = read_link(m.proc_root + "/self/ns/net");
   for (ProcLoad& p : kept) {

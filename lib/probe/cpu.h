@@ -10,29 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cpu_message.h"
+
 namespace cp::probe {
 
-struct ProcLoad {
-  int pid = 0;
-  std::string comm;
-  double cpu_pct = 0;  // % of ONE core (all threads together, so may exceed 100), window average
-  // The CPU limit of its cgroups, % of one core: v1 cpu.cfs_quota_us / cpu.cfs_period_us,
-  // v2 cpu.max, the tightest of its cgroup and their ancestors. 0: no limit, or none visible.
-  double cpu_limit_pct = 0;
-  // It runs in another network namespace than the sampler: a container, or the other
-  // host of a lab on one machine. False when not known (only root may look).
-  bool other_netns = false;
-};
-
-struct CpuSummary {
-  double seconds = 0;                     // window length (wall)
-  std::vector<double> core_busy_pct;      // per core (index = N of cpuN), window average, 0..100
-  std::vector<double> core_busy_max_pct;  // per core, max over the sampling intervals
-  double total_busy_pct = 0;              // all cores together, average (0..100)
-  // The 5 busiest processes, and up to 5 more that used at least half of their
-  // cgroup CPU limit (kNearLimit); all sorted by cpu_pct, descending.
-  std::vector<ProcLoad> top;
-};
+// The sample's CPU message (one struct and codec, shared with analysis): core/cpu_message.h.
+using ProcLoad = msg::ProcLoad;
+using CpuSummary = msg::CpuSummary;
 
 inline constexpr double kNearLimit = 0.5;
 
@@ -62,8 +46,10 @@ class CpuSampler {
 
 // Pure parsers (unit-tested on fixed text):
 struct CpuTimes {
-  uint64_t busy = 0;   // user+nice+system+irq+softirq+steal (guest is already in user), ticks
-  uint64_t total = 0;  // busy + idle + iowait, ticks
+  uint64_t busy = 0;     // user+nice+system+irq+softirq+steal (guest is already in user), ticks
+  uint64_t total = 0;    // busy + idle + iowait, ticks
+  uint64_t system = 0;   // of busy: system, ticks
+  uint64_t softirq = 0;  // of busy: irq + softirq, ticks
 };
 // Per core, indexed by N of the cpuN lines (not the aggregate "cpu" line); a core missing
 // from the text (offline) stays {0, 0}.
@@ -72,7 +58,21 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text);
 // utime+stime in ticks; optionally the start time (ticks after boot) that tells a reused
 // pid apart. False when the text is not in that format.
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
-                    uint64_t* start_ticks = nullptr);
+                    uint64_t* start_ticks = nullptr, int* ppid = nullptr);
+
+// The first field of /proc/PID/task/TID/schedstat: time on a CPU, ns. False when absent
+// or malformed (kernels without schedstat support print "0 0 0" for a running task:
+// the caller then falls back to the tick counts of /proc/PID/stat).
+bool parse_schedstat(std::string_view text, uint64_t* ns);
+
+// The role of a process (see ProcLoad::role) from its comm and the comms of its
+// ancestors (nearest first): "server" for a file server daemon (smbd, vsftpd, afpd,
+// ganesha.nfsd, ...) or anything it forked; "kernel" for kthreadd's children; else
+// "other". The sampler's own process is "agent" (decided by the caller).
+std::string process_role(int pid, int ppid, const std::string& comm,
+                         const std::vector<std::string>& ancestor_comms);
+// Whether `comm` names a file server daemon.
+bool is_file_server_comm(std::string_view comm);
 
 // A cgroup hierarchy mounted on this system, from /proc/self/mountinfo.
 struct CgroupMount {

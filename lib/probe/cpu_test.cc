@@ -47,6 +47,23 @@ class FakeProc {
     ::unlink((dir + "/stat").c_str());
     ::rmdir(dir.c_str());
   }
+  // A process with a parent (the role rules follow it) and no tick counts of its own.
+  void child(int pid, int ppid, const std::string& comm) {
+    std::string dir = root_ + "/" + std::to_string(pid);
+    ::mkdir(dir.c_str(), 0755);
+    std::string line = pid_stat(pid, comm, 0, 0, 7);
+    const size_t at = line.find(") S 1 ");
+    line.replace(at, 6, ") S " + std::to_string(ppid) + " ");
+    write(dir + "/stat", line);
+  }
+  // Thread `tid` of `pid` with `ns` on a CPU (schedstat).
+  void thread(int pid, int tid, uint64_t ns) {
+    std::string dir = root_ + "/" + std::to_string(pid) + "/task";
+    ::mkdir(dir.c_str(), 0755);
+    dir += "/" + std::to_string(tid);
+    ::mkdir(dir.c_str(), 0755);
+    write(dir + "/schedstat", std::to_string(ns) + " 5 3\n");
+  }
   static void write(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::trunc) << text;
   }
@@ -153,6 +170,60 @@ TEST(CpuSampler, FakeProcWindow) {
   EXPECT_DOUBLE_EQ(s.top[3].cpu_pct, 4);
   EXPECT_EQ(s.top[4].pid, 12);
   EXPECT_DOUBLE_EQ(s.top[4].cpu_pct, 3);
+}
+
+TEST(CpuParse, RolesFollowTheFileServerAndKthreadd) {
+  EXPECT_EQ(process_role(10, 1, "smbd", {}), "server");
+  EXPECT_EQ(process_role(11, 10, "smbd-worker", {"smbd"}), "server");  // forked by smbd
+  EXPECT_EQ(process_role(12, 1, "python3", {}), "other");
+  EXPECT_EQ(process_role(13, 2, "ksoftirqd/0", {}), "kernel");
+  EXPECT_EQ(process_role(2, 0, "kthreadd", {}), "kernel");
+  EXPECT_TRUE(is_file_server_comm("vsftpd"));
+  EXPECT_TRUE(is_file_server_comm("ganesha.nfsd"));
+  EXPECT_FALSE(is_file_server_comm("smbclient"));  // a client, not the server
+  uint64_t ns = 0;
+  EXPECT_TRUE(parse_schedstat("123456 789 10\n", &ns));
+  EXPECT_EQ(ns, 123456u);
+  EXPECT_FALSE(parse_schedstat("garbage", &ns));
+}
+
+TEST(CpuSampler, ThreadsRolesAndKernelShares) {
+  TempDir dir;
+  FakeProc proc(dir.path());
+  // cpu0: 40 busy ticks of which 10 system and 20 softirq over the window.
+  proc.stat("cpu0 0 0 0 100 0 0 0 0 0 0\n");
+  proc.child(10, 1, "smbd");
+  proc.child(11, 10, "smbd");  // a child serving one connection
+  proc.thread(11, 11, 0);
+  proc.thread(11, 15, 1000);
+  proc.child(12, 1, "python3");
+  proc.thread(12, 12, 0);
+  proc.child(13, 2, "ksoftirqd/0");
+  proc.thread(13, 13, 0);
+  CpuSampler sampler(3600, dir.path());
+  sampler.start();
+  proc.stat("cpu0 10 0 10 160 0 0 20 0 0 0\n");
+  proc.thread(11, 11, 10);
+  proc.thread(11, 15, 2000);  // the busy thread: +1000 ns
+  proc.thread(12, 12, 500);
+  proc.thread(13, 13, 300);
+  CpuSummary s = sampler.stop();
+  EXPECT_DOUBLE_EQ(s.sys_pct, 10);
+  EXPECT_DOUBLE_EQ(s.softirq_pct, 20);
+  const ProcLoad* child = nullptr;
+  for (const auto& p : s.top) {
+    if (p.pid == 11) child = &p;
+    if (p.pid == 12) EXPECT_EQ(p.role, "other");
+    if (p.pid == 13) EXPECT_EQ(p.role, "kernel");
+  }
+  ASSERT_NE(child, nullptr);
+  EXPECT_EQ(child->role, "server");
+  EXPECT_EQ(child->threads, 2);
+  // The busiest thread did 1000 of the process's 1010 ns (whatever the window).
+  EXPECT_NEAR(child->top_thread_pct / child->cpu_pct, 1000.0 / 1010, 1e-9);
+  EXPECT_GT(s.server_pct, 0);
+  EXPECT_GT(s.other_pct, 0);
+  EXPECT_GT(s.kernel_pct, 0);
 }
 
 TEST(CpuSampler, SingleIntervalCountsForTheMax) {

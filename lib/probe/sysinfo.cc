@@ -393,11 +393,90 @@ std::string sha256_hex(std::string_view text) {
   return hex;
 }
 
+std::string smbd_config_from_cmdline(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  size_t start = 0;
+  while (start < cmdline.size()) {
+    size_t end = cmdline.find('\0', start);
+    if (end == std::string_view::npos) end = cmdline.size();
+    args.push_back(cmdline.substr(start, end - start));
+    start = end + 1;
+  }
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    const bool has_next = i + 1 < args.size();
+    if ((a == "-s" || a == "--configfile") && has_next) return std::string(args[i + 1]);
+    if (a.rfind("--configfile=", 0) == 0) return std::string(a.substr(13));
+    if (a.size() > 2 && a.rfind("-s", 0) == 0 && a[2] != '-') return std::string(a.substr(2));
+  }
+  return {};
+}
+
+std::string samba_config_path(const std::string& planned, std::string* how,
+                              const std::string& proc_root) {
+  if (!planned.empty()) {
+    *how = "plan";
+    return planned;
+  }
+  // The running smbd's own: in our network namespace first (a lab's other host or
+  // a container may run another).
+  char buf[256];
+  ssize_t n = ::readlink((proc_root + "/self/ns/net").c_str(), buf, sizeof buf);
+  const std::string own_netns = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  std::string best, best_how;
+  bool best_local = false;
+  if (DIR* dir = ::opendir(proc_root.c_str())) {
+    while (dirent* e = ::readdir(dir)) {
+      std::string_view name = e->d_name;
+      int pid = 0;
+      auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+      if (ec != std::errc() || p != name.data() + name.size()) continue;
+      const std::string base = fmt::format("{}/{}", proc_root, pid);
+      if (read_line(base + "/comm") != "smbd") continue;
+      std::string cmdline;
+      if (!read_text_file(base + "/cmdline", &cmdline)) continue;
+      n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
+      const bool local =
+          !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
+      if (!best_how.empty() && (best_local || !local)) continue;
+      std::string conf = smbd_config_from_cmdline(cmdline);
+      best = conf;
+      best_how = fmt::format("running smbd (pid {})", pid);
+      best_local = local;
+    }
+    ::closedir(dir);
+  }
+  if (!best.empty()) {
+    *how = best_how;
+    return best;
+  }
+  // smbd uses its compiled-in path: `smbd -b` prints it as "   CONFIGFILE: /etc/samba/smb.conf".
+  if (const std::string smbd = find_program("smbd"); !smbd.empty()) {
+    try {
+      RunResult r = run_command({smbd, "-b"}, "", 10);
+      const size_t at = r.out.find("CONFIGFILE:");
+      if (at != std::string::npos) {
+        const size_t eol = r.out.find('\n', at);
+        std::string path =
+            trim(r.out.substr(at + 11, eol == std::string::npos ? eol : eol - at - 11));
+        if (!path.empty()) {
+          *how = "smbd -b";
+          return path;
+        }
+      }
+    } catch (const Error&) {
+    }
+  }
+  *how = "default";
+  return "/etc/samba/smb.conf";
+}
+
 json::value samba_facts(const std::string& conf_path) {
-  const std::string path = conf_path.empty() ? "/etc/samba/smb.conf" : conf_path;
+  std::string how;
+  const std::string path = samba_config_path(conf_path, &how);
   std::string text;
   if (!read_text_file(path, &text)) {
-    if (conf_path.empty()) return nullptr;
+    if (how == "default" || how == "smbd -b") return nullptr;
     return json::object{{"config_path", path},
                         {"error", fmt::format("cannot read {}: {}", path, errno_text(errno))}};
   }
@@ -415,6 +494,7 @@ json::value samba_facts(const std::string& conf_path) {
     }
   }
   return json::object{{"config_path", path},
+                      {"found_by", how},
                       {"source", source},
                       {"sha256", sha256_hex(text)},
                       {"global", parse_samba_globals(text)}};
@@ -551,6 +631,9 @@ json::object collect_facts(const FactsRequest& req) {
   f["cpu_model"] = str_or_null(read_cpu_model());
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   f["cpu_cores"] = cores > 0 ? json::value(cores) : json::value(nullptr);
+  // The running kernel's random id: two ends with the same one share a machine (a lab
+  // in namespaces, containers), so their CPUs are one pool.
+  f["boot_id"] = str_or_null(read_line("/proc/sys/kernel/random/boot_id"));
   const uint64_t mem = read_memory_bytes();
   f["memory_bytes"] = mem > 0 ? json::value(mem) : json::value(nullptr);
   f["net"] =

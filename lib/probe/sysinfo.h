@@ -54,6 +54,19 @@ boost::json::object tcp_sysctl_facts(const std::string& proc_root = "/proc");
 // cannot be read gives {"config_path", "error"}.
 boost::json::value samba_facts(const std::string& conf_path);
 
+// The config file a running smbd was started with, from its command line
+// (NUL-separated, as /proc/PID/cmdline): `-s FILE`, `-sFILE`, `--configfile=FILE`
+// or `--configfile FILE`; "" when it names none (it uses its built-in default).
+std::string smbd_config_from_cmdline(std::string_view cmdline);
+
+// Which smb.conf describes the Samba server here, and how that was decided
+// (`how`: "plan", "running smbd (pid N)", "smbd -b", "default"): the plan's
+// path first; else the one the running smbd uses (a NAS keeps it elsewhere, a
+// lab passes -s), preferring an smbd in this network namespace; else smbd's
+// compiled-in CONFIGFILE; else /etc/samba/smb.conf. Reads under proc_root.
+std::string samba_config_path(const std::string& planned, std::string* how,
+                              const std::string& proc_root = "/proc");
+
 // The [global] section of smb.conf or testparm text: parameter names
 // lower-cased with inner whitespace made one space, values trimmed;
 // '#'/';' comments and '\' continuation lines handled; a later line

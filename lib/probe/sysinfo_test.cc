@@ -320,5 +320,30 @@ TEST(Sysinfo, SambaFactsOfAMissingConfig) {
             std::string::npos);
 }
 
+TEST(SambaConfig, FromTheRunningSmbdsCommandLine) {
+  using namespace std::string_literals;
+  EXPECT_EQ(smbd_config_from_cmdline("/usr/sbin/smbd\0-D\0-s\0/lab/smb.conf\0"s), "/lab/smb.conf");
+  EXPECT_EQ(smbd_config_from_cmdline("smbd\0-s/x/smb.conf\0"s), "/x/smb.conf");
+  EXPECT_EQ(smbd_config_from_cmdline("smbd\0--configfile=/y.conf\0"s), "/y.conf");
+  EXPECT_EQ(smbd_config_from_cmdline("smbd\0--foreground\0--configfile\0/z.conf"s), "/z.conf");
+  EXPECT_EQ(smbd_config_from_cmdline("smbd\0-D\0"s), "");
+  EXPECT_EQ(smbd_config_from_cmdline(""), "");
+}
+
+TEST(SambaConfig, PlanFirstThenTheRunningSmbd) {
+  TempDir dir;
+  std::string how;
+  EXPECT_EQ(samba_config_path("/etc/x.conf", &how, dir.path()), "/etc/x.conf");
+  EXPECT_EQ(how, "plan");
+  // A fake /proc with one smbd started with -s.
+  ::mkdir((dir.path() + "/77").c_str(), 0755);
+  std::ofstream(dir.path() + "/77/comm") << "smbd\n";
+  std::ofstream(dir.path() + "/77/cmdline") << std::string("smbd\0-s\0/nas/etc/smb.conf\0", 27);
+  ::mkdir((dir.path() + "/78").c_str(), 0755);
+  std::ofstream(dir.path() + "/78/comm") << "bash\n";
+  EXPECT_EQ(samba_config_path("", &how, dir.path()), "/nas/etc/smb.conf");
+  EXPECT_EQ(how, "running smbd (pid 77)");
+}
+
 }  // namespace
 }  // namespace cp::probe

@@ -220,6 +220,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
                      const Abort& abort, const Progress& progress, const std::string& peer) {
   TcpResult r;
   r.sender = true;
+  r.rtt_idle_us = read_tcp_info(fd).rtt_us;  // before any payload: the idle path
   uint64_t bytes = 0;
   const double start = monotonic_seconds();
   const double deadline = coarse_seconds() + seconds;
@@ -266,6 +267,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
 TcpResult run_receiver(int fd, unsigned char* buf, size_t len, const Abort& abort,
                        const Progress& progress, const std::string& peer) {
   TcpResult r;
+  r.rtt_idle_us = read_tcp_info(fd).rtt_us;  // before any payload: the idle path
   uint64_t bytes = 0;
   bool started = false;
   double first = 0;

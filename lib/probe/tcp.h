@@ -54,6 +54,10 @@ struct TcpResult {
                         // receiver: first byte .. EOF
   bool sender = false;  // this side sent the data
   TcpInfoSummary info;  // this side's socket at the end (meaningful on the sender)
+  // This side's smoothed RTT before any payload moved (the handshake and header),
+  // microseconds; 0 when unknown. Against info.rtt_us (under load) it shows a queue
+  // building on the path.
+  uint32_t rtt_idle_us = 0;
 };
 
 // Listening side: accepts connections on a background thread and serves each

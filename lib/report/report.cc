@@ -77,6 +77,36 @@ std::string sweep_tables(const analysis::Analysis& a) {
   return out;
 }
 
+json::object cpu_bound_json(const analysis::CpuBound& c) {
+  return {{"host", c.host},
+          {"kind", c.kind},
+          {"process", c.process},
+          {"role", c.role},
+          {"pct", c.pct},
+          {"limit_pct", c.limit_pct},
+          {"other_netns", c.other_netns},
+          {"competing_pct", c.competing_pct},
+          {"per_packet", c.per_packet}};
+}
+
+// The CPU evidence behind a row, per end: every process and its busiest thread.
+json::object cpu_use_json(const analysis::CpuUse& u) {
+  json::array procs;
+  for (const auto& p : u.procs) {
+    procs.push_back({{"comm", p.comm},
+                     {"role", p.role},
+                     {"other_netns", p.other_netns},
+                     {"cpu_pct", p.cpu_pct},
+                     {"top_thread_pct", p.top_thread_pct},
+                     {"limit_pct", p.limit_pct}});
+  }
+  return {{"seconds", u.seconds},       {"total_busy_pct", u.total_busy_pct},
+          {"sys_pct", u.sys_pct},       {"softirq_pct", u.softirq_pct},
+          {"agent_pct", u.agent_pct},   {"server_pct", u.server_pct},
+          {"kernel_pct", u.kernel_pct}, {"other_pct", u.other_pct},
+          {"processes", procs}};
+}
+
 }  // namespace
 
 std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& o) {
@@ -170,6 +200,15 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     for (double v : r.samples) samples.push_back(v);
     for (int64_t id : r.sample_ids) ids.push_back(id);
     row["samples_bytes_per_s"] = samples;
+    row["ratio_lo"] = r.ratio_lo;
+    row["ratio_hi"] = r.ratio_hi;
+    if (r.below_size) row["below_size"] = r.below_size;
+    if (r.rtt_idle_us > 0) row["rtt_idle_us"] = r.rtt_idle_us;
+    if (r.anomaly) row["anomaly"] = r.anomaly_reason;
+    json::object cpu;
+    for (const auto& [host, u] : r.cpu) cpu[host] = cpu_use_json(u);
+    if (!cpu.empty()) row["cpu"] = std::move(cpu);
+    if (!r.cpu_bound.empty()) row["cpu_bound"] = cpu_bound_json(r.cpu_bound);
     row["sample_ids"] = ids;
     ladder.push_back(row);
   }
@@ -177,13 +216,27 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     json::array rows, hints;
     for (const auto& k : f.rows) rows.push_back(json::string(k));
     for (const auto& h : f.hints) hints.push_back(json::string(h));
-    findings.push_back({{"path", f.path},
-                        {"layer", f.layer},
-                        {"text", f.text},
-                        {"rows", rows},
-                        {"cap", f.cap},
-                        {"ratio", f.ratio},
-                        {"hints", hints}});
+    json::array candidates, misconfigured;
+    for (const auto& c : f.candidates) candidates.push_back(json::string(c));
+    for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(m));
+    json::object finding{{"path", f.path},
+                         {"layer", f.layer},
+                         {"text", f.text},
+                         {"rows", rows},
+                         {"cap", f.cap},
+                         {"ratio", f.ratio},
+                         {"ratio_lo", f.ratio_lo},
+                         {"ratio_hi", f.ratio_hi},
+                         {"hints", hints},
+                         {"misconfigured", misconfigured},
+                         {"lower_bound", f.lower_bound}};
+    if (!f.cpu.empty()) finding["cpu"] = cpu_bound_json(f.cpu);
+    if (f.layer == "undecided") {
+      finding["candidates"] = candidates;
+      finding["undecided_reason"] = f.undecided_reason;
+      if (f.suggested_count > 0) finding["suggested_count"] = f.suggested_count;
+    }
+    findings.push_back(std::move(finding));
   }
   for (const auto& st : run.stages) {
     json::array samples;

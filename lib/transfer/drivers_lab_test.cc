@@ -3,9 +3,8 @@
 // arrived compared with what was sent, the documented errors, bounded memory
 // with a 1 GiB file, and the lab's throttles.
 //
-// It uses the lab that is up in the default lab dir when it is healthy and
-// serves FTP and SMB (and then leaves its throttles alone), else brings up
-// its own lab in /var/tmp and takes it down at the end. The drivers run in
+// It brings up its own lab instance (lab::test_instance(), beside any lab a
+// user has up, which it never touches) in /var/tmp and takes it down at the end. The drivers run in
 // this process with its thread moved into the client host's network
 // namespace (setns), since the servers listen on the data address only,
 // which the root namespace cannot reach. Traffic stays inside the lab.
@@ -63,31 +62,19 @@ void bring_up_lab() {
       w.skip = "needs root";
       return;
     }
-    if (lab::sys::netns_exists("cp-server") || lab::sys::netns_exists("cp-client")) {
-      std::optional<lab::LabState> cur;
+    const std::string dir = fmt::format("/var/tmp/chokepoint-drivers-test-{}", getpid());
+    int instance = 0;
+    try {
+      instance = lab::test_instance();
+      w.lab = lab::up(lab::LabOptions{}, instance, dir);
+      w.own = true;
+    } catch (const Error& e) {
+      w.error = "lab up failed: " + describe(e);
       try {
-        cur = lab::load();
+        if (instance != 0) lab::down(instance, dir);
       } catch (const Error&) {
       }
-      if (!cur || !lab::healthy(*cur, nullptr) || !lab::servers::ftpd_alive(*cur) ||
-          !lab::servers::smbd_alive(*cur)) {
-        w.skip = "a lab is up that this test cannot use (no FTP/SMB servers, or another dir)";
-        return;
-      }
-      w.lab = *cur;
-    } else {
-      const std::string dir = fmt::format("/var/tmp/chokepoint-drivers-test-{}", getpid());
-      try {
-        w.lab = lab::up(lab::LabOptions{}, dir);
-        w.own = true;
-      } catch (const Error& e) {
-        w.error = "lab up failed: " + describe(e);
-        try {
-          lab::down(dir);
-        } catch (const Error&) {
-        }
-        return;
-      }
+      return;
     }
     std::ifstream in(w.lab.share_password_file);
     std::getline(in, w.password);
@@ -99,8 +86,9 @@ class LabEnvironment : public ::testing::Environment {
   void TearDown() override {
     if (g_world && g_world->own) {
       try {
-        lab::down(g_world->lab.dir);
-        EXPECT_EQ(getpwnam(lab::kShareUser), nullptr) << "lab down left the share user";
+        lab::down(g_world->lab.instance, g_world->lab.dir);
+        EXPECT_EQ(getpwnam(g_world->lab.share_user.c_str()), nullptr)
+            << "lab down left the share user";
       } catch (const Error& e) {
         ADD_FAILURE() << "lab down: " << describe(e);
       }
@@ -254,7 +242,9 @@ TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {
     SCOPED_TRACE(protocol);
     Share bad = share(protocol, "ram");
     bad.password = "not-" + g_world->password;
-    EXPECT_NE(error_of([&] { connect(bad); }).find("refused the login of user 'cplab'"),
+    EXPECT_NE(error_of([&] {
+                connect(bad);
+              }).find("refused the login of user '" + g_world->lab.share_user + "'"),
               std::string::npos)
         << error_of([&] { connect(bad); });
     const std::string unknown = error_of([&] { connect(share(protocol, "nosuch")); });
@@ -266,7 +256,7 @@ TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {
     const std::string refused = error_of([&] { connect(closed); });
     EXPECT_NE(
         refused.find("cannot connect to the " + std::string(protocol == "ftp" ? "FTP" : "SMB") +
-                     " server at 198.18.0.1:2999"),
+                     " server at " + g_world->lab.server.data_address + ":2999"),
         std::string::npos)
         << refused;
   }
@@ -289,7 +279,9 @@ TEST_F(DriversLabTest, FtpsVerifiedAgainstTheLabCertificate) {
   s->remove(rel);
   // Without the certificate the server is not trusted, and the error says what to do.
   const std::string untrusted = error_of([&] { connect(share("ftps", "ram")); });
-  EXPECT_NE(untrusted.find("TLS with the FTP server 198.18.0.1:21 failed"), std::string::npos)
+  EXPECT_NE(
+      untrusted.find("TLS with the FTP server " + g_world->lab.server.data_address + ":21 failed"),
+      std::string::npos)
       << untrusted;
   EXPECT_NE(untrusted.find("ca_file=PATH"), std::string::npos) << untrusted;
   // A CA file on plain FTP, or one that cannot be read, is a configuration error.
@@ -324,7 +316,7 @@ TEST_F(DriversLabTest, FullDiskIsReported) {
   RunResult r =
       on_server(fmt::format("mkdir -p {0} && mount -t tmpfs -o size=2m cp-tiny {0} && "
                             "chown {1}:{1} {0}",
-                            shell_quote(tiny), lab::kShareUser));
+                            shell_quote(tiny), g_world->lab.share_user));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const std::string protocol : {"ftp", "smb"}) {
     SCOPED_TRACE(protocol);
@@ -467,7 +459,7 @@ TEST_F(DriversLabTest, SmbdCpuQuotaCoversItsForkedChildren) {
   const bool v1 = !layout.cpu_v1.empty();
   lab::ThrottleRequest req;
   req.smbd_cpu = 0.1;
-  const lab::LabState st = lab::throttle(req, g_world->lab.dir);
+  const lab::LabState st = lab::throttle(req, g_world->lab.instance, g_world->lab.dir);
   ASSERT_FALSE(st.throttle.cgroups.empty());
   const std::string cg = st.throttle.cgroups.front();
   const std::string rel_cg = cg.substr(lab::cgroup_root_of(cg).size());
@@ -490,7 +482,7 @@ TEST_F(DriversLabTest, SmbdCpuQuotaCoversItsForkedChildren) {
   s.reset();
   lab::ThrottleRequest clear;
   clear.clear = true;
-  const lab::LabState cleared = lab::throttle(clear, g_world->lab.dir);
+  const lab::LabState cleared = lab::throttle(clear, g_world->lab.instance, g_world->lab.dir);
   EXPECT_TRUE(cleared.throttle.cgroups.empty());
   EXPECT_FALSE(fs::exists(cg));
   for (pid_t p : smbd_pids()) EXPECT_EQ(cgroup_of(p, v1 ? "cpu" : ""), "/") << "smbd pid " << p;
@@ -500,7 +492,7 @@ TEST_F(DriversLabTest, DiskReadLimitSlowsTheDiskShare) {
   if (!g_world->own) GTEST_SKIP() << "leaves a borrowed lab's throttles alone";
   lab::ThrottleRequest req;
   req.disk_read_bps = 20'000'000;
-  const lab::LabState st = lab::throttle(req, g_world->lab.dir);
+  const lab::LabState st = lab::throttle(req, g_world->lab.instance, g_world->lab.dir);
   ASSERT_FALSE(st.throttle.cgroups.empty());
   for (const std::string protocol : {"ftp", "smb"}) {
     SCOPED_TRACE(protocol);
@@ -522,7 +514,8 @@ TEST_F(DriversLabTest, DiskReadLimitSlowsTheDiskShare) {
   }
   lab::ThrottleRequest clear;
   clear.clear = true;
-  EXPECT_TRUE(lab::throttle(clear, g_world->lab.dir).throttle.cgroups.empty());
+  EXPECT_TRUE(
+      lab::throttle(clear, g_world->lab.instance, g_world->lab.dir).throttle.cgroups.empty());
 }
 
 }  // namespace

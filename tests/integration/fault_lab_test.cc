@@ -6,8 +6,8 @@
 // chokepoint-run-* is left on either host and no agent process runs after
 // the next run, and that the next run succeeds.
 //
-// It brings up its own lab instance when CHOKEPOINT_TEST_LAB_INSTANCE names
-// one (beside a user's lab), else the default lab.
+// It brings up the tests' own lab instance ($CHOKEPOINT_TEST_LAB_INSTANCE,
+// else 9: support.h), beside a user's lab.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "lab/sys.h"
 #include "support.h"
 
 namespace cp::itest {
@@ -54,9 +55,6 @@ class LabFaults : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
-    if (const char* inst = std::getenv("CHOKEPOINT_TEST_LAB_INSTANCE"); inst && *inst) {
-      setenv("CHOKEPOINT_LAB_INSTANCE", inst, 1);  // every chokepoint this test runs
-    }
     RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
     up_ok_ = r.exit_code == 0;
     up_error_ = r.err + r.out;
@@ -124,10 +122,7 @@ class LabFaults : public ::testing::Test {
   static std::vector<int> in_netns(const std::string& needle, const Host& h) {
     std::vector<int> out;
     for (int pid : pids_matching(needle)) {
-      RunResult r = run_command({"ip", "netns", "identify", std::to_string(pid)}, "", 10);
-      std::string ns = r.out;
-      while (!ns.empty() && (ns.back() == '\n' || ns.back() == ' ')) ns.pop_back();
-      if (ns == h.netns) out.push_back(pid);
+      if (lab::sys::process_in_netns(pid, h.netns)) out.push_back(pid);
     }
     return out;
   }

@@ -19,11 +19,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::string lab_dir() {
-  const char* d = std::getenv("CHOKEPOINT_LAB_DIR");
-  return d && *d ? d : "/var/lib/chokepoint-lab";
-}
-
 class Lab : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -72,7 +67,7 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   EXPECT_NE(r.err.find("(cached)"), std::string::npos) << r.err;
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
-  EXPECT_EQ(query_text(db, "SELECT server FROM runs"), "cp-server");
+  EXPECT_EQ(query_text(db, "SELECT server FROM runs"), lab_names().server_netns);
   // Disk on each end, TCP each way, and the lab's four shares (ftp and smb,
   // over RAM and from disk).
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 8);
@@ -87,7 +82,8 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   for (const auto& h : doc.at("hosts").as_array()) {
     const auto& f = h.at("facts").as_object();
     const std::string role(h.at("role").as_string());
-    EXPECT_EQ(f.at("hostname").as_string(), "cp-" + role);
+    EXPECT_EQ(f.at("hostname").as_string(),
+              role == "server" ? lab_names().server_netns : lab_names().client_netns);
     EXPECT_EQ(f.at("disk_dir").at("fs_type").as_string(), "ext4");
     EXPECT_EQ(f.at("ram_dir").at("fs_type").as_string(), "tmpfs");
     EXPECT_FALSE(f.at("disk_dir").at("device").is_null()) << json::serialize(f);
@@ -107,13 +103,12 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
 
   // Nothing left behind on either host.
-  for (const char* host : {"cp-server", "cp-client"}) {
-    RunResult ls = on_host(host,
-                           "ls -d /var/lib/chokepoint-lab/*/ram/* "
-                           "/var/lib/chokepoint-lab/*/disk/chokepoint-run-* 2>/dev/null; true");
+  for (const std::string& host : {lab_names().server_netns, lab_names().client_netns}) {
+    RunResult ls = on_host(host, "ls -d " + lab_dir() + "/*/ram/* " + lab_dir() +
+                                     "/*/disk/chokepoint-run-* 2>/dev/null; true");
     EXPECT_EQ(ls.out.find("chokepoint-run-"), std::string::npos) << host << ": " << ls.out;
   }
-  EXPECT_TRUE(pids_matching("chokepoint-agent").empty());
+  EXPECT_TRUE(lab_pids_matching("chokepoint-agent").empty());
 
   // show reads the database alone and prints the same verdict.
   RunResult show = chokepoint({"show", "lab-e2e", "--db", db});
@@ -175,14 +170,13 @@ TEST_F(Lab, SigkillMidRunKeepsSamplesAndLeavesNothing) {
 
   // The agents notice their channels closing and clean up.
   const double gone_by = monotonic_seconds() + 30;
-  while (!pids_matching("chokepoint-agent").empty() && monotonic_seconds() < gone_by) {
+  while (!lab_pids_matching("chokepoint-agent").empty() && monotonic_seconds() < gone_by) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  EXPECT_TRUE(pids_matching("chokepoint-agent").empty());
-  for (const char* host : {"cp-server", "cp-client"}) {
-    RunResult ls = on_host(host,
-                           "ls -d /var/lib/chokepoint-lab/*/ram/* "
-                           "/var/lib/chokepoint-lab/*/disk/chokepoint-run-* 2>/dev/null; true");
+  EXPECT_TRUE(lab_pids_matching("chokepoint-agent").empty());
+  for (const std::string& host : {lab_names().server_netns, lab_names().client_netns}) {
+    RunResult ls = on_host(host, "ls -d " + lab_dir() + "/*/ram/* " + lab_dir() +
+                                     "/*/disk/chokepoint-run-* 2>/dev/null; true");
     EXPECT_EQ(ls.out.find("chokepoint-run-"), std::string::npos) << host << ": " << ls.out;
   }
   // The samples measured before the kill are intact, and the next open of
@@ -206,11 +200,19 @@ TEST_F(Lab, UnknownHostKeyIsRefusedUntilAccepted) {
   write_file(t.file("known_hosts"), "");
   write_file(t.file("plan.ini"),
              "[disk]\nenabled = no\n[tcp]\nseconds = 500ms\ncount = 1\n"
-             "data_address = 198.18.0.1\n");
-  const std::vector<std::string> base{
-      "diagnose",        "--server",     "cp-server",          "--client",
-      "cp-client",       "--ssh-config", t.file("ssh_config"), "--db",
-      t.file("runs.db"), "--plan",       t.file("plan.ini")};
+             "data_address = " +
+                 lab_names().server_data_address + "\n");
+  const std::vector<std::string> base{"diagnose",
+                                      "--server",
+                                      lab_names().server_netns,
+                                      "--client",
+                                      lab_names().client_netns,
+                                      "--ssh-config",
+                                      t.file("ssh_config"),
+                                      "--db",
+                                      t.file("runs.db"),
+                                      "--plan",
+                                      t.file("plan.ini")};
   RunResult refused = chokepoint(base);
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_NE(refused.err.find("is not in known_hosts"), std::string::npos) << refused.err;

@@ -21,11 +21,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::string lab_dir() {
-  const char* d = std::getenv("CHOKEPOINT_LAB_DIR");
-  return d && *d ? d : "/var/lib/chokepoint-lab";
-}
-
 // What the tests need of `lab status --json`.
 struct LabInfo {
   std::string server_ram_share, server_disk_share;  // server_dir of the ram and disk shares
@@ -154,9 +149,9 @@ TEST_F(Protocols, StarvedSmbd) {
   std::optional<lab::LabState> state = lab::load(lab_dir());
   ASSERT_TRUE(state && !state->throttle.cgroups.empty());
   const std::string dir = state->throttle.cgroups.front();
-  RunResult cg =
-      on_host("cp-server", "cat /proc/" + std::to_string(info_.smbd_pid) + "/cgroup; cat " + dir +
-                               "/cpu.cfs_quota_us " + dir + "/cpu.max 2>/dev/null; true");
+  RunResult cg = on_host(lab_names().server_netns,
+                         "cat /proc/" + std::to_string(info_.smbd_pid) + "/cgroup; cat " + dir +
+                             "/cpu.cfs_quota_us " + dir + "/cpu.max 2>/dev/null; true");
   EXPECT_NE(cg.out.find(dir.substr(lab::cgroup_root_of(dir).size())), std::string::npos)
       << cg.out << cg.err;
   EXPECT_NE(cg.out.find("20000"), std::string::npos) << cg.out << cg.err;
@@ -168,8 +163,10 @@ TEST_F(Protocols, StarvedSmbd) {
   // window, so no CPU evidence would count.
   const std::string plan =
       "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n" +
-      share("smb-ram", "smb://198.18.0.1/ram", info_.server_ram_share, "ram") +
-      share("ftp-ram", "ftp://198.18.0.1/ram", info_.server_ram_share, "ram");
+      share("smb-ram", "smb://" + lab_names().server_data_address + "/ram", info_.server_ram_share,
+            "ram") +
+      share("ftp-ram", "ftp://" + lab_names().server_data_address + "/ram", info_.server_ram_share,
+            "ram");
   const json::object doc = diagnose(t, plan, t.file("runs.db"));
   ASSERT_FALSE(doc.empty());
 
@@ -180,16 +177,22 @@ TEST_F(Protocols, StarvedSmbd) {
 
   const json::object* f = finding(doc, "smb ram read");
   ASSERT_NE(f, nullptr);
-  EXPECT_EQ(str(*f, "layer"), "smb (cpu)") << str(*f, "text");
-  EXPECT_NE(str(*f, "text").find("CPU-bound on the server: smbd at "), std::string::npos)
-      << str(*f, "text");
-  EXPECT_NE(str(*f, "text").find("of its CPU quota (20 %)"), std::string::npos) << str(*f, "text");
+  // The layer is the server's CPU quota, not the SMB layer, and no SMB setting is guessed.
+  EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
+  ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+  const json::object& cpu = f->at("cpu").as_object();
+  EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
+  EXPECT_EQ(str(cpu, "host"), "server");
+  EXPECT_EQ(str(cpu, "process"), "smbd");
+  EXPECT_NEAR(cpu.at("limit_pct").to_number<double>(), 20, 0.5);
+  EXPECT_TRUE(f->at("hints").as_array().empty()) << str(*f, "text");
 
   // FTP over RAM is not held back by smbd's quota.
   const json::object* ff = finding(doc, "ftp ram read");
   ASSERT_NE(ff, nullptr);
-  EXPECT_EQ(str(*ff, "text").find("quota"), std::string::npos) << str(*ff, "text");
-  EXPECT_EQ(str(*ff, "text").find("smbd"), std::string::npos) << str(*ff, "text");
+  if (ff->contains("cpu")) {
+    EXPECT_NE(str(ff->at("cpu").as_object(), "kind"), "quota") << str(*ff, "text");
+  }
   EXPECT_GT(ftp, 2 * smb) << "FTP read " << ftp << " MB/s, SMB read " << smb << " MB/s";
 }
 
@@ -202,9 +205,12 @@ TEST_F(Protocols, SlowServerDisk) {
   const std::string plan =
       "[disk]\nsizes = 50MB\ncount = 2\nsettle = 500ms\n[tcp]\ncount = 2\n"
       "[protocol]\nsizes = 50MB\ncount = 3\n" +
-      share("ftp-ram", "ftp://198.18.0.1/ram", info_.server_ram_share, "ram") +
-      share("ftp-disk", "ftp://198.18.0.1/disk", info_.server_disk_share, "disk") +
-      share("smb-disk", "smb://198.18.0.1/disk", info_.server_disk_share, "disk");
+      share("ftp-ram", "ftp://" + lab_names().server_data_address + "/ram", info_.server_ram_share,
+            "ram") +
+      share("ftp-disk", "ftp://" + lab_names().server_data_address + "/disk",
+            info_.server_disk_share, "disk") +
+      share("smb-disk", "smb://" + lab_names().server_data_address + "/disk",
+            info_.server_disk_share, "disk");
   const std::string db = t.file("runs.db");
   const json::object doc = diagnose(t, plan, db);
   ASSERT_FALSE(doc.empty());
@@ -232,7 +238,8 @@ TEST_F(Protocols, StageErrors) {
     std::string good_url, good_dir;
     std::string reason;  // in stages.error
   };
-  const std::string smb_ram = "smb://198.18.0.1/ram", ftp_ram = "ftp://198.18.0.1/ram";
+  const std::string smb_ram = "smb://" + lab_names().server_data_address + "/ram",
+                    ftp_ram = "ftp://" + lab_names().server_data_address + "/ram";
   ASSERT_EQ(setenv("CP_TEST_WRONG_PASSWORD", "wrong", 1), 0);
 
   // A full disk: a 4 MiB tmpfs inside the server host's ram share, in its
@@ -257,12 +264,19 @@ TEST_F(Protocols, StageErrors) {
        share("bad", smb_ram, info_.server_ram_share, "ram",
              "password_env = CP_TEST_WRONG_PASSWORD"),
        ftp_ram, info_.server_ram_share, "NT_STATUS_LOGON_FAILURE"},
-      {"unknown share", share("bad", "smb://198.18.0.1/nope", info_.server_ram_share, "ram"),
+      {"unknown share",
+       share("bad", "smb://" + lab_names().server_data_address + "/nope", info_.server_ram_share,
+             "ram"),
        ftp_ram, info_.server_ram_share, "has no share or directory 'nope'"},
-      {"closed port", share("bad", "ftp://198.18.0.1:2999/ram", info_.server_ram_share, "ram"),
-       smb_ram, info_.server_ram_share, "cannot connect to the FTP server at 198.18.0.1:2999"},
+      {"closed port",
+       share("bad", "ftp://" + lab_names().server_data_address + ":2999/ram",
+             info_.server_ram_share, "ram"),
+       smb_ram, info_.server_ram_share,
+       "cannot connect to the FTP server at " + lab_names().server_data_address + ":2999"},
       {"read-only share",
-       share("bad", std::string("smb://198.18.0.1/") + lab::kReadOnlyShare, info_.ro_share, "ram"),
+       share("bad",
+             std::string("smb://" + lab_names().server_data_address + "/") + lab::kReadOnlyShare,
+             info_.ro_share, "ram"),
        ftp_ram, info_.server_ram_share, "refused to write"},
       {"full disk", share("bad", ftp_ram + "/cp-full", full, "ram"), smb_ram,
        info_.server_ram_share, "not enough space"},

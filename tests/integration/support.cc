@@ -11,9 +11,27 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "lab/lab.h"
+#include "lab/sys.h"
+
 namespace cp::itest {
 
+int lab_instance() {
+  static const int n = lab::test_instance();
+  return n;
+}
+
+const lab::InstanceNames& lab_names() {
+  static const lab::InstanceNames n = lab::instance_names(lab_instance());
+  return n;
+}
+
+std::string lab_dir() { return lab_names().dir; }
+
 RunResult chokepoint(const std::vector<std::string>& args, double timeout_s) {
+  // The child inherits these: the tests' instance in its default dir.
+  setenv(lab::kInstanceEnv, std::to_string(lab_instance()).c_str(), 1);
+  unsetenv(lab::kDirEnv);
   std::vector<std::string> argv{CHOKEPOINT_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_command(argv, "", timeout_s);
@@ -123,6 +141,17 @@ int run_dirs_in(const std::string& dir) {
     if (e.path().filename().string().rfind("chokepoint-run-", 0) == 0) ++n;
   }
   return n;
+}
+
+std::vector<int> lab_pids_matching(const std::string& needle) {
+  std::vector<int> out;
+  for (int pid : pids_matching(needle)) {
+    if (lab::sys::process_in_netns(pid, lab_names().server_netns) ||
+        lab::sys::process_in_netns(pid, lab_names().client_netns)) {
+      out.push_back(pid);
+    }
+  }
+  return out;
 }
 
 }  // namespace cp::itest

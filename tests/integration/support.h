@@ -6,11 +6,20 @@
 #include <vector>
 
 #include "core/process.h"
+#include "lab/layout.h"
 
 namespace cp::itest {
 
-// Runs the built chokepoint with `args`; output and exit code.
+// Runs the built chokepoint with `args`; output and exit code. Its lab
+// commands and `diagnose --lab` act on the tests' own lab instance
+// (lab_instance()), never on a user's lab.
 RunResult chokepoint(const std::vector<std::string>& args, double timeout_s = 600);
+
+// The tests' lab instance: $CHOKEPOINT_TEST_LAB_INSTANCE, else 9 (never 0),
+// its names and addresses, and its dir.
+int lab_instance();
+const lab::InstanceNames& lab_names();
+std::string lab_dir();
 
 // A fresh temporary directory, removed by the destructor.
 class TempDir {
@@ -32,6 +41,8 @@ std::string query_text(const std::string& db, const std::string& sql);
 
 // PIDs of running processes whose command line contains `needle`.
 std::vector<int> pids_matching(const std::string& needle);
+// The same, only those inside the tests' lab hosts (not a user's lab beside them).
+std::vector<int> lab_pids_matching(const std::string& needle);
 
 // PIDs of the live (not zombie) children of `parent` whose command line
 // contains `needle`, oldest first.

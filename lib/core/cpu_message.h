@@ -1,0 +1,58 @@
+// The CPU message: what one end's CPU did during a sample (per core, per role, the
+// busiest processes and their busiest threads). Filled by the probe (probe/cpu.h),
+// sent by the agent, stored per sample and read back by analysis and export through
+// this one codec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace boost::json {
+class value;
+}  // namespace boost::json
+
+namespace cp::msg {
+
+struct ProcLoad {
+  int pid = 0;
+  std::string comm;
+  double cpu_pct = 0;  // % of ONE core (all threads together, so may exceed 100), window average
+  // The CPU limit of its cgroups, % of one core: v1 cpu.cfs_quota_us / cpu.cfs_period_us,
+  // v2 cpu.max, the tightest of its cgroup and their ancestors. 0: no limit, or none visible.
+  double cpu_limit_pct = 0;
+  // It runs in another network namespace than the sampler: a container, or the other
+  // host of a lab on one machine. False when not known (only root may look).
+  bool other_netns = false;
+  // Who it is (process_role()): "agent" (this sampler's own process), "server" (a file
+  // server daemon or its child), "kernel" (a kernel thread) or "other" (competing load).
+  std::string role;
+  // Its busiest thread, % of one core over the window (from per-thread schedstat, ns);
+  // -1 when per-thread times are not visible. A thread cannot use more than one core, so
+  // this is what tells a saturated single-threaded server (or probe) from a busy process.
+  double top_thread_pct = -1;
+  int threads = 0;  // threads seen at the end of the window (0: not known)
+};
+
+struct CpuSummary {
+  double seconds = 0;                     // window length (wall)
+  std::vector<double> core_busy_pct;      // per core (index = N of cpuN), window average, 0..100
+  std::vector<double> core_busy_max_pct;  // per core, max over the sampling intervals
+  double total_busy_pct = 0;              // all cores together, average (0..100)
+  // Of all cores' time: kernel (system) and interrupt (irq + softirq) work, average
+  // (0..100). High at MTU 1500 they are the per-packet cost jumbo frames cut.
+  double sys_pct = 0;
+  double softirq_pct = 0;
+  // CPU of every process by role (see ProcLoad::role), % of one core, window average.
+  double agent_pct = 0, server_pct = 0, kernel_pct = 0, other_pct = 0;
+  // The 5 busiest processes, and up to 5 more that used at least half of their
+  // cgroup CPU limit or are the endpoint's own (the agent, a file server); all sorted
+  // by cpu_pct, descending.
+  std::vector<ProcLoad> top;
+};
+
+// The codec. from_json is lenient: a field an older agent did not send keeps its
+// default, so stored runs stay readable.
+boost::json::value to_json(const CpuSummary& s);
+CpuSummary cpu_summary_from_json(const boost::json::value& v);
+
+}  // namespace cp::msg
