@@ -195,7 +195,7 @@ Endpoint::~Endpoint() {
     // would leave its files behind.
     Child& c = *impl_->child;
     c.close_stdin();
-    if (c.wait(0.3) < 0) {
+    if (c.wait(0.1) < 0) {
       c.kill(SIGTERM);
       c.detach();
     }
