@@ -252,15 +252,27 @@ std::optional<std::string> read_password(const pipeline::SharePlan& s) {
                   "put the password alone in a file you own, readable only by you (chmod 600), "
                   "and name that file");
     }
+    std::ifstream in(s.password_file);
+    std::string line, extra;
+    std::getline(in, line);
+    int more = 0;
+    while (std::getline(in, extra)) more += !extra.empty();
+    // A file of many lines (/etc/passwd) is not a password file: never
+    // suggest chmod on it.
+    if (more > 0) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{}: password_file '{}' holds {} lines; a password file holds the "
+                              "password alone",
+                              who, s.password_file, more + 1),
+                  "put the password alone in a file of its own, readable only by you (chmod 600), "
+                  "and name that file");
+    }
     if (st.st_mode & 077) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("{}: password_file '{}' can be read by others (mode {:o})", who,
                               s.password_file, st.st_mode & 0777),
                   fmt::format("chmod 600 {}", s.password_file));
     }
-    std::ifstream in(s.password_file);
-    std::string line;
-    std::getline(in, line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     return line;
   }

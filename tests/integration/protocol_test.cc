@@ -309,6 +309,12 @@ TEST_F(Protocols, StageErrors) {
                         "(SELECT id FROM stages WHERE " +
                             where + "'good')"),
               2);
+    EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
+    // Nothing left behind in the shares, whatever failed.
+    RunResult left = on_host(lab_names().server_netns,
+                             "ls -d " + shell_quote(info_.server_ram_share) + "/chokepoint-run-* " +
+                                 shell_quote(c.good_dir) + "/chokepoint-run-* 2>/dev/null | wc -l");
+    EXPECT_EQ(left.out, "0\n") << left.err;
   }
   unsetenv("CP_TEST_WRONG_PASSWORD");
 }
