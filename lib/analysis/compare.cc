@@ -4,8 +4,10 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "analysis/ladder.h"
 #include "core/error.h"
@@ -38,11 +40,21 @@ void flatten(const json::value& v, const std::string& prefix,
   if (v.is_string()) {
     text = std::string(v.as_string());
   } else if (v.is_null()) {
-    text = "(unknown)";
+    text = kUnknown;
   } else {
     text = json::serialize(v);
   }
   out.emplace_back(prefix, text);
+}
+
+// Whether host facts hold the [global] section of a Samba config that was
+// read (then a parameter it lacks is at its default).
+bool has_samba_globals(const json::value& facts) {
+  const json::object* o = facts.if_object();
+  const json::value* samba = o ? o->if_contains("samba") : nullptr;
+  const json::object* so = samba ? samba->if_object() : nullptr;
+  const json::value* global = so ? so->if_contains("global") : nullptr;
+  return global && global->is_object();
 }
 
 // The differences between two flattened documents, in A's order then B's.
@@ -53,21 +65,112 @@ void diff(const std::string& where, const json::value& a, const json::value& b,
   flatten(b, "", fb);
   std::map<std::string, std::string> mb(fb.begin(), fb.end());
   std::set<std::string> seen;
-  // A Samba parameter testparm leaves out is at its default.
-  auto missing = [](const std::string& key) {
-    return key.rfind("samba.global.", 0) == 0 ? std::string("(default)") : std::string(kAbsent);
+  // A Samba parameter testparm leaves out is at its default, when that run
+  // read a config at all (a run whose facts have none does not tell).
+  auto missing = [](const std::string& key, bool globals) {
+    return key.rfind("samba.global.", 0) == 0 && globals ? std::string(kDefault)
+                                                         : std::string(kAbsent);
+  };
+  const bool globals_a = has_samba_globals(a), globals_b = has_samba_globals(b);
+  // A null in one document where the other has an object ("samba": null
+  // against its sha256 and parameters): the object's keys show the change.
+  auto has_children = [](const std::vector<std::pair<std::string, std::string>>& f,
+                         const std::string& key) {
+    return std::any_of(f.begin(), f.end(), [&](const auto& kv) {
+      return kv.first.size() > key.size() && kv.first.compare(0, key.size(), key) == 0 &&
+             kv.first[key.size()] == '.';
+    });
   };
   for (const auto& [k, va] : fa) {
     seen.insert(k);
     if (volatile_key(k)) continue;
     auto it = mb.find(k);
-    const std::string vb = it == mb.end() ? missing(k) : it->second;
-    if (va != vb) out.push_back({where, k, va, vb});
+    if (it == mb.end() && va == kUnknown && has_children(fb, k)) continue;
+    const std::string vb = it == mb.end() ? missing(k, globals_b) : it->second;
+    if (va != vb) out.push_back({where, k, va, vb, "", {}});
   }
   for (const auto& [k, vb] : fb) {
     if (seen.count(k) || volatile_key(k)) continue;
-    out.push_back({where, k, missing(k), vb});
+    if (vb == kUnknown && has_children(fa, k)) continue;
+    out.push_back({where, k, missing(k, globals_a), vb, "", {}});
   }
+}
+
+// `key` is `prefix` or below it ("net.mtu" is below "net"); "" matches all.
+bool under(const std::string& key, std::string_view prefix) {
+  if (prefix.empty() || key == prefix) return true;
+  return key.size() > prefix.size() && key.compare(0, prefix.size(), prefix) == 0 &&
+         key[prefix.size()] == '.';
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) out.emplace_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// The drivers of the shares whose definitions differ between two plans'
+// "shares" arrays (compact JSON, or kAbsent); {"*"} when one cannot be read.
+std::vector<std::string> changed_share_drivers(const std::string& a, const std::string& b) {
+  std::map<std::string, std::pair<std::string, std::string>> by_name[2];  // name -> text, driver
+  const std::string* texts[2] = {&a, &b};
+  for (int side = 0; side < 2; ++side) {
+    if (*texts[side] == kAbsent) continue;
+    const json::value v = parse_json_or_null(*texts[side]);
+    if (!v.is_array()) return {"*"};
+    for (const auto& share : v.as_array()) {
+      const json::object* o = share.if_object();
+      if (!o) return {"*"};
+      auto field = [&](const char* k) {
+        const json::value* f = o->if_contains(k);
+        return f && f->is_string() ? std::string(f->as_string()) : std::string("*");
+      };
+      by_name[side][field("name")] = {json::serialize(share), field("driver")};
+    }
+  }
+  std::set<std::string> drivers;
+  for (int side = 0; side < 2; ++side) {
+    for (const auto& [name, entry] : by_name[side]) {
+      auto it = by_name[1 - side].find(name);
+      if (it == by_name[1 - side].end() || it->second.first != entry.first) {
+        drivers.insert(entry.second);
+      }
+    }
+  }
+  if (drivers.count("*")) return {"*"};
+  return {drivers.begin(), drivers.end()};
+}
+
+// Fills e.kind and e.parts from the first matching rule of kChangeRules.
+void classify(EnvDiff& e) {
+  const bool is_host = e.where == "server" || e.where == "client";
+  for (const ChangeRule& rule : kChangeRules) {
+    const std::string_view rw = rule.where;
+    if (!(rw == e.where || (rw == "host" && is_host)) || !under(e.what, rule.prefix)) continue;
+    e.kind = rule.kind;
+    e.parts.clear();
+    for (std::string part : split_words(rule.parts)) {
+      if (part == "{drivers}") {
+        for (auto& d : changed_share_drivers(e.a, e.b)) e.parts.push_back(d);
+        continue;
+      }
+      if (const size_t at = part.find("{h}"); at != std::string::npos) {
+        part.replace(at, 3, e.where);
+      }
+      e.parts.push_back(part);
+    }
+    return;
+  }
+  // No rule knows it: it may touch anything.
+  e.kind = "unclassified";
+  e.parts = {"*"};
 }
 
 const HostRecord* host(const RunRecord& r, const std::string& role) {
@@ -79,7 +182,7 @@ const HostRecord* host(const RunRecord& r, const std::string& role) {
 std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
   std::vector<EnvDiff> out;
   auto add = [&](const std::string& what, const std::string& va, const std::string& vb) {
-    if (va != vb) out.push_back({"run", what, va, vb});
+    if (va != vb) out.push_back({"run", what, va, vb, "", {}});
   };
   add("server", a.server, b.server);
   add("client", a.client, b.client);
@@ -91,7 +194,30 @@ std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
     diff(role, ha ? parse_json_or_null(ha->facts_json) : json::value(nullptr),
          hb ? parse_json_or_null(hb->facts_json) : json::value(nullptr), out);
   }
+  for (auto& e : out) classify(e);
   return out;
+}
+
+std::string percent(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
+
+// Median of `v` (not empty).
+double median_of(std::vector<double> v) { return percentile(std::move(v), 50); }
+
+// Holm's correction over the rows of `family` (indices into rows) that have
+// a p-value; the others keep p_corrected = 1.
+void correct(std::vector<RowDelta>& rows, const std::vector<size_t>& family) {
+  std::vector<size_t> tested;
+  std::vector<double> p;
+  for (size_t i : family) {
+    if (rows[i].test.too_few) continue;
+    tested.push_back(i);
+    p.push_back(rows[i].test.p);
+  }
+  const std::vector<double> adj = holm_adjust(p);
+  for (size_t k = 0; k < tested.size(); ++k) {
+    rows[tested[k]].p_corrected = adj[k];
+    rows[tested[k]].family = tested.size();
+  }
 }
 
 std::string list(const std::vector<std::string>& labels) {
@@ -107,27 +233,62 @@ RunSide side(const RunRecord& r, const Analysis& an) {
 
 }  // namespace
 
-void judge_delta(RowDelta& d) {
+void judge_delta(RowDelta& d, const Drift& drift) {
+  d.note.clear();
   if (d.test.too_few) {
     d.verdict = "too few samples";
     d.note = fmt::format("{} vs {} samples: at least {} on each side are needed", d.test.n1,
                          d.test.n2, kUMinSamples);
     return;
   }
-  if (d.test.p < kSignificance) {
-    // The medians' direction; when they tie, which side wins more pairs.
-    const bool up = d.b.median != d.a.median ? d.b.median > d.a.median
-                                             : d.test.u < double(d.test.n1 * d.test.n2) / 2;
-    d.verdict = up ? "faster" : "slower";
+  const bool significant = d.p_corrected < kSignificance;
+  const bool beyond_spread = std::abs(d.delta) > d.spread;
+  if (!significant || !beyond_spread) {
+    d.verdict = "no change";
+    if (mann_whitney_min_p(d.test.n1, d.test.n2) >= kSignificance) {
+      d.note = fmt::format(
+          "{} vs {} samples cannot show a change at p < {} (4 or more on each side can)", d.test.n1,
+          d.test.n2, kSignificance);
+    } else if (!significant && d.test.p < kSignificance) {
+      d.note = fmt::format(
+          "p={:.3f} is not significant after Holm's correction over {} rows; more samples a "
+          "side give smaller p-values",
+          d.test.p, d.family);
+    } else if (significant) {
+      d.note = fmt::format("the change is within the samples' own spread ({:.1f} % IQR/median)",
+                           d.spread * 100);
+    }
     return;
   }
-  d.verdict = "no change";
-  if (mann_whitney_min_p(d.test.n1, d.test.n2) >= kSignificance) {
-    d.note = fmt::format(
-        "{} vs {} samples cannot show a change at p < {} (4 or more on each side "
-        "can)",
-        d.test.n1, d.test.n2, kSignificance);
+  if (!d.affected_by_change) {
+    d.verdict = "drift";
+    d.note = drift.nothing_recorded
+                 ? "nothing recorded differs between the runs: drift, or a change not recorded"
+                 : "no recorded change can touch this row";
+    return;
   }
+  if (!drift.controls.empty()) {
+    const bool in_band = d.delta >= drift.low && d.delta <= drift.high;
+    // On ratios: B/A within a factor (1 + spread) of the drift's median ratio.
+    const bool near_median =
+        std::abs(std::log1p(d.delta) - std::log1p(drift.median)) <= std::log1p(d.spread);
+    if (in_band || near_median) {
+      d.verdict = "drift";
+      d.note = fmt::format("within the controls' drift ({} .. {})", percent(drift.low),
+                           percent(drift.high));
+      return;
+    }
+  }
+  d.verdict = d.delta > 0 ? "faster" : "slower";
+}
+
+std::vector<std::string> row_parts(const std::string& layer, const std::string& where) {
+  if (layer == "disk") return {where + ".disk", where + ".host", "plan.disk"};
+  if (layer == "tcp") return {"net", "tcp", "server.host", "client.host", "plan.tcp"};
+  // A protocol (its driver's name) over the server's RAM or disk.
+  return {
+      layer,         "net",        "tcp",           "server.host",
+      "client.host", "client.ram", "plan.protocol", where == "ram" ? "server.ram" : "server.disk"};
 }
 
 Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
@@ -136,6 +297,7 @@ Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
   Comparison c;
   c.a = side(ra, aa);
   c.b = side(rb, ab);
+  c.env = env_diff(ra, rb);
   for (const auto& r : aa.rows) {
     if (r.layer == "link" || r.rate.n == 0) continue;
     const Row* other = find_row(ab, r.key);
@@ -155,8 +317,16 @@ Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
     d.b_ids = other->sample_ids;
     d.delta = d.a.median > 0 ? (d.b.median - d.a.median) / d.a.median : 0;
     d.test = mann_whitney_u(r.samples, other->samples);
+    d.spread = (relative_iqr(r.samples) + relative_iqr(other->samples)) / 2;
     d.cache_suspected = r.cache_suspected || other->cache_suspected;
-    judge_delta(d);
+    const std::vector<std::string> parts = row_parts(r.layer, r.where);
+    for (const auto& e : c.env) {
+      const bool touches = std::any_of(e.parts.begin(), e.parts.end(), [&](const std::string& p) {
+        return p == "*" || std::find(parts.begin(), parts.end(), p) != parts.end();
+      });
+      if (touches) d.affected_by.push_back(e.where + " " + e.what);
+    }
+    d.affected_by_change = !d.affected_by.empty();
     c.rows.push_back(std::move(d));
   }
   for (const auto& r : ab.rows) {
@@ -172,7 +342,48 @@ Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
                 "compare runs of the same plan (same stages and file sizes); `chokepoint show "
                 "RUN` lists what a run measured");
   }
-  c.env = env_diff(ra, rb);
+
+  // Two families for Holm's correction: the rows a recorded change can
+  // touch (is the change real?) and the controls (did the machines drift?).
+  std::vector<size_t> affected, controls;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    (c.rows[i].affected_by_change ? affected : controls).push_back(i);
+  }
+  correct(c.rows, affected);
+  correct(c.rows, controls);
+
+  // The drift: how far the controls' medians moved. The controls are judged
+  // first (their verdict needs no band): the median is over all of them, the
+  // band's width over those that moved, so a control whose median wanders
+  // within its own noise does not widen it (its noise is not drift, and an
+  // affected row's own noise is held against its own spread).
+  Drift& drift = c.drift;
+  drift.nothing_recorded = affected.empty();
+  std::vector<double> logs, moved_logs;  // ln(B/A) of the controls' medians
+  for (size_t i : controls) {
+    RowDelta& d = c.rows[i];
+    judge_delta(d, drift);
+    if (d.test.too_few) {
+      ++drift.too_few;
+      continue;
+    }
+    // A rate is a median of positive bytes/s; a zero median says nothing of drift.
+    if (d.a.median <= 0 || d.b.median <= 0) continue;
+    drift.controls.push_back(d.key);
+    logs.push_back(std::log(d.b.median / d.a.median));
+    if (d.verdict == "drift") moved_logs.push_back(logs.back());
+  }
+  drift.moved = moved_logs.size();
+  if (!logs.empty()) {
+    const double m = median_of(logs);
+    double s = 0;
+    for (double x : moved_logs) s = std::max(s, std::abs(x - m));
+    drift.median = std::exp(m) - 1;
+    drift.spread = std::exp(s);
+    drift.low = std::exp(m - s) - 1;
+    drift.high = std::exp(m + s) - 1;
+  }
+  for (size_t i : affected) judge_delta(c.rows[i], drift);
   return c;
 }
 

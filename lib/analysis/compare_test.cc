@@ -25,10 +25,12 @@ StageRecord tcp_stage(const std::string& where, const std::vector<double>& mbps)
   return st;
 }
 
-StageRecord disk_stage(const std::string& where, const std::string& op, uint64_t size,
-                       const std::vector<double>& mbps) {
+// A disk stage (layer "disk", where "server"/"client") or a protocol stage
+// (layer = driver, where = "ram"/"disk"): files of `size` bytes at `mbps`.
+StageRecord file_stage(const std::string& layer, const std::string& where, const std::string& op,
+                       uint64_t size, const std::vector<double>& mbps) {
   StageRecord st;
-  st.layer = "disk";
+  st.layer = layer;
   st.where = where;
   st.status = kComplete;
   for (double v : mbps) {
@@ -40,6 +42,18 @@ StageRecord disk_stage(const std::string& where, const std::string& op, uint64_t
     st.samples.push_back(s);
   }
   return st;
+}
+
+StageRecord disk_stage(const std::string& where, const std::string& op, uint64_t size,
+                       const std::vector<double>& mbps) {
+  return file_stage("disk", where, op, size, mbps);
+}
+
+// `mbps` scaled by `factor`: the same spread at another level.
+std::vector<double> times(const std::vector<double>& mbps, double factor) {
+  std::vector<double> out;
+  for (double v : mbps) out.push_back(v * factor);
+  return out;
 }
 
 std::string facts(const std::string& kernel, int mtu, int read_ahead_kb, const std::string& rmem,
@@ -75,9 +89,22 @@ const RowDelta* row(const Comparison& c, const std::string& key) {
   return nullptr;
 }
 
+// Server facts as run() has them, with other TCP buffers.
+std::string bigger_rmem_facts() {
+  return facts("6.1.0-18-amd64", 1500, 128, "4096 131072 33554432",
+               R"("smb2 max read":"65536","max xmit":"65535")", "aaaa");
+}
+
+// Server facts as run() has them, with one more Samba parameter.
+std::string samba_changed_facts() {
+  return facts("6.1.0-18-amd64", 1500, 128, "4096 131072 6291456",
+               R"("smb2 max read":"65536","max xmit":"65535","aio read size":"1")", "bbbb");
+}
+
 TEST(Compare, TuningThatHelpedIsFaster) {
   RunRecord a = run(1, "before", {tcp_stage("server->client", {50, 51, 49, 49.5, 52})});
   RunRecord b = run(2, "after", {tcp_stage("server->client", {100, 101, 99, 100.5, 98})});
+  b.hosts[0].facts_json = bigger_rmem_facts();  // a TCP change: it can touch the TCP row
   Comparison c = compare_runs(a, b);
   EXPECT_EQ(c.a.id, 1);
   EXPECT_EQ(c.b.label, "after");
@@ -89,11 +116,18 @@ TEST(Compare, TuningThatHelpedIsFaster) {
   EXPECT_NEAR(d.delta, 1.0, 1e-9);
   // No overlap and no ties, 5 vs 5: the exact p = 2/252.
   EXPECT_NEAR(d.test.p, 2.0 / 252, 1e-12);
+  EXPECT_TRUE(d.affected_by_change);
+  EXPECT_EQ(d.affected_by, std::vector<std::string>{"server tcp_sysctls.net.ipv4.tcp_rmem"});
+  EXPECT_EQ(d.family, 1u);
+  EXPECT_NEAR(d.p_corrected, 2.0 / 252, 1e-12);  // alone in its family
   EXPECT_EQ(d.verdict, "faster");
   EXPECT_EQ(d.a_samples.size(), 5u);
   EXPECT_EQ(d.b_ids[0], 1000);  // the stored sample behind the first figure
   // Swapped, the same runs read as slower.
   EXPECT_EQ(compare_runs(b, a).rows[0].verdict, "slower");
+  // No control row: no drift measured, the change is held against its spread only.
+  EXPECT_TRUE(c.drift.controls.empty());
+  EXPECT_FALSE(c.drift.nothing_recorded);
 }
 
 TEST(Compare, NoiseIsNoChange) {
@@ -123,6 +157,10 @@ TEST(Compare, FewSamplesCannotShowAChange) {
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->verdict, "too few samples");
   EXPECT_NE(two->note.find("2 vs 2 samples"), std::string::npos);
+  // Nothing differs: both rows are controls, but 2 vs 2 cannot measure drift.
+  EXPECT_TRUE(c.drift.nothing_recorded);
+  EXPECT_EQ(c.drift.controls, std::vector<std::string>{"tcp:server->client:send"});
+  EXPECT_EQ(c.drift.too_few, 1u);
 }
 
 TEST(Compare, RowsInOnlyOneRunAreListed) {
@@ -189,17 +227,345 @@ TEST(Compare, SameRunHasNoChangeAndNoDifferences) {
   EXPECT_TRUE(c.env.empty());
 }
 
-TEST(Compare, JudgeDeltaUsesTheTest) {
+TEST(Compare, JudgeDeltaUsesTheCorrectedTest) {
   RowDelta d;
   d.a.median = 100;
   d.b.median = 90;
+  d.delta = -0.1;
+  d.spread = 0.02;
+  d.affected_by_change = true;
   d.test.n1 = d.test.n2 = 10;
   d.test.p = 0.01;
-  judge_delta(d);
+  d.p_corrected = 0.01;
+  d.family = 1;
+  const Drift none;
+  judge_delta(d, none);
   EXPECT_EQ(d.verdict, "slower");
-  d.test.p = 0.2;
-  judge_delta(d);
+  d.p_corrected = 0.06;  // the same p among 6 rows
+  d.family = 6;
+  judge_delta(d, none);
   EXPECT_EQ(d.verdict, "no change");
+  EXPECT_FALSE(d.note.empty());
+}
+
+TEST(Compare, JudgeDeltaWantsAChangeBeyondTheSamplesSpread) {
+  RowDelta d;
+  d.delta = 0.10;
+  d.affected_by_change = true;
+  d.test.n1 = d.test.n2 = 30;
+  d.test.p = d.p_corrected = 1e-6;
+  d.family = 1;
+  d.spread = 0.25;  // IQR/median 25 %: a 10 % move is inside it
+  judge_delta(d, Drift{});
+  EXPECT_EQ(d.verdict, "no change");
+  d.spread = 0.05;
+  judge_delta(d, Drift{});
+  EXPECT_EQ(d.verdict, "faster");
+}
+
+TEST(Compare, JudgeDeltaHoldsAChangeAgainstTheDriftBand) {
+  Drift drift;
+  drift.controls = {"disk:server:read:100000000", "disk:client:read:100000000"};
+  drift.median = 0.0;
+  drift.spread = 1.25;
+  drift.low = -0.2;
+  drift.high = 0.25;
+  RowDelta d;
+  d.affected_by_change = true;
+  d.test.n1 = d.test.n2 = 10;
+  d.test.p = d.p_corrected = 1e-4;
+  d.family = 1;
+  d.spread = 0.02;
+  d.delta = 0.15;  // inside the controls' -20 % .. +25 %
+  judge_delta(d, drift);
+  EXPECT_EQ(d.verdict, "drift");
+  d.delta = -0.35;
+  judge_delta(d, drift);
+  EXPECT_EQ(d.verdict, "slower");
+  // A control that moves is drift whatever its size.
+  d.affected_by_change = false;
+  judge_delta(d, drift);
+  EXPECT_EQ(d.verdict, "drift");
+  // With a band of width 0 (one control), a change within its own spread
+  // of the drift's median is drift too.
+  Drift one;
+  one.controls = {"tcp:server->client:send"};
+  one.median = one.low = one.high = 0.30;
+  d.affected_by_change = true;
+  d.delta = 0.31;
+  judge_delta(d, one);
+  EXPECT_EQ(d.verdict, "drift");
+  d.delta = 0.60;
+  judge_delta(d, one);
+  EXPECT_EQ(d.verdict, "faster");
+}
+
+// The verdict issue: only Samba changed between the runs, yet the disks
+// moved 20 % both ways. The disk and TCP rows are controls, their movement
+// is drift, and an SMB change inside that band is drift too; one beyond it
+// counts.
+TEST(Compare, SambaOnlyChangeWithDisksMovingBothWaysIsDrift) {
+  const std::vector<double> flat6 = {100, 101, 99, 100.5, 99.5, 100.2};
+  const std::vector<double> flat5 = {100, 101, 99, 100.5, 99.5};
+  auto stages = [&](double disk_w, double disk_r, double smb_ram, double smb_disk) {
+    return std::vector<StageRecord>{
+        disk_stage("server", "write", 100'000'000, times(flat6, 1.0 * disk_w)),
+        disk_stage("server", "read", 100'000'000, times(flat6, 1.5 * disk_r)),
+        disk_stage("client", "write", 100'000'000, times(flat6, 0.9 * disk_r)),
+        disk_stage("client", "read", 100'000'000, times(flat6, 1.8 * disk_w)),
+        tcp_stage("server->client", {117, 116.5, 117.2, 116.8, 117.1}),
+        tcp_stage("client->server", {117, 116, 117.3, 116.6, 116.9}),
+        file_stage("smb", "ram", "read", 100'000'000, times(flat5, 0.5 * smb_ram)),
+        file_stage("smb", "disk", "read", 100'000'000, times(flat5, 0.4 * smb_disk)),
+        file_stage("ftp", "disk", "read", 100'000'000, times(flat5, 0.7 * disk_r)),
+    };
+  };
+  RunRecord a = run(1, "before", stages(1, 1, 1, 1));
+  RunRecord b = run(2, "after", stages(0.8, 1.2, 1.15, 1.5));
+  b.hosts[0].facts_json = samba_changed_facts();
+  Comparison c = compare_runs(a, b);
+  ASSERT_EQ(c.rows.size(), 9u);
+  for (const char* key :
+       {"disk:server:write:100000000", "disk:server:read:100000000", "disk:client:write:100000000",
+        "disk:client:read:100000000", "ftp:disk:read:100000000"}) {
+    const RowDelta* d = row(c, key);
+    ASSERT_NE(d, nullptr) << key;
+    EXPECT_FALSE(d->affected_by_change) << key;
+    EXPECT_NEAR(std::abs(d->delta), 0.2, 1e-9) << key;
+    EXPECT_LT(d->p_corrected, kSignificance) << key;  // they did move
+    EXPECT_EQ(d->verdict, "drift") << key;
+  }
+  for (const char* key : {"tcp:server->client:send", "tcp:client->server:send"}) {
+    EXPECT_FALSE(row(c, key)->affected_by_change) << key;
+    EXPECT_EQ(row(c, key)->verdict, "no change") << key;
+  }
+  // Controls: 4 disks, 2 TCP, FTP from disk; their median change is 0.
+  EXPECT_EQ(c.drift.controls.size(), 7u);
+  EXPECT_FALSE(c.drift.nothing_recorded);
+  EXPECT_NEAR(c.drift.median, 0, 0.01);
+  // On ratios: the largest move is x0.8, so the band is /1.25 .. x1.25.
+  EXPECT_NEAR(c.drift.spread, 1.25, 0.01);
+  EXPECT_NEAR(c.drift.low, -0.2, 0.01);
+  EXPECT_NEAR(c.drift.high, 0.25, 0.01);
+  EXPECT_EQ(c.drift.moved, 5u);
+  const RowDelta* smb_ram = row(c, "smb:ram:read:100000000");
+  EXPECT_TRUE(smb_ram->affected_by_change);
+  EXPECT_EQ(smb_ram->family, 2u);
+  EXPECT_LT(smb_ram->p_corrected, kSignificance);
+  EXPECT_EQ(smb_ram->verdict, "drift");  // +15 %: inside -20 % .. +20 %
+  const RowDelta* smb_disk = row(c, "smb:disk:read:100000000");
+  EXPECT_EQ(smb_disk->verdict, "faster");  // +50 %: beyond the drift
+  // Every changed Samba parameter is listed, and touches only SMB (and
+  // mounted-path) rows.
+  std::vector<std::string> samba;
+  for (const auto& e : c.env) {
+    EXPECT_EQ(e.kind, "Samba configuration") << e.what;
+    EXPECT_EQ(e.parts, (std::vector<std::string>{"smb", "path"})) << e.what;
+    samba.push_back(e.what + ": " + e.a + " -> " + e.b);
+  }
+  EXPECT_EQ(samba, (std::vector<std::string>{"samba.sha256: aaaa -> bbbb",
+                                             "samba.global.aio read size: (default) -> 1"}));
+}
+
+TEST(Compare, DoubledRowWithQuietControlsCounts) {
+  RunRecord a =
+      run(1, "before",
+          {disk_stage("server", "read", 100'000'000, {70, 71, 72, 73, 70.5}),
+           tcp_stage("server->client", {117, 116.5, 117.2, 116.8, 117.1}),
+           file_stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})});
+  RunRecord b =
+      run(2, "after",
+          {disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71.9}),
+           tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
+           file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
+  b.hosts[0].facts_json = samba_changed_facts();
+  Comparison c = compare_runs(a, b);
+  const RowDelta* smb = row(c, "smb:ram:read:100000000");
+  ASSERT_NE(smb, nullptr);
+  EXPECT_TRUE(smb->affected_by_change);
+  EXPECT_NEAR(smb->delta, 1.0, 0.01);
+  EXPECT_EQ(smb->verdict, "faster");
+  EXPECT_EQ(c.drift.controls,
+            (std::vector<std::string>{"disk:server:read:100000000", "tcp:server->client:send"}));
+  EXPECT_LT(std::abs(c.drift.median), 0.01);
+  EXPECT_EQ(c.drift.moved, 0u);
+  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, "no change");
+  EXPECT_EQ(row(c, "tcp:server->client:send")->verdict, "no change");
+}
+
+// A control whose median doubles within its own noise (not significant)
+// is noise, not drift: it does not widen the band, and a real doubling of an
+// affected row still counts.
+TEST(Compare, ANoisyControlThatDidNotMoveLeavesTheBandNarrow) {
+  RunRecord a =
+      run(1, "before",
+          {disk_stage("server", "read", 100'000'000, {70, 71, 72, 73, 70.5}),
+           disk_stage("client", "read", 100'000'000, {40, 50, 60, 300, 320, 340}),
+           tcp_stage("server->client", {117, 116.5, 117.2, 116.8, 117.1}),
+           file_stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})});
+  RunRecord b =
+      run(2, "after",
+          {disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71.9}),
+           disk_stage("client", "read", 100'000'000, {45, 55, 400, 420, 430, 440}),
+           tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
+           file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
+  b.hosts[0].facts_json = samba_changed_facts();
+  Comparison c = compare_runs(a, b);
+  const RowDelta* noisy = row(c, "disk:client:read:100000000");
+  EXPECT_GT(noisy->delta, 1.0);            // its median more than doubled...
+  EXPECT_EQ(noisy->verdict, "no change");  // ...within its noise
+  EXPECT_EQ(c.drift.controls.size(), 3u);
+  EXPECT_EQ(c.drift.moved, 0u);
+  EXPECT_DOUBLE_EQ(c.drift.spread, 1);
+  EXPECT_EQ(row(c, "smb:ram:read:100000000")->verdict, "faster");
+}
+
+// A kernel change on the server can touch every row that involves the
+// server: 8 rows in one family. A 4 vs 4 row apart (p = 2/70 = 0.029) would
+// count alone; among 8 rows Holm makes it 8 x 0.029 = 0.23.
+TEST(Compare, HolmDemotesAMarginalPAmongManyRows) {
+  const std::vector<double> same = {70, 71, 72, 73};
+  auto stages = [&](double smb) {
+    return std::vector<StageRecord>{
+        disk_stage("server", "write", 10'000'000, same),
+        disk_stage("server", "read", 10'000'000, same),
+        disk_stage("server", "write", 100'000'000, same),
+        disk_stage("server", "read", 100'000'000, same),
+        tcp_stage("server->client", same),
+        tcp_stage("client->server", same),
+        file_stage("ftp", "ram", "read", 100'000'000, same),
+        file_stage("smb", "ram", "read", 100'000'000, times(same, smb)),
+        disk_stage("client", "read", 100'000'000, same),  // the server's kernel cannot touch it
+    };
+  };
+  RunRecord a = run(1, "before", stages(1));
+  RunRecord b = run(2, "after", stages(1.3));
+  b.hosts[0].facts_json = facts("6.1.0-21-amd64", 1500, 128, "4096 131072 6291456",
+                                R"("smb2 max read":"65536","max xmit":"65535")", "aaaa");
+  Comparison c = compare_runs(a, b);
+  const RowDelta* smb = row(c, "smb:ram:read:100000000");
+  ASSERT_NE(smb, nullptr);
+  EXPECT_NEAR(smb->test.p, 2.0 / 70, 1e-12);
+  EXPECT_EQ(smb->family, 8u);
+  EXPECT_NEAR(smb->p_corrected, 8 * 2.0 / 70, 1e-12);
+  EXPECT_GT(std::abs(smb->delta), smb->spread);  // the spread is not what holds it back
+  EXPECT_EQ(smb->verdict, "no change");
+  EXPECT_EQ(smb->affected_by, std::vector<std::string>{"server kernel"});
+  EXPECT_FALSE(row(c, "disk:client:read:100000000")->affected_by_change);
+  EXPECT_EQ(c.drift.controls, std::vector<std::string>{"disk:client:read:100000000"});
+  // The same runs with the change touching only SMB: a family of one, it counts.
+  b.hosts[0].facts_json = samba_changed_facts();
+  const Comparison alone = compare_runs(a, b);
+  EXPECT_EQ(row(alone, "smb:ram:read:100000000")->family, 1u);
+  EXPECT_EQ(row(alone, "smb:ram:read:100000000")->verdict, "faster");
+}
+
+// 20 samples a side spread evenly over +-20 % of the median, B 10 % up: the
+// test finds the shift, but it is inside the samples' own spread.
+TEST(Compare, OverlappingSpreadsAreNoChange) {
+  std::vector<double> spread;
+  for (int i = 0; i < 20; ++i) spread.push_back(40 + i * 20.0 / 19);
+  RunRecord a = run(1, "", {file_stage("smb", "ram", "read", 100'000'000, spread)});
+  RunRecord b = run(2, "", {file_stage("smb", "ram", "read", 100'000'000, times(spread, 1.1))});
+  b.hosts[0].facts_json = samba_changed_facts();
+  Comparison c = compare_runs(a, b);
+  ASSERT_EQ(c.rows.size(), 1u);
+  const RowDelta& d = c.rows[0];
+  EXPECT_TRUE(d.affected_by_change);
+  EXPECT_NEAR(d.delta, 0.1, 1e-9);
+  EXPECT_LT(d.p_corrected, kSignificance);  // significant...
+  EXPECT_NEAR(d.spread, 0.2, 0.01);         // ...but IQR/median is 20 %
+  EXPECT_EQ(d.verdict, "no change");
+  EXPECT_FALSE(d.note.empty());
+}
+
+TEST(Compare, NothingRecordedMakesEveryRowAControl) {
+  RunRecord a = run(1, "",
+                    {tcp_stage("server->client", {50, 51, 49, 49.5, 52}),
+                     disk_stage("server", "read", 100'000'000, {70, 71, 72, 73, 70.5})});
+  RunRecord b = run(2, "",
+                    {tcp_stage("server->client", {100, 101, 99, 100.5, 98}),
+                     disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71})});
+  b.plan_json = R"({"source":"other.ini","tcp":{"seconds":2,"count":5,"buffer":131072}})";
+  Comparison c = compare_runs(a, b);
+  // The plan file's name differs, which changes nothing measured.
+  ASSERT_EQ(c.env.size(), 1u);
+  EXPECT_TRUE(c.env[0].parts.empty());
+  EXPECT_TRUE(c.drift.nothing_recorded);
+  EXPECT_EQ(c.drift.controls.size(), 2u);
+  const RowDelta* tcp = row(c, "tcp:server->client:send");
+  EXPECT_FALSE(tcp->affected_by_change);
+  EXPECT_EQ(tcp->verdict, "drift");  // doubled, but nothing recorded explains it
+  EXPECT_EQ(c.drift.moved, 1u);
+  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, "no change");
+}
+
+// Which rows each kind of change can touch (kChangeRules).
+TEST(Compare, EachKindOfChangeTouchesItsLayers) {
+  const std::vector<double> s = {70, 71, 72, 73};
+  RunRecord a = run(
+      1, "",
+      {disk_stage("server", "read", 100'000'000, s), disk_stage("client", "read", 100'000'000, s),
+       tcp_stage("server->client", s), file_stage("smb", "ram", "read", 100'000'000, s),
+       file_stage("smb", "disk", "read", 100'000'000, s),
+       file_stage("ftp", "ram", "read", 100'000'000, s)});
+  auto affected = [&](const RunRecord& b) {
+    std::vector<std::string> keys;
+    for (const auto& d : compare_runs(a, b).rows)
+      if (d.affected_by_change) keys.push_back(d.key);
+    return keys;
+  };
+  RunRecord b = a;
+  // Readahead of the server's disk: its disk rows and protocols from disk.
+  b.hosts[0].facts_json = facts("6.1.0-18-amd64", 1500, 4096, "4096 131072 6291456",
+                                R"("smb2 max read":"65536","max xmit":"65535")", "aaaa");
+  EXPECT_EQ(affected(b),
+            (std::vector<std::string>{"disk:server:read:100000000", "smb:disk:read:100000000"}));
+  // MTU: everything over the network, no disk row.
+  b.hosts[0].facts_json = facts("6.1.0-18-amd64", 9000, 128, "4096 131072 6291456",
+                                R"("smb2 max read":"65536","max xmit":"65535")", "aaaa");
+  EXPECT_EQ(affected(b),
+            (std::vector<std::string>{"tcp:server->client:send", "smb:ram:read:100000000",
+                                      "smb:disk:read:100000000", "ftp:ram:read:100000000"}));
+  // A TCP sysctl: the same.
+  b.hosts[0].facts_json = bigger_rmem_facts();
+  EXPECT_EQ(affected(b).size(), 4u);
+  // A share's options: that share's protocol only.
+  b = a;
+  a.plan_json = R"({"shares":[{"name":"smb-ram","driver":"smb","options":{}},)"
+                R"({"name":"ftp-ram","driver":"ftp","options":{}}]})";
+  b.plan_json = R"({"shares":[{"name":"smb-ram","driver":"smb","options":{"max_read":"1MiB"}},)"
+                R"({"name":"ftp-ram","driver":"ftp","options":{}}]})";
+  EXPECT_EQ(affected(b),
+            (std::vector<std::string>{"smb:ram:read:100000000", "smb:disk:read:100000000"}));
+  // The client's kernel: every row but the server's disk.
+  b = a;
+  b.hosts[1].facts_json = R"({"hostname":"mac","kernel":"24.1","net":{"mtu":1500}})";
+  EXPECT_EQ(affected(b).size(), 5u);
+  EXPECT_EQ(compare_runs(a, b).drift.controls,
+            std::vector<std::string>{"disk:server:read:100000000"});
+  // Another chokepoint version: every row.
+  b = a;
+  b.version = "0.2.0";
+  EXPECT_EQ(affected(b).size(), 6u);
+}
+
+// A run whose smbd config was not read (facts "samba": null) against one
+// that has it: its parameters are not known, not at their defaults.
+TEST(Compare, SambaParametersOfAnUnreadConfigAreAbsentNotDefault) {
+  RunRecord a = run(1, "", {tcp_stage("server->client", {50, 51, 49, 50})});
+  RunRecord b = a;
+  a.hosts[0].facts_json = R"({"hostname":"nas","samba":null})";
+  b.hosts[0].facts_json =
+      R"({"hostname":"nas","samba":{"sha256":"bbbb","global":{"smb2 max read":"1048576",)"
+      R"("server multi channel support":"yes"}}})";
+  std::vector<std::string> got;
+  for (const auto& e : compare_runs(a, b).env)
+    got.push_back(fmt::format("{} {}: {} -> {}", e.where, e.what, e.a, e.b));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "server samba.sha256: (absent) -> bbbb",
+                     "server samba.global.smb2 max read: (absent) -> 1048576",
+                     "server samba.global.server multi channel support: (absent) -> yes"}));
 }
 
 }  // namespace

@@ -121,7 +121,8 @@ bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_sweep(r)
 
 // One end's CPU messages over a row's samples, weighted by their windows.
 struct CpuAcc {
-  double w = 0, total = 0, sys = 0, soft = 0, agent = 0, server = 0, kernel = 0, other = 0;
+  double w = 0, total = 0, sys = 0, soft = 0, agent = 0, server = 0, kernel = 0, other = 0,
+         wait = 0;
   struct Proc {
     double cpu = 0, thread = 0, limit = 0;
     bool thread_known = false;
@@ -139,6 +140,7 @@ struct CpuAcc {
     server += s.server_pct * sw;
     kernel += s.kernel_pct * sw;
     other += s.other_pct * sw;
+    wait += s.own_wait_pct * sw;
     for (const auto& p : s.top) {
       Proc& acc = procs[{p.comm, p.role, p.other_netns}];
       acc.cpu += p.cpu_pct * sw;
@@ -160,6 +162,7 @@ struct CpuAcc {
     u.server_pct = server / w;
     u.kernel_pct = kernel / w;
     u.other_pct = other / w;
+    u.own_wait_pct = wait / w;
     for (const auto& [key, p] : procs) {
       CpuProc c;
       std::tie(c.comm, c.role, c.other_netns) = key;
@@ -495,7 +498,13 @@ CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
     for (const char* host : {"server", "client"}) {
       auto it = r.cpu.find(host);
       if (it == r.cpu.end() || !eligible(it->second)) continue;
-      if (it->second.total_busy_pct < kAllCoresBusy) continue;
+      const CpuUse& u = it->second;
+      if (u.total_busy_pct < kAllCoresBusy) continue;
+      // Busy cores cap this row only when its own work is busy too, or waits for a
+      // CPU: a disk held by a throttle is not waiting on the CPU other jobs burn.
+      if (u.agent_pct + u.server_pct + u.kernel_pct < kOwnBusy && u.own_wait_pct < kOwnWait) {
+        continue;
+      }
       best.host = a.same_machine ? "both" : host;
       best.kind = "all cores";
       best.pct = it->second.total_busy_pct;

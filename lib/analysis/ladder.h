@@ -30,6 +30,12 @@ constexpr double kQuotaSaturated = 0.90;
 // whichever cores it moved between); so is an end whose cores are all >= 90 % busy.
 constexpr double kThreadSaturated = 90;
 constexpr double kAllCoresBusy = 90;
+// ... and then only when the endpoint's own work (agent, file server, kernel)
+// uses at least half a core, or its threads wait on a run queue at least a
+// quarter of the time (schedstat): else the busy cores are another job's and
+// this row does not wait on them.
+constexpr double kOwnBusy = 50;  // % of one core
+constexpr double kOwnWait = 25;  // % of the window, summed over its threads
 // Kernel work (system + irq/softirq) at least this share of the busy time: the
 // cost is per packet, which jumbo frames cut.
 constexpr double kPerPacketShare = 0.5;
@@ -57,6 +63,7 @@ struct CpuUse {
   double total_busy_pct = 0;            // all cores, 0..100
   double sys_pct = 0, softirq_pct = 0;  // of all cores' time, 0..100
   double agent_pct = 0, server_pct = 0, kernel_pct = 0, other_pct = 0;
+  double own_wait_pct = 0;     // agent and file server threads waiting for a CPU
   std::vector<CpuProc> procs;  // busiest first
 };
 // Why a row is CPU-bound, when it is.

@@ -365,16 +365,24 @@ int diagnose(const std::vector<std::string>& args) {
   server_spec.accept_new_host_keys = client_spec.accept_new_host_keys =
       vm.count("accept-new-host-keys") > 0;
   if (use_lab) {
+    const int instance = lab::default_instance();
+    const std::string up_cmd = instance == 0
+                                   ? std::string("chokepoint lab up")
+                                   : fmt::format("chokepoint lab up --instance {}", instance);
     auto lab = lab::load();
-    std::string why;
     if (!lab) {
       throw Error(
-          ErrorKind::kUsage, "no --server/--client given and no lab is up",
-          "start the lab with `chokepoint lab up`, or name hosts with --server and --client");
+          ErrorKind::kUsage,
+          fmt::format("no --server/--client given and no lab is up (instance {}, {})", instance,
+                      lab::default_dir()),
+          fmt::format("start the lab with `{}`, or name hosts with --server and --client", up_cmd));
     }
-    if (!lab::healthy(*lab, &why)) {
-      throw Error(ErrorKind::kUnsupported, "the lab is not healthy: " + why,
-                  "restart it: `chokepoint lab down && chokepoint lab up`");
+    const lab::LabHealth health = lab::check_health(*lab);
+    if (!health.healthy) {
+      throw Error(
+          ErrorKind::kUnsupported,
+          fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
+          fmt::format("`{}` restarts what is down (or `lab down`, then `lab up`)", up_cmd));
     }
     server_spec.host = lab->server.alias;
     client_spec.host = lab->client.alias;

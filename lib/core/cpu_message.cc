@@ -55,19 +55,15 @@ json::value to_json(const CpuSummary& s) {
                                {"other_netns", p.other_netns},
                                {"role", p.role},
                                {"top_thread_pct", p.top_thread_pct},
-                               {"threads", p.threads}});
+                               {"threads", p.threads},
+                               {"wait_pct", p.wait_pct}});
   }
-  return json::object{{"seconds", s.seconds},
-                      {"core_busy_pct", cores},
-                      {"core_busy_max_pct", cores_max},
-                      {"total_busy_pct", s.total_busy_pct},
-                      {"sys_pct", s.sys_pct},
-                      {"softirq_pct", s.softirq_pct},
-                      {"agent_pct", s.agent_pct},
-                      {"server_pct", s.server_pct},
-                      {"kernel_pct", s.kernel_pct},
-                      {"other_pct", s.other_pct},
-                      {"top", top}};
+  return json::object{{"seconds", s.seconds},           {"core_busy_pct", cores},
+                      {"core_busy_max_pct", cores_max}, {"total_busy_pct", s.total_busy_pct},
+                      {"sys_pct", s.sys_pct},           {"softirq_pct", s.softirq_pct},
+                      {"agent_pct", s.agent_pct},       {"server_pct", s.server_pct},
+                      {"kernel_pct", s.kernel_pct},     {"other_pct", s.other_pct},
+                      {"own_wait_pct", s.own_wait_pct}, {"top", top}};
 }
 
 CpuSummary cpu_summary_from_json(const json::value& v) {
@@ -84,6 +80,7 @@ CpuSummary cpu_summary_from_json(const json::value& v) {
   s.server_pct = num(o, "server_pct");
   s.kernel_pct = num(o, "kernel_pct");
   s.other_pct = num(o, "other_pct");
+  s.own_wait_pct = num(o, "own_wait_pct");
   if (auto it = o.find("top"); it != o.end() && it->value().is_array()) {
     for (const auto& e : it->value().as_array()) {
       if (!e.is_object()) continue;
@@ -97,6 +94,7 @@ CpuSummary cpu_summary_from_json(const json::value& v) {
       l.role = str(p, "role");
       l.top_thread_pct = num(p, "top_thread_pct", -1);
       l.threads = static_cast<int>(num(p, "threads"));
+      l.wait_pct = num(p, "wait_pct");
       s.top.push_back(std::move(l));
     }
   }

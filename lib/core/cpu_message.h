@@ -31,6 +31,9 @@ struct ProcLoad {
   // this is what tells a saturated single-threaded server (or probe) from a busy process.
   double top_thread_pct = -1;
   int threads = 0;  // threads seen at the end of the window (0: not known)
+  // Its threads' time runnable but waiting for a CPU (schedstat run_delay), % of the
+  // window summed over threads: what competing load costs it.
+  double wait_pct = 0;
 };
 
 struct CpuSummary {
@@ -44,6 +47,8 @@ struct CpuSummary {
   double softirq_pct = 0;
   // CPU of every process by role (see ProcLoad::role), % of one core, window average.
   double agent_pct = 0, server_pct = 0, kernel_pct = 0, other_pct = 0;
+  // The agent's and file servers' threads waiting for a CPU, % of the window summed.
+  double own_wait_pct = 0;
   // The 5 busiest processes, and up to 5 more that used at least half of their
   // cgroup CPU limit or are the endpoint's own (the agent, a file server); all sorted
   // by cpu_pct, descending.

@@ -43,6 +43,28 @@ double mann_whitney_min_p(size_t n1, size_t n2) {
   return std::min(1.0, 2 / c);
 }
 
+std::vector<double> holm_adjust(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return p[x] < p[y]; });
+  std::vector<double> out(m);
+  double running = 0;  // adjusted p-values never fall as p rises
+  for (size_t i = 0; i < m; ++i) {
+    CP_CHECK(p[order[i]] >= 0 && p[order[i]] <= 1);
+    running = std::max(running, std::min(1.0, static_cast<double>(m - i) * p[order[i]]));
+    out[order[i]] = running;
+  }
+  return out;
+}
+
+double relative_iqr(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  const double median = percentile(values, 50);
+  if (median == 0) return 0;
+  return (percentile(values, 75) - percentile(values, 25)) / std::abs(median);
+}
+
 namespace {
 
 // P(U >= u) under the null hypothesis, no ties: the number of orderings of

@@ -46,4 +46,17 @@ UTest mann_whitney_u(const std::vector<double>& a, const std::vector<double>& b)
 // show a change at p < 0.05; 4 vs 4: 0.029).
 double mann_whitney_min_p(size_t n1, size_t n2);
 
+// Holm's step-down adjustment of `p` (any order) for testing them as one
+// family: sorted ascending, the i-th smallest (1-based) becomes
+// max over j <= i of min(1, (m - j + 1) p_(j)), returned in the input's
+// order. Rejecting where adjusted p < alpha bounds the chance of any false
+// rejection in the family by alpha, whatever the dependence between the
+// tests (R: p.adjust(p, "holm")).
+std::vector<double> holm_adjust(const std::vector<double>& p);
+
+// The spread of samples relative to their level: interquartile range /
+// median (linear-interpolated quartiles, as percentile()); 0 when empty or
+// the median is 0.
+double relative_iqr(const std::vector<double>& values);
+
 }  // namespace cp

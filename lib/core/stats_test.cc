@@ -114,3 +114,45 @@ TEST(MannWhitney, SmallestReachableP) {
 }
 
 }  // namespace cp
+
+namespace cp {
+
+// Reference values: R's p.adjust(c(0.01, 0.04, 0.03, 0.005), "holm") =
+// 0.03 0.06 0.06 0.02 (sorted 0.005 0.01 0.03 0.04 times 4 3 2 1 = 0.02 0.03
+// 0.06 0.04, the last raised to 0.06 so the adjusted values keep their order).
+TEST(Holm, AdjustsInTheInputsOrder) {
+  std::vector<double> adj = holm_adjust({0.01, 0.04, 0.03, 0.005});
+  ASSERT_EQ(adj.size(), 4u);
+  EXPECT_NEAR(adj[0], 0.03, 1e-12);
+  EXPECT_NEAR(adj[1], 0.06, 1e-12);
+  EXPECT_NEAR(adj[2], 0.06, 1e-12);
+  EXPECT_NEAR(adj[3], 0.02, 1e-12);
+}
+
+TEST(Holm, CapsAtOneAndKeepsASingleTest) {
+  EXPECT_EQ(holm_adjust({0.3}), std::vector<double>{0.3});
+  std::vector<double> adj = holm_adjust({0.4, 0.5, 0.6});
+  EXPECT_DOUBLE_EQ(adj[0], 1);
+  EXPECT_DOUBLE_EQ(adj[1], 1);
+  EXPECT_DOUBLE_EQ(adj[2], 1);
+  EXPECT_TRUE(holm_adjust({}).empty());
+}
+
+TEST(Holm, TiedPValuesGetOneAdjustedValue) {
+  // Two rows at the 5 vs 5 exact minimum among 4: both 4 x 2/252.
+  std::vector<double> adj = holm_adjust({2.0 / 252, 0.5, 2.0 / 252, 0.9});
+  EXPECT_NEAR(adj[0], 8.0 / 252, 1e-12);
+  EXPECT_NEAR(adj[2], 8.0 / 252, 1e-12);
+  EXPECT_NEAR(adj[1], 1.0, 1e-12);  // 2 x 0.5
+  EXPECT_NEAR(adj[3], 1.0, 1e-12);
+}
+
+TEST(RelativeIqr, IsQuartileRangeOverMedian) {
+  // Quartiles of 10..50 step 10: 20 and 40; median 30.
+  EXPECT_DOUBLE_EQ(relative_iqr({50, 10, 30, 20, 40}), 20.0 / 30);
+  EXPECT_DOUBLE_EQ(relative_iqr({7, 7, 7}), 0);
+  EXPECT_DOUBLE_EQ(relative_iqr({}), 0);
+  EXPECT_DOUBLE_EQ(relative_iqr({0, 0, 0}), 0);
+}
+
+}  // namespace cp

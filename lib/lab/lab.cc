@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "lab/delay_line.h"
 #include "lab/layout.h"
 #include "lab/servers.h"
 #include "lab/sys.h"
@@ -56,8 +57,8 @@ void save(const LabState& s) { sys::write_file(state_path(s.dir), state_to_json(
 // Runs a command the lab needs; its failure is an Error(kIo) quoting stderr.
 void run(const std::vector<std::string>& argv) { run_checked(argv); }
 
-void apply_shaping(const LabHost& host, const LabOptions& opts) {
-  for (const Command& c : shaping_commands(host, opts)) {
+void run_all(const std::vector<Command>& cmds) {
+  for (const Command& c : cmds) {
     if (c.may_fail) {
       run_command(c.argv);
     } else {
@@ -66,20 +67,64 @@ void apply_shaping(const LabHost& host, const LabOptions& opts) {
   }
 }
 
-void require_netem() {
+// Whether the kernel has netem; else the delay line stands in for it.
+bool have_netem() {
   RunResult r = run_command(netem_probe_command());
-  if (r.exit_code == 0) return;
-  if (says_qdisc_unknown(r.err)) {
-    throw Error(ErrorKind::kUnsupported,
-                "--delay needs the netem qdisc, which this kernel lacks (tc: \"Specified qdisc "
-                "kind is unknown\")",
-                "run without --delay (the lab then adds no latency), or on a kernel with "
-                "sch_netem (modprobe sch_netem)");
-  }
+  if (r.exit_code == 0) return true;
+  if (says_qdisc_unknown(r.err)) return false;
   throw Error(ErrorKind::kIo,
               fmt::format("cannot tell whether the kernel has netem: '{}' failed: {}",
                           shell_join(netem_probe_command()), r.err),
               "check that unshare and tc (iproute2) work as root");
+}
+
+// How `opts` delays the path here: "", "netem" or "delay-line".
+std::string delay_mode_for(const LabOptions& opts) {
+  if (opts.delay_s <= 0) return "";
+  return have_netem() ? kDelayNetem : kDelayLine;
+}
+
+// Shapes the path for `opts`: the hosts' own ends (MTU, --rate), then the
+// switch's ports (MTU, --path-rate, netem delay) and, for a delay without
+// netem, the delay line between the ports. A running delay line is stopped
+// first (by its pid) and started afresh with the new delay.
+void apply_path(LabState& s, const LabOptions& opts, const std::string& mode) {
+  if (s.sw.delay_line_pid > 0) {
+    stop_delay_line(s.sw.delay_line_pid);
+    s.sw.delay_line_pid = 0;
+    save(s);
+  }
+  if (s.sw.netns.empty()) {
+    // A lab from before the switch: its hosts' ends carry everything, as they did.
+    for (const LabHost* h : {&s.server, &s.client}) {
+      run_all(shaping_commands(*h, opts, /*with_delay=*/true));
+    }
+    s.sw.delay_mode = opts.delay_s > 0 ? kDelayNetem : "";
+    return;
+  }
+  for (const LabHost* h : {&s.server, &s.client}) run_all(shaping_commands(*h, opts));
+  const bool line = mode == kDelayLine;
+  run_all(switch_port_commands(s, opts, /*bridged=*/!line, /*netem=*/mode == kDelayNetem));
+  s.sw.delay_mode = mode;
+  if (line) {
+    const SwitchFiles f = switch_files(s);
+    sys::make_dirs(f.dir, 0755);
+    DelayLineConfig cfg;
+    cfg.netns = s.sw.netns;
+    cfg.port_a = kSwitchServerPort;
+    cfg.port_b = kSwitchClientPort;
+    cfg.delay_s = opts.delay_s;
+    const uint64_t rates[] = {opts.rate_bits, opts.path_rate_bits};
+    uint64_t rate = 0;
+    for (uint64_t r : rates)
+      if (r > 0 && (rate == 0 || r < rate)) rate = r;
+    cfg.queue_bytes = delay_line_queue_bytes(rate, opts.delay_s);
+    cfg.pid_file = f.delay_line_pid;
+    cfg.stats_file = f.delay_line_stats;
+    cfg.log_file = f.delay_line_log;
+    s.sw.delay_line_pid = start_delay_line(cfg);
+  }
+  save(s);
 }
 
 // Refuses to build over things the lab did not make. Looks only at this
@@ -184,11 +229,12 @@ void make_disk(LabState& s, LabHost& h) {
        "lazy_itable_init=0,lazy_journal_init=0", dev});
 }
 
-void make_network(const LabState& s) {
-  for (const LabHost* h : {&s.server, &s.client}) run({"ip", "netns", "add", h->netns});
-  // The data link, created directly inside the two namespaces.
-  run({"ip", "-n", s.server.netns, "link", "add", s.server.data_ifname, "type", "veth", "peer",
-       "name", s.client.data_ifname, "netns", s.client.netns});
+void make_network(LabState& s, const std::string& delay_mode) {
+  for (const std::string* ns : {&s.server.netns, &s.client.netns, &s.sw.netns}) {
+    run({"ip", "netns", "add", *ns});
+  }
+  // The data path: each host's data end is a veth whose peer is a port of the switch.
+  run_all(switch_create_commands(s));
   for (const LabHost* h : {&s.server, &s.client}) {
     const HostFiles f = host_files(s, *h);
     const std::string& ns = h->netns;
@@ -204,8 +250,8 @@ void make_network(const LabState& s) {
     run({"ip", "-n", ns, "addr", "add", fmt::format("{}/{}", h->data_address, kDataPrefix), "dev",
          h->data_ifname});
     run({"ip", "-n", ns, "link", "set", "dev", h->data_ifname, "up"});
-    apply_shaping(*h, s.options);
   }
+  apply_path(s, s.options, delay_mode);
 }
 
 [[noreturn]] void sshd_failed(const LabState& s, const LabHost& h, const std::string& what) {
@@ -250,7 +296,7 @@ std::vector<CgroupMount> root_cgroup_mounts() {
   return host_cgroup_mounts(sys::read_file("/proc/self/mountinfo").value_or(""));
 }
 
-void create(LabState& s) {
+void create(LabState& s, const std::string& delay_mode) {
   sys::make_dirs(s.dir, 0755);
   save(s);  // from here on `down` finds and removes what follows
   for (const LabHost* h : {&s.server, &s.client}) {
@@ -271,7 +317,7 @@ void create(LabState& s) {
   sys::write_file(s.ssh_config, ssh_config_text(s), 0644);
   make_disk(s, s.server);
   make_disk(s, s.client);
-  make_network(s);
+  make_network(s, delay_mode);
   // One after the other, so a failure never leaves a host half-started
   // outside its namespace where `down` cannot find it.
   const std::vector<CgroupMount> cgroups = root_cgroup_mounts();
@@ -292,12 +338,16 @@ bool is_lab_sshd(const LabState& s, const LabHost& h) {
 }
 
 void kill_processes(const LabState& s) {
+  stop_delay_line(s.sw.delay_line_pid);
   std::vector<pid_t> left;
   for (int round = 0; round < 4; ++round) {
     std::set<pid_t> pids;
     for (const LabHost* h : {&s.server, &s.client}) {
       for (pid_t p : sys::netns_pids(h->netns)) pids.insert(p);
       if (is_lab_sshd(s, *h)) pids.insert(h->sshd_pid);
+    }
+    if (!s.sw.netns.empty()) {
+      for (pid_t p : sys::netns_pids(s.sw.netns)) pids.insert(p);
     }
     pids.erase(getpid());
     left.clear();
@@ -318,8 +368,8 @@ void kill_processes(const LabState& s) {
 }
 
 void remove_links(const LabState& s) {
-  for (const LabHost* h : {&s.server, &s.client}) {
-    if (sys::netns_exists(h->netns)) run({"ip", "netns", "del", h->netns});
+  for (const std::string* ns : {&s.server.netns, &s.client.netns, &s.sw.netns}) {
+    if (!ns->empty() && sys::netns_exists(*ns)) run({"ip", "netns", "del", *ns});
   }
   // Deleting a namespace deletes its veths and their peers, but asynchronously.
   for (const LabHost* h : {&s.server, &s.client}) {
@@ -365,7 +415,7 @@ void detach_loops(const LabState& s) {
 void teardown(LabState s, const std::string& dir) {
   s.dir = dir;  // the files are where they are now
   for (const LabHost* h : {&s.server, &s.client}) {
-    if (sys::same_netns_as_self(h->netns)) {
+    if (sys::netns_exists(h->netns) && sys::same_netns_as_self(h->netns)) {
       throw Error(ErrorKind::kUnsupported,
                   fmt::format("this process runs inside the lab host {}", h->netns),
                   "run `chokepoint lab down` from the machine itself, not over SSH into the lab");
@@ -466,17 +516,97 @@ bool healthy(const LabState& s, std::string* why) {
     }
     if (!reason.empty()) break;
   }
+  if (reason.empty() && !s.sw.netns.empty() && !sys::netns_exists(s.sw.netns)) {
+    reason = fmt::format("network namespace {} (the switch) is gone", s.sw.netns);
+  }
   if (why) *why = reason;
   return reason.empty();
 }
+
+LabHealth check_health(const LabState& s) {
+  LabHealth h;
+  auto down = [&](const std::string& what, const std::string& why) {
+    h.down.push_back(what);
+    h.why += (h.why.empty() ? "" : "; ") + why;
+  };
+  for (const LabHost* host : {&s.server, &s.client}) {
+    if (!sys::netns_exists(host->netns)) {
+      down(host->role + "-netns", fmt::format("network namespace {} is gone", host->netns));
+    }
+    const bool sshd = host->sshd_pid > 0 && sys::process_alive(host->sshd_pid) &&
+                      sys::process_comm(host->sshd_pid) == "sshd" &&
+                      (geteuid() != 0 || sys::process_in_netns(host->sshd_pid, host->netns));
+    if (!sshd) {
+      down(host->role + "-sshd",
+           fmt::format("sshd of {} (pid {}) is not running", host->hostname, host->sshd_pid));
+    }
+  }
+  if (!s.sw.netns.empty() && !sys::netns_exists(s.sw.netns)) {
+    down("switch-netns", fmt::format("network namespace {} (the switch) is gone", s.sw.netns));
+  }
+  if (!s.server.shares.empty()) {
+    if (!servers::ftpd_alive(s)) {
+      down("vsftpd", fmt::format("vsftpd of {} (pid {}) is not running", s.server.hostname,
+                                 s.server.ftpd_pid));
+    }
+    if (!servers::smbd_alive(s)) {
+      down("smbd",
+           fmt::format("smbd of {} (pid {}) is not running", s.server.hostname, s.server.smbd_pid));
+    }
+  }
+  if (s.sw.delay_mode == kDelayLine && !delay_line_alive(s.sw.delay_line_pid)) {
+    down("delay-line", fmt::format("the delay line in {} (pid {}) is not running", s.sw.netns,
+                                   s.sw.delay_line_pid));
+  }
+  h.healthy = h.down.empty();
+  return h;
+}
+
+namespace {
+
+// Gives the server host `want` (the whole throttle): every change starts from
+// no cgroups (the processes go back to their hierarchy's root), then the
+// wanted limits are built afresh and recorded.
+void set_throttle(LabState& s, LabThrottle want) {
+  remove_throttle_cgroups(s.throttle);
+  s.throttle = LabThrottle{};
+  save(s);
+  if (want.smbd_cpu <= 0 && want.disk_read_bps == 0 && want.disk_write_bps == 0) return;
+  if (want.smbd_cpu > 0 && !servers::smbd_alive(s)) {
+    throw Error(ErrorKind::kIo, fmt::format("smbd of {} is not running", s.server.hostname),
+                "`chokepoint lab up` starts it again");
+  }
+  struct stat st;
+  if (stat(s.server.loop_device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("the server's disk {} is not a block device", s.server.loop_device),
+                "`chokepoint lab down`, then `chokepoint lab up`");
+  }
+  const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
+  std::vector<int> server_pids, smbd_pids;
+  for (pid_t p : sys::netns_pids(s.server.netns)) {
+    server_pids.push_back(p);
+    if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
+  }
+  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
+                                          instance_names(s.instance).cgroup_name);
+  s.throttle = want;
+  s.throttle.cgroups = plan.cgroups;
+  save(s);  // first, so `down` removes even a half-applied throttle
+  apply_plan(plan);
+}
+
+void reapply_throttle(LabState& s) { set_throttle(s, s.throttle); }
+
+}  // namespace
 
 LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
   require_root();
   validate(opts);
   instance_names(instance);  // CHECKs the range
   const std::string dir = resolve_dir(dir_arg, instance);
-  // Before changing anything: a delay needs netem.
-  if (opts.delay_s > 0) require_netem();
+  // Before changing anything: netem, or the delay line in its place.
+  const std::string delay_mode = delay_mode_for(opts);
   sys::FileLock lock(instance_names(instance).lock_path, kLockWait);
 
   if (sys::exists(state_path(dir))) {
@@ -490,11 +620,28 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
     if (cur && healthy(*cur, nullptr)) {
       // Retune in place; the hosts, their disks and sessions stay.
       cur->dir = dir;
-      for (const LabHost* h : {&cur->server, &cur->client}) apply_shaping(*h, opts);
+      if (cur->sw.netns.empty() &&
+          (opts.path_rate_bits > 0 || opts.server_mtu > 0 || opts.client_mtu > 0)) {
+        throw Error(ErrorKind::kConfig,
+                    fmt::format("the lab in {} is from before the switch between its hosts, so "
+                                "it takes no --path-rate, --server-mtu or --client-mtu",
+                                dir),
+                    fmt::format("`{}`, then `lab up` again with them",
+                                instance == 0
+                                    ? std::string("chokepoint lab down")
+                                    : fmt::format("chokepoint lab down --instance {}", instance)));
+      }
+      const bool samba_changed = cur->options.samba_params != opts.samba_params;
       cur->options.rate_bits = opts.rate_bits;
       cur->options.mtu = opts.mtu;
+      cur->options.server_mtu = opts.server_mtu;
+      cur->options.client_mtu = opts.client_mtu;
+      cur->options.path_rate_bits = opts.path_rate_bits;
       cur->options.delay_s = opts.delay_s;
+      cur->options.samba_params = opts.samba_params;
       save(*cur);
+      apply_path(*cur, cur->options, delay_mode);
+      if (samba_changed) servers::stop_smbd(*cur);
       // A lab from before the hosts mounted cgroups gets them now (best effort:
       // without them only CPU quotas go unseen).
       const std::vector<CgroupMount> cgroups = root_cgroup_mounts();
@@ -503,8 +650,14 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
           run_command(host_cgroups_argv(*h, cgroups));
         }
       }
-      // Servers that died (or a lab from before them) start again.
+      // Servers that died (or a lab from before them), or smbd for new
+      // settings, start again.
+      const int smbd_before = cur->server.smbd_pid;
       servers::start(*cur, [&] { save(*cur); });
+      // A new smbd is back under the CPU quota its predecessor had.
+      if (cur->server.smbd_pid != smbd_before && cur->throttle.smbd_cpu > 0) {
+        reapply_throttle(*cur);
+      }
       return *cur;
     }
     // Remains of a broken lab: clear them, then build afresh.
@@ -514,7 +667,7 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
   require_free(dir, instance);
   LabState s = plan(opts, dir, instance);
   try {
-    create(s);
+    create(s, delay_mode);
   } catch (const Error& e) {
     try {
       teardown(s, dir);
@@ -557,34 +710,7 @@ LabState throttle(const ThrottleRequest& req, int instance, const std::string& d
   if (req.smbd_cpu) want.smbd_cpu = *req.smbd_cpu;
   if (req.disk_read_bps) want.disk_read_bps = *req.disk_read_bps;
   if (req.disk_write_bps) want.disk_write_bps = *req.disk_write_bps;
-  // Every change starts from no cgroups: the processes go back to their
-  // hierarchy's root, then the wanted limits are built afresh.
-  remove_throttle_cgroups(s.throttle);
-  s.throttle = LabThrottle{};
-  save(s);
-  if (want.smbd_cpu <= 0 && want.disk_read_bps == 0 && want.disk_write_bps == 0) return s;
-  if (want.smbd_cpu > 0 && !servers::smbd_alive(s)) {
-    throw Error(ErrorKind::kIo, fmt::format("smbd of {} is not running", s.server.hostname),
-                "`chokepoint lab up` starts it again");
-  }
-  struct stat st;
-  if (stat(s.server.loop_device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-    throw Error(ErrorKind::kIo,
-                fmt::format("the server's disk {} is not a block device", s.server.loop_device),
-                "`chokepoint lab down`, then `chokepoint lab up`");
-  }
-  const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
-  std::vector<int> server_pids, smbd_pids;
-  for (pid_t p : sys::netns_pids(s.server.netns)) {
-    server_pids.push_back(p);
-    if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
-  }
-  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
-                                          instance_names(s.instance).cgroup_name);
-  s.throttle = want;
-  s.throttle.cgroups = plan.cgroups;
-  save(s);  // first, so `down` removes even a half-applied throttle
-  apply_plan(plan);
+  set_throttle(s, want);
   return s;
 }
 

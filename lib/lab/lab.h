@@ -22,11 +22,18 @@
 namespace cp::lab {
 
 struct LabOptions {
-  uint64_t rate_bits = 0;            // data link rate, bit/s; 0: unshaped
-  int mtu = 1500;                    // data link MTU, bytes
-  double delay_s = 0;                // one-way delay added on each data end, seconds; needs netem
+  uint64_t rate_bits = 0;  // the hosts' own data interfaces (tbf on each), bit/s; 0: unshaped
+  int mtu = 1500;          // both hosts' data interface MTU, bytes
+  int server_mtu = 0;      // the server's own, when set (0: mtu)
+  int client_mtu = 0;      // the client's own, when set (0: mtu)
+  // On the path between the hosts, i.e. on the switch's ports (both
+  // directions), the hosts' interfaces staying unshaped:
+  uint64_t path_rate_bits = 0;       // tbf on both switch ports, bit/s; 0: none
+  double delay_s = 0;                // one-way delay each way, seconds (netem or the delay line)
   uint64_t disk_bytes = 3ull << 30;  // size of each host's ext4 image
   uint64_t ram_bytes = 2ull << 30;   // size of each host's tmpfs
+  // Extra smb.conf [global] lines, "name = value", in order (lab up --samba).
+  std::vector<std::string> samba_params;
 };
 
 // One share the server host exports: each protocol serves each medium.
@@ -63,6 +70,15 @@ struct LabThrottle {
   std::vector<std::string> cgroups;  // cgroup dirs made for them, removed by clear and down
 };
 
+// The switch between the hosts' data ends: a network namespace whose two
+// ports (veth peers of the hosts' data interfaces) are bridged, or, when
+// the delay line runs, joined by it instead. Rate and delay sit on its ports.
+struct LabSwitch {
+  std::string netns;       // "cp-switch[-N]"; empty: a lab from before the switch
+  std::string delay_mode;  // "" (no delay), "netem" or "delay-line"
+  int delay_line_pid = 0;  // the delay line's process; 0 when none
+};
+
 struct LabState {
   int instance = 0;         // 0: the user's lab; 1..99: labs beside it (tests)
   std::string dir;          // absolute lab dir
@@ -70,6 +86,7 @@ struct LabState {
   std::string identity;     // <dir>/id_ed25519: the key both hosts accept for root
   std::string known_hosts;  // <dir>/known_hosts: both hosts' keys
   LabHost server, client;
+  LabSwitch sw;
   LabOptions options;
   // The login both servers accept for every share (a system user).
   std::string share_user;           // "cplab"
@@ -115,10 +132,22 @@ inline void down() { down(default_instance()); }
 // Error(kConfig) when lab.json is unreadable.
 std::optional<LabState> load(const std::string& dir = default_dir());
 
-// True when both namespaces exist and both sshds are alive in them; else
-// false with the reason in *why (when why is not null). The FTP and SMB
-// servers are not part of it: `up` restarts them when they died.
+// True when the namespaces exist and both sshds are alive in them; else
+// false with the reason in *why (when why is not null): the lab must be
+// rebuilt. The FTP and SMB servers and the delay line are not part of it
+// (`up` restarts them when they died); check_health covers everything.
 bool healthy(const LabState& state, std::string* why);
+
+// Every part of a running lab: both hosts' namespaces and sshds, the switch's
+// namespace, vsftpd and smbd, and the delay line when the lab runs one.
+struct LabHealth {
+  bool healthy = false;
+  // What is down, as stable names: "server-netns", "client-netns",
+  // "switch-netns", "server-sshd", "client-sshd", "vsftpd", "smbd", "delay-line".
+  std::vector<std::string> down;
+  std::string why;  // one sentence per part that is down, "; "-joined
+};
+LabHealth check_health(const LabState& state);
 
 // What `lab throttle` asks for; unset fields keep their current setting.
 struct ThrottleRequest {

@@ -80,10 +80,13 @@ std::string lab_cmd(const std::string& sub, int instance) {
 }
 
 std::string options_text(const LabOptions& o) {
-  return fmt::format("{}, MTU {}, {}",
-                     o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
-                     o.mtu,
-                     o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay");
+  const int smtu = host_mtu(o, "server"), cmtu = host_mtu(o, "client");
+  return fmt::format(
+      "hosts {}, MTU {}; path {}, {}",
+      o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
+      smtu == cmtu ? std::to_string(smtu) : fmt::format("{} (server) / {} (client)", smtu, cmtu),
+      o.path_rate_bits ? format_rate_bits(static_cast<double>(o.path_rate_bits)) : "unshaped",
+      o.delay_s > 0 ? fmt::format("delay {:g} ms each way", o.delay_s * 1e3) : "no delay");
 }
 
 int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
@@ -112,6 +115,14 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
   }
   out << fmt::format("  data link  {} <-> {}: {}\n", s.server.data_address, s.client.data_address,
                      options_text(s.options));
+  if (!s.sw.netns.empty()) {
+    out << fmt::format("  switch     {}{}\n", s.sw.netns,
+                       s.sw.delay_mode == kDelayLine
+                           ? fmt::format(" (delay line pid {}: no netem here)", s.sw.delay_line_pid)
+                       : s.sw.delay_mode == kDelayNetem ? std::string(" (netem)")
+                                                        : "");
+  }
+  for (const std::string& p : s.options.samba_params) out << "  samba      " << p << "\n";
   for (const LabHost* h : {&s.server, &s.client}) {
     out << fmt::format("  {}  ssh {}, ram {} ({} tmpfs), disk {} ({} ext4 on {})\n", h->alias,
                        h->mgmt_address, h->ram_dir, format_size(s.options.ram_bytes), h->disk_dir,
@@ -136,11 +147,11 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
   std::optional<LabState> s = load(default_dir(instance));
   if (!s) {
     out << (as_json ? no_lab_json() : no_lab_text());
-    return 0;
+    return kExitNoLab;
   }
   const LabStatus st = gather_status(*s);
   out << (as_json ? status_json(st) : status_text(st));
-  return 0;
+  return st.healthy ? 0 : kExitUnhealthy;
 }
 
 int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
@@ -187,7 +198,9 @@ int cmd_down(const std::vector<std::string>& args, std::ostream& out) {
 
 std::string lab_usage() {
   return fmt::format(
-      "usage: chokepoint lab up [--rate R] [--mtu M] [--delay D] [--disk-size S] [--ram-size S]\n"
+      "usage: chokepoint lab up [--rate R] [--path-rate R] [--delay D] [--mtu M] [--server-mtu M]\n"
+      "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
+      "                         [--ram-size S]\n"
       "       chokepoint lab status [--json]\n"
       "       chokepoint lab throttle [--smbd-cpu P] [--server-disk-read R] "
       "[--server-disk-write R] [--clear]\n"
@@ -203,12 +216,21 @@ std::string lab_usage() {
       "vsftpd also offers explicit TLS (ftps://) with a self-signed certificate.\n"
       "\n"
       "up options:\n"
-      "  --rate R       data link rate, like 1gbit or 200mbit; 0 = unshaped (default)\n"
-      "  --mtu M        data link MTU in bytes (default 1500)\n"
-      "  --delay D      one-way delay per data end, like 2ms (needs netem in the kernel)\n"
-      "  --disk-size S  each host's ext4 disk (default 3GiB)\n"
-      "  --ram-size S   each host's tmpfs (default 2GiB)\n"
-      "`up` on a running lab re-applies rate, MTU and delay in place.\n"
+      "  --rate R        the hosts' own data interfaces, like 1gbit; 0 = unshaped (default)\n"
+      "  --path-rate R   on the path: tbf on the switch's ports (both directions), the\n"
+      "                  hosts' interfaces staying unshaped; 0 = none (default)\n"
+      "  --delay D       one-way delay each way on the path, like 5ms (RTT 2xD): netem on\n"
+      "                  the switch's ports, or the lab's delay line where there is no netem\n"
+      "  --mtu M         both hosts' data MTU in bytes (default 1500)\n"
+      "  --server-mtu M, --client-mtu M   one host's own (the switch takes the largest)\n"
+      "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts\n"
+      "  --disk-size S   each host's ext4 disk (default 3GiB)\n"
+      "  --ram-size S    each host's tmpfs (default 2GiB)\n"
+      "`up` on a running lab re-applies all but the sizes in place (what is not given\n"
+      "returns to its default), and restarts whatever daemon is down.\n"
+      "\n"
+      "status exits 0 when the lab is up and healthy, 3 when no lab is up, 4 when a\n"
+      "part of it is down (sshd, vsftpd, smbd, the delay line: `lab up` restarts it).\n"
       "\n"
       "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
       "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
@@ -223,10 +245,14 @@ std::string lab_usage() {
 
 UpArgs parse_up_args(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint lab up options");
-  desc.add_options()("rate", po::value<std::string>(), "data link rate")(
-      "mtu", po::value<int>(), "data link MTU")("delay", po::value<std::string>(), "one-way delay")(
+  desc.add_options()("rate", po::value<std::string>(), "hosts' data link rate")(
+      "path-rate", po::value<std::string>(), "rate on the switch's ports")(
+      "mtu", po::value<int>(), "data link MTU")("server-mtu", po::value<int>(), "server MTU")(
+      "client-mtu", po::value<int>(), "client MTU")("delay", po::value<std::string>(),
+                                                    "one-way delay")(
       "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
-                                                          "ram size");
+                                                          "ram size")(
+      "samba", po::value<std::vector<std::string>>(), "smb.conf [global] parameter");
   add_instance_option(desc);
   const po::variables_map vm = parse("up", desc, args);
   UpArgs a;
@@ -237,7 +263,16 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
                               ? 0
                               : as_usage([&] { return parse_rate_bits(r, "--rate"); });
   }
+  if (vm.count("path-rate")) {
+    const std::string r = vm["path-rate"].as<std::string>();
+    a.options.path_rate_bits = (r == "0" || r == "off" || r == "none")
+                                   ? 0
+                                   : as_usage([&] { return parse_rate_bits(r, "--path-rate"); });
+  }
   if (vm.count("mtu")) a.options.mtu = vm["mtu"].as<int>();
+  if (vm.count("server-mtu")) a.options.server_mtu = vm["server-mtu"].as<int>();
+  if (vm.count("client-mtu")) a.options.client_mtu = vm["client-mtu"].as<int>();
+  if (vm.count("samba")) a.options.samba_params = vm["samba"].as<std::vector<std::string>>();
   if (vm.count("delay")) {
     a.options.delay_s =
         as_usage([&] { return parse_duration(vm["delay"].as<std::string>(), "--delay"); });

@@ -11,13 +11,20 @@
 namespace cp::lab {
 
 // `args` are the words after "lab":
-//   up [--rate 1gbit] [--mtu 9000] [--delay 2ms] [--disk-size 3GiB] [--ram-size 2GiB]
+//   up [--rate 1gbit] [--path-rate 100mbit] [--delay 5ms] [--mtu 9000] [--server-mtu M]
+//      [--client-mtu M] [--samba 'name = value']... [--disk-size 3GiB] [--ram-size 2GiB]
 //   status [--json]
 //   throttle [--smbd-cpu 20%] [--server-disk-read 50MB/s] [--server-disk-write 50MB/s] [--clear]
 //   down
-// Returns the exit code: 0 done, 2 bad command line, 1 any other failure.
+// and on each --instance N (default $CHOKEPOINT_LAB_INSTANCE or 0).
+// Returns the exit code: 0 done, 2 bad command line, 1 any other failure;
+// `status` also kExitNoLab and kExitUnhealthy.
 // Errors are caught here and printed as "chokepoint lab: <describe(e)>".
 int run_lab_command(const std::vector<std::string>& args);
+// `lab status`: no lab is up (in the instance's dir).
+inline constexpr int kExitNoLab = 3;
+// `lab status`: a lab is up but a part of it is down (LabHealth::down).
+inline constexpr int kExitUnhealthy = 4;
 // The same, writing to `out` and `err` (for tests).
 int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
 #include <cstdlib>
 #include <sstream>
 
@@ -94,6 +97,23 @@ TEST(LabCliTest, InstanceOptionOnEverySubcommand) {
   EXPECT_EQ(run({"status", "--instance", "x"}).code, 2);
 }
 
+TEST(LabCliTest, PathOptionsPerHostMtuAndSamba) {
+  const UpArgs a = parse_up_args({"--path-rate", "100mbit", "--server-mtu", "9000", "--client-mtu",
+                                  "1500", "--delay", "5ms", "--samba", "smb2 max read = 16384",
+                                  "--samba", "server signing = mandatory"});
+  EXPECT_EQ(a.options.path_rate_bits, 100'000'000u);
+  EXPECT_EQ(a.options.rate_bits, 0u);
+  EXPECT_EQ(a.options.server_mtu, 9000);
+  EXPECT_EQ(a.options.client_mtu, 1500);
+  EXPECT_DOUBLE_EQ(a.options.delay_s, 0.005);
+  EXPECT_EQ(a.options.samba_params,
+            (std::vector<std::string>{"smb2 max read = 16384", "server signing = mandatory"}));
+  EXPECT_EQ(parse_up_args({"--path-rate", "off"}).options.path_rate_bits, 0u);
+  EXPECT_EQ(kind_of({"--path-rate", "fast"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--server-mtu", "20"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--samba", "no equals"}), ErrorKind::kUsage);
+}
+
 TEST(LabCliTest, RateZeroMeansUnshaped) {
   EXPECT_EQ(parse_up_args({"--rate", "0"}).options.rate_bits, 0u);
   EXPECT_EQ(parse_up_args({"--rate", "off"}).options.rate_bits, 0u);
@@ -163,14 +183,14 @@ TEST(LabCliTest, HelpPrintsUsage) {
   }
 }
 
-TEST(LabCliTest, StatusWithoutLabSaysSoAndSucceeds) {
+TEST(LabCliTest, StatusWithoutLabSaysSoAndExitsNoLab) {
   LabDirEnv env;
   Outcome o = run({"status"});
-  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.code, kExitNoLab) << o.err;
   EXPECT_EQ(o.out, "no lab is up; start one with `chokepoint lab up`\n");
   o = run({"status", "--json"});
-  EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_NE(o.out.find("\"up\":false"), std::string::npos) << o.out;
+  EXPECT_EQ(o.code, kExitNoLab) << o.err;
+  EXPECT_FALSE(boost::json::parse(o.out).at("up").as_bool()) << o.out;
 }
 
 TEST(LabCliTest, DamagedStateIsReportedWithAFix) {

@@ -16,13 +16,17 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 #include <thread>
 
 #include "core/error.h"
 #include "core/process.h"
+#include "lab/delay_line.h"
 #include "lab/lab_cli.h"
 #include "lab/layout.h"
+#include "lab/status.h"
 #include "lab/sys.h"
+#include "lab/throttle.h"
 
 namespace cp::lab {
 namespace {
@@ -128,6 +132,51 @@ double iperf_bits_per_second(const LabState& s) {
   server.wait(5);
   if (bps == 0) ADD_FAILURE() << "iperf3 client failed: " << last;
   return bps;
+}
+
+// `lab status --json` on the test's lab, through the command line: exit code and document.
+struct StatusOutcome {
+  int code = -1;
+  json::value doc;
+};
+StatusOutcome cli_status(const std::string& dir) {
+  setenv(kDirEnv, dir.c_str(), 1);
+  setenv(kInstanceEnv, std::to_string(kInstance).c_str(), 1);
+  std::ostringstream out, err;
+  StatusOutcome o;
+  o.code = run_lab_command({"status", "--json"}, out, err);
+  unsetenv(kDirEnv);
+  unsetenv(kInstanceEnv);
+  boost::system::error_code ec;
+  o.doc = json::parse(out.str(), ec);
+  EXPECT_FALSE(ec) << out.str() << err.str();
+  return o;
+}
+
+std::vector<std::string> down_list(const json::value& doc) {
+  std::vector<std::string> out;
+  for (const auto& d : doc.at("down").as_array()) out.emplace_back(d.as_string());
+  return out;
+}
+
+// ping's minimum round trip from the client host to the server's data
+// address, seconds; -1 when no reply came back.
+double ping_rtt_min_s(const LabState& s, int count = 5, int size = 56) {
+  RunResult r = run_command(
+      {"ip", "netns", "exec", s.client.netns, "ping", "-n", "-q", "-c", std::to_string(count), "-i",
+       "0.2", "-W", "2", "-M", "do", "-s", std::to_string(size), s.server.data_address},
+      {}, 60);
+  // "rtt min/avg/max/mdev = 10.185/12.366/20.839/4.236 ms"
+  const size_t at = r.out.find(" = ");
+  if (r.exit_code != 0 || at == std::string::npos) return -1;
+  return std::stod(r.out.substr(at + 3)) / 1e3;
+}
+
+LabOptions small_options() {
+  LabOptions o;
+  o.disk_bytes = 64ull << 20;
+  o.ram_bytes = 64ull << 20;
+  return o;
 }
 
 TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
@@ -384,25 +433,186 @@ TEST_F(LabTest, UpRefusesADirThatIsNotALab) {
   sys::remove_tree(dir_);
 }
 
-// On a kernel without netem, --delay fails before anything is made.
-TEST(LabRootTest, DelayWithoutNetemFailsFirst) {
-  std::string why;
-  if (skip_reason(&why)) GTEST_SKIP() << why;
-  if (run_command(netem_probe_command()).exit_code == 0) GTEST_SKIP() << "this kernel has netem";
-  const std::string dir = test_dir("delay");
-  LabOptions o;
-  o.delay_s = 0.002;
-  try {
-    up(o, kInstance, dir);
-    down(kInstance, dir);
-    FAIL() << "up with --delay succeeded without netem";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(e.what()).find("netem"), std::string::npos) << e.what();
-    EXPECT_NE(e.hint().find("without --delay"), std::string::npos) << e.hint();
+// --path-rate shapes the switch's two ports; the hosts' own interfaces stay
+// unshaped, and their addresses stay those of a lab without it.
+TEST_F(LabTest, PathRateShapesTheSwitchPortsNotTheHosts) {
+  LabOptions o = small_options();
+  o.path_rate_bits = 200'000'000;
+  const LabState s = up(o, kInstance, dir_);
+  EXPECT_EQ(s.server.data_address, kNames.server_data_address);
+  EXPECT_EQ(s.sw.netns, kNames.switch_netns);
+  EXPECT_TRUE(sys::netns_exists(kNames.switch_netns));
+  const LabStatus st = gather_status(s);
+  EXPECT_TRUE(st.healthy) << st.why;
+  for (const HostStatus* h : {&st.server, &st.client}) {
+    EXPECT_EQ(h->rate_bits, 0u) << h->host.role;
+    EXPECT_NE(h->qdisc, "tbf") << h->host.role;
   }
-  EXPECT_FALSE(sys::exists(dir));
-  EXPECT_FALSE(sys::netns_exists(kNames.server_netns));
+  ASSERT_EQ(st.ports.size(), 2u);
+  for (const PortStatus& p : st.ports) {
+    EXPECT_EQ(p.qdisc, "tbf") << p.ifname;
+    EXPECT_EQ(p.rate_bits, 200'000'000u) << p.ifname;
+    EXPECT_TRUE(p.bridged) << p.ifname;
+  }
+  // Both directions cross a 200 Mbit/s port: iperf3 sees 200 Mbit/s +- 6 %.
+  EXPECT_NEAR(iperf_bits_per_second(s), 200e6, 0.06 * 200e6);
+  const StatusOutcome cli = cli_status(dir_);
+  EXPECT_EQ(cli.code, 0);
+  EXPECT_EQ(cli.doc.at("path").at("rate_bits").to_number<uint64_t>(), 200'000'000u);
+  EXPECT_EQ(cli.doc.at("server").at("rate_bits").to_number<uint64_t>(), 0u);
+}
+
+// --delay: netem on the switch's ports where the kernel has it, else the
+// delay line between them; either way ping's RTT is at least twice the delay.
+// The delay line is a health item, restarted by `up`, stopped by pid.
+TEST_F(LabTest, DelayGivesTwiceTheDelayAsRoundTrip) {
+  LabOptions o = small_options();
+  o.delay_s = 0.005;
+  const LabState s = up(o, kInstance, dir_);
+  const bool netem = run_command(netem_probe_command()).exit_code == 0;
+  EXPECT_EQ(s.sw.delay_mode, netem ? kDelayNetem : kDelayLine);
+  const double rtt = ping_rtt_min_s(s);
+  EXPECT_GE(rtt, 2 * o.delay_s);
+  EXPECT_LT(rtt, 2 * o.delay_s + 0.050);  // no gross extra delay
+  EXPECT_GT(iperf_bits_per_second(s), 0);
+  if (netem) return;  // the rest is the delay line's
+
+  const pid_t line = s.sw.delay_line_pid;
+  ASSERT_TRUE(delay_line_alive(line));
+  EXPECT_TRUE(sys::process_in_netns(line, kNames.switch_netns));
+  EXPECT_TRUE(sys::exists(switch_files(s).delay_line_pid));
+  StatusOutcome st = cli_status(dir_);
+  EXPECT_EQ(st.code, 0);
+  EXPECT_EQ(st.doc.at("path").at("delay_mode").as_string(), kDelayLine);
+  EXPECT_DOUBLE_EQ(st.doc.at("path").at("delay_s").as_double(), 0.005);
+  const json::array& dirs = st.doc.at("path").at("delay_line").at("directions").as_array();
+  ASSERT_EQ(dirs.size(), 2u);
+  EXPECT_GT(dirs[0].at("frames").to_number<uint64_t>(), 0u);
+
+  // Dead: unhealthy, exit code, named; `up` starts a new one.
+  kill(line, SIGKILL);
+  sys::wait_exit({line}, 5);
+  st = cli_status(dir_);
+  EXPECT_EQ(st.code, kExitUnhealthy);
+  EXPECT_FALSE(st.doc.at("healthy").as_bool());
+  EXPECT_EQ(down_list(st.doc), std::vector<std::string>{"delay-line"});
+  EXPECT_LT(ping_rtt_min_s(s, 2), 0);  // nothing forwards now
+  const LabState s2 = up(o, kInstance, dir_);
+  EXPECT_NE(s2.sw.delay_line_pid, line);
+  EXPECT_TRUE(delay_line_alive(s2.sw.delay_line_pid));
+  EXPECT_EQ(s2.server.sshd_pid, s.server.sshd_pid);  // hosts kept running
+  EXPECT_GE(ping_rtt_min_s(s2), 2 * o.delay_s);
+  EXPECT_EQ(cli_status(dir_).code, 0);
+
+  // Without a delay the delay line stops (by its pid) and the bridge joins the ports.
+  const LabState s3 = up(small_options(), kInstance, dir_);
+  EXPECT_FALSE(delay_line_alive(s2.sw.delay_line_pid));
+  EXPECT_EQ(s3.sw.delay_line_pid, 0);
+  EXPECT_EQ(s3.sw.delay_mode, "");
+  const double fast = ping_rtt_min_s(s3);
+  EXPECT_GE(fast, 0);
+  EXPECT_LT(fast, 2 * o.delay_s);
+  const LabStatus full = gather_status(s3);
+  for (const PortStatus& p : full.ports) EXPECT_TRUE(p.bridged) << p.ifname;
+
+  // down stops a running delay line too.
+  o.delay_s = 0.001;
+  const LabState s4 = up(o, kInstance, dir_);
+  ASSERT_TRUE(delay_line_alive(s4.sw.delay_line_pid));
+  down(kInstance, dir_);
+  EXPECT_FALSE(sys::process_alive(s4.sw.delay_line_pid));
+  expect_nothing_left(dir_, {s4.sw.delay_line_pid});
+}
+
+// --server-mtu and --client-mtu: each host's own; the switch takes the larger,
+// so frames bigger than the smaller host's MTU are lost on the way to it.
+TEST_F(LabTest, PerHostMtuMismatchLosesBigFramesOnly) {
+  LabOptions o = small_options();
+  o.server_mtu = 9000;
+  o.client_mtu = 1500;
+  const LabState s = up(o, kInstance, dir_);
+  const LabStatus st = gather_status(s);
+  EXPECT_EQ(st.server.mtu, 9000);
+  EXPECT_EQ(st.client.mtu, 1500);
+  for (const PortStatus& p : st.ports) EXPECT_EQ(p.mtu, 9000) << p.ifname;
+  const StatusOutcome cli = cli_status(dir_);
+  EXPECT_EQ(cli.doc.at("path").at("server_mtu").to_number<int>(), 9000);
+  EXPECT_EQ(cli.doc.at("path").at("client_mtu").to_number<int>(), 1500);
+  EXPECT_EQ(cli.doc.at("path").at("switch_mtu").to_number<int>(), 9000);
+  // Small frames pass both ways; an 8000-byte one from the server never arrives.
+  EXPECT_GE(ping_rtt_min_s(s, 2, 1400), 0);
+  EXPECT_EQ(run_command({"ip", "netns", "exec", s.server.netns, "ping", "-n", "-q", "-c", "1", "-W",
+                         "1", "-M", "do", "-s", "8000", s.client.data_address})
+                .exit_code,
+            1);
+  EXPECT_EQ(run_command({"ip", "netns", "exec", s.server.netns, "ping", "-n", "-q", "-c", "1", "-W",
+                         "1", "-M", "do", "-s", "1400", s.client.data_address})
+                .exit_code,
+            0);
+}
+
+// A dead daemon makes the lab unhealthy (exit code, the daemon named); `up`
+// brings it back; with no lab, status has its own exit code.
+TEST_F(LabTest, StatusNamesADeadDaemonAndExitsUnhealthy) {
+  const LabState s = up(small_options(), kInstance, dir_);
+  EXPECT_EQ(cli_status(dir_).code, 0);
+  kill(s.server.ftpd_pid, SIGKILL);
+  sys::wait_exit({s.server.ftpd_pid}, 5);
+  StatusOutcome st = cli_status(dir_);
+  EXPECT_EQ(st.code, kExitUnhealthy);
+  EXPECT_FALSE(st.doc.at("healthy").as_bool());
+  EXPECT_EQ(down_list(st.doc), std::vector<std::string>{"vsftpd"});
+  kill(s.server.smbd_pid, SIGKILL);
+  sys::wait_exit({s.server.smbd_pid}, 5);
+  st = cli_status(dir_);
+  EXPECT_EQ(down_list(st.doc), (std::vector<std::string>{"vsftpd", "smbd"}));
+  EXPECT_EQ(check_health(s).down, (std::vector<std::string>{"vsftpd", "smbd"}));
+  const LabState s2 = up(small_options(), kInstance, dir_);
+  EXPECT_TRUE(check_health(s2).healthy) << check_health(s2).why;
+  EXPECT_EQ(cli_status(dir_).code, 0);
+  down(kInstance, dir_);
+  st = cli_status(dir_);
+  EXPECT_EQ(st.code, kExitNoLab);
+  EXPECT_FALSE(st.doc.at("up").as_bool());
+}
+
+// --samba adds [global] parameters; smbd restarts on a change and stays
+// under the CPU quota `lab throttle` gave its predecessor.
+TEST_F(LabTest, SambaParamsRestartSmbdUnderItsThrottle) {
+  LabOptions o = small_options();
+  o.samba_params = {"smb2 max read = 16384"};
+  const LabState s = up(o, kInstance, dir_);
+  const std::string conf = server_files(s).smb_conf;
+  auto param = [&](const std::string& name) {
+    std::string v = run_checked({"testparm", "-s", "--parameter-name", name, conf});
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+  };
+  EXPECT_EQ(param("smb2 max read"), "16384");
+  ThrottleRequest cpu;
+  cpu.smbd_cpu = 0.5;
+  const LabState t = throttle(cpu, kInstance, dir_);
+  ASSERT_FALSE(t.throttle.cgroups.empty());
+  const std::string cg = t.throttle.cgroups.front();
+  const std::string rel = cg.substr(cgroup_root_of(cg).size());
+
+  o.samba_params = {"smb2 max read = 65536", "server signing = mandatory"};
+  const LabState s2 = up(o, kInstance, dir_);
+  EXPECT_NE(s2.server.smbd_pid, s.server.smbd_pid);
+  EXPECT_TRUE(check_health(s2).healthy) << check_health(s2).why;
+  EXPECT_EQ(param("smb2 max read"), "65536");
+  EXPECT_EQ(param("server signing"), "required");
+  EXPECT_DOUBLE_EQ(s2.throttle.smbd_cpu, 0.5);
+  const std::string in = *sys::read_file(fmt::format("/proc/{}/cgroup", s2.server.smbd_pid));
+  EXPECT_NE(in.find(rel), std::string::npos) << in;
+  const StatusOutcome st = cli_status(dir_);
+  const json::array want{"smb2 max read = 65536", "server signing = mandatory"};
+  EXPECT_EQ(st.doc.at("servers").at("samba_params").as_array(), want);
+  // The share password survives the restart.
+  EXPECT_EQ(*sys::read_file(s.share_password_file), *sys::read_file(s2.share_password_file));
+  // Without --samba they are gone again.
+  const LabState s3 = up(small_options(), kInstance, dir_);
+  EXPECT_EQ(param("smb2 max read"), "8388608");
 }
 
 TEST(LabRootTest, DownWithoutLabIsANoOp) {

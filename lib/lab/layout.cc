@@ -113,6 +113,24 @@ HostFiles host_files(const LabState& state, const LabHost& host) {
   return f;
 }
 
+int host_mtu(const LabOptions& o, const std::string& role) {
+  const int own = role == "server" ? o.server_mtu : o.client_mtu;
+  return own > 0 ? own : o.mtu;
+}
+
+int switch_mtu(const LabOptions& o) {
+  return std::max(host_mtu(o, "server"), host_mtu(o, "client"));
+}
+
+SwitchFiles switch_files(const LabState& state) {
+  SwitchFiles f;
+  f.dir = state.dir + "/switch";
+  f.delay_line_pid = f.dir + "/delay-line.pid";
+  f.delay_line_stats = f.dir + "/delay-line.stats.json";
+  f.delay_line_log = f.dir + "/delay-line.log";
+  return f;
+}
+
 ServerFiles server_files(const LabState& state) {
   ServerFiles f;
   f.ram_share = state.server.ram_dir + "/share";
@@ -157,6 +175,7 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
                        "cpd-s");
   s.client = make_host(dir, "client", n.client_netns, n.client_mgmt_address, n.client_data_address,
                        "cpd-c");
+  s.sw.netns = n.switch_netns;
   s.options = opts;
   s.share_user = n.share_user;
   s.share_password_file = dir + "/share_password";
@@ -171,12 +190,33 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
   return s;
 }
 
-void validate(const LabOptions& o) {
-  if (o.mtu < kMinMtu || o.mtu > kMaxMtu) {
-    throw Error(
-        ErrorKind::kConfig, fmt::format("--mtu {} is out of range", o.mtu),
-        fmt::format("give an MTU from {} to {} bytes (1500 or 9000 are usual)", kMinMtu, kMaxMtu));
+void validate_samba_param(const std::string& line) {
+  const size_t eq = line.find('=');
+  std::string name = eq == std::string::npos ? line : line.substr(0, eq);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+  const bool one_line = line.find_first_of("\n\r") == std::string::npos;
+  const bool plain_name =
+      !name.empty() && name.find_first_not_of(
+                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                           "0123456789 :") == std::string::npos;
+  if (eq == std::string::npos || !one_line || !plain_name) {
+    throw Error(ErrorKind::kConfig, fmt::format("--samba '{}' is not one smb.conf parameter", line),
+                "give 'name = value' on one line, like --samba 'smb2 max read = 16384'");
   }
+}
+
+void validate(const LabOptions& o) {
+  for (auto [value, flag] : {std::pair{o.mtu, "--mtu"}, std::pair{o.server_mtu, "--server-mtu"},
+                             std::pair{o.client_mtu, "--client-mtu"}}) {
+    if (value == 0 && std::string(flag) != "--mtu") continue;  // unset: --mtu applies
+    if (value < kMinMtu || value > kMaxMtu) {
+      throw Error(ErrorKind::kConfig, fmt::format("{} {} is out of range", flag, value),
+                  fmt::format("give an MTU from {} to {} bytes (1500 or 9000 are usual)", kMinMtu,
+                              kMaxMtu));
+    }
+  }
+  for (const std::string& p : o.samba_params) validate_samba_param(p);
   if (!(o.delay_s >= 0) || o.delay_s > 10) {
     throw Error(ErrorKind::kConfig, fmt::format("--delay {} s is out of range", o.delay_s),
                 "give a one-way delay from 0 to 10s, like 2ms");
@@ -238,35 +278,74 @@ uint64_t netem_limit_packets(uint64_t rate_bits, double delay_s, int mtu) {
   return std::max<uint64_t>(1000, static_cast<uint64_t>(std::ceil(2 * packets)));
 }
 
-std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& o) {
-  const std::string& ns = host.netns;
-  const std::string& dev = host.data_ifname;
+std::vector<Command> link_shaping_commands(const std::string& ns, const std::string& dev, int mtu,
+                                           uint64_t rate_bits, double delay_s) {
   std::vector<Command> cmds;
-  cmds.push_back({{"ip", "-n", ns, "link", "set", "dev", dev, "mtu", std::to_string(o.mtu)}});
+  cmds.push_back({{"ip", "-n", ns, "link", "set", "dev", dev, "mtu", std::to_string(mtu)}});
   auto tbf = [&](std::vector<std::string> where) {
     std::vector<std::string> argv = {"tc", "-n", ns, "qdisc", "replace", "dev", dev};
     argv.insert(argv.end(), where.begin(), where.end());
-    for (std::string a :
-         {std::string("tbf"), std::string("rate"), fmt::format("{}bit", o.rate_bits),
-          std::string("burst"), std::to_string(tbf_burst_bytes(o.rate_bits, o.mtu)),
-          std::string("latency"), std::string(kTbfLatency)}) {
+    for (std::string a : {std::string("tbf"), std::string("rate"), fmt::format("{}bit", rate_bits),
+                          std::string("burst"), std::to_string(tbf_burst_bytes(rate_bits, mtu)),
+                          std::string("latency"), std::string(kTbfLatency)}) {
       argv.push_back(a);
     }
     return argv;
   };
-  if (o.delay_s > 0) {
+  if (delay_s > 0) {
     // netem cannot be "replaced" under a different parent layout; start clean.
     cmds.push_back({{"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}, true});
-    const auto us = static_cast<uint64_t>(std::llround(o.delay_s * 1e6));
+    const auto us = static_cast<uint64_t>(std::llround(delay_s * 1e6));
     cmds.push_back({{"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
                      "delay", fmt::format("{}us", us), "limit",
-                     std::to_string(netem_limit_packets(o.rate_bits, o.delay_s, o.mtu))}});
-    if (o.rate_bits > 0) cmds.push_back({tbf({"parent", "1:1", "handle", "10:"})});
-  } else if (o.rate_bits > 0) {
+                     std::to_string(netem_limit_packets(rate_bits, delay_s, mtu))}});
+    if (rate_bits > 0) cmds.push_back({tbf({"parent", "1:1", "handle", "10:"})});
+  } else if (rate_bits > 0) {
     cmds.push_back({tbf({"root"})});
   } else {
     // Unshaped: back to the veth default (noqueue); fails harmlessly when already there.
     cmds.push_back({{"tc", "-n", ns, "qdisc", "del", "dev", dev, "root"}, true});
+  }
+  return cmds;
+}
+
+std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& o, bool with_delay) {
+  return link_shaping_commands(host.netns, host.data_ifname, host_mtu(o, host.role), o.rate_bits,
+                               with_delay ? o.delay_s : 0);
+}
+
+std::vector<Command> switch_create_commands(const LabState& s) {
+  const std::string& sw = s.sw.netns;
+  CP_CHECK(!sw.empty());
+  return {
+      {{"ip", "netns", "exec", sw, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+        "net.ipv6.conf.default.disable_ipv6=1"}},
+      {{"ip", "-n", sw, "link", "set", "dev", "lo", "up"}},
+      {{"ip", "-n", s.server.netns, "link", "add", s.server.data_ifname, "type", "veth", "peer",
+        "name", kSwitchServerPort, "netns", sw}},
+      {{"ip", "-n", s.client.netns, "link", "add", s.client.data_ifname, "type", "veth", "peer",
+        "name", kSwitchClientPort, "netns", sw}},
+      {{"ip", "-n", sw, "link", "add", kSwitchBridge, "type", "bridge"}},
+      {{"ip", "-n", sw, "link", "set", "dev", kSwitchBridge, "up"}},
+  };
+}
+
+std::vector<Command> switch_port_commands(const LabState& s, const LabOptions& o, bool bridged,
+                                          bool netem) {
+  const std::string& sw = s.sw.netns;
+  CP_CHECK(!sw.empty());
+  std::vector<Command> cmds;
+  for (const char* port : {kSwitchServerPort, kSwitchClientPort}) {
+    for (Command& c :
+         link_shaping_commands(sw, port, switch_mtu(o), o.path_rate_bits, netem ? o.delay_s : 0)) {
+      cmds.push_back(std::move(c));
+    }
+    if (bridged) {
+      cmds.push_back({{"ip", "-n", sw, "link", "set", "dev", port, "master", kSwitchBridge}});
+    } else {
+      cmds.push_back({{"ip", "-n", sw, "link", "set", "dev", port, "nomaster"}});
+    }
+    cmds.push_back({{"ip", "-n", sw, "link", "set", "dev", port, "up"}});
   }
   return cmds;
 }
@@ -535,6 +614,10 @@ std::string smb_conf_text(const LabState& s) {
         "  valid users = {}\n",
         name, path, read_only ? "yes" : "no", s.share_user);
   };
+  if (!s.options.samba_params.empty()) {
+    out += "  # lab up --samba\n";
+    for (const std::string& p : s.options.samba_params) out += "  " + p + "\n";
+  }
   share("ram", f.ram_share, false);
   share("disk", f.disk_share, false);
   share(kReadOnlyShare, f.ro_share, true);
@@ -655,6 +738,16 @@ json::object host_to_json(const LabHost& h) {
           {"smbd_pid", h.smbd_pid}};
 }
 
+json::object options_to_json(const LabOptions& o) {
+  json::array samba;
+  for (const std::string& p : o.samba_params) samba.emplace_back(p);
+  return {{"rate_bits", o.rate_bits},           {"mtu", o.mtu},
+          {"server_mtu", o.server_mtu},         {"client_mtu", o.client_mtu},
+          {"path_rate_bits", o.path_rate_bits}, {"delay_s", o.delay_s},
+          {"disk_bytes", o.disk_bytes},         {"ram_bytes", o.ram_bytes},
+          {"samba_params", std::move(samba)}};
+}
+
 // Typed reads that name the file and the field on failure.
 class Reader {
  public:
@@ -771,14 +864,13 @@ std::string state_to_json(const LabState& s) {
       {"ssh_config", s.ssh_config},
       {"identity", s.identity},
       {"known_hosts", s.known_hosts},
-      {"options",
-       {{"rate_bits", s.options.rate_bits},
-        {"mtu", s.options.mtu},
-        {"delay_s", s.options.delay_s},
-        {"disk_bytes", s.options.disk_bytes},
-        {"ram_bytes", s.options.ram_bytes}}},
+      {"options", options_to_json(s.options)},
       {"server", host_to_json(s.server)},
       {"client", host_to_json(s.client)},
+      {"switch",
+       {{"netns", s.sw.netns},
+        {"delay_mode", s.sw.delay_mode},
+        {"delay_line_pid", s.sw.delay_line_pid}}},
       {"share_user", s.share_user},
       {"share_password_file", s.share_password_file},
       {"share_user_created", s.share_user_created},
@@ -816,12 +908,28 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   s.known_hosts = r.str("known_hosts");
   const Reader o = r.object("options");
   s.options.rate_bits = o.u64("rate_bits");
-  const int64_t mtu = o.i64("mtu");
-  if (mtu < kMinMtu || mtu > kMaxMtu) o.fail("mtu", "is out of range");
-  s.options.mtu = static_cast<int>(mtu);
+  auto mtu_of = [&](std::string_view name, bool zero_ok) {
+    const int64_t mtu = o.i64(name);
+    if ((mtu != 0 || !zero_ok) && (mtu < kMinMtu || mtu > kMaxMtu)) o.fail(name, "is out of range");
+    return static_cast<int>(mtu);
+  };
+  s.options.mtu = mtu_of("mtu", false);
   s.options.delay_s = o.num("delay_s");
   s.options.disk_bytes = o.u64("disk_bytes");
   s.options.ram_bytes = o.u64("ram_bytes");
+  // Absent in a lab.json from before the switch.
+  if (o.has("server_mtu")) s.options.server_mtu = mtu_of("server_mtu", true);
+  if (o.has("client_mtu")) s.options.client_mtu = mtu_of("client_mtu", true);
+  if (o.has("path_rate_bits")) s.options.path_rate_bits = o.u64("path_rate_bits");
+  if (o.has("samba_params")) s.options.samba_params = o.strings("samba_params");
+  if (r.has("switch")) {
+    const Reader w = r.object("switch");
+    s.sw.netns = w.str("netns");
+    s.sw.delay_mode = w.str("delay_mode");
+    const int64_t pid = w.i64("delay_line_pid");
+    if (pid < 0 || pid > INT32_MAX) w.fail("delay_line_pid", "is not a process id");
+    s.sw.delay_line_pid = static_cast<int>(pid);
+  }
   s.server = host_from_json(r.object("server"));
   s.client = host_from_json(r.object("client"));
   if (s.server.role != "server") r.fail("server.role", "must be \"server\"");

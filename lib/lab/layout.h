@@ -75,6 +75,28 @@ InstanceNames instance_names(int instance);
 // "9" -> 9; Error(kConfig) naming `what` when not a whole number in 0..kMaxInstance.
 int parse_instance(std::string_view text, const std::string& what);
 
+// The switch's ports (inside its namespace, peers of the hosts' cpd-s and
+// cpd-c) and the bridge that joins them when no delay line does.
+inline constexpr const char* kSwitchServerPort = "sw-s";  // toward the server
+inline constexpr const char* kSwitchClientPort = "sw-c";  // toward the client
+inline constexpr const char* kSwitchBridge = "br0";
+inline constexpr const char* kDelayNetem = "netem";
+inline constexpr const char* kDelayLine = "delay-line";
+
+// The MTU of a host's data interface: its own option, else --mtu.
+int host_mtu(const LabOptions& o, const std::string& role);
+// The switch ports': the larger host's, so a mismatch shows at the smaller host.
+int switch_mtu(const LabOptions& o);
+
+// The switch's files: <lab>/switch/delay-line.{pid,stats.json,log}.
+struct SwitchFiles {
+  std::string dir;
+  std::string delay_line_pid;
+  std::string delay_line_stats;
+  std::string delay_line_log;
+};
+SwitchFiles switch_files(const LabState& state);
+
 // Paths and names derived from a host; not stored in lab.json.
 struct HostFiles {
   std::string dir;                // <lab>/server
@@ -122,6 +144,9 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance = 0);
 
 // Throws Error(kConfig) naming the option when the lab cannot apply it.
 void validate(const LabOptions& opts);
+// Throws Error(kConfig) unless `line` is one smb.conf parameter "name = value"
+// (one line, a name of letters, digits and spaces, no section header).
+void validate_samba_param(const std::string& line);
 // Throws Error(kConfig) when `dir` is not absolute, lies under /run or
 // /dev/shm (hidden inside the hosts), or holds characters that the sshd and
 // ssh config files would split or expand (space, quotes, %, ~ ...).
@@ -140,10 +165,25 @@ struct Command {
   std::vector<std::string> argv;
   bool may_fail = false;  // e.g. deleting a root qdisc that is not there
 };
-// ip/tc commands that set `host`'s data end to opts' MTU and shaping, in
-// order: tbf as root; or netem as root with tbf as its child when there is a
-// delay; or no root qdisc when unshaped.
-std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& opts);
+// ip/tc commands that set interface `dev` in `netns` to `mtu` and shape it,
+// in order: tbf at rate_bits as root; or netem delay_s as root with tbf as
+// its child when there is a delay; or no root qdisc when neither.
+std::vector<Command> link_shaping_commands(const std::string& netns, const std::string& dev,
+                                           int mtu, uint64_t rate_bits, double delay_s);
+// A host's own data end: its MTU and --rate (tbf). The delay lives on the
+// switch, except in a lab from before the switch, where netem sat here.
+std::vector<Command> shaping_commands(const LabHost& host, const LabOptions& opts,
+                                      bool with_delay = false);
+// Builds the switch: IPv6 off inside it (no stray traffic of its own), the
+// two hosts' data veths with their peers in it, and the bridge. The three
+// namespaces exist already.
+std::vector<Command> switch_create_commands(const LabState& state);
+// Sets the switch's ports for `opts`: MTU switch_mtu(), tbf at path_rate_bits
+// and, with `netem`, netem's delay on each (each port's egress is one
+// direction); enslaved to the bridge unless `bridged` is false (the delay
+// line joins them then); up.
+std::vector<Command> switch_port_commands(const LabState& state, const LabOptions& opts,
+                                          bool bridged, bool netem);
 // Adds a netem qdisc in a throwaway network namespace: exit 0 when the kernel has netem.
 std::vector<std::string> netem_probe_command();
 // True when tc's stderr says the qdisc kind (netem) is not in the kernel.
@@ -190,7 +230,8 @@ std::string vsftpd_conf_text(const LabState& state);
 // share user's shell is nologin, which Debian's pam_shells would refuse).
 extern const char* const kVsftpdPam;
 // smb.conf: a standalone server on the data address only, SMB2 or later,
-// every state dir in the lab dir, shares ram, disk and ro for the share user.
+// every state dir in the lab dir, shares ram, disk and ro for the share user;
+// options.samba_params at the end of [global].
 std::string smb_conf_text(const LabState& state);
 
 // The fixed script that lays out the share dirs and starts vsftpd and smbd

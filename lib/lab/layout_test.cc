@@ -297,22 +297,121 @@ TEST(LayoutTest, UnshapedDeletesTheRootQdisc) {
 }
 
 TEST(LayoutTest, DelayPutsNetemAtRootAndTbfUnderIt) {
-  LabHost h = plan(LabOptions{}, "/l").server;
-  LabOptions o;
-  o.rate_bits = 1'000'000'000;
-  o.delay_s = 0.002;
-  const auto cmds = shaping_commands(h, o);
+  const auto cmds = link_shaping_commands("cp-switch", "sw-s", 1500, 1'000'000'000, 0.002);
   ASSERT_EQ(cmds.size(), 4u);
   EXPECT_TRUE(cmds[1].may_fail);  // clearing whatever was there
-  EXPECT_EQ(cmds[1].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "del", "dev", "cpd-s", "root"}));
-  EXPECT_EQ(cmds[2].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "add", "dev", "cpd-s", "root",
+  EXPECT_EQ(cmds[1].argv, (Argv{"tc", "-n", "cp-switch", "qdisc", "del", "dev", "sw-s", "root"}));
+  EXPECT_EQ(cmds[2].argv, (Argv{"tc", "-n", "cp-switch", "qdisc", "add", "dev", "sw-s", "root",
                                 "handle", "1:", "netem", "delay", "2000us", "limit", "1000"}));
-  EXPECT_EQ(cmds[3].argv, (Argv{"tc", "-n", "cp-server", "qdisc", "replace", "dev", "cpd-s",
+  EXPECT_EQ(cmds[3].argv, (Argv{"tc", "-n", "cp-switch", "qdisc", "replace", "dev", "sw-s",
                                 "parent", "1:1", "handle", "10:", "tbf", "rate", "1000000000bit",
                                 "burst", "125000", "latency", "50ms"}));
   // A delay without a rate: netem alone.
-  o.rate_bits = 0;
-  EXPECT_EQ(shaping_commands(h, o).size(), 3u);
+  EXPECT_EQ(link_shaping_commands("cp-switch", "sw-s", 1500, 0, 0.002).size(), 3u);
+}
+
+TEST(LayoutTest, HostsOwnEndsTakeTheirMtuAndRateButNeverTheDelay) {
+  const LabState s = plan(LabOptions{}, "/l");
+  LabOptions o;
+  o.rate_bits = 1'000'000'000;
+  o.delay_s = 0.002;
+  o.mtu = 1500;
+  o.client_mtu = 9000;
+  const auto server = shaping_commands(s.server, o);
+  ASSERT_EQ(server.size(), 2u);
+  EXPECT_EQ(server[0].argv.back(), "1500");
+  EXPECT_EQ(server[1].argv[4], "replace");  // tbf as root, no netem
+  const auto client = shaping_commands(s.client, o);
+  EXPECT_EQ(client[0].argv.back(), "9000");
+  // A lab from before the switch kept its delay on the hosts' ends.
+  EXPECT_EQ(shaping_commands(s.server, o, /*with_delay=*/true).size(), 4u);
+}
+
+TEST(LayoutTest, PerHostMtuAndTheSwitchTakesTheLargest) {
+  LabOptions o;
+  EXPECT_EQ(host_mtu(o, "server"), 1500);
+  EXPECT_EQ(switch_mtu(o), 1500);
+  o.mtu = 9000;
+  EXPECT_EQ(host_mtu(o, "client"), 9000);
+  o.server_mtu = 1500;
+  EXPECT_EQ(host_mtu(o, "server"), 1500);
+  EXPECT_EQ(host_mtu(o, "client"), 9000);
+  EXPECT_EQ(switch_mtu(o), 9000);
+  o = LabOptions{};
+  o.client_mtu = 4000;
+  EXPECT_EQ(switch_mtu(o), 4000);
+  o.client_mtu = 20;
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+}
+
+TEST(LayoutTest, SwitchJoinsTheHostsDataEndsThroughItsPorts) {
+  const LabState s = plan(LabOptions{}, "/l", 3);
+  EXPECT_EQ(s.sw.netns, "cp-switch-3");
+  const auto cmds = switch_create_commands(s);
+  auto has = [&](const Argv& want) {
+    return std::any_of(cmds.begin(), cmds.end(), [&](const Command& c) { return c.argv == want; });
+  };
+  EXPECT_TRUE(has({"ip", "-n", "cp-server-3", "link", "add", "cpd-s", "type", "veth", "peer",
+                   "name", "sw-s", "netns", "cp-switch-3"}));
+  EXPECT_TRUE(has({"ip", "-n", "cp-client-3", "link", "add", "cpd-c", "type", "veth", "peer",
+                   "name", "sw-c", "netns", "cp-switch-3"}));
+  EXPECT_TRUE(has({"ip", "-n", "cp-switch-3", "link", "add", "br0", "type", "bridge"}));
+  EXPECT_TRUE(has({"ip", "netns", "exec", "cp-switch-3", "sysctl", "-q", "-w",
+                   "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"}));
+}
+
+TEST(LayoutTest, PathRateShapesBothSwitchPorts) {
+  const LabState s = plan(LabOptions{}, "/l");
+  LabOptions o;
+  o.path_rate_bits = 100'000'000;
+  o.server_mtu = 9000;
+  const auto cmds = switch_port_commands(s, o, /*bridged=*/true, /*netem=*/false);
+  std::vector<Argv> tbf, mtu, master;
+  for (const Command& c : cmds) {
+    if (std::find(c.argv.begin(), c.argv.end(), "tbf") != c.argv.end()) tbf.push_back(c.argv);
+    if (c.argv.size() > 7 && c.argv[7] == "mtu") mtu.push_back(c.argv);
+    if (std::find(c.argv.begin(), c.argv.end(), "master") != c.argv.end()) master.push_back(c.argv);
+  }
+  ASSERT_EQ(tbf.size(), 2u);
+  EXPECT_EQ(tbf[0], (Argv{"tc", "-n", "cp-switch", "qdisc", "replace", "dev", "sw-s", "root", "tbf",
+                          "rate", "100000000bit", "burst", "36056", "latency", "50ms"}));
+  EXPECT_EQ(tbf[1][6], "sw-c");
+  ASSERT_EQ(mtu.size(), 2u);
+  EXPECT_EQ(mtu[0].back(), "9000");  // the larger host's
+  EXPECT_EQ(mtu[1].back(), "9000");
+  ASSERT_EQ(master.size(), 2u);
+  EXPECT_EQ(master[0],
+            (Argv{"ip", "-n", "cp-switch", "link", "set", "dev", "sw-s", "master", "br0"}));
+  // With the delay line the ports leave the bridge (it joins them); with netem
+  // each port delays its direction.
+  const auto line = switch_port_commands(s, o, /*bridged=*/false, /*netem=*/false);
+  EXPECT_TRUE(std::any_of(line.begin(), line.end(),
+                          [](const Command& c) { return c.argv.back() == "nomaster"; }));
+  o.delay_s = 0.005;
+  const auto netem = switch_port_commands(s, o, /*bridged=*/true, /*netem=*/true);
+  EXPECT_EQ(std::count_if(netem.begin(), netem.end(),
+                          [](const Command& c) {
+                            return std::find(c.argv.begin(), c.argv.end(), "netem") != c.argv.end();
+                          }),
+            2);
+}
+
+TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
+  LabOptions o;
+  o.samba_params = {"smb2 max read = 16384", "server signing = mandatory"};
+  EXPECT_NO_THROW(validate(o));
+  const std::string conf = smb_conf_text(plan(o, "/l"));
+  const size_t global = conf.find("[global]");
+  const size_t ram = conf.find("[ram]");
+  const size_t param = conf.find("  smb2 max read = 16384\n");
+  ASSERT_NE(param, std::string::npos) << conf;
+  EXPECT_GT(param, global);
+  EXPECT_LT(param, ram);
+  EXPECT_NE(conf.find("  server signing = mandatory\n"), std::string::npos);
+  for (const char* bad : {"no equals sign", "= 1", "a = 1\n[evil]", "[x] = 1", "a\r = 1"}) {
+    EXPECT_EQ(kind_of([&] { validate_samba_param(bad); }), ErrorKind::kConfig) << bad;
+  }
+  EXPECT_NO_THROW(validate_samba_param("vfs objects ="));
 }
 
 TEST(LayoutTest, NetemProbeRunsInAThrowawayNamespace) {
@@ -522,6 +621,23 @@ TEST(LayoutTest, StateJsonRoundTrips) {
     EXPECT_EQ(a->loop_device, b->loop_device);
     EXPECT_EQ(a->sshd_pid, b->sshd_pid);
   }
+  EXPECT_EQ(r.sw.netns, s.sw.netns);
+  // The switch and the path options survive too.
+  LabState p = s;
+  p.options.path_rate_bits = 100'000'000;
+  p.options.server_mtu = 9000;
+  p.options.client_mtu = 1400;
+  p.options.samba_params = {"smb2 max read = 16384"};
+  p.sw.delay_mode = kDelayLine;
+  p.sw.delay_line_pid = 777;
+  const LabState rp = state_from_json(state_to_json(p), "lab.json");
+  EXPECT_EQ(rp.options.path_rate_bits, 100'000'000u);
+  EXPECT_EQ(rp.options.server_mtu, 9000);
+  EXPECT_EQ(rp.options.client_mtu, 1400);
+  EXPECT_EQ(rp.options.samba_params, p.options.samba_params);
+  EXPECT_EQ(rp.sw.netns, "cp-switch");
+  EXPECT_EQ(rp.sw.delay_mode, "delay-line");
+  EXPECT_EQ(rp.sw.delay_line_pid, 777);
   // Large values survive (4 TiB disk, 100 Gbit/s).
   LabState big = s;
   big.options.disk_bytes = 4ull << 40;

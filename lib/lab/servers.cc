@@ -84,7 +84,17 @@ void ensure_user(LabState& s, const ServerFiles& f, const std::function<void()>&
 }
 
 void set_password(const LabState& s, const ServerFiles& f) {
-  const std::string password = random_password();
+  // The lab's password stays what it is across restarts of the servers (clients
+  // may hold it); a new lab gets a fresh one.
+  std::string password;
+  if (std::optional<std::string> old = sys::read_file(s.share_password_file)) {
+    password = old->substr(0, old->find('\n'));
+  }
+  if (password.size() != kPasswordLength ||
+      password.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != std::string::npos) {
+    password = random_password();
+  }
   sys::write_file(s.share_password_file, password + "\n", 0600);
   // On stdin only: never in argv, where ps would show it.
   run_checked({"chpasswd"}, s.share_user + ":" + password + "\n");
@@ -233,6 +243,11 @@ void stop(LabState& s) {
   if (ftpd_alive(s)) stop_pid(s.server.ftpd_pid);
   if (smbd_alive(s)) stop_pid(s.server.smbd_pid);
   s.server.ftpd_pid = 0;
+  s.server.smbd_pid = 0;
+}
+
+void stop_smbd(LabState& s) {
+  if (smbd_alive(s)) stop_pid(s.server.smbd_pid);
   s.server.smbd_pid = 0;
 }
 

@@ -10,7 +10,7 @@
 namespace cp::lab::servers {
 
 // Creates the share user (or adopts one a crashed lab left, recognised by its
-// comment), gives it a fresh random password (written 0600 to
+// comment), gives it a random password (kept across restarts; written 0600 to
 // share_password_file, fed to chpasswd and smbpasswd on stdin only), writes
 // the configs, and starts whichever of vsftpd and smbd is not running inside
 // the server host; waits until both accept connections on the data address.
@@ -22,6 +22,9 @@ void start(LabState& state, const std::function<void()>& save);
 // Stops the recorded vsftpd and smbd (TERM, then KILL), if they are still
 // the lab's. Never throws for a process already gone.
 void stop(LabState& state);
+
+// Stops smbd only (for new settings; start() brings it back).
+void stop_smbd(LabState& state);
 
 // Deletes the share user when this lab created it; Error(kIo) on failure.
 void delete_user(const LabState& state);

@@ -170,6 +170,33 @@ std::string servers_text(const LabStatus& st) {
   return out;
 }
 
+std::string switch_text(const LabStatus& st) {
+  const LabState& s = st.state;
+  if (s.sw.netns.empty()) return "switch: none (a lab from before the switch)\n";
+  std::string out = fmt::format("{} (the switch; network namespace: {})\n", s.sw.netns,
+                                st.switch_present ? "present" : "MISSING");
+  for (const PortStatus& p : st.ports) {
+    out += fmt::format("  port       {} -> {}: ", p.ifname, p.toward);
+    if (p.rate_bits > 0) {
+      out += fmt::format("{} ({})", format_rate_bits(static_cast<double>(p.rate_bits)), p.qdisc);
+    } else {
+      out += fmt::format("unshaped ({})", p.qdisc.empty() ? "?" : p.qdisc);
+    }
+    if (p.delay_s > 0) out += fmt::format(", netem delay {:g} ms", p.delay_s * 1e3);
+    out += fmt::format(", MTU {}{}\n", p.mtu, p.bridged ? ", bridged" : "");
+  }
+  if (s.sw.delay_mode == kDelayLine) {
+    out += fmt::format("  delay line pid {} ({}), {:g} ms each way\n", s.sw.delay_line_pid,
+                       st.delay_line_alive ? "alive" : "NOT RUNNING", s.options.delay_s * 1e3);
+    for (const DelayLineStats& d : st.delay_line) {
+      out += fmt::format("    {} -> {}: {} frames, {} bytes, {} dropped, {} send errors\n", d.from,
+                         d.to, d.frames, d.bytes, d.dropped, d.send_errors);
+    }
+  }
+  for (const auto& p : st.switch_problems) out += "  problem    " + p + "\n";
+  return out;
+}
+
 json::object mount_json(const std::string& dir, const MountView& m) {
   return {{"dir", dir},
           {"mounted", m.mounted},
@@ -207,44 +234,131 @@ json::object host_json(const HostStatus& h) {
           {"problems", std::move(problems)}};
 }
 
+json::object path_json(const LabStatus& st) {
+  const LabState& s = st.state;
+  const LabOptions& o = s.options;
+  json::array ports, dirs;
+  for (const PortStatus& p : st.ports) {
+    ports.push_back(json::object{{"ifname", p.ifname},
+                                 {"toward", p.toward},
+                                 {"qdisc", p.qdisc},
+                                 {"rate_bits", p.rate_bits},
+                                 {"burst_bytes", p.burst_bytes},
+                                 {"delay_s", p.delay_s},
+                                 {"mtu", p.mtu},
+                                 {"bridged", p.bridged}});
+  }
+  for (const DelayLineStats& d : st.delay_line) {
+    dirs.push_back(json::object{{"from", d.from},
+                                {"to", d.to},
+                                {"frames", d.frames},
+                                {"bytes", d.bytes},
+                                {"dropped", d.dropped},
+                                {"send_errors", d.send_errors},
+                                {"max_queued_bytes", d.max_queued_bytes}});
+  }
+  json::array problems;
+  for (const auto& p : st.switch_problems) problems.emplace_back(p);
+  return {{"switch_netns", s.sw.netns},
+          {"switch_present", st.switch_present},
+          {"rate_bits", o.path_rate_bits},
+          {"delay_s", o.delay_s},
+          {"delay_mode", s.sw.delay_mode.empty() ? "none" : s.sw.delay_mode},
+          {"server_mtu", host_mtu(o, "server")},
+          {"client_mtu", host_mtu(o, "client")},
+          {"switch_mtu", switch_mtu(o)},
+          {"ports", std::move(ports)},
+          {"delay_line",
+           {{"pid", s.sw.delay_line_pid},
+            {"alive", st.delay_line_alive},
+            {"directions", std::move(dirs)}}},
+          {"problems", std::move(problems)}};
+}
+
 }  // namespace
 
 LabStatus gather_status(const LabState& state) {
   LabStatus st;
   st.state = state;
-  st.healthy = healthy(state, &st.why);
+  const LabHealth health = check_health(state);
+  st.healthy = health.healthy;
+  st.why = health.why;
+  st.down = health.down;
   st.server = gather_host(state, state.server);
   st.client = gather_host(state, state.client);
   st.ftpd_alive = servers::ftpd_alive(state);
   st.smbd_alive = servers::smbd_alive(state);
+  const std::string& sw = state.sw.netns;
+  if (!sw.empty()) {
+    st.switch_present = sys::netns_exists(sw);
+    if (st.switch_present) {
+      for (auto [port, toward] :
+           {std::pair{kSwitchServerPort, "server"}, std::pair{kSwitchClientPort, "client"}}) {
+        PortStatus p;
+        p.ifname = port;
+        p.toward = toward;
+        HostStatus tmp;
+        parse_qdiscs(
+            look({"tc", "-n", sw, "-j", "qdisc", "show", "dev", port}, &st.switch_problems), &tmp);
+        p.qdisc = tmp.qdisc;
+        p.rate_bits = tmp.rate_bits;
+        p.burst_bytes = tmp.burst_bytes;
+        p.delay_s = tmp.delay_s;
+        const std::string link =
+            look({"ip", "-n", sw, "-j", "link", "show", "dev", port}, &st.switch_problems);
+        p.mtu = parse_mtu(link);
+        p.bridged = parse_master(link) == kSwitchBridge;
+        st.ports.push_back(p);
+      }
+    } else {
+      st.switch_problems.push_back(fmt::format("network namespace {} does not exist", sw));
+    }
+    st.delay_line_alive = delay_line_alive(state.sw.delay_line_pid);
+    if (state.sw.delay_mode == kDelayLine) {
+      st.delay_line =
+          parse_delay_line_stats(sys::read_file(switch_files(state).delay_line_stats).value_or(""));
+    }
+  }
   return st;
 }
 
 std::string status_text(const LabStatus& st) {
   const LabOptions& o = st.state.options;
-  std::string out =
-      fmt::format("lab in {}: {}\n", st.state.dir, st.healthy ? "up" : "BROKEN (" + st.why + ")");
-  out +=
-      fmt::format("asked for: rate {}, MTU {}, {}; disk {}, ram {} per host\n",
-                  o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
-                  o.mtu, o.delay_s > 0 ? fmt::format("delay {:g} ms", o.delay_s * 1e3) : "no delay",
-                  format_size(o.disk_bytes), format_size(o.ram_bytes));
+  std::string out = fmt::format("lab instance {} in {}: {}\n", st.state.instance, st.state.dir,
+                                st.healthy ? "up" : "UNHEALTHY (" + st.why + ")");
+  out += fmt::format(
+      "asked for: hosts {}, MTU {}/{} (server/client); path {}, {}; disk {}, ram {} per host\n",
+      o.rate_bits ? format_rate_bits(static_cast<double>(o.rate_bits)) : "unshaped",
+      host_mtu(o, "server"), host_mtu(o, "client"),
+      o.path_rate_bits ? format_rate_bits(static_cast<double>(o.path_rate_bits)) : "unshaped",
+      o.delay_s > 0 ? fmt::format("delay {:g} ms each way", o.delay_s * 1e3) : "no delay",
+      format_size(o.disk_bytes), format_size(o.ram_bytes));
   out += fmt::format("ssh:       ssh -F {} {}   (or {})\n\n", st.state.ssh_config,
                      st.state.server.alias, st.state.client.alias);
   out += host_text(st.server);
   out += servers_text(st);
+  out += "\n" + switch_text(st);
   out += "\n" + host_text(st.client);
-  if (!st.healthy) out += "\nfix: `chokepoint lab down`, then `chokepoint lab up`\n";
+  if (!st.healthy) {
+    out += fmt::format("\nfix: `{}` restarts what is down (or `lab down`, then `lab up`)\n",
+                       st.state.instance == 0
+                           ? std::string("chokepoint lab up")
+                           : fmt::format("chokepoint lab up --instance {}", st.state.instance));
+  }
   return out;
 }
 
 std::string status_json(const LabStatus& st) {
   const LabOptions& o = st.state.options;
+  json::array down, samba;
+  for (const std::string& d : st.down) down.emplace_back(d);
+  for (const std::string& p : o.samba_params) samba.emplace_back(p);
   json::object obj = {
       {"up", true},
       {"instance", st.state.instance},
       {"healthy", st.healthy},
       {"why", st.why},
+      {"down", down},
       {"dir", st.state.dir},
       {"ssh_config", st.state.ssh_config},
       {"identity", st.state.identity},
@@ -252,11 +366,16 @@ std::string status_json(const LabStatus& st) {
       {"options",
        {{"rate_bits", o.rate_bits},
         {"mtu", o.mtu},
+        {"server_mtu", host_mtu(o, "server")},
+        {"client_mtu", host_mtu(o, "client")},
+        {"path_rate_bits", o.path_rate_bits},
         {"delay_s", o.delay_s},
         {"disk_bytes", o.disk_bytes},
-        {"ram_bytes", o.ram_bytes}}},
+        {"ram_bytes", o.ram_bytes},
+        {"samba_params", samba}}},
       {"server", host_json(st.server)},
       {"client", host_json(st.client)},
+      {"path", path_json(st)},
   };
   const LabState& s = st.state;
   json::array shares, cgroups;
@@ -277,6 +396,7 @@ std::string status_json(const LabStatus& st) {
                    {"share_user_created", s.share_user_created},
                    {"share_password_file", s.share_password_file},
                    {"ftps_cert", server_files(s).ftps_cert},
+                   {"samba_params", samba},
                    {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
                                              {"disk_read_bps", s.throttle.disk_read_bps},
                                              {"disk_write_bps", s.throttle.disk_write_bps},
@@ -345,6 +465,13 @@ std::vector<std::string> parse_addresses(std::string_view ip_json) {
     }
   }
   return out;
+}
+
+std::string parse_master(std::string_view ip_json) {
+  const json::value v = parse_json_or_null(ip_json);
+  if (!v.is_array() || v.get_array().empty() || !v.get_array()[0].is_object()) return {};
+  const json::value* m = v.get_array()[0].get_object().if_contains("master");
+  return m && m->is_string() ? std::string(m->get_string()) : std::string();
 }
 
 int parse_mtu(std::string_view ip_json) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lab/delay_line.h"
 #include "lab/lab.h"
 
 namespace cp::lab {
@@ -35,13 +36,31 @@ struct HostStatus {
   std::vector<std::string> problems;  // what could not be seen, and why
 };
 
+// One of the switch's ports as seen inside its namespace.
+struct PortStatus {
+  std::string ifname;  // "sw-s"
+  std::string toward;  // "server" | "client": the host at its other end
+  std::string qdisc;   // "tbf", "netem+tbf", "noqueue"
+  uint64_t rate_bits = 0;
+  uint64_t burst_bytes = 0;
+  double delay_s = 0;  // netem's; the delay line's is in LabStatus
+  int mtu = 0;
+  bool bridged = false;  // enslaved to the switch's bridge
+};
+
 struct LabStatus {
   LabState state;
   bool healthy = false;
-  std::string why;  // when not healthy
+  std::string why;                // when not healthy
+  std::vector<std::string> down;  // LabHealth::down
   HostStatus server, client;
-  bool ftpd_alive = false;  // the recorded vsftpd runs the lab's config
-  bool smbd_alive = false;  // the recorded smbd runs the lab's config
+  bool switch_present = false;
+  std::vector<PortStatus> ports;  // empty in a lab from before the switch
+  bool delay_line_alive = false;
+  std::vector<DelayLineStats> delay_line;    // its counters (the stats file)
+  std::vector<std::string> switch_problems;  // what could not be seen
+  bool ftpd_alive = false;                   // the recorded vsftpd runs the lab's config
+  bool smbd_alive = false;                   // the recorded smbd runs the lab's config
 };
 
 // Looks at the running lab described by `state`. Never throws for what it
@@ -53,7 +72,7 @@ std::string status_text(const LabStatus& status);
 // "" when the lab has no servers.
 std::string shares_text(const LabState& state);
 std::string status_json(const LabStatus& status);
-// For `status` when there is no lab (exit 0).
+// For `status` when there is no lab (exit kExitNoLab).
 std::string no_lab_text();
 std::string no_lab_json();
 
@@ -64,6 +83,8 @@ void parse_qdiscs(std::string_view tc_json, HostStatus* out);
 std::vector<std::string> parse_addresses(std::string_view ip_json);
 // `ip -j link show dev X`: its MTU, 0 when unparsable.
 int parse_mtu(std::string_view ip_json);
+// `ip -j link show dev X`: the device it is enslaved to ("br0"), "" when none.
+std::string parse_master(std::string_view ip_json);
 // `findmnt -n -r -b -o FSTYPE,SIZE,SOURCE -M DIR`: one line, or empty when not mounted.
 MountView parse_findmnt(std::string_view out);
 

@@ -106,20 +106,20 @@ LabStatus sample(bool healthy) {
 
 TEST(StatusTest, TextShowsBothHostsAndTheLink) {
   const std::string t = status_text(sample(true));
-  for (const char* want :
-       {"lab in /var/lib/chokepoint-lab: up", "cp-server (network namespace cp-server: present)",
-        "cp-client (network namespace cp-client: present)", "pid 100 (alive)",
-        "/var/lib/chokepoint-lab/server/ram: tmpfs, 2 GiB",
-        "/var/lib/chokepoint-lab/server/disk: ext4, 3 GiB",
-        "/dev/loop0 (direct I/O), readahead 128 KiB",
-        "cpd-s: 200 Mbit/s (tbf, burst 25000 B), MTU 1500", "198.18.0.2", "not mounted",
-        "problem    sshd of cp-client"}) {
+  for (const char* want : {"lab instance 0 in /var/lib/chokepoint-lab: up",
+                           "cp-server (network namespace cp-server: present)",
+                           "cp-client (network namespace cp-client: present)", "pid 100 (alive)",
+                           "/var/lib/chokepoint-lab/server/ram: tmpfs, 2 GiB",
+                           "/var/lib/chokepoint-lab/server/disk: ext4, 3 GiB",
+                           "/dev/loop0 (direct I/O), readahead 128 KiB",
+                           "cpd-s: 200 Mbit/s (tbf, burst 25000 B), MTU 1500", "198.18.0.2",
+                           "not mounted", "problem    sshd of cp-client"}) {
     EXPECT_NE(t.find(want), std::string::npos) << "missing '" << want << "' in:\n" << t;
   }
-  EXPECT_EQ(t.find("BROKEN"), std::string::npos);
+  EXPECT_EQ(t.find("UNHEALTHY"), std::string::npos);
   const std::string broken = status_text(sample(false));
-  EXPECT_NE(broken.find("BROKEN (sshd of cp-client (pid 0) is not running)"), std::string::npos);
-  EXPECT_NE(broken.find("lab down"), std::string::npos);
+  EXPECT_NE(broken.find("UNHEALTHY (sshd of cp-client (pid 0) is not running)"), std::string::npos);
+  EXPECT_NE(broken.find("chokepoint lab up"), std::string::npos);
 }
 
 TEST(StatusTest, SharesTextNamesTheLoginAndTheFtpsCertificate) {
@@ -157,6 +157,54 @@ TEST(StatusTest, JsonCarriesTheSameFacts) {
   const json::object& c = o.at("client").as_object();
   EXPECT_FALSE(c.at("sshd_alive").as_bool());
   EXPECT_EQ(c.at("problems").as_array().size(), 1u);
+  EXPECT_TRUE(o.at("down").as_array().empty());
+}
+
+TEST(StatusTest, JsonReportsThePathAndWhatIsDown) {
+  LabStatus st = sample(false);
+  st.down = {"client-sshd", "delay-line"};
+  st.state.options.path_rate_bits = 100'000'000;
+  st.state.options.delay_s = 0.005;
+  st.state.options.server_mtu = 9000;
+  st.state.options.samba_params = {"smb2 max read = 16384"};
+  st.state.sw.delay_mode = kDelayLine;
+  st.state.sw.delay_line_pid = 4321;
+  st.switch_present = true;
+  PortStatus p;
+  p.ifname = "sw-s";
+  p.toward = "server";
+  p.qdisc = "tbf";
+  p.rate_bits = 100'000'000;
+  p.mtu = 9000;
+  st.ports = {p};
+  st.delay_line = parse_delay_line_stats(
+      R"({"directions":[{"from":"sw-s","to":"sw-c","frames":3,"bytes":4500,"dropped":1,)"
+      R"("send_errors":0,"max_queued_bytes":3000}]})");
+  const json::object o = json::parse(status_json(st)).as_object();
+  EXPECT_FALSE(o.at("healthy").as_bool());
+  EXPECT_EQ(o.at("down").as_array(), (json::array{"client-sshd", "delay-line"}));
+  const json::object& path = o.at("path").as_object();
+  EXPECT_EQ(path.at("switch_netns").as_string(), "cp-switch");
+  EXPECT_EQ(path.at("rate_bits").to_number<uint64_t>(), 100'000'000u);
+  EXPECT_DOUBLE_EQ(path.at("delay_s").as_double(), 0.005);
+  EXPECT_EQ(path.at("delay_mode").as_string(), "delay-line");
+  EXPECT_EQ(path.at("server_mtu").to_number<int>(), 9000);
+  EXPECT_EQ(path.at("client_mtu").to_number<int>(), 1500);
+  EXPECT_EQ(path.at("switch_mtu").to_number<int>(), 9000);
+  const json::object& port = path.at("ports").as_array()[0].as_object();
+  EXPECT_EQ(port.at("ifname").as_string(), "sw-s");
+  EXPECT_EQ(port.at("rate_bits").to_number<uint64_t>(), 100'000'000u);
+  const json::object& line = path.at("delay_line").as_object();
+  EXPECT_EQ(line.at("pid").to_number<int>(), 4321);
+  EXPECT_EQ(line.at("directions").as_array()[0].at("dropped").to_number<int>(), 1);
+  EXPECT_EQ(o.at("servers").at("samba_params").as_array(), (json::array{"smb2 max read = 16384"}));
+  EXPECT_EQ(o.at("options").at("samba_params").as_array(), (json::array{"smb2 max read = 16384"}));
+}
+
+TEST(StatusTest, ParseMasterNamesTheBridge) {
+  EXPECT_EQ(parse_master(R"([{"ifname":"sw-s","mtu":1500,"master":"br0"}])"), "br0");
+  EXPECT_EQ(parse_master(R"([{"ifname":"sw-s","mtu":1500}])"), "");
+  EXPECT_EQ(parse_master("garbage"), "");
 }
 
 TEST(StatusTest, NoLab) {

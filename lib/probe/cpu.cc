@@ -52,13 +52,15 @@ struct ProcSample {
   int ppid = 0;
   uint64_t jiffies = 0;
   uint64_t start_ticks = 0;
-  // Per thread: time on a CPU, ns (schedstat); empty when not visible.
-  std::map<int, uint64_t> thread_ns;
+  // Per thread: time on a CPU and time runnable but waiting for one, ns (schedstat);
+  // empty when not visible.
+  std::map<int, std::pair<uint64_t, uint64_t>> thread_ns;
 };
 
 // Every task's schedstat of process `pid`; false when any is unreadable or malformed
 // (then per-thread figures are not used for it).
-bool scan_threads(const std::string& proc_root, int pid, std::map<int, uint64_t>* out) {
+bool scan_threads(const std::string& proc_root, int pid,
+                  std::map<int, std::pair<uint64_t, uint64_t>>* out) {
   const std::string dir_path = fmt::format("{}/{}/task", proc_root, pid);
   DIR* dir = ::opendir(dir_path.c_str());
   if (dir == nullptr) return false;
@@ -69,14 +71,14 @@ bool scan_threads(const std::string& proc_root, int pid, std::map<int, uint64_t>
     int tid = 0;
     auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
     if (ec != std::errc() || p != name.data() + name.size() || tid <= 0) continue;
-    uint64_t ns = 0;
+    uint64_t ns = 0, wait = 0;
     // A thread may exit between readdir and read: skip it.
     if (!read_text_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
-    if (!parse_schedstat(text, &ns)) {
+    if (!parse_schedstat(text, &ns, &wait)) {
       ok = false;
       break;
     }
-    (*out)[tid] = ns;
+    (*out)[tid] = {ns, wait};
   }
   ::closedir(dir);
   if (!ok) out->clear();
@@ -343,9 +345,12 @@ bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
   return true;
 }
 
-bool parse_schedstat(std::string_view text, uint64_t* ns) {
+bool parse_schedstat(std::string_view text, uint64_t* ns, uint64_t* wait_ns) {
   const std::vector<std::string_view> f = split_ws(trim(text));
-  return f.size() == 3 && to_u64(f[0], ns);
+  uint64_t wait = 0;
+  if (f.size() != 3 || !to_u64(f[0], ns) || !to_u64(f[1], &wait)) return false;
+  if (wait_ns != nullptr) *wait_ns = wait;
+  return true;
 }
 
 bool is_file_server_comm(std::string_view comm) {
@@ -549,18 +554,25 @@ CpuSummary CpuSampler::stop() {
           p.jiffies > base ? 100.0 * static_cast<double>(p.jiffies - base) / window_ticks : 0;
       // Per-thread times in ns are exact where ticks are 10 ms coarse (a 0.1 s sample is
       // 10 ticks): prefer their sum, and take the busiest thread from them.
-      double top_thread = -1;
+      double top_thread = -1, wait_pct = 0;
       if (!p.thread_ns.empty() && window_ns > 0) {
-        uint64_t sum_ns = 0, max_ns = 0;
-        for (const auto& [tid, ns] : p.thread_ns) {
-          uint64_t b = 0;
+        uint64_t sum_ns = 0, max_ns = 0, wait_sum = 0;
+        for (const auto& [tid, times] : p.thread_ns) {
+          const auto [ns, wait] = times;
+          uint64_t b = 0, bw = 0;
           if (same) {
             auto t = it->second.thread_ns.find(tid);
-            if (t != it->second.thread_ns.end() && t->second <= ns) b = t->second;
+            if (t != it->second.thread_ns.end() && t->second.first <= ns &&
+                t->second.second <= wait) {
+              b = t->second.first;
+              bw = t->second.second;
+            }
           }
           sum_ns += ns - b;
           max_ns = std::max(max_ns, ns - b);
+          wait_sum += wait - bw;
         }
+        wait_pct = 100.0 * static_cast<double>(wait_sum) / window_ns;
         if (same ? !it->second.thread_ns.empty() : true) {
           pct = 100.0 * static_cast<double>(sum_ns) / window_ns;
         }
@@ -570,7 +582,9 @@ CpuSummary CpuSampler::stop() {
       ProcLoad load{pid, p.comm, pct};
       load.role = role_of(pid, p);
       load.top_thread_pct = top_thread;
+      load.wait_pct = wait_pct;
       load.threads = static_cast<int>(p.thread_ns.size());
+      if (load.role == "agent" || load.role == "server") s.own_wait_pct += wait_pct;
       if (load.role == "agent")
         s.agent_pct += pct;
       else if (load.role == "server")

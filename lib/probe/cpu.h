@@ -60,10 +60,11 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text);
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
                     uint64_t* start_ticks = nullptr, int* ppid = nullptr);
 
-// The first field of /proc/PID/task/TID/schedstat: time on a CPU, ns. False when absent
+// The first two fields of /proc/PID/task/TID/schedstat: time on a CPU and time
+// runnable but waiting on a run queue, ns. False when absent
 // or malformed (kernels without schedstat support print "0 0 0" for a running task:
 // the caller then falls back to the tick counts of /proc/PID/stat).
-bool parse_schedstat(std::string_view text, uint64_t* ns);
+bool parse_schedstat(std::string_view text, uint64_t* ns, uint64_t* wait_ns = nullptr);
 
 // The role of a process (see ProcLoad::role) from its comm and the comms of its
 // ancestors (nearest first): "server" for a file server daemon (smbd, vsftpd, afpd,

@@ -44,38 +44,123 @@ json::object summary_json(const Summary& s, const std::vector<double>& samples,
           {"sample_ids", i}};
 }
 
+json::array strings(const std::vector<std::string>& v) {
+  json::array out;
+  for (const auto& s : v) out.push_back(json::string(s));
+  return out;
+}
+
+std::string pct(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
+
 }  // namespace
+
+std::string parts_text(const std::vector<std::string>& parts) {
+  if (parts.empty()) return "nothing measured";
+  std::string out;
+  for (const auto& p : parts) {
+    std::string w;
+    if (p == "*") {
+      w = "every row";
+    } else if (p == "net") {
+      w = "network";
+    } else if (p == "tcp") {
+      w = "TCP";
+    } else if (p == "path") {
+      w = "mounted path";
+    } else if (p == "smb" || p == "ftp" || p == "afp" || p == "nfs") {
+      for (char ch : p) w += static_cast<char>(ch - 'a' + 'A');
+    } else if (p.size() > 5 && p.compare(p.size() - 5, 5, ".host") == 0) {
+      w = "everything on the " + p.substr(0, p.size() - 5);
+    } else if (p.rfind("plan.", 0) == 0) {
+      w = p.substr(5) + " stages";
+    } else if (p.size() > 4 && p.compare(p.size() - 4, 4, ".ram") == 0) {
+      w = p.substr(0, p.size() - 4) + " RAM dir";
+    } else if (p.size() > 5 && p.compare(p.size() - 5, 5, ".disk") == 0) {
+      w = p.substr(0, p.size() - 5) + " disk";
+    } else {
+      w = p;
+    }
+    out += (out.empty() ? "" : ", ") + w;
+  }
+  return out;
+}
+
+std::string drift_text(const analysis::Drift& d, size_t rows) {
+  if (d.controls.empty()) {
+    const std::string why =
+        d.too_few > 0
+            ? fmt::format("no control with enough samples for a test ({} with too few)", d.too_few)
+            : std::string("no control: every row is within reach of a recorded difference");
+    if (d.nothing_recorded) {
+      return why +
+             "; nothing recorded differs between the runs, so any movement is drift or a "
+             "change that was not recorded";
+    }
+    return why +
+           ", so the machines' drift cannot be measured; changes are held against their "
+           "samples' spread only";
+  }
+  std::string out =
+      d.moved == 0
+          ? fmt::format(
+                "{} control{} (rows no recorded difference can touch): median change {}; none "
+                "moved beyond its own noise, so the band is that median alone",
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median))
+          : fmt::format(
+                "{} control{} (rows no recorded difference can touch): median change {}, band {} "
+                ".. {} (a factor of {:.2f} either way of the median); {} of them moved",
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median), pct(d.low),
+                pct(d.high), d.spread, d.moved);
+  if (d.nothing_recorded) {
+    out += fmt::format(
+        ". Nothing recorded differs between the runs{}: every row is a control, and any movement "
+        "is drift or a change that was not recorded",
+        rows == d.controls.size() ? "" : " that a row depends on");
+  } else {
+    out += ". A change counts only outside that band";
+  }
+  return out;
+}
 
 std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
   const char* bold = o.color ? "\033[1m" : "";
   const char* green = o.color ? "\033[32m" : "";
   const char* red = o.color ? "\033[31m" : "";
+  const char* yellow = o.color ? "\033[33m" : "";
   const char* reset = o.color ? "\033[0m" : "";
   std::string out =
       fmt::format("{}chokepoint compare{}  A = {} ({})  B = {} ({})\n", bold, reset, run_name(c.a),
                   iso_time(c.a.started_at), run_name(c.b), iso_time(c.b.started_at));
   out += fmt::format(
-      "\n{}Stages{} (MB/s = 10^6 bytes/s; median (min-max); a change is real at p < {} by the "
-      "Mann-Whitney U test)\n",
+      "\n{}Stages{} (MB/s = 10^6 bytes/s; median (min-max); a change counts at p < {} by the "
+      "Mann-Whitney U test after Holm's correction, beyond the samples' spread (IQR/median) and "
+      "beyond the drift of the controls; role: \"change\" = a recorded difference can touch the "
+      "row, \"control\" = none can)\n",
       bold, reset, analysis::kSignificance);
-  out += fmt::format("  {:<36} {:>22} {:>22}  {}\n", "layer", "A", "B", "B vs A");
+  out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", "layer", "role", "A", "B", "B vs A");
   for (const auto& d : c.rows) {
     auto cell = [](const Summary& s) {
       return fmt::format("{} ({}-{})", mb(s.median), mb(s.min), mb(s.max));
     };
     std::string change;
+    const std::string holm = fmt::format(" Holm p={:.3f}", d.p_corrected);
     if (d.verdict == "faster" || d.verdict == "slower") {
       change =
-          fmt::format("{}{:+.1f} % {}{} (p={:.3f}, n={}+{})", d.verdict == "faster" ? green : red,
-                      d.delta * 100, d.verdict, reset, d.test.p, d.test.n1, d.test.n2);
+          fmt::format("{}{:+.1f} % {}{} (p={:.3f}, n={}+{}){}", d.verdict == "faster" ? green : red,
+                      d.delta * 100, d.verdict, reset, d.test.p, d.test.n1, d.test.n2, holm);
+    } else if (d.verdict == "drift") {
+      change = fmt::format("{}{:+.1f} % drift{} (p={:.3f}, n={}+{}){}", yellow, d.delta * 100,
+                           reset, d.test.p, d.test.n1, d.test.n2, holm);
     } else if (d.verdict == "no change") {
-      change = fmt::format("~ no change (p={:.3f}, n={}+{})", d.test.p, d.test.n1, d.test.n2);
+      change =
+          fmt::format("~ no change (p={:.3f}, n={}+{}){}", d.test.p, d.test.n1, d.test.n2, holm);
     } else {
       change = fmt::format("{:+.1f} % ? {}", d.delta * 100, d.verdict);
     }
     if (!d.note.empty()) change += "; " + d.note;
     if (d.cache_suspected) change += "; cache suspected";
-    out += fmt::format("  {:<36} {:>22} {:>22}  {}\n", d.label, cell(d.a), cell(d.b), change);
+    out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", d.label,
+                       d.affected_by_change ? "change" : "control", cell(d.a), cell(d.b), change);
   }
   auto only = [&](const char* which, const std::vector<std::string>& rows) {
     if (rows.empty()) return;
@@ -85,12 +170,16 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
   };
   only("A", c.only_a);
   only("B", c.only_b);
-  out += fmt::format("\n{}What differs between the runs{}\n", bold, reset);
+  out += fmt::format("\n{}Drift{}\n  {}\n", bold, reset, drift_text(c.drift, c.rows.size()));
+  out += fmt::format("\n{}What differs between the runs{} (and what it can affect)\n", bold, reset);
   if (c.env.empty()) {
     out += "  nothing in the recorded plan or host facts\n";
   }
   for (const auto& e : c.env) {
-    out += fmt::format("  {:<7} {:<40} {} -> {}\n", e.where, cut(e.what), cut(e.a), cut(e.b));
+    // The key whole (every changed Samba parameter must be identifiable);
+    // long values (config hashes) cut.
+    out += fmt::format("  {:<7} {:<40} {} -> {}  [{}: {}]\n", e.where, e.what, cut(e.a), cut(e.b),
+                       e.kind, parts_text(e.parts));
   }
   out += fmt::format("\n{}Verdicts{}\n  A: {}\n  B: {}\n", bold, reset, c.a.headline, c.b.headline);
   return out;
@@ -99,26 +188,55 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
 std::string compare_json(const analysis::Comparison& c) {
   json::array rows, env, only_a, only_b;
   for (const auto& d : c.rows) {
-    rows.push_back({{"key", d.key},
-                    {"label", d.label},
-                    {"layer", d.layer},
-                    {"a", summary_json(d.a, d.a_samples, d.a_ids)},
-                    {"b", summary_json(d.b, d.b_samples, d.b_ids)},
-                    {"delta", d.delta},
-                    {"u", d.test.u},
-                    {"p", d.test.too_few ? json::value(nullptr) : json::value(d.test.p)},
-                    {"exact", d.test.exact},
-                    {"verdict", d.verdict},
-                    {"note", d.note},
-                    {"cache_suspected", d.cache_suspected}});
+    rows.push_back(
+        {{"key", d.key},
+         {"label", d.label},
+         {"layer", d.layer},
+         {"a", summary_json(d.a, d.a_samples, d.a_ids)},
+         {"b", summary_json(d.b, d.b_samples, d.b_ids)},
+         {"delta", d.delta},
+         {"u", d.test.u},
+         {"p", d.test.too_few ? json::value(nullptr) : json::value(d.test.p)},
+         {"p_corrected", d.test.too_few ? json::value(nullptr) : json::value(d.p_corrected)},
+         {"family", d.family},
+         {"exact", d.test.exact},
+         {"spread", d.spread},
+         {"affected_by_change", d.affected_by_change},
+         {"affected_by", strings(d.affected_by)},
+         {"verdict", d.verdict},
+         {"note", d.note},
+         {"cache_suspected", d.cache_suspected}});
   }
   for (const auto& e : c.env) {
-    env.push_back({{"where", e.where}, {"what", e.what}, {"a", e.a}, {"b", e.b}});
+    env.push_back({{"where", e.where},
+                   {"what", e.what},
+                   {"a", e.a},
+                   {"b", e.b},
+                   {"kind", e.kind},
+                   {"affects", strings(e.parts)}});
   }
   for (const auto& r : c.only_a) only_a.push_back(json::string(r));
   for (const auto& r : c.only_b) only_b.push_back(json::string(r));
-  json::object doc{{"a", side_json(c.a)}, {"b", side_json(c.b)}, {"alpha", analysis::kSignificance},
-                   {"rows", rows},        {"only_a", only_a},    {"only_b", only_b},
+  const analysis::Drift& dr = c.drift;
+  auto measured = [&](double v) {
+    return dr.controls.empty() ? json::value(nullptr) : json::value(v);
+  };
+  json::object drift{{"controls", strings(dr.controls)},
+                     {"median_change", measured(dr.median)},
+                     {"spread_factor", measured(dr.spread)},
+                     {"low", measured(dr.low)},
+                     {"high", measured(dr.high)},
+                     {"moved", dr.moved},
+                     {"too_few", dr.too_few},
+                     {"nothing_recorded", dr.nothing_recorded}};
+  json::object doc{{"a", side_json(c.a)},
+                   {"b", side_json(c.b)},
+                   {"alpha", analysis::kSignificance},
+                   {"correction", analysis::kCorrection},
+                   {"drift", drift},
+                   {"rows", rows},
+                   {"only_a", only_a},
+                   {"only_b", only_b},
                    {"env", env}};
   return json::serialize(doc) + "\n";
 }

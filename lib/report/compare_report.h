@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analysis/compare.h"
 #include "report/report.h"
@@ -10,10 +11,21 @@
 namespace cp::report {
 
 // Per row: both medians with min-max, the change and its verdict
-// ("faster +98.0 % (p=0.008)", "~ no change (p=0.69)"), the rows only one run
-// measured, what differs between the runs, and both verdicts.
+// ("+98.0 % faster (p=0.008, n=5+5) Holm p=0.016", "~ no change (p=0.690,
+// n=5+5) Holm p=1.000", "+20.1 % drift ..."), whether a recorded change can
+// touch it or it is a control; the drift the controls show; the rows only
+// one run measured, what differs between the runs (and what each difference
+// can affect), and both verdicts.
 std::string compare_text(const analysis::Comparison& c, const TextOptions& opt);
 // The same as one JSON document, with every sample and its id.
 std::string compare_json(const analysis::Comparison& c);
+
+// What a change can affect (EnvDiff::parts) in words: "SMB, mounted path",
+// "server disk", "every row", "nothing measured".
+std::string parts_text(const std::vector<std::string>& parts);
+
+// The drift paragraph of text and HTML: how many controls, their median
+// change and spread, how many moved; or why there is no drift figure.
+std::string drift_text(const analysis::Drift& drift, size_t rows);
 
 }  // namespace cp::report

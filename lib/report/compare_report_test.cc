@@ -4,11 +4,14 @@
 
 #include <boost/json.hpp>
 
+#include <map>
+
 #include "report/test_runs.h"
 
 namespace cp::report {
 namespace {
 
+using testing::drift_run;
 using testing::seed_run;
 using testing::tuned_run;
 
@@ -19,7 +22,7 @@ TEST(CompareReport, TextShowsChangesAndWhatDiffers) {
   EXPECT_NE(t.find("B = run 2 \"after\""), std::string::npos);
   // SMB from RAM 49.6 -> 89.2 MB/s, 5 vs 5 samples apart: p = 2/252.
   EXPECT_NE(t.find("49.6 (49.1-50.2)"), std::string::npos) << t;
-  EXPECT_NE(t.find("+79.8 % faster (p=0.008, n=5+5)"), std::string::npos) << t;
+  EXPECT_NE(t.find("+79.8 % faster (p=0.008, n=5+5) Holm p=0.032"), std::string::npos) << t;
   // TCP did not move.
   EXPECT_NE(t.find("~ no change (p="), std::string::npos);
   EXPECT_NE(t.find("only in A: FTP from RAM read, 100 MB files; AFP from RAM read, 100 MB files; "
@@ -54,6 +57,90 @@ TEST(CompareReport, JsonCarriesSamplesAndTests) {
   EXPECT_EQ(doc.at("only_a").as_array().size(), 3u);
   EXPECT_TRUE(doc.at("only_b").as_array().empty());
   EXPECT_FALSE(doc.at("env").as_array().empty());
+}
+
+// Only Samba changed; the disks and FTP moved anyway. JSON says which rows
+// are controls, that they drifted and by how much, and counts only the SMB
+// change beyond the drift.
+TEST(CompareReport, JsonSeparatesDriftFromChange) {
+  analysis::Comparison c = analysis::compare_runs(drift_run(false), drift_run(true));
+  auto doc = boost::json::parse(compare_json(c)).as_object();
+  EXPECT_EQ(doc.at("correction").as_string(), "holm");
+  std::map<std::string, std::string> verdicts;
+  std::map<std::string, bool> affected;
+  for (const auto& v : doc.at("rows").as_array()) {
+    const auto& r = v.as_object();
+    const std::string key(r.at("key").as_string());
+    verdicts[key] = r.at("verdict").as_string();
+    affected[key] = r.at("affected_by_change").as_bool();
+    EXPECT_GE(r.at("p_corrected").as_double(), r.at("p").as_double()) << key;
+  }
+  const std::map<std::string, std::string> want = {
+      {"disk:server:write:100000000", "drift"},     {"disk:server:read:100000000", "drift"},
+      {"disk:client:write:100000000", "no change"}, {"disk:client:read:100000000", "drift"},
+      {"tcp:server->client:send", "no change"},     {"tcp:client->server:send", "no change"},
+      {"smb:ram:read:100000000", "drift"},          {"ftp:ram:read:100000000", "no change"},
+      {"smb:disk:read:100000000", "faster"},        {"ftp:disk:read:100000000", "drift"},
+  };
+  EXPECT_EQ(verdicts, want);
+  for (const auto& [key, a] : affected) EXPECT_EQ(a, key.rfind("smb:", 0) == 0) << key;
+  const auto& drift = doc.at("drift").as_object();
+  EXPECT_EQ(drift.at("controls").as_array().size(), 8u);
+  EXPECT_EQ(drift.at("moved").as_int64(), 4);
+  EXPECT_NEAR(drift.at("median_change").as_double(), 0, 0.01);
+  EXPECT_NEAR(drift.at("spread_factor").as_double(), 1.369, 0.01);  // FTP from disk
+  EXPECT_NEAR(drift.at("low").as_double(), 1 / 1.369 - 1, 0.01);
+  EXPECT_NEAR(drift.at("high").as_double(), 0.369, 0.01);
+  EXPECT_FALSE(drift.at("nothing_recorded").as_bool());
+  // The changed Samba parameter, and what it can touch.
+  bool param = false;
+  for (const auto& v : doc.at("env").as_array()) {
+    const auto& e = v.as_object();
+    EXPECT_EQ(e.at("kind").as_string(), "Samba configuration");
+    EXPECT_EQ(e.at("affects").as_array(), (boost::json::array{"smb", "path"}));
+    if (e.at("what").as_string() == "samba.global.smb2 max read") {
+      param = true;
+      EXPECT_EQ(e.at("a").as_string(), "65536");
+      EXPECT_EQ(e.at("b").as_string(), "1048576");
+    }
+  }
+  EXPECT_TRUE(param);
+}
+
+// Another chokepoint version can touch every row: no control, no drift figure.
+TEST(CompareReport, JsonHasNoDriftFigureWithoutControls) {
+  RunRecord b = seed_run(2, "after");
+  b.version = "0.2.0";
+  auto doc = boost::json::parse(compare_json(analysis::compare_runs(seed_run(), b))).as_object();
+  const auto& drift = doc.at("drift").as_object();
+  EXPECT_TRUE(drift.at("controls").as_array().empty());
+  EXPECT_TRUE(drift.at("median_change").is_null());
+  EXPECT_TRUE(drift.at("spread_factor").is_null());
+  for (const auto& r : doc.at("rows").as_array()) {
+    EXPECT_TRUE(r.at("affected_by_change").as_bool());
+    EXPECT_EQ(r.at("affected_by").as_array(), (boost::json::array{"run chokepoint version"}));
+  }
+}
+
+TEST(CompareReport, TextShowsDriftAndRoles) {
+  analysis::Comparison c = analysis::compare_runs(drift_run(false), drift_run(true));
+  std::string t = compare_text(c, {false});
+  EXPECT_NE(t.find("-24.5 % drift (p="), std::string::npos) << t;
+  EXPECT_EQ(t.find("slower"), std::string::npos) << t;
+  EXPECT_NE(t.find("8 controls (rows no recorded difference can touch): median change +0.0 %, "
+                   "band -27.0 % .. +36.9 %"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("samba.global.smb2 max read"), std::string::npos);
+  EXPECT_NE(compare_text(c, {true}).find("\033[33m"), std::string::npos);  // yellow: drift
+}
+
+TEST(CompareReport, TextNamesLongSambaParametersWhole) {
+  RunRecord a = seed_run(), b = seed_run(2, "after");
+  b.hosts[0].facts_json = R"({"samba":{"sha256":"bb22","global":{"smb2 max read":"65536",)"
+                          R"("server multi channel support":"yes"}}})";
+  std::string t = compare_text(analysis::compare_runs(a, b), {false});
+  EXPECT_NE(t.find("samba.global.server multi channel support"), std::string::npos) << t;
 }
 
 }  // namespace

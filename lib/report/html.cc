@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/units.h"
+#include "report/compare_report.h"
 
 namespace cp::report {
 namespace {
@@ -32,7 +33,7 @@ svg.chart text.tick{fill:#888;font-size:11px}
 rect.bar{fill:#6d97cf}rect.bar.link{fill:#c9c9c9}rect.bar.cap{fill:#d0473c}
 rect.bar.cache{stroke:#e08a00;stroke-width:2;stroke-dasharray:4 2}
 rect.bar.a{fill:#b9c3cf}rect.bar.b{fill:#2f6db5}rect.bar.b.slower{fill:#d0473c}
-rect.bar.b.faster{fill:#2e8b3d}
+rect.bar.b.faster{fill:#2e8b3d}rect.bar.b.drift{fill:#c9a227}.drift{color:#8a6d00}
 line.spread{stroke:#333;stroke-width:1.5}circle.sample{fill:#111;fill-opacity:.55}
 circle.sample.a{fill:#fff;fill-opacity:1;stroke:#555;stroke-width:1}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px -2px 12px}
@@ -362,32 +363,47 @@ std::string run_html(const RunRecord& run, const analysis::Analysis& a) {
   return page(fmt::format("chokepoint run {}", run.id), body);
 }
 
+namespace {
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+}  // namespace
+
 std::string compare_html(const analysis::Comparison& c) {
   std::string body;
   body += fmt::format("<h1>chokepoint compare: {} vs {}</h1>\n", esc(run_name(c.a)),
                       esc(run_name(c.b)));
   body += fmt::format(
-      "<p class=\"meta\">A = {} ({}), B = {} ({}). A change is real when a two-sided "
-      "Mann-Whitney U test on the samples gives p &lt; {}; otherwise it is noise (~).</p>\n",
+      "<p class=\"meta\">A = {} ({}), B = {} ({}). A change counts when a two-sided "
+      "Mann-Whitney U test on the samples gives p &lt; {} after Holm's correction, the change "
+      "exceeds the samples' own spread (IQR/median), and it lies beyond the drift of the "
+      "controls (rows no recorded difference can touch); a movement that fails only the last "
+      "is drift, anything less is noise (~).</p>\n",
       esc(run_name(c.a)), esc(iso_time(c.a.started_at)), esc(run_name(c.b)),
       esc(iso_time(c.b.started_at)), analysis::kSignificance);
   body += fmt::format("<div class=\"headline\">A: {}<br>B: {}</div>\n", esc(c.a.headline),
                       esc(c.b.headline));
+  body += fmt::format("<h2>Drift</h2>\n<p class=\"drift\" data-controls=\"{}\">{}.</p>\n",
+                      c.drift.controls.size(), esc(drift_text(c.drift, c.rows.size())));
 
   body +=
       "<h2>Before and after</h2>\n"
       "<p class=\"muted legend\">Per layer: "
       "<span style=\"background:#b9c3cf\"></span>A (wide bar, open dots)"
       "<span style=\"background:#2f6db5\"></span>B (narrow bar, filled dots); "
-      "green faster, red slower, blue no change.</p>\n";
+      "green faster, red slower, amber drift, blue no change.</p>\n";
   for (const auto& d : c.rows) {
     const double scale = nice_max(std::max({d.a.median, d.b.median, d.a.max, d.b.max}));
     const int h = 8 + 34;
     const double cy = 8 + 13;
     std::string change =
         d.verdict == "faster" || d.verdict == "slower"
-            ? fmt::format("{:+.1f} % {} (p={:.3f})", d.delta * 100, d.verdict, d.test.p)
-        : d.verdict == "no change" ? fmt::format("~ no change (p={:.3f})", d.test.p)
+            ? fmt::format("{:+.1f} % {} (Holm p={:.3f})", d.delta * 100, d.verdict, d.p_corrected)
+        : d.verdict == "drift"
+            ? fmt::format("{:+.1f} % drift (Holm p={:.3f})", d.delta * 100, d.p_corrected)
+        : d.verdict == "no change" ? fmt::format("~ no change (Holm p={:.3f})", d.p_corrected)
                                    : d.verdict;
     std::string svg = fmt::format(
         R"(<svg class="chart compare" data-chart="{}" width="{}" height="{}" viewBox="0 0 {} {}" role="img"><title>{}</title>)",
@@ -402,6 +418,7 @@ std::string compare_html(const analysis::Comparison& c) {
         esc(mb(d.a.median)));
     const std::string b_cls = d.verdict == "faster"   ? " faster"
                               : d.verdict == "slower" ? " slower"
+                              : d.verdict == "drift"  ? " drift"
                                                       : "";
     svg += fmt::format(
         R"(<rect class="bar b{}" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="10"><title>B median {}</title></rect>)",
@@ -421,6 +438,7 @@ std::string compare_html(const analysis::Comparison& c) {
                        kBarX + kBarW + 8, cy + 8,
                        d.verdict == "faster"   ? "good"
                        : d.verdict == "slower" ? "bad"
+                       : d.verdict == "drift"  ? "drift"
                                                : "muted",
                        esc(change));
     svg += axis(scale, h);
@@ -429,21 +447,27 @@ std::string compare_html(const analysis::Comparison& c) {
   }
 
   body +=
-      "<h2>Table</h2>\n<table><tr><th>layer</th><th>A MB/s: median (min-max)</th>"
-      "<th>B MB/s: median (min-max)</th><th>n</th><th>change</th><th>p</th><th>verdict</th>"
-      "</tr>";
+      "<h2>Table</h2>\n<table><tr><th>layer</th><th>role</th><th>A MB/s: median (min-max)</th>"
+      "<th>B MB/s: median (min-max)</th><th>n</th><th>change</th><th>spread</th><th>p</th>"
+      "<th>Holm p</th><th>verdict</th></tr>";
   auto num = [](double bps) { return fmt::format("{:.1f}", bps / kMB); };
   for (const auto& d : c.rows) {
     std::string verdict = esc(d.verdict);
     if (!d.note.empty()) verdict += " <span class=\"muted\">(" + esc(d.note) + ")</span>";
     if (d.cache_suspected) verdict += " <span class=\"warn\">cache suspected</span>";
+    // The role: a recorded difference can touch the row, or it is a control.
+    const std::string role =
+        d.affected_by_change ? fmt::format("<td title=\"{}\">change</td>", esc(join(d.affected_by)))
+                             : std::string("<td class=\"muted\">control</td>");
     body += fmt::format(
-        "<tr><td>{}</td><td class=\"num\">{} ({}-{})</td><td class=\"num\">{} ({}-{})</td>"
-        "<td class=\"num\">{}+{}</td><td class=\"num\">{:+.1f} %</td><td class=\"num\">{}</td>"
-        "<td>{}</td></tr>",
-        esc(d.label), num(d.a.median), num(d.a.min), num(d.a.max), num(d.b.median), num(d.b.min),
-        num(d.b.max), d.a.n, d.b.n, d.delta * 100,
-        d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p), verdict);
+        "<tr data-key=\"{}\" data-verdict=\"{}\"><td>{}</td>{}<td class=\"num\">{} ({}-{})</td>"
+        "<td class=\"num\">{} ({}-{})</td><td class=\"num\">{}+{}</td>"
+        "<td class=\"num\">{:+.1f} %</td><td class=\"num\">{:.1f} %</td>"
+        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+        esc(d.key), esc(d.verdict), esc(d.label), role, num(d.a.median), num(d.a.min), num(d.a.max),
+        num(d.b.median), num(d.b.min), num(d.b.max), d.a.n, d.b.n, d.delta * 100, d.spread * 100,
+        d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p),
+        d.test.too_few ? "-" : fmt::format("{:.3f}", d.p_corrected), verdict);
   }
   body += "</table>\n";
   auto only = [&](const char* which, const std::vector<std::string>& rows) {
@@ -459,10 +483,13 @@ std::string compare_html(const analysis::Comparison& c) {
   if (c.env.empty()) {
     body += "<p class=\"muted\">Nothing in the recorded plan or host facts.</p>\n";
   } else {
-    body += "<table><tr><th>where</th><th>what</th><th>A</th><th>B</th></tr>";
+    body +=
+        "<table><tr><th>where</th><th>what</th><th>A</th><th>B</th><th>kind</th>"
+        "<th>can affect</th></tr>";
     for (const auto& e : c.env) {
-      body += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(e.where),
-                          esc(e.what), esc(e.a), esc(e.b));
+      body += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+          esc(e.where), esc(e.what), esc(e.a), esc(e.b), esc(e.kind), esc(parts_text(e.parts)));
     }
     body += "</table>\n";
   }

@@ -130,5 +130,25 @@ TEST(Html, ComparePageOverlaysBothRuns) {
   EXPECT_NE(html.find("Only in A: FTP from RAM read"), std::string::npos);
 }
 
+TEST(Html, ComparePageMarksDriftAndControls) {
+  analysis::Comparison c =
+      analysis::compare_runs(testing::drift_run(false), testing::drift_run(true));
+  std::string html = compare_html(c);
+  expect_self_contained(html);
+  EXPECT_NE(html.find("data-controls=\"8\""), std::string::npos);
+  // Each row of the table carries its key and verdict; the chart of a
+  // drifting row draws B's bar as drift.
+  for (const auto& d : c.rows) {
+    EXPECT_NE(html.find("<tr data-key=\"" + html_escape(d.key) + "\" data-verdict=\"" + d.verdict +
+                        "\">"),
+              std::string::npos)
+        << d.key;
+  }
+  EXPECT_NE(chart(html, "compare:disk:server:write:100000000").find("bar b drift"),
+            std::string::npos);
+  EXPECT_NE(chart(html, "compare:smb:disk:read:100000000").find("bar b faster"), std::string::npos);
+  EXPECT_EQ(count(html, "<td class=\"muted\">control</td>"), c.drift.controls.size());
+}
+
 }  // namespace
 }  // namespace cp::report

@@ -14,6 +14,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/units.h"
 #include "transfer/afp_codec.h"
@@ -281,6 +282,12 @@ struct Link {
   uint16_t volume = 0;
   unsigned depth = 8;
   uint64_t request_size = 0;
+  // The last file's most requests in flight at once, and their bytes.
+  std::string flight_op;
+  size_t flight_requests = 0;
+  uint64_t flight_bytes = 0;
+
+  void note_flight(const char* op, const std::deque<struct Req>& q);
 
   Where at(const std::string& path) const {
     Where w = where;
@@ -301,11 +308,24 @@ struct Req {
   uint64_t count;
 };
 
+void Link::note_flight(const char* op, const std::deque<Req>& q) {
+  if (flight_op != op) {
+    flight_op = op;
+    flight_requests = 0;
+    flight_bytes = 0;
+  }
+  uint64_t bytes = 0;
+  for (const Req& r : q) bytes += r.count;
+  flight_requests = std::max(flight_requests, q.size());
+  flight_bytes = std::max(flight_bytes, bytes);
+}
+
 class AfpFile : public File {
  public:
   AfpFile(std::shared_ptr<Link> link, std::string path, uint16_t fork, Mode mode, uint64_t size)
       : link_(std::move(link)), path_(std::move(path)), fork_(fork), mode_(mode), size_(size) {
     if (mode_ == Mode::kWrite) chunk_.reserve(link_->request_size);
+    link_->flight_op.clear();
   }
   ~AfpFile() override {
     if (closed_) return;
@@ -316,21 +336,31 @@ class AfpFile : public File {
     }
   }
 
+  // A reply lands straight in the caller's buffer when the caller asks for
+  // at least a whole request, else in one buffer kept for the file.
   size_t read(char* buf, size_t n) override {
     CP_CHECK(mode_ == Mode::kRead && !closed_);
-    while (pos_ == cur_.size()) {
-      if (eof_) return 0;
+    for (;;) {
+      if (pos_ < cur_len_) {
+        const size_t k = std::min(n, cur_len_ - pos_);
+        std::memcpy(buf, cur_.data() + pos_, k);
+        pos_ += k;
+        return k;
+      }
+      if (eof_ || n == 0) return 0;
       fill();
       if (inflight_.empty()) {
         eof_ = true;
         return 0;
       }
-      take_front();
+      if (n >= inflight_.front().count) {
+        if (const size_t got = take_front(buf)) return got;
+        continue;  // the end of the file
+      }
+      cur_.resize(link_->request_size);
+      cur_len_ = take_front(cur_.data());
+      pos_ = 0;
     }
-    const size_t k = std::min(n, cur_.size() - pos_);
-    std::memcpy(buf, cur_.data() + pos_, k);
-    pos_ += k;
-    return k;
   }
 
   size_t pread(char* buf, size_t n, uint64_t offset) override {
@@ -351,13 +381,12 @@ class AfpFile : public File {
         const Req r = q.front();
         q.pop_front();
         bool eof = false;
-        const std::string data = take(r, &eof);
-        std::memcpy(buf + (r.offset - offset), data.data(), data.size());
-        done = static_cast<size_t>(r.offset - offset + data.size());
+        const size_t got = take(r, buf + (r.offset - offset), &eof);
+        done = static_cast<size_t>(r.offset - offset + got);
         if (eof) break;
-        if (data.size() < r.count) {
+        if (got < r.count) {
           // A short reply without EOF: ask again for the rest, before the others.
-          const uint64_t o = r.offset + data.size(), c = r.count - data.size();
+          const uint64_t o = r.offset + got, c = r.count - got;
           q.push_front({link_->conn->send_command(encode_read_ext(fork_, o, c)), o, c});
         }
       }
@@ -433,41 +462,39 @@ class AfpFile : public File {
           {link_->conn->send_command(encode_read_ext(fork_, next_, count)), next_, count});
       next_ += count;
     }
+    link_->note_flight("read", inflight_);
   }
 
-  void take_front() {
+  // The front read's data, into dst (room for its count); 0 at the end.
+  size_t take_front(char* dst) {
     const Req r = inflight_.front();
     inflight_.pop_front();
     bool eof = false;
+    size_t got = 0;
     try {
-      cur_ = take(r, &eof);
+      got = take(r, dst, &eof);
     } catch (...) {
       abandon();
       throw;
     }
-    pos_ = 0;
     if (eof) {
       abandon();  // the file ended early: later replies carry nothing
       eof_ = true;
-    } else if (cur_.size() < r.count) {
-      const uint64_t o = r.offset + cur_.size(), c = r.count - cur_.size();
+    } else if (got < r.count) {
+      const uint64_t o = r.offset + got, c = r.count - got;
       inflight_.push_front({link_->conn->send_command(encode_read_ext(fork_, o, c)), o, c});
     }
+    return got;
   }
 
-  // One read reply: its data, *eof when the server said the file ends there.
-  std::string take(const Req& r, bool* eof) {
-    dsi::Message m = link_->conn->wait(r.id);
-    const int32_t code = m.header.error();
+  // One read reply into dst (room for r.count bytes): its length, *eof when
+  // the server said the file ends there.
+  size_t take(const Req& r, char* dst, bool* eof) {
+    const dsi::Header h = link_->conn->wait_into(r.id, dst, r.count);
+    const int32_t code = h.error();
     if (code != kNoErr && code != kFPEOFErr) throw afp_error(code, kFPReadExt, link_->at(path_));
-    if (m.payload.size() > r.count) {
-      throw Error(ErrorKind::kPeer,
-                  fmt::format("AFP server {} answered an FPReadExt of {} bytes with {}",
-                              link_->where.server, r.count, m.payload.size()),
-                  "the server broke the protocol; report it with a packet capture");
-    }
     *eof = code == kFPEOFErr;
-    if (!*eof && m.payload.empty()) {
+    if (!*eof && h.length == 0) {
       // Asking again would loop: the server neither sends data nor says EOF.
       throw Error(ErrorKind::kPeer,
                   fmt::format("AFP server {} answered an FPReadExt at offset {} of {} with no "
@@ -475,7 +502,7 @@ class AfpFile : public File {
                               link_->where.server, r.offset, path_),
                   "the server broke the protocol; report it with a packet capture");
     }
-    return std::move(m.payload);
+    return h.length;
   }
 
   void send_chunk(std::string_view data) {
@@ -484,6 +511,7 @@ class AfpFile : public File {
         link_->conn->send_write(encode_write_ext_header(fork_, next_, data.size()), data);
     inflight_.push_back({id, next_, data.size()});
     next_ += data.size();
+    link_->note_flight("write", inflight_);
   }
 
   void complete_write() {
@@ -524,8 +552,8 @@ class AfpFile : public File {
   uint64_t size_;      // reads: the size at open
   uint64_t next_ = 0;  // offset of the next request
   std::deque<Req> inflight_;
-  std::string cur_;  // reads: the reply being consumed
-  size_t pos_ = 0;
+  std::vector<char> cur_;  // reads: a reply for a caller asking for less than a request
+  size_t cur_len_ = 0, pos_ = 0;
   bool eof_ = false;
   std::string chunk_;    // writes: a partial request
   bool failed_ = false;  // writes: one failed, so the file has a hole
@@ -713,7 +741,11 @@ class AfpSession : public Session {
             {"volume", link_->where.volume},
             {"quantum", std::to_string(quantum_)},
             {"depth", std::to_string(link_->depth)},
-            {"request_size", std::to_string(link_->request_size)}};
+            {"request_size", std::to_string(link_->request_size)},
+            // The last file's: most requests in flight at once, their bytes.
+            {"flight_op", link_->flight_op},
+            {"requests_in_flight", std::to_string(link_->flight_requests)},
+            {"in_flight_bytes", std::to_string(link_->flight_bytes)}};
   }
 
  private:

@@ -372,6 +372,39 @@ TEST(AfpDriver, PipelinesReadsAndWritesToTheConfiguredDepth) {
   EXPECT_EQ(*(flush + 1), "FPCloseFork");
 }
 
+TEST(AfpDriver, KeepsDepthRequestsInFlightOnADelayedPath) {
+  // Each reply leaves the server 20 ms after its request came, as over a
+  // 20 ms round trip: the client must have sent `depth` requests before the
+  // first answer, and it records what it kept in flight.
+  for (const unsigned depth : {1u, 8u}) {
+    SCOPED_TRACE(depth);
+    TestServerConfig cfg;
+    cfg.reply_delay_ms = 20;
+    Served s(cfg);
+    const std::string data = pattern(24 * 65536 + 100, 5);
+    s.dir.put("in.bin", data);
+    Share share = s.share("alice@");
+    share.options = {{"depth", std::to_string(depth)}, {"request_size", "64KiB"}};
+    auto session = s.connect(share);
+    auto in = session->open("in.bin", Mode::kRead, 0);
+    EXPECT_TRUE(read_all(*in, 1 << 20) == data);
+    in->close();
+    auto props = session->properties();
+    EXPECT_EQ(props.at("flight_op"), "read");
+    EXPECT_EQ(props.at("requests_in_flight"), std::to_string(depth));
+    EXPECT_EQ(props.at("in_flight_bytes"), std::to_string(depth * 65536));
+    EXPECT_EQ(s.server->stats().max_in_flight, depth);
+    auto out = session->open("out.bin", Mode::kWrite, data.size());
+    write_in_pieces(*out, data, 1 << 20);
+    out->close();
+    EXPECT_TRUE(s.dir.get("out.bin") == data);
+    props = session->properties();
+    EXPECT_EQ(props.at("flight_op"), "write");
+    EXPECT_EQ(props.at("requests_in_flight"), std::to_string(depth));
+    EXPECT_EQ(s.server->stats().max_in_flight, depth);
+  }
+}
+
 TEST(AfpDriver, NeverExceedsTheDepth) {
   // The server would hold more than the client may send: it answers only
   // when the client goes quiet, and sees at most `depth` waiting.

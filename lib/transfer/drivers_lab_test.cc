@@ -21,6 +21,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "core/checksum.h"
@@ -235,6 +236,61 @@ TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums
       }
     }
   }
+}
+
+// smbd with `smb2 max read/write = 16384`: the driver records the small
+// sizes the server announced, reads and writes intact (a read that ran past
+// the end of the file used to leave requests in flight, and every later call
+// failed with EINVAL), and a read call kept several requests in flight.
+TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
+  const std::string conf = lab::server_files(g_world->lab).smb_conf;
+  std::string original;
+  {
+    std::ifstream in(conf);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    original = ss.str();
+  }
+  auto reload = [&](const std::string& text) {
+    std::ofstream(conf, std::ios::trunc) << text;
+    RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "smbcontrol", "-s",
+                               conf, "smbd", "reload-config"},
+                              "", 60);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  struct Restore {
+    std::function<void()> f;
+    ~Restore() { f(); }
+  } restore{[&] { reload(original); }};
+  const size_t at = original.find("[global]\n");
+  ASSERT_NE(at, std::string::npos);
+  std::string small = original;
+  small.insert(at + 9, "  smb2 max read = 16384\n  smb2 max write = 16384\n");
+  reload(small);
+
+  auto s = connect(share("smb", "ram"));
+  auto props = s->properties();
+  EXPECT_EQ(props.at("max_read_size"), "16384");
+  EXPECT_EQ(props.at("max_write_size"), "16384");
+  // 10 MB and a tail that is not a whole number of calls, both ways.
+  const uint64_t size = kMB10 + 12345;
+  const std::string rel = run_ + "/small-io.dat";
+  const std::string sent = put(*s, rel, size, 7);
+  EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+  props = s->properties();
+  EXPECT_EQ(props.at("flight_op"), "write");
+  EXPECT_EQ(props.at("request_size"), "16384");
+  EXPECT_EQ(props.at("depth"), "1");  // libsmbclient writes one request at a time
+  EXPECT_EQ(props.at("in_flight_bytes"), "16384");
+  // Twice: the second read would fail if the first left requests in flight.
+  EXPECT_EQ(get(*s, rel), sent);
+  EXPECT_EQ(get(*s, rel), sent);
+  props = s->properties();
+  EXPECT_EQ(props.at("flight_op"), "read");
+  EXPECT_EQ(props.at("request_size"), "16384");
+  EXPECT_GT(std::stoull(props.at("depth")), 1u);
+  EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), std::stoull(props.at("depth")) * 16384);
+  s->remove(rel);
 }
 
 TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {

@@ -406,7 +406,7 @@ bool Connection::read_available() {
   // A large payload remainder goes straight into the message.
   if (have_header_ && staged_begin_ == staged_end_ &&
       cur_.length - cur_got_ >= staging_.size() / 2) {
-    const ssize_t n = ::recv(fd_, cur_payload_.data() + cur_got_, cur_.length - cur_got_, 0);
+    const ssize_t n = ::recv(fd_, cur_dst_ + cur_got_, cur_.length - cur_got_, 0);
     if (n > 0) {
       cur_got_ += static_cast<size_t>(n);
       last_recv_ = monotonic_seconds();
@@ -461,18 +461,60 @@ void Connection::consume_staged() {
       }
       staged_begin_ += kHeaderSize;
       have_header_ = true;
-      cur_payload_.assign(cur_.length, '\0');
       cur_got_ = 0;
+      cur_direct_ = target_.active && !target_.done && cur_.is_reply() &&
+                    cur_.request_id == target_.id && cur_.length <= target_.cap;
+      if (cur_direct_) {
+        cur_dst_ = target_.dst;
+      } else {
+        cur_payload_.assign(cur_.length, '\0');
+        cur_dst_ = cur_payload_.data();
+      }
     }
     const size_t take = std::min(staged_end_ - staged_begin_, size_t{cur_.length} - cur_got_);
-    std::memcpy(cur_payload_.data() + cur_got_, staging_.data() + staged_begin_, take);
+    std::memcpy(cur_dst_ + cur_got_, staging_.data() + staged_begin_, take);
     staged_begin_ += take;
     cur_got_ += take;
     if (cur_got_ < cur_.length) return;
-    have_header_ = false;
+    finish_current();
+  }
+}
+
+void Connection::finish_current() {
+  have_header_ = false;
+  if (!cur_direct_) {
     dispatch(Message{cur_, std::move(cur_payload_)});
     cur_payload_.clear();
+    return;
   }
+  // The checks dispatch() makes of a reply (the target awaits one, so its id
+  // cannot be a discarded one).
+  cur_direct_ = false;
+  auto it = outstanding_.find(cur_.request_id);
+  if (it == outstanding_.end()) {
+    fail(
+        peer_error(fmt::format("AFP server {} sent a {} reply to request id {}, which "
+                               "awaits no reply",
+                               peer_, command_name(cur_.command), cur_.request_id)));
+  }
+  if (it->second != cur_.command) {
+    fail(peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
+                                command_name(it->second), cur_.request_id,
+                                command_name(cur_.command))));
+  }
+  outstanding_.erase(it);
+  target_.done = true;
+  target_.header = cur_;
+}
+
+void Connection::detach_target() {
+  if (have_header_ && cur_direct_) {
+    cur_payload_.assign(cur_.length, '\0');
+    std::memcpy(cur_payload_.data(), cur_dst_, cur_got_);
+    cur_dst_ = cur_payload_.data();
+    cur_direct_ = false;
+  }
+  target_ = {};
 }
 
 void Connection::dispatch(Message m) {
@@ -609,6 +651,77 @@ uint16_t Connection::send_write(std::string_view afp_header, std::string_view da
 Message Connection::wait(uint16_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   return wait_locked(id);
+}
+
+Header Connection::wait_into(uint16_t id, char* dst, size_t cap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto too_long = [&](const Header& h) {
+    return peer_error(
+        fmt::format("AFP server {} answered request id {} with {} bytes; at most {} "
+                    "were asked for",
+                    peer_, id, h.length, cap));
+  };
+  if (auto it = replies_.find(id); it != replies_.end()) {  // it came earlier
+    Message m = std::move(it->second);
+    replies_.erase(it);
+    if (m.payload.size() > cap) throw too_long(m.header);
+    std::memcpy(dst, m.payload.data(), m.payload.size());
+    if (!failure_) send_owed();
+    return m.header;
+  }
+  target_ = {};
+  target_.active = true;
+  target_.id = id;
+  target_.dst = dst;
+  target_.cap = cap;
+  if (have_header_ && cur_.is_reply() && cur_.request_id == id && cur_.length <= cap) {
+    // It is arriving already: what came so far moves, the rest lands in dst.
+    std::memcpy(dst, cur_payload_.data(), cur_got_);
+    cur_payload_.clear();
+    cur_dst_ = dst;
+    cur_direct_ = true;
+  }
+  struct Detach {
+    Connection& c;
+    ~Detach() { c.detach_target(); }
+  } detach{*this};
+  for (;;) {
+    if (target_.done) {
+      const Header h = target_.header;
+      if (!failure_) send_owed();
+      return h;
+    }
+    if (auto it = replies_.find(id); it != replies_.end()) {  // too long to land in dst
+      const Header h = it->second.header;
+      replies_.erase(it);
+      throw too_long(h);
+    }
+    if (!failure_) send_owed();
+    check_usable();
+    if (!outstanding_.count(id)) {
+      CP_CHECK(!"wait_into() for a request id that was never sent");
+    }
+    while (read_available()) {
+      if (target_.done || replies_.count(id)) break;
+    }
+    if (target_.done || replies_.count(id) || attention_) continue;
+    pollfd p{fd_, POLLIN, 0};
+    const int n = ::poll(&p, 1, kPollSliceMs);
+    if (n < 0 && errno != EINTR) {
+      fail(Error(ErrorKind::kIo, fmt::format("poll on AFP connection: {}", errno_text(errno))));
+    }
+    if (cancel_ && cancel_->cancelled()) {
+      throw Error(ErrorKind::kCancelled,
+                  fmt::format("cancelled while waiting for AFP server {}", peer_));
+    }
+    if (n == 0 && monotonic_seconds() - last_recv_ > config_.reply_timeout_s) {
+      fail(Error(ErrorKind::kRemote,
+                 fmt::format("AFP server {} sent nothing for {} s while a reply was due", peer_,
+                             config_.reply_timeout_s),
+                 "the server or the network is stuck; check the server's load and log, or "
+                 "raise the share option 'timeout'"));
+    }
+  }
 }
 
 void Connection::discard(uint16_t id) {

@@ -149,6 +149,11 @@ class Connection {
   // reply_timeout_s, or announced a shutdown; Error(kCancelled) when cancelled.
   Message wait(uint16_t id);
   Message call(std::string_view afp) { return wait(send_command(afp)); }
+  // As wait(), but the reply's payload lands in dst[0, cap): straight from
+  // the socket when it arrives during this call (no copy, no allocation),
+  // copied when it came earlier. Returns the reply's header (length = the
+  // payload's bytes). A payload longer than cap throws Error(kPeer).
+  Header wait_into(uint16_t id, char* dst, size_t cap);
   // The reply to `id` is no longer wanted: dropped when it arrives.
   void discard(uint16_t id);
 
@@ -185,6 +190,11 @@ class Connection {
   bool read_available();
   void consume_staged();
   void dispatch(Message m);
+  // The message being received is complete: hand it on.
+  void finish_current();
+  // wait_into() is leaving: a payload still landing in its buffer moves to
+  // cur_payload_.
+  void detach_target();
   Message wait_locked(uint16_t id);
   [[noreturn]] void fail(Error e);
   void check_usable() const;
@@ -214,6 +224,17 @@ class Connection {
   Header cur_;
   std::string cur_payload_;
   size_t cur_got_ = 0;
+  // Where the current payload lands: cur_payload_, or wait_into()'s buffer.
+  char* cur_dst_ = nullptr;
+  bool cur_direct_ = false;
+  // wait_into()'s reply: its id and buffer while it waits, then its header.
+  struct Target {
+    bool active = false, done = false;
+    uint16_t id = 0;
+    char* dst = nullptr;
+    size_t cap = 0;
+    Header header;
+  } target_;
 };
 
 }  // namespace cp::transfer::dsi

@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "core/error.h"
@@ -53,6 +56,10 @@ class FakeServer {
   }
   void reply(uint16_t id, std::string_view payload, int32_t code = 0) {
     send(kReply, kCommand, id, code, payload);
+  }
+  void send_raw(std::string_view bytes) {
+    ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
   }
 
  private:
@@ -319,6 +326,83 @@ TEST(DsiConnection, CancelAndSilenceEndAWait) {
     EXPECT_NE(error_of([&] { p.client->wait(a); }, ErrorKind::kRemote).find("sent nothing"),
               std::string::npos);
   }
+}
+
+std::string bytes_of(size_t n, int seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 31 + seed);
+  return s;
+}
+
+TEST(DsiConnection, WaitIntoLandsRepliesInTheCallersBuffer) {
+  Pair p = make_pair();
+  const uint16_t a = p.client->send_command("a");
+  const uint16_t b = p.client->send_command("b");
+  const uint16_t c = p.client->send_command("c");
+  for (int i = 0; i < 3; ++i) p.server->read();
+  const std::string big = bytes_of(3u << 20, 1), small = bytes_of(1000, 2);
+  // c comes first (kept until asked for), then a large a while it is awaited, then b.
+  p.server->reply(c, small);
+  std::thread server([&] {
+    p.server->reply(a, big, -5009);
+    p.server->reply(b, "B");
+  });
+  std::vector<char> buf(4u << 20);
+  const Header ha = p.client->wait_into(a, buf.data(), buf.size());
+  EXPECT_EQ(ha.error(), -5009);
+  ASSERT_EQ(ha.length, big.size());
+  EXPECT_TRUE(std::string(buf.data(), ha.length) == big);
+  server.join();
+  EXPECT_EQ(p.client->wait_into(c, buf.data(), 1000).length, 1000u);
+  EXPECT_TRUE(std::string(buf.data(), 1000) == small);
+  EXPECT_EQ(p.client->wait(b).payload, "B");
+  EXPECT_EQ(p.client->pending(), 0u);
+}
+
+TEST(DsiConnection, WaitIntoRefusesMoreThanAskedFor) {
+  Pair p = make_pair();
+  const uint16_t a = p.client->send_command("a");
+  p.server->read();
+  p.server->reply(a, bytes_of(5000, 3));
+  std::vector<char> buf(4096);
+  error_of([&] { p.client->wait_into(a, buf.data(), buf.size()); }, ErrorKind::kPeer);
+  EXPECT_EQ(p.client->pending(), 0u);
+}
+
+TEST(DsiConnection, AWaitIntoLeftHalfwayKeepsTheReplyWhole) {
+  // The reply is half there when the wait is cancelled: its bytes move out
+  // of the caller's buffer (which may be gone), and a later wait gets all.
+  Pair p = make_pair();
+  CancelToken cancel;
+  p.client->set_cancel(&cancel);
+  const uint16_t a = p.client->send_command("a");
+  p.server->read();
+  const std::string big = bytes_of(2u << 20, 4);
+  Header h;
+  h.flags = kReply;
+  h.command = kCommand;
+  h.request_id = a;
+  const std::string frame = encode_message(h, big);
+  std::atomic<bool> trashed{false};
+  std::thread server([&] {  // a socketpair holds less than half: send while the client reads
+    p.server->send_raw(std::string_view(frame).substr(0, frame.size() / 2));
+    while (!trashed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    p.server->send_raw(std::string_view(frame).substr(frame.size() / 2));
+  });
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.cancel();
+  });
+  {
+    std::vector<char> buf(big.size());
+    error_of([&] { p.client->wait_into(a, buf.data(), buf.size()); }, ErrorKind::kCancelled);
+    std::fill(buf.begin(), buf.end(), 'x');
+  }
+  canceller.join();
+  p.client->set_cancel(nullptr);
+  trashed = true;
+  EXPECT_TRUE(p.client->wait(a).payload == big);
+  server.join();
 }
 
 TEST(DsiConnection, RefusedPortNamesHostAndPort) {

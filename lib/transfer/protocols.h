@@ -12,7 +12,8 @@
 namespace cp::transfer {
 
 // What a driver was doing when it failed; the error text says it.
-enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemove };
+// kClose closes a file that was written; kCloseRead one that was read.
+enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemove, kCloseRead };
 
 // Where a failure happened, for the message.
 struct Place {
@@ -41,6 +42,25 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& whe
 // The last "NT_STATUS_..." word in libsmbclient's log text, or the status
 // its words stand for ("SPNEGO login failed" -> NT_STATUS_LOGON_FAILURE), or "".
 std::string smb_status_from_log(std::string_view log);
+
+// What an SMB2 server announced in its NEGOTIATE response: the dialect it
+// chose and the largest READ/WRITE/transaction it accepts (bytes).
+struct Smb2Limits {
+  uint16_t dialect = 0;  // 0x0202, 0x0210, 0x0300, 0x0302, ...
+  uint32_t max_transact = 0, max_read = 0, max_write = 0;
+};
+// An SMB2 NEGOTIATE request (with its 4-byte direct-TCP length prefix)
+// offering the dialects from `min_dialect` to `max_dialect` among 2.0.2,
+// 2.1, 3.0 and 3.0.2 (3.1.1 needs negotiate contexts; servers announce the
+// same sizes to 3.0.2).
+std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect);
+// Parses a NEGOTIATE response frame (length prefix included). Throws
+// Error(kPeer) naming what is wrong: short, not SMB2, a failure status, a
+// zero size.
+Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
+// "SMB2_02" -> 0x0202, ..., "SMB3" and "SMB3_11" -> 0x0311, "SMB2" -> 0x0210;
+// 0 for a name it does not know.
+uint16_t smb2_dialect_of(std::string_view protocol_name);
 
 // --- path ------------------------------------------------------------------
 Error path_error(int err, Step step, const Place& where);

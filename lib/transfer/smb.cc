@@ -1,29 +1,55 @@
 // The smb driver: libsmbclient, SMB2 or later (SMB1 is refused), one
 // context per session. smb://host[:port]/share[/dir].
 //
-// Bounded memory: every File::read/write is one smbc_read/smbc_write of at
-// most the caller's block (capped at the "io_size" option, default 1 MiB)
-// into the caller's buffer; libsmbclient splits it into requests of the
-// negotiated maximum read/write size and keeps nothing between calls.
+// What libsmbclient (Samba 4.17) does with a call, and so what this driver
+// can keep in flight on its one connection:
+// - smbc_read(count) is cli_pull with a window of `count`: requests of the
+//   negotiated maximum read size (credits permitting, at most 256), all in
+//   flight at once; the window drains at the end of each call.
+// - smbc_write(count) is cli_smb2_writeall: requests of the negotiated
+//   maximum write size, ONE at a time. Nothing in libsmbclient's public API
+//   keeps two writes in flight (smbclient's put uses the private cli_push),
+//   and Debian 12's libsmbclient does not export smbc_thread_posix, so
+//   contexts cannot be driven from several threads.
+// So every read and write is one call of `io_size` bytes (default 4 MiB),
+// staged in one bounded buffer when the caller's block is smaller, and a
+// read never asks past the end of the file: a window that crosses it leaves
+// requests in flight when cli_pull returns, and every later call on the
+// connection then fails with EINVAL ("async call in flight"), which is what
+// a server with a small `smb2 max read` showed.
 //
-// What was negotiated (dialect, signing, encryption) is not exposed by
-// libsmbclient's API; properties() records what this client asked for, and
-// the server can tell the rest (`smbstatus --json` lists each session's
-// dialect, signing and encryption).
+// The sizes the server accepts are not in libsmbclient's API: at connect a
+// separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
+// response (max_read_size, max_write_size; "unknown" when that fails).
+// properties() also records what one call kept in flight in the last file
+// (in_flight_bytes, request_size, depth).
+//
+// What was negotiated otherwise (dialect, signing, encryption) is not
+// exposed either; properties() records what this client asked for, and the
+// server can tell the rest (`smbstatus --json`).
 //
 // Share options: "encrypt" = "default" | "none" | "request" | "require";
-// "io_size" (bytes per request, e.g. "1MiB"); "timeout" (seconds);
-// "workgroup"; "min_protocol" (default SMB2_02), "max_protocol" (SMB3).
+// "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"); "timeout"
+// (seconds); "workgroup"; "min_protocol" (default SMB2_02), "max_protocol"
+// (SMB3).
 #include <fcntl.h>
 #include <libsmbclient.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "transfer/driver.h"
@@ -34,7 +60,11 @@
 namespace cp::transfer {
 namespace {
 
-constexpr uint64_t kDefaultIoSize = 1 << 20;
+constexpr uint64_t kDefaultIoSize = 4 << 20;
+// cli_pull keeps at most this many read requests of a call in flight.
+constexpr uint64_t kPullMaxChunks = 256;
+// Longest wait for the NEGOTIATE probe's connection and answer (seconds).
+constexpr double kProbeTimeout = 5;
 constexpr size_t kLogKeep = 4096;  // bytes of libsmbclient's log kept per thread
 
 // libsmbclient's log is process-wide; its calls run on the caller's thread,
@@ -68,12 +98,101 @@ void auth_fn(SMBCCTX* ctx, const char*, const char*, char* wg, int wglen, char* 
   put(pw, pwlen, c->password);
 }
 
+// Asks host:port for its SMB2 limits with one NEGOTIATE on a connection of
+// its own; nullopt when it cannot (closed port, timeout, an answer that is
+// not SMB2): the session's own login then reports the problem.
+std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
+                                       const std::string& min_protocol,
+                                       const std::string& max_protocol) {
+  const uint16_t lo = std::max<uint16_t>(smb2_dialect_of(min_protocol), 0x0202);
+  const uint16_t hi = std::min<uint16_t>(smb2_dialect_of(max_protocol), 0x0302);
+  if (lo > hi) return std::nullopt;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) {
+    return std::nullopt;
+  }
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
+  const double deadline = monotonic_seconds() + kProbeTimeout;
+  auto wait_for = [&](int fd, short events) {
+    for (;;) {
+      const double left = deadline - monotonic_seconds();
+      if (left <= 0) return false;
+      pollfd p{fd, events, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
+      if (r > 0) return true;
+      if (r < 0 && errno != EINTR) return false;
+    }
+  };
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    const int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) continue;
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+      if (errno != EINPROGRESS || !wait_for(fd, POLLOUT)) continue;
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) continue;
+    }
+    const std::string req = smb2_negotiate_request(lo, hi);
+    size_t sent = 0;
+    while (sent < req.size()) {
+      const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (!wait_for(fd, POLLOUT)) return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+    }
+    std::string frame;
+    size_t want = 4;
+    while (frame.size() < want) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want - frame.size()), 0);
+      if (n > 0) {
+        frame.append(buf, static_cast<size_t>(n));
+        if (frame.size() == 4 && want == 4) {
+          want = 4 + ((size_t{static_cast<uint8_t>(frame[1])} << 16) |
+                      (size_t{static_cast<uint8_t>(frame[2])} << 8) |
+                      size_t{static_cast<uint8_t>(frame[3])});
+          if (want > (1u << 16)) return std::nullopt;  // no NEGOTIATE answer is that long
+        }
+      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (!wait_for(fd, POLLIN)) return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+    }
+    try {
+      return parse_smb2_negotiate_response(frame);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 class SmbSession;
+
+// What one file kept in flight, for properties(): the largest call and what
+// libsmbclient had of it on the wire at once (bytes).
+struct Flight {
+  std::string op;  // "read" or "write"; empty before the first file
+  uint64_t request_size = 0, in_flight = 0, requests = 0;
+};
 
 class SmbFile : public File {
  public:
-  SmbFile(SmbSession& s, SMBCFILE* f, Mode mode, Place where)
-      : s_(s), f_(f), mode_(mode), where_(std::move(where)) {}
+  SmbFile(SmbSession& s, SMBCFILE* f, Mode mode, Place where, uint64_t size);
   ~SmbFile() override;
   size_t read(char* buf, size_t n) override;
   size_t pread(char* buf, size_t n, uint64_t offset) override;
@@ -83,14 +202,23 @@ class SmbFile : public File {
 
  private:
   void seek(uint64_t offset);
+  // One smbc_read of n bytes at pos_ (n <= what is left of the file).
+  size_t read_call(char* buf, size_t n);
+  // smbc_write of all n bytes at pos_.
+  void write_call(const char* buf, size_t n);
+  void flush();
 
- public:
- private:
   SmbSession& s_;
   SMBCFILE* f_;
   Mode mode_;
   Place where_;
-  uint64_t pos_ = 0;  // libsmbclient's file offset: where the next read or write starts
+  uint64_t size_;     // reads: the size at open, which no read asks past
+  uint64_t pos_ = 0;  // libsmbclient's file offset: where the next call starts
+  // Reads: bytes read ahead, [stage_pos_, stage_end_) not yet handed out.
+  // Writes: bytes not yet written, at pos_. Bounded by io_size.
+  std::vector<char> stage_;
+  size_t stage_pos_ = 0, stage_end_ = 0;
+  bool failed_ = false;  // writes: a call failed, so the file has a hole
 };
 
 class SmbSession : public Session {
@@ -116,7 +244,7 @@ class SmbSession : public Session {
       creds_.workgroup = creds_.user.substr(0, semi);  // "DOMAIN;user"
       creds_.user = creds_.user.substr(semi + 1);
     }
-    io_size_ = parse_size(option(share, "io_size", "1MiB"), "smb option 'io_size'");
+    io_size_ = parse_size(option(share, "io_size", "4MiB"), "smb option 'io_size'");
     if (io_size_ < 4096 || io_size_ > (64u << 20)) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("smb option io_size={} is out of range", io_size_),
@@ -175,6 +303,9 @@ class SmbSession : public Session {
           fmt::format("libsmbclient refused protocols {}..{}", min_protocol_, max_protocol_),
           "give protocol names like SMB2_02, SMB2_10, SMB3_00, SMB3_11 or SMB3");
     }
+    // The sizes the server accepts, on a connection of its own (see the top).
+    limits_ = probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445),
+                           min_protocol_, max_protocol_);
     // Connect, log in and open the share's directory: wrong password,
     // unknown share and closed port show here.
     t_log.clear();
@@ -197,7 +328,15 @@ class SmbSession : public Session {
     if (mode == Mode::kRead) {
       SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_RDONLY, 0);
       if (!f) fail(Step::kOpenRead, where);
-      return std::make_unique<SmbFile>(*this, f, mode, std::move(where));
+      struct stat st {};
+      if (smbc_getFunctionFstat(ctx_)(ctx_, f, &st) != 0) {
+        const int err = errno;
+        smbc_getFunctionClose(ctx_)(ctx_, f);
+        errno = err;
+        fail(Step::kOpenRead, where);
+      }
+      return std::make_unique<SmbFile>(*this, f, mode, std::move(where),
+                                       static_cast<uint64_t>(st.st_size));
     }
     SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (!f && errno == ENOENT && rel.find('/') != std::string::npos) {
@@ -205,7 +344,7 @@ class SmbSession : public Session {
       f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
     if (!f) fail(Step::kOpenWrite, where);
-    return std::make_unique<SmbFile>(*this, f, mode, std::move(where));
+    return std::make_unique<SmbFile>(*this, f, mode, std::move(where), 0);
   }
 
   void remove(const std::string& rel) override {
@@ -222,13 +361,51 @@ class SmbSession : public Session {
   }
 
   std::map<std::string, std::string> properties() const override {
-    return {{"min_protocol", min_protocol_},
-            {"max_protocol", max_protocol_},
-            {"encryption_requested", encrypt_},
-            {"signing_requested", "client default (smb.conf 'client signing')"},
-            {"max_read_size", std::to_string(io_size_)},
-            {"max_write_size", std::to_string(io_size_)},
-            {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"}};
+    auto size = [&](uint32_t v) { return limits_ ? std::to_string(v) : std::string("unknown"); };
+    std::map<std::string, std::string> p = {
+        {"min_protocol", min_protocol_},
+        {"max_protocol", max_protocol_},
+        {"encryption_requested", encrypt_},
+        {"signing_requested", "client default (smb.conf 'client signing')"},
+        {"max_read_size", size(limits_ ? limits_->max_read : 0)},
+        {"max_write_size", size(limits_ ? limits_->max_write : 0)},
+        {"io_size", std::to_string(io_size_)},
+        {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"}};
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    if (!flight_.op.empty()) {
+      p["flight_op"] = flight_.op;
+      p["request_size"] = std::to_string(flight_.request_size);
+      p["depth"] = std::to_string(flight_.requests);
+      p["in_flight_bytes"] = std::to_string(flight_.in_flight);
+    }
+    return p;
+  }
+
+  // What a call of `n` bytes keeps in flight, per libsmbclient 4.17 (see the
+  // top of this file), folded into the current file's record.
+  void note_call(Mode mode, uint64_t n) {
+    Flight one;
+    one.op = mode == Mode::kRead ? "read" : "write";
+    const uint32_t max = !limits_              ? 0
+                         : mode == Mode::kRead ? limits_->max_read
+                                               : limits_->max_write;
+    // cli_pull/cli_push round a chunk down to whole KiB.
+    const uint64_t chunk = max == 0 ? n : std::max<uint64_t>(max >= 1024 ? max & ~1023u : max, 1);
+    if (mode == Mode::kRead) {
+      one.requests = std::min<uint64_t>((n + chunk - 1) / chunk, kPullMaxChunks);
+      one.request_size = std::min<uint64_t>(n, chunk);
+      one.in_flight = std::min<uint64_t>(n, one.requests * chunk);
+    } else {
+      one.requests = 1;  // cli_smb2_writeall: one request at a time
+      one.request_size = std::min<uint64_t>(n, chunk);
+      one.in_flight = one.request_size;
+    }
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    if (flight_.op != one.op || one.in_flight > flight_.in_flight) flight_ = one;
+  }
+  void new_file() {
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    flight_ = {};
   }
 
   [[noreturn]] void fail(Step step, const Place& where) {
@@ -265,23 +442,48 @@ class SmbSession : public Session {
   std::string base_;
   Credentials creds_;
   uint64_t io_size_ = kDefaultIoSize;
+  std::optional<Smb2Limits> limits_;
+  mutable std::mutex flight_mu_;
+  Flight flight_;  // the last file's
   std::string encrypt_, min_protocol_, max_protocol_;
   Place where_;
   SMBCCTX* ctx_ = nullptr;
 };
 
+SmbFile::SmbFile(SmbSession& s, SMBCFILE* f, Mode mode, Place where, uint64_t size)
+    : s_(s), f_(f), mode_(mode), where_(std::move(where)), size_(size) {
+  s_.new_file();
+}
+
 SmbFile::~SmbFile() {
   if (f_) smbc_getFunctionClose(s_.ctx())(s_.ctx(), f_);
 }
 
-size_t SmbFile::read(char* buf, size_t n) {
-  CP_CHECK(mode_ == Mode::kRead && f_);
-  n = std::min<uint64_t>(n, s_.io_size());
+size_t SmbFile::read_call(char* buf, size_t n) {
   t_log.clear();
   const ssize_t r = smbc_getFunctionRead(s_.ctx())(s_.ctx(), f_, buf, n);
   if (r < 0) s_.fail(Step::kRead, where_);
+  s_.note_call(Mode::kRead, n);
   pos_ += static_cast<uint64_t>(r);
+  if (static_cast<size_t>(r) < n) size_ = pos_;  // the file shrank since open: its end is here
   return static_cast<size_t>(r);
+}
+
+size_t SmbFile::read(char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kRead && f_);
+  if (stage_pos_ == stage_end_) {
+    const uint64_t want = std::min<uint64_t>(s_.io_size(), size_ - pos_);
+    if (want == 0) return 0;
+    if (n >= want) return read_call(buf, static_cast<size_t>(want));  // straight into the caller's
+    stage_.resize(s_.io_size());
+    stage_pos_ = 0;
+    stage_end_ = read_call(stage_.data(), static_cast<size_t>(want));
+    if (stage_end_ == 0) return 0;
+  }
+  const size_t k = std::min(n, stage_end_ - stage_pos_);
+  std::memcpy(buf, stage_.data() + stage_pos_, k);
+  stage_pos_ += k;
+  return k;
 }
 
 void SmbFile::seek(uint64_t offset) {
@@ -295,20 +497,22 @@ void SmbFile::seek(uint64_t offset) {
 
 size_t SmbFile::pread(char* buf, size_t n, uint64_t offset) {
   CP_CHECK(mode_ == Mode::kRead && f_);
+  stage_pos_ = stage_end_ = 0;  // a random read starts afresh
+  if (offset >= size_) return 0;
   seek(offset);
-  return read(buf, n);
+  const size_t want = static_cast<size_t>(
+      std::min<uint64_t>({static_cast<uint64_t>(n), s_.io_size(), size_ - offset}));
+  return read_call(buf, want);
 }
 
-void SmbFile::pwrite(const char* buf, size_t n, uint64_t offset) {
-  CP_CHECK(mode_ == Mode::kWrite && f_);
-  seek(offset);
-  write(buf, n);
-}
-
-void SmbFile::write(const char* buf, size_t n) {
-  CP_CHECK(mode_ == Mode::kWrite && f_);
+void SmbFile::write_call(const char* buf, size_t n) {
+  struct Guard {  // a failed call leaves a hole: later writes must not hide it
+    bool& failed;
+    bool ok = false;
+    ~Guard() { failed = failed || !ok; }
+  } guard{failed_};
   while (n > 0) {
-    const size_t k = std::min<uint64_t>(n, s_.io_size());
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, s_.io_size()));
     t_log.clear();
     const ssize_t w = smbc_getFunctionWrite(s_.ctx())(s_.ctx(), f_, buf, k);
     if (w < 0) s_.fail(Step::kWrite, where_);
@@ -316,18 +520,73 @@ void SmbFile::write(const char* buf, size_t n) {
       errno = EIO;
       s_.fail(Step::kWrite, where_);
     }
+    s_.note_call(Mode::kWrite, k);
     buf += w;
     pos_ += static_cast<uint64_t>(w);
     n -= static_cast<size_t>(w);
+  }
+  guard.ok = true;
+}
+
+void SmbFile::flush() {
+  if (stage_end_ == 0) return;
+  const size_t n = stage_end_;
+  stage_end_ = 0;
+  write_call(stage_.data(), n);
+}
+
+void SmbFile::pwrite(const char* buf, size_t n, uint64_t offset) {
+  CP_CHECK(mode_ == Mode::kWrite && f_);
+  flush();
+  seek(offset);
+  write_call(buf, n);
+}
+
+void SmbFile::write(const char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kWrite && f_);
+  if (failed_) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("SMB: an earlier write to {}/{} failed; the file is incomplete",
+                            where_.share, where_.file),
+                "see the first error; remove the file and write it again");
+  }
+  const size_t io = static_cast<size_t>(s_.io_size());
+  while (n > 0) {
+    if (stage_end_ == 0 && n >= io) {  // whole calls straight from the caller's buffer
+      const size_t k = n - n % io;
+      write_call(buf, k);
+      buf += k;
+      n -= k;
+      continue;
+    }
+    stage_.resize(io);
+    const size_t k = std::min(n, io - stage_end_);
+    std::memcpy(stage_.data() + stage_end_, buf, k);
+    stage_end_ += k;
+    buf += k;
+    n -= k;
+    if (stage_end_ == io) flush();
   }
 }
 
 void SmbFile::close() {
   if (!f_) return;
+  if (mode_ == Mode::kWrite && !failed_) {
+    try {
+      flush();
+    } catch (...) {
+      SMBCFILE* f = f_;
+      f_ = nullptr;
+      smbc_getFunctionClose(s_.ctx())(s_.ctx(), f);
+      throw;
+    }
+  }
   SMBCFILE* f = f_;
   f_ = nullptr;
   t_log.clear();
-  if (smbc_getFunctionClose(s_.ctx())(s_.ctx(), f) != 0) s_.fail(Step::kClose, where_);
+  if (smbc_getFunctionClose(s_.ctx())(s_.ctx(), f) != 0) {
+    s_.fail(mode_ == Mode::kRead ? Step::kCloseRead : Step::kClose, where_);
+  }
 }
 
 class SmbDriver : public Driver {
@@ -434,14 +693,107 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) 
                  fmt::format("the SMB server {} denied access to {} {}", w.server, target, why),
                  "check the file's permissions for the SMB user");
   }
-  const char* what = step == Step::kConnect  ? "connecting to"
-                     : step == Step::kRemove ? "removing"
-                     : writing               ? "writing"
-                                             : "reading";
+  const char* what = step == Step::kConnect     ? "connecting to"
+                     : step == Step::kRemove    ? "removing"
+                     : step == Step::kOpenRead  ? "opening for reading"
+                     : step == Step::kOpenWrite ? "opening for writing"
+                     : step == Step::kClose     ? "closing after writing"
+                     : step == Step::kCloseRead ? "closing after reading"
+                     : writing                  ? "writing"
+                                                : "reading";
   return Error(ErrorKind::kIo,
                fmt::format("SMB: {} {} on {} failed {}", what, target, w.server, why),
                "see the server's log (log level = 3 in smb.conf); `smbclient` against the same "
                "share can compare");
+}
+
+namespace {
+void put16(std::string& o, uint16_t v) {
+  o += static_cast<char>(v & 0xff);
+  o += static_cast<char>(v >> 8);
+}
+void put32(std::string& o, uint32_t v) {
+  put16(o, static_cast<uint16_t>(v & 0xffff));
+  put16(o, static_cast<uint16_t>(v >> 16));
+}
+uint32_t get16(std::string_view s, size_t at) {
+  return uint32_t{static_cast<uint8_t>(s[at])} | uint32_t{static_cast<uint8_t>(s[at + 1])} << 8;
+}
+uint32_t get32(std::string_view s, size_t at) { return get16(s, at) | get16(s, at + 2) << 16; }
+}  // namespace
+
+uint16_t smb2_dialect_of(std::string_view name) {
+  if (name == "SMB2_02") return 0x0202;
+  if (name == "SMB2_10" || name == "SMB2") return 0x0210;
+  if (name == "SMB3_00") return 0x0300;
+  if (name == "SMB3_02") return 0x0302;
+  if (name == "SMB3_11" || name == "SMB3") return 0x0311;
+  return 0;
+}
+
+std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect) {
+  std::vector<uint16_t> dialects;
+  for (uint16_t d : {0x0202, 0x0210, 0x0300, 0x0302}) {
+    if (d >= min_dialect && d <= max_dialect) dialects.push_back(d);
+  }
+  CP_CHECK(!dialects.empty());
+  std::string m;
+  // SMB2 header (MS-SMB2 2.2.1.2): protocol id, structure size 64, credit
+  // charge, status, command NEGOTIATE (0), credits asked, flags, next
+  // command, message id, process id, tree id, session id, signature.
+  m += "\xfeSMB";
+  put16(m, 64);
+  put16(m, 0);
+  put32(m, 0);
+  put16(m, 0);
+  put16(m, 1);
+  put32(m, 0);
+  put32(m, 0);
+  put32(m, 0);
+  put32(m, 0);  // message id (64 bits)
+  put32(m, 0xfeff);
+  put32(m, 0);
+  put32(m, 0);
+  put32(m, 0);  // session id (64 bits)
+  m.append(16, '\0');
+  // NEGOTIATE request (2.2.3): structure size 36, dialect count, security
+  // mode (signing enabled), reserved, capabilities (large MTU), client GUID,
+  // client start time, dialects.
+  put16(m, 36);
+  put16(m, static_cast<uint16_t>(dialects.size()));
+  put16(m, 1);
+  put16(m, 0);
+  put32(m, 0x4);
+  m.append("chokepoint-probe", 16);
+  m.append(8, '\0');
+  for (uint16_t d : dialects) put16(m, d);
+  std::string frame(1, '\0');  // direct TCP transport: zero, then a 24-bit length
+  frame += static_cast<char>(m.size() >> 16);
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size());
+  return frame + m;
+}
+
+Smb2Limits parse_smb2_negotiate_response(std::string_view frame) {
+  auto bad = [](const std::string& why) {
+    return Error(ErrorKind::kPeer, "SMB2 NEGOTIATE response: " + why,
+                 "check that the port is an SMB2 server's (smbd, Windows, a NAS)");
+  };
+  constexpr size_t kHdr = 4 + 64;  // length prefix, SMB2 header
+  if (frame.size() < kHdr + 40) throw bad(fmt::format("{} bytes is too short", frame.size()));
+  if (frame.substr(4, 4) != std::string_view("\xfeSMB", 4)) throw bad("not an SMB2 message");
+  const uint32_t status = get32(frame, 4 + 8);
+  if (status != 0) throw bad(fmt::format("status 0x{:08x}", status));
+  if (get16(frame, 4 + 12) != 0) throw bad("not a NEGOTIATE answer");
+  Smb2Limits l;
+  l.dialect = static_cast<uint16_t>(get16(frame, kHdr + 4));
+  l.max_transact = get32(frame, kHdr + 28);
+  l.max_read = get32(frame, kHdr + 32);
+  l.max_write = get32(frame, kHdr + 36);
+  if (l.max_transact == 0 || l.max_read == 0 || l.max_write == 0) {
+    throw bad("a maximum size of 0");
+  }
+  return l;
 }
 
 std::unique_ptr<Driver> make_smb_driver() { return std::make_unique<SmbDriver>(); }

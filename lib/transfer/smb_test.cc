@@ -46,6 +46,70 @@ TEST(SmbError, WriteFailures) {
   EXPECT_NE(text(e).find("no file ram/run-1/a.dat"), std::string::npos) << text(e);
 }
 
+// An SMB2 NEGOTIATE response frame as a server sends it (length prefix,
+// header, the body's first 64 bytes), with the given status and sizes.
+std::string negotiate_response(uint32_t status, uint16_t dialect, uint32_t max_read,
+                               uint32_t max_write) {
+  std::string m(64 + 64, '\0');
+  m.replace(0, 4, "\xfeSMB");
+  auto put = [&](size_t at, uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) m[at + i] = static_cast<char>(v >> (8 * i));
+  };
+  put(4, 64, 2);
+  put(8, status, 4);
+  put(12, 0, 2);   // NEGOTIATE
+  put(64, 65, 2);  // structure size
+  put(68, dialect, 2);
+  put(64 + 28, 8u << 20, 4);
+  put(64 + 32, max_read, 4);
+  put(64 + 36, max_write, 4);
+  std::string frame(1, '\0');
+  frame += static_cast<char>(m.size() >> 16);
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size());
+  return frame + m;
+}
+
+TEST(SmbNegotiate, RequestOffersTheDialectsBetweenMinAndMax) {
+  const std::string r = smb2_negotiate_request(0x0210, 0x0302);
+  ASSERT_EQ(r.size(), 4u + 64 + 36 + 3 * 2);
+  EXPECT_EQ(r.substr(4, 4), std::string("\xfeSMB"));
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64 + 2]), 3);  // dialect count
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64 + 36]), 0x10);
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64 + 37]), 0x02);
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64 + 40]), 0x02);
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64 + 41]), 0x03);
+  EXPECT_EQ(smb2_dialect_of("SMB3"), 0x0311);
+  EXPECT_EQ(smb2_dialect_of("SMB2_02"), 0x0202);
+  EXPECT_EQ(smb2_dialect_of("NT1"), 0);
+}
+
+TEST(SmbNegotiate, ReadsTheServersMaximumSizes) {
+  const Smb2Limits l = parse_smb2_negotiate_response(negotiate_response(0, 0x0302, 16384, 65536));
+  EXPECT_EQ(l.dialect, 0x0302);
+  EXPECT_EQ(l.max_read, 16384u);
+  EXPECT_EQ(l.max_write, 65536u);
+  EXPECT_EQ(l.max_transact, 8u << 20);
+}
+
+TEST(SmbNegotiate, RefusesFailuresShortAnswersAndZeroSizes) {
+  EXPECT_THROW(parse_smb2_negotiate_response(negotiate_response(0xC0000022, 0x0302, 1, 1)), Error);
+  EXPECT_THROW(parse_smb2_negotiate_response(negotiate_response(0, 0x0302, 0, 65536)), Error);
+  EXPECT_THROW(parse_smb2_negotiate_response(negotiate_response(0, 0x0302, 1, 1).substr(0, 50)),
+               Error);
+  std::string smb1 = negotiate_response(0, 0x0302, 1, 1);
+  smb1[4] = '\xff';
+  EXPECT_THROW(parse_smb2_negotiate_response(smb1), Error);
+}
+
+TEST(SmbError, NamesTheOperationThatFailed) {
+  const Place w{"198.18.0.1:445", "ram", "cplab", "read-1.dat"};
+  // A failed close after reading is not a write.
+  EXPECT_EQ(text(smb_error(EINVAL, "", Step::kCloseRead, w)).find("writing"), std::string::npos);
+  EXPECT_NE(text(smb_error(EINVAL, "", Step::kRead, w)).find("SMB: reading ram/read-1.dat"),
+            std::string::npos);
+}
+
 TEST(SmbDriver, RefusesBadUrlsAndOptions) {
   auto d = make_driver("smb");
   EXPECT_TRUE(d->capabilities().random_access);

@@ -225,5 +225,45 @@ TEST_F(Lab, UnknownHostKeyIsRefusedUntilAccepted) {
   EXPECT_EQ(lines.out.substr(0, 1), "2") << lines.out;
 }
 
+// diagnose --lab refuses a lab with a dead daemon, naming it, until `lab up`
+// restarts it; `lab status` says so in its exit code and JSON.
+TEST_F(Lab, DiagnoseRefusesALabWithADeadDaemon) {
+  RunResult st = chokepoint({"lab", "status", "--json"});
+  ASSERT_EQ(st.exit_code, 0) << st.out << st.err;
+  const int vsftpd =
+      static_cast<int>(json::parse(st.out).at("servers").at("ftpd_pid").to_number<int64_t>());
+  ASSERT_GT(vsftpd, 0);
+  ASSERT_EQ(kill(vsftpd, SIGKILL), 0);
+  for (int i = 0; i < 50 && kill(vsftpd, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  st = chokepoint({"lab", "status", "--json"});
+  EXPECT_EQ(st.exit_code, 4);  // unhealthy (README: lab status exit codes)
+  const json::value doc = json::parse(st.out);
+  EXPECT_FALSE(doc.at("healthy").as_bool());
+  EXPECT_EQ(doc.at("down").as_array(), json::array{"vsftpd"});
+  TempDir t;
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--json", "-q"}, 120);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("vsftpd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lab up"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(t.file("runs.db")));  // nothing measured
+  RunResult up = chokepoint({"lab", "up"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_EQ(chokepoint({"lab", "status"}).exit_code, 0);
+}
+
+// With no lab up (an instance nobody brought up): status exit 3, diagnose refuses.
+TEST_F(Lab, NoLabHasItsOwnExitCodes) {
+  const int none = lab_instance() == lab::kMaxInstance ? lab_instance() - 2 : lab_instance() + 1;
+  RunResult st = chokepoint_on(none, {"lab", "status", "--json"});
+  EXPECT_EQ(st.exit_code, 3);  // no lab (README: lab status exit codes)
+  EXPECT_FALSE(json::parse(st.out).at("up").as_bool());
+  TempDir t;
+  RunResult r = chokepoint_on(none, {"diagnose", "--lab", "--db", t.file("runs.db"), "-q"}, 120);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("lab up"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace cp::itest

@@ -29,8 +29,13 @@ const lab::InstanceNames& lab_names() {
 std::string lab_dir() { return lab_names().dir; }
 
 RunResult chokepoint(const std::vector<std::string>& args, double timeout_s) {
-  // The child inherits these: the tests' instance in its default dir.
-  setenv(lab::kInstanceEnv, std::to_string(lab_instance()).c_str(), 1);
+  return chokepoint_on(lab_instance(), args, timeout_s);
+}
+
+RunResult chokepoint_on(int instance, const std::vector<std::string>& args, double timeout_s) {
+  if (instance == 0) throw std::logic_error("tests never use lab instance 0, the user's");
+  // The child inherits these: the instance, in its default dir.
+  setenv(lab::kInstanceEnv, std::to_string(instance).c_str(), 1);
   unsetenv(lab::kDirEnv);
   std::vector<std::string> argv{CHOKEPOINT_BIN};
   argv.insert(argv.end(), args.begin(), args.end());

@@ -14,6 +14,8 @@ namespace cp::itest {
 // commands and `diagnose --lab` act on the tests' own lab instance
 // (lab_instance()), never on a user's lab.
 RunResult chokepoint(const std::vector<std::string>& args, double timeout_s = 600);
+// The same on lab instance `instance` (another test instance, never 0).
+RunResult chokepoint_on(int instance, const std::vector<std::string>& args, double timeout_s = 600);
 
 // The tests' lab instance: $CHOKEPOINT_TEST_LAB_INSTANCE, else 9 (never 0),
 // its names and addresses, and its dir.

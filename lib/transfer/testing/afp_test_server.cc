@@ -9,9 +9,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
 #include <stdexcept>
+#include <thread>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "transfer/afp_codec.h"
 #include "transfer/afp_uam.h"
@@ -57,6 +62,16 @@ class AfpTestServer::Session {
   }
 
   void run() {
+    if (cfg_.reply_delay_ms > 0) line_ = std::thread([this] { delay_line(); });
+    struct Join {
+      Session& s;
+      ~Join() { s.stop_line(); }
+    } join{*this};
+    serve();
+  }
+
+ private:
+  void serve() {
     stat([](TestServerStats& s) { ++s.connections; });
     dsi::StreamDecoder decoder(cfg_.quantum + 4096);
     int requests = 0;
@@ -64,6 +79,7 @@ class AfpTestServer::Session {
       dsi::Message m;
       const int idle = held_.empty() ? -1 : cfg_.hold_idle_ms;
       const ReadResult r = read_message(fd_, decoder, stop_, &m, idle);
+      arrived_ = monotonic_seconds();
       if (r == ReadResult::kIdle) {
         flush_held();
         continue;
@@ -118,7 +134,7 @@ class AfpTestServer::Session {
             stat([&](TestServerStats& s) { s.max_held = std::max(s.max_held, n); });
             if (n >= cfg_.hold || code == kFPEOFErr || read_hit_end_) flush_held();
           } else {
-            reply(m.header, code, out);
+            reply(m.header, code, out, io);
           }
           break;
         }
@@ -132,13 +148,11 @@ class AfpTestServer::Session {
         std::string code;
         code += static_cast<char>(cfg_.attention_code >> 8);
         code += static_cast<char>(cfg_.attention_code & 0xff);
-        write_all(fd_, dsi::encode_message(h, code));
+        send_out(dsi::encode_message(h, code), false);
       }
       if (cfg_.drop_after && requests == cfg_.drop_after) return;
     }
   }
-
- private:
   struct Held {
     dsi::Header request;
     int32_t code;
@@ -151,24 +165,69 @@ class AfpTestServer::Session {
     f(owner_.stats_);
   }
 
-  void reply(const dsi::Header& req, int32_t code, std::string_view payload) {
+  void reply(const dsi::Header& req, int32_t code, std::string_view payload, bool io = false) {
     if (cfg_.tickle_every && ++replies_ % cfg_.tickle_every == 0) {
       dsi::Header t;
       t.command = dsi::kTickle;
       t.request_id = server_id_++;
-      write_all(fd_, dsi::encode_header(t));
+      send_out(dsi::encode_header(t), false);
     }
     dsi::Header h;
     h.flags = dsi::kReply;
     h.command = req.command;
     h.request_id = req.request_id;
     h.code = static_cast<uint32_t>(code);
-    write_all(fd_, dsi::encode_message(h, payload));
+    send_out(dsi::encode_message(h, payload), io);
+  }
+
+  // Sends now, or through the delay line: `reply_delay_ms` after the request
+  // being served arrived. `io`: the answer to an FPReadExt/FPWriteExt.
+  void send_out(std::string bytes, bool io) {
+    if (cfg_.reply_delay_ms <= 0) {
+      write_all(fd_, bytes);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(line_mu_);
+    queue_.push_back({arrived_ + cfg_.reply_delay_ms / 1000, std::move(bytes), io});
+    if (io) {
+      const size_t n = ++io_queued_;
+      stat([&](TestServerStats& s) { s.max_in_flight = std::max(s.max_in_flight, n); });
+    }
+    line_cv_.notify_one();
+  }
+
+  void delay_line() {
+    std::unique_lock<std::mutex> lock(line_mu_);
+    for (;;) {
+      line_cv_.wait(lock, [&] { return line_stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopped, and all sent (a status reply must still leave)
+      const double wait = queue_.front().due - monotonic_seconds();
+      if (wait > 0) {
+        line_cv_.wait_for(lock, std::chrono::duration<double>(wait));
+        continue;
+      }
+      Delayed d = std::move(queue_.front());
+      queue_.pop_front();
+      if (d.io) --io_queued_;  // it leaves now: the client may answer before write_all returns
+      lock.unlock();
+      write_all(fd_, d.bytes);
+      lock.lock();
+    }
+  }
+
+  void stop_line() {
+    if (!line_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(line_mu_);
+      line_stop_ = true;
+    }
+    line_cv_.notify_all();
+    line_.join();
   }
 
   void flush_held() {
     if (cfg_.reverse_held) std::reverse(held_.begin(), held_.end());
-    for (const auto& h : held_) reply(h.request, h.code, h.payload);
+    for (const auto& h : held_) reply(h.request, h.code, h.payload, true);
     held_.clear();
     read_hit_end_ = false;
   }
@@ -600,6 +659,19 @@ class AfpTestServer::Session {
   uint16_t server_id_ = 0;
   int replies_ = 0;
   std::vector<Held> held_;
+  // The delay line (reply_delay_ms): messages due at a time, in order.
+  struct Delayed {
+    double due;  // monotonic seconds
+    std::string bytes;
+    bool io;
+  };
+  double arrived_ = 0;  // when the request being served arrived
+  std::thread line_;
+  std::mutex line_mu_;
+  std::condition_variable line_cv_;
+  std::deque<Delayed> queue_;
+  size_t io_queued_ = 0;
+  bool line_stop_ = false;
   bool read_hit_end_ = false;
   bool logged_in_ = false;
   std::string version_, uam_, user_;

@@ -40,11 +40,18 @@ struct TestServerConfig {
   uint64_t disk_full_after = std::numeric_limits<uint64_t>::max();  // bytes written
   std::set<std::string> deny;  // "dir/file" paths inside a volume: kFPAccessDenied
   int drop_after = 0;          // close the connection after the n-th request
+  // A stand-in for the network's round trip: every message to the client
+  // leaves this long after the request it answers arrived (ms), whatever
+  // else is waiting, as a delay line would; 0 sends at once.
+  double reply_delay_ms = 0;
 };
 
 struct TestServerStats {
   size_t connections = 0;
   size_t max_held = 0;  // most FPReadExt/FPWriteExt received before answering
+  // With reply_delay_ms: most FPReadExt/FPWriteExt received whose replies
+  // had not left yet (the client's requests in flight).
+  size_t max_in_flight = 0;
   size_t tickles_received = 0;
   size_t attention_acks = 0;
   std::vector<std::string> commands;  // "FPLogin", "DSITickle", ... in order
