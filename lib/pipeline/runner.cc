@@ -7,6 +7,7 @@
 #include <future>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "core/error.h"
 #include "core/units.h"
@@ -19,7 +20,8 @@ namespace {
 namespace json = boost::json;
 using remote::AgentLink;
 
-// Inactivity limits: agents send progress every 0.5 s during long requests.
+// Inactivity limits when the plan's [timeouts] silence is not applied to the
+// links (agents send a heartbeat every second, progress every 0.5 s).
 constexpr double kCallTimeout = 120;
 
 const char* kServer = "server";
@@ -45,6 +47,52 @@ class StageScope {
 
 std::string series_label(const std::string& where, const std::string& op, uint64_t size) {
   return fmt::format("disk {} {} {}", where, op, format_size(size));
+}
+
+// A sample during which an agent said nothing for longer than [timeouts]
+// stall (stopped, a frozen host) timed the stall, not the layer: it is kept
+// with the reason as its error and "stalled": true in its details, so the
+// figures leave it out and the run is partial. `over` is the sample's time
+// past its planned duration (TCP), s. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const AgentLink*>& links,
+                double over, RunObserver& obs) {
+  if (!s.error.empty()) return false;
+  double silent = 0;
+  for (const AgentLink* l : links) {
+    if (l->last_call_max_silence() > plan.stall_after && l->last_call_max_silence() > silent) {
+      silent = l->last_call_max_silence();
+      s.error = fmt::format("stalled: {} said nothing for {:.1f} s during this sample", l->name(),
+                            silent);
+    }
+  }
+  if (s.error.empty() && over > plan.stall_after) {
+    s.error =
+        fmt::format("stalled: took {:.1f} s, {:.1f} s over its planned duration", s.seconds, over);
+  }
+  if (s.error.empty()) return false;
+  json::object details;
+  if (!s.details_json.empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(s.details_json, ec);
+    if (!ec && v.is_object()) details = v.as_object();
+  }
+  details["stalled"] = true;
+  details["silent_seconds"] = silent;
+  s.details_json = json::serialize(details);
+  obs.on_note(s.error + "; this sample is left out of the figures");
+  return true;
+}
+
+// The orphan sweep the agent did in `prepare` (run dirs of agents that are gone).
+void note_swept(const json::object& prepared, RunObserver& obs, const std::string& who) {
+  auto it = prepared.find("swept");
+  if (it == prepared.end() || !it->value().is_array()) return;
+  for (const auto& v : it->value().as_array()) {
+    if (!v.is_object()) continue;
+    obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who,
+                            wire::get_string(v.as_object(), "path"),
+                            wire::get_string(v.as_object(), "reason")));
+  }
 }
 
 void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
@@ -115,6 +163,7 @@ void disk_stage(const Plan& plan, AgentLink& agent, const std::string& where,
                                            {"huge_page", wire::opt_bool(r, "huge_page", false)},
                                            {"block", plan.disk_block}});
           s.cpu_json = json::serialize(json::object{{where, wire::get_object(r, "cpu")}});
+          flag_stall(plan, s, {&agent}, 0, obs);
           obs.on_sample(stage.id(), s);
           obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});
         }
@@ -154,10 +203,13 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
       s.seq = i;
       s.op = "send";
       s.started_at = wall_seconds();
-      // The server side waits on its own thread (its own SSH session).
+      // The server side waits on its own thread (its own SSH session); a
+      // client that fails or is cancelled ends that wait through `sample_cancel`
+      // (the run's Ctrl-C reaches it as the link's default token too).
+      CancelToken sample_cancel;
       auto server_side = std::async(std::launch::async, [&] {
         return a.server.call("tcp_result", {{"token", token}, {"timeout", plan.tcp_seconds + 60}},
-                             plan.tcp_seconds + 90, {}, &cancel);
+                             plan.tcp_seconds + 90, {}, &sample_cancel);
       });
       json::object client_r, server_r;
       std::string failure;
@@ -176,6 +228,7 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
             },
             &cancel);
       } catch (const Error& e) {
+        sample_cancel.cancel();
         if (e.kind() == ErrorKind::kCancelled) {
           try {
             server_side.get();
@@ -188,7 +241,7 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
       try {
         server_r = server_side.get();
       } catch (const Error& e) {
-        if (e.kind() == ErrorKind::kCancelled) throw;
+        if (e.kind() == ErrorKind::kCancelled && failure.empty()) throw;
         if (failure.empty()) failure = e.what();
       }
       if (!failure.empty()) {
@@ -208,6 +261,7 @@ void tcp_stage(const Plan& plan, Agents& a, bool upload, RunObserver& obs,
                        {"receiver_tcp_info", wire::get_object(receiver, "tcp_info")}});
       s.cpu_json = json::serialize(json::object{{kServer, wire::get_object(server_r, "cpu")},
                                                 {kClient, wire::get_object(client_r, "cpu")}});
+      flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
       obs.on_sample(stage.id(), s);
       obs.on_progress({label, i, plan.tcp_count, s.bytes, s.seconds, true});
     }
@@ -223,9 +277,11 @@ json::object share_message(const SharePlan& share, const Agents& a);
 
 // The server agent's run directory inside the share (made writable for the
 // protocol server's user); its name, with a '/', prefixes remote paths.
-std::string share_run_prefix(Agents& a, const SharePlan& share) {
-  json::object p =
-      a.server.call("prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}}, 30);
+std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs) {
+  json::object p = a.server.call(
+      "prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}, {"run", a.run_id}},
+      30);
+  note_swept(p, obs, kServer);
   const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
   return made.substr(made.rfind('/') + 1) + "/";
 }
@@ -290,7 +346,7 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
     // The server's run directory inside the share; its name is the remote prefix.
     std::string prefix;
     if (!share.server_dir.empty()) {
-      prefix = share_run_prefix(a, share);
+      prefix = share_run_prefix(a, share, obs);
       uint64_t biggest = 0;
       for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
       a.server.call("check_space",
@@ -407,9 +463,11 @@ void protocol_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObse
           json::object cpu{{"client", wire::get_object(r, "cpu")}};
           if (!server_cpu.empty()) cpu["server"] = server_cpu;
           s.cpu_json = json::serialize(cpu);
+          const bool stalled =
+              flag_stall(plan, s, {&a.client}, 0, obs);  // the transfer was its last call
           obs.on_sample(stage.id(), s);
           obs.on_progress({label, i, plan.proto_count, s.bytes, s.seconds, true});
-          if (!s.error.empty()) throw Error(ErrorKind::kIo, s.error);
+          if (!s.error.empty() && !stalled) throw Error(ErrorKind::kIo, s.error);
         }
       }
     }
@@ -461,7 +519,7 @@ void sweep_stage(const Plan& plan, const SharePlan& share, Agents& a, RunObserve
     std::string prefix;
     const std::string source = "sweep-source.dat";
     if (has_server) {
-      prefix = share_run_prefix(a, share);
+      prefix = share_run_prefix(a, share, obs);
       a.server.call("make_file",
                     {{"dir", share.server_dir},
                      {"name", source},
@@ -560,8 +618,16 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   obs.on_host({kServer, a.server_name, json::serialize(sf)});
   obs.on_host({kClient, a.client_name, json::serialize(cf)});
 
-  a.server.call("prepare", {{"dirs", json::array{plan.server.ram_dir, plan.server.disk_dir}}}, 30);
-  a.client.call("prepare", {{"dirs", json::array{plan.client.ram_dir, plan.client.disk_dir}}}, 30);
+  note_swept(a.server.call("prepare",
+                           {{"dirs", json::array{plan.server.ram_dir, plan.server.disk_dir}},
+                            {"run", a.run_id}},
+                           30),
+             obs, kServer);
+  note_swept(a.client.call("prepare",
+                           {{"dirs", json::array{plan.client.ram_dir, plan.client.disk_dir}},
+                            {"run", a.run_id}},
+                           30),
+             obs, kClient);
 
   if (plan.disk_enabled) {
     disk_stage(plan, a.server, kServer, plan.server.disk_dir, obs, cancel);
@@ -581,10 +647,17 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
       }
     }
   }
-  json::object sc = a.server.call("cleanup", {}, 60);
-  json::object cc = a.client.call("cleanup", {}, 60);
-  obs.on_agent_stats(kServer, wire::get_u64(sc, "max_rss_kb"));
-  obs.on_agent_stats(kClient, wire::get_u64(cc, "max_rss_kb"));
+  // Each agent removes its run dirs now; one that was abandoned (silent) or
+  // whose channel closed does so when it wakes or exits, or the next run's sweep does.
+  for (auto [role, link] : {std::pair{kServer, &a.server}, std::pair{kClient, &a.client}}) {
+    try {
+      json::object r = link->call("cleanup", {}, 60);
+      obs.on_agent_stats(role, wire::get_u64(r, "max_rss_kb"));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled) throw;
+      obs.on_note(fmt::format("{} agent could not clean up: {}", role, describe(e)));
+    }
+  }
 }
 
 }  // namespace cp::pipeline

@@ -351,6 +351,24 @@ TEST_F(HistoryTest, Filters) {
   EXPECT_EQ(ids(store_->history(filter("a", "alpha", 1001))), Ids{});
 }
 
+TEST_F(HistoryTest, AHugeLimitListsEveryRunWithoutAborting) {
+  // size_t(-1), what "--limit -1" parsed as: beyond int64, once a CHECK failure.
+  EXPECT_EQ(ids(store_->history(filter("", "", 0, SIZE_MAX))).size(), 3u);
+}
+
+TEST(StoreRequireExisting, RefusesAMissingFileAndCreatesNothing) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("no-such-" + std::to_string(getpid()) + ".db"))
+          .string();
+  try {
+    Store::require_existing(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 TEST_F(HistoryTest, Resolve) {
   Store& s = *store_;
   EXPECT_EQ(s.resolve("latest"), r3_);
