@@ -632,7 +632,12 @@ int history(const std::vector<std::string>& args) {
   Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   auto rows = store.history(f);
-  std::cout << (vm.count("json") ? report::history_json(rows) : report::history_text(rows));
+  // Each run's verdict from analysis, where every rule lives.
+  std::vector<analysis::Headline> verdicts;
+  for (const auto& r : rows)
+    verdicts.push_back(analysis::headline_of(analysis::analyze(store.load_run(r.id))));
+  std::cout << (vm.count("json") ? report::history_json(rows, verdicts)
+                                 : report::history_text(rows, verdicts));
   return 0;
 }
 
