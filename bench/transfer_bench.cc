@@ -163,7 +163,8 @@ int run(int argc, char** argv) {
       sum.hex(), peak_rss_kib(), cpu2 - cpu1);
   for (const auto& [k, v] : session->properties()) {
     if (k == "in_flight_bytes" || k == "request_size" || k == "depth" || k == "max_read_size" ||
-        k == "max_write_size" || k == "requests_in_flight") {
+        k == "max_write_size" || k == "requests_in_flight" || k == "io_size" ||
+        k == "handshake_rtt_ms") {
       std::cout << " " << k << "=" << v;
     }
   }
