@@ -40,6 +40,8 @@
 #include <fcntl.h>
 #include <libsmbclient.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -154,7 +156,14 @@ std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
       socklen_t len = sizeof err;
       if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) continue;
     }
+    // The kernel's measure of the handshake, free of this process's
+    // scheduling (a busy host can add milliseconds to the wall clock).
     *rtt = monotonic_seconds() - t0;
+    tcp_info ti{};
+    socklen_t ti_len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
+      *rtt = ti.tcpi_rtt / 1e6;
+    }
     const std::string req = smb2_negotiate_request(lo, hi);
     size_t sent = 0;
     while (sent < req.size()) {
