@@ -1,5 +1,7 @@
 // The smb driver: libsmbclient, SMB2 or later (SMB1 is refused), one
-// context per session. smb://host[:port]/share[/dir].
+// context per session, plus with option connections=N > 1 N helper
+// processes with a context (and SMB connection) each that move a file's
+// calls N at a time (SmbPoolFile). smb://host[:port]/share[/dir].
 //
 // What libsmbclient (Samba 4.17) does with a call, and so what this driver
 // can keep in flight on its one connection:
@@ -34,7 +36,9 @@
 //
 // Share options: "encrypt" = "default" | "none" | "request" | "require";
 // "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"; default as
-// above); "timeout"
+// above); "connections" (1-16, default 1: smbd serves each connection with a
+// process of its own, so more than one changes what a server-CPU verdict
+// means); "timeout"
 // (seconds); "workgroup"; "min_protocol" (default SMB2_02), "max_protocol"
 // (SMB3).
 #include <fcntl.h>
