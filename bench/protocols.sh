@@ -33,6 +33,7 @@
 #
 # Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
 #   [--delays "0"] [--afp-delay 5ms] [--afp-depths "1 2 4 8 16 32"] [--no-afp] [--no-lab]
+#   [--smb-option k=v]...   (our smb driver's share options, e.g. connections=2, io_size=8MiB)
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
 # its own rate afterwards; one that was not is brought up and taken down.
 set -euo pipefail
@@ -45,9 +46,11 @@ AFP_DELAY=5ms
 AFP_DEPTHS="1 2 4 8 16 32"
 DO_AFP=1
 DO_LAB=1
+SMB_OPTS=()
 usage() {
   echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
-    "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" >&2
+    "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
+    "[--smb-option connections=2]..." >&2
   exit 2
 }
 while (($#)); do
@@ -60,6 +63,7 @@ while (($#)); do
     --afp-depths) AFP_DEPTHS=${2//,/ }; shift 2 ;;
     --no-afp) DO_AFP=0; shift ;;
     --no-lab) DO_LAB=0; shift ;;
+    --smb-option) SMB_OPTS+=(--option "$2"); shift 2 ;;
     *) usage ;;
   esac
 done
@@ -185,7 +189,7 @@ PY
     for who in $order; do
       f=s-$who-$i.dat
       if [ $who = ours ]; then
-        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
+        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" get "bench/$f" "$WORK/$f"
       else
         timed smb-get-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
       fi
@@ -200,7 +204,7 @@ PY
       fi
       f=sp-$who-$i.dat
       if [ $who = ours ]; then
-        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
+        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
       else
         timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
       fi
