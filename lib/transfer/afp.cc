@@ -604,6 +604,16 @@ class AfpSession : public Session {
       dsi::Connection& c;
       ~Uncancel() { c.set_cancel(nullptr); }
     } uncancel{conn};
+    // A setup that fails past this point (no such volume, a bad login) still
+    // logs out and closes the DSI session: netatalk keeps a dropped client's
+    // afpd for its 24 h disconnect time otherwise.
+    struct Goodbye {
+      AfpSession& s;
+      bool armed = true;
+      ~Goodbye() {
+        if (armed) s.goodbye();
+      }
+    } goodbye{*this};
     const dsi::SessionOptions so = conn.open_session(kAttentionQuantum);
     quantum_ = so.server_quantum.value_or(dsi::kDefaultQuantum);
     if (quantum_ < 4096) {
@@ -673,6 +683,7 @@ class AfpSession : public Session {
     tickle_s_ = opts.tickle_s;
 
     keepalive_ = std::thread([this] { keepalive_loop(); });
+    goodbye.armed = false;
   }
 
   ~AfpSession() override {
@@ -682,6 +693,11 @@ class AfpSession : public Session {
     }
     cv_.notify_all();
     if (keepalive_.joinable()) keepalive_.join();
+    goodbye();
+  }
+
+  // Closes the volume, logs out and closes the DSI session, best effort.
+  void goodbye() noexcept {
     if (!link_->conn) return;
     dsi::Connection& conn = *link_->conn;
     conn.set_reply_timeout(kGoodbyeTimeout);

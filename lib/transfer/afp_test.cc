@@ -520,6 +520,12 @@ TEST(AfpDriver, VolumeAndServerErrors) {
   EXPECT_NE(error_of([&] { s.connect(s.share("alice@", "s3cret", "nosuch")); }, ErrorKind::kConfig)
                 .find("no such volume"),
             std::string::npos);
+  {
+    // It said goodbye: netatalk keeps a dropped client's afpd for 24 h.
+    const auto st = s.server->stats_after(2);
+    EXPECT_TRUE(st.logged_out);
+    EXPECT_TRUE(st.closed_session);
+  }
   TestServerConfig old;
   old.versions = {"AFPVersion 2.1", "AFP2.2"};
   Served s2(old);
