@@ -337,6 +337,19 @@ TEST(AfpDriver, UserFromTheShareOverridesTheUrl) {
             std::string::npos);
 }
 
+TEST(AfpDriver, ARequestSizeAboveTheQuantumIsRecordedNotSilentlyClamped) {
+  Served s;  // quantum 1 MiB
+  Share share = s.share("alice@");
+  share.options = {{"request_size", "4MiB"}};
+  auto session = s.connect(share);
+  const auto props = session->properties();
+  EXPECT_EQ(props.at("request_size"), "1048576");
+  EXPECT_EQ(props.at("request_size_asked"), "4194304");
+  // Within the quantum, nothing to say.
+  share.options = {{"request_size", "64KiB"}};
+  EXPECT_EQ(s.connect(share)->properties().count("request_size_asked"), 0u);
+}
+
 TEST(AfpDriver, PipelinesReadsAndWritesToTheConfiguredDepth) {
   // The server holds FPReadExt/FPWriteExt replies until `depth` requests are
   // waiting: it sees exactly `depth` in flight, in batches it answers last
