@@ -1255,6 +1255,17 @@ bool is_verdict_path(const std::string& path) {
 
 }  // namespace
 
+std::string cpu_bound_brief(const CpuBound& c) {
+  const std::string where = c.host == "both" ? "both ends" : c.host;
+  if (c.kind == "quota") {
+    return fmt::format("cpu: {} at its quota {:.0f} % ({})", c.process, c.limit_pct, where);
+  }
+  if (c.kind == "thread") {
+    return fmt::format("cpu: a thread of {} at {:.0f} % ({})", c.process, c.pct, where);
+  }
+  return fmt::format("cpu: all cores {:.0f} % busy ({})", c.pct, where);
+}
+
 bool Analysis::has_verdict() const {
   for (const auto& f : findings)
     if (is_verdict_path(f.path)) return true;

@@ -209,6 +209,10 @@ struct Analysis {
 
 Analysis analyze(const RunRecord& run);
 
+// A CPU-bound row in a few words for tables: "cpu: smbd at its quota (server)",
+// "cpu: a thread of smbd at 98 % (server)", "cpu: all cores 99 % busy (both ends)".
+std::string cpu_bound_brief(const CpuBound& c);
+
 // Finds a row by key; nullptr when absent.
 const Row* find_row(const Analysis& a, const std::string& key);
 

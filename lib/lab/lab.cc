@@ -100,6 +100,7 @@ void apply_path(LabState& s, const LabOptions& opts, const std::string& mode) {
       run_all(shaping_commands(*h, opts, /*with_delay=*/true));
     }
     s.sw.delay_mode = opts.delay_s > 0 ? kDelayNetem : "";
+    save(s);
     return;
   }
   for (const LabHost* h : {&s.server, &s.client}) run_all(shaping_commands(*h, opts));
@@ -554,7 +555,9 @@ LabHealth check_health(const LabState& s) {
            fmt::format("smbd of {} (pid {}) is not running", s.server.hostname, s.server.smbd_pid));
     }
   }
-  if (s.sw.delay_mode == kDelayLine && !delay_line_alive(s.sw.delay_line_pid)) {
+  if (s.sw.delay_mode == kDelayLine &&
+      (!delay_line_alive(s.sw.delay_line_pid) ||
+       (geteuid() == 0 && !sys::process_in_netns(s.sw.delay_line_pid, s.sw.netns)))) {
     down("delay-line", fmt::format("the delay line in {} (pid {}) is not running", s.sw.netns,
                                    s.sw.delay_line_pid));
   }
@@ -620,11 +623,12 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
     if (cur && healthy(*cur, nullptr)) {
       // Retune in place; the hosts, their disks and sessions stay.
       cur->dir = dir;
-      if (cur->sw.netns.empty() &&
-          (opts.path_rate_bits > 0 || opts.server_mtu > 0 || opts.client_mtu > 0)) {
+      if (cur->sw.netns.empty() && (opts.path_rate_bits > 0 || opts.server_mtu > 0 ||
+                                    opts.client_mtu > 0 || delay_mode == kDelayLine)) {
         throw Error(ErrorKind::kConfig,
                     fmt::format("the lab in {} is from before the switch between its hosts, so "
-                                "it takes no --path-rate, --server-mtu or --client-mtu",
+                                "it takes no --path-rate, --server-mtu or --client-mtu, nor a "
+                                "--delay without netem",
                                 dir),
                     fmt::format("`{}`, then `lab up` again with them",
                                 instance == 0

@@ -318,8 +318,10 @@ std::vector<Command> switch_create_commands(const LabState& s) {
   const std::string& sw = s.sw.netns;
   CP_CHECK(!sw.empty());
   return {
+      // Best effort: a kernel without IPv6 has nothing to switch off.
       {{"ip", "netns", "exec", sw, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-        "net.ipv6.conf.default.disable_ipv6=1"}},
+        "net.ipv6.conf.default.disable_ipv6=1"},
+       true},
       {{"ip", "-n", sw, "link", "set", "dev", "lo", "up"}},
       {{"ip", "-n", s.server.netns, "link", "add", s.server.data_ifname, "type", "veth", "peer",
         "name", kSwitchServerPort, "netns", sw}},

@@ -1,11 +1,13 @@
 #include "report/export.h"
-#include "core/json_util.h"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <map>
+
+#include "core/cpu_message.h"
+#include "core/json_util.h"
 
 namespace cp::report {
 namespace {
@@ -23,28 +25,27 @@ void flatten(const json::value& v, const std::string& prefix, json::object& out)
   }
 }
 
-// The busiest core (% busy) and top process of one end's CPU summary.
+// The busiest core (% busy), top process and busiest thread of one end's CPU
+// message, read through its codec (core/cpu_message.h).
 void add_cpu(const json::value& cpu, const char* role, json::object& row) {
   const std::string p = role;
   row[p + "_max_core_pct"] = nullptr;
   row[p + "_top_process"] = nullptr;
   row[p + "_top_cpu_pct"] = nullptr;
+  row[p + "_top_thread_pct"] = nullptr;
   if (!cpu.is_object()) return;
   const json::value* end = cpu.as_object().if_contains(role);
   if (!end || !end->is_object()) return;
-  const json::object& o = end->as_object();
-  if (const json::value* cores = o.if_contains("core_busy_pct"); cores && cores->is_array()) {
-    double best = -1;
-    for (const auto& c : cores->as_array()) {
-      if (c.is_number()) best = std::max(best, c.to_number<double>());
-    }
-    if (best >= 0) row[p + "_max_core_pct"] = best;
+  const msg::CpuSummary s = msg::cpu_summary_from_json(*end);
+  if (!s.core_busy_pct.empty()) {
+    row[p + "_max_core_pct"] = *std::max_element(s.core_busy_pct.begin(), s.core_busy_pct.end());
   }
-  if (const json::value* top = o.if_contains("top");
-      top && top->is_array() && !top->as_array().empty() && top->as_array()[0].is_object()) {
-    const json::object& t = top->as_array()[0].as_object();
-    if (const json::value* comm = t.if_contains("comm")) row[p + "_top_process"] = *comm;
-    if (const json::value* pct = t.if_contains("cpu_pct")) row[p + "_top_cpu_pct"] = *pct;
+  if (!s.top.empty()) {
+    row[p + "_top_process"] = s.top.front().comm;
+    row[p + "_top_cpu_pct"] = s.top.front().cpu_pct;
+    if (s.top.front().top_thread_pct >= 0) {
+      row[p + "_top_thread_pct"] = s.top.front().top_thread_pct;
+    }
   }
 }
 
@@ -75,9 +76,11 @@ Table build(const RunRecord& run) {
                "server_max_core_pct",
                "server_top_process",
                "server_top_cpu_pct",
+               "server_top_thread_pct",
                "client_max_core_pct",
                "client_top_process",
-               "client_top_cpu_pct"};
+               "client_top_cpu_pct",
+               "client_top_thread_pct"};
   std::vector<std::string> extra;
   for (const auto& st : run.stages) {
     for (const auto& s : st.samples) {

@@ -233,10 +233,7 @@ std::string ladder_table(const analysis::Analysis& a) {
     if (r.cache_suspected) {
       notes += fmt::format("<span class=\"warn\">cache suspected: {}</span> ", esc(r.cache_reason));
     }
-    if (r.max_core_pct >= analysis::kCoreSaturated) {
-      notes += fmt::format("CPU {:.0f} % on the {} ({}) ", r.max_core_pct, esc(r.max_core_host),
-                           esc(r.max_core_process));
-    }
+    if (!r.cpu_bound.empty()) notes += esc(analysis::cpu_bound_brief(r.cpu_bound)) + " ";
     std::string ids;
     for (size_t i = 0; i < r.sample_ids.size(); ++i) {
       ids += (i ? "," : "") + std::to_string(r.sample_ids[i]);

@@ -116,8 +116,10 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                      run.label.empty() ? "" : fmt::format("  label \"{}\"", run.label));
   if (!run.error.empty()) out += fmt::format("  {}error:{} {}\n", red(o), reset(o), run.error);
   for (const auto& h : run.hosts) out += host_line(h) + "\n";
-  out += fmt::format("\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples)\n", bold(o),
-                     reset(o));
+  out += fmt::format(
+      "\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples; vs beneath: ratio of "
+      "medians, its 95 % interval)\n",
+      bold(o), reset(o));
   out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
                      "vs beneath");
   for (const auto& r : a.rows) {
@@ -131,14 +133,17 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     if (r.ratio > 0) {
       std::string below = "link";
       if (const auto* b = analysis::find_row(a, r.below); b && r.below != "link") below = b->label;
-      vs = fmt::format("{:.0f} % of {}", r.ratio * 100, below);
+      // The ratio's 95 % interval, where the samples show a spread.
+      const bool spread = r.ratio_hi - r.ratio_lo >= 0.005;
+      vs = spread ? fmt::format("{:.0f} % ({:.0f}-{:.0f}) of {}", r.ratio * 100, r.ratio_lo * 100,
+                                r.ratio_hi * 100, below)
+                  : fmt::format("{:.0f} % of {}", r.ratio * 100, below);
     }
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
-    if (r.max_core_pct >= analysis::kCoreSaturated) {
-      flags += fmt::format(" cpu {:.0f} % on {}", r.max_core_pct, r.max_core_host);
-    }
+    if (r.anomaly) flags += " faster than beneath?";
+    if (!r.cpu_bound.empty()) flags += " " + analysis::cpu_bound_brief(r.cpu_bound);
     std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
                        r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);

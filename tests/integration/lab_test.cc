@@ -133,8 +133,10 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
   EXPECT_DOUBLE_EQ(doc.at("link").at("nominal_bits_per_s").as_double(), 200e6);
   for (const auto& row : doc.at("ladder").as_array()) {
     if (row.at("layer").as_string() != "tcp") continue;
+    // TCP payload through tbf at MTU 1500: ~95.7 % of the rate (IP and TCP headers;
+    // ../shared/docs/lab-facts.md).
     const double bits = row.at("median_bytes_per_s").as_double() * 8;
-    EXPECT_NEAR(bits, 200e6, 0.05 * 200e6) << row.at("label").as_string();
+    EXPECT_NEAR(bits, 0.957 * 200e6, 0.05 * 200e6) << row.at("label").as_string();
   }
   bool named = false;
   for (const auto& f : doc.at("verdict").at("findings").as_array()) {
@@ -223,6 +225,44 @@ TEST_F(Lab, UnknownHostKeyIsRefusedUntilAccepted) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   RunResult lines = run_command({"wc", "-l", t.file("known_hosts")});
   EXPECT_EQ(lines.out.substr(0, 1), "2") << lines.out;
+}
+
+// `lab up --delay 5ms` (netem, or the delay line here): the TCP stage's own
+// tcp_info sees a smoothed RTT of at least twice the delay, each way; the
+// path shaping leaves the hosts' own interfaces unshaped in their facts.
+TEST_F(Lab, DelayShowsInTheTcpStagesRtt) {
+  RunResult up = chokepoint({"lab", "up", "--delay", "5ms", "--path-rate", "1gbit"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  RunResult st = chokepoint({"lab", "status", "--json"});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  const json::value status = json::parse(st.out);
+  EXPECT_DOUBLE_EQ(status.at("path").at("delay_s").as_double(), 0.005);
+  EXPECT_NE(status.at("path").at("delay_mode").as_string(), "none");
+  TempDir t;
+  write_file(t.file("plan.ini"),
+             "[disk]\nenabled = no\n[tcp]\nseconds = 2\ncount = 2\n[protocol]\nenabled = no\n");
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
+                            t.file("plan.ini"), "--json", "-q"});
+  chokepoint({"lab", "up"}, 300);  // back to the unshaped lab for the other tests
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::value doc = json::parse(r.out);
+  int samples = 0;
+  for (const auto& stage : doc.at("stages").as_array()) {
+    if (stage.at("layer").as_string() != "tcp") continue;
+    for (const auto& s : stage.at("samples").as_array()) {
+      const auto& info = s.at("details").at("tcp_info");
+      ASSERT_TRUE(info.at("available").as_bool());
+      EXPECT_GE(info.at("rtt_us").to_number<int64_t>(), 2 * 5000) << json::serialize(info);
+      ++samples;
+    }
+  }
+  EXPECT_GT(samples, 0);
+  for (const auto& h : doc.at("hosts").as_array()) {
+    const auto& net = h.at("facts").at("net");
+    // The hosts' own data interfaces carry no tbf: the path does the shaping.
+    EXPECT_TRUE(net.at("shaped_rate_bit").is_null()) << json::serialize(net);
+    EXPECT_EQ(net.at("mtu").to_number<int64_t>(), 1500) << json::serialize(net);
+  }
 }
 
 // diagnose --lab refuses a lab with a dead daemon, naming it, until `lab up`

@@ -41,8 +41,21 @@ class Verdict : public ::testing::Test {
     user_ = std::string(servers.at("share_user").as_string());
     password_file_ = std::string(servers.at("share_password_file").as_string());
   }
+  // Every test leaves the lab as it found it: unshaped, default MTU and Samba.
   void TearDown() override {
-    if (geteuid() == 0 && up_ok_) chokepoint({"lab", "throttle", "--clear"}, 120);
+    if (geteuid() != 0 || !up_ok_) return;
+    chokepoint({"lab", "throttle", "--clear"}, 120);
+    if (reshaped_) {
+      RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  // Reshapes the lab for one test (`lab up` re-applies in place).
+  void reshape(std::vector<std::string> options) {
+    reshaped_ = true;
+    options.insert(options.begin(), {"lab", "up"});
+    RunResult r = chokepoint(options, 300);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   }
 
   std::string share(const std::string& proto, const std::string& medium) const {
@@ -76,6 +89,7 @@ class Verdict : public ::testing::Test {
 
   static bool up_ok_;
   static std::string up_error_;
+  bool reshaped_ = false;
   std::string ram_dir_, disk_dir_, user_, password_file_;
 };
 bool Verdict::up_ok_ = false;
@@ -101,6 +115,63 @@ TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
     for (const auto& h : f->at("hints").as_array()) {
       EXPECT_EQ(std::string(h.as_string()).find("aio"), std::string::npos) << h;
     }
+  }
+}
+
+// A 200 Mbit/s shaper on the switch between the hosts, whose own interfaces stay
+// unshaped (veth: 10 Gbit/s): TCP runs flat far below both NICs with no window,
+// buffer or CPU limit. The network path caps it, and jumbo frames are no fix.
+TEST_F(Verdict, ShaperBetweenFastNicsNamesTheNetworkPath) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--path-rate", "200mbit"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* f = finding(doc, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "network path") << str(*f, "text");
+  EXPECT_EQ(str(*f, "cap"), "tcp:server->client:send");
+  for (const auto& h : f->at("hints").as_array()) {
+    EXPECT_EQ(std::string(h.as_string()).find("jumbo"), std::string::npos) << h;
+  }
+  const json::object* up = finding(doc, "client -> server");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(str(*up, "layer"), "network path") << str(*up, "text");
+}
+
+// Different MTUs on the two hosts: named as a finding of its own, with the fix.
+TEST_F(Verdict, MtuMismatchIsNamed) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--server-mtu", "9000", "--client-mtu", "1500"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* f = finding(doc, "mtu");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "network");
+  EXPECT_EQ(f->at("hints").as_array().size(), 1u);
+}
+
+// Samba mis-tuned the way users tune it: 16 KiB reads and writes. Every SMB
+// sample still succeeds (the client splits its requests), and the verdict
+// names the setting with its value.
+TEST_F(Verdict, MisTunedSambaIsNamedWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape(
+      {"--rate", "0", "--samba", "smb2 max read = 16384", "--samba", "smb2 max write = 16384"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+               share("smb", "ram"));
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"smb ram read", "smb ram write"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    const json::array& m = f->at("misconfigured").as_array();
+    ASSERT_EQ(m.size(), 1u) << str(*f, "text");
+    const std::string param =
+        std::string(path) == "smb ram read" ? "smb2 max read = 16384" : "smb2 max write = 16384";
+    EXPECT_NE(std::string(m[0].as_string()).find(param), std::string::npos) << m[0];
+  }
+  // No failed sample: the small negotiated size is respected, not an error.
+  for (const auto& r : doc.at("ladder").as_array()) {
+    EXPECT_EQ(r.at("failed").to_number<int64_t>(), 0) << r.at("key");
   }
 }
 
