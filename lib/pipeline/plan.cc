@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "transfer/afp.h"
 
 namespace cp::pipeline {
 namespace {
@@ -362,6 +363,14 @@ void validate(const Plan& plan) {
     }
     if (s.medium.empty()) {
       throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
+    }
+    // Driver options are checked now, not when the stage runs.
+    if (s.driver == "afp") {
+      try {
+        transfer::afp::parse_afp_options(s.options);
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
+      }
     }
     int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
     if (sources > 1) {
