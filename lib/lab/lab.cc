@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "lab/delay_line.h"
+#include "lab/ganesha.h"
 #include "lab/layout.h"
 #include "lab/servers.h"
 #include "lab/sys.h"
@@ -553,6 +554,10 @@ LabHealth check_health(const LabState& s) {
     if (!servers::smbd_alive(s)) {
       down("smbd",
            fmt::format("smbd of {} (pid {}) is not running", s.server.hostname, s.server.smbd_pid));
+    }
+    if (ganesha::serves_nfs(s) && !ganesha::alive(s)) {
+      down("nfs-ganesha", fmt::format("ganesha.nfsd of {} (pid {}) is not running",
+                                      s.server.hostname, s.server.nfsd_pid));
     }
   }
   if (s.sw.delay_mode == kDelayLine &&

@@ -38,7 +38,7 @@ struct LabOptions {
 
 // One share the server host exports: each protocol serves each medium.
 struct LabShare {
-  std::string protocol;    // "ftp" | "smb"
+  std::string protocol;    // "ftp" | "smb" | "nfs"
   std::string medium;      // "ram" (tmpfs: stage 3) | "disk" (ext4 on loop: stage 4)
   std::string url;         // "ftp://198.18.0.1/ram", "smb://198.18.0.1/disk"
   std::string server_dir;  // the directory behind it on the server: "<dir>/server/ram/share"
@@ -60,6 +60,8 @@ struct LabHost {
   std::vector<LabShare> shares;  // ftp and smb, ram and disk
   int ftpd_pid = 0;              // vsftpd's listener; 0 when not started
   int smbd_pid = 0;              // smbd's parent; 0 when not started
+  int nfsd_pid = 0;              // ganesha.nfsd (lab/ganesha.h); 0 when not started
+  int rpcbind_pid = 0;           // rpcbind for NFSv3 inside the host; 0 when none
 };
 
 // What `lab throttle` set; all zero: nothing throttled.
@@ -143,7 +145,8 @@ bool healthy(const LabState& state, std::string* why);
 struct LabHealth {
   bool healthy = false;
   // What is down, as stable names: "server-netns", "client-netns",
-  // "switch-netns", "server-sshd", "client-sshd", "vsftpd", "smbd", "delay-line".
+  // "switch-netns", "server-sshd", "client-sshd", "vsftpd", "smbd", "nfs-ganesha",
+  // "delay-line".
   std::vector<std::string> down;
   std::string why;  // one sentence per part that is down, "; "-joined
 };
