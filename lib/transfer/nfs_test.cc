@@ -54,7 +54,7 @@ TEST(NfsOptions, RejectsUnknownOptionsAndBadValues) {
                                                         {"version", "2"},
                                                         {"version", "4.1"},
                                                         {"depth", "0"},
-                                                        {"depth", "999"},
+                                                        {"depth", "5000"},
                                                         {"request_size", "1k"},
                                                         {"request_size", "64MiB"},
                                                         {"uid", "-1"},
