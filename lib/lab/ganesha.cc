@@ -160,6 +160,9 @@ std::string conf_text(const LabState& s, bool v3, const std::string& plugins_dir
         "  SecType = sys;\n"
         "  Protocols = {};\n"
         "  Transports = TCP;\n"
+        // Files and dirs change behind Ganesha's back (the server agent lays
+        // out and removes them): no cached attributes or entries are trusted.
+        "  Attr_Expiration_Time = 0;\n"
         "  FSAL {{ Name = VFS; }}\n"
         "}}\n",
         e.id, e.path, e.pseudo, e.access, protocols);
