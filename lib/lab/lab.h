@@ -67,6 +67,7 @@ struct LabHost {
 // What `lab throttle` set; all zero: nothing throttled.
 struct LabThrottle {
   double smbd_cpu = 0;               // smbd's CPU quota, fraction of one core (0.2 = 20 %)
+  double nfsd_cpu = 0;               // ganesha.nfsd's CPU quota, fraction of one core
   uint64_t disk_read_bps = 0;        // server disk read limit, bytes/s
   uint64_t disk_write_bps = 0;       // server disk write limit, bytes/s
   std::vector<std::string> cgroups;  // cgroup dirs made for them, removed by clear and down
@@ -155,6 +156,7 @@ LabHealth check_health(const LabState& state);
 // What `lab throttle` asks for; unset fields keep their current setting.
 struct ThrottleRequest {
   std::optional<double> smbd_cpu;          // fraction of one core; 0 removes the quota
+  std::optional<double> nfsd_cpu;          // ganesha.nfsd's, likewise
   std::optional<uint64_t> disk_read_bps;   // bytes/s; 0 removes the limit
   std::optional<uint64_t> disk_write_bps;  // bytes/s; 0 removes the limit
   bool clear = false;                      // remove every throttle first

@@ -886,6 +886,7 @@ std::string state_to_json(const LabState& s) {
   json::array cgroups;
   for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
   o["throttle"] = json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                               {"nfsd_cpu", s.throttle.nfsd_cpu},
                                {"disk_read_bps", s.throttle.disk_read_bps},
                                {"disk_write_bps", s.throttle.disk_write_bps},
                                {"cgroups", std::move(cgroups)}};
@@ -950,6 +951,7 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   if (r.has("throttle")) {
     const Reader t = r.object("throttle");
     s.throttle.smbd_cpu = t.num("smbd_cpu");
+    if (t.has("nfsd_cpu")) s.throttle.nfsd_cpu = t.num("nfsd_cpu");
     s.throttle.disk_read_bps = t.u64("disk_read_bps");
     s.throttle.disk_write_bps = t.u64("disk_write_bps");
     s.throttle.cgroups = t.strings("cgroups");

@@ -412,6 +412,7 @@ std::string status_json(const LabStatus& st) {
                    {"ftps_cert", server_files(s).ftps_cert},
                    {"samba_params", samba},
                    {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                                             {"nfsd_cpu", s.throttle.nfsd_cpu},
                                              {"disk_read_bps", s.throttle.disk_read_bps},
                                              {"disk_write_bps", s.throttle.disk_write_bps},
                                              {"cgroups", std::move(cgroups)}}}};

@@ -109,5 +109,53 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
   EXPECT_NE(ram_read->at("layer").as_string(), "nfs") << ram_read->at("text").as_string();
 }
 
+// `lab throttle --nfsd-cpu 10%`: Ganesha at a tenth of a core; the verdict
+// names its CPU quota on the server, as it does smbd's.
+TEST(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
+  if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+  RunResult up = chokepoint({"lab", "up", "--rate", "0"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err << up.out;
+  struct Down {
+    ~Down() { chokepoint({"lab", "down"}, 300); }
+  } down;
+  RunResult th = chokepoint({"lab", "throttle", "--nfsd-cpu", "10%"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json::object status = json::parse(st.out).as_object();
+  const json::object& servers = status.at("servers").as_object();
+  EXPECT_DOUBLE_EQ(servers.at("throttle").at("nfsd_cpu").to_number<double>(), 0.1);
+  std::string ram;
+  for (const auto& v : servers.at("shares").as_array()) {
+    const json::object& s = v.as_object();
+    if (s.at("protocol").as_string() == "nfs" && s.at("medium").as_string() == "ram")
+      ram = std::string(s.at("server_dir").as_string());
+  }
+  ASSERT_FALSE(ram.empty());
+  TempDir t;
+  // 400 MB files: each transfer lasts over a second at the quota, longer
+  // than the verdict's minimum CPU window.
+  write_file(t.file("plan.ini"),
+             "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n"
+             "[share nfs-ram]\nurl = nfs://" +
+                 lab_names().server_data_address + "/ram\nserver_dir = " + ram +
+                 "\nmedium = ram\nuser = " + std::string(servers.at("share_user").as_string()) +
+                 "\noptions = version=3\n");
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
+                            t.file("plan.ini"), "--json", "-q"},
+                           900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object doc = json::parse(r.out).as_object();
+  const json::object* f = finding(doc, "nfs ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->at("layer").as_string(), "cpu") << f->at("text").as_string();
+  ASSERT_TRUE(f->contains("cpu")) << f->at("text").as_string();
+  const json::object& cpu = f->at("cpu").as_object();
+  EXPECT_EQ(cpu.at("kind").as_string(), "quota");
+  EXPECT_EQ(cpu.at("host").as_string(), "server");
+  EXPECT_EQ(cpu.at("process").as_string(), "ganesha.nfsd");
+  EXPECT_NEAR(cpu.at("limit_pct").to_number<double>(), 10, 0.5);
+}
+
 }  // namespace
 }  // namespace cp::itest
