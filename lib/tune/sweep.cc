@@ -1,0 +1,578 @@
+#include "tune/sweep.h"
+
+#include <sqlite3.h>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/stats.h"
+#include "core/units.h"
+#include "core/version.h"
+#include "core/wire.h"
+#include "pipeline/runner.h"
+#include "remote/agent_link.h"
+#include "store/store.h"
+
+namespace cp::tune {
+namespace json = boost::json;
+namespace {
+
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string mbps(double bps) { return fmt::format("{:.1f}", bps / kMB); }
+
+std::string pct(double change) { return fmt::format("{:+.1f} %", change * 100); }
+
+std::string p_text(const ValueStats& v) {
+  if (v.too_few) return "too few";
+  return v.p_holm < 0.001 ? "<0.001" : fmt::format("{:.3f}", v.p_holm);
+}
+
+// Tune sessions live beside the runs, in their own tables of the same
+// database, created on first use (the store's schema stays the store's).
+class SessionTable {
+ public:
+  explicit SessionTable(const std::string& path) {
+    if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) {
+      throw Error(ErrorKind::kIo, fmt::format("cannot open {}: {}", path, sqlite3_errmsg(db_)));
+    }
+    sqlite3_busy_timeout(db_, 10000);
+    exec(
+        "CREATE TABLE IF NOT EXISTS tune_sessions (id INTEGER PRIMARY KEY, started_at REAL, "
+        "finished_at REAL, status TEXT, knob TEXT, endpoint TEXT, server TEXT, client TEXT, "
+        "original TEXT, values_json TEXT, rounds INTEGER, result_json TEXT, error TEXT);"
+        "CREATE TABLE IF NOT EXISTS tune_runs (session_id INTEGER REFERENCES tune_sessions(id), "
+        "run_id INTEGER, round INTEGER, value TEXT, is_original INTEGER);");
+  }
+  ~SessionTable() { sqlite3_close(db_); }
+  int64_t begin(const SweepSetup& s) {
+    json::array vals;
+    for (const auto& v : s.values) vals.push_back(json::value(v));
+    run("INSERT INTO tune_sessions (started_at, status, knob, endpoint, server, client, "
+        "values_json, rounds) VALUES (?,?,?,?,?,?,?,?)",
+        {std::to_string(wall_seconds()), kRunning, s.knob->name, s.knob->endpoint, s.server_name,
+         s.client_name, json::serialize(vals), std::to_string(s.rounds)});
+    return sqlite3_last_insert_rowid(db_);
+  }
+  void link(int64_t session, int64_t run_id, int round, const std::string& value, bool original) {
+    run("INSERT INTO tune_runs (session_id, run_id, round, value, is_original) VALUES (?,?,?,?,?)",
+        {std::to_string(session), std::to_string(run_id), std::to_string(round), value,
+         original ? "1" : "0"});
+  }
+  void end(int64_t session, const std::string& status, const std::string& original,
+           const std::string& result, const std::string& error) {
+    run("UPDATE tune_sessions SET finished_at=?, status=?, original=?, result_json=?, error=? "
+        "WHERE id=?",
+        {std::to_string(wall_seconds()), status, original, result, error,
+         std::to_string(session)});
+  }
+
+ private:
+  void exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string m = err ? err : "?";
+      sqlite3_free(err);
+      throw Error(ErrorKind::kIo, "tune tables: " + m);
+    }
+  }
+  void run(const char* sql, const std::vector<std::string>& args) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) {
+      throw Error(ErrorKind::kIo, fmt::format("tune tables: {}", sqlite3_errmsg(db_)));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      sqlite3_bind_text(st, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
+    }
+    const int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+      throw Error(ErrorKind::kIo, fmt::format("tune tables: {}", sqlite3_errmsg(db_)));
+    }
+  }
+  sqlite3* db_ = nullptr;
+};
+
+// Stores every record (the runs are ordinary runs) and keeps the samples of
+// the layers the knob affects.
+class Collector : public pipeline::RunObserver {
+ public:
+  Collector(Store& store, int64_t run_id, const Knob& knob, size_t value,
+            std::map<std::string, std::vector<std::vector<double>>>& by_layer, size_t nvalues)
+      : store_(store), run_(run_id), knob_(knob), value_(value), by_layer_(by_layer),
+        nvalues_(nvalues) {}
+  void on_host(const HostRecord& h) override { store_.add_host(run_, h); }
+  int64_t on_stage_begin(const StageRecord& s) override {
+    const int64_t id = store_.begin_stage(run_, s);
+    stages_[id] = {s.layer, s.where};
+    return id;
+  }
+  void on_sample(int64_t stage, const SampleRecord& s) override {
+    store_.add_sample(stage, s);
+    const auto& [layer, where] = stages_[stage];
+    if (!s.error.empty() || !affects_sample(knob_, layer, where, s.op)) return;
+    std::string key = fmt::format("{} {} {}", layer, where, s.op);
+    if (s.size > 0) key += " " + format_size(s.size);
+    auto& slot = by_layer_[key];
+    if (slot.size() < nvalues_) slot.resize(nvalues_);
+    slot[value_].push_back(s.rate());
+  }
+  void on_stage_end(int64_t stage, const std::string& status, const std::string& err) override {
+    store_.end_stage(stage, status, err);
+  }
+
+ private:
+  Store& store_;
+  int64_t run_;
+  const Knob& knob_;
+  size_t value_;
+  std::map<std::string, std::vector<std::vector<double>>>& by_layer_;
+  size_t nvalues_;
+  std::map<int64_t, std::pair<std::string, std::string>> stages_;
+};
+
+remote::AgentLink& link_of(const SweepSetup& s) {
+  return s.knob->endpoint == "server" ? *s.server : *s.client;
+}
+
+json::object where_args(const SweepSetup& s) {
+  const auto& ep = s.knob->endpoint == "server" ? s.plan.server : s.plan.client;
+  return {{"disk_dir", ep.disk_dir}, {"samba_conf", s.plan.server.samba_conf}};
+}
+
+// The plan of one slot: the client option set (or the plan's own value
+// restored) for client knobs.
+pipeline::Plan slot_plan(const SweepSetup& s, const pipeline::Plan& base,
+                         const std::string& value, bool original) {
+  pipeline::Plan p = base;
+  if (s.knob->mechanism != Mechanism::kClientOption || original) return p;
+  for (auto& share : p.shares) {
+    if (affects_sample(*s.knob, share.driver, share.medium, "read") ||
+        affects_sample(*s.knob, share.driver, share.medium, "write")) {
+      share.options[s.knob->param] = value;
+    }
+  }
+  return p;
+}
+
+std::string client_original(const SweepSetup& s, const pipeline::Plan& p) {
+  for (const auto& share : p.shares) {
+    auto it = share.options.find(s.knob->param);
+    if (it != share.options.end()) return it->second;
+  }
+  return "driver default";
+}
+
+}  // namespace
+
+std::vector<Slot> schedule(size_t values_with_original, int rounds) {
+  std::vector<Slot> out;
+  for (int r = 1; r <= rounds; ++r) {
+    for (size_t v = 0; v < values_with_original; ++v) out.push_back({r, v});
+  }
+  return out;
+}
+
+pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
+  pipeline::Plan p = plan;
+  p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
+  p.sweep = false;
+  p.shares.clear();
+  for (const auto& a : knob.affects) {
+    if (a.layer == "disk") p.disk_enabled = plan.disk_enabled;
+    if (a.layer == "tcp") p.tcp_enabled = plan.tcp_enabled;
+  }
+  if (plan.proto_enabled) {
+    for (const auto& share : plan.shares) {
+      if (affects_sample(knob, share.driver, share.medium, "read") ||
+          affects_sample(knob, share.driver, share.medium, "write")) {
+        p.shares.push_back(share);
+      }
+    }
+    p.proto_enabled = !p.shares.empty();
+  }
+  if (!p.disk_enabled && !p.tcp_enabled && !p.proto_enabled) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("knob {} affects {}, and the plan runs none of those stages",
+                            knob.name, describe_affects(knob)),
+                "declare a share of that protocol and medium (--share or the plan's [share]), or "
+                "enable the stage");
+  }
+  return p;
+}
+
+TuneResult analyze(const std::string& knob, const std::vector<std::string>& values,
+                   const std::vector<LayerSamples>& layers, int rounds) {
+  TuneResult r;
+  r.knob = knob;
+  r.values = values;
+  r.rounds = rounds;
+  // Per value: the best significant gain, and whether any layer got worse.
+  std::vector<double> gain(values.size(), 0);
+  std::vector<bool> better(values.size(), false), worse(values.size(), false);
+  std::vector<std::string> gain_layer(values.size());
+  for (const auto& ls : layers) {
+    LayerResult lr;
+    lr.layer = ls.layer;
+    std::vector<double> ps;
+    const std::vector<double> base =
+        ls.by_value.empty() ? std::vector<double>{} : ls.by_value[0];
+    const Summary bs = summarize(base);
+    for (size_t v = 0; v < values.size(); ++v) {
+      const std::vector<double> xs = v < ls.by_value.size() ? ls.by_value[v] : std::vector<double>{};
+      ValueStats st;
+      st.value = values[v];
+      const Summary s = summarize(xs);
+      st.n = s.n;
+      st.median = s.median;
+      st.min = s.min;
+      st.max = s.max;
+      st.p25 = xs.empty() ? 0 : percentile(xs, 25);
+      st.p75 = xs.empty() ? 0 : percentile(xs, 75);
+      if (v > 0) {
+        st.change = bs.median > 0 ? s.median / bs.median - 1 : 0;
+        const UTest u = mann_whitney_u(xs, base);
+        st.p = u.p;
+        st.too_few = u.too_few;
+        ps.push_back(u.too_few ? 1.0 : u.p);
+      }
+      lr.values.push_back(st);
+    }
+    // Holm over the values compared with the original on this layer.
+    const std::vector<double> adj = holm_adjust(ps);
+    for (size_t v = 1; v < lr.values.size(); ++v) {
+      ValueStats& st = lr.values[v];
+      st.p_holm = adj[v - 1];
+      if (st.too_few || st.p_holm >= kAlpha) continue;
+      if (st.median > lr.values[0].median) {
+        st.better = true;
+        better[v] = true;
+        if (st.change > gain[v]) {
+          gain[v] = st.change;
+          gain_layer[v] = ls.layer;
+        }
+      } else if (st.median < lr.values[0].median) {
+        st.worse = true;
+        worse[v] = true;
+      }
+    }
+    r.layers.push_back(std::move(lr));
+  }
+  size_t best = 0;
+  for (size_t v = 1; v < values.size(); ++v) {
+    if (better[v] && !worse[v] && (best == 0 || gain[v] > gain[best])) best = v;
+  }
+  if (best > 0) {
+    r.recommended = values[best];
+    r.reason = fmt::format(
+        "{} = {} moves {} {} against the original {} (Holm-corrected p < {}), and no affected "
+        "layer got significantly worse",
+        knob, values[best], gain_layer[best], pct(gain[best]),
+        values.empty() ? "" : values[0], kAlpha);
+  } else {
+    bool any_better = false;
+    for (size_t v = 1; v < values.size(); ++v) any_better = any_better || better[v];
+    r.reason = any_better
+                   ? "every value that helped one layer hurt another significantly: keep what "
+                     "you have"
+                   : fmt::format("no value is significantly better than the original {} on any "
+                                 "affected layer (Holm-corrected p < {}): keep what you have",
+                                 values.empty() ? "" : values[0], kAlpha);
+  }
+  return r;
+}
+
+std::string result_text(const TuneResult& r) {
+  std::string out = fmt::format("tune {} on the {} ({}), {} rounds, original {}\n", r.knob,
+                                r.endpoint, r.target, r.rounds,
+                                r.original.empty() ? "?" : r.original);
+  for (const auto& l : r.layers) {
+    out += fmt::format("  {}\n", l.layer);
+    out += fmt::format("    {:<22} {:>10} {:>21} {:>4} {:>9} {:>9}\n", "value", "median MB/s",
+                       "p25-p75 MB/s", "n", "change", "p (Holm)");
+    for (size_t i = 0; i < l.values.size(); ++i) {
+      const auto& v = l.values[i];
+      const std::string name = v.value + (i == 0 ? " (original)" : "");
+      out += fmt::format("    {:<22} {:>10} {:>21} {:>4}", name, mbps(v.median),
+                         mbps(v.p25) + "-" + mbps(v.p75), v.n);
+      if (i > 0) {
+        out += fmt::format(" {:>9} {:>9}{}", pct(v.change), p_text(v),
+                           v.better ? "  better" : (v.worse ? "  worse" : ""));
+      }
+      out += "\n";
+    }
+  }
+  out += r.recommended.empty() ? "Recommendation: keep what you have. "
+                               : fmt::format("Recommendation: {} = {}. ", r.knob, r.recommended);
+  out += r.reason + ".\n";
+  if (!r.run_ids.empty()) {
+    out += fmt::format("Runs {}..{} (`chokepoint compare A B` holds any two).\n",
+                       r.run_ids.front(), r.run_ids.back());
+  }
+  return out;
+}
+
+std::string result_json(const TuneResult& r) {
+  json::object o;
+  o["knob"] = r.knob;
+  o["endpoint"] = r.endpoint;
+  o["target"] = r.target;
+  o["original"] = r.original;
+  json::array vals;
+  for (const auto& v : r.values) vals.push_back(json::value(v));
+  o["values"] = std::move(vals);
+  o["rounds"] = r.rounds;
+  json::array layers;
+  for (const auto& l : r.layers) {
+    json::array vs;
+    for (const auto& v : l.values) {
+      vs.push_back(json::object{{"value", v.value},
+                                {"n", v.n},
+                                {"median_bps", v.median},
+                                {"p25_bps", v.p25},
+                                {"p75_bps", v.p75},
+                                {"min_bps", v.min},
+                                {"max_bps", v.max},
+                                {"change", v.change},
+                                {"p", v.p},
+                                {"p_holm", v.p_holm},
+                                {"too_few", v.too_few},
+                                {"better", v.better},
+                                {"worse", v.worse}});
+    }
+    layers.push_back(json::object{{"layer", l.layer}, {"values", std::move(vs)}});
+  }
+  o["layers"] = std::move(layers);
+  o["recommended"] = r.recommended.empty() ? json::value(nullptr) : json::value(r.recommended);
+  o["reason"] = r.reason;
+  json::array runs;
+  for (auto id : r.run_ids) runs.push_back(id);
+  o["run_ids"] = std::move(runs);
+  return json::serialize(o) + "\n";
+}
+
+std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& layers) {
+  std::string out = fmt::format(
+      "<!doctype html><html><head><meta charset=\"utf-8\"><title>chokepoint tune {}</title>"
+      "<style>body{{font-family:sans-serif;margin:2em}}svg{{border:1px solid #ccc}}"
+      ".rec{{font-weight:bold}}</style></head><body><h1>tune {}</h1><p>{} on the {} ({}), {} "
+      "rounds</p><p class=\"rec\">{}</p>",
+      html_escape(r.knob), html_escape(r.knob), html_escape(r.knob), html_escape(r.endpoint),
+      html_escape(r.target), r.rounds,
+      html_escape((r.recommended.empty() ? std::string("Keep what you have. ")
+                                         : "Recommendation: " + r.recommended + ". ") +
+                  r.reason));
+  const double W = 640, H = 300, left = 60, bottom = 40, top = 20;
+  for (const auto& ls : layers) {
+    double ymax = 0;
+    for (const auto& xs : ls.by_value) {
+      for (double x : xs) ymax = std::max(ymax, x);
+    }
+    if (ymax <= 0) ymax = 1;
+    const size_t n = std::max<size_t>(r.values.size(), 1);
+    const double step = (W - left - 20) / double(n);
+    out += fmt::format("<h2>{}</h2><svg width=\"{}\" height=\"{}\" role=\"img\">",
+                       html_escape(ls.layer), W, H);
+    // y axis: 0 and the top, MB/s.
+    out += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">{} MB/s</text>", top + 4,
+                       mbps(ymax));
+    out += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">0</text>", H - bottom);
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left,
+                       H - bottom, W - 10, H - bottom);
+    for (size_t v = 0; v < r.values.size(); ++v) {
+      const double cx = left + step * (double(v) + 0.5);
+      out += fmt::format(
+          "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>", cx,
+          H - bottom + 16, html_escape(r.values[v]), v == 0 ? " (orig)" : "");
+      if (v >= ls.by_value.size()) continue;
+      const auto& xs = ls.by_value[v];
+      for (size_t i = 0; i < xs.size(); ++i) {
+        // Spread the dots sideways a little so equal values stay visible.
+        const double jitter = (double(i % 7) - 3) * step * 0.04;
+        const double cy = H - bottom - (xs[i] / ymax) * (H - bottom - top);
+        out += fmt::format(
+            "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" fill-opacity=\"0.7\">"
+            "<title>{} MB/s</title></circle>",
+            cx + jitter, cy, v == 0 ? "#555" : "#1f77b4", mbps(xs[i]));
+      }
+    }
+    out += "</svg>";
+  }
+  out += "</body></html>\n";
+  return out;
+}
+
+std::string dry_run_text(const SweepSetup& s) {
+  const Knob& k = *s.knob;
+  const pipeline::Plan p = affected_plan(k, s.plan);
+  std::string out = fmt::format("dry run: tune {} ({}), {} rounds; nothing is changed\n", k.name,
+                                k.summary, s.rounds);
+  std::string stages;
+  if (p.disk_enabled) stages += "disk; ";
+  if (p.tcp_enabled) stages += "tcp; ";
+  for (const auto& sh : p.shares) stages += fmt::format("{} ({} {}); ", sh.name, sh.driver, sh.medium);
+  out += fmt::format("stages each round: {}\n", stages.substr(0, stages.size() - 2));
+  if (k.mechanism == Mechanism::kClientOption) {
+    out += fmt::format("original: {}\n", client_original(s, p));
+    for (const auto& v : s.values) {
+      out += fmt::format("value {}: share option {}={} on those shares (no host changes)\n", v,
+                         k.param, v);
+    }
+    return out;
+  }
+  remote::AgentLink& agent = link_of(s);
+  std::string revert;
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    json::object args = where_args(s);
+    args["knob"] = k.name;
+    args["value"] = s.values[i];
+    json::object r = agent.call("tune_plan", args, 60);
+    if (i == 0) {
+      out += fmt::format("on the {}: {}, now {}\n", k.endpoint, wire::get_string(r, "target"),
+                         wire::get_string(r, "original"));
+      out += fmt::format("journal first: {}\n", wire::get_string(r, "journal"));
+      for (const auto& a : wire::get_array(r, "revert")) {
+        revert += fmt::format("  {}\n", std::string(a.as_string()));
+      }
+    }
+    out += fmt::format("value {}:\n", s.values[i]);
+    for (const auto& a : wire::get_array(r, "apply")) {
+      out += fmt::format("  {}\n", std::string(a.as_string()));
+    }
+  }
+  out += "original (each round's first slot, and at the end):\n" + revert;
+  return out;
+}
+
+TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cancel,
+                     const std::function<void(const std::string&)>& note,
+                     std::vector<LayerSamples>* samples_out) {
+  const Knob& k = *s.knob;
+  const pipeline::Plan aplan = affected_plan(k, s.plan);
+  const bool on_host = k.mechanism != Mechanism::kClientOption;
+  SessionTable sessions(store.path());
+  const int64_t session = sessions.begin(s);
+  note(fmt::format("tune session {} stored in {}", session, store.path()));
+
+  std::string target = "client options", original;
+  if (on_host) {
+    json::object args = where_args(s);
+    args["knob"] = k.name;
+    args["value"] = s.values.front();
+    json::object r = link_of(s).call("tune_plan", args, 60);
+    target = wire::get_string(r, "target");
+    original = wire::get_string(r, "original");
+  } else {
+    original = client_original(s, aplan);
+  }
+  std::vector<std::string> values = {original};
+  for (const auto& v : s.values) values.push_back(v);
+
+  std::map<std::string, std::vector<std::vector<double>>> by_layer;
+  std::vector<int64_t> run_ids;
+  bool applied = false;
+  auto revert = [&]() -> std::string {
+    if (!on_host || !applied) return {};
+    json::object r = link_of(s).call("tune_revert", {}, 120);
+    applied = false;
+    std::string errors;
+    for (const auto& e : wire::get_array(r, "reverted")) {
+      const std::string err = wire::get_string(e.as_object(), "error");
+      if (!err.empty()) errors += err + "; ";
+    }
+    return errors;
+  };
+  std::string status = kComplete, error;
+  try {
+    for (const Slot& slot : schedule(values.size(), s.rounds)) {
+      if (cancel.cancelled()) throw Error(ErrorKind::kCancelled, "interrupted");
+      const bool orig = slot.value == 0;
+      const std::string& value = values[slot.value];
+      if (on_host) {
+        if (orig) {
+          const std::string errs = revert();
+          if (!errs.empty()) throw Error(ErrorKind::kIo, "reverting to the original: " + errs);
+        } else {
+          json::object args = where_args(s);
+          args["knob"] = k.name;
+          args["value"] = value;
+          applied = true;  // a partial apply is journaled too: revert it either way
+          link_of(s).call("tune_apply", args, 120);
+        }
+      }
+      note(fmt::format("round {}/{}: {} = {}{}", slot.round, s.rounds, k.name, value,
+                       orig ? " (original)" : ""));
+      RunRecord run;
+      run.label = fmt::format("tune {} {}={}{} r{}", session, k.name, value, orig ? " (orig)" : "",
+                              slot.round);
+      run.server = s.server_name;
+      run.client = s.client_name;
+      const pipeline::Plan p = slot_plan(s, aplan, value, orig);
+      run.plan_json = pipeline::plan_to_json(p);
+      run.version = kVersion;
+      const int64_t run_id = store.begin_run(run);
+      run_ids.push_back(run_id);
+      sessions.link(session, run_id, slot.round, value, orig);
+      Collector collector(store, run_id, k, slot.value, by_layer, values.size());
+      try {
+        pipeline::run_stages(p,
+                             {*s.server, *s.client, s.server_name, s.client_name, s.data_address,
+                              s.passwords, {}},
+                             collector, cancel);
+        store.end_run(run_id, kComplete);
+      } catch (const Error& e) {
+        store.end_run(run_id, e.kind() == ErrorKind::kCancelled ? kInterrupted : kFailed,
+                      describe(e));
+        throw;
+      }
+    }
+    const std::string errs = revert();
+    if (!errs.empty()) throw Error(ErrorKind::kIo, "reverting at the end: " + errs);
+  } catch (const Error& e) {
+    status = e.kind() == ErrorKind::kCancelled ? kInterrupted : kFailed;
+    error = describe(e);
+    try {
+      revert();
+    } catch (const Error& e2) {
+      error += fmt::format(" (and reverting failed: {}; the agent retries when its channel "
+                           "closes, and `chokepoint tune --revert` does too)",
+                           describe(e2));
+    }
+    sessions.end(session, status, original, "", error);
+    throw;
+  }
+  std::vector<LayerSamples> layers;
+  for (auto& [name, by_value] : by_layer) {
+    by_value.resize(values.size());
+    layers.push_back({name, by_value});
+  }
+  TuneResult r = analyze(k.name, values, layers, s.rounds);
+  r.endpoint = k.endpoint;
+  r.target = target;
+  r.original = original;
+  r.run_ids = run_ids;
+  sessions.end(session, status, original, result_json(r), error);
+  if (samples_out) *samples_out = std::move(layers);
+  return r;
+}
+
+}  // namespace cp::tune
