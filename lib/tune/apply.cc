@@ -509,7 +509,15 @@ Resolved Journal::apply(const Knob& knob, const std::string& value, const Where&
                             path_),
                 "wait for it to end, or run `chokepoint tune --revert HOST` once it is gone");
   }
-  Resolved r = resolve(knob, value, where);
+  return apply_resolved(knob, resolve(knob, value, where));
+}
+
+Resolved Journal::apply_resolved(const Knob& knob, Resolved r) {
+  if (!lock(false)) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("another chokepoint tune session holds {}.lock", path_),
+                "wait for it to end, or run `chokepoint tune --revert HOST` once it is gone");
+  }
   need_root(knob, r.apply);
   std::vector<JournalEntry> entries = load();
   const bool known = std::any_of(entries.begin(), entries.end(), [&](const JournalEntry& e) {

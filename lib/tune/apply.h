@@ -80,6 +80,8 @@ class Journal {
   // another live session holds it), journals the original first when this
   // knob/target has no entry yet, then runs the apply actions.
   Resolved apply(const Knob& knob, const std::string& value, const Where& where);
+  // The same for actions already resolved (apply() resolves, then this).
+  Resolved apply_resolved(const Knob& knob, Resolved r);
   // Reverts every entry, newest first; entries that fail stay journaled.
   // Releases the lock when the journal is empty. Error(kUnsupported) when
   // another live process holds the lock.
