@@ -183,9 +183,17 @@ Resolved resolve_samba(const Knob& knob, const std::string& value, const Where& 
                                               "reverts\n[global]\n\t{} = {}\n",
                                               knob.param, value)));
   const std::string with_include = add_samba_include(conf_text, dropin);
-  if (with_include != conf_text) r.apply.push_back(write(conf, with_include));
+  if (with_include != conf_text) {
+    r.apply.push_back(write(conf, with_include));
+    r.apply.back().note = fmt::format("its text with `include = {}` added as the last line of "
+                                      "[global]",
+                                      dropin);
+  }
   r.apply.push_back(run(reload));
   r.revert.push_back(write(conf, conf_text));
+  r.revert.back().note =
+      fmt::format("its original text, byte for byte ({} bytes, kept in the journal)",
+                  conf_text.size());
   r.revert.push_back(dropin_existed ? write(dropin, dropin_text) : remove(dropin));
   r.revert.push_back(run(reload));
   return r;
@@ -241,8 +249,8 @@ std::string Action::display() const {
   if (kind == "run") return shell_join(argv);
   if (kind == "remove") return "rm -f " + shell_quote(path);
   if (is_kernel_file(path)) return fmt::format("echo {} > {}", shell_quote(trim(content)), path);
-  const size_t lines = static_cast<size_t>(std::count(content.begin(), content.end(), '\n'));
-  return fmt::format("write {} ({} bytes, {} lines)", path, content.size(), lines);
+  if (!note.empty()) return fmt::format("write {}: {}", path, note);
+  return fmt::format("cat > {} <<'EOF'\n{}EOF", shell_quote(path), content);
 }
 
 std::string add_samba_include(const std::string& conf, const std::string& dropin) {

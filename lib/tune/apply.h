@@ -25,6 +25,7 @@ struct Action {
   std::vector<std::string> argv;  // run
   std::string path;               // write, remove
   std::string content;            // write: the file's whole new content
+  std::string note;               // write: what changes, when the content is long
   std::string display() const;    // "blockdev --setra 256 /dev/loop3", "write /x (3 lines)"
 };
 

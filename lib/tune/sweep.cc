@@ -292,10 +292,9 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
     bool any_better = false;
     for (size_t v = 1; v < values.size(); ++v) any_better = any_better || better[v];
     r.reason = any_better
-                   ? "every value that helped one layer hurt another significantly: keep what "
-                     "you have"
+                   ? "every value that helped one layer hurt another significantly"
                    : fmt::format("no value is significantly better than the original {} on any "
-                                 "affected layer (Holm-corrected p < {}): keep what you have",
+                                 "affected layer (Holm-corrected p < {})",
                                  values.empty() ? "" : values[0], kAlpha);
   }
   return r;
@@ -321,7 +320,7 @@ std::string result_text(const TuneResult& r) {
       out += "\n";
     }
   }
-  out += r.recommended.empty() ? "Recommendation: keep what you have. "
+  out += r.recommended.empty() ? "Recommendation: keep what you have: "
                                : fmt::format("Recommendation: {} = {}. ", r.knob, r.recommended);
   out += r.reason + ".\n";
   if (!r.run_ids.empty()) {
@@ -469,10 +468,6 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   const Knob& k = *s.knob;
   const pipeline::Plan aplan = affected_plan(k, s.plan);
   const bool on_host = k.mechanism != Mechanism::kClientOption;
-  SessionTable sessions(store.path());
-  const int64_t session = sessions.begin(s);
-  note(fmt::format("tune session {} stored in {}", session, store.path()));
-
   std::string target = "client options", original;
   if (on_host) {
     json::object args = where_args(s);
@@ -484,6 +479,10 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   } else {
     original = client_original(s, aplan);
   }
+  // After the knob resolved on its host: a refused knob leaves no session.
+  SessionTable sessions(store.path());
+  const int64_t session = sessions.begin(s);
+  note(fmt::format("tune session {} stored in {}", session, store.path()));
   std::vector<std::string> values = {original};
   for (const auto& v : s.values) values.push_back(v);
 
