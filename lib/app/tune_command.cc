@@ -210,6 +210,11 @@ int tune_command(const std::vector<std::string>& args) {
       "plan", po::value<std::string>(), "plan file (shares, dirs)")(
       "share", po::value<std::vector<std::string>>()->composing(),
       "a share, as for diagnose (repeatable)")(
+      "i-have-console",
+      "allow knobs on the interface SSH uses (MTU); each host reverts by itself unless the "
+      "orchestrator still reaches it within --confirm-seconds")(
+      "confirm-seconds", po::value<uint64_t>()->default_value(20),
+      "how long a host waits for that confirmation before it reverts")(
       "rounds", po::value<int>()->default_value(3), "interleaved rounds over the values")(
       "count", po::value<int>()->default_value(3), "samples per size, op and value in a round")(
       "size", po::value<std::string>(), "file size of the disk and protocol samples (default: "
@@ -325,6 +330,8 @@ int tune_command(const std::vector<std::string>& args) {
     s.client_name = h.client.host;
     s.data_address = data_address;
     s.passwords = passwords;
+    s.console = vm.count("i-have-console") > 0;
+    s.confirm_s = vm["confirm-seconds"].as<uint64_t>();
     if (vm.count("dry-run")) {
       std::cout << tune::dry_run_text(s);
       continue;

@@ -11,9 +11,13 @@ namespace cp::tune {
 
 bool is_tune_request(const std::string& type);
 
-// "tune_plan" {knob, value, disk_dir, samba_conf}: the target, current
+// "tune_plan" {knob, value, disk_dir, samba_conf, data_address, console}: the target, current
 //   value and exact apply/revert commands, changing nothing;
 // "tune_apply" (same fields): journal the original, then apply;
+//   A change that may cut this host's SSH connection (cuts_ssh) is applied
+//   only with console=true and arms a watchdog: unless "tune_confirm" comes
+//   within confirm_s seconds (default 20), the agent reverts by itself;
+// "tune_confirm" {}: {confirmed: false when the watchdog already reverted};
 // "tune_revert" {}: revert everything journaled; the reply also lists what
 //   this agent reverted at its start (a killed session's journal).
 boost::json::object handle_tune_request(const std::string& type, const boost::json::object& req);

@@ -199,6 +199,59 @@ Resolved resolve_samba(const Knob& knob, const std::string& value, const Where& 
   return r;
 }
 
+// The interface holding `address` on this host, else the one routing to it.
+std::string interface_for(const std::string& address) {
+  RunResult a = run_command({"ip", "-o", "addr", "show", "to", address}, {}, 30);
+  std::string ifname = a.exit_code == 0 ? parse_addr_ifname(a.out) : "";
+  if (!ifname.empty()) return ifname;
+  RunResult r = run_command({"ip", "-o", "route", "get", address}, {}, 30);
+  return r.exit_code == 0 ? parse_route_dev(r.out) : "";
+}
+
+Resolved resolve_mtu(const Knob& knob, const std::string& value, const Where& where) {
+  Resolved r;
+  if (where.data_address.empty()) {
+    throw Error(ErrorKind::kConfig, fmt::format("knob {} needs the data address", knob.name),
+                "set data_address in the plan's [tcp] section");
+  }
+  const std::string ifname = interface_for(where.data_address);
+  if (ifname.empty() || ifname == "lo") {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("knob {}: no interface other than loopback carries {} on this host",
+                            knob.name, where.data_address),
+                "name the data path's address with the plan's data_address");
+  }
+  r.target = ifname;
+  RunResult l = run_command({"ip", "-o", "link", "show", "dev", ifname}, {}, 30);
+  const int mtu = parse_link_mtu(l.out);
+  if (l.exit_code != 0 || mtu <= 0) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("knob {}: cannot read the MTU of {}: {}", knob.name, ifname,
+                            trim(l.err)));
+  }
+  const unsigned long want = std::stoul(value);
+  if (want < 576 || want > 65536) {
+    throw Error(ErrorKind::kUsage, fmt::format("knob {}: MTU {} is outside 576..65536",
+                                               knob.name, value));
+  }
+  r.original = std::to_string(mtu);
+  const char* ssh = std::getenv("SSH_CONNECTION");
+  const std::string ssh_local = ssh_local_address(ssh);
+  r.cuts_ssh = !ssh_local.empty() && interface_for(ssh_local) == ifname;
+  if (r.cuts_ssh && !where.console) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("knob {}: {} carries this host's SSH connection ({}): a wrong MTU "
+                            "there can cut it",
+                            knob.name, ifname, ssh_local),
+                "reach the host over a management address on another interface (the plan's "
+                "data_address names the data path), or pass --i-have-console: the agent then "
+                "reverts by itself unless the orchestrator confirms it still reaches the host");
+  }
+  r.apply.push_back(run({"ip", "link", "set", "dev", ifname, "mtu", value}));
+  r.revert.push_back(run({"ip", "link", "set", "dev", ifname, "mtu", r.original}));
+  return r;
+}
+
 void need_root(const Knob& knob, const std::vector<Action>& actions) {
   if (knob.privilege != "root" || ::geteuid() == 0) return;
   const std::string cmd = actions.empty() ? std::string("(nothing)") : actions.front().display();
@@ -244,6 +297,46 @@ std::string host_name() {
 }
 
 }  // namespace
+
+std::string parse_addr_ifname(const std::string& out) {
+  // "3: cpd-s    inet 198.19.6.1/24 ..." (the name may carry "@peer").
+  std::istringstream in(out);
+  std::string index, name;
+  if (!(in >> index >> name)) return {};
+  return name.substr(0, name.find('@'));
+}
+
+std::string parse_route_dev(const std::string& out) {
+  std::istringstream in(out);
+  for (std::string w; in >> w;) {
+    if (w == "dev") {
+      std::string dev;
+      in >> dev;
+      return dev;
+    }
+  }
+  return {};
+}
+
+int parse_link_mtu(const std::string& out) {
+  std::istringstream in(out);
+  for (std::string w; in >> w;) {
+    if (w == "mtu") {
+      int mtu = 0;
+      in >> mtu;
+      return mtu;
+    }
+  }
+  return 0;
+}
+
+std::string ssh_local_address(const char* ssh_connection) {
+  if (!ssh_connection) return {};
+  std::istringstream in(ssh_connection);
+  std::string cip, cport, sip;
+  if (!(in >> cip >> cport >> sip)) return {};
+  return sip;
+}
 
 std::string Action::display() const {
   if (kind == "run") return shell_join(argv);
@@ -380,6 +473,8 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
     }
     case Mechanism::kSamba:
       return resolve_samba(knob, value, where);
+    case Mechanism::kMtu:
+      return resolve_mtu(knob, value, where);
     case Mechanism::kClientOption:
       throw Error(ErrorKind::kPeer,
                   fmt::format("knob {} is a client option: the orchestrator applies it",

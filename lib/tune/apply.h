@@ -33,6 +33,8 @@ struct Action {
 struct Where {
   std::string disk_dir;    // disk knobs: the directory whose disk is meant
   std::string samba_conf;  // Samba knobs: smb.conf; "" = the one the running smbd uses
+  std::string data_address;  // MTU: the server's data address (its own, or the peer's)
+  bool console = false;      // MTU: the user has a console; the SSH interface may change
 };
 
 // A knob resolved on this host for one value: what it changes, its current
@@ -42,7 +44,19 @@ struct Resolved {
   std::string original;  // the value now, as the knob writes it
   std::vector<Action> apply;
   std::vector<Action> revert;
+  // The change may cut this host's SSH connection (MTU of the interface it
+  // uses): applied only with Where::console, under a revert watchdog.
+  bool cuts_ssh = false;
 };
+
+// `ip -o addr show to ADDR` / `ip -o route get ADDR` / `ip -o link show`
+// output -> the interface name ("cpd-s"; "" when none), its "dev", its MTU (0).
+std::string parse_addr_ifname(const std::string& ip_o_addr);
+std::string parse_route_dev(const std::string& ip_o_route);
+int parse_link_mtu(const std::string& ip_o_link);
+// The local address of this host's SSH connection from $SSH_CONNECTION
+// ("client_ip client_port server_ip server_port"); "" when not over SSH.
+std::string ssh_local_address(const char* ssh_connection);
 
 // Reads the current value and builds the actions. Throws Error(kUnsupported)
 // when the knob cannot apply here (no block device under the directory, a

@@ -75,6 +75,10 @@ std::vector<Knob> build_table() {
   add_disk_knobs(t, "client");
   add_tcp_knobs(t, "server");
   add_tcp_knobs(t, "client");
+  t.push_back({"link.mtu", "both", Mechanism::kMtu, "mtu", ValueKind::kInt,
+               {{"tcp", "", "", ""}, {"protocol", "", "", ""}}, "root",
+               "MTU of the data interface, both ends together (the path between must carry it); "
+               "refused on the interface SSH uses unless --i-have-console"});
   const std::vector<Affects> smb_read = {{"protocol", "", "smb", "read"}};
   const std::vector<Affects> smb_write = {{"protocol", "", "smb", "write"}};
   const std::vector<Affects> smb_all = {{"protocol", "", "smb", ""}};
@@ -176,6 +180,12 @@ std::string normalize_value(const Knob& knob, const std::string& raw) {
       if (knob.kind == ValueKind::kBool01) return on ? "1" : "0";
       return on ? "yes" : "no";
     }
+    case ValueKind::kInt:
+      if (v.size() > 9 || !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(c); })) {
+        throw Error(ErrorKind::kUsage, fmt::format("{} '{}' is not a whole number", what, v),
+                    "write e.g. 1500 or 9000");
+      }
+      return std::to_string(std::stoul(v));
     case ValueKind::kText:
       if (v.find('\n') != std::string::npos) {
         throw Error(ErrorKind::kUsage, fmt::format("{} contains a newline", what));
@@ -225,6 +235,9 @@ std::string describe_mechanism(const Knob& k) {
           k.param);
     case Mechanism::kClientOption:
       return fmt::format("the client share option {}=VALUE; no host changes", k.param);
+    case Mechanism::kMtu:
+      return "read: ip -o link show dev IF; apply: ip link set dev IF mtu N on the server, then "
+             "the client; IF: the interface of the data address";
   }
   return {};
 }

@@ -18,6 +18,7 @@ enum class Mechanism {
   kSysctl,        // /proc/sys/<param with '.' as '/'>
   kSamba,         // one smb.conf parameter in chokepoint's drop-in, then reload-config
   kClientOption,  // a chokepoint share option on the client: no host is changed
+  kMtu,           // `ip link set dev IF mtu N` on the data interface of both ends
 };
 
 // How a value is written on the command line and normalised.
@@ -27,6 +28,7 @@ enum class ValueKind {
   kBool01,   // "0"/"1"/"on"/"off"/"yes"/"no" -> "0" or "1"
   kYesNo,    // same inputs -> "yes" or "no" (Samba booleans)
   kText,     // taken as given (scheduler name, sysctl triples, socket options)
+  kInt,      // a decimal integer (MTU, bytes)
 };
 
 // One set of stages a knob affects. Empty fields match anything.
@@ -39,7 +41,7 @@ struct Affects {
 
 struct Knob {
   std::string name;      // "server.readahead", "samba.smb2_max_read"
-  std::string endpoint;  // "server" | "client": the agent that applies it
+  std::string endpoint;  // "server" | "client" | "both": the agent(s) that apply it
   Mechanism mechanism;
   std::string param;  // sysfs attribute, sysctl key, Samba parameter or share option
   ValueKind kind;

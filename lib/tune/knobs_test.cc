@@ -13,7 +13,8 @@ TEST(Knobs, EveryNameIsUniqueAndNamesItsEndpoint) {
   std::set<std::string> names;
   for (const auto& k : knob_table()) {
     EXPECT_TRUE(names.insert(k.name).second) << k.name;
-    EXPECT_TRUE(k.endpoint == "server" || k.endpoint == "client") << k.name;
+    EXPECT_TRUE(k.endpoint == "server" || k.endpoint == "client" || k.endpoint == "both")
+        << k.name;
     EXPECT_FALSE(k.affects.empty()) << k.name;
     EXPECT_EQ(k.privilege, k.mechanism == Mechanism::kClientOption ? "none" : "root") << k.name;
   }
@@ -23,7 +24,7 @@ TEST(Knobs, EveryNameIsUniqueAndNamesItsEndpoint) {
                                "samba.smb2_max_write", "samba.aio_read_size",
                                "samba.use_sendfile", "samba.socket_options",
                                "samba.server_multi_channel_support", "client.smb_io_size",
-                               "client.afp_depth", "client.afp_request_size"}) {
+                               "client.afp_depth", "client.afp_request_size", "link.mtu"}) {
     EXPECT_EQ(names.count(required), 1u) << required;
   }
 }

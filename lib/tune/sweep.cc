@@ -150,13 +150,20 @@ class Collector : public pipeline::RunObserver {
   std::map<int64_t, std::pair<std::string, std::string>> stages_;
 };
 
-remote::AgentLink& link_of(const SweepSetup& s) {
-  return s.knob->endpoint == "server" ? *s.server : *s.client;
+// The agents a knob lives on: one end, or both (server first).
+std::vector<std::pair<std::string, remote::AgentLink*>> agents_of(const SweepSetup& s) {
+  if (s.knob->endpoint == "server") return {{"server", s.server}};
+  if (s.knob->endpoint == "client") return {{"client", s.client}};
+  return {{"server", s.server}, {"client", s.client}};
 }
 
-json::object where_args(const SweepSetup& s) {
-  const auto& ep = s.knob->endpoint == "server" ? s.plan.server : s.plan.client;
-  return {{"disk_dir", ep.disk_dir}, {"samba_conf", s.plan.server.samba_conf}};
+json::object where_args(const SweepSetup& s, const std::string& end) {
+  const auto& ep = end == "server" ? s.plan.server : s.plan.client;
+  return {{"disk_dir", ep.disk_dir},
+          {"samba_conf", s.plan.server.samba_conf},
+          {"data_address", s.data_address},
+          {"console", s.console},
+          {"confirm_s", s.confirm_s}};
 }
 
 // The plan of one slot: the client option set (or the plan's own value
@@ -438,25 +445,34 @@ std::string dry_run_text(const SweepSetup& s) {
     }
     return out;
   }
-  remote::AgentLink& agent = link_of(s);
   std::string revert;
-  for (size_t i = 0; i < s.values.size(); ++i) {
-    json::object args = where_args(s);
-    args["knob"] = k.name;
-    args["value"] = s.values[i];
-    json::object r = agent.call("tune_plan", args, 60);
-    if (i == 0) {
-      out += fmt::format("on the {}: {}, now {}\n", k.endpoint, wire::get_string(r, "target"),
-                         wire::get_string(r, "original"));
-      out += fmt::format("journal first: {}\n", wire::get_string(r, "journal"));
-      for (const auto& a : wire::get_array(r, "revert")) {
-        revert += fmt::format("  {}\n", std::string(a.as_string()));
+  std::vector<std::string> apply(s.values.size());
+  for (const auto& [end, agent] : agents_of(s)) {
+    for (size_t i = 0; i < s.values.size(); ++i) {
+      json::object args = where_args(s, end);
+      args["knob"] = k.name;
+      args["value"] = s.values[i];
+      json::object r = agent->call("tune_plan", args, 60);
+      if (i == 0) {
+        out += fmt::format("on the {}: {}, now {}{}\n", end, wire::get_string(r, "target"),
+                           wire::get_string(r, "original"),
+                           wire::opt_bool(r, "cuts_ssh", false)
+                               ? fmt::format(" (carries SSH: reverts by itself unless confirmed "
+                                             "within {} s)",
+                                             s.confirm_s)
+                               : "");
+        out += fmt::format("journal first: {}\n", wire::get_string(r, "journal"));
+        for (const auto& a : wire::get_array(r, "revert")) {
+          revert += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
+        }
+      }
+      for (const auto& a : wire::get_array(r, "apply")) {
+        apply[i] += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
       }
     }
-    out += fmt::format("value {}:\n", s.values[i]);
-    for (const auto& a : wire::get_array(r, "apply")) {
-      out += fmt::format("  {}\n", std::string(a.as_string()));
-    }
+  }
+  for (size_t i = 0; i < s.values.size(); ++i) {
+    out += fmt::format("value {}:\n{}", s.values[i], apply[i]);
   }
   out += "original (each round's first slot, and at the end):\n" + revert;
   return out;
@@ -470,12 +486,22 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   const bool on_host = k.mechanism != Mechanism::kClientOption;
   std::string target = "client options", original;
   if (on_host) {
-    json::object args = where_args(s);
-    args["knob"] = k.name;
-    args["value"] = s.values.front();
-    json::object r = link_of(s).call("tune_plan", args, 60);
-    target = wire::get_string(r, "target");
-    original = wire::get_string(r, "original");
+    target.clear();
+    std::vector<std::string> originals;
+    for (const auto& [end, agent] : agents_of(s)) {
+      json::object args = where_args(s, end);
+      args["knob"] = k.name;
+      args["value"] = s.values.front();
+      json::object r = agent->call("tune_plan", args, 60);
+      const std::string t = wire::get_string(r, "target");
+      target += (target.empty() ? "" : ", ") + (agents_of(s).size() > 1 ? end + " " + t : t);
+      const std::string o = wire::get_string(r, "original");
+      if (std::find(originals.begin(), originals.end(), o) == originals.end()) {
+        originals.push_back(o);
+      }
+    }
+    // Both ends at one value: that value; else "server/client".
+    for (const auto& o : originals) original += (original.empty() ? "" : "/") + o;
   } else {
     original = client_original(s, aplan);
   }
@@ -491,13 +517,15 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   bool applied = false;
   auto revert = [&]() -> std::string {
     if (!on_host || !applied) return {};
-    json::object r = link_of(s).call("tune_revert", {}, 120);
-    applied = false;
     std::string errors;
-    for (const auto& e : wire::get_array(r, "reverted")) {
-      const std::string err = wire::get_string(e.as_object(), "error");
-      if (!err.empty()) errors += err + "; ";
+    for (const auto& [end, agent] : agents_of(s)) {
+      json::object r = agent->call("tune_revert", {}, 120);
+      for (const auto& e : wire::get_array(r, "reverted")) {
+        const std::string err = wire::get_string(e.as_object(), "error");
+        if (!err.empty()) errors += end + ": " + err + "; ";
+      }
     }
+    applied = false;
     return errors;
   };
   std::string status = kComplete, error;
@@ -511,11 +539,26 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
           const std::string errs = revert();
           if (!errs.empty()) throw Error(ErrorKind::kIo, "reverting to the original: " + errs);
         } else {
-          json::object args = where_args(s);
-          args["knob"] = k.name;
-          args["value"] = value;
           applied = true;  // a partial apply is journaled too: revert it either way
-          link_of(s).call("tune_apply", args, 120);
+          std::vector<remote::AgentLink*> watched;
+          for (const auto& [end, agent] : agents_of(s)) {
+            json::object args = where_args(s, end);
+            args["knob"] = k.name;
+            args["value"] = value;
+            json::object r = agent->call("tune_apply", args, 120);
+            if (wire::opt_u64(r, "watchdog_s", 0) > 0) watched.push_back(agent);
+          }
+          // Every end changed: confirm each watched host still answers.
+          for (remote::AgentLink* agent : watched) {
+            json::object c = agent->call("tune_confirm", {}, s.confirm_s);
+            if (!wire::get_bool(c, "confirmed")) {
+              throw Error(ErrorKind::kIo,
+                          fmt::format("{} = {} cut {} off for more than {} s; its agent "
+                                      "reverted by itself",
+                                      k.name, value, agent->name(), s.confirm_s),
+                          "leave that value out, or check the path carries it (MTU: every hop)");
+            }
+          }
         }
       }
       note(fmt::format("round {}/{}: {} = {}{}", slot.round, s.rounds, k.name, value,

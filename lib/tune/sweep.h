@@ -94,6 +94,10 @@ struct SweepSetup {
   remote::AgentLink* client = nullptr;
   std::string server_name, client_name, data_address;
   std::map<std::string, std::string> passwords;
+  // A knob on the interface SSH uses (MTU) is refused unless the user has a
+  // console; then each agent reverts by itself unless confirmed in time.
+  bool console = false;
+  uint64_t confirm_s = 20;
 };
 
 // The exact commands of a sweep, changing nothing: asks the knob's agent.

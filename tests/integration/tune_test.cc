@@ -208,6 +208,41 @@ TEST_F(Tune, AgentSigkillMidSweepRestoresAtTheNextAgentStart) {
   EXPECT_EQ(restored[0].at("error").as_string(), "");
 }
 
+int data_mtu(const std::string& netns) {
+  RunResult r = run_command({"ip", "netns", "exec", netns, "ip", "-o", "link", "show"});
+  for (const char* ifname : {"cpd-s", "cpd-c"}) {
+    const size_t at = r.out.find(std::string(": ") + ifname);
+    if (at == std::string::npos) continue;
+    const size_t m = r.out.find(" mtu ", at);
+    return std::stoi(r.out.substr(m + 5));
+  }
+  return 0;
+}
+
+// Both ends' data interfaces change together and come back together; SSH
+// runs over the management interfaces, so no watchdog is needed.
+TEST_F(Tune, MtuSweepChangesBothEndsAndPutsThemBack) {
+  TempDir t;
+  const int server_before = data_mtu(lab_names().server_netns);
+  const int client_before = data_mtu(lab_names().client_netns);
+  ASSERT_GT(server_before, 0);
+  RunResult r = chokepoint({"tune", "--lab", "--knob", "link.mtu=1280", "--rounds", "1",
+                            "--count", "1", "--size", "10MB", "--db", t.file("tune.db"), "--json",
+                            "-q"},
+                           900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), std::to_string(server_before));
+  EXPECT_EQ(data_mtu(lab_names().server_netns), server_before);
+  EXPECT_EQ(data_mtu(lab_names().client_netns), client_before);
+  // The value's run measured with 1280 on both ends (the facts taken at its start).
+  EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM tune_runs"), 2);
+  EXPECT_EQ(query_int(t.file("tune.db"),
+                      "SELECT count(*) FROM hosts h JOIN tune_runs t ON t.run_id = h.run_id "
+                      "WHERE t.is_original = 0 AND json_extract(h.facts_json, '$.net.mtu') = 1280"),
+            2);
+}
+
 TEST_F(Tune, UnknownKnobAndMissingStageAreUsageAndConfigErrors) {
   RunResult unknown = chokepoint({"tune", "--lab", "--knob", "server.nope=1"});
   EXPECT_EQ(unknown.exit_code, 2);
