@@ -23,7 +23,6 @@
 #include <thread>
 
 #include "agent/transfer_ops.h"
-#include "tune/agent_requests.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
@@ -34,6 +33,7 @@
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
 #include "transfer/driver.h"
+#include "tune/agent_requests.h"
 
 namespace cp::agent {
 namespace {

@@ -100,7 +100,8 @@ Hosts resolve_hosts(const po::variables_map& vm) {
   Hosts h;
   h.server.role = "server";
   h.client.role = "client";
-  if (vm.count("ssh-config")) h.server.ssh_config = h.client.ssh_config = vm["ssh-config"].as<std::string>();
+  if (vm.count("ssh-config"))
+    h.server.ssh_config = h.client.ssh_config = vm["ssh-config"].as<std::string>();
   h.server.accept_new_host_keys = h.client.accept_new_host_keys =
       vm.count("accept-new-host-keys") > 0;
   const bool use_lab = vm.count("lab") || (!vm.count("server") && !vm.count("client"));
@@ -180,8 +181,7 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
         std::cout << fmt::format("{}: {} on {} {} {}\n", spec.host, wire::get_string(o, "knob"),
                                  wire::get_string(o, "target"),
                                  err.empty() ? "restored to" : "NOT restored to",
-                                 wire::get_string(o, "original") +
-                                     (err.empty() ? "" : ": " + err));
+                                 wire::get_string(o, "original") + (err.empty() ? "" : ": " + err));
       }
       if (!start_err.empty()) std::cout << spec.host << ": " << start_err << "\n";
     }
@@ -217,15 +217,16 @@ int tune_command(const std::vector<std::string>& args) {
       "how long a host waits for that confirmation before it reverts")(
       "rounds", po::value<int>()->default_value(3), "interleaved rounds over the values")(
       "count", po::value<int>()->default_value(3), "samples per size, op and value in a round")(
-      "size", po::value<std::string>(), "file size of the disk and protocol samples (default: "
-                                        "the plan's)")(
-      "db", po::value<std::string>(), "SQLite database (default: under $XDG_DATA_HOME)")(
+      "size", po::value<std::string>(),
+      "file size of the disk and protocol samples (default: "
+      "the plan's)")("db", po::value<std::string>(),
+                     "SQLite database (default: under $XDG_DATA_HOME)")(
       "json", "print the result as JSON")("html", po::value<std::string>(),
                                           "also write an HTML chart to FILE")(
       "ssh-config", po::value<std::string>(), "SSH config file")(
-      "accept-new-host-keys", "add unknown host keys to known_hosts")("quiet,q",
-                                                                     "no progress output")(
-      "hosts", po::value<std::vector<std::string>>(), "hosts for --revert");
+      "accept-new-host-keys", "add unknown host keys to known_hosts")(
+      "quiet,q", "no progress output")("hosts", po::value<std::vector<std::string>>(),
+                                       "hosts for --revert");
   po::positional_options_description pos;
   pos.add("hosts", -1);
   po::variables_map vm;

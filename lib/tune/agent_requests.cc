@@ -19,9 +19,9 @@ namespace json = boost::json;
 namespace {
 
 std::mutex g_mu;
-std::unique_ptr<Journal> g_journal;     // created on first use
-std::vector<Reverted> g_at_start;       // what revert_at_agent_start restored
-std::string g_at_start_error;           // why it could not
+std::unique_ptr<Journal> g_journal;  // created on first use
+std::vector<Reverted> g_at_start;    // what revert_at_agent_start restored
+std::string g_at_start_error;        // why it could not
 
 // The revert watchdog of a change that may cut this host's SSH connection:
 // unless tune_confirm arrives in time, everything journaled is reverted.
@@ -52,10 +52,8 @@ json::array actions_json(const std::vector<Action>& actions) {
 json::array reverted_json(const std::vector<Reverted>& rs) {
   json::array a;
   for (const auto& r : rs) {
-    a.push_back(json::object{{"knob", r.knob},
-                             {"target", r.target},
-                             {"original", r.original},
-                             {"error", r.error}});
+    a.push_back(json::object{
+        {"knob", r.knob}, {"target", r.target}, {"original", r.original}, {"error", r.error}});
   }
   return a;
 }
@@ -71,8 +69,8 @@ json::object handle_tune_request(const std::string& type, const json::object& re
     const std::string value = normalize_value(knob, wire::get_string(req, "value"));
     Where where{wire::opt_string(req, "disk_dir"), wire::opt_string(req, "samba_conf"),
                 wire::opt_string(req, "data_address"), wire::opt_bool(req, "console", false)};
-    Resolved r = type == "tune_plan" ? resolve(knob, value, where)
-                                     : journal().apply(knob, value, where);
+    Resolved r =
+        type == "tune_plan" ? resolve(knob, value, where) : journal().apply(knob, value, where);
     json::object out{{"target", r.target},
                      {"original", r.original},
                      {"apply", actions_json(r.apply)},

@@ -30,8 +30,7 @@ int mtu_of(const std::string& ifname) {
 // veth pair cpt0 (10.99.0.1) / cpt1 that "SSH" (SSH_CONNECTION) comes in on.
 // The child's exit code is the number of the first failed check (0: all held).
 int in_private_netns(const std::function<int()>& body) {
-  const std::string state =
-      "/var/tmp/chokepoint-tune-netns-" + std::to_string(getpid());
+  const std::string state = "/var/tmp/chokepoint-tune-netns-" + std::to_string(getpid());
   pid_t pid = fork();
   if (pid == 0) {
     if (unshare(CLONE_NEWNET) != 0) _exit(100);
@@ -54,8 +53,10 @@ int in_private_netns(const std::function<int()>& body) {
 }
 
 json::object mtu_request(const std::string& value, bool console, int confirm_s) {
-  return {{"knob", "link.mtu"},        {"value", value},
-          {"data_address", "10.99.0.1"}, {"console", console},
+  return {{"knob", "link.mtu"},
+          {"value", value},
+          {"data_address", "10.99.0.1"},
+          {"console", console},
           {"confirm_s", confirm_s}};
 }
 

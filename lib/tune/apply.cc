@@ -67,8 +67,8 @@ bool read_file(const std::string& path, std::string* out) {
 void write_file(const std::string& path, const std::string& content) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw Error(ErrorKind::kIo, fmt::format("cannot open {} for writing: {}", path,
-                                            std::strerror(errno)));
+    throw Error(ErrorKind::kIo,
+                fmt::format("cannot open {} for writing: {}", path, std::strerror(errno)));
   }
   size_t done = 0;
   while (done < content.size()) {
@@ -77,9 +77,8 @@ void write_file(const std::string& path, const std::string& content) {
     if (n < 0) {
       const int e = errno;
       ::close(fd);
-      throw Error(ErrorKind::kIo,
-                  fmt::format("cannot write '{}' to {}: {}", trim(content).substr(0, 80), path,
-                              std::strerror(e)));
+      throw Error(ErrorKind::kIo, fmt::format("cannot write '{}' to {}: {}",
+                                              trim(content).substr(0, 80), path, std::strerror(e)));
     }
     done += static_cast<size_t>(n);
   }
@@ -94,13 +93,13 @@ bool is_kernel_file(const std::string& path) {
 // The whole disk under `dir` ("loop3", "sda"), from sysfs.
 std::string disk_under(const Knob& knob, const std::string& dir) {
   if (dir.empty()) {
-    throw Error(ErrorKind::kConfig, fmt::format("knob {} needs the {}'s disk_dir", knob.name,
-                                                knob.endpoint));
+    throw Error(ErrorKind::kConfig,
+                fmt::format("knob {} needs the {}'s disk_dir", knob.name, knob.endpoint));
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
-    throw Error(ErrorKind::kConfig, fmt::format("knob {}: cannot stat {}: {}", knob.name, dir,
-                                                std::strerror(errno)),
+    throw Error(ErrorKind::kConfig,
+                fmt::format("knob {}: cannot stat {}: {}", knob.name, dir, std::strerror(errno)),
                 "set disk_dir in the plan's [" + knob.endpoint + "] section");
   }
   json::value dev = probe::block_device_facts(major(st.st_dev), minor(st.st_dev));
@@ -172,8 +171,8 @@ Resolved resolve_samba(const Knob& knob, const std::string& value, const Where& 
   r.original = trim(tp.out);
   std::string conf_text;
   if (!read_file(conf, &conf_text)) {
-    throw Error(ErrorKind::kIo, fmt::format("knob {}: cannot read {}: {}", knob.name, conf,
-                                            std::strerror(errno)));
+    throw Error(ErrorKind::kIo,
+                fmt::format("knob {}: cannot read {}: {}", knob.name, conf, std::strerror(errno)));
   }
   const std::string dropin = dir_of(conf) + "/chokepoint-tune.conf";
   std::string dropin_text;
@@ -185,15 +184,15 @@ Resolved resolve_samba(const Knob& knob, const std::string& value, const Where& 
   const std::string with_include = add_samba_include(conf_text, dropin);
   if (with_include != conf_text) {
     r.apply.push_back(write(conf, with_include));
-    r.apply.back().note = fmt::format("its text with `include = {}` added as the last line of "
-                                      "[global]",
-                                      dropin);
+    r.apply.back().note = fmt::format(
+        "its text with `include = {}` added as the last line of "
+        "[global]",
+        dropin);
   }
   r.apply.push_back(run(reload));
   r.revert.push_back(write(conf, conf_text));
-  r.revert.back().note =
-      fmt::format("its original text, byte for byte ({} bytes, kept in the journal)",
-                  conf_text.size());
+  r.revert.back().note = fmt::format(
+      "its original text, byte for byte ({} bytes, kept in the journal)", conf_text.size());
   r.revert.push_back(dropin_existed ? write(dropin, dropin_text) : remove(dropin));
   r.revert.push_back(run(reload));
   return r;
@@ -225,14 +224,13 @@ Resolved resolve_mtu(const Knob& knob, const std::string& value, const Where& wh
   RunResult l = run_command({"ip", "-o", "link", "show", "dev", ifname}, {}, 30);
   const int mtu = parse_link_mtu(l.out);
   if (l.exit_code != 0 || mtu <= 0) {
-    throw Error(ErrorKind::kUnsupported,
-                fmt::format("knob {}: cannot read the MTU of {}: {}", knob.name, ifname,
-                            trim(l.err)));
+    throw Error(ErrorKind::kUnsupported, fmt::format("knob {}: cannot read the MTU of {}: {}",
+                                                     knob.name, ifname, trim(l.err)));
   }
   const unsigned long want = std::stoul(value);
   if (want < 576 || want > 65536) {
-    throw Error(ErrorKind::kUsage, fmt::format("knob {}: MTU {} is outside 576..65536",
-                                               knob.name, value));
+    throw Error(ErrorKind::kUsage,
+                fmt::format("knob {}: MTU {} is outside 576..65536", knob.name, value));
   }
   r.original = std::to_string(mtu);
   const char* ssh = std::getenv("SSH_CONNECTION");
@@ -256,8 +254,7 @@ void need_root(const Knob& knob, const std::vector<Action>& actions) {
   if (knob.privilege != "root" || ::geteuid() == 0) return;
   const std::string cmd = actions.empty() ? std::string("(nothing)") : actions.front().display();
   throw Error(ErrorKind::kUnsupported,
-              fmt::format("knob {} needs root on the {} to run: {}", knob.name, knob.endpoint,
-                          cmd),
+              fmt::format("knob {} needs root on the {} to run: {}", knob.name, knob.endpoint, cmd),
               "connect to that host as root (ssh root@host), or grant its user a passwordless "
               "rule for that command (`sudo -n` must run it; chokepoint runs it directly as root "
               "today)");
@@ -395,10 +392,10 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
       r.target = dev;
       RunResult got = run_command({"blockdev", "--getra", dev}, {}, 30);
       if (got.exit_code != 0) {
-        throw Error(ErrorKind::kUnsupported,
-                    fmt::format("knob {}: `blockdev --getra {}` failed: {}", knob.name, dev,
-                                trim(got.err)),
-                    "the device node must be openable on that host (root)");
+        throw Error(
+            ErrorKind::kUnsupported,
+            fmt::format("knob {}: `blockdev --getra {}` failed: {}", knob.name, dev, trim(got.err)),
+            "the device node must be openable on that host (root)");
       }
       const uint64_t sectors = std::stoull(trim(got.out));
       r.original = std::to_string(sectors * 512);
@@ -419,9 +416,8 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
       r.target = path;
       std::string text;
       if (!read_file(path, &text)) {
-        throw Error(ErrorKind::kUnsupported,
-                    fmt::format("knob {}: {} cannot be read: {}", knob.name, path,
-                                std::strerror(errno)));
+        throw Error(ErrorKind::kUnsupported, fmt::format("knob {}: {} cannot be read: {}",
+                                                         knob.name, path, std::strerror(errno)));
       }
       r.original = knob.param == "scheduler" ? probe::parse_scheduler(text) : trim(text);
       r.apply.push_back(write(path, value + "\n"));
@@ -476,9 +472,9 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
     case Mechanism::kMtu:
       return resolve_mtu(knob, value, where);
     case Mechanism::kClientOption:
-      throw Error(ErrorKind::kPeer,
-                  fmt::format("knob {} is a client option: the orchestrator applies it",
-                              knob.name));
+      throw Error(
+          ErrorKind::kPeer,
+          fmt::format("knob {} is a client option: the orchestrator applies it", knob.name));
   }
   return r;
 }
@@ -501,8 +497,8 @@ void run_actions(const Knob& knob, const std::vector<Action>& actions) {
       }
     } else if (a.kind == "remove") {
       if (::unlink(a.path.c_str()) != 0 && errno != ENOENT) {
-        throw Error(ErrorKind::kIo, fmt::format("knob {}: cannot remove {}: {}", knob.name,
-                                                a.path, std::strerror(errno)));
+        throw Error(ErrorKind::kIo, fmt::format("knob {}: cannot remove {}: {}", knob.name, a.path,
+                                                std::strerror(errno)));
       }
     }
   }

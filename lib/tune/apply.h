@@ -31,8 +31,8 @@ struct Action {
 
 // Where a knob applies on this host.
 struct Where {
-  std::string disk_dir;    // disk knobs: the directory whose disk is meant
-  std::string samba_conf;  // Samba knobs: smb.conf; "" = the one the running smbd uses
+  std::string disk_dir;      // disk knobs: the directory whose disk is meant
+  std::string samba_conf;    // Samba knobs: smb.conf; "" = the one the running smbd uses
   std::string data_address;  // MTU: the server's data address (its own, or the peer's)
   bool console = false;      // MTU: the user has a console; the SSH interface may change
 };

@@ -39,8 +39,8 @@ void add_disk_knobs(std::vector<Knob>& t, const std::string& end) {
                    "'s disk_dir (blockdev --setra, as hdparm -a); bytes, e.g. 128K, 4M"});
   std::vector<Affects> queue = {{"disk", end, "", ""}};
   if (server) queue.push_back({"protocol", "disk", "", ""});
-  t.push_back({end + ".scheduler", end, Mechanism::kQueueAttr, "scheduler", ValueKind::kText,
-               queue, "root", "I/O scheduler of the disk under the " + end + "'s disk_dir"});
+  t.push_back({end + ".scheduler", end, Mechanism::kQueueAttr, "scheduler", ValueKind::kText, queue,
+               "root", "I/O scheduler of the disk under the " + end + "'s disk_dir"});
   t.push_back({end + ".max_sectors_kb", end, Mechanism::kQueueAttr, "max_sectors_kb",
                ValueKind::kKiB, queue, "root",
                "largest request the block layer sends that disk, KiB (max_sectors_kb)"});
@@ -75,8 +75,13 @@ std::vector<Knob> build_table() {
   add_disk_knobs(t, "client");
   add_tcp_knobs(t, "server");
   add_tcp_knobs(t, "client");
-  t.push_back({"link.mtu", "both", Mechanism::kMtu, "mtu", ValueKind::kInt,
-               {{"tcp", "", "", ""}, {"protocol", "", "", ""}}, "root",
+  t.push_back({"link.mtu",
+               "both",
+               Mechanism::kMtu,
+               "mtu",
+               ValueKind::kInt,
+               {{"tcp", "", "", ""}, {"protocol", "", "", ""}},
+               "root",
                "MTU of the data interface, both ends together (the path between must carry it); "
                "refused on the interface SSH uses unless --i-have-console"});
   const std::vector<Affects> smb_read = {{"protocol", "", "smb", "read"}};
@@ -115,7 +120,8 @@ std::vector<Knob> build_table() {
   t.push_back({"client.afp_depth", "client", Mechanism::kClientOption, "depth", ValueKind::kText,
                afp_all, "none", "chokepoint's AFP requests in flight per file"});
   t.push_back({"client.afp_request_size", "client", Mechanism::kClientOption, "request_size",
-               ValueKind::kBytes, afp_all, "none", "chokepoint's AFP bytes per read/write request"});
+               ValueKind::kBytes, afp_all, "none",
+               "chokepoint's AFP bytes per read/write request"});
   return t;
 }
 
@@ -181,7 +187,8 @@ std::string normalize_value(const Knob& knob, const std::string& raw) {
       return on ? "yes" : "no";
     }
     case ValueKind::kInt:
-      if (v.size() > 9 || !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(c); })) {
+      if (v.size() > 9 ||
+          !std::all_of(v.begin(), v.end(), [](char c) { return std::isdigit(c); })) {
         throw Error(ErrorKind::kUsage, fmt::format("{} '{}' is not a whole number", what, v),
                     "write e.g. 1500 or 9000");
       }

@@ -23,12 +23,12 @@ enum class Mechanism {
 
 // How a value is written on the command line and normalised.
 enum class ValueKind {
-  kBytes,    // "128K", "1MiB", "65536" -> bytes as a decimal integer
-  kKiB,      // "512K" -> KiB as a decimal integer (max_sectors_kb)
-  kBool01,   // "0"/"1"/"on"/"off"/"yes"/"no" -> "0" or "1"
-  kYesNo,    // same inputs -> "yes" or "no" (Samba booleans)
-  kText,     // taken as given (scheduler name, sysctl triples, socket options)
-  kInt,      // a decimal integer (MTU, bytes)
+  kBytes,   // "128K", "1MiB", "65536" -> bytes as a decimal integer
+  kKiB,     // "512K" -> KiB as a decimal integer (max_sectors_kb)
+  kBool01,  // "0"/"1"/"on"/"off"/"yes"/"no" -> "0" or "1"
+  kYesNo,   // same inputs -> "yes" or "no" (Samba booleans)
+  kText,    // taken as given (scheduler name, sysctl triples, socket options)
+  kInt,     // a decimal integer (MTU, bytes)
 };
 
 // One set of stages a knob affects. Empty fields match anything.

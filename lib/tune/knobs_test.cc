@@ -13,18 +13,16 @@ TEST(Knobs, EveryNameIsUniqueAndNamesItsEndpoint) {
   std::set<std::string> names;
   for (const auto& k : knob_table()) {
     EXPECT_TRUE(names.insert(k.name).second) << k.name;
-    EXPECT_TRUE(k.endpoint == "server" || k.endpoint == "client" || k.endpoint == "both")
-        << k.name;
+    EXPECT_TRUE(k.endpoint == "server" || k.endpoint == "client" || k.endpoint == "both") << k.name;
     EXPECT_FALSE(k.affects.empty()) << k.name;
     EXPECT_EQ(k.privilege, k.mechanism == Mechanism::kClientOption ? "none" : "root") << k.name;
   }
-  for (const char* required : {"server.readahead", "server.scheduler", "server.max_sectors_kb",
-                               "server.write_cache", "server.tcp_rmem", "client.tcp_wmem",
-                               "server.tcp_congestion_control", "samba.smb2_max_read",
-                               "samba.smb2_max_write", "samba.aio_read_size",
-                               "samba.use_sendfile", "samba.socket_options",
-                               "samba.server_multi_channel_support", "client.smb_io_size",
-                               "client.afp_depth", "client.afp_request_size", "link.mtu"}) {
+  for (const char* required :
+       {"server.readahead", "server.scheduler", "server.max_sectors_kb", "server.write_cache",
+        "server.tcp_rmem", "client.tcp_wmem", "server.tcp_congestion_control",
+        "samba.smb2_max_read", "samba.smb2_max_write", "samba.aio_read_size", "samba.use_sendfile",
+        "samba.socket_options", "samba.server_multi_channel_support", "client.smb_io_size",
+        "client.afp_depth", "client.afp_request_size", "link.mtu"}) {
     EXPECT_EQ(names.count(required), 1u) << required;
   }
 }
@@ -50,9 +48,9 @@ TEST(Knobs, ValuesAreNormalisedByKind) {
 }
 
 TEST(Knobs, BadValuesAreUsageErrors) {
-  for (auto [knob, value] : {std::pair{"server.readahead", "lots"},
-                             std::pair{"samba.use_sendfile", "maybe"},
-                             std::pair{"server.max_sectors_kb", "1000B"}}) {
+  for (auto [knob, value] :
+       {std::pair{"server.readahead", "lots"}, std::pair{"samba.use_sendfile", "maybe"},
+        std::pair{"server.max_sectors_kb", "1000B"}}) {
     try {
       normalize_value(find_knob(knob), value);
       FAIL() << knob << "=" << value;

@@ -28,11 +28,20 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -82,8 +91,7 @@ class SessionTable {
            const std::string& result, const std::string& error) {
     run("UPDATE tune_sessions SET finished_at=?, status=?, original=?, result_json=?, error=? "
         "WHERE id=?",
-        {std::to_string(wall_seconds()), status, original, result, error,
-         std::to_string(session)});
+        {std::to_string(wall_seconds()), status, original, result, error, std::to_string(session)});
   }
 
  private:
@@ -118,7 +126,11 @@ class Collector : public pipeline::RunObserver {
  public:
   Collector(Store& store, int64_t run_id, const Knob& knob, size_t value,
             std::map<std::string, std::vector<std::vector<double>>>& by_layer, size_t nvalues)
-      : store_(store), run_(run_id), knob_(knob), value_(value), by_layer_(by_layer),
+      : store_(store),
+        run_(run_id),
+        knob_(knob),
+        value_(value),
+        by_layer_(by_layer),
         nvalues_(nvalues) {}
   void on_host(const HostRecord& h) override { store_.add_host(run_, h); }
   int64_t on_stage_begin(const StageRecord& s) override {
@@ -168,8 +180,8 @@ json::object where_args(const SweepSetup& s, const std::string& end) {
 
 // The plan of one slot: the client option set (or the plan's own value
 // restored) for client knobs.
-pipeline::Plan slot_plan(const SweepSetup& s, const pipeline::Plan& base,
-                         const std::string& value, bool original) {
+pipeline::Plan slot_plan(const SweepSetup& s, const pipeline::Plan& base, const std::string& value,
+                         bool original) {
   pipeline::Plan p = base;
   if (s.knob->mechanism != Mechanism::kClientOption || original) return p;
   for (auto& share : p.shares) {
@@ -219,8 +231,8 @@ pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
   }
   if (!p.disk_enabled && !p.tcp_enabled && !p.proto_enabled) {
     throw Error(ErrorKind::kConfig,
-                fmt::format("knob {} affects {}, and the plan runs none of those stages",
-                            knob.name, describe_affects(knob)),
+                fmt::format("knob {} affects {}, and the plan runs none of those stages", knob.name,
+                            describe_affects(knob)),
                 "declare a share of that protocol and medium (--share or the plan's [share]), or "
                 "enable the stage");
   }
@@ -241,11 +253,11 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
     LayerResult lr;
     lr.layer = ls.layer;
     std::vector<double> ps;
-    const std::vector<double> base =
-        ls.by_value.empty() ? std::vector<double>{} : ls.by_value[0];
+    const std::vector<double> base = ls.by_value.empty() ? std::vector<double>{} : ls.by_value[0];
     const Summary bs = summarize(base);
     for (size_t v = 0; v < values.size(); ++v) {
-      const std::vector<double> xs = v < ls.by_value.size() ? ls.by_value[v] : std::vector<double>{};
+      const std::vector<double> xs =
+          v < ls.by_value.size() ? ls.by_value[v] : std::vector<double>{};
       ValueStats st;
       st.value = values[v];
       const Summary s = summarize(xs);
@@ -293,24 +305,24 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
     r.reason = fmt::format(
         "{} = {} moves {} {} against the original {} (Holm-corrected p < {}), and no affected "
         "layer got significantly worse",
-        knob, values[best], gain_layer[best], pct(gain[best]),
-        values.empty() ? "" : values[0], kAlpha);
+        knob, values[best], gain_layer[best], pct(gain[best]), values.empty() ? "" : values[0],
+        kAlpha);
   } else {
     bool any_better = false;
     for (size_t v = 1; v < values.size(); ++v) any_better = any_better || better[v];
-    r.reason = any_better
-                   ? "every value that helped one layer hurt another significantly"
-                   : fmt::format("no value is significantly better than the original {} on any "
-                                 "affected layer (Holm-corrected p < {})",
-                                 values.empty() ? "" : values[0], kAlpha);
+    r.reason = any_better ? "every value that helped one layer hurt another significantly"
+                          : fmt::format(
+                                "no value is significantly better than the original {} on any "
+                                "affected layer (Holm-corrected p < {})",
+                                values.empty() ? "" : values[0], kAlpha);
   }
   return r;
 }
 
 std::string result_text(const TuneResult& r) {
-  std::string out = fmt::format("tune {} on the {} ({}), {} rounds, original {}\n", r.knob,
-                                r.endpoint, r.target, r.rounds,
-                                r.original.empty() ? "?" : r.original);
+  std::string out =
+      fmt::format("tune {} on the {} ({}), {} rounds, original {}\n", r.knob, r.endpoint, r.target,
+                  r.rounds, r.original.empty() ? "?" : r.original);
   for (const auto& l : r.layers) {
     out += fmt::format("  {}\n", l.layer);
     out += fmt::format("    {:<22} {:>10} {:>21} {:>4} {:>9} {:>9}\n", "value", "median MB/s",
@@ -331,8 +343,8 @@ std::string result_text(const TuneResult& r) {
                                : fmt::format("Recommendation: {} = {}. ", r.knob, r.recommended);
   out += r.reason + ".\n";
   if (!r.run_ids.empty()) {
-    out += fmt::format("Runs {}..{} (`chokepoint compare A B` holds any two).\n",
-                       r.run_ids.front(), r.run_ids.back());
+    out += fmt::format("Runs {}..{} (`chokepoint compare A B` holds any two).\n", r.run_ids.front(),
+                       r.run_ids.back());
   }
   return out;
 }
@@ -399,16 +411,16 @@ std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& la
     out += fmt::format("<h2>{}</h2><svg width=\"{}\" height=\"{}\" role=\"img\">",
                        html_escape(ls.layer), W, H);
     // y axis: 0 and the top, MB/s.
-    out += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">{} MB/s</text>", top + 4,
-                       mbps(ymax));
+    out +=
+        fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">{} MB/s</text>", top + 4, mbps(ymax));
     out += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">0</text>", H - bottom);
     out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#888\"/>", left,
                        H - bottom, W - 10, H - bottom);
     for (size_t v = 0; v < r.values.size(); ++v) {
       const double cx = left + step * (double(v) + 0.5);
-      out += fmt::format(
-          "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>", cx,
-          H - bottom + 16, html_escape(r.values[v]), v == 0 ? " (orig)" : "");
+      out +=
+          fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>",
+                      cx, H - bottom + 16, html_escape(r.values[v]), v == 0 ? " (orig)" : "");
       if (v >= ls.by_value.size()) continue;
       const auto& xs = ls.by_value[v];
       for (size_t i = 0; i < xs.size(); ++i) {
@@ -435,7 +447,8 @@ std::string dry_run_text(const SweepSetup& s) {
   std::string stages;
   if (p.disk_enabled) stages += "disk; ";
   if (p.tcp_enabled) stages += "tcp; ";
-  for (const auto& sh : p.shares) stages += fmt::format("{} ({} {}); ", sh.name, sh.driver, sh.medium);
+  for (const auto& sh : p.shares)
+    stages += fmt::format("{} ({} {}); ", sh.name, sh.driver, sh.medium);
   out += fmt::format("stages each round: {}\n", stages.substr(0, stages.size() - 2));
   if (k.mechanism == Mechanism::kClientOption) {
     out += fmt::format("original: {}\n", client_original(s, p));
@@ -576,10 +589,10 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
       sessions.link(session, run_id, slot.round, value, orig);
       Collector collector(store, run_id, k, slot.value, by_layer, values.size());
       try {
-        pipeline::run_stages(p,
-                             {*s.server, *s.client, s.server_name, s.client_name, s.data_address,
-                              s.passwords, {}},
-                             collector, cancel);
+        pipeline::run_stages(
+            p,
+            {*s.server, *s.client, s.server_name, s.client_name, s.data_address, s.passwords, {}},
+            collector, cancel);
         store.end_run(run_id, kComplete);
       } catch (const Error& e) {
         store.end_run(run_id, e.kind() == ErrorKind::kCancelled ? kInterrupted : kFailed,
@@ -595,9 +608,10 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
     try {
       revert();
     } catch (const Error& e2) {
-      error += fmt::format(" (and reverting failed: {}; the agent retries when its channel "
-                           "closes, and `chokepoint tune --revert` does too)",
-                           describe(e2));
+      error += fmt::format(
+          " (and reverting failed: {}; the agent retries when its channel "
+          "closes, and `chokepoint tune --revert` does too)",
+          describe(e2));
     }
     sessions.end(session, status, original, "", error);
     throw;

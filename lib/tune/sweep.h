@@ -49,10 +49,10 @@ struct ValueStats {
   std::string value;
   size_t n = 0;
   double median = 0, p25 = 0, p75 = 0, min = 0, max = 0;  // bytes/s
-  double change = 0;     // median / original's median - 1; 0 for the original
-  double p = 1;          // Mann-Whitney against the original, two-sided
-  double p_holm = 1;     // Holm over the non-original values of this layer
-  bool too_few = false;  // fewer than 3 samples on a side: no p
+  double change = 0;                   // median / original's median - 1; 0 for the original
+  double p = 1;                        // Mann-Whitney against the original, two-sided
+  double p_holm = 1;                   // Holm over the non-original values of this layer
+  bool too_few = false;                // fewer than 3 samples on a side: no p
   bool better = false, worse = false;  // p_holm < alpha, by direction
 };
 

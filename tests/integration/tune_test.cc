@@ -87,8 +87,8 @@ class Tune : public ::testing::Test {
     return done();
   }
   json::object sweep_json(const std::vector<std::string>& extra, const std::string& db) {
-    std::vector<std::string> args = {"tune", "--lab", "--rounds", "3", "--count", "3",
-                                     "--size", "100MB", "--db", db, "--json", "-q"};
+    std::vector<std::string> args = {"tune",   "--lab", "--rounds", "3", "--count", "3",
+                                     "--size", "100MB", "--db",     db,  "--json",  "-q"};
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = chokepoint(args, 900);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -153,8 +153,8 @@ TEST_F(Tune, SmbMaxReadSweepFindsTheKnownGoodValueAndPutsTheConfigBack) {
 TEST_F(Tune, DryRunChangesNothing) {
   const std::string conf_before = slurp(smb_conf_);
   const std::string ra = getra();
-  RunResult r = chokepoint({"tune", "--lab", "--dry-run", "--knob", "server.readahead=1M",
-                            "--knob", "samba.smb2_max_read=64K"});
+  RunResult r = chokepoint({"tune", "--lab", "--dry-run", "--knob", "server.readahead=1M", "--knob",
+                            "samba.smb2_max_read=64K"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("blockdev --setra 2048 " + loop_), std::string::npos) << r.out;
   EXPECT_EQ(getra(), ra);
@@ -186,8 +186,8 @@ TEST_F(Tune, OrchestratorSigkillMidSweepRestoresTheOriginal) {
 TEST_F(Tune, AgentSigkillMidSweepRestoresAtTheNextAgentStart) {
   TempDir t;
   const std::string ra = getra();
-  Child c({CHOKEPOINT_BIN, "tune", "--lab", "--knob", "server.readahead=16K,64K", "--rounds",
-           "20", "--count", "3", "--size", "100MB", "--db", t.file("tune.db"), "-q"});
+  Child c({CHOKEPOINT_BIN, "tune", "--lab", "--knob", "server.readahead=16K,64K", "--rounds", "20",
+           "--count", "3", "--size", "100MB", "--db", t.file("tune.db"), "-q"});
   ASSERT_TRUE(wait_for([&] { return getra() != ra; }, 120)) << "the sweep never applied the knob";
   ASSERT_TRUE(std::filesystem::exists(journal_));
   const json::object j = json::parse(slurp(journal_)).as_object();
@@ -226,9 +226,8 @@ TEST_F(Tune, MtuSweepChangesBothEndsAndPutsThemBack) {
   const int server_before = data_mtu(lab_names().server_netns);
   const int client_before = data_mtu(lab_names().client_netns);
   ASSERT_GT(server_before, 0);
-  RunResult r = chokepoint({"tune", "--lab", "--knob", "link.mtu=1280", "--rounds", "1",
-                            "--count", "1", "--size", "10MB", "--db", t.file("tune.db"), "--json",
-                            "-q"},
+  RunResult r = chokepoint({"tune", "--lab", "--knob", "link.mtu=1280", "--rounds", "1", "--count",
+                            "1", "--size", "10MB", "--db", t.file("tune.db"), "--json", "-q"},
                            900);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json::object res = json::parse(r.out).as_array().at(0).as_object();
