@@ -204,6 +204,8 @@ int tune_command(const std::vector<std::string>& args) {
       "list", "the knobs: where each lives, how it is applied, which stages it affects")(
       "dry-run", "print the exact commands a sweep would run, change nothing")(
       "revert", "undo what a killed session left applied (on the named hosts, else both ends)")(
+      "show", po::value<std::string>()->implicit_value("latest"),
+      "print a stored session again (its id, or latest), recomputed from its runs")(
       "server", po::value<std::string>(), "the file server: SSH host or alias, or 'local'")(
       "client", po::value<std::string>(), "the client: SSH host or alias, or 'local'")(
       "lab", "tune the built-in lab (the default without --server)")(
@@ -243,6 +245,15 @@ int tune_command(const std::vector<std::string>& args) {
   const bool as_json = vm.count("json") > 0;
   if (vm.count("list")) {
     std::cout << (as_json ? list_json() : list_text());
+    return 0;
+  }
+  if (vm.count("show")) {
+    Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
+    std::vector<tune::LayerSamples> samples;
+    tune::TuneResult r = tune::load_session(store, vm["show"].as<std::string>(), &samples);
+    std::cout << (as_json ? "[" + tune::result_json(r) + "]\n" : tune::result_text(r));
+    if (vm.count("html"))
+      std::ofstream(vm["html"].as<std::string>()) << tune::result_html(r, samples);
     return 0;
   }
   const std::vector<std::string> hosts_named =

@@ -68,9 +68,16 @@ class SessionTable {
     exec(
         "CREATE TABLE IF NOT EXISTS tune_sessions (id INTEGER PRIMARY KEY, started_at REAL, "
         "finished_at REAL, status TEXT, knob TEXT, endpoint TEXT, server TEXT, client TEXT, "
-        "original TEXT, values_json TEXT, rounds INTEGER, result_json TEXT, error TEXT);"
+        "original TEXT, values_json TEXT, rounds INTEGER, result_json TEXT, error TEXT, "
+        "target TEXT);"
         "CREATE TABLE IF NOT EXISTS tune_runs (session_id INTEGER REFERENCES tune_sessions(id), "
         "run_id INTEGER, round INTEGER, value TEXT, is_original INTEGER);");
+    // Tables from before the target column gain it.
+    bool has_target = false;
+    for (const auto& c : rows("PRAGMA table_info(tune_sessions)", {})) {
+      has_target = has_target || (c.size() > 1 && c[1] == "target");
+    }
+    if (!has_target) exec("ALTER TABLE tune_sessions ADD COLUMN target TEXT");
   }
   ~SessionTable() { sqlite3_close(db_); }
   int64_t begin(const SweepSetup& s) {
@@ -88,10 +95,37 @@ class SessionTable {
          original ? "1" : "0"});
   }
   void end(int64_t session, const std::string& status, const std::string& original,
-           const std::string& result, const std::string& error) {
-    run("UPDATE tune_sessions SET finished_at=?, status=?, original=?, result_json=?, error=? "
-        "WHERE id=?",
-        {std::to_string(wall_seconds()), status, original, result, error, std::to_string(session)});
+           const std::string& target, const std::string& result, const std::string& error) {
+    run("UPDATE tune_sessions SET finished_at=?, status=?, original=?, target=?, result_json=?, "
+        "error=? WHERE id=?",
+        {std::to_string(wall_seconds()), status, original, target, result, error,
+         std::to_string(session)});
+  }
+  // Rows of a query, every column as text ("" for NULL).
+  std::vector<std::vector<std::string>> rows(const char* sql,
+                                             const std::vector<std::string>& args) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db_, sql, -1, &st, nullptr) != SQLITE_OK) {
+      throw Error(ErrorKind::kIo, fmt::format("tune tables: {}", sqlite3_errmsg(db_)));
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      sqlite3_bind_text(st, static_cast<int>(i + 1), args[i].c_str(), -1, SQLITE_TRANSIENT);
+    }
+    std::vector<std::vector<std::string>> out;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int c = 0; c < sqlite3_column_count(st); ++c) {
+        const unsigned char* t = sqlite3_column_text(st, c);
+        row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      out.push_back(std::move(row));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+      throw Error(ErrorKind::kIo, fmt::format("tune tables: {}", sqlite3_errmsg(db_)));
+    }
+    return out;
   }
 
  private:
@@ -120,6 +154,13 @@ class SessionTable {
   sqlite3* db_ = nullptr;
 };
 
+// "smb disk read 100 MB", "tcp server->client send".
+std::string layer_key(const std::string& layer, const std::string& where, const SampleRecord& s) {
+  std::string key = fmt::format("{} {} {}", layer, where, s.op);
+  if (s.size > 0) key += " " + format_size(s.size);
+  return key;
+}
+
 // Stores every record (the runs are ordinary runs) and keeps the samples of
 // the layers the knob affects.
 class Collector : public pipeline::RunObserver {
@@ -142,9 +183,7 @@ class Collector : public pipeline::RunObserver {
     store_.add_sample(stage, s);
     const auto& [layer, where] = stages_[stage];
     if (!s.error.empty() || !affects_sample(knob_, layer, where, s.op)) return;
-    std::string key = fmt::format("{} {} {}", layer, where, s.op);
-    if (s.size > 0) key += " " + format_size(s.size);
-    auto& slot = by_layer_[key];
+    auto& slot = by_layer_[layer_key(layer, where, s)];
     if (slot.size() < nvalues_) slot.resize(nvalues_);
     slot[value_].push_back(s.rate());
   }
@@ -613,7 +652,7 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
           "closes, and `chokepoint tune --revert` does too)",
           describe(e2));
     }
-    sessions.end(session, status, original, "", error);
+    sessions.end(session, status, original, target, "", error);
     throw;
   }
   std::vector<LayerSamples> layers;
@@ -626,7 +665,66 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   r.target = target;
   r.original = original;
   r.run_ids = run_ids;
-  sessions.end(session, status, original, result_json(r), error);
+  sessions.end(session, status, original, target, result_json(r), error);
+  if (samples_out) *samples_out = std::move(layers);
+  return r;
+}
+
+TuneResult load_session(Store& store, const std::string& which,
+                        std::vector<LayerSamples>* samples_out) {
+  SessionTable sessions(store.path());
+  auto row = which == "latest" ? sessions.rows(
+                                     "SELECT id, knob, endpoint, original, target, values_json, "
+                                     "rounds, status FROM tune_sessions ORDER BY id DESC LIMIT 1",
+                                     {})
+                               : sessions.rows(
+                                     "SELECT id, knob, endpoint, original, target, values_json, "
+                                     "rounds, status FROM tune_sessions WHERE id = ?",
+                                     {which});
+  if (row.empty()) {
+    throw Error(ErrorKind::kUsage,
+                which == "latest" ? fmt::format("no tune session in {}", store.path())
+                                  : fmt::format("no tune session {} in {}", which, store.path()),
+                "sessions are numbered as `tune` prints them (\"tune session N stored in ...\")");
+  }
+  const auto& r0 = row.front();
+  const Knob& knob = find_knob(r0[1]);
+  std::vector<std::string> values = {r0[3]};
+  const json::value tried = json::parse(r0[5]);
+  for (const auto& v : tried.as_array()) values.emplace_back(v.as_string());
+  std::map<std::string, std::vector<std::vector<double>>> by_layer;
+  std::vector<int64_t> run_ids;
+  for (const auto& tr : sessions.rows("SELECT run_id, value, is_original FROM tune_runs WHERE "
+                                      "session_id = ? ORDER BY run_id",
+                                      {r0[0]})) {
+    size_t index = 0;
+    if (tr[2] != "1") {
+      auto it = std::find(values.begin() + 1, values.end(), tr[1]);
+      if (it == values.end()) continue;
+      index = static_cast<size_t>(it - values.begin());
+    }
+    const int64_t run_id = std::stoll(tr[0]);
+    run_ids.push_back(run_id);
+    const RunRecord run = store.load_run(run_id);
+    for (const auto& stage : run.stages) {
+      for (const auto& smp : stage.samples) {
+        if (!smp.error.empty() || !affects_sample(knob, stage.layer, stage.where, smp.op)) continue;
+        auto& slot = by_layer[layer_key(stage.layer, stage.where, smp)];
+        slot.resize(values.size());
+        slot[index].push_back(smp.rate());
+      }
+    }
+  }
+  std::vector<LayerSamples> layers;
+  for (auto& [name, by_value] : by_layer) layers.push_back({name, by_value});
+  TuneResult r = analyze(knob.name, values, layers, std::stoi(r0[6]));
+  r.endpoint = r0[2];
+  r.target = r0[4];
+  r.original = r0[3];
+  r.run_ids = run_ids;
+  if (r0[7] != kComplete) {
+    r.reason = fmt::format("the session ended {}: {}", r0[7], r.reason);
+  }
   if (samples_out) *samples_out = std::move(layers);
   return r;
 }

@@ -110,4 +110,9 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
                      const std::function<void(const std::string&)>& note,
                      std::vector<LayerSamples>* samples);
 
+// A stored session ("latest" or its id), recomputed from its runs' samples
+// in the database: the same result `tune` printed, and the samples for
+// the HTML chart. Throws Error(kUsage) when there is no such session.
+TuneResult load_session(Store& store, const std::string& which, std::vector<LayerSamples>* samples);
+
 }  // namespace cp::tune

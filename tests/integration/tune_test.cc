@@ -129,6 +129,13 @@ TEST_F(Tune, ReadaheadSweepFindsTheKnownGoodValueAndPutsItBack) {
   EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM tune_runs"), 6);
   EXPECT_EQ(query_text(t.file("tune.db"), "SELECT status FROM tune_sessions"), "complete");
   EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM runs WHERE status='complete'"), 6);
+  // `tune --show` recomputes the same result from the stored samples.
+  RunResult shown = chokepoint({"tune", "--show", "latest", "--db", t.file("tune.db"), "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const json::object again = json::parse(shown.out).as_array().at(0).as_object();
+  EXPECT_EQ(again.at("recommended"), r.at("recommended"));
+  EXPECT_EQ(again.at("layers"), r.at("layers"));
+  EXPECT_EQ(again.at("run_ids"), r.at("run_ids"));
 }
 
 // The lab's smbd started with smb2 max read = 16384: 8 MiB is known-good.
