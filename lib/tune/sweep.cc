@@ -644,15 +644,22 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   } catch (const Error& e) {
     status = e.kind() == ErrorKind::kCancelled ? kInterrupted : kFailed;
     error = describe(e);
+    std::string revert_error;
     try {
-      revert();
+      revert_error = revert();
     } catch (const Error& e2) {
-      error += fmt::format(
-          " (and reverting failed: {}; the agent retries when its channel "
-          "closes, and `chokepoint tune --revert` does too)",
-          describe(e2));
+      revert_error = describe(e2);
+    }
+    if (!revert_error.empty()) {
+      error += fmt::format(" (and reverting failed: {})", revert_error);
     }
     sessions.end(session, status, original, target, "", error);
+    if (!revert_error.empty()) {
+      // Not "interrupted, all is well": the host may still carry a value.
+      throw Error(ErrorKind::kIo, error,
+                  "the agent retries when its channel closes; `chokepoint tune --revert HOST` "
+                  "retries and reports what it restored");
+    }
     throw;
   }
   std::vector<LayerSamples> layers;
