@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
 #include "core/clock.h"
@@ -294,8 +295,22 @@ TEST_F(Lab, DiagnoseRefusesALabWithADeadDaemon) {
 }
 
 // With no lab up (an instance nobody brought up): status exit 3, diagnose refuses.
+// An instance nobody brought up: no dir and no namespace (the one beside the
+// tests' own may be another engineer's live lab).
+int unused_instance() {
+  for (int n = lab::kMaxInstance; n >= 1; --n) {
+    if (n == lab_instance()) continue;
+    const lab::InstanceNames names = lab::instance_names(n);
+    if (!std::filesystem::exists(names.dir) &&
+        !std::filesystem::exists("/run/netns/" + names.server_netns)) {
+      return n;
+    }
+  }
+  throw std::runtime_error("every lab instance is in use");
+}
+
 TEST_F(Lab, NoLabHasItsOwnExitCodes) {
-  const int none = lab_instance() == lab::kMaxInstance ? lab_instance() - 2 : lab_instance() + 1;
+  const int none = unused_instance();
   RunResult st = chokepoint_on(none, {"lab", "status", "--json"});
   EXPECT_EQ(st.exit_code, 3);  // no lab (README: lab status exit codes)
   EXPECT_FALSE(json::parse(st.out).at("up").as_bool());
