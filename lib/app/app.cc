@@ -46,24 +46,6 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kUsage = R"(usage: chokepoint <command> [options]
-
-Finds the layer that caps file-transfer throughput between two hosts.
-
-commands:
-  diagnose   measure disk and TCP between a server and a client, store and judge it
-  history    list stored runs
-  show RUN   print a stored run's report (RUN: id, label, or "latest")
-  compare A B  hold run B against run A: what changed, whether it is real, what differs
-  export RUN   every sample of a run as CSV or JSON
-  clean HOST...  remove run directories that killed agents left on those hosts
-  lab        up | status | down: the built-in two-host lab (network namespaces)
-  tune       try a knob's values, measure what it affects, put it back, say if it helped
-  version    print the version
-
-`chokepoint <command> --help` shows a command's options.
-)";
-
 CancelToken g_cancel;
 std::atomic<int> g_signals{0};
 
@@ -670,29 +652,114 @@ int show(const std::vector<std::string>& args) {
 
 }  // namespace
 
+namespace {
+
+int version_command(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    throw Error(ErrorKind::kUsage, fmt::format("version takes no argument ('{}')", args[0]),
+                "run `chokepoint version`");
+  }
+  std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
+  return 0;
+}
+
+int compare_to_stdout(const std::vector<std::string>& args) {
+  return compare_command(args, std::cout);
+}
+int export_to_stdout(const std::vector<std::string>& args) {
+  return export_command(args, std::cout);
+}
+
+// The commands: the usage text, the dispatch and "did you mean" all come from
+// this one table (ninja's tool table does the same). Each handler answers
+// --help with its own options.
+struct Command {
+  const char* name;
+  const char* args;  // shown after the name in the usage
+  const char* help;  // one line
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const Command kCommands[] = {
+    {"diagnose", "",
+     "measure disk, TCP and the protocols between a server and a client, store "
+     "and judge it",
+     diagnose},
+    {"history", "", "list stored runs with their verdicts", history},
+    {"show", "RUN", "print a stored run's report (RUN: id, label, or \"latest\")", show},
+    {"compare", "A B", "hold run B against run A: what changed, whether it is real, what differs",
+     compare_to_stdout},
+    {"export", "RUN", "every sample of a run as CSV or JSON", export_to_stdout},
+    {"clean", "HOST...", "remove run directories that killed agents left on those hosts", clean},
+    {"lab", "up|status|throttle|down", "the built-in two-host lab (network namespaces)",
+     lab::run_lab_command},
+    {"tune", "", "try a knob's values, measure what it affects, put it back, say if it helped",
+     tune_command},
+    {"version", "", "print the version", version_command},
+};
+
+std::string usage() {
+  std::string out =
+      "usage: chokepoint <command> [options]\n\n"
+      "Finds the layer that caps file-transfer throughput between two hosts.\n\ncommands:\n";
+  for (const Command& c : kCommands) {
+    const std::string head = std::string(c.name) + (*c.args ? std::string(" ") + c.args : "");
+    out += fmt::format("  {:<30} {}\n", head, c.help);
+  }
+  out += "\n`chokepoint <command> --help` shows a command's options.\n";
+  return out;
+}
+
+// Edit distance, for "did you mean".
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string unknown_command_hint(const std::string& cmd) {
+  const Command* best = nullptr;
+  size_t best_d = 3;  // at most 2 edits away
+  std::string names;
+  for (const Command& c : kCommands) {
+    names += (names.empty() ? "" : ", ") + std::string(c.name);
+    const size_t d = distance(cmd, c.name);
+    const bool prefix = cmd.size() >= 2 && std::string(c.name).rfind(cmd, 0) == 0;
+    if (prefix || d < best_d) {
+      best = &c;
+      best_d = prefix ? 0 : d;
+    }
+  }
+  if (best) return fmt::format("did you mean `chokepoint {}`? (commands: {})", best->name, names);
+  return "commands are " + names + "; `chokepoint --help` lists them";
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? 2 : 0;
+    std::cout << usage();
+    return args.empty() ? kExitUsage : 0;
   }
-  const std::string cmd = args[0];
+  std::string cmd = args[0];
+  if (cmd == "--version") cmd = "version";
   args.erase(args.begin());
   try {
-    if (cmd == "diagnose") return diagnose(args);
-    if (cmd == "history") return history(args);
-    if (cmd == "clean") return clean(args);
-    if (cmd == "show") return show(args);
-    if (cmd == "compare") return compare_command(args, std::cout);
-    if (cmd == "export") return export_command(args, std::cout);
-    if (cmd == "lab") return lab::run_lab_command(args);
-    if (cmd == "tune") return tune_command(args);
-    if (cmd == "version" || cmd == "--version") {
-      std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
-      return 0;
+    for (const Command& c : kCommands) {
+      if (cmd == c.name) return c.run(args);
     }
     throw Error(ErrorKind::kUsage, fmt::format("unknown command '{}'", cmd),
-                "commands are diagnose, history, show, compare, export, clean, lab, tune, version");
+                unknown_command_hint(cmd));
   } catch (const Error& e) {
     std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? kExitUsage : kExitFailed;

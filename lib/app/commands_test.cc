@@ -1,0 +1,36 @@
+// The command table: every command answers --help, an unknown one is a usage error.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "app/app.h"
+
+namespace cp::app {
+namespace {
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "chokepoint");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return main(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(Commands, EveryCommandAnswersHelp) {
+  for (const char* c :
+       {"diagnose", "history", "show", "compare", "export", "clean", "lab", "tune"}) {
+    EXPECT_EQ(run({c, "--help"}), 0) << c;
+  }
+  EXPECT_EQ(run({"--help"}), 0);
+  EXPECT_EQ(run({"version"}), 0);
+}
+
+TEST(Commands, UnknownOrMissingCommandIsAUsageError) {
+  EXPECT_EQ(run({}), 2);
+  EXPECT_EQ(run({"diagnos"}), 2);
+  EXPECT_EQ(run({"frobnicate"}), 2);
+  EXPECT_EQ(run({"version", "extra"}), 2);
+}
+
+}  // namespace
+}  // namespace cp::app
