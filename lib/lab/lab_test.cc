@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -325,7 +327,17 @@ TEST_F(LabTest, UpSshShapeReshapeStatusDown) {
 // Two instances side by side: each reaches its own hosts, and `down` of one
 // leaves the other whole (names, addresses, user, processes).
 TEST_F(LabTest, TwoInstancesSideBySideDownTouchesOnlyItsOwn) {
-  const int other = kInstance == kMaxInstance ? kInstance - 1 : kInstance + 1;
+  // An instance nobody has up (no dir, no namespace): the one beside ours may be
+  // another engineer's live lab.
+  int other = 0;
+  for (int n = kMaxInstance; n >= 1 && other == 0; --n) {
+    const InstanceNames names = instance_names(n);
+    if (n != kInstance && !std::filesystem::exists(names.dir) &&
+        !std::filesystem::exists("/run/netns/" + names.server_netns)) {
+      other = n;
+    }
+  }
+  ASSERT_NE(other, 0) << "every lab instance is in use";
   const std::string other_dir = test_dir("other");
   LabOptions o;
   o.disk_bytes = 64ull << 20;
@@ -458,8 +470,9 @@ TEST_F(LabTest, PathRateShapesTheSwitchPortsNotTheHosts) {
     EXPECT_EQ(p.rate_bits, 200'000'000u) << p.ifname;
     EXPECT_TRUE(p.bridged) << p.ifname;
   }
-  // Both directions cross a 200 Mbit/s port: iperf3 sees 200 Mbit/s +- 6 %.
-  EXPECT_NEAR(iperf_bits_per_second(s), 200e6, 0.06 * 200e6);
+  // Both directions cross a 200 Mbit/s port: iperf3's payload is ~95.7 % of it at
+  // MTU 1500 (IP and TCP headers), +- 6 %.
+  EXPECT_NEAR(iperf_bits_per_second(s), 0.957 * 200e6, 0.06 * 200e6);
   const StatusOutcome cli = cli_status(dir_);
   EXPECT_EQ(cli.code, 0);
   EXPECT_EQ(cli.doc.at("path").at("rate_bits").to_number<uint64_t>(), 200'000'000u);
