@@ -124,7 +124,7 @@ struct CpuAcc {
   double w = 0, total = 0, sys = 0, soft = 0, agent = 0, server = 0, kernel = 0, other = 0,
          wait = 0;
   struct Proc {
-    double cpu = 0, thread = 0, limit = 0;
+    double cpu = 0, thread = 0, limit = 0, throttled = 0, throttled_w = 0;
     bool thread_known = false;
   };
   std::map<std::tuple<std::string, std::string, bool>, Proc> procs;  // comm, role, other netns
@@ -149,6 +149,10 @@ struct CpuAcc {
         acc.thread_known = true;
       }
       acc.limit = std::max(acc.limit, p.cpu_limit_pct);
+      if (p.throttled_pct >= 0) {
+        acc.throttled += p.throttled_pct * sw;
+        acc.throttled_w += sw;
+      }
     }
   }
   CpuUse use() const {
@@ -170,6 +174,7 @@ struct CpuAcc {
       c.cpu_pct = p.cpu / w;
       c.top_thread_pct = p.thread_known ? p.thread / w : -1;
       c.limit_pct = p.limit;
+      c.throttled_pct = p.throttled_w > 0 ? p.throttled / p.throttled_w : -1;
       u.procs.push_back(std::move(c));
     }
     std::sort(u.procs.begin(), u.procs.end(),
@@ -472,7 +477,10 @@ CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
     if (it == r.cpu.end() || !eligible(it->second)) continue;
     for (const auto& p : it->second.procs) {
       if (p.other_netns || !own_role(p.role) || p.limit_pct <= 0) continue;
-      if (p.cpu_pct < kQuotaSaturated * p.limit_pct) continue;
+      const bool at_limit = p.cpu_pct >= kQuotaSaturated * p.limit_pct;
+      const bool throttled =
+          p.throttled_pct >= kThrottledPeriods && p.cpu_pct >= kThrottledUse * p.limit_pct;
+      if (!at_limit && !throttled) continue;
       best = {host, "quota", p.comm, p.role, p.cpu_pct, p.limit_pct, false, 0, false};
       break;
     }
@@ -1084,8 +1092,9 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
           "client, not the server",
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median),
           path_rtt_us(r, a) / 1000, format_size(property_number(r, "io_size")), pct(drain));
-      add_hint(f, "give the share larger calls (`options = io_size=32MiB`) or more connections "
-                  "(`connections=2`) to keep the path full");
+      add_hint(f,
+               "give the share larger calls (`options = io_size=32MiB`) or more connections "
+               "(`connections=2`) to keep the path full");
       finish();
       return;
     }
@@ -1290,7 +1299,7 @@ void flag_untrusted(Analysis& a) {
 }
 
 bool is_verdict_path(const std::string& path) {
-  static const std::set<std::string> kOther = {"cache", "errors", "mtu",   "cpu",
+  static const std::set<std::string> kOther = {"cache", "errors", "mtu", "cpu",
                                                "tcp",   "config", "load"};
   return !path.empty() && !kOther.count(path);
 }

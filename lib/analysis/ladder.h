@@ -26,6 +26,11 @@ constexpr uint64_t kGoodReadaheadKb = 2048;  // readahead at or above this: no r
 // A process at >= 90 % of its cgroup CPU limit is CPU-bound: starved by a
 // quota (smbd at 20 % of a core), it never fills a core.
 constexpr double kQuotaSaturated = 0.90;
+// ... or one whose cgroup was throttled in >= 20 % of its CFS periods while it
+// used at least half of its limit: the quota binds, though competing load kept
+// the process from using all of it.
+constexpr double kThrottledPeriods = 20;  // %
+constexpr double kThrottledUse = 0.5;
 // One thread at >= 90 % of a core is CPU-bound (a thread cannot use two cores,
 // whichever cores it moved between); so is an end whose cores are all >= 90 % busy.
 constexpr double kThreadSaturated = 90;
@@ -59,6 +64,7 @@ struct CpuProc {
   double cpu_pct = 0;
   double top_thread_pct = -1;  // its busiest thread; -1 unknown
   double limit_pct = 0;        // cgroup CPU limit; 0 none
+  double throttled_pct = -1;   // its cgroup's throttled CFS periods, %; -1 unknown
 };
 struct CpuUse {
   double seconds = 0;                   // sample windows summed

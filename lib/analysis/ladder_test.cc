@@ -1058,9 +1058,10 @@ TEST(Ladder, BusyCoresDoNotOverrideATcpAtTheLinksRate) {
                       .host("client", 1500, 10000, 200e6)
                       .tcp("server->client", {23.9, 23.8, 24.0})
                       .build();
-  set_cpu(run, "tcp", "server->client",
-          R"({"server":{"seconds":2,"total_busy_pct":97,"agent_pct":60,"other_pct":120,)"
-          R"("top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,"top_thread_pct":60}]}})");
+  set_cpu(
+      run, "tcp", "server->client",
+      R"({"server":{"seconds":2,"total_busy_pct":97,"agent_pct":60,"other_pct":120,)"
+      R"("top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,"top_thread_pct":60}]}})");
   Analysis a = analyze(run);
   EXPECT_EQ(find_row(a, "tcp:server->client:send")->cpu_bound.kind, "all cores");
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
@@ -1096,6 +1097,33 @@ TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
                          R"("rtt_idle_us":200}})";
   Analysis lan = analyze(run);
   EXPECT_EQ(finding(lan, "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, AThrottledQuotaBindsThoughCompetingLoadKeepsItBelowTheLimit) {
+  // smbd under a 20 % quota gets only 14 % of a core (other work keeps every core
+  // busy), but its cgroup was throttled in 60 % of the periods: the quota binds.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .proto("smb", "ram", "read", {200, 205, 198})
+                      .build();
+  auto with = [&](double throttled) {
+    set_cpu(run, "smb", "ram",
+            fmt::format(R"({{"server":{{"seconds":3,"total_busy_pct":99,"server_pct":14,)"
+                        R"("other_pct":170,"top":[{{"comm":"smbd","role":"server","cpu_pct":14,)"
+                        R"("top_thread_pct":14,"cpu_limit_pct":20,"throttled_pct":{}}}]}}}})",
+                        throttled));
+    return analyze(run);
+  };
+  Analysis bound = with(60);
+  const Finding* f = finding(bound, "smb ram read");
+  EXPECT_EQ(f->layer, "cpu");
+  EXPECT_EQ(f->cpu.kind, "quota");
+  EXPECT_EQ(f->cpu.process, "smbd");
+  // Rarely throttled: the quota is not what holds it.
+  Analysis free = with(2);
+  EXPECT_NE(finding(free, "smb ram read")->cpu.kind, "quota");
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {

@@ -56,7 +56,8 @@ json::value to_json(const CpuSummary& s) {
                                {"role", p.role},
                                {"top_thread_pct", p.top_thread_pct},
                                {"threads", p.threads},
-                               {"wait_pct", p.wait_pct}});
+                               {"wait_pct", p.wait_pct},
+                               {"throttled_pct", p.throttled_pct}});
   }
   return json::object{{"seconds", s.seconds},           {"core_busy_pct", cores},
                       {"core_busy_max_pct", cores_max}, {"total_busy_pct", s.total_busy_pct},
@@ -95,6 +96,7 @@ CpuSummary cpu_summary_from_json(const json::value& v) {
       l.top_thread_pct = num(p, "top_thread_pct", -1);
       l.threads = static_cast<int>(num(p, "threads"));
       l.wait_pct = num(p, "wait_pct");
+      l.throttled_pct = num(p, "throttled_pct", -1);
       s.top.push_back(std::move(l));
     }
   }

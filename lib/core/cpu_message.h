@@ -34,6 +34,10 @@ struct ProcLoad {
   // Its threads' time runnable but waiting for a CPU (schedstat run_delay), % of the
   // window summed over threads: what competing load costs it.
   double wait_pct = 0;
+  // Of its limiting cgroup's CFS periods in the window, the share it was throttled
+  // in (cpu.stat), %; -1 when not known. A binding quota shows here even when
+  // competing load keeps the process from using all of it.
+  double throttled_pct = -1;
 };
 
 struct CpuSummary {

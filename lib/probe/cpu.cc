@@ -167,7 +167,10 @@ class CgroupLimits {
     if (read_text_file(proc_root_ + "/self/mountinfo", &text)) mounts_ = parse_cgroup_mounts(text);
   }
 
-  double of_pid(int pid) {
+  bool any() const { return !mounts_.empty(); }
+
+  // The tightest limit; `dir`, when given, gets the cgroup dir that sets it.
+  double of_pid(int pid, std::string* dir = nullptr) {
     if (mounts_.empty()) return 0;
     std::string text;
     if (!read_text_file(fmt::format("{}/{}/cgroup", proc_root_, pid), &text)) return 0;
@@ -177,9 +180,13 @@ class CgroupLimits {
       if (!v2 && !contains(c.controllers, "cpu")) continue;
       for (const CgroupMount& m : mounts_) {
         if (m.v2 != v2 || (!v2 && !contains(m.controllers, "cpu"))) continue;
-        std::optional<double> limit = of_cgroup(m, c.path);
+        std::string where;
+        std::optional<double> limit = of_cgroup(m, c.path, &where);
         if (!limit) continue;  // this mount shows another part of the hierarchy
-        if (*limit > 0 && (best == 0 || *limit < best)) best = *limit;
+        if (*limit > 0 && (best == 0 || *limit < best)) {
+          best = *limit;
+          if (dir != nullptr) *dir = where;
+        }
         break;
       }
     }
@@ -189,7 +196,7 @@ class CgroupLimits {
  private:
   // The tightest limit of `path` and its ancestors as seen through `m`; nullopt when
   // `path` lies outside what `m` shows.
-  std::optional<double> of_cgroup(const CgroupMount& m, const std::string& path) {
+  std::optional<double> of_cgroup(const CgroupMount& m, const std::string& path, std::string* dir) {
     std::string rel;
     if (m.root == "/") {
       rel = path;
@@ -203,8 +210,12 @@ class CgroupLimits {
     while (!rel.empty() && rel.back() == '/') rel.pop_back();
     double best = 0;
     for (;;) {
-      const double limit = of_dir(m, fs_root_ + m.mount_point + rel);
-      if (limit > 0 && (best == 0 || limit < best)) best = limit;
+      const std::string here = fs_root_ + m.mount_point + rel;
+      const double limit = of_dir(m, here);
+      if (limit > 0 && (best == 0 || limit < best)) {
+        best = limit;
+        *dir = here;
+      }
       if (rel.empty()) break;
       rel.resize(rel.rfind('/'));
     }
@@ -229,6 +240,26 @@ class CgroupLimits {
   std::vector<CgroupMount> mounts_;
   std::map<std::string, double> cache_;
 };
+
+// A cgroup's CFS periods and how many of them it was throttled in (cpu.stat:
+// nr_periods, nr_throttled; the same keys in v1 and v2).
+struct ThrottleStat {
+  uint64_t periods = 0, throttled = 0;
+};
+std::optional<ThrottleStat> read_throttle(const std::string& dir) {
+  std::string text;
+  if (!read_text_file(dir + "/cpu.stat", &text)) return std::nullopt;
+  ThrottleStat t;
+  bool periods = false, throttled = false;
+  for (std::string_view line : split(text, '\n')) {
+    const std::vector<std::string_view> f = split_ws(line);
+    if (f.size() != 2) continue;
+    if (f[0] == "nr_periods") periods = to_u64(f[1], &t.periods);
+    if (f[0] == "nr_throttled") throttled = to_u64(f[1], &t.throttled);
+  }
+  if (!periods || !throttled) return std::nullopt;
+  return t;
+}
 
 }  // namespace
 
@@ -393,6 +424,8 @@ struct CpuSampler::Impl {
   std::vector<double> max_pct;  // per core, over closed intervals; -1 = none yet
   int intervals = 0;
   std::map<int, ProcSample> procs_start;
+  // Each CPU-limited cgroup's throttling counters at start, by dir.
+  std::map<std::string, ThrottleStat> throttle_start;
 
   // Reads /proc/stat; empty when unreadable.
   std::vector<CpuTimes> read_stat() {
@@ -454,6 +487,18 @@ void CpuSampler::start() {
                 "chokepoint needs a Linux /proc to measure CPU load");
   }
   auto procs = scan_processes(m.proc_root);
+  // The throttling counters of every cgroup that limits a process's CPU: a
+  // quota that binds shows as throttled periods, even when competing load keeps
+  // the process from using all of it.
+  std::map<std::string, ThrottleStat> throttle;
+  CgroupLimits limits(m.proc_root, m.fs_root);
+  if (limits.any()) {
+    for (const auto& [pid, p] : procs) {
+      std::string dir;
+      if (limits.of_pid(pid, &dir) <= 0 || throttle.count(dir)) continue;
+      if (auto t = read_throttle(dir)) throttle[dir] = *t;
+    }
+  }
   {
     std::lock_guard lock(m.mu);
     CP_CHECK(!m.running);
@@ -464,6 +509,7 @@ void CpuSampler::start() {
     m.max_pct.assign(m.first.size(), -1);
     m.intervals = 0;
     m.procs_start = std::move(procs);
+    m.throttle_start = std::move(throttle);
   }
   m.thread = std::thread([&m] { m.loop(); });
 }
@@ -617,6 +663,17 @@ CpuSummary CpuSampler::stop() {
     if ((p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) || p.role == "agent" ||
         p.role == "server") {
       kept.push_back(p);
+    }
+  }
+  for (ProcLoad& p : kept) {
+    if (p.cpu_limit_pct <= 0) continue;
+    std::string dir;
+    limits.of_pid(p.pid, &dir);
+    auto it = m.throttle_start.find(dir);
+    const auto now = it == m.throttle_start.end() ? std::nullopt : read_throttle(dir);
+    if (now && now->periods > it->second.periods && now->throttled >= it->second.throttled) {
+      p.throttled_pct = 100.0 * static_cast<double>(now->throttled - it->second.throttled) /
+                        static_cast<double>(now->periods - it->second.periods);
     }
   }
   const std::string own_netns = read_link(m.proc_root + "/self/ns/net");

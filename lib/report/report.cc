@@ -99,7 +99,8 @@ json::object cpu_use_json(const analysis::CpuUse& u) {
                      {"other_netns", p.other_netns},
                      {"cpu_pct", p.cpu_pct},
                      {"top_thread_pct", p.top_thread_pct},
-                     {"limit_pct", p.limit_pct}});
+                     {"limit_pct", p.limit_pct},
+                     {"throttled_pct", p.throttled_pct}});
   }
   return {{"seconds", u.seconds},       {"total_busy_pct", u.total_busy_pct},
           {"sys_pct", u.sys_pct},       {"softirq_pct", u.softirq_pct},
