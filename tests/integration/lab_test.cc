@@ -133,8 +133,10 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
   EXPECT_DOUBLE_EQ(doc.at("link").at("nominal_bits_per_s").as_double(), 200e6);
   for (const auto& row : doc.at("ladder").as_array()) {
     if (row.at("layer").as_string() != "tcp") continue;
+    // TCP payload through tbf at MTU 1500: ~95.7 % of the rate (IP and TCP headers;
+    // ../shared/docs/lab-facts.md).
     const double bits = row.at("median_bytes_per_s").as_double() * 8;
-    EXPECT_NEAR(bits, 200e6, 0.05 * 200e6) << row.at("label").as_string();
+    EXPECT_NEAR(bits, 0.957 * 200e6, 0.05 * 200e6) << row.at("label").as_string();
   }
   bool named = false;
   for (const auto& f : doc.at("verdict").at("findings").as_array()) {
