@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Protocol benchmark: chokepoint's ftp and smb drivers (bench/transfer_bench,
+# Protocol benchmark: chokepoint's ftp, smb and nfs drivers (bench/transfer_bench,
 # which moves a file exactly as the client agent does) beside the peer tools
 # on the same lab, the same file content and the same share, in one run:
 #   ftp get/put   vs  curl (passive, binary)
 #   smb get/put   vs  smbclient -c 'get ...' / -c 'put ...'
-# Every transfer runs inside the lab's client host (ip netns exec cp-client)
+#   nfs get/put   vs  libnfs's own nfs-cp (NFSv4 get, NFSv3 get and put; nfs-cp
+#                     cannot put over NFSv4 with libnfs 4.0, so nfs put v4 is ours
+#                     alone, against its NFSv3 figure)
+# Every transfer runs inside the lab's client host (ip netns exec <its netns>)
 # between a tmpfs file on this machine and the server's tmpfs share, with a
 # fresh file name each time (no server cache can answer for a repeat). Two
 # figures per transfer, medians of --runs runs, ours and the peer alternating
@@ -13,9 +16,12 @@
 #     sample (ours: transfer_bench's own clock; curl: time_total minus
 #     time_pretransfer, so its login is left out while our open's CWD/EPSV/
 #     RETR are in; smbclient: the rate its get/put prints);
+#     nfs-cp prints no rate: its transfer is its wall time less that of an
+#     nfs-cp of an empty file just before (start, mount, open, close);
 #   command: the whole command's wall time (process start, login, transfer,
 #     exit). Ours loads libsmbclient, libcurl and OpenSSL at every start,
 #     which the agent does once, so this row flatters the peers.
+# The lab is $CHOKEPOINT_LAB_INSTANCE's (default 0).
 #
 # Every round is printed (ours, peer, ratio), then per transfer the medians,
 # the ratio of the medians, the spread of the per-round ratios (min-max) and
@@ -131,6 +137,9 @@ for RATE in $RATES; do
   ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
   RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
   USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
+  CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
+  UID_=$(id -u "$USER_")
+  GID_=$(id -g "$USER_")
   PWFILE=$(echo "$ST" | field 'd["servers"]["share_password_file"]')
   PW=$(head -n1 "$PWFILE")
   # Credentials for the peers in 0600 files, never on a command line.
@@ -138,11 +147,13 @@ for RATE in $RATES; do
    printf 'user = "%s:%s"\n' "$USER_" "$PW" > "$WORK/curl.cfg"
    printf 'username = %s\npassword = %s\n' "$USER_" "$PW" > "$WORK/smb.auth")
   on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
-  in_client() { ip netns exec cp-client "$@"; }
+  in_client() { ip netns exec "$CLIENT_NS" "$@"; }
 
   # One source file; the server gets a copy to serve fresh names from.
   head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
   on_server "mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
+  : > "$WORK/empty.dat"
+  on_server "touch '$RAM/bench/empty.dat' && chown '$USER_:' '$RAM/bench/empty.dat'"
 
   declare -A T=() X=() F=()
   ms() { date +%s%N; }
@@ -167,6 +178,20 @@ m = re.search(r"\(([0-9.]+) (?:kb/s|KiloBytes/sec)\)", text)  # smbclient, KiB/s
 print(n / (float(m.group(1)) * 1024))
 PY
 ) "
+  }
+  nfs_url() {  # nfs_url PATH VERSION: an nfs-cp URL with the share user's ids
+    echo "nfs://$ADDR/ram/$1?version=$2&uid=$UID_&gid=$GID_"
+  }
+  timed_nfscp() {  # timed_nfscp KEY SRC DST [EMPTY_SRC EMPTY_DST]: nfs-cp, less an empty copy's time
+    local key=$1 s e s0 e0
+    s0=$(ms)
+    in_client nfs-cp "$4" "$5" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key (empty) failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e0=$(ms)
+    s=$(ms)
+    in_client nfs-cp "$2" "$3" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e=$(ms)
+    T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
+    X[$key]+="$(python3 -c "print(max(($e-$s-($e0-$s0))/1e9, 1e-6))") "
   }
   check() {  # check FILE: the download arrived intact
     cmp -s "$1" "$WORK/src.dat" || { echo "protocols.sh: $1 differs from the source" >&2; exit 1; }
@@ -209,9 +234,34 @@ PY
         timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
       fi
     done
+    # nfs: get over NFSv4 and NFSv3, put over NFSv3 (and ours over NFSv4).
+    for v in 4 3; do
+      for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/n$v-$who-$i.dat' && chown '$USER_:' '$RAM/bench/n$v-$who-$i.dat'"; done
+      for who in $order; do
+        f=n$v-$who-$i.dat
+        if [ $who = ours ]; then
+          timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v get "bench/$f" "$WORK/$f"
+        else
+          rm -f "$WORK/e-$i.dat"
+          timed_nfscp nfs-get-v$v-peer "$(nfs_url "bench/$f" $v)" "$WORK/$f" "$(nfs_url bench/empty.dat $v)" "$WORK/e-$i.dat"
+        fi
+        check "$WORK/$f"
+      done
+    done
+    for who in $order; do
+      f=np3-$who-$i.dat
+      if [ $who = ours ]; then
+        timed nfs-put-v3-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=3 put "$WORK/src.dat" "bench/$f"
+      else
+        timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/$f" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)"
+      fi
+    done
+    timed nfs-put-v4-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=4 put "$WORK/src.dat" "bench/np4-ours-$i.dat"
+    X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
+    T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
     # What arrived on the server is the source, then the run's files go.
     want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
-    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i; do
+    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i np3-ours-$i np3-peer-$i np4-ours-$i; do
       got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
       [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
     done
@@ -223,7 +273,7 @@ PY
   dlabel=$([ "$DELAY" = 0 ] && echo "no delay" || echo "delay $DELAY")
   echo "lab data link $label, $dlabel, $SIZE files, $RUNS runs each (MB/s):"
   echo "  per round (transfer figures, ours/peer = ratio):"
-  for k in ftp-get ftp-put smb-get smb-put; do
+  for k in ftp-get ftp-put smb-get smb-put nfs-get-v4 nfs-get-v3 nfs-put-v3 nfs-put-v4; do
     python3 - "$BYTES" "$k" "${X[$k-ours]}" "${X[$k-peer]}" <<'PY'
 import sys
 n, key = int(sys.argv[1]), sys.argv[2]
@@ -237,6 +287,10 @@ PY
   report ftp-put curl
   report smb-get smbclient
   report smb-put smbclient
+  report nfs-get-v4 nfs-cp
+  report nfs-get-v3 nfs-cp
+  report nfs-put-v3 nfs-cp
+  report nfs-put-v4 "nfs-cp v3"
   unset T X F
 done
 done

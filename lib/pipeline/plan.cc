@@ -302,12 +302,13 @@ std::string driver_for_url(const std::string& url, const std::string& where) {
   if (scheme("ftp://") || scheme("ftps://")) return "ftp";
   if (scheme("smb://")) return "smb";
   if (scheme("afp://")) return "afp";
+  if (scheme("nfs://")) return "nfs";
   if (scheme("file://") || scheme("/")) return "path";
   if (scheme("null:")) return "null";
-  throw Error(ErrorKind::kConfig,
-              fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
-              "use ftp://, ftps://, smb://, afp://, a mounted path (/mnt/share or file://...), or "
-              "null: (the framework's own cost)");
+  throw Error(
+      ErrorKind::kConfig, fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
+      "use ftp://, ftps://, smb://, afp://, nfs://, a mounted path (/mnt/share or file://...), or "
+      "null: (the framework's own cost)");
 }
 
 void add_share_flag(Plan& plan, const std::string& flag) {
