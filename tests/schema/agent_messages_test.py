@@ -11,8 +11,10 @@ the message and the schema path, on the first frame that does not conform.
 
 usage: agent_messages_test.py AGENT_BINARY SCHEMA_FILE
 """
+import atexit
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -84,6 +86,10 @@ def main():
             checked[request] = checked.get(request, 0) + 1
         return answer
 
+    # The tune journal goes to a directory of the test's own.
+    state = tempfile.mkdtemp(prefix="chokepoint-schema-tune-")
+    atexit.register(shutil.rmtree, state, True)
+    os.environ["CHOKEPOINT_TUNE_STATE_DIR"] = state
     a = Agent(binary)
     with tempfile.TemporaryDirectory() as tmp:
         ram, disk = os.path.join(tmp, "ram"), os.path.join(tmp, "disk")
@@ -133,6 +139,11 @@ def main():
         check("close_shares", a.call("close_shares"))
         # A peer's bad input: answered with an error frame that holds to the schema too.
         check("disk", a.call("disk", dir=disk, op="read", name="../escape", block=mib), "error")
+        # Tuning: a plan changes nothing; confirm and revert with nothing applied.
+        check("tune_plan", a.call("tune_plan", knob="server.tcp_rmem", value="4096 131072 6291456"))
+        check("tune_plan", a.call("tune_plan", knob="server.nope", value="1"), "error")
+        check("tune_confirm", a.call("tune_confirm"))
+        check("tune_revert", a.call("tune_revert"))
         check("stats", a.call("stats"))
         check("cleanup", a.call("cleanup"))
         check("bye", a.call("bye"))
