@@ -500,6 +500,13 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
         s->remove(rel);
         EXPECT_NE(on_server("test -e " + shell_quote(path)).exit_code, 0);
       }
+      // Random writes (the sweep's) land where they are asked.
+      const std::string rel = fmt::format("{}/v{}/random.dat", run_, version);
+      const std::string blocks = pattern(3 * 4096, 7);
+      auto w = s->open(rel, Mode::kWrite, blocks.size());
+      for (uint64_t at : {8192, 0, 4096}) w->pwrite(blocks.data() + at, 4096, at);
+      w->close();
+      EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), checksum_of(blocks));
     }
   }
 }
