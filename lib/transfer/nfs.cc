@@ -27,7 +27,7 @@
 //
 // Share options: version=3|4 (default 4, as Linux mounts today),
 // request_size (bytes per READ/WRITE, default 1MiB, the Linux client's
-// default rsize/wsize), depth (requests in flight, default 16), uid, gid,
+// default rsize/wsize), depth (requests in flight, default 4), uid, gid,
 // timeout (seconds without an answer before a call fails, default 30).
 #include <nfsc/libnfs.h>
 #include <poll.h>

@@ -68,15 +68,15 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(query_text(db, "SELECT server FROM runs"), lab_names().server_netns);
-  // Disk on each end, TCP each way, and the lab's four shares (ftp and smb,
-  // over RAM and from disk).
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 8);
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2 + 4 * 2 * 2);
+  // Disk on each end, TCP each way, and the lab's six shares (ftp, smb and
+  // nfs, over RAM and from disk).
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 10);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2 + 6 * 2 * 2);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   EXPECT_EQ(query_int(db,
                       "SELECT count(DISTINCT layer || ':' || location) FROM stages "
-                      "WHERE layer IN ('ftp', 'smb')"),
-            4);
+                      "WHERE layer IN ('ftp', 'smb', 'nfs')"),
+            6);
   // Facts as seen inside each host.
   auto doc = json::parse(r.out).as_object();
   for (const auto& h : doc.at("hosts").as_array()) {
