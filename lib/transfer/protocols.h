@@ -70,8 +70,9 @@ struct NfsOptions {
   int version = 4;                  // 3 or 4
   uint64_t request_size = 1 << 20;  // bytes per READ/WRITE (capped at the server's rsize/wsize)
   // Requests in flight on the connection: 4 MiB at the default size, enough
-  // for 1 Gbit/s at 10 ms RTT within the agent's memory bound (each write is
-  // held twice, in the driver's buffer and in libnfs's encoded request).
+  // for 1 Gbit/s at 10 ms RTT, while the agent stays within its memory bound
+  // (each write is held twice, in the driver's buffer and in libnfs's
+  // encoded request).
   unsigned depth = 4;
   int uid = -1, gid = -1;  // AUTH_SYS ids; -1: the share user's, else the agent's
   double timeout_s = 30;   // seconds without an answer before a call fails
