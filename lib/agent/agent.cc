@@ -12,14 +12,17 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "agent/transfer_ops.h"
@@ -33,6 +36,7 @@
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
 #include "transfer/driver.h"
+#include "tune/agent_requests.h"
 
 namespace cp::agent {
 namespace {
@@ -42,6 +46,10 @@ using wire::get_string;
 using wire::get_u64;
 
 int g_signal_pipe = -1;
+
+// Seconds between heartbeats while a request runs (the orchestrator's
+// [timeouts] silence and stall are several of these).
+constexpr double kHeartbeatSeconds = 1.0;
 
 void on_signal(int sig) {
   const char c = static_cast<char>(sig);
@@ -78,13 +86,101 @@ json::object tcp_json(const probe::TcpResult& r) {
 std::string checked_name(const json::object& req) {
   std::string name = get_string(req, "name");
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.size() > 200) {
-    throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'name' is not a plain file "
-                                              "name: '{}'",
-                                              name));
+      name.find('\0') != std::string::npos || name.size() > 200) {
+    std::string shown;
+    for (char c : name.substr(0, 200)) {
+      shown +=
+          (static_cast<unsigned char>(c) < 0x20) ? fmt::format("\\x{:02x}", c) : std::string(1, c);
+    }
+    throw Error(ErrorKind::kPeer,
+                fmt::format("message '{}': field 'name' is not a plain file name: '{}'",
+                            get_string(req, "type"), shown),
+                "the orchestrator and agent builds differ, or the peer is not chokepoint");
   }
   return name;
 }
+
+// Each run directory holds this record of its owner, so a later agent can
+// tell a live run's directory from one whose agent was killed.
+constexpr const char* kOwnerFile = ".chokepoint-owner";
+constexpr const char* kRunDirPrefix = "chokepoint-run-";
+// A run directory without an owner record (an older chokepoint's) counts as
+// left behind once nothing in it changed for this long, s.
+constexpr double kUnownedAge = 3600;
+
+std::string pid_namespace() {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  return ec ? std::string() : target.string();
+}
+
+json::object owner_record(int64_t run_id) {
+  return {{"pid", getpid()},
+          {"start_ticks", process_start_ticks(getpid()).value_or(0)},
+          {"boot_id", boot_id()},
+          {"host", host_name()},
+          {"pid_ns", pid_namespace()},
+          {"run", run_id},
+          {"started_at", wall_seconds()}};
+}
+
+// Why the owner of run directory `dir` is gone ("" when it may be alive).
+std::string owner_gone(const std::string& dir) {
+  std::ifstream in(dir + "/" + kOwnerFile);
+  if (!in) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0) return {};
+    const double age = wall_seconds() - double(st.st_mtime);
+    if (age < kUnownedAge) return {};
+    return fmt::format("no owner record and untouched for {:.0f} h", age / 3600);
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::system::error_code ec;
+  json::value v = json::parse(ss.str(), ec);
+  if (ec || !v.is_object()) return {};  // being written right now, or not ours to judge
+  const json::object& o = v.as_object();
+  if (wire::opt_string(o, "host") != host_name() ||
+      wire::opt_string(o, "pid_ns") != pid_namespace()) {
+    return {};  // another host's (a shared filesystem) or another pid namespace's
+  }
+  const int64_t pid = static_cast<int64_t>(wire::opt_u64(o, "pid", 0));
+  if (wire::opt_string(o, "boot_id") != boot_id()) {
+    return fmt::format("its agent (pid {}) ran before the last reboot", pid);
+  }
+  auto ticks = process_start_ticks(pid);
+  if (!ticks || *ticks != static_cast<int64_t>(wire::opt_u64(o, "start_ticks", 0))) {
+    return fmt::format("its agent (pid {}, run {}) is gone", pid, wire::opt_u64(o, "run", 0));
+  }
+  return {};
+}
+
+}  // namespace
+
+json::array sweep_run_dirs(const std::string& base, json::array* kept) {
+  json::array removed;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(kRunDirPrefix, 0) != 0 || !e.is_directory(ec) || e.is_symlink(ec)) continue;
+    const std::string dir = e.path().string();
+    const std::string why = owner_gone(dir);
+    if (why.empty()) {
+      if (kept) kept->push_back(json::object{{"path", dir}});
+      continue;
+    }
+    std::error_code rm;
+    std::filesystem::remove_all(dir, rm);
+    if (rm) {
+      if (kept) kept->push_back({{"path", dir}, {"error", rm.message()}});
+      continue;
+    }
+    removed.push_back({{"path", dir}, {"reason", why}});
+  }
+  return removed;
+}
+
+namespace {
 
 class Agent {
  public:
@@ -117,6 +213,7 @@ class Agent {
   const std::string& run_dir(const json::object& req);
   void cleanup();
   void shutdown(const char* why);
+  void heartbeat();
 
   int in_, out_;
   int signal_fd_;  // readable when SIGINT/SIGTERM/SIGHUP arrived
@@ -130,6 +227,8 @@ class Agent {
   bool stopping_ = false;  // no new requests; worker exits when idle
   bool bye_ = false;
   std::shared_ptr<CancelToken> current_;  // the request being served
+  uint64_t current_id_ = 0;
+  std::atomic<double> last_send_{0};  // monotonic s of the last frame sent
 
   // Worker-thread state.
   std::map<std::string, std::string> run_dirs_;  // base dir -> private dir we made
@@ -158,6 +257,7 @@ void Agent::send(json::object msg) {
     }
     off += static_cast<size_t>(n);
   }
+  last_send_ = monotonic_seconds();
 }
 
 void Agent::reply(uint64_t id, json::object data) {
@@ -184,6 +284,8 @@ json::object Agent::do_hello() {
 
 json::object Agent::do_prepare(const json::object& req) {
   json::object made;
+  json::array swept;
+  const bool shared = wire::opt_bool(req, "shared", false);
   for (const auto& v : wire::get_array(req, "dirs")) {
     if (!v.is_string())
       throw Error(ErrorKind::kPeer, "message 'prepare': field 'dirs' must hold strings");
@@ -194,11 +296,16 @@ json::object Agent::do_prepare(const json::object& req) {
     }
     struct stat st {};
     if (stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      throw Error(
-          ErrorKind::kConfig, fmt::format("directory '{}' does not exist on this host", base),
-          "create it, or name another one in the plan ([server]/[client] ram_dir, disk_dir)");
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("directory '{}' does not exist on this host", base),
+                  shared ? "create it, or correct the share's server_dir in the plan (the "
+                           "directory on the server behind the share's root)"
+                         : "create it, or name another one in the plan ([server]/[client] "
+                           "ram_dir, disk_dir)");
     }
-    std::string templ = base + "/chokepoint-run-XXXXXX";
+    // Run directories of agents that were killed (SIGKILL, a crash, a reboot).
+    for (auto& r : sweep_run_dirs(base, nullptr)) swept.push_back(std::move(r));
+    std::string templ = base + "/" + kRunDirPrefix + "XXXXXX";
     if (!mkdtemp(templ.data())) {
       throw Error(ErrorKind::kIo,
                   fmt::format("cannot create a run directory in '{}': {}", base, errno_text(errno)),
@@ -206,14 +313,26 @@ json::object Agent::do_prepare(const json::object& req) {
     }
     // Behind a share, the protocol server's user must create and read files
     // in it too (mkdtemp made it 0700).
-    if (wire::opt_bool(req, "shared", false) && chmod(templ.c_str(), 0777) != 0) {
+    if (shared && chmod(templ.c_str(), 0777) != 0) {
       throw Error(ErrorKind::kIo,
                   fmt::format("cannot open up run directory '{}': {}", templ, errno_text(errno)));
+    }
+    // The owner record first, so no later sweep takes a live run's files.
+    {
+      std::ofstream out(templ + "/" + kOwnerFile);
+      out << json::serialize(owner_record(static_cast<int64_t>(wire::opt_u64(req, "run", 0))));
+      if (!out.flush()) {
+        std::error_code ec;
+        std::filesystem::remove_all(templ, ec);
+        throw Error(ErrorKind::kIo,
+                    fmt::format("cannot write in '{}': {}", base, errno_text(errno)),
+                    "free some space there, or name another directory in the plan");
+      }
     }
     run_dirs_[base] = templ;
     made[base] = templ;
   }
-  return {{"dirs", made}};
+  return {{"dirs", made}, {"swept", swept}};
 }
 
 const std::string& Agent::run_dir(const json::object& req) {
@@ -476,6 +595,7 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   const std::string type = get_string(req, "type");
   const uint64_t id = get_u64(req, "id");
   if (type == "hello") return do_hello();
+  if (tune::is_tune_request(type)) return tune::handle_tune_request(type, req);
   if (type == "facts") {
     probe::FactsRequest f{wire::opt_string(req, "ram_dir"), wire::opt_string(req, "disk_dir"),
                           wire::opt_string(req, "peer_address")};
@@ -483,6 +603,16 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
     return probe::collect_facts(f);
   }
   if (type == "prepare") return do_prepare(req);
+  if (type == "sweep_orphans") {
+    json::array removed, kept;
+    for (const auto& v : wire::get_array(req, "dirs")) {
+      if (!v.is_string()) {
+        throw Error(ErrorKind::kPeer, "message 'sweep_orphans': field 'dirs' must hold strings");
+      }
+      for (auto& r : sweep_run_dirs(std::string(v.as_string()), &kept)) removed.push_back(r);
+    }
+    return {{"removed", removed}, {"kept", kept}};
+  }
   if (type == "check_space") return do_check_space(req);
   if (type == "disk") return do_disk(req, id, cancel);
   if (type == "tcp_listen") return do_tcp_listen(req);
@@ -534,6 +664,7 @@ void Agent::worker_loop() {
       req = std::move(queue_.front());
       queue_.pop_front();
       current_ = token = std::make_shared<CancelToken>();
+      current_id_ = get_u64(req, "id");
     }
     const uint64_t id = get_u64(req, "id");
     if (get_string(req, "type") == "bye") {
@@ -567,6 +698,19 @@ void Agent::cleanup() {
   run_dirs_.clear();
 }
 
+// From the reader thread, while a request is served: the orchestrator tells
+// a slow request (heartbeats keep coming) from a stopped agent (silence).
+void Agent::heartbeat() {
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!current_) return;
+    id = current_id_;
+  }
+  if (monotonic_seconds() - last_send_ < kHeartbeatSeconds) return;
+  send({{"type", "heartbeat"}, {"id", id}});
+}
+
 void Agent::shutdown(const char* why) {
   std::lock_guard<std::mutex> lock(mu_);
   stopping_ = true;
@@ -594,6 +738,7 @@ int Agent::run() {
     pollfd fds[2] = {{in_, POLLIN, 0}, {signal_fd_, POLLIN, 0}};
     int n = poll(fds, 2, 200);
     if (n < 0 && errno == EINTR) continue;
+    heartbeat();
     if (fds[1].revents) {
       shutdown("signal");
       rc = 1;
@@ -628,6 +773,7 @@ int Agent::run() {
   }
   worker.join();
   cleanup();
+  tune::revert_at_agent_exit();  // channel closed, bye or signal: put knobs back
   return rc;
 }
 
@@ -644,6 +790,7 @@ int serve(int in_fd, int out_fd, const AgentOptions& options) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  tune::revert_at_agent_start();  // a killed session's knobs, before anything else
   Agent agent(in_fd, out_fd, fds[0], options);
   return agent.run();
 }

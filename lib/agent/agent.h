@@ -4,6 +4,8 @@
 // made when its channel closes, on `bye`, or on SIGINT/SIGTERM.
 #pragma once
 
+#include <boost/json/array.hpp>
+
 #include <string>
 
 namespace cp::agent {
@@ -12,6 +14,14 @@ struct AgentOptions {
   std::string build_id;  // printed in the sentinel; the orchestrator compares it
   std::string version;   // chokepoint version
 };
+
+// Removes the run directories (chokepoint-run-*) in `base` whose owner
+// agent is gone: its pid no longer runs with the recorded start time on this
+// host and boot, or (no owner record) nothing changed in it for an hour.
+// Returns [{path, reason}] of those removed; `kept` (optional) gets [{path}]
+// of the others (a live run's, another host's on a shared filesystem, or one
+// that could not be removed, with its error).
+boost::json::array sweep_run_dirs(const std::string& base, boost::json::array* kept);
 
 // Serves until the peer closes in_fd, says bye, or a signal arrives.
 // Returns the process exit code (0 on a clean end).

@@ -11,9 +11,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "core/wire.h"
 #include "remote/agent_link.h"
 
@@ -162,6 +165,90 @@ TEST_F(AgentLinkTest, ChannelCloseCleansUp) {
   agent_.join();
   EXPECT_EQ(rc_, 0);
   EXPECT_FALSE(fs::exists(run_dir));
+}
+
+TEST_F(AgentLinkTest, RefusesANameHoldingNul) {
+  link_->handshake(10);
+  link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  for (const char* type : {"remove_file", "file_info", "make_file"}) {
+    try {
+      link_->call(type, {{"dir", dir_.string()}, {"name", std::string("..\0", 3)}, {"size", 4096}},
+                  10);
+      ADD_FAILURE() << type << " accepted a name holding NUL";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kPeer) << type << ": " << e.what();
+    }
+  }
+}
+
+TEST_F(AgentLinkTest, HeartbeatsKeepASlowRequestAlive) {
+  link_->handshake(10);
+  // Silence limit 2.5 s; tcp_result waits 4 s for a client that never comes
+  // and then fails with its own error: heartbeats must cover the wait.
+  link_->set_silence_limit(2.5);
+  link_->call("tcp_listen", {{"bind", "127.0.0.1"}}, 10);
+  try {
+    link_->call("tcp_result", {{"token", "never"}, {"timeout", 4}}, 10);
+    ADD_FAILURE() << "tcp_result returned without a client";
+  } catch (const Error& e) {
+    EXPECT_NE(e.kind(), ErrorKind::kRemote) << e.what();  // the agent's error, not silence
+  }
+  EXPECT_FALSE(link_->abandoned());
+  EXPECT_LT(link_->last_call_max_silence(), 2.5);
+}
+
+// A run directory whose owner record names `pid` started at `ticks`.
+void make_run_dir(const fs::path& dir, int64_t pid, int64_t ticks) {
+  fs::create_directories(dir);
+  std::error_code ec;
+  const std::string ns = fs::read_symlink("/proc/self/ns/pid", ec).string();
+  std::ofstream(dir / ".chokepoint-owner") << json::serialize(json::object{{"pid", pid},
+                                                                           {"start_ticks", ticks},
+                                                                           {"boot_id", boot_id()},
+                                                                           {"host", host_name()},
+                                                                           {"pid_ns", ns},
+                                                                           {"run", 7}});
+  std::ofstream(dir / "server-100000000-1.dat") << "data";
+}
+
+TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
+  // An agent that ran and ended: its pid is free (or reused with another start time).
+  Child gone({"true"});
+  ASSERT_EQ(gone.wait(10), 0);
+  make_run_dir(dir_ / "chokepoint-run-gone01", gone.pid(), 12345);
+  // A live one: this process.
+  make_run_dir(dir_ / "chokepoint-run-live01", getpid(), process_start_ticks(getpid()).value());
+  // Unowned: an older chokepoint's, untouched for 2 h, and a fresh one.
+  fs::create_directories(dir_ / "chokepoint-run-old001");
+  fs::last_write_time(dir_ / "chokepoint-run-old001",
+                      fs::file_time_type::clock::now() - std::chrono::hours(2));
+  fs::create_directories(dir_ / "chokepoint-run-new001");
+  fs::create_directories(dir_ / "not-ours");
+
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}, {"run", 8}}, 10);
+  std::set<std::string> swept;
+  for (const auto& v : wire::get_array(p, "swept")) {
+    swept.insert(fs::path(wire::get_string(v.as_object(), "path")).filename());
+  }
+  EXPECT_EQ(swept, (std::set<std::string>{"chokepoint-run-gone01", "chokepoint-run-old001"}));
+  EXPECT_FALSE(fs::exists(dir_ / "chokepoint-run-gone01"));
+  EXPECT_FALSE(fs::exists(dir_ / "chokepoint-run-old001"));
+  EXPECT_TRUE(fs::exists(dir_ / "chokepoint-run-live01"));
+  EXPECT_TRUE(fs::exists(dir_ / "chokepoint-run-new001"));
+  EXPECT_TRUE(fs::exists(dir_ / "not-ours"));
+  // Its own run dir carries its owner record: this (in-process) agent's pid and the run.
+  const std::string mine = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  std::ifstream in(mine + "/.chokepoint-owner");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json::object owner = json::parse(ss.str()).as_object();
+  EXPECT_EQ(wire::get_u64(owner, "pid"), uint64_t(getpid()));
+  EXPECT_EQ(wire::get_u64(owner, "run"), 8u);
+  // A second agent's sweep keeps this live run's directory.
+  json::object s = link_->call("sweep_orphans", {{"dirs", json::array{dir_.string()}}}, 10);
+  EXPECT_TRUE(wire::get_array(s, "removed").empty());
+  EXPECT_TRUE(fs::exists(mine));
 }
 
 TEST_F(AgentLinkTest, MalformedFrameIsRejectedNamingTheField) {

@@ -9,15 +9,23 @@
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "analysis/ladder.h"
+#include "app/recorded_plan.h"
 #include "app/report_commands.h"
+#include "app/run_status.h"
+#include "app/tune_command.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/json_util.h"
@@ -48,15 +56,68 @@ commands:
   show RUN   print a stored run's report (RUN: id, label, or "latest")
   compare A B  hold run B against run A: what changed, whether it is real, what differs
   export RUN   every sample of a run as CSV or JSON
+  clean HOST...  remove run directories that killed agents left on those hosts
   lab        up | status | down: the built-in two-host lab (network namespaces)
+  tune       try a knob's values, measure what it affects, put it back, say if it helped
   version    print the version
 
 `chokepoint <command> --help` shows a command's options.
 )";
 
 CancelToken g_cancel;
+std::atomic<int> g_signals{0};
 
-void on_signal(int) { g_cancel.cancel(); }
+// The first SIGINT/SIGTERM/SIGHUP cancels the run; a second exits at once.
+void on_signal(int) {
+  if (g_signals.fetch_add(1) >= 1) {
+    static const char msg[] = "\nchokepoint: second signal: exiting now\n";
+    [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
+    _exit(kExitInterrupted);
+  }
+  g_cancel.cancel();
+}
+
+// Ctrl-C ends a run within 2 s whatever the agents do. The orderly path
+// (cancel, kCancelGrace per agent, channels closed) takes about 1 s; when it
+// has not finished 1.5 s after the signal (an SSH close that blocks, a
+// connect under way), this marks the run interrupted on its own connection
+// and exits.
+class CancelWatchdog {
+ public:
+  CancelWatchdog(std::string db, int64_t run_id)
+      : db_(std::move(db)), run_(run_id), thread_([this] { loop(); }) {}
+  ~CancelWatchdog() { disarm(); }
+  void disarm() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    double since = 0;
+    while (!done_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!g_cancel.cancelled()) continue;
+      if (since == 0) since = monotonic_seconds();
+      if (monotonic_seconds() - since < 1.5 || done_) continue;
+      try {
+        Store store(db_);
+        store.end_run(run_, kInterrupted, "interrupted by a signal (agents abandoned)");
+      } catch (const std::exception&) {
+        // The next open of the database marks it interrupted (its writer is gone).
+      }
+      static const char msg[] =
+          "chokepoint: interrupted; agents abandoned (they clean up when "
+          "their channel closes)\n";
+      [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
+      _exit(kExitInterrupted);
+    }
+  }
+  std::string db_;
+  int64_t run_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 // Writes live progress to stderr: one rewritten line on a TTY, plain lines
 // (one per finished sample) otherwise.
@@ -77,6 +138,20 @@ class ProgressPrinter {
                    format_mbps(rate).c_str());
     }
   }
+  // An agent said nothing for `silent` s during a request (no heartbeat).
+  void waiting(const std::string& who, double silent, double limit) {
+    if (quiet_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[Kwaiting on %s: silent for %.0f s (gives up at %.0f s)",
+                   who.c_str(), silent, limit);
+      std::fflush(stderr);
+    } else if (silent - last_wait_print_[who] >= 5 || silent < last_wait_print_[who]) {
+      last_wait_print_[who] = silent;
+      std::fprintf(stderr, "waiting on %s: silent for %.0f s (gives up at %.0f s)\n", who.c_str(),
+                   silent, limit);
+    }
+  }
   void note(const std::string& line) {
     if (quiet_) return;
     std::lock_guard<std::mutex> lock(mu_);
@@ -86,6 +161,7 @@ class ProgressPrinter {
  private:
   std::mutex mu_;
   bool tty_, quiet_;
+  std::map<std::string, double> last_wait_print_;
 };
 
 // Stores every record as it arrives and shows progress.
@@ -170,15 +246,35 @@ std::optional<std::string> read_password(const pipeline::SharePlan& s) {
       throw Error(ErrorKind::kConfig, fmt::format("{}: cannot read password_file '{}': {}", who,
                                                   s.password_file, errno_text(errno)));
     }
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{}: password_file '{}' is not a file of yours (owner uid {}, you "
+                              "are {})",
+                              who, s.password_file, st.st_uid, geteuid()),
+                  "put the password alone in a file you own, readable only by you (chmod 600), "
+                  "and name that file");
+    }
+    std::ifstream in(s.password_file);
+    std::string line, extra;
+    std::getline(in, line);
+    int more = 0;
+    while (std::getline(in, extra)) more += !extra.empty();
+    // A file of many lines (/etc/passwd) is not a password file: never
+    // suggest chmod on it.
+    if (more > 0) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{}: password_file '{}' holds {} lines; a password file holds the "
+                              "password alone",
+                              who, s.password_file, more + 1),
+                  "put the password alone in a file of its own, readable only by you (chmod 600), "
+                  "and name that file");
+    }
     if (st.st_mode & 077) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("{}: password_file '{}' can be read by others (mode {:o})", who,
                               s.password_file, st.st_mode & 0777),
                   fmt::format("chmod 600 {}", s.password_file));
     }
-    std::ifstream in(s.password_file);
-    std::string line;
-    std::getline(in, line);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     return line;
   }
@@ -207,6 +303,28 @@ std::optional<std::string> read_password(const pipeline::SharePlan& s) {
   return std::nullopt;
 }
 
+// --ssh-config names a file that must exist (libssh would silently skip it).
+std::string checked_ssh_config(const po::variables_map& vm) {
+  const std::string path = vm["ssh-config"].as<std::string>();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(ErrorKind::kUsage, fmt::format("--ssh-config '{}': no such file", path),
+                "name an existing OpenSSH config file, or leave --ssh-config out to use "
+                "~/.ssh/config");
+  }
+  return path;
+}
+
+// The agents' links: give up on an agent silent past [timeouts] silence,
+// stop on Ctrl-C, and say on the progress line whom the run waits on.
+void configure_link(remote::AgentLink& link, const pipeline::Plan& plan, ProgressPrinter& out) {
+  link.set_silence_limit(plan.silence_timeout);
+  link.set_default_cancel(&g_cancel);
+  link.set_wait_observer([&out](const std::string& who, double silent, double limit) {
+    out.waiting(who, silent, limit);
+  });
+}
+
 int diagnose(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint diagnose [options]");
   desc.add_options()("help,h", "this help")("server", po::value<std::string>(),
@@ -229,6 +347,10 @@ int diagnose(const std::vector<std::string>& args) {
     std::cout << desc;
     return 0;
   }
+  if (vm.count("lab") && (vm.count("server") || vm.count("client"))) {
+    throw Error(ErrorKind::kUsage, "--lab cannot be combined with --server or --client",
+                "either diagnose the lab (--lab) or name two hosts (--server and --client)");
+  }
   const bool use_lab = vm.count("lab") || (!vm.count("server") && !vm.count("client"));
   if (!use_lab && (!vm.count("server") || !vm.count("client"))) {
     throw Error(ErrorKind::kUsage, "diagnose needs both --server and --client",
@@ -240,7 +362,7 @@ int diagnose(const std::vector<std::string>& args) {
   server_spec.role = "server";
   client_spec.role = "client";
   if (vm.count("ssh-config")) {
-    server_spec.ssh_config = client_spec.ssh_config = vm["ssh-config"].as<std::string>();
+    server_spec.ssh_config = client_spec.ssh_config = checked_ssh_config(vm);
   }
   server_spec.accept_new_host_keys = client_spec.accept_new_host_keys =
       vm.count("accept-new-host-keys") > 0;
@@ -316,6 +438,8 @@ int diagnose(const std::vector<std::string>& args) {
   run.server = server_spec.host;
   run.client = client_spec.host;
   run.plan_json = pipeline::plan_to_json(plan);
+  // A throttle changes figures as much as a plan key does: compare names it.
+  if (lab_state) run.plan_json = with_lab_throttle(run.plan_json, lab_state->throttle);
   run.version = kVersion;
   const int64_t run_id = store.begin_run(run);
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
@@ -327,37 +451,145 @@ int diagnose(const std::vector<std::string>& args) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  CancelWatchdog watchdog(store.path(), run_id);
 
   std::string status = kComplete, error;
-  int rc = 0;
+  bool stages_ran = false;
   try {
     auto log = [&](const std::string& line) { progress.note(line); };
     auto server = remote::Endpoint::open(server_spec, log);
     auto client = remote::Endpoint::open(client_spec, log);
+    configure_link(server->agent(), plan, progress);
+    configure_link(client->agent(), plan, progress);
     progress.note(fmt::format("agents up: server {} ({}), client {} ({})", server->host(),
                               server->deployment(), client->host(), client->deployment()));
     std::string data_address =
         plan.data_address.empty() ? server->default_data_address() : plan.data_address;
     Recorder recorder(store, run_id, progress);
-    pipeline::run_stages(plan,
-                         {server->agent(), client->agent(), server_spec.host, client_spec.host,
-                          data_address, passwords, /*client_address=*/{}},
-                         recorder, g_cancel);
+    pipeline::Agents agents{server->agent(),      client->agent(), server_spec.host,
+                            client_spec.host,     data_address,    passwords,
+                            /*client_address=*/{}};
+    agents.run_id = run_id;
+    pipeline::run_stages(plan, agents, recorder, g_cancel);
+    stages_ran = true;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kCancelled || g_cancel.cancelled()) {
       status = kInterrupted;
       error = "interrupted by a signal";
-      rc = 130;
     } else {
       status = kFailed;
       error = describe(e);
-      rc = 1;
     }
   }
+  if (stages_ran && g_cancel.cancelled()) {
+    status = kInterrupted;
+    error = "interrupted by a signal";
+  } else if (stages_ran) {
+    // Every stage ran; failed stages or samples make it partial, no verdict failed.
+    RunOutcome o = judge_run(store.load_run(run_id));
+    status = o.status;
+    error = o.error;
+  }
   store.end_run(run_id, status, error);
+  watchdog.disarm();
+  const int rc = exit_code_for(status);
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
   print_run(store, run_id, as_json);
   if (vm.count("html")) write_run_html(store, run_id, vm["html"].as<std::string>());
+  return rc;
+}
+
+// chokepoint clean HOST...: removes the run directories that killed agents
+// left on each host (the sweep every run's agents also do as they start).
+int clean(const std::vector<std::string>& args) {
+  po::options_description desc("chokepoint clean HOST... [options]");
+  desc.add_options()("help,h", "this help")("hosts", po::value<std::vector<std::string>>(),
+                                            "SSH hosts or aliases, or 'local'")(
+      "dir", po::value<std::vector<std::string>>()->composing(),
+      "a directory to sweep (repeatable); default: the plan's directories")(
+      "plan", po::value<std::string>(),
+      "plan file whose ram_dir, disk_dir and shares' server_dir are swept")(
+      "ssh-config", po::value<std::string>(), "SSH config file (default ~/.ssh/config)")(
+      "accept-new-host-keys", "add unknown host keys to known_hosts (changed keys stay refused)")(
+      "json", "print as JSON");
+  po::positional_options_description pos;
+  pos.add("hosts", -1);
+  auto vm = parse(desc, args, &pos);
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  if (!vm.count("hosts")) {
+    throw Error(ErrorKind::kUsage, "clean needs at least one host",
+                "name them: `chokepoint clean nas laptop` (or `local`)");
+  }
+  std::vector<std::string> dirs;
+  if (vm.count("dir")) {
+    dirs = vm["dir"].as<std::vector<std::string>>();
+  } else {
+    pipeline::Plan plan =
+        vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>()) : pipeline::Plan{};
+    for (const auto& d :
+         {plan.server.ram_dir, plan.server.disk_dir, plan.client.ram_dir, plan.client.disk_dir}) {
+      dirs.push_back(d);
+    }
+    for (const auto& sh : plan.shares) {
+      if (!sh.server_dir.empty()) dirs.push_back(sh.server_dir);
+    }
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  boost::json::array dir_list;
+  for (const auto& d : dirs) dir_list.push_back(boost::json::string(d));
+
+  remote::EndpointSpec spec;
+  spec.role = "clean";
+  if (vm.count("ssh-config")) spec.ssh_config = checked_ssh_config(vm);
+  spec.accept_new_host_keys = vm.count("accept-new-host-keys") > 0;
+  boost::json::array out;
+  int rc = 0;
+  for (const auto& host : vm["hosts"].as<std::vector<std::string>>()) {
+    spec.host = host;
+    boost::json::object entry{{"host", host}};
+    try {
+      auto ep =
+          remote::Endpoint::open(spec, [](const std::string& line) { std::cerr << line << "\n"; });
+      // Directories missing on that host have nothing to sweep.
+      boost::json::object r = ep->agent().call("sweep_orphans", {{"dirs", dir_list}}, 120);
+      entry["removed"] = r["removed"];
+      entry["kept"] = r["kept"];
+    } catch (const Error& e) {
+      entry["error"] = describe(e);
+      rc = kExitFailed;
+    }
+    out.push_back(entry);
+  }
+  if (vm.count("json")) {
+    std::cout << boost::json::serialize(boost::json::object{{"hosts", out}}) << "\n";
+    return rc;
+  }
+  for (const auto& v : out) {
+    const auto& e = v.as_object();
+    const std::string host(e.at("host").as_string());
+    if (e.contains("error")) {
+      std::cout << host << ": " << e.at("error").as_string().c_str() << "\n";
+      continue;
+    }
+    const auto& removed = e.at("removed").as_array();
+    for (const auto& r : removed) {
+      std::cout << host << ": removed " << r.at("path").as_string().c_str() << " ("
+                << r.at("reason").as_string().c_str() << ")\n";
+    }
+    for (const auto& k : e.at("kept").as_array()) {
+      const auto& ko = k.as_object();
+      std::cout << host << ": kept " << ko.at("path").as_string().c_str()
+                << (ko.contains("error") ? std::string(" (cannot remove: ") +
+                                               ko.at("error").as_string().c_str() + ")"
+                                         : std::string(" (its agent is still running)"))
+                << "\n";
+    }
+    if (removed.empty()) std::cout << host << ": nothing left behind\n";
+  }
   return rc;
 }
 
@@ -382,8 +614,8 @@ int history(const std::vector<std::string>& args) {
       "label", po::value<std::string>(), "only runs with this label")(
       "host", po::value<std::string>(), "only runs whose server or client name contains this")(
       "since", po::value<std::string>(), "only runs since a date (2026-11-01) or age (7d, 12h)")(
-      "limit", po::value<size_t>()->default_value(50), "at most this many runs")("json",
-                                                                                 "print as JSON");
+      "limit", po::value<int64_t>()->default_value(50), "at most this many runs (1 or more)")(
+      "json", "print as JSON");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
     std::cout << desc;
@@ -393,10 +625,21 @@ int history(const std::vector<std::string>& args) {
   if (vm.count("label")) f.label = vm["label"].as<std::string>();
   if (vm.count("host")) f.host = vm["host"].as<std::string>();
   if (vm.count("since")) f.since = parse_since(vm["since"].as<std::string>());
-  f.limit = vm["limit"].as<size_t>();
+  const int64_t limit = vm["limit"].as<int64_t>();
+  if (limit < 1) {
+    throw Error(ErrorKind::kUsage, fmt::format("--limit {} is not a count of runs", limit),
+                "give --limit 1 or more (the default is 50)");
+  }
+  f.limit = static_cast<size_t>(limit);
+  Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   auto rows = store.history(f);
-  std::cout << (vm.count("json") ? report::history_json(rows) : report::history_text(rows));
+  // Each run's verdict from analysis, where every rule lives.
+  std::vector<analysis::Headline> verdicts;
+  for (const auto& r : rows)
+    verdicts.push_back(analysis::headline_of(analysis::analyze(store.load_run(r.id))));
+  std::cout << (vm.count("json") ? report::history_json(rows, verdicts)
+                                 : report::history_text(rows, verdicts));
   return 0;
 }
 
@@ -417,6 +660,7 @@ int show(const std::vector<std::string>& args) {
                 "name one: `chokepoint show latest`, an id "
                 "or a label from `chokepoint history`");
   }
+  Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   const int64_t id = store.resolve(vm["run"].as<std::string>());
   print_run(store, id, vm.count("json") > 0);
@@ -437,19 +681,21 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "diagnose") return diagnose(args);
     if (cmd == "history") return history(args);
+    if (cmd == "clean") return clean(args);
     if (cmd == "show") return show(args);
     if (cmd == "compare") return compare_command(args, std::cout);
     if (cmd == "export") return export_command(args, std::cout);
     if (cmd == "lab") return lab::run_lab_command(args);
+    if (cmd == "tune") return tune_command(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
       return 0;
     }
     throw Error(ErrorKind::kUsage, fmt::format("unknown command '{}'", cmd),
-                "commands are diagnose, history, show, compare, export, lab, version");
+                "commands are diagnose, history, show, compare, export, clean, lab, tune, version");
   } catch (const Error& e) {
     std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
-    return e.kind() == ErrorKind::kUsage ? 2 : 1;
+    return e.kind() == ErrorKind::kUsage ? kExitUsage : kExitFailed;
   }
 }
 

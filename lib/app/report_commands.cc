@@ -100,9 +100,16 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
                 "name them by id or label: `chokepoint compare before after`; "
                 "`chokepoint history` lists them");
   }
+  Store::require_existing(db_path(vm));
   Store store(db_path(vm));
-  const RunRecord a = store.load_run(store.resolve(runs[0]));
-  const RunRecord b = store.load_run(store.resolve(runs[1]));
+  const int64_t ida = store.resolve(runs[0]), idb = store.resolve(runs[1]);
+  if (ida == idb) {
+    throw Error(ErrorKind::kUsage,
+                fmt::format("'{}' and '{}' are the same run ({})", runs[0], runs[1], ida),
+                "compare two different runs: `chokepoint history` lists them");
+  }
+  const RunRecord a = store.load_run(ida);
+  const RunRecord b = store.load_run(idb);
   const analysis::Comparison c = analysis::compare_runs(a, b);
   if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), report::compare_html(c));
   out << (vm.count("json") ? report::compare_json(c) : report::compare_text(c, {to_tty(out)}));
@@ -134,6 +141,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
     throw Error(ErrorKind::kUsage, fmt::format("--format '{}' is not csv or json", format),
                 "write --format csv or --format json");
   }
+  Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   const RunRecord run = store.load_run(store.resolve(vm["run"].as<std::string>()));
   const std::string text = format == "csv" ? report::export_csv(run) : report::export_json(run);

@@ -13,6 +13,8 @@ namespace cp {
 inline constexpr const char* kRunning = "running";
 inline constexpr const char* kComplete = "complete";
 inline constexpr const char* kFailed = "failed";
+// A run with failed stages or samples, but still a verdict from the rest.
+inline constexpr const char* kPartial = "partial";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kSkipped = "skipped";
 
@@ -56,7 +58,7 @@ struct HostRecord {
 struct RunRecord {
   int64_t id = 0;
   std::string label;
-  std::string status;  // running | complete | failed | interrupted
+  std::string status;  // running | complete | partial | failed | interrupted
   std::string error;
   double started_at = 0;
   double finished_at = 0;

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "core/clock.h"
@@ -190,6 +192,65 @@ Child::Child(const std::vector<std::string>& argv) {
   out_ = out.r;
 }
 
+namespace {
+
+std::optional<std::string> read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Fields 3.. of /proc/PID/stat (after the last ')': comm may hold spaces or ')').
+std::optional<std::string> stat_fields(int64_t pid) {
+  if (pid <= 0) return std::nullopt;
+  auto stat = read_small_file(fmt::format("/proc/{}/stat", pid));
+  if (!stat) return std::nullopt;
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  return stat->substr(close + 1);
+}
+
+}  // namespace
+
+std::optional<int64_t> process_start_ticks(int64_t pid) {
+  auto fields = stat_fields(pid);
+  if (!fields) return std::nullopt;
+  std::istringstream rest(*fields);
+  std::string field;
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return std::nullopt;
+    if (i == 3 && (field == "Z" || field == "X")) return std::nullopt;
+  }
+  char* end = nullptr;
+  long long ticks = std::strtoll(field.c_str(), &end, 10);
+  if (end == field.c_str() || *end != '\0') return std::nullopt;
+  return ticks;
+}
+
+char process_state(int64_t pid) {
+  auto fields = stat_fields(pid);
+  if (!fields) return 0;
+  std::istringstream rest(*fields);
+  std::string state;
+  rest >> state;
+  return state.empty() ? 0 : state[0];
+}
+
+std::string boot_id() {
+  auto id = read_small_file("/proc/sys/kernel/random/boot_id");
+  if (!id) return {};
+  while (!id->empty() && (id->back() == '\n' || id->back() == ' ')) id->pop_back();
+  return *id;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
 Child::~Child() {
   close_stdin();
   if (wait(0) < 0) {
@@ -209,6 +270,13 @@ void Child::close_stdin() {
 
 void Child::kill(int sig) {
   if (pid_ > 0 && status_ < 0) ::kill(pid_, sig);
+}
+
+void Child::detach() {
+  close_stdin();
+  if (out_ >= 0) close(out_);
+  out_ = -1;
+  status_ = 0;  // nothing left to wait for
 }
 
 int Child::wait(double timeout_s) {

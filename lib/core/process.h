@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,16 @@ std::string shell_join(const std::vector<std::string>& argv);
 // Quotes one word for a POSIX shell command line.
 std::string shell_quote(const std::string& word);
 
+// Who a process is, to tell a live owner from a gone one (a reused pid does
+// not count): field 22 of /proc/PID/stat (start time, clock ticks after
+// boot); nullopt when the process does not exist or is a zombie.
+std::optional<int64_t> process_start_ticks(int64_t pid);
+// /proc/sys/kernel/random/boot_id ("" when unreadable): ticks of another boot mean nothing.
+std::string boot_id();
+std::string host_name();  // gethostname(), "" on error
+// The single-letter state of /proc/PID/stat ('R', 'S', 'T' stopped, ...); 0 when gone.
+char process_state(int64_t pid);
+
 // A running child with its stdin and stdout on pipes; stderr is inherited.
 class Child {
  public:
@@ -44,6 +56,9 @@ class Child {
   // Waits up to timeout_s for exit; returns the exit code or -1 if still running.
   int wait(double timeout_s);
   void kill(int sig);
+  // Forgets the child without waiting for it or killing it (it is left to
+  // finish on its own: an abandoned agent cleans up when it wakes).
+  void detach();
 
  private:
   pid_t pid_ = -1;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "transfer/afp.h"
 
 namespace cp::pipeline {
 namespace {
@@ -123,6 +124,23 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
            p.tcp_buffer = static_cast<uint32_t>(b);
          }},
         {"data_address", [](Plan& p, auto& v, auto&) { p.data_address = v; }}}},
+      {"timeouts",
+       {{"silence",
+         [](Plan& p, auto& v, auto& w) {
+           p.silence_timeout = parse_duration(v, w);
+           if (p.silence_timeout < 2 || p.silence_timeout > 3600) {
+             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v),
+                         "agents send a heartbeat every second: a few seconds is enough on a "
+                         "sound host");
+           }
+         }},
+        {"stall",
+         [](Plan& p, auto& v, auto& w) {
+           p.stall_after = parse_duration(v, w);
+           if (p.stall_after < 2 || p.stall_after > 3600) {
+             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v));
+           }
+         }}}},
       {"link",
        {{"nominal", [](Plan& p, auto& v, auto& w) { p.link_bits = parse_rate_bits(v, w); }}}},
       {"protocol",
@@ -347,6 +365,14 @@ void validate(const Plan& plan) {
     if (s.medium.empty()) {
       throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
     }
+    // Driver options are checked now, not when the stage runs.
+    if (s.driver == "afp") {
+      try {
+        transfer::afp::parse_afp_options(s.options);
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
+      }
+    }
     int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
     if (sources > 1) {
       throw Error(ErrorKind::kConfig, at + " names more than one password source",
@@ -410,7 +436,8 @@ std::string plan_to_json(const Plan& p) {
        {{"enabled", p.disk_enabled},
         {"sizes", sizes},
         {"count", p.disk_count},
-        {"block", p.disk_block}}},
+        {"block", p.disk_block},
+        {"settle", p.disk_settle}}},
       {"tcp",
        {{"enabled", p.tcp_enabled},
         {"seconds", p.tcp_seconds},
@@ -418,6 +445,7 @@ std::string plan_to_json(const Plan& p) {
         {"buffer", p.tcp_buffer},
         {"data_address", p.data_address}}},
       {"link", {{"nominal_bits", p.link_bits}}},
+      {"timeouts", {{"silence", p.silence_timeout}, {"stall", p.stall_after}}},
       {"protocol",
        {{"enabled", p.proto_enabled},
         {"sizes", proto_sizes},

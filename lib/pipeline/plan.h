@@ -67,6 +67,12 @@ struct Plan {
   uint64_t sweep_bytes = 16u << 20;  // moved per cell
   uint64_t sweep_file = 64u << 20;   // the file random requests land in
 
+  // [timeouts]. Agents send a heartbeat every second while they work, so
+  // silence means the agent (or its host, or the path to it) is stopped,
+  // not slow.
+  double silence_timeout = 30;  // s: an agent silent this long is abandoned
+  double stall_after = 5;       // s: a sample during which an agent was silent this long is stalled
+
   std::string source;  // file it came from, or "(defaults)"
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include "core/error.h"
 
 namespace cp::pipeline {
@@ -166,6 +168,41 @@ TEST(Plan, ShareFlag) {
   EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
   EXPECT_THROW(add_share_flag(p, "no-url"), Error);
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);
+}
+
+TEST(Plan, AfpOptionsAreCheckedWhenThePlanIsRead) {
+  const std::string base =
+      "[share mac]\nurl = afp://nas/Data\nserver_dir = /srv/data\nmedium = disk\n";
+  EXPECT_NO_THROW(validate(parse_plan(base + "options = depth=4, request_size=256KiB\n", "p")));
+  for (const char* bad : {"depth=0", "request_size=1k", "frobnicate=1"}) {
+    SCOPED_TRACE(bad);
+    try {
+      validate(parse_plan(base + "options = " + bad + "\n", "p"));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
+TEST(Plan, Timeouts) {
+  Plan d = parse_plan("", "x");
+  EXPECT_GT(d.silence_timeout, d.stall_after);
+  Plan p = parse_plan("[timeouts]\nsilence = 2min\nstall = 10s\n", "x");
+  EXPECT_EQ(p.silence_timeout, 120);
+  EXPECT_EQ(p.stall_after, 10);
+  EXPECT_THROW(parse_plan("[timeouts]\nsilence = 1s\n", "x"), Error);
+  EXPECT_THROW(parse_plan("[timeouts]\nstall = 0\n", "x"), Error);
+  EXPECT_THROW(parse_plan("[timeouts]\nretries = 3\n", "x"), Error);
+}
+
+TEST(Plan, JsonRecordsSettleAndTimeouts) {
+  // compare names plan differences: every key that changes a figure is recorded.
+  namespace json = boost::json;
+  Plan p = parse_plan("[disk]\nsettle = 7s\n[timeouts]\nsilence = 45s\n", "x");
+  json::object j = json::parse(plan_to_json(p)).as_object();
+  EXPECT_EQ(j.at("disk").at("settle").to_number<double>(), 7);
+  EXPECT_EQ(j.at("timeouts").at("silence").to_number<double>(), 45);
 }
 
 TEST(Plan, JsonCarriesEffectiveValues) {

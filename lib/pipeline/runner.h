@@ -51,6 +51,7 @@ struct Agents {
   std::map<std::string, std::string> passwords;
   // The client's own address on the data path; run_stages fills it in.
   std::string client_address;
+  int64_t run_id = 0;  // recorded in the agents' run directories (their owner record)
 };
 
 // Collects facts, then runs the disk and TCP stages, then one protocol stage

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/wire.h"
 
@@ -24,7 +26,11 @@ void AgentLink::closed(const std::string& during) {
   throw Error(ErrorKind::kRemote,
               fmt::format("{}: the agent's channel closed {}{}", name_, during,
                           err.empty() ? "" : "; it said: " + err),
-              "check that the agent can run on that host (`chokepoint-agent --version`)");
+              during == "before it started"
+                  ? "check that the agent can run on that host (`chokepoint-agent --version`)"
+                  : "the agent or its SSH session ended mid-run (killed, or the host or sshd "
+                    "restarted); rerun, and check the host's logs (dmesg, journalctl) if it "
+                    "happens again");
 }
 
 json::object AgentLink::handshake(double timeout_s) {
@@ -71,41 +77,82 @@ json::object AgentLink::handshake(double timeout_s) {
   return hello_;
 }
 
-json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel, bool* cancelled) {
-  const double deadline = monotonic_seconds() + timeout_s;
+json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel,
+                                     double* cancelled_at, double* silent_since) {
   char buf[65536];
   for (;;) {
     if (auto msg = decoder_->decoder.next()) return std::move(*msg);
-    if (cancel && cancel->cancelled() && !*cancelled) {
-      *cancelled = true;
-      stream_->write(wire::encode({{"type", "cancel"}, {"id", 0}}));
+    const double now = monotonic_seconds();
+    const bool cancel_now =
+        (cancel && cancel->cancelled()) || (default_cancel_ && default_cancel_->cancelled());
+    if (cancel_now && *cancelled_at == 0) {
+      *cancelled_at = now;
+      try {
+        stream_->write(wire::encode({{"type", "cancel"}, {"id", 0}}));
+      } catch (const Error&) {
+        *cancelled_at = now - kCancelGrace;  // the channel is gone: nothing will answer
+      }
     }
-    const double left = deadline - monotonic_seconds();
+    // Never wait on a peer after Ctrl-C: a short grace from the cancel, then
+    // abandon it, however chatty it stays.
+    double deadline = *silent_since + timeout_s;
+    if (*cancelled_at > 0) deadline = std::min(deadline, *cancelled_at + kCancelGrace);
+    const double left = deadline - now;
     if (left <= 0) {
+      if (*cancelled_at > 0) {
+        abandoned_ = "it did not answer a cancel";
+        throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      }
+      abandoned_ = fmt::format("it said nothing for {:.0f} s", timeout_s);
       throw Error(ErrorKind::kRemote,
-                  fmt::format("{}: the agent said nothing for {:.0f} s", name_, timeout_s),
-                  "the host may be overloaded or the network down; rerun, or raise the timeout");
+                  fmt::format("{}: the agent sent nothing for {:.0f} s, not even its heartbeat: "
+                              "it is stopped, or its host or the network to it is down",
+                              name_, timeout_s),
+                  "check the host (is chokepoint-agent stopped? `ps -o stat,pid,args -C "
+                  "chokepoint-agent`) and rerun; for a host that pauses longer, raise "
+                  "[timeouts] silence in the plan");
     }
+    const double silent = now - *silent_since;
+    if (wait_ && silent >= 3 && *cancelled_at == 0) wait_(name_, silent, timeout_s);
     auto r = stream_->read(buf, sizeof buf, std::min(left, 0.2));
-    if (r.eof) closed("mid-request");
-    if (r.n) decoder_->decoder.feed(std::string_view(buf, r.n));
+    if (r.eof) {
+      if (*cancelled_at > 0)
+        throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      closed("mid-request");
+    }
+    if (r.n) {
+      last_max_silence_ = std::max(last_max_silence_, monotonic_seconds() - *silent_since);
+      *silent_since = monotonic_seconds();
+      decoder_->decoder.feed(std::string_view(buf, r.n));
+    }
   }
 }
 
 json::object AgentLink::call(const std::string& type, json::object args, double timeout_s,
                              const ProgressFn& progress, const CancelToken* cancel) {
+  // The call's own token and the link's default (the run's Ctrl-C) both cancel it.
+  if ((cancel && cancel->cancelled()) || (default_cancel_ && default_cancel_->cancelled())) {
+    throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+  }
+  if (!abandoned_.empty()) {
+    throw Error(ErrorKind::kRemote,
+                fmt::format("{}: the agent was abandoned earlier ({})", name_, abandoned_),
+                "see the first error of this run");
+  }
+  const double limit = silence_limit_ > 0 ? silence_limit_ : timeout_s;
   const uint64_t id = next_id_++;
   args["type"] = type;
   args["id"] = id;
   stream_->write(wire::encode(std::move(args)));
-  bool cancelled = false;
+  double cancelled_at = 0;  // monotonic s when this call sent "cancel"
+  last_max_silence_ = 0;
+  double silent_since = monotonic_seconds();
   for (;;) {
     json::object msg;
     try {
-      // After a cancel, give the agent a few seconds to stop and answer.
-      msg = next_message(cancelled ? 10.0 : timeout_s, cancel, &cancelled);
+      msg = next_message(limit, cancel, &cancelled_at, &silent_since);
     } catch (const Error& e) {
-      if (cancelled) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       if (e.kind() == ErrorKind::kPeer) {
         throw Error(ErrorKind::kPeer,
                     fmt::format("{}: bad message from agent: {}", name_, e.what()), e.hint());
@@ -114,6 +161,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
     }
     const std::string mtype = wire::get_string(msg, "type");
     const uint64_t mid = wire::get_u64(msg, "id");
+    if (mtype == "heartbeat") continue;  // alive; any id (it may still finish an abandoned one)
     if (mtype == "progress" && mid == id) {
       if (progress) progress(wire::get_u64(msg, "bytes"), wire::get_double(msg, "seconds"));
       continue;
@@ -121,7 +169,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
     if (mtype == "error" && (mid == id || mid == 0)) {
       const auto& err = wire::get_object(msg, "error");
       const std::string kind = wire::get_string(err, "kind");
-      if (cancelled || kind == "cancelled") {
+      if (cancelled_at > 0 || kind == "cancelled") {
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       }
       ErrorKind k = ErrorKind::kRemote;
@@ -133,7 +181,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
                   wire::opt_string(err, "hint"));
     }
     if (mtype == "result" && mid == id) {
-      if (cancelled) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       return wire::get_object(msg, "data");
     }
     // A late answer to an earlier, abandoned request: skip it.

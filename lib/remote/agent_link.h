@@ -18,6 +18,13 @@ namespace json = boost::json;
 
 // Progress of a long request: bytes and seconds so far on the agent.
 using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
+// Called about every 0.2 s while the agent has said nothing for `silent_s`
+// (>= 3 s) during a call; `limit_s` is when the link gives up on it.
+using WaitFn = std::function<void(const std::string& name, double silent_s, double limit_s)>;
+
+// After a cancel, how long a call waits for the agent's answer before it
+// abandons the agent (s): a run ends within 2 s of Ctrl-C whatever the agent does.
+inline constexpr double kCancelGrace = 0.5;
 
 class AgentLink {
  public:
@@ -29,19 +36,37 @@ class AgentLink {
   // the protocol version, and says hello; returns the agent's hello data.
   json::object handshake(double timeout_s);
 
-  // One request. `timeout_s` is an inactivity limit: progress messages from
-  // the agent reset it. Errors the agent reports come back as cp::Error with
-  // the agent's kind, message and hint, prefixed with this link's name.
-  // When `cancel` is set during the call, sends "cancel" to the agent and
-  // throws Error(kCancelled) once it answers (or after a grace period).
+  // One request. `timeout_s` is an inactivity limit (the silence limit
+  // replaces it when set): progress and heartbeat messages from the agent
+  // reset it. Errors the agent reports come back as cp::Error with the
+  // agent's kind, message and hint, prefixed with this link's name.
+  // When `cancel` or the link's default token is set during the call,
+  // sends "cancel" to the agent and throws Error(kCancelled) once it answers,
+  // or after kCancelGrace; a call made after cancellation throws at once.
+  // An agent silent past the limit is abandoned: this call and every later
+  // one throw Error(kRemote) without waiting.
   json::object call(const std::string& type, json::object args, double timeout_s,
                     const ProgressFn& progress = {}, const CancelToken* cancel = nullptr);
+
+  // Agents send a heartbeat every second while serving a request: an agent
+  // silent for `seconds` is stopped (or its host or network is), not slow.
+  // 0: each call's own timeout.
+  void set_silence_limit(double seconds) { silence_limit_ = seconds; }
+  // The token calls use when they are given none (the run's Ctrl-C).
+  void set_default_cancel(const CancelToken* cancel) { default_cancel_ = cancel; }
+  void set_wait_observer(WaitFn fn) { wait_ = std::move(fn); }
+  // The longest the agent stayed silent during the last call, s (from the
+  // request to its first message, and between messages).
+  double last_call_max_silence() const { return last_max_silence_; }
+  // The agent was abandoned (silent past the limit, or cancelled without an answer).
+  bool abandoned() const { return !abandoned_.empty(); }
 
   const std::string& name() const { return name_; }
   const json::object& hello() const { return hello_; }
 
  private:
-  json::object next_message(double timeout_s, const CancelToken* cancel, bool* cancelled);
+  json::object next_message(double timeout_s, const CancelToken* cancel, double* cancelled_at,
+                            double* silent_since);
   [[noreturn]] void closed(const std::string& during);
 
   std::unique_ptr<ByteStream> stream_;
@@ -50,6 +75,11 @@ class AgentLink {
   std::unique_ptr<DecoderBox> decoder_;
   uint64_t next_id_ = 1;
   json::object hello_;
+  double silence_limit_ = 0;
+  const CancelToken* default_cancel_ = nullptr;
+  WaitFn wait_;
+  double last_max_silence_ = 0;
+  std::string abandoned_;  // why, when the agent was given up on
 };
 
 }  // namespace cp::remote

@@ -9,10 +9,12 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/wire.h"
 #include "remote/endpoint.h"
+#include "remote/ssh.h"
 
 namespace cp::remote {
 namespace {
@@ -79,6 +81,147 @@ TEST(AgentLink, ClosedBeforeStartQuotesRemoteStderr) {
     EXPECT_NE(std::string(e.what()).find("chokepoint-agent: not found"), std::string::npos)
         << e.what();
   }
+}
+
+// A peer that completes the handshake, then never answers again (a stopped agent).
+class SilentAfterHello : public ByteStream {
+ public:
+  ReadResult read(char* buf, size_t size, double timeout_s) override {
+    if (pos_ == in_.size()) {
+      // Nothing to read: wait as a real stream would.
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s, 0.05)));
+      return {};
+    }
+    size_t n = std::min(size, in_.size() - pos_);
+    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
+    pos_ += n;
+    return {n, false};
+  }
+  void write(std::string_view data) override {
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      if (wire::get_string(*m, "type") == "hello") {
+        in_ += wire::encode({{"type", "result"},
+                             {"id", wire::get_u64(*m, "id")},
+                             {"data", {{"proto", wire::kProtocolVersion}}}});
+      }
+    }
+  }
+
+ private:
+  std::string in_ = wire::sentinel_line("b1");
+  size_t pos_ = 0;
+};
+
+TEST(AgentLink, ASilentAgentIsAbandonedAfterTheSilenceLimit) {
+  AgentLink link(std::make_unique<SilentAfterHello>(), "server (nas)");
+  link.handshake(5);
+  link.set_silence_limit(2);
+  try {
+    link.call("disk", {}, 600);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRemote);
+    EXPECT_NE(e.hint().find("[timeouts] silence"), std::string::npos) << e.hint();
+  }
+  EXPECT_TRUE(link.abandoned());
+  // Later calls do not wait on it again.
+  const double t0 = monotonic_seconds();
+  EXPECT_THROW(link.call("stats", {}, 600), Error);
+  EXPECT_LT(monotonic_seconds() - t0, 1.0);
+}
+
+TEST(AgentLink, CancelNeverWaitsOnASilentAgent) {
+  AgentLink link(std::make_unique<SilentAfterHello>(), "client (mac)");
+  link.handshake(5);
+  CancelToken cancel;
+  link.set_default_cancel(&cancel);
+  std::vector<double> waits;
+  link.set_wait_observer(
+      [&](const std::string&, double silent, double) { waits.push_back(silent); });
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3500));
+    cancel.cancel();
+  });
+  const double t0 = monotonic_seconds();
+  try {
+    link.call("tcp_run", {}, 600);  // no cancel passed: the link's default applies
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+  t.join();
+  // 3.5 s until the cancel, then at most the grace: not the call's 600 s.
+  EXPECT_LT(monotonic_seconds() - t0, 3.5 + kCancelGrace + 1.0);
+  EXPECT_TRUE(link.abandoned());
+  EXPECT_FALSE(waits.empty());  // the progress line was told whom it waits on
+  // A call after cancellation throws at once, without sending.
+  EXPECT_THROW(link.call("stats", {}, 600), Error);
+}
+
+// A peer that answers hello, then only sends heartbeats (alive, but it never
+// answers the request nor the cancel).
+class HeartbeatsOnly : public ByteStream {
+ public:
+  ReadResult read(char* buf, size_t size, double timeout_s) override {
+    if (pos_ == in_.size() && id_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s, 0.1)));
+      in_ += wire::encode({{"type", "heartbeat"}, {"id", id_}});
+    }
+    if (pos_ == in_.size()) return {};
+    size_t n = std::min(size, in_.size() - pos_);
+    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
+    pos_ += n;
+    return {n, false};
+  }
+  void write(std::string_view data) override {
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      const std::string type = wire::get_string(*m, "type");
+      if (type == "hello") {
+        in_ += wire::encode({{"type", "result"},
+                             {"id", wire::get_u64(*m, "id")},
+                             {"data", {{"proto", wire::kProtocolVersion}}}});
+      } else if (type != "cancel") {
+        id_ = wire::get_u64(*m, "id");
+      }
+    }
+  }
+
+ private:
+  std::string in_ = wire::sentinel_line("b1");
+  size_t pos_ = 0;
+  uint64_t id_ = 0;
+};
+
+TEST(AgentLink, CancelGraceHoldsAgainstAnAgentThatKeepsTalking) {
+  AgentLink link(std::make_unique<HeartbeatsOnly>(), "server (nas)");
+  link.handshake(5);
+  link.set_silence_limit(30);
+  CancelToken cancel;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.cancel();
+  });
+  const double t0 = monotonic_seconds();
+  try {
+    link.call("disk", {}, 600, {}, &cancel);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+  t.join();
+  // Heartbeats do not extend the grace: not the 30 s silence limit.
+  EXPECT_LT(monotonic_seconds() - t0, 0.5 + kCancelGrace + 1.0);
+  EXPECT_TRUE(link.abandoned());
+}
+
+TEST(SshHints, ChangedKeyIsRemovedFromTheFileItWasReadFrom) {
+  EXPECT_EQ(keygen_remove_command("cp-server", ""), "ssh-keygen -R cp-server");
+  EXPECT_EQ(keygen_remove_command("10.0.0.1", "/srv/lab/known_hosts"),
+            "ssh-keygen -R 10.0.0.1 -f /srv/lab/known_hosts");
 }
 
 TEST(LocalEndpoint, RunsTheAgentBinary) {

@@ -1,5 +1,6 @@
 #include "remote/endpoint.h"
 
+#include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -186,10 +187,21 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
 
 Endpoint::~Endpoint() {
   link_.reset();  // channel closes: the agent cleans up and exits
-  if (impl_) {
+  if (!impl_) return;
+  if (impl_->child) {
+    // Never wait long on the agent (Ctrl-C ends a run within 2 s): a short
+    // while for it to exit on EOF, then SIGTERM (it cleans up on that too,
+    // when it wakes if it is stopped) and leave it; never SIGKILL, which
+    // would leave its files behind.
+    Child& c = *impl_->child;
+    c.close_stdin();
+    if (c.wait(0.1) < 0) {
+      c.kill(SIGTERM);
+      c.detach();
+    }
     impl_->child.reset();
-    impl_->ssh.reset();
   }
+  impl_->ssh.reset();
 }
 
 }  // namespace cp::remote

@@ -6,6 +6,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/process.h"
 
 namespace cp::remote {
 
@@ -103,6 +104,11 @@ class ChannelStream : public ByteStream {
 
 }  // namespace
 
+std::string keygen_remove_command(const std::string& host, const std::string& known_hosts_file) {
+  if (known_hosts_file.empty()) return "ssh-keygen -R " + shell_quote(host);
+  return "ssh-keygen -R " + shell_quote(host) + " -f " + shell_quote(known_hosts_file);
+}
+
 SshSession::SshSession(const SshTarget& t) : impl_(std::make_unique<Impl>()), name_(t.host) {
   ssh_session s = impl_->s = ssh_new();
   CP_CHECK(s != nullptr);
@@ -123,6 +129,8 @@ SshSession::SshSession(const SshTarget& t) : impl_(std::make_unique<Impl>()), na
   }
   host_name_ = option_string(s, SSH_OPTIONS_HOST);
   user_ = option_string(s, SSH_OPTIONS_USER);
+  // Set only when the config names a UserKnownHostsFile (else ~/.ssh/known_hosts).
+  const std::string known_hosts = option_string(s, SSH_OPTIONS_KNOWNHOSTS);
 
   if (ssh_connect(s) != SSH_OK) {
     throw Error(ErrorKind::kRemote,
@@ -140,9 +148,9 @@ SshSession::SshSession(const SshTarget& t) : impl_(std::make_unique<Impl>()), na
                   fmt::format("the host key of {} ({}) CHANGED: it now shows {}. This may be an "
                               "attack, or the host was reinstalled",
                               name_, host_name_, fp),
-                  fmt::format("if you know why, remove the old key with `ssh-keygen -R {}` and "
-                              "rerun with --accept-new-host-keys",
-                              host_name_));
+                  fmt::format("if you know why, remove the old key with `{}` and rerun with "
+                              "--accept-new-host-keys",
+                              keygen_remove_command(host_name_, known_hosts)));
     case SSH_KNOWN_HOSTS_NOT_FOUND:
     case SSH_KNOWN_HOSTS_UNKNOWN:
       if (!t.accept_new_host_keys) {
@@ -170,9 +178,9 @@ SshSession::SshSession(const SshTarget& t) : impl_(std::make_unique<Impl>()), na
                 fmt::format("SSH login to {} as '{}' was refused ({})", name_, user_,
                             rc == SSH_AUTH_DENIED ? "no key was accepted" : ssh_get_error(s)),
                 fmt::format("load a key into ssh-agent or name one with IdentityFile in "
-                            "~/.ssh/config, and authorise it there (`ssh-copy-id {}`); "
+                            "{}, and authorise it there (`ssh-copy-id {}`); "
                             "password logins are not supported",
-                            name_));
+                            t.config_file.empty() ? "~/.ssh/config" : t.config_file, name_));
   }
 }
 

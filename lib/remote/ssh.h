@@ -23,6 +23,10 @@ struct ExecResult {
   std::string err;
 };
 
+// The command that removes `host`'s old key: from `known_hosts_file` (a
+// UserKnownHostsFile the SSH config names), else from ~/.ssh/known_hosts.
+std::string keygen_remove_command(const std::string& host, const std::string& known_hosts_file);
+
 class SshSession {
  public:
   // Connects, checks the host key, authenticates. Errors say how to fix them.

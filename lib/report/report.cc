@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/json_util.h"
 #include "core/units.h"
 
@@ -116,8 +117,10 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                      run.label.empty() ? "" : fmt::format("  label \"{}\"", run.label));
   if (!run.error.empty()) out += fmt::format("  {}error:{} {}\n", red(o), reset(o), run.error);
   for (const auto& h : run.hosts) out += host_line(h) + "\n";
-  out += fmt::format("\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples)\n", bold(o),
-                     reset(o));
+  out += fmt::format(
+      "\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples; vs beneath: ratio of "
+      "medians, its 95 % interval)\n",
+      bold(o), reset(o));
   out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
                      "vs beneath");
   for (const auto& r : a.rows) {
@@ -131,11 +134,16 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     if (r.ratio > 0) {
       std::string below = "link";
       if (const auto* b = analysis::find_row(a, r.below); b && r.below != "link") below = b->label;
-      vs = fmt::format("{:.0f} % of {}", r.ratio * 100, below);
+      // The ratio's 95 % interval, where the samples show a spread.
+      const bool spread = r.ratio_hi - r.ratio_lo >= 0.005;
+      vs = spread ? fmt::format("{:.0f} % ({:.0f}-{:.0f}) of {}", r.ratio * 100, r.ratio_lo * 100,
+                                r.ratio_hi * 100, below)
+                  : fmt::format("{:.0f} % of {}", r.ratio * 100, below);
     }
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
+    if (r.anomaly) flags += " faster than beneath?";
     if (!r.cpu_bound.empty()) flags += " " + analysis::cpu_bound_brief(r.cpu_bound);
     std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
@@ -283,26 +291,39 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
   return json::serialize(doc) + "\n";
 }
 
-std::string history_text(const std::vector<RunListRow>& rows) {
+namespace {
+
+// "smb disk read: server disk 52.1" (MB/s of the capping row).
+std::string verdict_brief(const analysis::Headline& h) {
+  if (h.path.empty()) return "no verdict";
+  std::string s = h.path + ": " + h.layer;
+  if (h.cap_bytes_per_s > 0) s += fmt::format(" ({} {:.1f})", h.cap, h.cap_bytes_per_s / kMB);
+  return s;
+}
+
+}  // namespace
+
+std::string history_text(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts) {
+  CP_CHECK(rows.size() == verdicts.size());
   if (rows.empty()) return "No runs stored yet: run `chokepoint diagnose`.\n";
   std::string out = fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", "id", "started",
-                                "status", "label", "server / client", "headline (MB/s, medians)");
-  for (const auto& r : rows) {
-    std::string head;
-    for (const auto& [k, v] : r.headline) {
-      head += fmt::format("{}{} {:.1f}", head.empty() ? "" : ", ", k, v / kMB);
-    }
+                                "status", "label", "server / client", "verdict (MB/s)");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunListRow& r = rows[i];
     out += fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", r.id, iso_time(r.started_at),
-                       r.status, r.label, r.server + " / " + r.client, head);
+                       r.status, r.label, r.server + " / " + r.client, verdict_brief(verdicts[i]));
   }
   return out;
 }
 
-std::string history_json(const std::vector<RunListRow>& rows) {
+std::string history_json(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts) {
+  CP_CHECK(rows.size() == verdicts.size());
   json::array arr;
-  for (const auto& r : rows) {
-    json::object head;
-    for (const auto& [k, v] : r.headline) head[k] = v;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunListRow& r = rows[i];
+    const analysis::Headline& h = verdicts[i];
     arr.push_back({{"id", r.id},
                    {"label", r.label},
                    {"status", r.status},
@@ -310,7 +331,12 @@ std::string history_json(const std::vector<RunListRow>& rows) {
                    {"client", r.client},
                    {"started_at", r.started_at},
                    {"finished_at", r.finished_at},
-                   {"headline_bytes_per_s", head}});
+                   {"verdict",
+                    {{"path", h.path},
+                     {"layer", h.layer},
+                     {"cap", h.cap},
+                     {"cap_bytes_per_s", h.cap_bytes_per_s},
+                     {"headline", h.text}}}});
   }
   return json::serialize(json::object{{"runs", arr}}) + "\n";
 }

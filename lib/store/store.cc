@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "core/stats.h"
 
 namespace cp::embedded {
@@ -70,49 +71,6 @@ std::string hint_for(int code, const std::string& path) {
   }
 }
 
-// Contents of a small /proc file, or nullopt.
-std::optional<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Field 22 (starttime, clock ticks after boot) of /proc/PID/stat; nullopt
-// when the process does not exist or is a zombie (it has ended).
-std::optional<int64_t> process_start_ticks(int64_t pid) {
-  if (pid <= 0) return std::nullopt;
-  auto stat = read_small_file(fmt::format("/proc/{}/stat", pid));
-  if (!stat) return std::nullopt;
-  // Field 2 is "(comm)" and comm may hold spaces or ')': fields 3.. follow the last ')'.
-  size_t close = stat->rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(stat->substr(close + 1));
-  std::string field;
-  for (int i = 3; i <= 22; ++i) {
-    if (!(rest >> field)) return std::nullopt;
-    if (i == 3 && (field == "Z" || field == "X")) return std::nullopt;
-  }
-  char* end = nullptr;
-  long long ticks = std::strtoll(field.c_str(), &end, 10);
-  if (end == field.c_str() || *end != '\0') return std::nullopt;
-  return ticks;
-}
-
-std::string boot_id() {
-  auto id = read_small_file("/proc/sys/kernel/random/boot_id");
-  if (!id) return {};
-  while (!id->empty() && (id->back() == '\n' || id->back() == ' ')) id->pop_back();
-  return *id;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return {};
-  return buf;
-}
-
 // Who writes runs opened by this process.
 struct Owner {
   std::string host = host_name();
@@ -126,7 +84,7 @@ bool is_final_stage_status(const std::string& s) {
 }
 
 bool is_final_run_status(const std::string& s) {
-  return s == kComplete || s == kFailed || s == kInterrupted;
+  return s == kComplete || s == kPartial || s == kFailed || s == kInterrupted;
 }
 
 int64_t to_i64(uint64_t v) {
@@ -386,11 +344,6 @@ struct Store::Impl {
         "        OR instr(lower(client), lower(?2)) > 0)"
         "   AND started_at >= ?3"
         " ORDER BY started_at DESC, id DESC LIMIT ?4");
-    select_rates = make(
-        "SELECT st.layer, st.location, sa.op, sa.bytes, sa.seconds, sa.cache_possible"
-        " FROM samples sa JOIN stages st ON st.id = sa.stage_id"
-        " WHERE sa.run_id = ?1 AND sa.error = '' AND sa.seconds > 0"
-        " ORDER BY st.id, sa.seq");
     select_run = make(
         "SELECT id, label, status, error, started_at, COALESCE(finished_at, 0), server, client,"
         " plan_json, version FROM runs WHERE id = ?1");
@@ -481,8 +434,8 @@ struct Store::Impl {
   Owner owner;
   std::mutex mu;
   std::unique_ptr<Stmt> insert_run, upsert_host, insert_stage, insert_sample, finish_stage,
-      finish_run, interrupt_stages, select_history, select_rates, select_run, select_hosts,
-      select_stages, select_samples, select_latest, select_by_id, select_by_label;
+      finish_run, interrupt_stages, select_history, select_run, select_hosts, select_stages,
+      select_samples, select_latest, select_by_id, select_by_label;
 };
 
 std::string Store::default_path() {
@@ -507,6 +460,13 @@ int Store::known_schema_version() { return kKnownVersion; }
 Store::Store(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
 
 Store::~Store() = default;
+
+void Store::require_existing(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return;
+  throw Error(ErrorKind::kUsage, fmt::format("there is no database at {}", path),
+              "run `chokepoint diagnose` first, or name the database it wrote with --db");
+}
 
 const std::string& Store::path() const { return impl_->db.path(); }
 
@@ -615,7 +575,9 @@ std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
     q.bind(1, filter.label)
         .bind(2, filter.host)
         .bind(3, filter.since)
-        .bind(4, filter.limit == 0 ? int64_t{-1} : to_i64(filter.limit));
+        .bind(4, filter.limit == 0 ? int64_t{-1}
+                                   : to_i64(std::min<uint64_t>(
+                                         filter.limit, std::numeric_limits<int64_t>::max())));
     while (q.step()) {
       RunListRow r;
       r.id = q.i64(0);
@@ -626,27 +588,6 @@ std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
       r.started_at = q.real(5);
       r.finished_at = q.real(6);
       rows.push_back(std::move(r));
-    }
-  }
-  for (RunListRow& r : rows) {
-    struct Rates {
-      std::vector<double> uncached, cached;
-    };
-    std::vector<std::string> order;
-    std::map<std::string, Rates> by_key;
-    Stmt::Use q(*impl_->select_rates);
-    q.bind(1, r.id);
-    while (q.step()) {
-      std::string key = q.text(0) + ":" + q.text(1) + ":" + q.text(2);
-      auto [it, added] = by_key.try_emplace(key);
-      if (added) order.push_back(key);
-      double rate = static_cast<double>(q.i64(3)) / q.real(4);
-      (q.i64(5) ? it->second.cached : it->second.uncached).push_back(rate);
-    }
-    for (const std::string& key : order) {
-      Rates& rates = by_key[key];
-      auto& values = rates.uncached.empty() ? rates.cached : rates.uncached;
-      r.headline.emplace_back(key, summarize(std::move(values)).median);
     }
   }
   txn.commit();

@@ -27,11 +27,8 @@ struct RunListRow {
   std::string label, status, server, client;
   double started_at = 0;   // Unix seconds
   double finished_at = 0;  // Unix seconds; 0 while running
-  // Median bytes/s of the successful samples per stage key "layer:where:op"
-  // (e.g. "tcp:server->client:send", "disk:server:read"), in the order the
-  // stages ran. Samples the page cache may have served are left out of a key
-  // that has others.
-  std::vector<std::pair<std::string, double>> headline;
+  // (Its verdict comes from analysis, which holds every rule: `history` loads
+  // the run and asks analysis::headline_of.)
 };
 
 struct HistoryFilter {
@@ -52,6 +49,10 @@ class Store {
   // "running" whose writer process is gone (a reused pid does not count).
   explicit Store(const std::string& path);
   ~Store();
+  // For commands that only read (show, history, compare, export): throws
+  // Error(kUsage) naming `path` when no file is there, so reading never
+  // creates an empty database.
+  static void require_existing(const std::string& path);
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
@@ -72,7 +73,7 @@ class Store {
   // Sets the final status (complete | failed | interrupted | skipped) and
   // finished_at = now.
   void end_stage(int64_t stage_id, const std::string& status, const std::string& error = {});
-  // Sets the final status (complete | failed | interrupted) and finished_at =
+  // Sets the final status (complete | partial | failed | interrupted) and finished_at =
   // now; stages of the run still "running" become "interrupted".
   void end_run(int64_t run_id, const std::string& status, const std::string& error = {});
 

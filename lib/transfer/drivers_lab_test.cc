@@ -293,6 +293,48 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   s->remove(rel);
 }
 
+// connections=3: helper processes move a file's calls (64 KiB each here, so
+// many rounds) three at a time; what arrives is what was sent both ways, the
+// sample records three calls in flight, and the helpers end with the session.
+TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
+  Share sh = share("smb", "ram");
+  sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};
+  std::vector<pid_t> helpers;
+  {
+    auto s = connect(sh);
+    EXPECT_EQ(s->properties().at("connections"), "3");
+    const uint64_t size = kMB10 + 12345;  // not a whole number of calls
+    const std::string rel = run_ + "/pool.dat";
+    const std::string sent = put(*s, rel, size, 11);
+    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    auto props = s->properties();
+    EXPECT_EQ(props.at("flight_op"), "write");
+    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 65536);
+    EXPECT_EQ(get(*s, rel), sent);
+    EXPECT_EQ(get(*s, rel), sent);
+    props = s->properties();
+    EXPECT_EQ(props.at("flight_op"), "read");
+    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 65536);
+    // Random reads go through the session's own connection.
+    auto f = s->open(rel, Mode::kRead, 0);
+    std::vector<char> buf(1000);
+    EXPECT_EQ(f->pread(buf.data(), buf.size(), 5000000), buf.size());
+    EXPECT_EQ(std::string(buf.data(), buf.size()), pattern(size, 11).substr(5000000, 1000));
+    f->close();
+    s->remove(rel);
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+      const std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream st(entry.path() / "stat");
+      std::string pid, comm, state, ppid;
+      st >> pid >> comm >> state >> ppid;
+      if (ppid == std::to_string(getpid())) helpers.push_back(std::stoi(pid));
+    }
+    EXPECT_GE(helpers.size(), 3u);
+  }
+  for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
+}
+
 TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {
   for (const std::string protocol : {"ftp", "smb"}) {
     SCOPED_TRACE(protocol);

@@ -137,10 +137,38 @@ TEST(LocalDiagnose, UsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos);
   TempDir t;
-  r = chokepoint({"show", "nope", "--db", t.file("empty.db")});
-  EXPECT_NE(r.exit_code, 0);
+  // Reading commands never create a database.
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"show", "latest"},
+                                       {"history"},
+                                       {"export", "latest"},
+                                       {"compare", "1", "2"}}) {
+    cmd.push_back("--db");
+    cmd.push_back(t.file("absent.db"));
+    r = chokepoint(cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd[0] << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(t.file("absent.db"))) << cmd[0];
+  }
+  // --lab with named hosts, a missing --ssh-config, history limits, one run compared to itself.
+  EXPECT_EQ(chokepoint({"diagnose", "--lab", "--server", "a", "--client", "b"}).exit_code, 2);
+  EXPECT_EQ(chokepoint({"diagnose", "--server", "local", "--client", "local", "--ssh-config",
+                        "/nonexistent/ssh_config", "--db", t.file("x.db")})
+                .exit_code,
+            2);
+  EXPECT_FALSE(std::filesystem::exists(t.file("x.db")));
+  write_file(t.file("plan.ini"), small_plan(t));
+  const std::string db = t.file("runs.db");
+  ASSERT_EQ(chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db, "--plan",
+                        t.file("plan.ini"), "-q"})
+                .exit_code,
+            0);
+  r = chokepoint({"show", "nope", "--db", db});
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no run 'nope'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("fix:"), std::string::npos) << r.err;
+  for (const char* bad : {"-1", "0"}) {
+    EXPECT_EQ(chokepoint({"history", "--db", db, "--limit", bad}).exit_code, 2) << bad;
+  }
+  EXPECT_EQ(chokepoint({"history", "--db", db, "--limit", "1"}).exit_code, 0);
+  EXPECT_EQ(chokepoint({"compare", "1", "latest", "--db", db}).exit_code, 2);
 }
 
 }  // namespace

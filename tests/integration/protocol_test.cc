@@ -96,13 +96,15 @@ class Protocols : public ::testing::Test {
         {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", host, command}, "", 60);
   }
 
-  // Runs diagnose on the lab with `plan`; its JSON report.
-  static json::object diagnose(const TempDir& t, const std::string& plan, const std::string& db) {
+  // Runs diagnose on the lab with `plan`; its JSON report. `expect_exit`:
+  // 0 complete, 3 partial (some stage failed, a verdict stands).
+  static json::object diagnose(const TempDir& t, const std::string& plan, const std::string& db,
+                               int expect_exit = 0) {
     write_file(t.file("plan.ini"), plan);
     RunResult r = chokepoint(
         {"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json", "-q"}, 900);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    if (r.exit_code != 0 || r.out.empty()) return {};
+    EXPECT_EQ(r.exit_code, expect_exit) << r.err;
+    if (r.exit_code != expect_exit || r.out.empty()) return {};
     return json::parse(r.out).as_object();
   }
 
@@ -287,8 +289,9 @@ TEST_F(Protocols, StageErrors) {
         "count = 1\n" +
         c.bad + share("good", c.good_url, c.good_dir, "ram");
     const std::string db = t.file("runs.db");
-    diagnose(t, plan, db);  // its exit status is checked there
-    EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
+    // A failure never looks like success: the run is partial, exit 3.
+    diagnose(t, plan, db, /*expect_exit=*/3);  // its exit status is checked there
+    EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "partial");
     const std::string where = "json_extract(params_json, '$.share') = ";
     EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE " + where + "'bad'"), "failed");
     const std::string error = query_text(db, "SELECT error FROM stages WHERE " + where + "'bad'");
@@ -306,6 +309,12 @@ TEST_F(Protocols, StageErrors) {
                         "(SELECT id FROM stages WHERE " +
                             where + "'good')"),
               2);
+    EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
+    // Nothing left behind in the shares, whatever failed.
+    RunResult left = on_host(lab_names().server_netns,
+                             "ls -d " + shell_quote(info_.server_ram_share) + "/chokepoint-run-* " +
+                                 shell_quote(c.good_dir) + "/chokepoint-run-* 2>/dev/null | wc -l");
+    EXPECT_EQ(left.out, "0\n") << left.err;
   }
   unsetenv("CP_TEST_WRONG_PASSWORD");
 }

@@ -1,5 +1,7 @@
 #include "support.h"
 
+#include <algorithm>
+
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -105,6 +107,45 @@ std::vector<int> pids_matching(const std::string& needle) {
     }
   }
   return out;
+}
+
+std::vector<int> children_matching(int parent, const std::string& needle) {
+  std::vector<std::pair<int64_t, int>> found;  // (start ticks, pid)
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(e.path() / "stat");
+    std::stringstream ss;
+    ss << st.rdbuf();
+    const std::string stat = ss.str();
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != parent || state == "Z") continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::stringstream cs;
+    cs << in.rdbuf();
+    if (cs.str().find(needle) == std::string::npos) continue;
+    const int pid = std::stoi(name);
+    found.push_back({process_start_ticks(pid).value_or(0), pid});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<int> out;
+  for (const auto& [ticks, pid] : found) out.push_back(pid);
+  return out;
+}
+
+bool alive(int pid) { return process_start_ticks(pid).has_value(); }
+
+int run_dirs_in(const std::string& dir) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("chokepoint-run-", 0) == 0) ++n;
+  }
+  return n;
 }
 
 std::vector<int> lab_pids_matching(const std::string& needle) {

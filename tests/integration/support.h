@@ -46,4 +46,14 @@ std::vector<int> pids_matching(const std::string& needle);
 // The same, only those inside the tests' lab hosts (not a user's lab beside them).
 std::vector<int> lab_pids_matching(const std::string& needle);
 
+// PIDs of the live (not zombie) children of `parent` whose command line
+// contains `needle`, oldest first.
+std::vector<int> children_matching(int parent, const std::string& needle);
+
+// Whether `pid` still runs (a zombie does not).
+bool alive(int pid);
+
+// Entries of `dir` named chokepoint-run-* (what agents leave behind).
+int run_dirs_in(const std::string& dir);
+
 }  // namespace cp::itest

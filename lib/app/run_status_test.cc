@@ -1,0 +1,64 @@
+// A finished run's status and exit code from its stages and samples.
+#include "app/run_status.h"
+
+#include <gtest/gtest.h>
+
+#include "report/test_runs.h"
+
+namespace cp::app {
+namespace {
+
+using report::testing::seed_run;
+using report::testing::SeedRun;
+
+TEST(JudgeRun, EveryStageAndSampleGoodIsComplete) {
+  RunOutcome o = judge_run(seed_run());
+  EXPECT_EQ(o.status, kComplete);
+  EXPECT_EQ(exit_code_for(o.status), kExitComplete);
+}
+
+TEST(JudgeRun, AFailedProtocolStageWithAVerdictLeftIsPartial) {
+  RunRecord run = seed_run();
+  StageRecord st;
+  st.layer = "ftp";
+  st.where = "disk";
+  st.status = kFailed;
+  st.error = "client: FTP login refused (530)";
+  run.stages.push_back(st);
+  RunOutcome o = judge_run(run);
+  EXPECT_EQ(o.status, kPartial);
+  EXPECT_EQ(exit_code_for(o.status), kExitPartial);
+}
+
+TEST(JudgeRun, AFailedSampleInACompleteStageIsPartial) {
+  RunRecord run = seed_run();
+  run.stages[4].samples[2].error = "stalled: the client agent said nothing for 60.2 s";
+  EXPECT_EQ(judge_run(run).status, kPartial);
+}
+
+TEST(JudgeRun, NoSampleAnywhereIsFailed) {
+  RunRecord run = SeedRun(1, "x").build();
+  StageRecord st;
+  st.layer = "disk";
+  st.where = "server";
+  st.status = kFailed;
+  st.error = "not enough space";
+  run.stages.push_back(st);
+  RunOutcome o = judge_run(run);
+  EXPECT_EQ(o.status, kFailed);
+  EXPECT_EQ(exit_code_for(o.status), kExitFailed);
+}
+
+TEST(JudgeRun, OnlyNotesAndNoPathIsNoVerdict) {
+  // Every sample of the only stage failed: the analysis can only note errors.
+  RunRecord run = SeedRun(1, "x").stage("disk", "server", "read", 100'000'000, {70, 71}).build();
+  for (auto& s : run.stages[0].samples) s.error = "disk full";
+  run.stages[0].status = kFailed;
+  EXPECT_FALSE(analysis::analyze(run).has_verdict());
+  EXPECT_EQ(judge_run(run).status, kFailed);
+}
+
+TEST(ExitCode, InterruptedIs130) { EXPECT_EQ(exit_code_for(kInterrupted), 130); }
+
+}  // namespace
+}  // namespace cp::app
