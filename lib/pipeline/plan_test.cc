@@ -214,3 +214,18 @@ TEST(Plan, JsonCarriesEffectiveValues) {
 
 }  // namespace
 }  // namespace cp::pipeline
+
+namespace cp::pipeline {
+namespace {
+
+TEST(PlanDrivers, EachShareSchemeNamesItsDriver) {
+  EXPECT_EQ(driver_for_url("nfs://nas/export/ram", "t"), "nfs");
+  EXPECT_EQ(driver_for_url("smb://nas/ram", "t"), "smb");
+  EXPECT_EQ(driver_for_url("ftps://nas/ram", "t"), "ftp");
+  EXPECT_EQ(driver_for_url("afp://nas/vol", "t"), "afp");
+  EXPECT_EQ(driver_for_url("/mnt/nas", "t"), "path");
+  EXPECT_THROW(driver_for_url("nfs4://nas/x", "t"), Error);
+}
+
+}  // namespace
+}  // namespace cp::pipeline

@@ -27,7 +27,7 @@
 //
 // Share options: version=3|4 (default 4, as Linux mounts today),
 // request_size (bytes per READ/WRITE, default 1MiB, the Linux client's
-// default rsize/wsize), depth (requests in flight, default 16), uid, gid,
+// default rsize/wsize), depth (requests in flight, default 4), uid, gid,
 // timeout (seconds without an answer before a call fails, default 30).
 #include <nfsc/libnfs.h>
 #include <poll.h>
@@ -114,7 +114,10 @@ Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
                              target, why),
                  "free space on the server's export (or raise the user's quota)");
   }
-  if (err == ECONNREFUSED || says("onnection refused")) {
+  // libnfs 4.0 reports a refused or reset connection at mount only as a
+  // failed nfs_service.
+  if (err == ECONNREFUSED || says("onnection refused") ||
+      (step == Step::kConnect && says("nfs_service failed"))) {
     return Error(
         ErrorKind::kIo,
         fmt::format("cannot connect to the NFS server at {}: connection refused {}", w.server, why),
@@ -138,7 +141,8 @@ Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
       return Error(ErrorKind::kConfig,
                    fmt::format("the NFS server {} refused to mount '{}' for uid {} {}", w.server,
                                w.share, w.user, why),
-                   "check the export's client list and access type, and that the client's "
+                   "check that the export exists (Ganesha answers an unknown NFSv3 export with "
+                   "MNT3ERR_ACCES), its client list and access type, and that the client's "
                    "address may mount it (some servers also want a port below 1024)");
     }
     if (err == EPROTONOSUPPORT || says("PROG_UNAVAIL") || says("PROG_MISMATCH") ||
@@ -193,6 +197,9 @@ struct Slot {
   std::string detail;      // libnfs's text for it
   bool short_eof = false;  // reads: the server said end of file inside the range
   std::vector<char> buf;   // request_size bytes
+  // Reads: where answers go instead of buf: the caller's buffer while read()
+  // waits for this very slot (saves a copy of every byte it catches there).
+  char* direct = nullptr;
 };
 
 // A file's requests, shared with the callbacks so that a call answered after
@@ -222,7 +229,7 @@ void on_answer(int status, nfs_context* nfs, void* data, void* priv) {
   }
   const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(status), s.want - s.done);
   if (call->read) {
-    if (n > 0) std::memcpy(s.buf.data() + s.done, data, n);
+    if (n > 0) std::memcpy((s.direct ? s.direct : s.buf.data()) + s.done, data, n);
     if (n == 0) s.short_eof = true;
   } else if (n == 0) {
     s.error = -EIO;
@@ -604,8 +611,31 @@ size_t NfsFile::read(char* buf, size_t n) {
   fill_reads();
   if (order_.empty()) return 0;
   const size_t i = order_.front();
-  wait_slot(i);
   Slot& sl = fl_->slots[i];
+  if (sl.pending && sl.done == 0 && head_pos_ == 0 && n >= sl.want) {
+    // Not here yet and the caller takes all of it: straight into its buffer.
+    sl.direct = buf;
+    try {
+      wait_slot(i);
+    } catch (...) {
+      sl.direct = nullptr;  // later answers must not land in a buffer we gave back
+      throw;
+    }
+    sl.direct = nullptr;
+    if (!(sl.short_eof && sl.done == 0)) {
+      const size_t k = static_cast<size_t>(sl.done);
+      order_.pop_front();
+      idle_.push_back(i);
+      if (sl.short_eof) {
+        size_ = sl.offset + sl.done;
+        next_ = std::min(next_, size_);
+      }
+      fill_reads();
+      s_.record({"read", s_.request_size(Mode::kRead), s_.depth(), peak_, fl_->max_answer});
+      return k;
+    }
+  }
+  wait_slot(i);
   if (sl.short_eof && head_pos_ >= sl.done) {
     // The file ended early (it shrank since open): nothing after this.
     size_ = sl.offset + sl.done;
@@ -722,6 +752,18 @@ void NfsFile::pwrite(const char* buf, size_t n, uint64_t offset) {
   stage_ = SIZE_MAX;
   next_ = offset;
   write(buf, n);
+  if (stage_ != SIZE_MAX) {
+    order_.push_back(stage_);
+    issue(stage_);
+    stage_ = SIZE_MAX;
+  }
+  // A random write is done before the next one starts (one at a time, as
+  // pread reads): the sweep's random cells are request-by-request figures.
+  while (!order_.empty()) {
+    wait_slot(order_.front());
+    idle_.push_back(order_.front());
+    order_.pop_front();
+  }
 }
 
 void NfsFile::close() {

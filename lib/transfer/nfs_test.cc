@@ -74,6 +74,7 @@ TEST(NfsError, MountFailuresAreConfigErrorsAndTheRestIo) {
   EXPECT_EQ(nfs_error(EACCES, "", Step::kConnect, kWhere).kind(), ErrorKind::kConfig);
   // A closed port, a lost server, a denied file, a full disk: the run's I/O failed.
   EXPECT_EQ(nfs_error(ECONNREFUSED, "", Step::kConnect, kWhere).kind(), ErrorKind::kIo);
+  EXPECT_EQ(nfs_error(EIO, "nfs_service failed", Step::kConnect, kWhere).kind(), ErrorKind::kIo);
   EXPECT_EQ(nfs_error(ECONNRESET, "", Step::kRead, kWhere).kind(), ErrorKind::kIo);
   EXPECT_EQ(nfs_error(EACCES, "NFS4ERR_ACCESS", Step::kOpenRead, kWhere).kind(), ErrorKind::kIo);
   EXPECT_EQ(nfs_error(EROFS, "", Step::kOpenWrite, kWhere).kind(), ErrorKind::kIo);
