@@ -122,6 +122,14 @@ std::vector<Knob> build_table() {
   t.push_back({"client.afp_request_size", "client", Mechanism::kClientOption, "request_size",
                ValueKind::kBytes, afp_all, "none",
                "chokepoint's AFP bytes per read/write request"});
+  const std::vector<Affects> nfs_all = {{"protocol", "", "nfs", ""}};
+  t.push_back({"client.nfs_depth", "client", Mechanism::kClientOption, "depth", ValueKind::kText,
+               nfs_all, "none", "chokepoint's NFS READs/WRITEs in flight on the connection"});
+  t.push_back({"client.nfs_request_size", "client", Mechanism::kClientOption, "request_size",
+               ValueKind::kBytes, nfs_all, "none",
+               "chokepoint's NFS bytes per READ/WRITE (rsize/wsize, within the server's)"});
+  t.push_back({"client.nfs_version", "client", Mechanism::kClientOption, "version",
+               ValueKind::kText, nfs_all, "none", "the NFS version chokepoint speaks: 3 or 4"});
   return t;
 }
 

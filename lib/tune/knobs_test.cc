@@ -17,12 +17,26 @@ TEST(Knobs, EveryNameIsUniqueAndNamesItsEndpoint) {
     EXPECT_FALSE(k.affects.empty()) << k.name;
     EXPECT_EQ(k.privilege, k.mechanism == Mechanism::kClientOption ? "none" : "root") << k.name;
   }
-  for (const char* required :
-       {"server.readahead", "server.scheduler", "server.max_sectors_kb", "server.write_cache",
-        "server.tcp_rmem", "client.tcp_wmem", "server.tcp_congestion_control",
-        "samba.smb2_max_read", "samba.smb2_max_write", "samba.aio_read_size", "samba.use_sendfile",
-        "samba.socket_options", "samba.server_multi_channel_support", "client.smb_io_size",
-        "client.afp_depth", "client.afp_request_size", "link.mtu"}) {
+  for (const char* required : {"server.readahead",
+                               "server.scheduler",
+                               "server.max_sectors_kb",
+                               "server.write_cache",
+                               "server.tcp_rmem",
+                               "client.tcp_wmem",
+                               "server.tcp_congestion_control",
+                               "samba.smb2_max_read",
+                               "samba.smb2_max_write",
+                               "samba.aio_read_size",
+                               "samba.use_sendfile",
+                               "samba.socket_options",
+                               "samba.server_multi_channel_support",
+                               "client.smb_io_size",
+                               "client.afp_depth",
+                               "client.afp_request_size",
+                               "client.nfs_depth",
+                               "client.nfs_request_size",
+                               "client.nfs_version",
+                               "link.mtu"}) {
     EXPECT_EQ(names.count(required), 1u) << required;
   }
 }
