@@ -96,7 +96,7 @@ OLD_DELAY=0
 [ "$DO_LAB" = 1 ] && if $CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)'; then
   WAS_UP=1
   OLD_RATE=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["options"]["rate_bits"])')
-  OLD_DELAY=$($CP lab status --json | python3 -c 'import json,sys; print(f"{json.load(sys.stdin)[\"options\"][\"delay_s\"] * 1e3:g}ms")')
+  OLD_DELAY=$($CP lab status --json | python3 -c 'import json,sys; print("%gms" % (json.load(sys.stdin)["options"]["delay_s"] * 1e3))')
 fi
 PEER_PID=
 cleanup() {
@@ -266,7 +266,7 @@ xo, xp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[3:5])
 print(f"    {key:<13}" + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
 PY
   done
-  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' "" "" transfer "" "" "" command "" "" "" "" ""
+  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' "" "" transfer "" "" "" command "" "" "" ""
   printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio in_flight "peak RSS KiB own/helper"
   report ftp-get curl
   report ftp-put curl

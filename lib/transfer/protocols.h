@@ -63,13 +63,12 @@ Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
 uint16_t smb2_dialect_of(std::string_view protocol_name);
 
 // Option connections=auto: how many SMB connections (each one synchronous
-// call of `io_size` bytes in flight, a round trip idle between calls) keep a
-// path with round trip `rtt_s` (seconds; <= 0 unknown) full. 1 on a short
-// path (rtt <= 1 ms) or where one connection idles at most 3 % of its time
-// at `rate` (bytes/s; 0 unknown); else enough calls that the others cover
-// each one's round trip, 1 + ceil(rtt / (io_size / rate)), or 2 with the rate
-// unknown. At most kSmbMaxConnections and at most kSmbAutoMemory bytes of
-// calls (never below 1).
+// call of `io_size` bytes in flight, idle between calls) keep a path with
+// round trip `rtt_s` (seconds; <= 0 unknown) full. 1 on a short path (rtt <=
+// 1 ms); else one call being handed over and enough others in flight to
+// cover its round trip at `rate` (bytes/s; 0 unknown): 2 + ceil(rtt /
+// (io_size / rate)), or 3 with the rate unknown. At most kSmbMaxConnections
+// and at most kSmbAutoMemory bytes of calls (never below 1).
 inline constexpr unsigned kSmbMaxConnections = 16;
 inline constexpr uint64_t kSmbAutoMemory = 64ull << 20;
 unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate);
