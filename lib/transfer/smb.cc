@@ -606,6 +606,17 @@ class SmbSession : public Session {
     const std::string url = url_of(rel);
     t_log.clear();
     if (mode == Mode::kRead) {
+      // The helpers open the file while this connection does (a round trip
+      // each, at once rather than one after the other).
+      struct Pending {  // helper answers still owed when the open fails here
+        SmbSession& s;
+        size_t owed = 0;
+        ~Pending() { s.drop_replies(owed); }
+      } pending{*this};
+      for (Worker& w : workers_) {
+        send_request(w, kWOpen, 0, 0, url, false);
+        ++pending.owed;
+      }
       SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_RDONLY, 0);
       if (!f) fail(Step::kOpenRead, where);
       struct stat st {};
@@ -616,7 +627,9 @@ class SmbSession : public Session {
         fail(Step::kOpenRead, where);
       }
       if (!workers_.empty()) {
-        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url);
+        pending.owed = 0;
+        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url,
+                              true);
       }
       return std::make_unique<SmbFile>(*this, f, mode, std::move(where),
                                        static_cast<uint64_t>(st.st_size));
@@ -698,8 +711,19 @@ class SmbSession : public Session {
     std::lock_guard<std::mutex> lock(flight_mu_);
     if (flight_.op != one.op || one.in_flight > flight_.in_flight) flight_ = one;
   }
+  // `sent`: the helpers were already asked to open `url`.
   std::unique_ptr<File> make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                       const std::string& url);
+                                       const std::string& url, bool sent = false);
+  // Waits out one answer from each of the first `n` helpers, errors dropped.
+  void drop_replies(size_t n) noexcept {
+    for (size_t i = 0; i < n && i < workers_.size(); ++i) {
+      try {
+        wait_reply(workers_[i], Step::kOpenRead, where_);
+      } catch (const Error&) {
+      }
+      workers_[i].state = Worker::kIdle;
+    }
+  }
   void new_file() {
     std::lock_guard<std::mutex> lock(flight_mu_);
     flight_ = {};
@@ -947,9 +971,11 @@ void SmbFile::close() {
 }
 
 std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                                 const std::string& url) {
+                                                 const std::string& url, bool sent) {
   auto own = std::make_unique<SmbFile>(*this, f, mode, where, size);
-  for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+  if (!sent) {
+    for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+  }
   std::optional<Error> first;
   for (Worker& w : workers_) {
     try {
@@ -966,10 +992,17 @@ std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place w
 SmbPoolFile::~SmbPoolFile() {
   if (closed_) return;
   drain();
+  std::vector<bool> asked(s_.workers(), false);
   for (size_t i = 0; i < s_.workers(); ++i) {
     try {
       s_.send_request(s_.worker(i), kWClose, 0, 0);
-      s_.wait_reply(s_.worker(i), Step::kClose, where_);
+      asked[i] = true;
+    } catch (const Error&) {
+    }
+  }
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      if (asked[i]) s_.wait_reply(s_.worker(i), Step::kClose, where_);
     } catch (const Error&) {
     }
   }
@@ -1125,10 +1158,14 @@ void SmbPoolFile::close() {
     w.state = SmbSession::Worker::kIdle;
   }
   holding_ = SIZE_MAX;
+  // Every handle closes at once: the helpers' and this connection's round
+  // trips overlap.
+  const Step step = mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead;
+  std::vector<bool> asked(s_.workers(), false);
   for (size_t i = 0; i < s_.workers(); ++i) {
     try {
       s_.send_request(s_.worker(i), kWClose, 0, 0);
-      s_.wait_reply(s_.worker(i), mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead, where_);
+      asked[i] = true;
     } catch (const Error& e) {
       keep(e);
     }
@@ -1137,6 +1174,13 @@ void SmbPoolFile::close() {
     own_->close();
   } catch (const Error& e) {
     keep(e);
+  }
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      if (asked[i]) s_.wait_reply(s_.worker(i), step, where_);
+    } catch (const Error& e) {
+      keep(e);
+    }
   }
   if (first) throw *first;
 }
