@@ -27,9 +27,17 @@
 # the ratio of the medians, the spread of the per-round ratios (min-max) and
 # what our driver kept in flight (in_flight_bytes, from its properties).
 #
-# RTT axis: --delays "0 2ms 10ms" brings the lab up with `--delay D` for each
-# D (0 = none). A lab that refuses a delay (no netem and no delay line of its
-# own) is reported as such and that delay is skipped; the others still run.
+# RTT axis: --delays "0 1ms 5ms" brings the lab up with `--delay D` for each
+# D (0 = none): the lab's delay line, D each way (5ms = a 10 ms round trip).
+# A lab that refuses a delay is reported as such and that delay is skipped;
+# the others still run. The lab instance is the environment's
+# ($CHOKEPOINT_LAB_INSTANCE, else 0), its client namespace from `lab status`.
+#
+# --smb-base k=v (repeatable): a second configuration of our smb driver (e.g.
+# connections=1 for the one-connection default before connections=auto) run
+# in the same rounds, ours, base and peer taking turns first, reported as its
+# own rows (smb-get-base ...) against the same smbclient runs. Our rows also
+# give transfer_bench's peak RSS (KiB): its own and its largest helper's.
 #
 # AFP (no AFP server package exists for Debian 12): bench/afp_test_peer (the
 # project's AFP test server, in a process of its own, with a delay line of
@@ -40,6 +48,7 @@
 # Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
 #   [--delays "0"] [--afp-delay 5ms] [--afp-depths "1 2 4 8 16 32"] [--no-afp] [--no-lab]
 #   [--smb-option k=v]...   (our smb driver's share options, e.g. connections=2, io_size=8MiB)
+#   [--smb-base k=v]...     (a second configuration of it in the same rounds)
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
 # its own rate afterwards; one that was not is brought up and taken down.
 set -euo pipefail
@@ -53,6 +62,7 @@ AFP_DEPTHS="1 2 4 8 16 32"
 DO_AFP=1
 DO_LAB=1
 SMB_OPTS=()
+BASE_OPTS=()
 usage() {
   echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
     "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
@@ -70,6 +80,7 @@ while (($#)); do
     --no-afp) DO_AFP=0; shift ;;
     --no-lab) DO_LAB=0; shift ;;
     --smb-option) SMB_OPTS+=(--option "$2"); shift 2 ;;
+    --smb-base) BASE_OPTS+=(--option "$2"); shift 2 ;;
     *) usage ;;
   esac
 done
@@ -78,7 +89,6 @@ cmake --build build -j2 --target chokepoint transfer_bench afp_test_peer >/dev/n
 CP=./build/bin/chokepoint
 TB=$(pwd)/build/bin/transfer_bench
 PEER_BIN=$(pwd)/build/bin/afp_test_peer
-LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
 BYTES=$(python3 -c "
 import re,sys; m=re.fullmatch(r'(\d+)(|k|M|G|KB|MB|GB|KiB|MiB|GiB)', sys.argv[1])
 u={'':1,'KB':1e3,'MB':1e6,'GB':1e9,'k':1024,'KiB':1024,'M':2**20,'MiB':2**20,'G':2**30,'GiB':2**30}
@@ -88,16 +98,19 @@ WORK=$(mktemp -d /dev/shm/chokepoint-protocols.XXXXXX)  # tmpfs: the local side 
 chmod 700 "$WORK"
 WAS_UP=0
 OLD_RATE=
+OLD_DELAY=0
 [ "$DO_LAB" = 1 ] && if $CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)'; then
   WAS_UP=1
   OLD_RATE=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["options"]["rate_bits"])')
+  OLD_DELAY=$($CP lab status --json | python3 -c 'import json,sys; print("%gms" % (json.load(sys.stdin)["options"]["delay_s"] * 1e3))')
 fi
 PEER_PID=
 cleanup() {
   [ -n "$PEER_PID" ] && kill "$PEER_PID" 2>/dev/null
   rm -rf "$WORK"
   if [ "$WAS_UP" = 1 ]; then
-    $CP lab up --rate "${OLD_RATE}bit" >/dev/null 2>&1 || $CP lab up --rate 0 >/dev/null 2>&1 || true
+    $CP lab up --rate "${OLD_RATE}bit" --delay "$OLD_DELAY" >/dev/null 2>&1 ||
+      $CP lab up --rate 0 >/dev/null 2>&1 || true
   elif [ "$DO_LAB" = 1 ]; then
     $CP lab down >/dev/null 2>&1 || true
   fi
@@ -108,17 +121,20 @@ status() { $CP lab status --json; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # Medians, ratio, per-round ratios and their spread, for one transfer.
-report() {  # report KEY PEER: from X[KEY-ours], X[KEY-peer], T[...], F[KEY-ours]
-  python3 - "$BYTES" "$1" "$2" "${X[$1-ours]}" "${X[$1-peer]}" "${T[$1-ours]}" "${T[$1-peer]}" "${F[$1-ours]:-}" <<'PY'
+report() {  # report KEY PEER [WHO]: from X[KEY-WHO], X[KEY-peer], T[...], F[KEY-WHO], R[KEY-WHO] (WHO: ours)
+  local who=${3:-ours}
+  python3 - "$BYTES" "$1${3:+-$3}" "$2" "${X[$1-$who]}" "${X[$1-peer]}" "${T[$1-$who]}" "${T[$1-peer]}" "${F[$1-$who]:-}" "${R[$1-$who]:-}" <<'PY'
 import statistics, sys
 n, key, peer = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 xo, xp, to, tp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[4:8])
-flight = sorted(set(sys.argv[8].split())) if len(sys.argv) > 8 else []
+flight = sorted(set(sys.argv[8].split()), key=int)
+rss = [tuple(map(int, v.split("/"))) for v in sys.argv[9].split()]
 med = statistics.median
 ratios = [o / p for o, p in zip(xo, xp)]
-print(f"  {key:<8} {peer:<10} {med(xo):10.1f} {med(xp):10.1f} {med(xo) / med(xp):7.3f} "
+peak = f"{max(r[0] for r in rss)}/{max(r[1] for r in rss)}" if rss else "-"
+print(f"  {key:<13} {peer:<10} {med(xo):10.1f} {med(xp):10.1f} {med(xo) / med(xp):7.3f} "
       f"{min(ratios):6.3f}-{max(ratios):5.3f}   {med(to):10.1f} {med(tp):10.1f} {med(to) / med(tp):7.3f}"
-      f"   {','.join(flight) or '-'}")
+      f"   {','.join(flight) or '-':>10}   {peak}")
 PY
 }
 
@@ -134,6 +150,7 @@ for RATE in $RATES; do
   fi
   ST=$(status)
   SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
+  CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')  # cp-client[-N]: the instance's
   ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
   RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
   USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
@@ -155,7 +172,7 @@ for RATE in $RATES; do
   : > "$WORK/empty.dat"
   on_server "touch '$RAM/bench/empty.dat' && chown '$USER_:' '$RAM/bench/empty.dat'"
 
-  declare -A T=() X=() F=()
+  declare -A T=() X=() F=() R=()
   ms() { date +%s%N; }
   timed() {  # timed KEY command...: appends the command's seconds to T[KEY], the transfer's to X[KEY]
     local key=$1; shift
@@ -167,6 +184,9 @@ for RATE in $RATES; do
     local fl
     fl=$(grep -o ' in_flight_bytes=[0-9]*' "$WORK/out" | cut -d= -f2 || true)
     [ -z "$fl" ] || F[$key]+="$fl "
+    local rss
+    rss=$(sed -n 's/.* peak_rss_kib=\([0-9]*\) helper_peak_rss_kib=\([0-9]*\).*/\1\/\2/p' "$WORK/out")
+    [ -z "$rss" ] || R[$key]+="$rss "
     X[$key]+="$(python3 - "$BYTES" "$WORK/out" "$WORK/err" <<'PY'
 import re, sys
 n, text = int(sys.argv[1]), open(sys.argv[2]).read() + open(sys.argv[3]).read()
@@ -201,6 +221,10 @@ PY
   for ((i = 1; i <= RUNS; i++)); do
     for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/g-$who-$i.dat'"; done
     order="ours peer"; ((i % 2)) || order="peer ours"
+    smb_order=$order
+    if ((${#BASE_OPTS[@]})); then  # three take turns first
+      case $((i % 3)) in 1) smb_order="ours base peer" ;; 2) smb_order="base peer ours" ;; 0) smb_order="peer ours base" ;; esac
+    fi
     for who in $order; do
       f=g-$who-$i.dat
       if [ $who = ours ]; then
@@ -210,11 +234,13 @@ PY
       fi
       check "$WORK/$f"
     done
-    for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
-    for who in $order; do
+    for who in $smb_order; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
+    for who in $smb_order; do
       f=s-$who-$i.dat
       if [ $who = ours ]; then
         timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" get "bench/$f" "$WORK/$f"
+      elif [ $who = base ]; then
+        timed smb-get-base in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${BASE_OPTS[@]}" get "bench/$f" "$WORK/$f"
       else
         timed smb-get-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
       fi
@@ -227,9 +253,13 @@ PY
       else
         timed ftp-put-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
       fi
+    done
+    for who in $smb_order; do
       f=sp-$who-$i.dat
       if [ $who = ours ]; then
         timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
+      elif [ $who = base ]; then
+        timed smb-put-base in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${BASE_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
       else
         timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
       fi
@@ -261,7 +291,9 @@ PY
     T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
     # What arrived on the server is the source, then the run's files go.
     want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
-    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i np3-ours-$i np3-peer-$i np4-ours-$i; do
+    sp_files="sp-ours-$i sp-peer-$i"
+    ((${#BASE_OPTS[@]})) && sp_files+=" sp-base-$i"
+    for f in fp-ours-$i fp-peer-$i $sp_files np3-ours-$i np3-peer-$i np4-ours-$i; do
       got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
       [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
     done
@@ -273,16 +305,19 @@ PY
   dlabel=$([ "$DELAY" = 0 ] && echo "no delay" || echo "delay $DELAY")
   echo "lab data link $label, $dlabel, $SIZE files, $RUNS runs each (MB/s):"
   echo "  per round (transfer figures, ours/peer = ratio):"
-  for k in ftp-get ftp-put smb-get smb-put nfs-get-v4 nfs-get-v3 nfs-put-v3 nfs-put-v4; do
-    python3 - "$BYTES" "$k" "${X[$k-ours]}" "${X[$k-peer]}" <<'PY'
+  rows="ftp-get:ours ftp-put:ours smb-get:ours smb-put:ours nfs-get-v4:ours nfs-get-v3:ours nfs-put-v3:ours nfs-put-v4:ours"
+  ((${#BASE_OPTS[@]})) && rows+=" smb-get:base smb-put:base"
+  for kw in $rows; do
+    k=${kw%:*} w=${kw#*:}
+    python3 - "$BYTES" "$k$([ "$w" = base ] && echo -base)" "${X[$k-$w]}" "${X[$k-peer]}" <<'PY'
 import sys
 n, key = int(sys.argv[1]), sys.argv[2]
 xo, xp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[3:5])
-print(f"    {key:<8}" + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
+print(f"    {key:<13}" + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
 PY
   done
-  printf '  %-8s %-10s %10s %10s %7s %11s   %10s %10s %7s   %s\n' "" "" transfer "" "" "" command "" "" ""
-  printf '  %-8s %-10s %10s %10s %7s %11s   %10s %10s %7s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio "our in_flight_bytes"
+  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' "" "" transfer "" "" "" command "" "" "" ""
+  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio in_flight "peak RSS KiB own/helper"
   report ftp-get curl
   report ftp-put curl
   report smb-get smbclient
@@ -291,7 +326,11 @@ PY
   report nfs-get-v3 nfs-cp
   report nfs-put-v3 nfs-cp
   report nfs-put-v4 "nfs-cp v3"
-  unset T X F
+  if ((${#BASE_OPTS[@]})); then
+    report smb-get smbclient base
+    report smb-put smbclient base
+  fi
+  unset T X F R
 done
 done
 

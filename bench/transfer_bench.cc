@@ -59,9 +59,9 @@ double cpu_seconds() {
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-long peak_rss_kib() {
+long peak_rss_kib(int who = RUSAGE_SELF) {
   rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
+  getrusage(who, &ru);
   return ru.ru_maxrss;
 }
 
@@ -156,15 +156,19 @@ int run(int argc, char** argv) {
     ::close(fd);
   }
   const double total = monotonic_seconds() - t0;
+  // The session ends first, so that its helper processes (smb connections>1)
+  // have been waited for and count in RUSAGE_CHILDREN (the largest one's peak).
+  const auto props = session->properties();
+  session.reset();
   std::cout << fmt::format(
       "op={} bytes={} seconds={:.6f} connect_seconds={:.6f} total_seconds={:.6f} mbps={:.1f} "
-      "xxh3={} peak_rss_kib={} cpu_seconds={:.6f}",
+      "xxh3={} peak_rss_kib={} helper_peak_rss_kib={} cpu_seconds={:.6f}",
       op, bytes, t2 - t1, connect_seconds, total, t2 > t1 ? bytes / (t2 - t1) / kMB : 0.0,
-      sum.hex(), peak_rss_kib(), cpu2 - cpu1);
-  for (const auto& [k, v] : session->properties()) {
+      sum.hex(), peak_rss_kib(), peak_rss_kib(RUSAGE_CHILDREN), cpu2 - cpu1);
+  for (const auto& [k, v] : props) {
     if (k == "in_flight_bytes" || k == "request_size" || k == "depth" || k == "max_read_size" ||
         k == "max_write_size" || k == "requests_in_flight" || k == "io_size" ||
-        k == "handshake_rtt_ms") {
+        k == "handshake_rtt_ms" || k == "connections" || k == "connections_chosen") {
       std::cout << " " << k << "=" << v;
     }
   }

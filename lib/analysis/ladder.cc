@@ -952,13 +952,18 @@ double path_rtt_us(const Row& r, const Analysis& a) {
   return 0;
 }
 
-// The share of its time a client spends idle between synchronous calls of
-// `io_size` bytes (a round trip each); 0 when the driver does not say.
+// The share of its time a client leaves the path idle between synchronous
+// calls of `io_size` bytes (a round trip each); 0 when the driver does not
+// say. With `connections` N (smb's helper connections), each moves rate/N and
+// idles d = (rate/N) / io_size x RTT of its time, and the others' calls cover
+// that while they are busy: the path idles max(0, 1 - N (1 - d)) (d for N = 1).
 double client_drain_fraction(const Row& r, const Analysis& a) {
   const uint64_t io = property_number(r, "io_size");
   const double rtt_us = path_rtt_us(r, a);
   if (io == 0 || rtt_us <= 0 || r.rate.median <= 0) return 0;
-  return r.rate.median / double(io) * rtt_us / 1e6;
+  const double n = double(std::max<uint64_t>(property_number(r, "connections"), 1));
+  const double each = r.rate.median / n / double(io) * rtt_us / 1e6;
+  return std::max(0.0, 1 - n * (1 - std::min(each, 1.0)));
 }
 
 std::string direction_words(const Row& r) {

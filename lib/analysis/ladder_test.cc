@@ -1126,6 +1126,37 @@ TEST(Ladder, AThrottledQuotaBindsThoughCompetingLoadKeepsItBelowTheLimit) {
   EXPECT_NE(finding(free, "smb ram read")->cpu.kind, "quota");
 }
 
+TEST(Ladder, HelperConnectionsCoverEachOthersRoundTrips) {
+  // The same 8 MiB calls over 10 ms on 3 connections (smb connections=auto):
+  // each idles 7 % of its time, the other two cover it, the path never idles:
+  // no lower bound, the SMB layer.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1000, 1010, 990})
+                      .proto_details(R"({"properties":{"io_size":"8388608","connections":"3",)"
+                                     R"("in_flight_bytes":"25165824"}})")
+                      .proto("smb", "ram", "read", {175, 176, 174})
+                      .build();
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
+                         R"("rtt_idle_us":10000}})";
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "smb");
+  EXPECT_FALSE(f->lower_bound);
+  // On one connection (connections=1) the same figure is a lower bound.
+  for (auto& st : run.stages)
+    for (auto& s : st.samples)
+      if (st.layer == "smb")
+        s.details_json = R"({"properties":{"io_size":"8388608","connections":"1",)"
+                         R"("in_flight_bytes":"8388608"}})";
+  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "probe");
+}
+
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
   EXPECT_FALSE(analyze(run).has_verdict());

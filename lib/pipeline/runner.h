@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/model.h"
@@ -52,6 +53,10 @@ struct Agents {
   // The client's own address on the data path; run_stages fills it in.
   std::string client_address;
   int64_t run_id = 0;  // recorded in the agents' run directories (their owner record)
+  // The TCP stage's samples by direction ("client->server", "server->client"),
+  // bytes/s: protocol stages pass the path's rate to drivers that size their
+  // calls or connections to it (smb's path_rate). Filled in by the TCP stage.
+  std::map<std::string, std::vector<double>> tcp_rates;
 };
 
 // Collects facts, then runs the disk and TCP stages, then one protocol stage

@@ -272,6 +272,9 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   auto props = s->properties();
   EXPECT_EQ(props.at("max_read_size"), "16384");
   EXPECT_EQ(props.at("max_write_size"), "16384");
+  // The lab's path is short (no delay): connections=auto keeps one connection.
+  EXPECT_EQ(props.at("connections_chosen"), "auto");
+  EXPECT_EQ(props.at("connections"), "1");
   // 10 MB and a tail that is not a whole number of calls, both ways.
   const uint64_t size = kMB10 + 12345;
   const std::string rel = run_ + "/small-io.dat";

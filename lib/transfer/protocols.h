@@ -85,6 +85,17 @@ NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
 // full disk, missing file, a silent or lost server.
 Error nfs_error(int err, std::string_view detail, Step step, const Place& where);
 
+// Option connections=auto: how many SMB connections (each one synchronous
+// call of `io_size` bytes in flight, idle between calls) keep a path with
+// round trip `rtt_s` (seconds; <= 0 unknown) full. 1 on a short path (rtt <=
+// 1 ms); else one call being handed over and enough others in flight to
+// cover its round trip at `rate` (bytes/s; 0 unknown): 2 + ceil(rtt /
+// (io_size / rate)), or 3 with the rate unknown. At most kSmbMaxConnections
+// and at most kSmbAutoMemory bytes of calls (never below 1).
+inline constexpr unsigned kSmbMaxConnections = 16;
+inline constexpr uint64_t kSmbAutoMemory = 64ull << 20;
+unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate);
+
 // --- path ------------------------------------------------------------------
 Error path_error(int err, Step step, const Place& where);
 

@@ -34,11 +34,21 @@
 // exposed either; properties() records what this client asked for, and the
 // server can tell the rest (`smbstatus --json`).
 //
+// Connections: a call's round trip is idle time on one connection, and
+// writes keep one request in flight whatever the call's size, so no call size
+// fills a long path for writes. Option connections=auto (the default) adds
+// helper connections where the probe's handshake says the path is long
+// (smb_auto_connections: 2 over 1 ms with the path's rate unknown, or as many
+// as cover a call's round trip when option path_rate gives it), so that the
+// calls of the others cover each one's round trip. smbd serves each
+// connection with a process of its own: a sample with connections > 1 says so
+// in its properties (connections, connections_chosen), since it is not what
+// one connection (one smbd process) moves.
+//
 // Share options: "encrypt" = "default" | "none" | "request" | "require";
 // "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"; default as
-// above); "connections" (1-16, default 1: smbd serves each connection with a
-// process of its own, so more than one changes what a server-CPU verdict
-// means); "timeout"
+// above); "connections" ("auto", the default, or 1-16); "path_rate" (the
+// path's rate, e.g. "1gbit", for connections=auto); "timeout"
 // (seconds); "workgroup"; "min_protocol" (default SMB2_02), "max_protocol"
 // (SMB3).
 #include <fcntl.h>
@@ -58,6 +68,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -80,8 +91,6 @@ constexpr uint64_t kLanIoSize = 1 << 20;
 constexpr uint64_t kWanIoSize = 8 << 20;
 // A NEGOTIATE round trip longer than this counts as a long path (seconds).
 constexpr double kLanRtt = 0.001;
-// Most connections (helper processes) option "connections" may ask for.
-constexpr unsigned kMaxConnections = 16;
 
 // What a helper process is asked (over a SOCK_SEQPACKET socketpair; the data
 // goes through its slot of a shared mapping) and what it answers.
@@ -356,16 +365,20 @@ class SmbSession : public Session {
                   "give default, none, request or require");
     }
     timeout_ = timeout;
-    const std::string conns = option(share, "connections", "1");
-    connections_ = conns.size() <= 2 && std::all_of(conns.begin(), conns.end(), ::isdigit)
+    const std::string conns = option(share, "connections", "auto");
+    auto_connections_ = conns == "auto";
+    connections_ = !auto_connections_ && conns.size() <= 2 &&
+                           std::all_of(conns.begin(), conns.end(), ::isdigit)
                        ? static_cast<unsigned>(std::stoul(conns))
                        : 0;
-    if (connections_ < 1 || connections_ > kMaxConnections) {
+    if (!auto_connections_ && (connections_ < 1 || connections_ > kSmbMaxConnections)) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("smb option connections={} is out of range", conns),
-                  fmt::format("give 1 to {} (connections moving one file's data at once)",
-                              kMaxConnections));
+                  fmt::format("give auto or 1 to {} (connections moving one file's data at once)",
+                              kSmbMaxConnections));
     }
+    const std::string rate = option(share, "path_rate", "");
+    path_rate_ = rate.empty() ? 0 : parse_rate_bits(rate, "smb option 'path_rate'") / 8.0;
     ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
     limits_ = probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445),
@@ -375,6 +388,9 @@ class SmbSession : public Session {
       // caller's work on the data: on a long path larger calls amortise it;
       // on a short one the caller's work dominates, and 1 MiB keeps memory low.
       io_size_ = limits_ && probe_rtt_ > kLanRtt ? kWanIoSize : kLanIoSize;
+    }
+    if (auto_connections_) {
+      connections_ = smb_auto_connections(limits_ ? probe_rtt_ : 0, io_size_, path_rate_);
     }
     // Connect, log in and open the share's directory: wrong password,
     // unknown share and closed port show here.
@@ -590,6 +606,17 @@ class SmbSession : public Session {
     const std::string url = url_of(rel);
     t_log.clear();
     if (mode == Mode::kRead) {
+      // The helpers open the file while this connection does (a round trip
+      // each, at once rather than one after the other).
+      struct Pending {  // helper answers still owed when the open fails here
+        SmbSession& s;
+        size_t owed = 0;
+        ~Pending() { s.drop_replies(owed); }
+      } pending{*this};
+      for (Worker& w : workers_) {
+        send_request(w, kWOpen, 0, 0, url, false);
+        ++pending.owed;
+      }
       SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_RDONLY, 0);
       if (!f) fail(Step::kOpenRead, where);
       struct stat st {};
@@ -600,7 +627,9 @@ class SmbSession : public Session {
         fail(Step::kOpenRead, where);
       }
       if (!workers_.empty()) {
-        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url);
+        pending.owed = 0;
+        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url,
+                              true);
       }
       return std::make_unique<SmbFile>(*this, f, mode, std::move(where),
                                        static_cast<uint64_t>(st.st_size));
@@ -639,6 +668,10 @@ class SmbSession : public Session {
         {"max_write_size", size(limits_ ? limits_->max_write : 0)},
         {"io_size", std::to_string(io_size_)},
         {"connections", std::to_string(connections_)},
+        // "auto": chosen from the handshake's round trip (and path_rate when
+        // given); "option": as the share asked.
+        {"connections_chosen", auto_connections_ ? "auto" : "option"},
+        {"path_rate", path_rate_ > 0 ? fmt::format("{:.0f}", path_rate_ * 8) : "unknown"},
         {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", probe_rtt_ * 1000) : "unknown"},
         {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"}};
     std::lock_guard<std::mutex> lock(flight_mu_);
@@ -678,8 +711,19 @@ class SmbSession : public Session {
     std::lock_guard<std::mutex> lock(flight_mu_);
     if (flight_.op != one.op || one.in_flight > flight_.in_flight) flight_ = one;
   }
+  // `sent`: the helpers were already asked to open `url`.
   std::unique_ptr<File> make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                       const std::string& url);
+                                       const std::string& url, bool sent = false);
+  // Waits out one answer from each of the first `n` helpers, errors dropped.
+  void drop_replies(size_t n) noexcept {
+    for (size_t i = 0; i < n && i < workers_.size(); ++i) {
+      try {
+        wait_reply(workers_[i], Step::kOpenRead, where_);
+      } catch (const Error&) {
+      }
+      workers_[i].state = Worker::kIdle;
+    }
+  }
   void new_file() {
     std::lock_guard<std::mutex> lock(flight_mu_);
     flight_ = {};
@@ -773,6 +817,8 @@ class SmbSession : public Session {
   uint64_t io_size_ = 0;  // bytes per call; 0 until chosen
   double timeout_ = 30;   // seconds
   unsigned connections_ = 1;
+  bool auto_connections_ = true;  // option connections=auto (the default)
+  double path_rate_ = 0;          // option path_rate, bytes/s; 0 unknown
   std::vector<Worker> workers_;
   char* shm_ = nullptr;  // the helpers' slots, io_size_ each
   size_t shm_size_ = 0;
@@ -925,9 +971,11 @@ void SmbFile::close() {
 }
 
 std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                                 const std::string& url) {
+                                                 const std::string& url, bool sent) {
   auto own = std::make_unique<SmbFile>(*this, f, mode, where, size);
-  for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+  if (!sent) {
+    for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+  }
   std::optional<Error> first;
   for (Worker& w : workers_) {
     try {
@@ -944,10 +992,17 @@ std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place w
 SmbPoolFile::~SmbPoolFile() {
   if (closed_) return;
   drain();
+  std::vector<bool> asked(s_.workers(), false);
   for (size_t i = 0; i < s_.workers(); ++i) {
     try {
       s_.send_request(s_.worker(i), kWClose, 0, 0);
-      s_.wait_reply(s_.worker(i), Step::kClose, where_);
+      asked[i] = true;
+    } catch (const Error&) {
+    }
+  }
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      if (asked[i]) s_.wait_reply(s_.worker(i), Step::kClose, where_);
     } catch (const Error&) {
     }
   }
@@ -1103,10 +1158,14 @@ void SmbPoolFile::close() {
     w.state = SmbSession::Worker::kIdle;
   }
   holding_ = SIZE_MAX;
+  // Every handle closes at once: the helpers' and this connection's round
+  // trips overlap.
+  const Step step = mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead;
+  std::vector<bool> asked(s_.workers(), false);
   for (size_t i = 0; i < s_.workers(); ++i) {
     try {
       s_.send_request(s_.worker(i), kWClose, 0, 0);
-      s_.wait_reply(s_.worker(i), mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead, where_);
+      asked[i] = true;
     } catch (const Error& e) {
       keep(e);
     }
@@ -1115,6 +1174,13 @@ void SmbPoolFile::close() {
     own_->close();
   } catch (const Error& e) {
     keep(e);
+  }
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      if (asked[i]) s_.wait_reply(s_.worker(i), step, where_);
+    } catch (const Error& e) {
+      keep(e);
+    }
   }
   if (first) throw *first;
 }
@@ -1251,6 +1317,21 @@ uint32_t get16(std::string_view s, size_t at) {
 }
 uint32_t get32(std::string_view s, size_t at) { return get16(s, at) | get16(s, at + 2) << 16; }
 }  // namespace
+
+unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate) {
+  CP_CHECK(io_size > 0);
+  if (rtt_s <= kLanRtt) return 1;
+  // One call being handed over (the server reads all of it before it answers,
+  // the caller takes all of it before that connection asks again), the others
+  // in flight across its round trip: 2 + the calls a round trip lasts, or 3
+  // with the rate unknown (measured through the lab's delay line at 2 and 10
+  // ms: one connection idles 13-16 % of the time, far more than a round trip
+  // per call, so no share of a call is small enough to stay on one).
+  unsigned n = 3;
+  if (rate > 0) n = 2 + static_cast<unsigned>(std::ceil(rtt_s / (double(io_size) / rate)));
+  const auto by_memory = static_cast<unsigned>(std::max<uint64_t>(kSmbAutoMemory / io_size, 1));
+  return std::max(1u, std::min({n, kSmbMaxConnections, by_memory}));
+}
 
 uint16_t smb2_dialect_of(std::string_view name) {
   if (name == "SMB2_02") return 0x0202;

@@ -127,5 +127,29 @@ TEST(SmbDriver, RefusesBadUrlsAndOptions) {
   EXPECT_THROW(d->connect(s, cancel), Error);
 }
 
+// connections=auto: one connection on a short path; on a long one a call
+// being handed over plus enough others to cover its round trip.
+TEST(SmbAutoConnections, OneOnAShortPathMoreOnALongOne) {
+  constexpr uint64_t k8MiB = 8 << 20;
+  EXPECT_EQ(smb_auto_connections(0.0002, k8MiB, 0), 1u);  // LAN, rate unknown
+  EXPECT_EQ(smb_auto_connections(0.0002, k8MiB, 125e6), 1u);
+  EXPECT_EQ(smb_auto_connections(0, k8MiB, 0), 1u);      // round trip unknown
+  EXPECT_EQ(smb_auto_connections(0.010, k8MiB, 0), 3u);  // 10 ms, rate unknown
+  // 1 Gbit/s: an 8 MiB call takes 67 ms, longer than a 2 or a 10 ms round trip.
+  EXPECT_EQ(smb_auto_connections(0.002, k8MiB, 125e6), 3u);
+  EXPECT_EQ(smb_auto_connections(0.010, k8MiB, 125e6), 3u);
+  // 10 Gbit/s, 10 ms: a 6.7 ms call; 2 + ceil(10 / 6.7) = 4.
+  EXPECT_EQ(smb_auto_connections(0.010, k8MiB, 1.25e9), 4u);
+}
+
+TEST(SmbAutoConnections, HeldToTheMemoryCapAndTheMost) {
+  // 10 Gbit/s over 100 ms would want 17 calls of 8 MiB: 64 MiB holds 8.
+  EXPECT_EQ(smb_auto_connections(0.100, 8 << 20, 1.25e9), kSmbAutoMemory / (8 << 20));
+  // 1 MiB calls: the count is held to kSmbMaxConnections.
+  EXPECT_EQ(smb_auto_connections(0.100, 1 << 20, 1.25e9), kSmbMaxConnections);
+  // Calls larger than the cap: still one connection, never none.
+  EXPECT_EQ(smb_auto_connections(0.100, 128ull << 20, 1.25e9), 1u);
+}
+
 }  // namespace
 }  // namespace cp::transfer

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "core/error.h"
 #include "core/units.h"
 #include "core/wire.h"
@@ -15,6 +18,20 @@ namespace json = boost::json;
 using remote::AgentLink;
 
 namespace {
+
+// The path's rate from the TCP stage, bytes/s: the median of the faster
+// direction's samples; 0 when it has none.
+double path_rate(const Agents& a) {
+  double best = 0;
+  for (const auto& [where, rates] : a.tcp_rates) {
+    if (rates.empty()) continue;
+    std::vector<double> v = rates;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    best = std::max(best, n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+  }
+  return best;
+}
 
 // The SMB session the client holds, as smbd reports it: dialect, signing,
 // encryption (libsmbclient does not tell its caller). {"smb_negotiated":
@@ -73,7 +90,14 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   rec.started_at = wall_seconds();
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
-  const json::object share_msg = share_message(share, a);
+  json::object share_msg = share_message(share, a);
+  // smb: the path's rate from the TCP stage (the faster direction's median),
+  // so that connections=auto covers a call's round trip (transfer/smb.cc);
+  // an option the share sets itself wins.
+  if (const double rate = path_rate(a);
+      share.driver == "smb" && rate > 0 && !share.options.count("path_rate")) {
+    share_msg["options"].as_object()["path_rate"] = fmt::format("{:.0f}bit", rate * 8);
+  }
   const bool has_server = !share.server_dir.empty();
   json::object negotiated;  // SMB: what smbd says it agreed with this client
   run_series(

@@ -104,8 +104,10 @@ void tcp_stage(StageContext& ctx, bool upload) {
                        {"receiver_tcp_info", wire::get_object(receiver, "tcp_info")}});
       s.cpu_json = json::serialize(json::object{{kServer, wire::get_object(server_r, "cpu")},
                                                 {kClient, wire::get_object(client_r, "cpu")}});
-      flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
+      const bool stalled =
+          flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
       obs.on_sample(stage.id(), s);
+      if (!stalled && s.seconds > 0) a.tcp_rates[rec.where].push_back(double(s.bytes) / s.seconds);
       obs.on_progress({label, i, plan.tcp_count, s.bytes, s.seconds, true});
     }
   });
