@@ -30,8 +30,8 @@ TEST(CpuMessage, RoundTripsEveryField) {
   p.threads = 3;
   s.top.push_back(p);
 
-  const CpuSummary back = cpu_summary_from_json(boost::json::parse(
-      boost::json::serialize(to_json(s))));
+  const CpuSummary back =
+      cpu_summary_from_json(boost::json::parse(boost::json::serialize(to_json(s))));
   EXPECT_DOUBLE_EQ(back.seconds, 1.5);
   EXPECT_EQ(back.core_busy_pct, s.core_busy_pct);
   EXPECT_EQ(back.core_busy_max_pct, s.core_busy_max_pct);
