@@ -172,14 +172,7 @@ Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
                  "check the file's owner and mode against the uid/gid the share sends "
                  "(share options uid=, gid=)");
   }
-  const char* what = step == Step::kConnect     ? "mounting"
-                     : step == Step::kRemove    ? "removing"
-                     : step == Step::kOpenRead  ? "opening for reading"
-                     : step == Step::kOpenWrite ? "opening for writing"
-                     : step == Step::kClose     ? "closing (COMMIT) after writing"
-                     : step == Step::kCloseRead ? "closing after reading"
-                     : writing                  ? "writing"
-                                                : "reading";
+  const char* what = step_words(step, writing, "mounting", "closing (COMMIT) after writing");
   return Error(ErrorKind::kIo,
                fmt::format("NFS: {} {} on {} failed {}", what, target, w.server, why),
                "see the NFS server's log; libnfs's nfs-cp against the same export can compare");

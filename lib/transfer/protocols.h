@@ -16,6 +16,13 @@ namespace cp::transfer {
 // kClose closes a file that was written; kCloseRead one that was read.
 enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemove, kCloseRead };
 
+// What a driver was doing at `step`, for an error message: "opening for
+// reading", "closing after writing", ...; `connect` and `close_write` name those
+// two steps in the protocol's own terms ("mounting", "closing (COMMIT) after
+// writing").
+const char* step_words(Step step, bool writing, const char* connect = "connecting to",
+                       const char* close_write = "closing after writing");
+
 // Where a failure happened, for the message.
 struct Place {
   std::string server;  // "198.18.0.1:21"; empty for the path driver

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "transfer/driver.h"
+#include "transfer/protocols.h"
 #include "transfer/registry.h"
 
 namespace cp::transfer {
@@ -45,6 +46,27 @@ std::unique_ptr<Driver> make_driver(const std::string& name) {
   for (const auto& n : driver_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(ErrorKind::kConfig, fmt::format("no transfer driver '{}'", name),
               "this build has: " + known);
+}
+
+const char* step_words(Step step, bool writing, const char* connect, const char* close_write) {
+  switch (step) {
+    case Step::kConnect:
+      return connect;
+    case Step::kRemove:
+      return "removing";
+    case Step::kOpenRead:
+      return "opening for reading";
+    case Step::kOpenWrite:
+      return "opening for writing";
+    case Step::kClose:
+      return close_write;
+    case Step::kCloseRead:
+      return "closing after reading";
+    case Step::kRead:
+    case Step::kWrite:
+      break;
+  }
+  return writing ? "writing" : "reading";
 }
 
 }  // namespace cp::transfer

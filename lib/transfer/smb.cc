@@ -1289,14 +1289,7 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) 
                  fmt::format("the SMB server {} denied access to {} {}", w.server, target, why),
                  "check the file's permissions for the SMB user");
   }
-  const char* what = step == Step::kConnect     ? "connecting to"
-                     : step == Step::kRemove    ? "removing"
-                     : step == Step::kOpenRead  ? "opening for reading"
-                     : step == Step::kOpenWrite ? "opening for writing"
-                     : step == Step::kClose     ? "closing after writing"
-                     : step == Step::kCloseRead ? "closing after reading"
-                     : writing                  ? "writing"
-                                                : "reading";
+  const char* what = step_words(step, writing);
   return Error(ErrorKind::kIo,
                fmt::format("SMB: {} {} on {} failed {}", what, target, w.server, why),
                "see the server's log (log level = 3 in smb.conf); `smbclient` against the same "

@@ -18,34 +18,12 @@
 #include "core/wire.h"
 #include "pipeline/runner.h"
 #include "remote/agent_link.h"
+#include "report/html.h"
 #include "store/store.h"
 
 namespace cp::tune {
 namespace json = boost::json;
 namespace {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string mbps(double bps) { return fmt::format("{:.1f}", bps / kMB); }
 
@@ -433,11 +411,11 @@ std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& la
       "<style>body{{font-family:sans-serif;margin:2em}}svg{{border:1px solid #ccc}}"
       ".rec{{font-weight:bold}}</style></head><body><h1>tune {}</h1><p>{} on the {} ({}), {} "
       "rounds</p><p class=\"rec\">{}</p>",
-      html_escape(r.knob), html_escape(r.knob), html_escape(r.knob), html_escape(r.endpoint),
-      html_escape(r.target), r.rounds,
-      html_escape((r.recommended.empty() ? std::string("Keep what you have. ")
-                                         : "Recommendation: " + r.recommended + ". ") +
-                  r.reason));
+      report::html_escape(r.knob), report::html_escape(r.knob), report::html_escape(r.knob),
+      report::html_escape(r.endpoint), report::html_escape(r.target), r.rounds,
+      report::html_escape((r.recommended.empty() ? std::string("Keep what you have. ")
+                                                 : "Recommendation: " + r.recommended + ". ") +
+                          r.reason));
   const double W = 640, H = 300, left = 60, bottom = 40, top = 20;
   for (const auto& ls : layers) {
     double ymax = 0;
@@ -448,7 +426,7 @@ std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& la
     const size_t n = std::max<size_t>(r.values.size(), 1);
     const double step = (W - left - 20) / double(n);
     out += fmt::format("<h2>{}</h2><svg width=\"{}\" height=\"{}\" role=\"img\">",
-                       html_escape(ls.layer), W, H);
+                       report::html_escape(ls.layer), W, H);
     // y axis: 0 and the top, MB/s.
     out +=
         fmt::format("<text x=\"4\" y=\"{}\" font-size=\"11\">{} MB/s</text>", top + 4, mbps(ymax));
@@ -457,9 +435,9 @@ std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& la
                        H - bottom, W - 10, H - bottom);
     for (size_t v = 0; v < r.values.size(); ++v) {
       const double cx = left + step * (double(v) + 0.5);
-      out +=
-          fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>",
-                      cx, H - bottom + 16, html_escape(r.values[v]), v == 0 ? " (orig)" : "");
+      out += fmt::format(
+          "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}{}</text>", cx,
+          H - bottom + 16, report::html_escape(r.values[v]), v == 0 ? " (orig)" : "");
       if (v >= ls.by_value.size()) continue;
       const auto& xs = ls.by_value[v];
       for (size_t i = 0; i < xs.size(); ++i) {
