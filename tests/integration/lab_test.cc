@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "core/clock.h"
@@ -63,8 +64,14 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   RunResult r = chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"),
                             "--label", "lab-e2e", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("uploaded agent"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(cached)"), std::string::npos) << r.err;
+  // The server end got the static server agent, the client end the full
+  // one (it runs the protocol clients): both uploaded into root's cache.
+  std::set<std::string> uploaded;
+  for (const auto& e : std::filesystem::directory_iterator("/root/.cache/chokepoint")) {
+    const std::string name = e.path().filename().string();
+    uploaded.insert(name.substr(0, name.rfind('-')));
+  }
+  EXPECT_EQ(uploaded, (std::set<std::string>{"chokepoint-agent", "chokepoint-agent-server"}));
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(query_text(db, "SELECT server FROM runs"), lab_names().server_netns);
@@ -88,6 +95,7 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
     EXPECT_EQ(f.at("ram_dir").at("fs_type").as_string(), "tmpfs");
     EXPECT_FALSE(f.at("disk_dir").at("device").is_null()) << json::serialize(f);
     EXPECT_EQ(f.at("net").at("name").as_string(), role == "server" ? "cpd-s" : "cpd-c");
+    EXPECT_EQ(f.at("agent").at("role").as_string(), role == "server" ? "server" : "full");
     // The agent streams with bounded buffers: its peak RSS stays small.
     EXPECT_LT(f.at("agent_max_rss_kb").to_number<int64_t>(), 32 * 1024) << role;
   }
