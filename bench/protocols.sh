@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Protocol benchmark: chokepoint's ftp and smb drivers (bench/transfer_bench,
+# Protocol benchmark: chokepoint's ftp, smb and nfs drivers (bench/transfer_bench,
 # which moves a file exactly as the client agent does) beside the peer tools
 # on the same lab, the same file content and the same share, in one run:
 #   ftp get/put   vs  curl (passive, binary)
 #   smb get/put   vs  smbclient -c 'get ...' / -c 'put ...'
-# Every transfer runs inside the lab's client host (ip netns exec cp-client)
+#   nfs get/put   vs  libnfs's own nfs-cp (NFSv4 get, NFSv3 get and put; nfs-cp
+#                     cannot put over NFSv4 with libnfs 4.0, so nfs put v4 is ours
+#                     alone, against its NFSv3 figure)
+# Every transfer runs inside the lab's client host (ip netns exec <its netns>)
 # between a tmpfs file on this machine and the server's tmpfs share, with a
 # fresh file name each time (no server cache can answer for a repeat). Two
 # figures per transfer, medians of --runs runs, ours and the peer alternating
@@ -13,11 +16,30 @@
 #     sample (ours: transfer_bench's own clock; curl: time_total minus
 #     time_pretransfer, so its login is left out while our open's CWD/EPSV/
 #     RETR are in; smbclient: the rate its get/put prints);
+#     nfs-cp prints no rate: its transfer is its wall time less that of an
+#     nfs-cp of an empty file just before (start, mount, open, close);
 #   command: the whole command's wall time (process start, login, transfer,
 #     exit). Ours loads libsmbclient, libcurl and OpenSSL at every start,
 #     which the agent does once, so this row flatters the peers.
+# The lab is $CHOKEPOINT_LAB_INSTANCE's (default 0).
+#
+# Every round is printed (ours, peer, ratio), then per transfer the medians,
+# the ratio of the medians, the spread of the per-round ratios (min-max) and
+# what our driver kept in flight (in_flight_bytes, from its properties).
+#
+# RTT axis: --delays "0 2ms 10ms" brings the lab up with `--delay D` for each
+# D (0 = none). A lab that refuses a delay (no netem and no delay line of its
+# own) is reported as such and that delay is skipped; the others still run.
+#
+# AFP (no AFP server package exists for Debian 12): bench/afp_test_peer (the
+# project's AFP test server, in a process of its own, with a delay line of
+# --afp-delay per reply) on loopback, and our afp driver reading and writing
+# through it at each of --afp-depths, with what it kept in flight and the
+# ceiling that implies (in_flight_bytes / delay). There is no peer tool here.
 #
 # Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
+#   [--delays "0"] [--afp-delay 5ms] [--afp-depths "1 2 4 8 16 32"] [--no-afp] [--no-lab]
+#   [--smb-option k=v]...   (our smb driver's share options, e.g. connections=2, io_size=8MiB)
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
 # its own rate afterwards; one that was not is brought up and taken down.
 set -euo pipefail
@@ -25,18 +47,37 @@ cd "$(dirname "$0")/.."
 RUNS=7
 SIZE=100MB
 RATES="1gbit 0"
+DELAYS="0"
+AFP_DELAY=5ms
+AFP_DEPTHS="1 2 4 8 16 32"
+DO_AFP=1
+DO_LAB=1
+SMB_OPTS=()
+usage() {
+  echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
+    "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
+    "[--smb-option connections=2]..." >&2
+  exit 2
+}
 while (($#)); do
   case "$1" in
     --runs) RUNS=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --rates) RATES=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"]" >&2; exit 2 ;;
+    --delays) DELAYS=${2//,/ }; shift 2 ;;
+    --afp-delay) AFP_DELAY=$2; shift 2 ;;
+    --afp-depths) AFP_DEPTHS=${2//,/ }; shift 2 ;;
+    --no-afp) DO_AFP=0; shift ;;
+    --no-lab) DO_LAB=0; shift ;;
+    --smb-option) SMB_OPTS+=(--option "$2"); shift 2 ;;
+    *) usage ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "protocols.sh: needs root (the lab)" >&2; exit 1; }
-cmake --build build -j2 --target chokepoint transfer_bench >/dev/null
+cmake --build build -j2 --target chokepoint transfer_bench afp_test_peer >/dev/null
 CP=./build/bin/chokepoint
 TB=$(pwd)/build/bin/transfer_bench
+PEER_BIN=$(pwd)/build/bin/afp_test_peer
 LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
 BYTES=$(python3 -c "
 import re,sys; m=re.fullmatch(r'(\d+)(|k|M|G|KB|MB|GB|KiB|MiB|GiB)', sys.argv[1])
@@ -47,15 +88,17 @@ WORK=$(mktemp -d /dev/shm/chokepoint-protocols.XXXXXX)  # tmpfs: the local side 
 chmod 700 "$WORK"
 WAS_UP=0
 OLD_RATE=
-if $CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)'; then
+[ "$DO_LAB" = 1 ] && if $CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)'; then
   WAS_UP=1
   OLD_RATE=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["options"]["rate_bits"])')
 fi
+PEER_PID=
 cleanup() {
+  [ -n "$PEER_PID" ] && kill "$PEER_PID" 2>/dev/null
   rm -rf "$WORK"
   if [ "$WAS_UP" = 1 ]; then
     $CP lab up --rate "${OLD_RATE}bit" >/dev/null 2>&1 || $CP lab up --rate 0 >/dev/null 2>&1 || true
-  else
+  elif [ "$DO_LAB" = 1 ]; then
     $CP lab down >/dev/null 2>&1 || true
   fi
 }
@@ -64,13 +107,39 @@ trap cleanup EXIT
 status() { $CP lab status --json; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
+# Medians, ratio, per-round ratios and their spread, for one transfer.
+report() {  # report KEY PEER: from X[KEY-ours], X[KEY-peer], T[...], F[KEY-ours]
+  python3 - "$BYTES" "$1" "$2" "${X[$1-ours]}" "${X[$1-peer]}" "${T[$1-ours]}" "${T[$1-peer]}" "${F[$1-ours]:-}" <<'PY'
+import statistics, sys
+n, key, peer = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+xo, xp, to, tp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[4:8])
+flight = sorted(set(sys.argv[8].split())) if len(sys.argv) > 8 else []
+med = statistics.median
+ratios = [o / p for o, p in zip(xo, xp)]
+print(f"  {key:<8} {peer:<10} {med(xo):10.1f} {med(xp):10.1f} {med(xo) / med(xp):7.3f} "
+      f"{min(ratios):6.3f}-{max(ratios):5.3f}   {med(to):10.1f} {med(tp):10.1f} {med(to) / med(tp):7.3f}"
+      f"   {','.join(flight) or '-'}")
+PY
+}
+
+for DELAY in $DELAYS; do
+[ "$DO_LAB" = 1 ] || break
 for RATE in $RATES; do
-  $CP lab up --rate "$RATE" >/dev/null
+  LAB_ARGS=(--rate "$RATE")
+  [ "$DELAY" = 0 ] || LAB_ARGS+=(--delay "$DELAY")
+  if ! LAB_OUT=$($CP lab up "${LAB_ARGS[@]}" 2>&1); then
+    echo "protocols.sh: the lab refused '--rate $RATE${DELAY:+ --delay $DELAY}': $(echo "$LAB_OUT" | head -n1)"
+    echo "protocols.sh: skipping rate $RATE at delay $DELAY; carrying on with the others"
+    continue
+  fi
   ST=$(status)
   SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
   ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
   RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
   USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
+  CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
+  UID_=$(id -u "$USER_")
+  GID_=$(id -g "$USER_")
   PWFILE=$(echo "$ST" | field 'd["servers"]["share_password_file"]')
   PW=$(head -n1 "$PWFILE")
   # Credentials for the peers in 0600 files, never on a command line.
@@ -78,13 +147,15 @@ for RATE in $RATES; do
    printf 'user = "%s:%s"\n' "$USER_" "$PW" > "$WORK/curl.cfg"
    printf 'username = %s\npassword = %s\n' "$USER_" "$PW" > "$WORK/smb.auth")
   on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
-  in_client() { ip netns exec cp-client "$@"; }
+  in_client() { ip netns exec "$CLIENT_NS" "$@"; }
 
   # One source file; the server gets a copy to serve fresh names from.
   head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
   on_server "mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
+  : > "$WORK/empty.dat"
+  on_server "touch '$RAM/bench/empty.dat' && chown '$USER_:' '$RAM/bench/empty.dat'"
 
-  declare -A T=() X=()
+  declare -A T=() X=() F=()
   ms() { date +%s%N; }
   timed() {  # timed KEY command...: appends the command's seconds to T[KEY], the transfer's to X[KEY]
     local key=$1; shift
@@ -93,6 +164,9 @@ for RATE in $RATES; do
     "$@" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key failed: $(cat "$WORK/err")" >&2; exit 1; }
     e=$(ms)
     T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
+    local fl
+    fl=$(grep -o ' in_flight_bytes=[0-9]*' "$WORK/out" | cut -d= -f2 || true)
+    [ -z "$fl" ] || F[$key]+="$fl "
     X[$key]+="$(python3 - "$BYTES" "$WORK/out" "$WORK/err" <<'PY'
 import re, sys
 n, text = int(sys.argv[1]), open(sys.argv[2]).read() + open(sys.argv[3]).read()
@@ -104,6 +178,20 @@ m = re.search(r"\(([0-9.]+) (?:kb/s|KiloBytes/sec)\)", text)  # smbclient, KiB/s
 print(n / (float(m.group(1)) * 1024))
 PY
 ) "
+  }
+  nfs_url() {  # nfs_url PATH VERSION: an nfs-cp URL with the share user's ids
+    echo "nfs://$ADDR/ram/$1?version=$2&uid=$UID_&gid=$GID_"
+  }
+  timed_nfscp() {  # timed_nfscp KEY SRC DST [EMPTY_SRC EMPTY_DST]: nfs-cp, less an empty copy's time
+    local key=$1 s e s0 e0
+    s0=$(ms)
+    in_client nfs-cp "$4" "$5" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key (empty) failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e0=$(ms)
+    s=$(ms)
+    in_client nfs-cp "$2" "$3" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e=$(ms)
+    T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
+    X[$key]+="$(python3 -c "print(max(($e-$s-($e0-$s0))/1e9, 1e-6))") "
   }
   check() {  # check FILE: the download arrived intact
     cmp -s "$1" "$WORK/src.dat" || { echo "protocols.sh: $1 differs from the source" >&2; exit 1; }
@@ -126,7 +214,7 @@ PY
     for who in $order; do
       f=s-$who-$i.dat
       if [ $who = ours ]; then
-        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
+        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" get "bench/$f" "$WORK/$f"
       else
         timed smb-get-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
       fi
@@ -141,14 +229,39 @@ PY
       fi
       f=sp-$who-$i.dat
       if [ $who = ours ]; then
-        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
+        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
       else
         timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
       fi
     done
+    # nfs: get over NFSv4 and NFSv3, put over NFSv3 (and ours over NFSv4).
+    for v in 4 3; do
+      for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/n$v-$who-$i.dat' && chown '$USER_:' '$RAM/bench/n$v-$who-$i.dat'"; done
+      for who in $order; do
+        f=n$v-$who-$i.dat
+        if [ $who = ours ]; then
+          timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v get "bench/$f" "$WORK/$f"
+        else
+          rm -f "$WORK/e-$i.dat"
+          timed_nfscp nfs-get-v$v-peer "$(nfs_url "bench/$f" $v)" "$WORK/$f" "$(nfs_url bench/empty.dat $v)" "$WORK/e-$i.dat"
+        fi
+        check "$WORK/$f"
+      done
+    done
+    for who in $order; do
+      f=np3-$who-$i.dat
+      if [ $who = ours ]; then
+        timed nfs-put-v3-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=3 put "$WORK/src.dat" "bench/$f"
+      else
+        timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/$f" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)"
+      fi
+    done
+    timed nfs-put-v4-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=4 put "$WORK/src.dat" "bench/np4-ours-$i.dat"
+    X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
+    T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
     # What arrived on the server is the source, then the run's files go.
     want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
-    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i; do
+    for f in fp-ours-$i fp-peer-$i sp-ours-$i sp-peer-$i np3-ours-$i np3-peer-$i np4-ours-$i; do
       got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
       [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
     done
@@ -157,18 +270,76 @@ PY
   on_server "rm -rf '$RAM/bench'"
 
   label=$([ "$RATE" = 0 ] && echo unshaped || echo "$RATE")
-  echo "lab data link $label, $SIZE files, $RUNS runs each, medians (MB/s):"
-  printf '  %-8s %-10s %10s %10s %7s   %10s %10s %7s\n' "" "" transfer "" "" command "" ""
-  printf '  %-8s %-10s %10s %10s %7s   %10s %10s %7s\n' what peer ours peer ratio ours peer ratio
-  for k in ftp-get ftp-put smb-get smb-put; do
-    python3 - "$BYTES" "$k" "${X[$k-ours]}" "${X[$k-peer]}" "${T[$k-ours]}" "${T[$k-peer]}" <<'PY'
-import statistics, sys
+  dlabel=$([ "$DELAY" = 0 ] && echo "no delay" || echo "delay $DELAY")
+  echo "lab data link $label, $dlabel, $SIZE files, $RUNS runs each (MB/s):"
+  echo "  per round (transfer figures, ours/peer = ratio):"
+  for k in ftp-get ftp-put smb-get smb-put nfs-get-v4 nfs-get-v3 nfs-put-v3 nfs-put-v4; do
+    python3 - "$BYTES" "$k" "${X[$k-ours]}" "${X[$k-peer]}" <<'PY'
+import sys
 n, key = int(sys.argv[1]), sys.argv[2]
-rate = lambda s: n / statistics.median(map(float, s.split())) / 1e6
-xo, xp, to, tp = (rate(a) for a in sys.argv[3:7])
-peer = "curl" if key.startswith("ftp") else "smbclient"
-print(f"  {key:<8} {peer:<10} {xo:10.1f} {xp:10.1f} {xo / xp:7.3f}   {to:10.1f} {tp:10.1f} {to / tp:7.3f}")
+xo, xp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[3:5])
+print(f"    {key:<8}" + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
 PY
   done
-  unset T X
+  printf '  %-8s %-10s %10s %10s %7s %11s   %10s %10s %7s   %s\n' "" "" transfer "" "" "" command "" "" ""
+  printf '  %-8s %-10s %10s %10s %7s %11s   %10s %10s %7s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio "our in_flight_bytes"
+  report ftp-get curl
+  report ftp-put curl
+  report smb-get smbclient
+  report smb-put smbclient
+  report nfs-get-v4 nfs-cp
+  report nfs-get-v3 nfs-cp
+  report nfs-put-v3 nfs-cp
+  report nfs-put-v4 "nfs-cp v3"
+  unset T X F
 done
+done
+
+# AFP at each depth through the test peer's delay line (loopback).
+if [ "$DO_AFP" = 1 ]; then
+  AFP_MS=$(python3 -c "
+import re,sys; m=re.fullmatch(r'([0-9.]+)(ms|s|us|)', sys.argv[1])
+print(float(m.group(1)) * {'ms':1,'s':1000,'us':0.001,'':1}[m.group(2)])" "$AFP_DELAY")
+  mkdir -p "$WORK/afpvol"
+  head -c "$BYTES" /dev/urandom > "$WORK/afpvol/src.dat"
+  cp "$WORK/afpvol/src.dat" "$WORK/src-afp.dat"
+  printf 'bench\n' > "$WORK/afp.pw"
+  # The peer runs until its standard input (our end of the coprocess) closes.
+  coproc PEERP { "$PEER_BIN" --dir "$WORK/afpvol" --delay-ms "$AFP_MS"; }
+  PEER_PID=$PEERP_PID
+  read -r -t 10 -u "${PEERP[0]}" line || { echo "protocols.sh: afp_test_peer did not start" >&2; exit 1; }
+  PORT=${line#port=}
+  URL="afp://bench@127.0.0.1:$PORT/vol"
+  echo "afp through the test peer on loopback, reply delay $AFP_DELAY, $SIZE files, $RUNS runs each (MB/s):"
+  printf '  %-6s %-4s %10s %11s %16s %12s %14s\n' depth op median "min-max" in_flight_bytes "ceiling" "client CPU s"
+  for depth in $AFP_DEPTHS; do
+    for op in get put; do
+      rates=() flight= cpu=()
+      for ((i = 1; i <= RUNS; i++)); do
+        if [ $op = get ]; then
+          "$TB" --driver afp --url "$URL" --password-file "$WORK/afp.pw" --option depth="$depth" \
+            get src.dat "$WORK/afp-got.dat" > "$WORK/out"
+          cmp -s "$WORK/afp-got.dat" "$WORK/src-afp.dat" || { echo "protocols.sh: afp get differs" >&2; exit 1; }
+        else
+          "$TB" --driver afp --url "$URL" --password-file "$WORK/afp.pw" --option depth="$depth" \
+            put "$WORK/src-afp.dat" put.dat > "$WORK/out"
+          cmp -s "$WORK/afpvol/put.dat" "$WORK/src-afp.dat" || { echo "protocols.sh: afp put differs" >&2; exit 1; }
+        fi
+        rates+=("$(sed -n 's/.* mbps=\([0-9.]*\).*/\1/p' "$WORK/out")")
+        cpu+=("$(sed -n 's/.* cpu_seconds=\([0-9.]*\).*/\1/p' "$WORK/out")")
+        flight=$(sed -n 's/.* in_flight_bytes=\([0-9]*\).*/\1/p' "$WORK/out")
+      done
+      python3 - "$depth" "$op" "$flight" "$AFP_MS" "${rates[*]}" "${cpu[*]}" <<'PY'
+import statistics, sys
+depth, op, flight, ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+r = [float(v) for v in sys.argv[5].split()]
+c = [float(v) for v in sys.argv[6].split()]
+ceiling = f"{flight / (ms / 1000) / 1e6:.0f} MB/s" if ms > 0 else "-"
+print(f"  {depth:<6} {op:<4} {statistics.median(r):10.1f} {min(r):5.0f}-{max(r):5.0f} "
+      f"{flight:16d} {ceiling:>12} {statistics.median(c):14.3f}")
+PY
+    done
+  done
+  kill "$PEER_PID" 2>/dev/null; wait "$PEER_PID" 2>/dev/null || true
+  PEER_PID=
+fi

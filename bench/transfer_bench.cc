@@ -8,7 +8,9 @@
 //                  get run-1/a.dat /dev/shm/a.dat      (or: put LOCAL REMOTE, rm REMOTE)
 //
 // Prints one line: op, bytes, seconds (open to close, and whole run), MB/s,
-// XXH3 of the bytes moved, and the peak RSS (KiB).
+// XXH3 of the bytes moved, the peak RSS (KiB), the CPU this process spent
+// from open to close (user + system seconds), and the session's properties
+// (what the driver kept in flight: in_flight_bytes, request_size, depth).
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -48,6 +50,13 @@ std::string read_password_file(const std::string& path) {
   std::string pw;
   std::getline(in, pw);
   return pw;
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 long peak_rss_kib() {
@@ -109,11 +118,12 @@ int run(int argc, char** argv) {
   std::vector<char> buf(block);
   Checksum sum;
   uint64_t bytes = 0;
-  double t1 = 0, t2 = 0;
+  double t1 = 0, t2 = 0, cpu1 = 0, cpu2 = 0;
   if (op == "get") {
     const int fd = ::open(words[2].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(ErrorKind::kIo, words[2] + ": " + errno_text(errno));
     t1 = monotonic_seconds();
+    cpu1 = cpu_seconds();
     auto f = session->open(words[1], transfer::Mode::kRead, 0);
     while (size_t n = f->read(buf.data(), buf.size())) {
       sum.update(buf.data(), n);
@@ -124,11 +134,13 @@ int run(int argc, char** argv) {
     }
     f->close();
     t2 = monotonic_seconds();
+    cpu2 = cpu_seconds();
     ::close(fd);
   } else {
     const int fd = ::open(words[1].c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
     t1 = monotonic_seconds();
+    cpu1 = cpu_seconds();
     auto f = session->open(words[2], transfer::Mode::kWrite, 0);
     for (;;) {
       const ssize_t n = ::read(fd, buf.data(), buf.size());
@@ -140,14 +152,23 @@ int run(int argc, char** argv) {
     }
     f->close();
     t2 = monotonic_seconds();
+    cpu2 = cpu_seconds();
     ::close(fd);
   }
   const double total = monotonic_seconds() - t0;
   std::cout << fmt::format(
       "op={} bytes={} seconds={:.6f} connect_seconds={:.6f} total_seconds={:.6f} mbps={:.1f} "
-      "xxh3={} peak_rss_kib={}\n",
+      "xxh3={} peak_rss_kib={} cpu_seconds={:.6f}",
       op, bytes, t2 - t1, connect_seconds, total, t2 > t1 ? bytes / (t2 - t1) / kMB : 0.0,
-      sum.hex(), peak_rss_kib());
+      sum.hex(), peak_rss_kib(), cpu2 - cpu1);
+  for (const auto& [k, v] : session->properties()) {
+    if (k == "in_flight_bytes" || k == "request_size" || k == "depth" || k == "max_read_size" ||
+        k == "max_write_size" || k == "requests_in_flight" || k == "io_size" ||
+        k == "handshake_rtt_ms") {
+      std::cout << " " << k << "=" << v;
+    }
+  }
+  std::cout << "\n";
   return 0;
 }
 

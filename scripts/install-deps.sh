@@ -18,6 +18,9 @@ pkgs=(
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
   # and the peer clients the protocol benchmark is held against
   libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
+  # nfs driver (libnfs), the lab's NFS server (NFS-Ganesha, user space; rpcbind
+  # for NFSv3) and libnfs's own nfs-cp that the protocol benchmark holds it against
+  libnfs-dev libnfs-utils nfs-ganesha nfs-ganesha-vfs rpcbind
   # the lab's FTPS certificate
   openssl
   # HTML reports: the test renders them in headless Chromium

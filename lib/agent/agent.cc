@@ -36,6 +36,7 @@
 #include "probe/disk.h"
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
+#include "tune/agent_requests.h"
 
 namespace cp::agent {
 namespace {
@@ -556,6 +557,7 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   const std::string type = get_string(req, "type");
   const uint64_t id = get_u64(req, "id");
   if (type == "hello") return do_hello();
+  if (tune::is_tune_request(type)) return tune::handle_tune_request(type, req);
   if (type == "facts") {
     probe::FactsRequest f{wire::opt_string(req, "ram_dir"), wire::opt_string(req, "disk_dir"),
                           wire::opt_string(req, "peer_address")};
@@ -718,6 +720,7 @@ int Agent::run() {
   }
   worker.join();
   cleanup();
+  tune::revert_at_agent_exit();  // channel closed, bye or signal: put knobs back
   return rc;
 }
 
@@ -734,6 +737,7 @@ int serve(int in_fd, int out_fd, const AgentOptions& options) {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  tune::revert_at_agent_start();  // a killed session's knobs, before anything else
   Agent agent(in_fd, out_fd, fds[0], options);
   return agent.run();
 }

@@ -500,11 +500,9 @@ CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
       if (it == r.cpu.end() || !eligible(it->second)) continue;
       const CpuUse& u = it->second;
       if (u.total_busy_pct < kAllCoresBusy) continue;
-      // Busy cores cap this row only when its own work is busy too, or waits for a
-      // CPU: a disk held by a throttle is not waiting on the CPU other jobs burn.
-      if (u.agent_pct + u.server_pct + u.kernel_pct < kOwnBusy && u.own_wait_pct < kOwnWait) {
-        continue;
-      }
+      // Busy cores cap this row only when its own work is busy too: a disk held
+      // by a throttle is not waiting on the CPU other jobs burn.
+      if (u.agent_pct + u.server_pct + u.kernel_pct < kOwnBusy) continue;
       best.host = a.same_machine ? "both" : host;
       best.kind = "all cores";
       best.pct = it->second.total_busy_pct;
@@ -715,12 +713,6 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
   std::vector<std::string> hints;
   if (std::string h = mtu_hint(a); !h.empty()) hints.push_back(h);
 
-  if (!t.cpu_bound.empty()) {
-    return {"cpu",
-            with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
-                                     cpu_text(t.cpu_bound, a))),
-            hints};
-  }
   // The path's expected rate: the plan's or a shaper's nominal link, else the NICs.
   std::string nics;
   const double nic = nic_bits(a, &nics);
@@ -728,6 +720,15 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                        host_facts(a, "server").shaped_bits > 0 ||
                        host_facts(a, "client").shaped_bits > 0;
   const double path_bits = nominal ? a.link_bits : nic;
+  // Every core busy does not take a TCP already at the link's rate.
+  const double link_ratio = path_bits > 0 ? t.rate.median * 8 / path_bits : 0;
+  const bool at_link = link_ratio >= kShortTcp && link_ratio <= kAboveLink;
+  if (!t.cpu_bound.empty() && !(t.cpu_bound.kind == "all cores" && at_link)) {
+    return {"cpu",
+            with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
+                                     cpu_text(t.cpu_bound, a))),
+            hints};
+  }
   const std::vector<std::string> buffers = buffer_hints(t, a, path_bits);
   if (t.rwnd_limited_frac > kWindowLimited || t.sndbuf_limited_frac > kWindowLimited ||
       !buffers.empty()) {
@@ -927,6 +928,31 @@ double client_window_rate(const Row& r, const Analysis& a) {
   return double(in_flight) / (rtt_us / 1e6);
 }
 
+// The path's round trip, µs: the TCP stage's idle RTT in `r`'s direction, else
+// the driver's own measure of its handshake; 0 when neither is known.
+double path_rtt_us(const Row& r, const Analysis& a) {
+  const Row* t = tcp_row(a.rows, r.op == "read" ? "server->client" : "client->server");
+  if (t && t->rtt_idle_us > 0) return t->rtt_idle_us;
+  if (t && t->rtt_us > 0) return t->rtt_us;
+  auto it = r.properties.find("handshake_rtt_ms");
+  if (it != r.properties.end()) {
+    try {
+      return std::stod(it->second) * 1000;
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+// The share of its time a client spends idle between synchronous calls of
+// `io_size` bytes (a round trip each); 0 when the driver does not say.
+double client_drain_fraction(const Row& r, const Analysis& a) {
+  const uint64_t io = property_number(r, "io_size");
+  const double rtt_us = path_rtt_us(r, a);
+  if (io == 0 || rtt_us <= 0 || r.rate.median <= 0) return 0;
+  return r.rate.median / double(io) * rtt_us / 1e6;
+}
+
 std::string direction_words(const Row& r) {
   return r.op == "read" ? "reading and serving together cost"
                         : "receiving and writing together cost";
@@ -1047,7 +1073,22 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
     }
     // Below TCP: the protocol layer, unless the client's own window is the limit.
     const double window = client_window_rate(r, a);
+    const double drain = client_drain_fraction(r, a);
     f.cap = r.key;
+    if (drain >= kProbeDrain && !(window > 0 && r.rate.median >= kProbeLimited * window)) {
+      f.layer = "probe";
+      f.lower_bound = true;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}), but chokepoint's client waits a round trip ({:.2f} "
+          "ms) after every {} call, {} of its time: the figure is a lower bound limited by the "
+          "client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median),
+          path_rtt_us(r, a) / 1000, format_size(property_number(r, "io_size")), pct(drain));
+      add_hint(f, "give the share larger calls (`options = io_size=32MiB`) or more connections "
+                  "(`connections=2`) to keep the path full");
+      finish();
+      return;
+    }
     if (window > 0 && r.rate.median >= kProbeLimited * window) {
       f.layer = "probe";
       f.lower_bound = true;
@@ -1249,7 +1290,8 @@ void flag_untrusted(Analysis& a) {
 }
 
 bool is_verdict_path(const std::string& path) {
-  static const std::set<std::string> kOther = {"cache", "errors", "mtu", "cpu", "tcp", "config"};
+  static const std::set<std::string> kOther = {"cache", "errors", "mtu",   "cpu",
+                                               "tcp",   "config", "load"};
   return !path.empty() && !kOther.count(path);
 }
 
@@ -1266,6 +1308,20 @@ std::string cpu_bound_brief(const CpuBound& c) {
   return fmt::format("cpu: all cores {:.0f} % busy ({})", c.pct, where);
 }
 
+Headline headline_of(const Analysis& a) {
+  Headline h;
+  h.text = a.headline;
+  if (a.headline_finding < 0) return h;
+  const Finding& f = a.findings[static_cast<size_t>(a.headline_finding)];
+  h.path = f.path;
+  h.layer = f.layer;
+  if (const Row* r = find_row(a, f.cap)) {
+    h.cap = r->label;
+    h.cap_bytes_per_s = r->rate.median;
+  }
+  return h;
+}
+
 bool Analysis::has_verdict() const {
   for (const auto& f : findings)
     if (is_verdict_path(f.path)) return true;
@@ -1276,7 +1332,23 @@ Analysis analyze(const RunRecord& run) {
   Analysis a;
   detect_link(run, a);
   a.rows = build_rows(run, a);
-  for (auto& r : a.rows) r.cpu_bound = find_cpu_bound(r, a);
+  for (auto& r : a.rows) {
+    r.cpu_bound = find_cpu_bound(r, a);
+    // Every core busy, mostly with other processes: measured under competing load.
+    for (const auto& [host, u] : r.cpu) {
+      if (!r.cpu_bound.empty() || u.seconds < kMinCpuWindow || u.total_busy_pct < kAllCoresBusy ||
+          u.other_pct <= r.competing_load_pct) {
+        continue;
+      }
+      r.competing_load_pct = u.other_pct;
+      for (const auto& p : u.procs) {
+        if (p.role == "other") {
+          r.competing_process = p.comm;
+          break;
+        }
+      }
+    }
+  }
   judge_cache(a);
   std::vector<Finding> cache_findings = std::move(a.findings);
   a.findings.clear();
@@ -1327,6 +1399,32 @@ Analysis analyze(const RunRecord& run) {
     f.lower_bound = r.cpu_bound.role == "agent";
     a.findings.push_back(f);
   }
+  // Rows measured while other processes kept every core busy: one note.
+  {
+    std::vector<std::string> keys, labels;
+    std::string busiest;
+    double most = 0;
+    for (const auto& r : a.rows) {
+      if (r.competing_load_pct <= 0) continue;
+      keys.push_back(r.key);
+      labels.push_back(r.label);
+      if (r.competing_load_pct > most) {
+        most = r.competing_load_pct;
+        busiest = r.competing_process;
+      }
+    }
+    if (!keys.empty()) {
+      std::string list;
+      for (size_t i = 0; i < labels.size(); ++i) list += (i ? ", " : "") + labels[i];
+      a.findings.push_back(make_finding(
+          "load", "competing load",
+          fmt::format("every core was busy while {} ran, mostly with other processes (up to "
+                      "{:.0f} % of a core{}): their figures may be low; measure on a quieter "
+                      "machine to be sure.",
+                      list, most, busiest.empty() ? "" : ", busiest: " + busiest),
+          keys));
+    }
+  }
   for (auto& f : cache_findings) a.findings.push_back(std::move(f));
   for (const auto& r : a.rows) {
     if (r.failed > 0) {
@@ -1348,19 +1446,21 @@ Analysis analyze(const RunRecord& run) {
   flag_untrusted(a);
   // The headline answers the user's usual path: reading from the server's
   // disk through the protocol, else from its RAM, else disk/TCP.
-  for (const char* want : {"disk read", "ram read"}) {
-    for (const auto& f : a.findings) {
-      if (a.headline.empty() && f.path.size() > std::strlen(want) &&
-          f.path.compare(f.path.size() - std::strlen(want), std::string::npos, want) == 0) {
-        a.headline = f.text;
-      }
+  auto pick = [&](auto&& wanted) {
+    for (size_t i = 0; i < a.findings.size() && a.headline_finding < 0; ++i) {
+      if (wanted(a.findings[i].path)) a.headline_finding = static_cast<int>(i);
     }
+  };
+  for (const std::string want : {"disk read", "ram read"}) {
+    pick([&](const std::string& path) {
+      return path.size() > want.size() &&
+             path.compare(path.size() - want.size(), std::string::npos, want) == 0;
+    });
   }
-  for (const auto& f : a.findings) {
-    if (a.headline.empty() && (f.path == "server -> client" || f.path == "client -> server")) {
-      a.headline = f.text;
-    }
-  }
+  pick([](const std::string& path) {
+    return path == "server -> client" || path == "client -> server";
+  });
+  if (a.headline_finding >= 0) a.headline = a.findings[a.headline_finding].text;
   if (a.headline.empty()) {
     a.headline = run.stages.empty() ? "No stage ran, so there is no verdict."
                                     : "No stage produced samples, so there is no verdict.";

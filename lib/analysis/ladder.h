@@ -31,17 +31,19 @@ constexpr double kQuotaSaturated = 0.90;
 constexpr double kThreadSaturated = 90;
 constexpr double kAllCoresBusy = 90;
 // ... and then only when the endpoint's own work (agent, file server, kernel)
-// uses at least half a core, or its threads wait on a run queue at least a
-// quarter of the time (schedstat): else the busy cores are another job's and
-// this row does not wait on them.
+// uses at least half a core: else the busy cores are another job's, and the
+// row is flagged as measured under competing load instead (Row::competing_load).
 constexpr double kOwnBusy = 50;  // % of one core
-constexpr double kOwnWait = 25;  // % of the window, summed over its threads
 // Kernel work (system + irq/softirq) at least this share of the busy time: the
 // cost is per packet, which jumbo frames cut.
 constexpr double kPerPacketShare = 0.5;
 // A protocol at >= 80 % of what the client's own bytes in flight allow over
 // the round trip (bytes in flight / RTT) is limited by the client.
 constexpr double kProbeLimited = 0.80;
+// A client whose calls each end with an empty pipe (a synchronous smbc_read of
+// io_size bytes) idles a round trip per call: when that is >= 10 % of its time
+// ((rate / io_size) x RTT), the figure is limited by the client too.
+constexpr double kProbeDrain = 0.10;
 // A TCP below 80 % of both ends' interface speeds with no window, buffer or
 // CPU limit: the path between them caps it.
 constexpr double kPathShort = 0.80;
@@ -123,6 +125,11 @@ struct Row {
   // CPU-bound (empty when it is not).
   std::map<std::string, CpuUse> cpu;
   CpuBound cpu_bound;
+  // Every core of an end was busy during its samples, mostly with other
+  // processes: its figures may be low. The busiest such process, and the share
+  // of a core the other processes used (0: not so).
+  std::string competing_process;
+  double competing_load_pct = 0;
   // The successful samples behind `rate`, in stored order: bytes/s and their
   // ids in the store (0 when not stored), so every figure can be traced.
   std::vector<double> samples;
@@ -142,7 +149,8 @@ struct Row {
 
 struct Finding {
   // "server -> client" | "client -> server" (disk to disk), "smb ram read" (a
-  // protocol path), "tcp", "cpu", "cache", "errors", "mtu", "config".
+  // protocol path), "tcp", "cpu", "cache", "errors", "mtu", "load" (rows
+  // measured while other processes kept every core busy).
   std::string path;
   // The capping layer: "server disk" | "client disk" | "network" (the link at its
   // nominal rate) | "network path" (something between two faster NICs) | "tcp" |
@@ -201,13 +209,25 @@ struct Analysis {
   // Both ends report the same kernel boot id: one machine (a lab in
   // namespaces, containers), so they share its CPUs.
   bool same_machine = false;
-  std::string headline;  // the verdict in one sentence
+  std::string headline;       // the verdict in one sentence
+  int headline_finding = -1;  // the finding it is, -1 when none
   std::vector<Finding> findings;
   // A finding answers a path (a path or protocol verdict, "undecided" included).
   bool has_verdict() const;
 };
 
 Analysis analyze(const RunRecord& run);
+
+// A run's verdict in brief, for `history`: the headline finding's path and
+// layer, and the capping row's median (0 when none).
+struct Headline {
+  std::string path;   // "smb disk read"; "" when the run has no verdict
+  std::string layer;  // "server disk", "cpu", "undecided", ...
+  std::string cap;    // the capping row's label
+  double cap_bytes_per_s = 0;
+  std::string text;  // Analysis::headline
+};
+Headline headline_of(const Analysis& a);
 
 // A CPU-bound row in a few words for tables: "cpu: smbd at its quota (server)",
 // "cpu: a thread of smbd at 98 % (server)", "cpu: all cores 99 % busy (both ends)".

@@ -1021,11 +1021,16 @@ TEST(Ladder, BusyCoresDoNotOverrideALayerAtTheCeilingBeneath) {
   // they cap nothing here.
   EXPECT_TRUE(find_row(a, "ftp:disk:read:100000000")->cpu_bound.empty());
   EXPECT_EQ(finding(a, "cpu"), nullptr);
+  // They are named as a caveat on the figures.
+  const Finding* load = finding(a, "load");
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ(load->layer, "competing load");
+  EXPECT_EQ(load->rows, std::vector<std::string>{"ftp:disk:read:100000000"});
 }
 
-TEST(Ladder, CompetingLoadThatStarvesTheEndpointIsCpuBound) {
-  // Every core busy with other work, and smbd's threads wait on a run queue 60 %
-  // of the time: the CPU caps SMB, and the competing load is named.
+TEST(Ladder, EveryCoreBusyWithTheEndpointsOwnWorkIsCpuBound) {
+  // Every core busy, smbd and the agent using 80 % of a core between them beside
+  // other work: the CPU caps SMB, and the competing load is named.
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)
                       .host("client", 1500, 10000)
@@ -1033,8 +1038,8 @@ TEST(Ladder, CompetingLoadThatStarvesTheEndpointIsCpuBound) {
                       .proto("smb", "ram", "read", {200, 205, 198})
                       .build();
   set_cpu(run, "smb", "ram",
-          R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":30,"other_pct":160,)"
-          R"("own_wait_pct":60,"top":[)"
+          R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":30,"agent_pct":50,)"
+          R"("other_pct":110,"top":[)"
           R"({"comm":"cc1plus","role":"other","cpu_pct":99,"top_thread_pct":99},)"
           R"({"comm":"smbd","role":"server","cpu_pct":30,"top_thread_pct":30}]}})");
   Analysis a = analyze(run);
@@ -1042,7 +1047,55 @@ TEST(Ladder, CompetingLoadThatStarvesTheEndpointIsCpuBound) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu");
   EXPECT_EQ(f->cpu.kind, "all cores");
-  EXPECT_DOUBLE_EQ(f->cpu.competing_pct, 160);
+  EXPECT_DOUBLE_EQ(f->cpu.competing_pct, 110);
+  EXPECT_EQ(finding(a, "load"), nullptr);
+}
+
+TEST(Ladder, BusyCoresDoNotOverrideATcpAtTheLinksRate) {
+  // A 200 Mbit/s tbf: TCP at 96 % of it while the endpoint keeps every core busy.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000, 200e6)
+                      .host("client", 1500, 10000, 200e6)
+                      .tcp("server->client", {23.9, 23.8, 24.0})
+                      .build();
+  set_cpu(run, "tcp", "server->client",
+          R"({"server":{"seconds":2,"total_busy_pct":97,"agent_pct":60,"other_pct":120,)"
+          R"("top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,"top_thread_pct":60}]}})");
+  Analysis a = analyze(run);
+  EXPECT_EQ(find_row(a, "tcp:server->client:send")->cpu_bound.kind, "all cores");
+  EXPECT_EQ(finding(a, "server -> client")->layer, "network");
+}
+
+TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
+  // 8 MiB synchronous SMB reads over a 10 ms path: 175 MB/s is 21 calls a second,
+  // each followed by an empty pipe for a round trip: 21 % of the time idle.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1000, 1010, 990})
+                      .proto_details(R"({"properties":{"io_size":"8388608",)"
+                                     R"("in_flight_bytes":"8388608"}})")
+                      .proto("smb", "ram", "read", {175, 176, 174})
+                      .build();
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
+                         R"("rtt_idle_us":10000}})";
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+  EXPECT_EQ(f->hints.size(), 1u);
+  // Over a LAN the same calls idle well under 10 % of the time: the SMB layer.
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":300,)"
+                         R"("rtt_idle_us":200}})";
+  Analysis lan = analyze(run);
+  EXPECT_EQ(finding(lan, "smb ram read")->layer, "smb");
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {

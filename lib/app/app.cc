@@ -25,6 +25,7 @@
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
+#include "app/tune_command.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/json_util.h"
@@ -57,6 +58,7 @@ commands:
   export RUN   every sample of a run as CSV or JSON
   clean HOST...  remove run directories that killed agents left on those hosts
   lab        up | status | down: the built-in two-host lab (network namespaces)
+  tune       try a knob's values, measure what it affects, put it back, say if it helped
   version    print the version
 
 `chokepoint <command> --help` shows a command's options.
@@ -632,7 +634,12 @@ int history(const std::vector<std::string>& args) {
   Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   auto rows = store.history(f);
-  std::cout << (vm.count("json") ? report::history_json(rows) : report::history_text(rows));
+  // Each run's verdict from analysis, where every rule lives.
+  std::vector<analysis::Headline> verdicts;
+  for (const auto& r : rows)
+    verdicts.push_back(analysis::headline_of(analysis::analyze(store.load_run(r.id))));
+  std::cout << (vm.count("json") ? report::history_json(rows, verdicts)
+                                 : report::history_text(rows, verdicts));
   return 0;
 }
 
@@ -679,12 +686,13 @@ int main(int argc, char** argv) {
     if (cmd == "compare") return compare_command(args, std::cout);
     if (cmd == "export") return export_command(args, std::cout);
     if (cmd == "lab") return lab::run_lab_command(args);
+    if (cmd == "tune") return tune_command(args);
     if (cmd == "version" || cmd == "--version") {
       std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
       return 0;
     }
     throw Error(ErrorKind::kUsage, fmt::format("unknown command '{}'", cmd),
-                "commands are diagnose, history, show, compare, export, clean, lab, version");
+                "commands are diagnose, history, show, compare, export, clean, lab, tune, version");
   } catch (const Error& e) {
     std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? kExitUsage : kExitFailed;

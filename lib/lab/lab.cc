@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "lab/delay_line.h"
+#include "lab/ganesha.h"
 #include "lab/layout.h"
 #include "lab/nas_root.h"
 #include "lab/servers.h"
@@ -557,6 +558,10 @@ LabHealth check_health(const LabState& s) {
       down("smbd",
            fmt::format("smbd of {} (pid {}) is not running", s.server.hostname, s.server.smbd_pid));
     }
+    if (ganesha::serves_nfs(s) && !ganesha::alive(s)) {
+      down("nfs-ganesha", fmt::format("ganesha.nfsd of {} (pid {}) is not running",
+                                      s.server.hostname, s.server.nfsd_pid));
+    }
   }
   if (s.sw.delay_mode == kDelayLine &&
       (!delay_line_alive(s.sw.delay_line_pid) ||
@@ -577,7 +582,14 @@ void set_throttle(LabState& s, LabThrottle want) {
   remove_throttle_cgroups(s.throttle);
   s.throttle = LabThrottle{};
   save(s);
-  if (want.smbd_cpu <= 0 && want.disk_read_bps == 0 && want.disk_write_bps == 0) return;
+  if (want.smbd_cpu <= 0 && want.nfsd_cpu <= 0 && want.disk_read_bps == 0 &&
+      want.disk_write_bps == 0) {
+    return;
+  }
+  if (want.nfsd_cpu > 0 && !ganesha::alive(s)) {
+    throw Error(ErrorKind::kIo, fmt::format("ganesha.nfsd of {} is not running", s.server.hostname),
+                "`chokepoint lab up` starts it again");
+  }
   if (want.smbd_cpu > 0 && !servers::smbd_alive(s)) {
     throw Error(ErrorKind::kIo, fmt::format("smbd of {} is not running", s.server.hostname),
                 "`chokepoint lab up` starts it again");
@@ -589,13 +601,14 @@ void set_throttle(LabState& s, LabThrottle want) {
                 "`chokepoint lab down`, then `chokepoint lab up`");
   }
   const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
-  std::vector<int> server_pids, smbd_pids;
+  std::vector<int> server_pids, smbd_pids, nfsd_pids;
   for (pid_t p : sys::netns_pids(s.server.netns)) {
     server_pids.push_back(p);
     if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
+    if (sys::process_comm(p) == "ganesha.nfsd") nfsd_pids.push_back(p);
   }
   const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
-                                          instance_names(s.instance).cgroup_name);
+                                          instance_names(s.instance).cgroup_name, nfsd_pids);
   s.throttle = want;
   s.throttle.cgroups = plan.cgroups;
   save(s);  // first, so `down` removes even a half-applied throttle
@@ -661,9 +674,11 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
       // Servers that died (or a lab from before them), or smbd for new
       // settings, start again.
       const int smbd_before = cur->server.smbd_pid;
+      const int nfsd_before = cur->server.nfsd_pid;
       servers::start(*cur, [&] { save(*cur); });
-      // A new smbd is back under the CPU quota its predecessor had.
-      if (cur->server.smbd_pid != smbd_before && cur->throttle.smbd_cpu > 0) {
+      // A new smbd (or ganesha.nfsd) is back under the CPU quota its predecessor had.
+      if ((cur->server.smbd_pid != smbd_before && cur->throttle.smbd_cpu > 0) ||
+          (cur->server.nfsd_pid != nfsd_before && cur->throttle.nfsd_cpu > 0)) {
         reapply_throttle(*cur);
       }
       return *cur;
@@ -716,6 +731,7 @@ LabState throttle(const ThrottleRequest& req, int instance, const std::string& d
   LabThrottle want = req.clear ? LabThrottle{} : s.throttle;
   want.cgroups.clear();
   if (req.smbd_cpu) want.smbd_cpu = *req.smbd_cpu;
+  if (req.nfsd_cpu) want.nfsd_cpu = *req.nfsd_cpu;
   if (req.disk_read_bps) want.disk_read_bps = *req.disk_read_bps;
   if (req.disk_write_bps) want.disk_write_bps = *req.disk_write_bps;
   set_throttle(s, want);

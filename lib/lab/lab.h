@@ -43,7 +43,7 @@ struct LabOptions {
 
 // One share the server host exports: each protocol serves each medium.
 struct LabShare {
-  std::string protocol;    // "ftp" | "smb"
+  std::string protocol;    // "ftp" | "smb" | "nfs"
   std::string medium;      // "ram" (tmpfs: stage 3) | "disk" (ext4 on loop: stage 4)
   std::string url;         // "ftp://198.18.0.1/ram", "smb://198.18.0.1/disk"
   std::string server_dir;  // the directory behind it on the server: "<dir>/server/ram/share"
@@ -65,11 +65,14 @@ struct LabHost {
   std::vector<LabShare> shares;  // ftp and smb, ram and disk
   int ftpd_pid = 0;              // vsftpd's listener; 0 when not started
   int smbd_pid = 0;              // smbd's parent; 0 when not started
+  int nfsd_pid = 0;              // ganesha.nfsd (lab/ganesha.h); 0 when not started
+  int rpcbind_pid = 0;           // rpcbind for NFSv3 inside the host; 0 when none
 };
 
 // What `lab throttle` set; all zero: nothing throttled.
 struct LabThrottle {
   double smbd_cpu = 0;               // smbd's CPU quota, fraction of one core (0.2 = 20 %)
+  double nfsd_cpu = 0;               // ganesha.nfsd's CPU quota, fraction of one core
   uint64_t disk_read_bps = 0;        // server disk read limit, bytes/s
   uint64_t disk_write_bps = 0;       // server disk write limit, bytes/s
   std::vector<std::string> cgroups;  // cgroup dirs made for them, removed by clear and down
@@ -148,7 +151,8 @@ bool healthy(const LabState& state, std::string* why);
 struct LabHealth {
   bool healthy = false;
   // What is down, as stable names: "server-netns", "client-netns",
-  // "switch-netns", "server-sshd", "client-sshd", "vsftpd", "smbd", "delay-line".
+  // "switch-netns", "server-sshd", "client-sshd", "vsftpd", "smbd", "nfs-ganesha",
+  // "delay-line".
   std::vector<std::string> down;
   std::string why;  // one sentence per part that is down, "; "-joined
 };
@@ -157,6 +161,7 @@ LabHealth check_health(const LabState& state);
 // What `lab throttle` asks for; unset fields keep their current setting.
 struct ThrottleRequest {
   std::optional<double> smbd_cpu;          // fraction of one core; 0 removes the quota
+  std::optional<double> nfsd_cpu;          // ganesha.nfsd's, likewise
   std::optional<uint64_t> disk_read_bps;   // bytes/s; 0 removes the limit
   std::optional<uint64_t> disk_write_bps;  // bytes/s; 0 removes the limit
   bool clear = false;                      // remove every throttle first

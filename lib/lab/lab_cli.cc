@@ -157,7 +157,8 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
 int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
   const ThrottleRequest req = parse_throttle_args(args);
   const int instance = req.instance ? *req.instance : default_instance();
-  const bool change = req.clear || req.smbd_cpu || req.disk_read_bps || req.disk_write_bps;
+  const bool change =
+      req.clear || req.smbd_cpu || req.nfsd_cpu || req.disk_read_bps || req.disk_write_bps;
   if (!change) {
     std::optional<LabState> s = load(default_dir(instance));
     if (!s) {
@@ -202,7 +203,7 @@ std::string lab_usage() {
       "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
       "                         [--ram-size S] [--server-profile nas]\n"
       "       chokepoint lab status [--json]\n"
-      "       chokepoint lab throttle [--smbd-cpu P] [--server-disk-read R] "
+      "       chokepoint lab throttle [--smbd-cpu P] [--nfsd-cpu P] [--server-disk-read R] "
       "[--server-disk-write R] [--clear]\n"
       "       chokepoint lab down\n"
       "Every subcommand takes --instance N (default ${} or 0): labs 1..{} run beside\n"
@@ -234,10 +235,11 @@ std::string lab_usage() {
       "returns to its default), and restarts whatever daemon is down.\n"
       "\n"
       "status exits 0 when the lab is up and healthy, 3 when no lab is up, 4 when a\n"
-      "part of it is down (sshd, vsftpd, smbd, the delay line: `lab up` restarts it).\n"
+      "part of it is down (sshd, vsftpd, smbd, ganesha, the delay line: `lab up` restarts it).\n"
       "\n"
       "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
       "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
+      "  --nfsd-cpu P           CPU quota for the NFS server (ganesha.nfsd), likewise\n"
       "  --server-disk-read R   read limit on the server's disk, like 50MB/s; off removes it\n"
       "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
       "  --clear                remove every throttle\n"
@@ -333,6 +335,7 @@ uint64_t parse_bytes_rate(const std::string& text, const std::string& what) {
 ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint lab throttle options");
   desc.add_options()("smbd-cpu", po::value<std::string>(), "smbd CPU quota")(
+      "nfsd-cpu", po::value<std::string>(), "ganesha.nfsd CPU quota")(
       "server-disk-read", po::value<std::string>(), "server disk read limit")(
       "server-disk-write", po::value<std::string>(), "server disk write limit")(
       "clear", "remove every throttle");
@@ -343,6 +346,8 @@ ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
   r.clear = vm.count("clear") > 0;
   if (vm.count("smbd-cpu"))
     r.smbd_cpu = parse_cpu_share(vm["smbd-cpu"].as<std::string>(), "--smbd-cpu");
+  if (vm.count("nfsd-cpu"))
+    r.nfsd_cpu = parse_cpu_share(vm["nfsd-cpu"].as<std::string>(), "--nfsd-cpu");
   if (vm.count("server-disk-read")) {
     r.disk_read_bps =
         parse_bytes_rate(vm["server-disk-read"].as<std::string>(), "--server-disk-read");

@@ -1,5 +1,7 @@
 #include "lab/layout.h"
 
+#include "lab/ganesha.h"
+
 #include <fmt/format.h>
 
 #include <boost/json/array.hpp>
@@ -187,6 +189,7 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
           std::string(medium) == "ram" ? f.ram_share : f.disk_share});
     }
   }
+  ganesha::add_shares(s);
   return s;
 }
 
@@ -747,7 +750,9 @@ json::object host_to_json(const LabHost& h) {
           {"sshd_pid", h.sshd_pid},
           {"shares", std::move(shares)},
           {"ftpd_pid", h.ftpd_pid},
-          {"smbd_pid", h.smbd_pid}};
+          {"smbd_pid", h.smbd_pid},
+          {"nfsd_pid", h.nfsd_pid},
+          {"rpcbind_pid", h.rpcbind_pid}};
 }
 
 json::object options_to_json(const LabOptions& o) {
@@ -857,7 +862,8 @@ LabHost host_from_json(const Reader& r) {
     }
   }
   for (auto [name, field] :
-       {std::pair{"ftpd_pid", &h.ftpd_pid}, std::pair{"smbd_pid", &h.smbd_pid}}) {
+       {std::pair{"ftpd_pid", &h.ftpd_pid}, std::pair{"smbd_pid", &h.smbd_pid},
+        std::pair{"nfsd_pid", &h.nfsd_pid}, std::pair{"rpcbind_pid", &h.rpcbind_pid}}) {
     if (!r.has(name)) continue;
     const int64_t p = r.i64(name);
     if (p < 0 || p > INT32_MAX) r.fail(name, "is not a process id");
@@ -890,6 +896,7 @@ std::string state_to_json(const LabState& s) {
   json::array cgroups;
   for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
   o["throttle"] = json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                               {"nfsd_cpu", s.throttle.nfsd_cpu},
                                {"disk_read_bps", s.throttle.disk_read_bps},
                                {"disk_write_bps", s.throttle.disk_write_bps},
                                {"cgroups", std::move(cgroups)}};
@@ -955,6 +962,7 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   if (r.has("throttle")) {
     const Reader t = r.object("throttle");
     s.throttle.smbd_cpu = t.num("smbd_cpu");
+    if (t.has("nfsd_cpu")) s.throttle.nfsd_cpu = t.num("nfsd_cpu");
     s.throttle.disk_read_bps = t.u64("disk_read_bps");
     s.throttle.disk_write_bps = t.u64("disk_write_bps");
     s.throttle.cgroups = t.strings("cgroups");

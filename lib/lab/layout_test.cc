@@ -666,13 +666,17 @@ TEST(LayoutTest, StateJsonRoundTrips) {
 
 TEST(LayoutTest, PlanListsBothProtocolsOnBothMedia) {
   const LabState s = plan(LabOptions{}, "/srv/lab");
-  ASSERT_EQ(s.server.shares.size(), 4u);
+  ASSERT_EQ(s.server.shares.size(), 6u);
   EXPECT_EQ(s.server.shares[0].protocol, "ftp");
   EXPECT_EQ(s.server.shares[0].medium, "ram");
   EXPECT_EQ(s.server.shares[0].url, "ftp://198.18.0.1/ram");
   EXPECT_EQ(s.server.shares[0].server_dir, "/srv/lab/server/ram/share");
   EXPECT_EQ(s.server.shares[3].url, "smb://198.18.0.1/disk");
   EXPECT_EQ(s.server.shares[3].server_dir, "/srv/lab/server/disk/share");
+  EXPECT_EQ(s.server.shares[4].url, "nfs://198.18.0.1/ram");
+  EXPECT_EQ(s.server.shares[4].server_dir, "/srv/lab/server/ram/share");
+  EXPECT_EQ(s.server.shares[5].url, "nfs://198.18.0.1/disk");
+  EXPECT_EQ(s.server.shares[5].medium, "disk");
   EXPECT_TRUE(s.client.shares.empty());
   EXPECT_EQ(s.share_user, "cplab");
   EXPECT_EQ(s.share_password_file, "/srv/lab/share_password");
@@ -765,13 +769,18 @@ TEST(LayoutTest, StateJsonCarriesSharesServersAndThrottle) {
   LabState s = sample_state();
   s.server.ftpd_pid = 77;
   s.server.smbd_pid = 78;
+  s.server.nfsd_pid = 79;
+  s.server.rpcbind_pid = 80;
   s.share_user_created = true;
   s.throttle.smbd_cpu = 0.25;
   s.throttle.disk_read_bps = 50'000'000;
   s.throttle.cgroups = {"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"};
   const LabState r = state_from_json(state_to_json(s), "lab.json");
-  ASSERT_EQ(r.server.shares.size(), 4u);
+  ASSERT_EQ(r.server.shares.size(), 6u);
   EXPECT_EQ(r.server.shares[1].url, s.server.shares[1].url);
+  EXPECT_EQ(r.server.shares[4].protocol, "nfs");
+  EXPECT_EQ(r.server.nfsd_pid, 79);
+  EXPECT_EQ(r.server.rpcbind_pid, 80);
   EXPECT_EQ(r.server.shares[1].server_dir, s.server.shares[1].server_dir);
   EXPECT_EQ(r.server.ftpd_pid, 77);
   EXPECT_EQ(r.server.smbd_pid, 78);

@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "lab/ganesha.h"
 #include "lab/layout.h"
 #include "lab/sys.h"
 
@@ -213,7 +214,10 @@ void start(LabState& s, const std::function<void()>& save) {
   const ServerFiles f = server_files(s);
   const bool ftp_up = ftpd_alive(s);
   const bool smb_up = smbd_alive(s);
-  if (ftp_up && smb_up) return;
+  if (ftp_up && smb_up) {
+    ganesha::start(s, save);
+    return;
+  }
   write_configs(s, f);
   ensure_user(s, f, save);
   set_password(s, f);
@@ -237,6 +241,7 @@ void start(LabState& s, const std::function<void()>& save) {
                                  {f.smbd_out, f.samba_dir + "/log.smbd"});
     save();
   }
+  ganesha::start(s, save);
 }
 
 void stop(LabState& s) {
@@ -244,6 +249,7 @@ void stop(LabState& s) {
   if (smbd_alive(s)) stop_pid(s.server.smbd_pid);
   s.server.ftpd_pid = 0;
   s.server.smbd_pid = 0;
+  ganesha::stop(s);
 }
 
 void stop_smbd(LabState& s) {

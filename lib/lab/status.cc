@@ -1,5 +1,7 @@
 #include "lab/status.h"
 
+#include "lab/ganesha.h"
+
 #include <fmt/format.h>
 
 #include <boost/json/array.hpp>
@@ -165,6 +167,14 @@ std::string servers_text(const LabStatus& st) {
                      st.ftpd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kFtpPort);
   out += fmt::format("  smbd       pid {} ({}), {}:{}\n", s.server.smbd_pid,
                      st.smbd_alive ? "alive" : "NOT RUNNING", s.server.data_address, kSmbPort);
+  if (ganesha::serves_nfs(s)) {
+    out +=
+        fmt::format("  ganesha    pid {} ({}), {}:{} (NFSv4{}){}\n", s.server.nfsd_pid,
+                    st.nfsd_alive ? "alive" : "NOT RUNNING", s.server.data_address,
+                    ganesha::kNfsPort, s.server.rpcbind_pid > 0 ? ", NFSv3" : "",
+                    s.server.rpcbind_pid > 0 ? fmt::format("; rpcbind pid {}", s.server.rpcbind_pid)
+                                             : std::string());
+  }
   out += shares_text(s);
   out += fmt::format("  throttle   {}\n", throttle_text(s.throttle));
   return out;
@@ -288,6 +298,7 @@ LabStatus gather_status(const LabState& state) {
   st.client = gather_host(state, state.client);
   st.ftpd_alive = servers::ftpd_alive(state);
   st.smbd_alive = servers::smbd_alive(state);
+  st.nfsd_alive = ganesha::alive(state);
   const std::string& sw = state.sw.netns;
   if (!sw.empty()) {
     st.switch_present = sys::netns_exists(sw);
@@ -391,6 +402,9 @@ std::string status_json(const LabStatus& st) {
                    {"ftpd_alive", st.ftpd_alive},
                    {"smbd_pid", s.server.smbd_pid},
                    {"smbd_alive", st.smbd_alive},
+                   {"nfsd_pid", s.server.nfsd_pid},
+                   {"nfsd_alive", st.nfsd_alive},
+                   {"rpcbind_pid", s.server.rpcbind_pid},
                    {"shares", std::move(shares)},
                    {"share_user", s.share_user},
                    {"share_user_created", s.share_user_created},
@@ -398,6 +412,7 @@ std::string status_json(const LabStatus& st) {
                    {"ftps_cert", server_files(s).ftps_cert},
                    {"samba_params", samba},
                    {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
+                                             {"nfsd_cpu", s.throttle.nfsd_cpu},
                                              {"disk_read_bps", s.throttle.disk_read_bps},
                                              {"disk_write_bps", s.throttle.disk_write_bps},
                                              {"cgroups", std::move(cgroups)}}}};

@@ -61,6 +61,7 @@ struct LabStatus {
   std::vector<std::string> switch_problems;  // what could not be seen
   bool ftpd_alive = false;                   // the recorded vsftpd runs the lab's config
   bool smbd_alive = false;                   // the recorded smbd runs the lab's config
+  bool nfsd_alive = false;                   // the recorded ganesha.nfsd runs the lab's config
 };
 
 // Looks at the running lab described by `state`. Never throws for what it

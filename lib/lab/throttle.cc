@@ -77,10 +77,11 @@ CgroupLayout cgroup_layout() {
 
 ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
-                           const std::vector<int>& server_pids, const std::string& name) {
+                           const std::vector<int>& server_pids, const std::string& name,
+                           const std::vector<int>& nfsd_pids) {
   CP_CHECK(name.rfind(kCgroupPrefix, 0) == 0);
   ThrottlePlan p;
-  const bool cpu = want.smbd_cpu > 0;
+  const bool cpu = want.smbd_cpu > 0 || want.nfsd_cpu > 0;
   const bool io = want.disk_read_bps > 0 || want.disk_write_bps > 0;
   const bool cpu_v1 = cpu && !l.cpu_v1.empty();
   const bool io_v1 = io && !l.blkio_v1.empty();
@@ -89,7 +90,7 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
   if (cpu && !cpu_v1 && !cpu_v2) {
     throw Error(
         ErrorKind::kUnsupported,
-        "cannot limit smbd's CPU: this machine has no cgroup cpu controller (neither a v1 "
+        "cannot limit a file server's CPU: this machine has no cgroup cpu controller (neither a v1 "
         "cpu hierarchy nor cpu in cgroup v2's cgroup.controllers)",
         "enable the cpu controller (v2: echo +cpu > <cgroup2 mount>/cgroup.subtree_control)");
   }
@@ -100,21 +101,33 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
   }
   auto move_all = [&](const std::vector<int>& pids, const std::string& dir, bool skip_smbd) {
     for (int pid : pids) {
-      if (skip_smbd && std::find(smbd_pids.begin(), smbd_pids.end(), pid) != smbd_pids.end()) {
+      if (skip_smbd && (std::find(smbd_pids.begin(), smbd_pids.end(), pid) != smbd_pids.end() ||
+                        std::find(nfsd_pids.begin(), nfsd_pids.end(), pid) != nfsd_pids.end())) {
         continue;
       }
       p.ops.push_back({CgroupOp::kMove, dir + "/cgroup.procs", std::to_string(pid)});
     }
   };
-  const int quota =
-      std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(want.smbd_cpu * kCfsPeriodUs)));
+  auto quota_of = [](double share) {
+    return std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(share * kCfsPeriodUs)));
+  };
+  // Each quota'd server in a group of its own: smbd, ganesha.nfsd.
+  const struct {
+    const char* leaf;
+    double share;
+    const std::vector<int>& pids;
+  } quotas[] = {{"smbd", want.smbd_cpu, smbd_pids}, {"nfsd", want.nfsd_cpu, nfsd_pids}};
   if (cpu_v1) {
-    const std::string dir = l.cpu_v1 + "/" + name + "-smbd";
-    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
-    p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
-    p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota)});
-    move_all(smbd_pids, dir, false);
-    p.cgroups.push_back(dir);
+    for (const auto& q : quotas) {
+      if (q.share <= 0) continue;
+      const std::string dir = l.cpu_v1 + "/" + name + "-" + q.leaf;
+      p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+      p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
+      p.ops.push_back(
+          {CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota_of(q.share))});
+      move_all(q.pids, dir, false);
+      p.cgroups.push_back(dir);
+    }
   }
   if (io_v1) {
     const std::string dir = l.blkio_v1 + "/" + name + "-server";
@@ -143,11 +156,15 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                                    bps_text(want.disk_write_bps))});
     }
     if (cpu_v2) {
-      p.ops.push_back({CgroupOp::kMkdir, base + "/smbd", ""});
-      p.ops.push_back(
-          {CgroupOp::kWrite, base + "/smbd/cpu.max", fmt::format("{} {}", quota, kCfsPeriodUs)});
-      move_all(smbd_pids, base + "/smbd", false);
-      p.cgroups.push_back(base + "/smbd");
+      for (const auto& q : quotas) {
+        if (q.share <= 0) continue;
+        const std::string leaf = base + "/" + q.leaf;
+        p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
+        p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
+                         fmt::format("{} {}", quota_of(q.share), kCfsPeriodUs)});
+        move_all(q.pids, leaf, false);
+        p.cgroups.push_back(leaf);
+      }
     }
     p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
     // With the cpu quota in v2 smbd stays in its own leaf; io.max still covers it.
@@ -200,6 +217,9 @@ void remove_throttle_cgroups(const LabThrottle& t) {
 std::string throttle_text(const LabThrottle& t) {
   std::vector<std::string> parts;
   if (t.smbd_cpu > 0) parts.push_back(fmt::format("smbd CPU {:g}% of a core", t.smbd_cpu * 100));
+  if (t.nfsd_cpu > 0) {
+    parts.push_back(fmt::format("ganesha.nfsd CPU {:g}% of a core", t.nfsd_cpu * 100));
+  }
   if (t.disk_read_bps > 0) {
     parts.push_back("server disk read " + format_mbps(static_cast<double>(t.disk_read_bps)));
   }

@@ -50,7 +50,8 @@ struct ThrottlePlan {
 };
 
 // The operations that give `want` (the whole throttle wanted, not a change)
-// to the server host: smbd's processes get the CPU quota, all of
+// to the server host: smbd's processes get the CPU quota (ganesha.nfsd's,
+// `nfsd_pids`, a quota of their own), all of
 // `server_pids` (which include smbd's) the disk limits on `device`
 // ("MAJ:MIN"). Throws Error(kUnsupported) naming the missing controller.
 // The cgroups are named from `name` (an instance's InstanceNames::cgroup_name,
@@ -58,7 +59,8 @@ struct ThrottlePlan {
 ThrottlePlan plan_throttle(const CgroupLayout& layout, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
                            const std::vector<int>& server_pids,
-                           const std::string& name = kCgroupPrefix);
+                           const std::string& name = kCgroupPrefix,
+                           const std::vector<int>& nfsd_pids = {});
 
 // Carries out the plan; throws Error(kIo) naming the file that refused.
 // A process that exited before it could be moved is not an error.

@@ -108,6 +108,37 @@ TEST(ThrottleTest, V2UsesLeavesAndIoMaxOnTheirParent) {
                                                  "/sys/fs/cgroup/chokepoint-lab"}));
 }
 
+TEST(ThrottleTest, NfsdGetsAQuotaOfItsOwnBesideSmbd) {
+  LabThrottle want;
+  want.smbd_cpu = 0.5;
+  want.nfsd_cpu = 0.2;
+  const ThrottlePlan v1 = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {101},
+                                        {50, 101, 300}, "chokepoint-lab", {300});
+  EXPECT_EQ(ops_text(v1),
+            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-smbd\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_period_us = 100000\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_quota_us = 50000\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 101\n"
+            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-nfsd\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cpu.cfs_period_us = 100000\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cpu.cfs_quota_us = 20000\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cgroup.procs = 300\n");
+  // v2: ganesha.nfsd in its own leaf, left out of the server leaf.
+  LabThrottle only_nfsd;
+  only_nfsd.nfsd_cpu = 0.2;
+  const ThrottlePlan v2 = plan_throttle(parse_cgroup_layout(kPureV2, "cpu io"), only_nfsd, "7:0",
+                                        {101}, {50, 101, 300}, "chokepoint-lab", {300});
+  EXPECT_EQ(ops_text(v2),
+            "write /sys/fs/cgroup/cgroup.subtree_control = +cpu\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab\n"
+            "write /sys/fs/cgroup/chokepoint-lab/cgroup.subtree_control = +cpu\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab/nfsd\n"
+            "write /sys/fs/cgroup/chokepoint-lab/nfsd/cpu.max = 20000 100000\n"
+            "move /sys/fs/cgroup/chokepoint-lab/nfsd/cgroup.procs = 300\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab/server\n");
+  EXPECT_EQ(throttle_text(want), "smbd CPU 50% of a core; ganesha.nfsd CPU 20% of a core");
+}
+
 TEST(ThrottleTest, TinyQuotaIsRaisedToTheKernelMinimum) {
   LabThrottle want;
   want.smbd_cpu = 0.001;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "transfer/afp.h"
 
 namespace cp::pipeline {
 namespace {
@@ -301,12 +302,13 @@ std::string driver_for_url(const std::string& url, const std::string& where) {
   if (scheme("ftp://") || scheme("ftps://")) return "ftp";
   if (scheme("smb://")) return "smb";
   if (scheme("afp://")) return "afp";
+  if (scheme("nfs://")) return "nfs";
   if (scheme("file://") || scheme("/")) return "path";
   if (scheme("null:")) return "null";
-  throw Error(ErrorKind::kConfig,
-              fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
-              "use ftp://, ftps://, smb://, afp://, a mounted path (/mnt/share or file://...), or "
-              "null: (the framework's own cost)");
+  throw Error(
+      ErrorKind::kConfig, fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
+      "use ftp://, ftps://, smb://, afp://, nfs://, a mounted path (/mnt/share or file://...), or "
+      "null: (the framework's own cost)");
 }
 
 void add_share_flag(Plan& plan, const std::string& flag) {
@@ -362,6 +364,14 @@ void validate(const Plan& plan) {
     }
     if (s.medium.empty()) {
       throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
+    }
+    // Driver options are checked now, not when the stage runs.
+    if (s.driver == "afp") {
+      try {
+        transfer::afp::parse_afp_options(s.options);
+      } catch (const Error& e) {
+        throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
+      }
     }
     int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
     if (sources > 1) {

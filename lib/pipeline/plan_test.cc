@@ -170,6 +170,21 @@ TEST(Plan, ShareFlag) {
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);
 }
 
+TEST(Plan, AfpOptionsAreCheckedWhenThePlanIsRead) {
+  const std::string base =
+      "[share mac]\nurl = afp://nas/Data\nserver_dir = /srv/data\nmedium = disk\n";
+  EXPECT_NO_THROW(validate(parse_plan(base + "options = depth=4, request_size=256KiB\n", "p")));
+  for (const char* bad : {"depth=0", "request_size=1k", "frobnicate=1"}) {
+    SCOPED_TRACE(bad);
+    try {
+      validate(parse_plan(base + "options = " + bad + "\n", "p"));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
 TEST(Plan, Timeouts) {
   Plan d = parse_plan("", "x");
   EXPECT_GT(d.silence_timeout, d.stall_after);

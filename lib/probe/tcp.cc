@@ -11,6 +11,8 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -337,11 +339,14 @@ struct TcpServer::State {
     std::atomic<bool> done{false};
   };
 
+  // Accepting runs on Asio (async_accept on the accept thread's io_context, which
+  // the destructor stops); each connection is served on its own thread with
+  // blocking send/recv, the cheapest data path.
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::steady_timer backoff{io};
   uint16_t port = 0;
   std::atomic<bool> stop{false};
-  int wake[2] = {-1, -1};  // a pipe: a byte written wakes the accept loop's poll
   std::thread accept_thread;
   std::list<std::unique_ptr<Conn>> conns;  // accept thread only, then the destructor
 
@@ -351,12 +356,6 @@ struct TcpServer::State {
   std::deque<std::string> result_order;    // oldest first, to bound `results`
   std::set<std::string> active;            // tokens being served
   std::deque<std::string> rejected;
-
-  ~State() {
-    for (int fd : wake) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
 
   void reject(std::string why) {
     std::lock_guard lock(mu);
@@ -388,42 +387,40 @@ struct TcpServer::State {
     }
   }
 
-  void accept_loop() {
-    const int lfd = acceptor.native_handle();
-    while (!stop.load()) {
+  // Accepts the next connection; each handler queues the one after it.
+  void accept_next() {
+    acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket sock) {
+      if (stop.load() || ec == asio::error::operation_aborted) return;
       reap(false);
-      pollfd fds[2] = {{lfd, POLLIN, 0}, {wake[0], POLLIN, 0}};
-      int rc = ::poll(fds, 2, 1000);
-      if (stop.load()) break;
-      if (rc <= 0 || (fds[0].revents & POLLIN) == 0) continue;
-      tcp::socket sock(io);
-      boost::system::error_code ec;
-      acceptor.accept(sock, ec);  // the acceptor is non-blocking: a vanished peer is would_block
       if (ec) {
         if (ec == asio::error::would_block || ec == asio::error::try_again ||
             ec == asio::error::connection_aborted || ec == asio::error::interrupted) {
-          continue;
+          accept_next();
+          return;
         }
         // Out of descriptors and the like: keep the reason and back off instead of spinning.
         reject(fmt::format("accept failed: {}", ec.message()));
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        continue;
+        backoff.expires_after(std::chrono::milliseconds(100));
+        backoff.async_wait([this](const boost::system::error_code& e) {
+          if (!e && !stop.load()) accept_next();
+        });
+        return;
       }
       if (conns.size() >= static_cast<size_t>(kMaxTcpConnections)) {
         reject(fmt::format("{}: too many connections", peer_text(sock)));
-        continue;
+      } else {
+        auto conn = std::make_unique<Conn>();
+        Conn* c = conn.get();
+        try {
+          c->thread =
+              std::thread([this, c, s = std::move(sock)]() mutable { serve(std::move(s), c); });
+          conns.push_back(std::move(conn));
+        } catch (const std::exception& e) {
+          reject(fmt::format("cannot start a connection thread: {}", e.what()));
+        }
       }
-      auto conn = std::make_unique<Conn>();
-      Conn* c = conn.get();
-      try {
-        c->thread =
-            std::thread([this, c, s = std::move(sock)]() mutable { serve(std::move(s), c); });
-      } catch (const std::exception& e) {
-        reject(fmt::format("cannot start a connection thread: {}", e.what()));
-        continue;
-      }
-      conns.push_back(std::move(conn));
-    }
+      accept_next();
+    });
   }
 
   static std::string peer_text(const tcp::socket& sock) {
@@ -511,22 +508,16 @@ TcpServer::TcpServer(const std::string& bind_address, uint16_t port)
   if (ec) throw fail("bind");
   s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) throw fail("listen on");
-  s.acceptor.non_blocking(true, ec);
-  if (ec) throw fail("configure");
   s.port = s.acceptor.local_endpoint(ec).port();
-  if (::pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw Error(ErrorKind::kIo, fmt::format("cannot create a pipe: {}", errno_text(errno)));
-  }
-  s.accept_thread = std::thread([&s] { s.accept_loop(); });
+  if (ec) throw fail("configure");
+  s.accept_next();
+  s.accept_thread = std::thread([&s] { s.io.run(); });
 }
 
 TcpServer::~TcpServer() {
   State& s = *state_;
   s.stop.store(true);
-  if (s.wake[1] >= 0) {
-    const char byte = 1;
-    [[maybe_unused]] ssize_t n = ::write(s.wake[1], &byte, 1);
-  }
+  s.io.stop();  // ends the pending accept; its handler never runs
   if (s.accept_thread.joinable()) s.accept_thread.join();
   // Connection threads notice `stop` within kIoSlice and reset their connections.
   s.reap(true);

@@ -77,29 +77,29 @@ json::object AgentLink::handshake(double timeout_s) {
   return hello_;
 }
 
-json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel, bool* cancelled,
-                                     double* silent_since) {
-  double deadline = *silent_since + timeout_s;
+json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel,
+                                     double* cancelled_at, double* silent_since) {
   char buf[65536];
   for (;;) {
     if (auto msg = decoder_->decoder.next()) return std::move(*msg);
     const double now = monotonic_seconds();
     const bool cancel_now =
         (cancel && cancel->cancelled()) || (default_cancel_ && default_cancel_->cancelled());
-    if (cancel_now && !*cancelled) {
-      *cancelled = true;
-      // Never wait on a peer after Ctrl-C: a short grace, then abandon it.
-      deadline = std::min(deadline, now + kCancelGrace);
+    if (cancel_now && *cancelled_at == 0) {
+      *cancelled_at = now;
       try {
         stream_->write(wire::encode({{"type", "cancel"}, {"id", 0}}));
       } catch (const Error&) {
-        // The channel is gone: nothing will answer.
-        deadline = now;
+        *cancelled_at = now - kCancelGrace;  // the channel is gone: nothing will answer
       }
     }
+    // Never wait on a peer after Ctrl-C: a short grace from the cancel, then
+    // abandon it, however chatty it stays.
+    double deadline = *silent_since + timeout_s;
+    if (*cancelled_at > 0) deadline = std::min(deadline, *cancelled_at + kCancelGrace);
     const double left = deadline - now;
     if (left <= 0) {
-      if (*cancelled) {
+      if (*cancelled_at > 0) {
         abandoned_ = "it did not answer a cancel";
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       }
@@ -113,10 +113,11 @@ json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel
                   "[timeouts] silence in the plan");
     }
     const double silent = now - *silent_since;
-    if (wait_ && silent >= 3 && !*cancelled) wait_(name_, silent, timeout_s);
+    if (wait_ && silent >= 3 && *cancelled_at == 0) wait_(name_, silent, timeout_s);
     auto r = stream_->read(buf, sizeof buf, std::min(left, 0.2));
     if (r.eof) {
-      if (*cancelled) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      if (*cancelled_at > 0)
+        throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       closed("mid-request");
     }
     if (r.n) {
@@ -143,15 +144,15 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
   args["type"] = type;
   args["id"] = id;
   stream_->write(wire::encode(std::move(args)));
-  bool cancelled = false;
+  double cancelled_at = 0;  // monotonic s when this call sent "cancel"
   last_max_silence_ = 0;
   double silent_since = monotonic_seconds();
   for (;;) {
     json::object msg;
     try {
-      msg = next_message(limit, cancel, &cancelled, &silent_since);
+      msg = next_message(limit, cancel, &cancelled_at, &silent_since);
     } catch (const Error& e) {
-      if (cancelled) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       if (e.kind() == ErrorKind::kPeer) {
         throw Error(ErrorKind::kPeer,
                     fmt::format("{}: bad message from agent: {}", name_, e.what()), e.hint());
@@ -168,7 +169,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
     if (mtype == "error" && (mid == id || mid == 0)) {
       const auto& err = wire::get_object(msg, "error");
       const std::string kind = wire::get_string(err, "kind");
-      if (cancelled || kind == "cancelled") {
+      if (cancelled_at > 0 || kind == "cancelled") {
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       }
       ErrorKind k = ErrorKind::kRemote;
@@ -180,7 +181,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
                   wire::opt_string(err, "hint"));
     }
     if (mtype == "result" && mid == id) {
-      if (cancelled) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
+      if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       return wire::get_object(msg, "data");
     }
     // A late answer to an earlier, abandoned request: skip it.

@@ -65,7 +65,7 @@ class AgentLink {
   const json::object& hello() const { return hello_; }
 
  private:
-  json::object next_message(double timeout_s, const CancelToken* cancel, bool* cancelled,
+  json::object next_message(double timeout_s, const CancelToken* cancel, double* cancelled_at,
                             double* silent_since);
   [[noreturn]] void closed(const std::string& during);
 

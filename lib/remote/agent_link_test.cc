@@ -160,6 +160,64 @@ TEST(AgentLink, CancelNeverWaitsOnASilentAgent) {
   EXPECT_THROW(link.call("stats", {}, 600), Error);
 }
 
+// A peer that answers hello, then only sends heartbeats (alive, but it never
+// answers the request nor the cancel).
+class HeartbeatsOnly : public ByteStream {
+ public:
+  ReadResult read(char* buf, size_t size, double timeout_s) override {
+    if (pos_ == in_.size() && id_ > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s, 0.1)));
+      in_ += wire::encode({{"type", "heartbeat"}, {"id", id_}});
+    }
+    if (pos_ == in_.size()) return {};
+    size_t n = std::min(size, in_.size() - pos_);
+    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
+    pos_ += n;
+    return {n, false};
+  }
+  void write(std::string_view data) override {
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      const std::string type = wire::get_string(*m, "type");
+      if (type == "hello") {
+        in_ += wire::encode({{"type", "result"},
+                             {"id", wire::get_u64(*m, "id")},
+                             {"data", {{"proto", wire::kProtocolVersion}}}});
+      } else if (type != "cancel") {
+        id_ = wire::get_u64(*m, "id");
+      }
+    }
+  }
+
+ private:
+  std::string in_ = wire::sentinel_line("b1");
+  size_t pos_ = 0;
+  uint64_t id_ = 0;
+};
+
+TEST(AgentLink, CancelGraceHoldsAgainstAnAgentThatKeepsTalking) {
+  AgentLink link(std::make_unique<HeartbeatsOnly>(), "server (nas)");
+  link.handshake(5);
+  link.set_silence_limit(30);
+  CancelToken cancel;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.cancel();
+  });
+  const double t0 = monotonic_seconds();
+  try {
+    link.call("disk", {}, 600, {}, &cancel);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled) << e.what();
+  }
+  t.join();
+  // Heartbeats do not extend the grace: not the 30 s silence limit.
+  EXPECT_LT(monotonic_seconds() - t0, 0.5 + kCancelGrace + 1.0);
+  EXPECT_TRUE(link.abandoned());
+}
+
 TEST(SshHints, ChangedKeyIsRemovedFromTheFileItWasReadFrom) {
   EXPECT_EQ(keygen_remove_command("cp-server", ""), "ssh-keygen -R cp-server");
   EXPECT_EQ(keygen_remove_command("10.0.0.1", "/srv/lab/known_hosts"),

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/json_util.h"
 #include "core/units.h"
 
@@ -290,26 +291,39 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
   return json::serialize(doc) + "\n";
 }
 
-std::string history_text(const std::vector<RunListRow>& rows) {
+namespace {
+
+// "smb disk read: server disk 52.1" (MB/s of the capping row).
+std::string verdict_brief(const analysis::Headline& h) {
+  if (h.path.empty()) return "no verdict";
+  std::string s = h.path + ": " + h.layer;
+  if (h.cap_bytes_per_s > 0) s += fmt::format(" ({} {:.1f})", h.cap, h.cap_bytes_per_s / kMB);
+  return s;
+}
+
+}  // namespace
+
+std::string history_text(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts) {
+  CP_CHECK(rows.size() == verdicts.size());
   if (rows.empty()) return "No runs stored yet: run `chokepoint diagnose`.\n";
   std::string out = fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", "id", "started",
-                                "status", "label", "server / client", "headline (MB/s, medians)");
-  for (const auto& r : rows) {
-    std::string head;
-    for (const auto& [k, v] : r.headline) {
-      head += fmt::format("{}{} {:.1f}", head.empty() ? "" : ", ", k, v / kMB);
-    }
+                                "status", "label", "server / client", "verdict (MB/s)");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunListRow& r = rows[i];
     out += fmt::format("{:>5}  {:<20}  {:<11}  {:<14}  {:<24}  {}\n", r.id, iso_time(r.started_at),
-                       r.status, r.label, r.server + " / " + r.client, head);
+                       r.status, r.label, r.server + " / " + r.client, verdict_brief(verdicts[i]));
   }
   return out;
 }
 
-std::string history_json(const std::vector<RunListRow>& rows) {
+std::string history_json(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts) {
+  CP_CHECK(rows.size() == verdicts.size());
   json::array arr;
-  for (const auto& r : rows) {
-    json::object head;
-    for (const auto& [k, v] : r.headline) head[k] = v;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunListRow& r = rows[i];
+    const analysis::Headline& h = verdicts[i];
     arr.push_back({{"id", r.id},
                    {"label", r.label},
                    {"status", r.status},
@@ -317,7 +331,12 @@ std::string history_json(const std::vector<RunListRow>& rows) {
                    {"client", r.client},
                    {"started_at", r.started_at},
                    {"finished_at", r.finished_at},
-                   {"headline_bytes_per_s", head}});
+                   {"verdict",
+                    {{"path", h.path},
+                     {"layer", h.layer},
+                     {"cap", h.cap},
+                     {"cap_bytes_per_s", h.cap_bytes_per_s},
+                     {"headline", h.text}}}});
   }
   return json::serialize(json::object{{"runs", arr}}) + "\n";
 }

@@ -20,7 +20,10 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
 // of the verdict can be traced to stored samples.
 std::string run_json(const RunRecord& run, const analysis::Analysis& a);
 
-std::string history_text(const std::vector<RunListRow>& rows);
-std::string history_json(const std::vector<RunListRow>& rows);
+// `history`: each run with its verdict in brief (`verdicts[i]` is rows[i]'s).
+std::string history_text(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts);
+std::string history_json(const std::vector<RunListRow>& rows,
+                         const std::vector<analysis::Headline>& verdicts);
 
 }  // namespace cp::report

@@ -120,20 +120,25 @@ TEST(Report, JsonTracesEveryVerdictToSamples) {
   EXPECT_TRUE(smb);
 }
 
-TEST(Report, HistoryTextAndJson) {
+TEST(Report, HistoryCarriesEachRunsVerdict) {
   RunListRow r;
   r.id = 3;
   r.label = "after";
   r.status = kComplete;
   r.server = "nas";
   r.client = "mac";
-  r.headline = {{"tcp:server->client:send", 117e6}};
-  std::string t = history_text({r});
-  EXPECT_NE(t.find("after"), std::string::npos);
-  EXPECT_NE(t.find("tcp:server->client:send 117.0"), std::string::npos);
-  auto j = boost::json::parse(history_json({r})).as_object();
-  EXPECT_EQ(j.at("runs").as_array()[0].at("id").as_int64(), 3);
-  EXPECT_NE(history_text({}).find("No runs"), std::string::npos);
+  analysis::Headline h;
+  h.path = "smb disk read";
+  h.layer = "server disk";
+  h.cap = "server disk read, 100 MB files";
+  h.cap_bytes_per_s = 52.1e6;
+  EXPECT_NE(history_text({r}, {h}).find("after"), std::string::npos);
+  auto j = boost::json::parse(history_json({r}, {h})).as_object();
+  const auto& run = j.at("runs").as_array()[0].as_object();
+  EXPECT_EQ(run.at("id").as_int64(), 3);
+  EXPECT_EQ(run.at("verdict").at("layer").as_string(), "server disk");
+  EXPECT_DOUBLE_EQ(run.at("verdict").at("cap_bytes_per_s").as_double(), 52.1e6);
+  EXPECT_NE(history_text({}, {}).find("No runs"), std::string::npos);
 }
 
 }  // namespace

@@ -344,11 +344,6 @@ struct Store::Impl {
         "        OR instr(lower(client), lower(?2)) > 0)"
         "   AND started_at >= ?3"
         " ORDER BY started_at DESC, id DESC LIMIT ?4");
-    select_rates = make(
-        "SELECT st.layer, st.location, sa.op, sa.bytes, sa.seconds, sa.cache_possible"
-        " FROM samples sa JOIN stages st ON st.id = sa.stage_id"
-        " WHERE sa.run_id = ?1 AND sa.error = '' AND sa.seconds > 0"
-        " ORDER BY st.id, sa.seq");
     select_run = make(
         "SELECT id, label, status, error, started_at, COALESCE(finished_at, 0), server, client,"
         " plan_json, version FROM runs WHERE id = ?1");
@@ -439,8 +434,8 @@ struct Store::Impl {
   Owner owner;
   std::mutex mu;
   std::unique_ptr<Stmt> insert_run, upsert_host, insert_stage, insert_sample, finish_stage,
-      finish_run, interrupt_stages, select_history, select_rates, select_run, select_hosts,
-      select_stages, select_samples, select_latest, select_by_id, select_by_label;
+      finish_run, interrupt_stages, select_history, select_run, select_hosts, select_stages,
+      select_samples, select_latest, select_by_id, select_by_label;
 };
 
 std::string Store::default_path() {
@@ -593,27 +588,6 @@ std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
       r.started_at = q.real(5);
       r.finished_at = q.real(6);
       rows.push_back(std::move(r));
-    }
-  }
-  for (RunListRow& r : rows) {
-    struct Rates {
-      std::vector<double> uncached, cached;
-    };
-    std::vector<std::string> order;
-    std::map<std::string, Rates> by_key;
-    Stmt::Use q(*impl_->select_rates);
-    q.bind(1, r.id);
-    while (q.step()) {
-      std::string key = q.text(0) + ":" + q.text(1) + ":" + q.text(2);
-      auto [it, added] = by_key.try_emplace(key);
-      if (added) order.push_back(key);
-      double rate = static_cast<double>(q.i64(3)) / q.real(4);
-      (q.i64(5) ? it->second.cached : it->second.uncached).push_back(rate);
-    }
-    for (const std::string& key : order) {
-      Rates& rates = by_key[key];
-      auto& values = rates.uncached.empty() ? rates.cached : rates.uncached;
-      r.headline.emplace_back(key, summarize(std::move(values)).median);
     }
   }
   txn.commit();

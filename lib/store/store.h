@@ -27,11 +27,8 @@ struct RunListRow {
   std::string label, status, server, client;
   double started_at = 0;   // Unix seconds
   double finished_at = 0;  // Unix seconds; 0 while running
-  // Median bytes/s of the successful samples per stage key "layer:where:op"
-  // (e.g. "tcp:server->client:send", "disk:server:read"), in the order the
-  // stages ran. Samples the page cache may have served are left out of a key
-  // that has others.
-  std::vector<std::pair<std::string, double>> headline;
+  // (Its verdict comes from analysis, which holds every rule: `history` loads
+  // the run and asks analysis::headline_of.)
 };
 
 struct HistoryFilter {

@@ -604,6 +604,16 @@ class AfpSession : public Session {
       dsi::Connection& c;
       ~Uncancel() { c.set_cancel(nullptr); }
     } uncancel{conn};
+    // A setup that fails past this point (no such volume, a bad login) still
+    // logs out and closes the DSI session: netatalk keeps a dropped client's
+    // afpd for its 24 h disconnect time otherwise.
+    struct Goodbye {
+      AfpSession& s;
+      bool armed = true;
+      ~Goodbye() {
+        if (armed) s.goodbye();
+      }
+    } goodbye{*this};
     const dsi::SessionOptions so = conn.open_session(kAttentionQuantum);
     quantum_ = so.server_quantum.value_or(dsi::kDefaultQuantum);
     if (quantum_ < 4096) {
@@ -614,6 +624,8 @@ class AfpSession : public Session {
     }
     const uint64_t cap = std::min<uint64_t>(quantum_, kMaxRequestSize);
     link_->request_size = opts.request_size ? std::min(opts.request_size, cap) : cap;
+    // Said, not silent: the request size asked for and why it is smaller.
+    if (opts.request_size > cap) requested_size_ = opts.request_size;
     link_->depth = opts.depth;
     conn.set_max_reply(
         static_cast<uint32_t>(std::max<uint64_t>(link_->request_size, 1u << 20) + 4096));
@@ -673,6 +685,7 @@ class AfpSession : public Session {
     tickle_s_ = opts.tickle_s;
 
     keepalive_ = std::thread([this] { keepalive_loop(); });
+    goodbye.armed = false;
   }
 
   ~AfpSession() override {
@@ -682,6 +695,11 @@ class AfpSession : public Session {
     }
     cv_.notify_all();
     if (keepalive_.joinable()) keepalive_.join();
+    goodbye();
+  }
+
+  // Closes the volume, logs out and closes the DSI session, best effort.
+  void goodbye() noexcept {
     if (!link_->conn) return;
     dsi::Connection& conn = *link_->conn;
     conn.set_reply_timeout(kGoodbyeTimeout);
@@ -734,6 +752,17 @@ class AfpSession : public Session {
   }
 
   std::map<std::string, std::string> properties() const override {
+    std::map<std::string, std::string> p = base_properties();
+    if (requested_size_) {
+      p["request_size_asked"] = std::to_string(requested_size_);
+      p["request_size_limit"] =
+          fmt::format("the server's quantum ({} bytes) and chokepoint's cap ({} bytes)", quantum_,
+                      kMaxRequestSize);
+    }
+    return p;
+  }
+
+  std::map<std::string, std::string> base_properties() const {
     return {{"afp_version", version_},
             {"uam", uam_},
             {"server_name", server_name_},
@@ -769,6 +798,7 @@ class AfpSession : public Session {
   std::string dir_;
   std::string version_, uam_, server_name_, machine_;
   uint32_t quantum_ = 0;
+  uint64_t requested_size_ = 0;  // request_size asked for, when above the cap (0: not)
   double tickle_s_ = 30;
   bool logged_in_ = false;
   bool volume_open_ = false;

@@ -337,6 +337,19 @@ TEST(AfpDriver, UserFromTheShareOverridesTheUrl) {
             std::string::npos);
 }
 
+TEST(AfpDriver, ARequestSizeAboveTheQuantumIsRecordedNotSilentlyClamped) {
+  Served s;  // quantum 1 MiB
+  Share share = s.share("alice@");
+  share.options = {{"request_size", "4MiB"}};
+  auto session = s.connect(share);
+  const auto props = session->properties();
+  EXPECT_EQ(props.at("request_size"), "1048576");
+  EXPECT_EQ(props.at("request_size_asked"), "4194304");
+  // Within the quantum, nothing to say.
+  share.options = {{"request_size", "64KiB"}};
+  EXPECT_EQ(s.connect(share)->properties().count("request_size_asked"), 0u);
+}
+
 TEST(AfpDriver, PipelinesReadsAndWritesToTheConfiguredDepth) {
   // The server holds FPReadExt/FPWriteExt replies until `depth` requests are
   // waiting: it sees exactly `depth` in flight, in batches it answers last
@@ -520,6 +533,12 @@ TEST(AfpDriver, VolumeAndServerErrors) {
   EXPECT_NE(error_of([&] { s.connect(s.share("alice@", "s3cret", "nosuch")); }, ErrorKind::kConfig)
                 .find("no such volume"),
             std::string::npos);
+  {
+    // It said goodbye: netatalk keeps a dropped client's afpd for 24 h.
+    const auto st = s.server->stats_after(2);
+    EXPECT_TRUE(st.logged_out);
+    EXPECT_TRUE(st.closed_session);
+  }
   TestServerConfig old;
   old.versions = {"AFPVersion 2.1", "AFP2.2"};
   Served s2(old);

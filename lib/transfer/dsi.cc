@@ -585,8 +585,15 @@ Message Connection::wait_locked(uint16_t id) {
     if (!outstanding_.count(id)) {
       CP_CHECK(!"wait() for a request id that was never sent");
     }
-    while (read_available()) {
-      if (replies_.count(id)) break;
+    try {
+      while (read_available()) {
+        if (replies_.count(id)) break;
+      }
+    } catch (const Error&) {
+      // A reply that came before the failure (netatalk sends a refused
+      // login's reply, an attention and DSICloseSession within 150 us) is
+      // still the answer; the failure stays for the next call.
+      if (!replies_.count(id)) throw;
     }
     if (replies_.count(id) || attention_) continue;
     pollfd p{fd_, POLLIN, 0};
@@ -701,8 +708,12 @@ Header Connection::wait_into(uint16_t id, char* dst, size_t cap) {
     if (!outstanding_.count(id)) {
       CP_CHECK(!"wait_into() for a request id that was never sent");
     }
-    while (read_available()) {
-      if (target_.done || replies_.count(id)) break;
+    try {
+      while (read_available()) {
+        if (target_.done || replies_.count(id)) break;
+      }
+    } catch (const Error&) {
+      if (!target_.done && !replies_.count(id)) throw;  // as in wait_locked
     }
     if (target_.done || replies_.count(id) || attention_) continue;
     pollfd p{fd_, POLLIN, 0};

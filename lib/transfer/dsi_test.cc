@@ -262,6 +262,38 @@ TEST(DsiConnection, ServerCloseSessionFails) {
             std::string::npos);
 }
 
+// netatalk refusing a login: the reply (kFPUserNotAuth), an attention and
+// DSICloseSession arrive together; the reply is still the answer.
+TEST(DsiConnection, AReplyThatCameBeforeCloseSessionIsReturned) {
+  for (bool into : {false, true}) {
+    SCOPED_TRACE(into ? "wait_into" : "wait");
+    Pair p = make_pair();
+    const uint16_t a = p.client->send_command("login");
+    Header reply, attention, close;
+    reply.flags = kReply;
+    reply.command = kCommand;
+    reply.request_id = a;
+    reply.code = static_cast<uint32_t>(-5023);  // kFPUserNotAuth
+    attention.flags = kRequest;
+    attention.command = kAttention;
+    attention.request_id = 1;
+    close.flags = kRequest;
+    close.command = kCloseSession;
+    close.request_id = 2;
+    p.server->send_raw(encode_message(reply, "") +
+                       encode_message(attention, std::string("\x80\x00", 2)) +
+                       encode_message(close, ""));
+    if (into) {
+      char buf[16];
+      EXPECT_EQ(p.client->wait_into(a, buf, sizeof buf).error(), -5023);
+    } else {
+      EXPECT_EQ(p.client->wait(a).header.error(), -5023);
+    }
+    // The session is over for whatever comes next.
+    EXPECT_THROW(p.client->wait(p.client->send_command("next")), Error);
+  }
+}
+
 TEST(DsiConnection, ProtocolViolationsArePeerErrors) {
   {
     Pair p = make_pair();

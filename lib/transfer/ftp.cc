@@ -171,10 +171,15 @@ class FtpSession : public Session {
   }
 
   std::map<std::string, std::string> properties() const override {
+    // A stream, not requests: what is in flight is the data connection's TCP
+    // window (the kernel's, shown by the TCP probe), not set by this client.
     return {{"tls", tls_ ? "explicit" : "none"},
             {"data_connection", "passive"},
             {"type", "binary"},
-            {"greeting", greeting_}};
+            {"greeting", greeting_},
+            {"flow", "tcp_stream"},
+            {"recv_buffer", std::to_string(kRecvBuffer)},
+            {"send_buffer", std::to_string(kSendBuffer)}};
   }
 
  private:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -61,6 +62,24 @@ Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
 // "SMB2_02" -> 0x0202, ..., "SMB3" and "SMB3_11" -> 0x0311, "SMB2" -> 0x0210;
 // 0 for a name it does not know.
 uint16_t smb2_dialect_of(std::string_view protocol_name);
+
+// --- nfs -------------------------------------------------------------------
+inline constexpr unsigned kNfsMaxDepth = 1024;
+inline constexpr uint64_t kNfsMaxRequest = 16 << 20;
+struct NfsOptions {
+  int version = 4;                  // 3 or 4
+  uint64_t request_size = 1 << 20;  // bytes per READ/WRITE (capped at the server's rsize/wsize)
+  unsigned depth = 16;              // requests in flight on the connection
+  int uid = -1, gid = -1;           // AUTH_SYS ids; -1: the share user's, else the agent's
+  double timeout_s = 30;            // seconds without an answer before a call fails
+};
+// The nfs share options; Error(kConfig) naming an unknown option or a bad value.
+NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
+// The cp::Error for a failed libnfs call: -status as errno, libnfs's text
+// (which carries NFS3ERR_/NFS4ERR_/MNT3ERR_ names): closed port, unknown
+// export, refused mount, version not served, read-only export, permission,
+// full disk, missing file, a silent or lost server.
+Error nfs_error(int err, std::string_view detail, Step step, const Place& where);
 
 // --- path ------------------------------------------------------------------
 Error path_error(int err, Step step, const Place& where);

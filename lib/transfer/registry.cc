@@ -15,7 +15,7 @@ struct Entry {
 // The one explicit list of drivers.
 const Entry kDrivers[] = {
     {"null", make_null_driver}, {"ftp", make_ftp_driver}, {"smb", make_smb_driver},
-    {"path", make_path_driver}, {"afp", make_afp_driver},
+    {"path", make_path_driver}, {"afp", make_afp_driver}, {"nfs", make_nfs_driver},
 };
 
 }  // namespace

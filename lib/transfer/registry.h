@@ -12,5 +12,6 @@ std::unique_ptr<Driver> make_ftp_driver();
 std::unique_ptr<Driver> make_smb_driver();
 std::unique_ptr<Driver> make_path_driver();
 std::unique_ptr<Driver> make_afp_driver();
+std::unique_ptr<Driver> make_nfs_driver();
 
 }  // namespace cp::transfer

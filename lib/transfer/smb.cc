@@ -1,5 +1,7 @@
 // The smb driver: libsmbclient, SMB2 or later (SMB1 is refused), one
-// context per session. smb://host[:port]/share[/dir].
+// context per session, plus with option connections=N > 1 N helper
+// processes with a context (and SMB connection) each that move a file's
+// calls N at a time (SmbPoolFile). smb://host[:port]/share[/dir].
 //
 // What libsmbclient (Samba 4.17) does with a call, and so what this driver
 // can keep in flight on its one connection:
@@ -11,8 +13,12 @@
 //   keeps two writes in flight (smbclient's put uses the private cli_push),
 //   and Debian 12's libsmbclient does not export smbc_thread_posix, so
 //   contexts cannot be driven from several threads.
-// So every read and write is one call of `io_size` bytes (default 4 MiB),
-// staged in one bounded buffer when the caller's block is smaller, and a
+// So every read and write is one call of `io_size` bytes, staged in one
+// bounded buffer when the caller's block is smaller. Nothing is in flight
+// between two calls (a round trip plus the caller's work on the data), so
+// the default is 8 MiB when the probe's TCP handshake takes over 1 ms,
+// else 1 MiB (there the caller's work dominates; measured on the lab's
+// 1 Gbit/s tbf link, 4 MiB calls read 8 % slower than 1 MiB ones). A
 // read never asks past the end of the file: a window that crosses it leaves
 // requests in flight when cli_pull returns, and every later call on the
 // connection then fails with EINVAL ("async call in flight"), which is what
@@ -29,15 +35,23 @@
 // server can tell the rest (`smbstatus --json`).
 //
 // Share options: "encrypt" = "default" | "none" | "request" | "require";
-// "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"); "timeout"
+// "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"; default as
+// above); "connections" (1-16, default 1: smbd serves each connection with a
+// process of its own, so more than one changes what a server-CPU verdict
+// means); "timeout"
 // (seconds); "workgroup"; "min_protocol" (default SMB2_02), "max_protocol"
 // (SMB3).
 #include <fcntl.h>
 #include <libsmbclient.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -60,7 +74,29 @@
 namespace cp::transfer {
 namespace {
 
-constexpr uint64_t kDefaultIoSize = 4 << 20;
+// Default bytes per call (see the top): small where the round trip is
+// short, large where it is long.
+constexpr uint64_t kLanIoSize = 1 << 20;
+constexpr uint64_t kWanIoSize = 8 << 20;
+// A NEGOTIATE round trip longer than this counts as a long path (seconds).
+constexpr double kLanRtt = 0.001;
+// Most connections (helper processes) option "connections" may ask for.
+constexpr unsigned kMaxConnections = 16;
+
+// What a helper process is asked (over a SOCK_SEQPACKET socketpair; the data
+// goes through its slot of a shared mapping) and what it answers.
+enum WorkerOp : uint32_t { kWOpen = 1, kWRead, kWWrite, kWClose, kWQuit };
+struct WorkerRequest {
+  uint32_t op = 0;
+  uint32_t write = 0;  // kWOpen: for writing
+  uint64_t offset = 0, len = 0;
+  char url[4096] = {};
+};
+struct WorkerReply {
+  int64_t result = 0;  // bytes, 0, or -1 with err
+  int32_t err = 0;
+  char status[64] = {};  // NT_STATUS_... from its log
+};
 // cli_pull keeps at most this many read requests of a call in flight.
 constexpr uint64_t kPullMaxChunks = 256;
 // Longest wait for the NEGOTIATE probe's connection and answer (seconds).
@@ -103,7 +139,7 @@ void auth_fn(SMBCCTX* ctx, const char*, const char*, char* wg, int wglen, char* 
 // not SMB2): the session's own login then reports the problem.
 std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
                                        const std::string& min_protocol,
-                                       const std::string& max_protocol) {
+                                       const std::string& max_protocol, double* rtt) {
   const uint16_t lo = std::max<uint16_t>(smb2_dialect_of(min_protocol), 0x0202);
   const uint16_t hi = std::min<uint16_t>(smb2_dialect_of(max_protocol), 0x0302);
   if (lo > hi) return std::nullopt;
@@ -135,11 +171,22 @@ std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
       int fd;
       ~Closer() { ::close(fd); }
     } closer{fd};
+    // The TCP handshake is the path's round trip (the NEGOTIATE answer also
+    // waits for smbd to fork a process for the connection).
+    const double t0 = monotonic_seconds();
     if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
       if (errno != EINPROGRESS || !wait_for(fd, POLLOUT)) continue;
       int err = 0;
       socklen_t len = sizeof err;
       if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) continue;
+    }
+    // The kernel's measure of the handshake, free of this process's
+    // scheduling (a busy host can add milliseconds to the wall clock).
+    *rtt = monotonic_seconds() - t0;
+    tcp_info ti{};
+    socklen_t ti_len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
+      *rtt = ti.tcpi_rtt / 1e6;
     }
     const std::string req = smb2_negotiate_request(lo, hi);
     size_t sent = 0;
@@ -221,8 +268,48 @@ class SmbFile : public File {
   bool failed_ = false;  // writes: a call failed, so the file has a hole
 };
 
+// A file whose data moves through the session's helper processes: call k
+// (io_size bytes at k * io_size) goes to helper k % connections, so up to
+// `connections` calls are in flight. Random access goes through the
+// session's own handle (an SmbFile).
+class SmbPoolFile : public File {
+ public:
+  SmbPoolFile(SmbSession& s, std::unique_ptr<SmbFile> own, Mode mode, Place where, uint64_t size)
+      : s_(s), own_(std::move(own)), mode_(mode), where_(std::move(where)), size_(size) {}
+  ~SmbPoolFile() override;
+  size_t read(char* buf, size_t n) override;
+  size_t pread(char* buf, size_t n, uint64_t offset) override {
+    return own_->pread(buf, n, offset);
+  }
+  void write(const char* buf, size_t n) override;
+  void pwrite(const char* buf, size_t n, uint64_t offset) override;
+  void close() override;
+
+ private:
+  void issue();
+  void drain() noexcept;  // waits out every call in flight, errors dropped
+
+  SmbSession& s_;
+  std::unique_ptr<SmbFile> own_;
+  Mode mode_;
+  Place where_;
+  uint64_t size_;
+  uint64_t issued_ = 0, taken_ = 0;  // calls handed out / consumed (reads), or sent (writes)
+  size_t holding_ = SIZE_MAX;        // reads: the helper whose slot is being handed out
+  size_t hold_pos_ = 0, hold_len_ = 0;
+  size_t fill_ = 0;  // writes: bytes in the current helper's slot
+  bool failed_ = false, closed_ = false;
+};
+
 class SmbSession : public Session {
  public:
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;
+    char* slot = nullptr;
+    enum State { kIdle, kBusy, kHolding } state = kIdle;
+    uint64_t call = 0;  // bytes of the call in flight
+  };
   SmbSession(const Share& share, const CancelToken&) {
     url_ = parse_share_url(share.url);
     if (url_.scheme != "smb") {
@@ -244,8 +331,9 @@ class SmbSession : public Session {
       creds_.workgroup = creds_.user.substr(0, semi);  // "DOMAIN;user"
       creds_.user = creds_.user.substr(semi + 1);
     }
-    io_size_ = parse_size(option(share, "io_size", "4MiB"), "smb option 'io_size'");
-    if (io_size_ < 4096 || io_size_ > (64u << 20)) {
+    const std::string io = option(share, "io_size", "");
+    io_size_ = io.empty() ? 0 : parse_size(io, "smb option 'io_size'");
+    if (!io.empty() && (io_size_ < 4096 || io_size_ > (64u << 20))) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("smb option io_size={} is out of range", io_size_),
                   "give 4KiB to 64MiB");
@@ -262,50 +350,32 @@ class SmbSession : public Session {
         url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
     base_ = "smb://" + host + percent_encode_path(url_.path);
 
-    ctx_ = smbc_new_context();
-    if (!ctx_) throw Error(ErrorKind::kIo, "libsmbclient could not start: " + errno_text(errno));
-    smbc_setOptionUserData(ctx_, &creds_);
-    smbc_setFunctionAuthDataWithContext(ctx_, auth_fn);
-    // Never fall back to an anonymous or guest login: a wrong password must fail.
-    smbc_setOptionNoAutoAnonymousLogin(ctx_, 1);
-    smbc_setOptionUseKerberos(ctx_, 0);
-    smbc_setOptionFallbackAfterKerberos(ctx_, 1);
-    smbc_setOptionUseCCache(ctx_, 0);
-    smbc_setTimeout(ctx_, static_cast<int>(timeout * 1000));
-    if (url_.port) smbc_setPort(ctx_, static_cast<uint16_t>(url_.port));
-    if (encrypt_ == "none") {
-      smbc_setOptionSmbEncryptionLevel(ctx_, SMBC_ENCRYPTLEVEL_NONE);
-    } else if (encrypt_ == "request") {
-      smbc_setOptionSmbEncryptionLevel(ctx_, SMBC_ENCRYPTLEVEL_REQUEST);
-    } else if (encrypt_ == "require") {
-      smbc_setOptionSmbEncryptionLevel(ctx_, SMBC_ENCRYPTLEVEL_REQUIRE);
-    } else if (encrypt_ != "default") {
+    if (encrypt_ != "none" && encrypt_ != "request" && encrypt_ != "require" &&
+        encrypt_ != "default") {
       throw Error(ErrorKind::kConfig, fmt::format("smb option encrypt={} is unknown", encrypt_),
                   "give default, none, request or require");
     }
-    // Level 3 while connecting: the log then says why a login failed.
-    smbc_setDebug(ctx_, 3);
-    {
-      static std::once_flag once;
-      std::call_once(once, [this] { smbc_setLogCallback(ctx_, nullptr, on_log); });
+    timeout_ = timeout;
+    const std::string conns = option(share, "connections", "1");
+    connections_ = conns.size() <= 2 && std::all_of(conns.begin(), conns.end(), ::isdigit)
+                       ? static_cast<unsigned>(std::stoul(conns))
+                       : 0;
+    if (connections_ < 1 || connections_ > kMaxConnections) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("smb option connections={} is out of range", conns),
+                  fmt::format("give 1 to {} (connections moving one file's data at once)",
+                              kMaxConnections));
     }
-    if (!smbc_init_context(ctx_)) {
-      const int err = errno;
-      smbc_free_context(ctx_, 1);
-      ctx_ = nullptr;
-      throw Error(ErrorKind::kIo, "libsmbclient could not initialise: " + errno_text(err),
-                  "check /etc/samba/smb.conf (libsmbclient reads it)");
-    }
-    // Process-wide in libsmbclient, so set for every session alike.
-    if (!smbc_setOptionProtocols(ctx_, min_protocol_.c_str(), max_protocol_.c_str())) {
-      throw Error(
-          ErrorKind::kConfig,
-          fmt::format("libsmbclient refused protocols {}..{}", min_protocol_, max_protocol_),
-          "give protocol names like SMB2_02, SMB2_10, SMB3_00, SMB3_11 or SMB3");
-    }
+    ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
     limits_ = probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445),
-                           min_protocol_, max_protocol_);
+                           min_protocol_, max_protocol_, &probe_rtt_);
+    if (io_size_ == 0) {
+      // Between calls nothing is in flight for a round trip plus the
+      // caller's work on the data: on a long path larger calls amortise it;
+      // on a short one the caller's work dominates, and 1 MiB keeps memory low.
+      io_size_ = limits_ && probe_rtt_ > kLanRtt ? kWanIoSize : kLanIoSize;
+    }
     // Connect, log in and open the share's directory: wrong password,
     // unknown share and closed port show here.
     t_log.clear();
@@ -314,9 +384,203 @@ class SmbSession : public Session {
     smbc_getFunctionClosedir(ctx_)(ctx_, dir);
     // Quiet from here: nothing is logged per read or write.
     smbc_setDebug(ctx_, 0);
+    if (connections_ > 1) {
+      try {
+        start_workers();
+      } catch (...) {
+        stop_workers();
+        throw;
+      }
+    }
+  }
+
+  void start_workers() {
+    shm_size_ = connections_ * io_size_;
+    void* m = ::mmap(nullptr, shm_size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      shm_size_ = 0;
+      throw Error(ErrorKind::kIo,
+                  fmt::format("SMB: cannot map {} bytes for {} connections: {}", shm_size_,
+                              connections_, errno_text(errno)),
+                  "give fewer connections or a smaller io_size");
+    }
+    shm_ = static_cast<char*>(m);
+    for (unsigned i = 0; i < connections_; ++i) {
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        throw Error(ErrorKind::kIo, "SMB: socketpair for a helper: " + errno_text(errno));
+      }
+      char* slot = shm_ + i * io_size_;
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        throw Error(ErrorKind::kIo, "SMB: cannot start a helper process: " + errno_text(errno));
+      }
+      if (pid == 0) worker_main(sv[1], slot);
+      ::close(sv[1]);
+      Worker w;
+      w.pid = pid;
+      w.fd = sv[0];
+      w.slot = slot;
+      workers_.push_back(w);
+    }
+    // Each logs in on its own connection; the first failure is the error.
+    for (Worker& w : workers_) wait_reply(w, Step::kConnect, where_);
+  }
+
+  // The helper process: never returns.
+  [[noreturn]] void worker_main(int fd, char* slot) {
+    // Only its socket stays open: the parent's SMB connection, the agent's
+    // channel and the other helpers' sockets are the parent's.
+    if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
+    ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
+    const int null_fd = ::open("/dev/null", O_RDWR);
+    for (int std_fd = 0; std_fd < 3; ++std_fd) {
+      if (null_fd >= 0 && null_fd != std_fd) ::dup2(null_fd, std_fd);
+    }
+    if (null_fd > 2) ::close(null_fd);
+    auto answer = [&](int64_t result, int err) {
+      WorkerReply r;
+      r.result = result;
+      r.err = err;
+      const std::string st = result < 0 ? smb_status_from_log(t_log) : "";
+      std::snprintf(r.status, sizeof r.status, "%s", st.c_str());
+      if (::send(fd, &r, sizeof r, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof r)) ::_exit(0);
+    };
+    SMBCCTX* ctx = nullptr;
+    try {
+      t_log.clear();
+      ctx = make_context();
+      SMBCFILE* dir = smbc_getFunctionOpendir(ctx)(ctx, base_.c_str());
+      if (!dir) {
+        answer(-1, errno);
+        ::_exit(1);
+      }
+      smbc_getFunctionClosedir(ctx)(ctx, dir);
+      smbc_setDebug(ctx, 0);
+    } catch (const Error&) {
+      answer(-1, errno ? errno : EIO);
+      ::_exit(1);
+    }
+    answer(0, 0);
+    SMBCFILE* f = nullptr;
+    for (;;) {
+      WorkerRequest q;
+      if (::recv(fd, &q, sizeof q, 0) != static_cast<ssize_t>(sizeof q) || q.op == kWQuit) {
+        ::_exit(0);
+      }
+      t_log.clear();
+      q.url[sizeof q.url - 1] = '\0';
+      if (q.op == kWOpen) {
+        if (f) smbc_getFunctionClose(ctx)(ctx, f);
+        f = smbc_getFunctionOpen(ctx)(ctx, q.url, q.write ? O_WRONLY : O_RDONLY, 0);
+        answer(f ? 0 : -1, f ? 0 : errno);
+      } else if (q.op == kWClose) {
+        const int rc = f ? smbc_getFunctionClose(ctx)(ctx, f) : 0;
+        f = nullptr;
+        answer(rc == 0 ? 0 : -1, rc == 0 ? 0 : errno);
+      } else if (!f || q.len > io_size_) {
+        answer(-1, EBADF);
+      } else if (smbc_getFunctionLseek(ctx)(ctx, f, static_cast<off_t>(q.offset), SEEK_SET) < 0) {
+        answer(-1, errno);
+      } else if (q.op == kWRead) {
+        const ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, slot, q.len);
+        answer(n, n < 0 ? errno : 0);
+      } else {
+        uint64_t done = 0;
+        int err = 0;
+        while (done < q.len) {
+          const ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, slot + done, q.len - done);
+          if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            break;
+          }
+          done += static_cast<uint64_t>(n);
+        }
+        answer(err ? -1 : static_cast<int64_t>(done), err);
+      }
+    }
+  }
+
+  Error helper_gone(const Worker& w) const {
+    return Error(ErrorKind::kIo,
+                 fmt::format("SMB: helper process {} for {} ended", w.pid, where_.server),
+                 "see the server's log; the helper's connection may have been dropped");
+  }
+
+  void stop_workers() noexcept {
+    for (Worker& w : workers_) {
+      WorkerRequest q;
+      q.op = kWQuit;
+      if (w.fd >= 0) {
+        (void)::send(w.fd, &q, sizeof q, MSG_NOSIGNAL);
+        ::close(w.fd);
+      }
+    }
+    // Each ends on its own; one that does not within 5 s is killed.
+    const double deadline = monotonic_seconds() + 5;
+    for (Worker& w : workers_) {
+      while (::waitpid(w.pid, nullptr, WNOHANG) == 0) {
+        if (monotonic_seconds() > deadline) {
+          ::kill(w.pid, SIGKILL);
+          ::waitpid(w.pid, nullptr, 0);
+          break;
+        }
+        ::usleep(2000);
+      }
+    }
+    workers_.clear();
+    if (shm_) ::munmap(shm_, shm_size_);
+    shm_ = nullptr;
+  }
+
+  // A libsmbclient context with this session's settings, logging at level 3
+  // (callers quiet it once connected).
+  SMBCCTX* make_context() {
+    SMBCCTX* ctx = smbc_new_context();
+    if (!ctx) throw Error(ErrorKind::kIo, "libsmbclient could not start: " + errno_text(errno));
+    smbc_setOptionUserData(ctx, &creds_);
+    smbc_setFunctionAuthDataWithContext(ctx, auth_fn);
+    // Never fall back to an anonymous or guest login: a wrong password must fail.
+    smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
+    smbc_setOptionUseKerberos(ctx, 0);
+    smbc_setOptionFallbackAfterKerberos(ctx, 1);
+    smbc_setOptionUseCCache(ctx, 0);
+    smbc_setTimeout(ctx, static_cast<int>(timeout_ * 1000));
+    if (url_.port) smbc_setPort(ctx, static_cast<uint16_t>(url_.port));
+    if (encrypt_ == "none") {
+      smbc_setOptionSmbEncryptionLevel(ctx, SMBC_ENCRYPTLEVEL_NONE);
+    } else if (encrypt_ == "request") {
+      smbc_setOptionSmbEncryptionLevel(ctx, SMBC_ENCRYPTLEVEL_REQUEST);
+    } else if (encrypt_ == "require") {
+      smbc_setOptionSmbEncryptionLevel(ctx, SMBC_ENCRYPTLEVEL_REQUIRE);
+    }
+    // Level 3 while connecting: the log then says why a login failed.
+    smbc_setDebug(ctx, 3);
+    {
+      static std::once_flag once;
+      std::call_once(once, [ctx] { smbc_setLogCallback(ctx, nullptr, on_log); });
+    }
+    if (!smbc_init_context(ctx)) {
+      const int err = errno;
+      smbc_free_context(ctx, 1);
+      throw Error(ErrorKind::kIo, "libsmbclient could not initialise: " + errno_text(err),
+                  "check /etc/samba/smb.conf (libsmbclient reads it)");
+    }
+    // Process-wide in libsmbclient, so set for every session alike.
+    if (!smbc_setOptionProtocols(ctx, min_protocol_.c_str(), max_protocol_.c_str())) {
+      smbc_free_context(ctx, 1);
+      throw Error(
+          ErrorKind::kConfig,
+          fmt::format("libsmbclient refused protocols {}..{}", min_protocol_, max_protocol_),
+          "give protocol names like SMB2_02, SMB2_10, SMB3_00, SMB3_11 or SMB3");
+    }
+    return ctx;
   }
 
   ~SmbSession() override {
+    stop_workers();
     if (ctx_) smbc_free_context(ctx_, 1);
   }
 
@@ -335,6 +599,9 @@ class SmbSession : public Session {
         errno = err;
         fail(Step::kOpenRead, where);
       }
+      if (!workers_.empty()) {
+        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url);
+      }
       return std::make_unique<SmbFile>(*this, f, mode, std::move(where),
                                        static_cast<uint64_t>(st.st_size));
     }
@@ -344,6 +611,7 @@ class SmbSession : public Session {
       f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     }
     if (!f) fail(Step::kOpenWrite, where);
+    if (!workers_.empty()) return make_pool_file(f, mode, std::move(where), 0, url);
     return std::make_unique<SmbFile>(*this, f, mode, std::move(where), 0);
   }
 
@@ -370,6 +638,8 @@ class SmbSession : public Session {
         {"max_read_size", size(limits_ ? limits_->max_read : 0)},
         {"max_write_size", size(limits_ ? limits_->max_write : 0)},
         {"io_size", std::to_string(io_size_)},
+        {"connections", std::to_string(connections_)},
+        {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", probe_rtt_ * 1000) : "unknown"},
         {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"}};
     std::lock_guard<std::mutex> lock(flight_mu_);
     if (!flight_.op.empty()) {
@@ -382,8 +652,8 @@ class SmbSession : public Session {
   }
 
   // What a call of `n` bytes keeps in flight, per libsmbclient 4.17 (see the
-  // top of this file), folded into the current file's record.
-  void note_call(Mode mode, uint64_t n) {
+  // top of this file).
+  Flight flight_of(Mode mode, uint64_t n) const {
     Flight one;
     one.op = mode == Mode::kRead ? "read" : "write";
     const uint32_t max = !limits_              ? 0
@@ -400,9 +670,16 @@ class SmbSession : public Session {
       one.request_size = std::min<uint64_t>(n, chunk);
       one.in_flight = one.request_size;
     }
+    return one;
+  }
+  // Folds one call of the session's own context into the file's record.
+  void note_call(Mode mode, uint64_t n) {
+    const Flight one = flight_of(mode, n);
     std::lock_guard<std::mutex> lock(flight_mu_);
     if (flight_.op != one.op || one.in_flight > flight_.in_flight) flight_ = one;
   }
+  std::unique_ptr<File> make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
+                                       const std::string& url);
   void new_file() {
     std::lock_guard<std::mutex> lock(flight_mu_);
     flight_ = {};
@@ -415,6 +692,58 @@ class SmbSession : public Session {
 
   SMBCCTX* ctx() const { return ctx_; }
   uint64_t io_size() const { return io_size_; }
+
+  // Helper processes (option connections > 1): each its own libsmbclient
+  // context and SMB connection, forked at connect, moving one call's data
+  // through its slot of a shared mapping, so `connections` calls are in
+  // flight at once (libsmbclient is synchronous and not thread-safe).
+
+  size_t workers() const { return workers_.size(); }
+  Worker& worker(size_t i) { return workers_[i]; }
+
+  void send_request(Worker& w, uint32_t op, uint64_t offset, uint64_t len,
+                    const std::string& url = {}, bool write = false) {
+    WorkerRequest q;
+    q.op = op;
+    q.write = write ? 1 : 0;
+    q.offset = offset;
+    q.len = len;
+    CP_CHECK(url.size() < sizeof q.url);
+    std::memcpy(q.url, url.data(), url.size());
+    if (::send(w.fd, &q, sizeof q, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof q)) {
+      throw helper_gone(w);
+    }
+  }
+  // The helper's answer; its failure as the error for `step`.
+  WorkerReply wait_reply(Worker& w, Step step, const Place& where) {
+    WorkerReply r;
+    pollfd p{w.fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(timeout_ * 1000) * 2 + 1000);
+    if (n == 0) {
+      throw Error(ErrorKind::kIo,
+                  fmt::format("SMB: helper process {} for {} did not answer in {} s", w.pid,
+                              where_.server, timeout_ * 2 + 1),
+                  "the server or the network is stuck; see the server's log");
+    }
+    if (::recv(w.fd, &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) throw helper_gone(w);
+    if (r.result < 0) throw smb_error(r.err, r.status, step, where);
+    return r;
+  }
+
+  // In flight now: the calls of busy helpers, folded into the file's record.
+  void note_pool(Mode mode) {
+    Flight all;
+    all.op = mode == Mode::kRead ? "read" : "write";
+    for (const Worker& w : workers_) {
+      if (w.state != Worker::kBusy) continue;
+      const Flight one = flight_of(mode, w.call);
+      all.request_size = std::max(all.request_size, one.request_size);
+      all.requests += one.requests;
+      all.in_flight += one.in_flight;
+    }
+    std::lock_guard<std::mutex> lock(flight_mu_);
+    if (flight_.op != all.op || all.in_flight > flight_.in_flight) flight_ = all;
+  }
 
  private:
   std::string url_of(const std::string& rel) const {
@@ -441,7 +770,13 @@ class SmbSession : public Session {
   std::string share_name_;
   std::string base_;
   Credentials creds_;
-  uint64_t io_size_ = kDefaultIoSize;
+  uint64_t io_size_ = 0;  // bytes per call; 0 until chosen
+  double timeout_ = 30;   // seconds
+  unsigned connections_ = 1;
+  std::vector<Worker> workers_;
+  char* shm_ = nullptr;  // the helpers' slots, io_size_ each
+  size_t shm_size_ = 0;
+  double probe_rtt_ = 0;  // the probe's TCP handshake (seconds)
   std::optional<Smb2Limits> limits_;
   mutable std::mutex flight_mu_;
   Flight flight_;  // the last file's
@@ -587,6 +922,201 @@ void SmbFile::close() {
   if (smbc_getFunctionClose(s_.ctx())(s_.ctx(), f) != 0) {
     s_.fail(mode_ == Mode::kRead ? Step::kCloseRead : Step::kClose, where_);
   }
+}
+
+std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
+                                                 const std::string& url) {
+  auto own = std::make_unique<SmbFile>(*this, f, mode, where, size);
+  for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+  std::optional<Error> first;
+  for (Worker& w : workers_) {
+    try {
+      wait_reply(w, mode == Mode::kRead ? Step::kOpenRead : Step::kOpenWrite, where);
+    } catch (const Error& e) {
+      if (!first) first = e;
+    }
+    w.state = Worker::kIdle;
+  }
+  if (first) throw *first;
+  return std::make_unique<SmbPoolFile>(*this, std::move(own), mode, std::move(where), size);
+}
+
+SmbPoolFile::~SmbPoolFile() {
+  if (closed_) return;
+  drain();
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      s_.send_request(s_.worker(i), kWClose, 0, 0);
+      s_.wait_reply(s_.worker(i), Step::kClose, where_);
+    } catch (const Error&) {
+    }
+  }
+}
+
+void SmbPoolFile::drain() noexcept {
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    auto& w = s_.worker(i);
+    if (w.state == SmbSession::Worker::kBusy) {
+      try {
+        s_.wait_reply(w, Step::kRead, where_);
+      } catch (const Error&) {
+      }
+    }
+    w.state = SmbSession::Worker::kIdle;
+  }
+  holding_ = SIZE_MAX;
+}
+
+// Hands out calls in order to idle helpers, up to the size at open.
+void SmbPoolFile::issue() {
+  const uint64_t io = s_.io_size();
+  while (issued_ * io < size_) {
+    auto& w = s_.worker(issued_ % s_.workers());
+    if (w.state != SmbSession::Worker::kIdle) break;
+    const uint64_t off = issued_ * io;
+    w.call = std::min<uint64_t>(io, size_ - off);
+    s_.send_request(w, kWRead, off, w.call);
+    w.state = SmbSession::Worker::kBusy;
+    ++issued_;
+  }
+  s_.note_pool(Mode::kRead);
+}
+
+size_t SmbPoolFile::read(char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kRead && !closed_);
+  for (;;) {
+    if (holding_ != SIZE_MAX) {
+      auto& w = s_.worker(holding_);
+      if (hold_pos_ < hold_len_) {
+        const size_t k = std::min(n, hold_len_ - hold_pos_);
+        std::memcpy(buf, w.slot + hold_pos_, k);
+        hold_pos_ += k;
+        if (hold_pos_ == hold_len_) {
+          w.state = SmbSession::Worker::kIdle;
+          holding_ = SIZE_MAX;
+          issue();
+        }
+        return k;
+      }
+      w.state = SmbSession::Worker::kIdle;
+      holding_ = SIZE_MAX;
+    }
+    issue();
+    if (taken_ == issued_) return 0;
+    const size_t i = taken_ % s_.workers();
+    auto& w = s_.worker(i);
+    WorkerReply r;
+    try {
+      r = s_.wait_reply(w, Step::kRead, where_);
+    } catch (...) {
+      w.state = SmbSession::Worker::kIdle;
+      drain();
+      throw;
+    }
+    const uint64_t off = taken_ * s_.io_size();
+    ++taken_;
+    holding_ = i;
+    w.state = SmbSession::Worker::kHolding;
+    hold_pos_ = 0;
+    hold_len_ = static_cast<size_t>(r.result);
+    if (r.result < static_cast<int64_t>(w.call)) {
+      // The file shrank since open: it ends here; later calls are dropped.
+      size_ = off + static_cast<uint64_t>(r.result);
+    }
+  }
+}
+
+void SmbPoolFile::write(const char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kWrite && !closed_);
+  if (failed_) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("SMB: an earlier write to {}/{} failed; the file is incomplete",
+                            where_.share, where_.file),
+                "see the first error; remove the file and write it again");
+  }
+  const size_t io = static_cast<size_t>(s_.io_size());
+  while (n > 0) {
+    auto& w = s_.worker(issued_ % s_.workers());
+    if (fill_ == 0 && w.state == SmbSession::Worker::kBusy) {
+      try {
+        s_.wait_reply(w, Step::kWrite, where_);
+      } catch (...) {
+        failed_ = true;
+        w.state = SmbSession::Worker::kIdle;
+        throw;
+      }
+      w.state = SmbSession::Worker::kIdle;
+    }
+    const size_t k = std::min(n, io - fill_);
+    std::memcpy(w.slot + fill_, buf, k);
+    fill_ += k;
+    buf += k;
+    n -= k;
+    if (fill_ == io) {
+      w.call = io;
+      s_.send_request(w, kWWrite, issued_ * io, io);
+      w.state = SmbSession::Worker::kBusy;
+      ++issued_;
+      fill_ = 0;
+      s_.note_pool(Mode::kWrite);
+    }
+  }
+}
+
+void SmbPoolFile::pwrite(const char* buf, size_t n, uint64_t offset) {
+  CP_CHECK(mode_ == Mode::kWrite && !closed_);
+  own_->pwrite(buf, n, offset);
+}
+
+void SmbPoolFile::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::optional<Error> first;
+  auto keep = [&](const Error& e) {
+    if (!first) first = e;
+  };
+  if (mode_ == Mode::kWrite && !failed_ && fill_ > 0) {
+    auto& w = s_.worker(issued_ % s_.workers());
+    try {
+      if (w.state == SmbSession::Worker::kBusy) {
+        w.state = SmbSession::Worker::kIdle;
+        s_.wait_reply(w, Step::kWrite, where_);
+      }
+      w.call = fill_;
+      s_.send_request(w, kWWrite, issued_ * s_.io_size(), fill_);
+      w.state = SmbSession::Worker::kBusy;
+      ++issued_;
+    } catch (const Error& e) {
+      keep(e);
+    }
+    fill_ = 0;
+  }
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    auto& w = s_.worker(i);
+    if (w.state == SmbSession::Worker::kBusy) {
+      try {
+        s_.wait_reply(w, mode_ == Mode::kWrite ? Step::kWrite : Step::kRead, where_);
+      } catch (const Error& e) {
+        keep(e);
+      }
+    }
+    w.state = SmbSession::Worker::kIdle;
+  }
+  holding_ = SIZE_MAX;
+  for (size_t i = 0; i < s_.workers(); ++i) {
+    try {
+      s_.send_request(s_.worker(i), kWClose, 0, 0);
+      s_.wait_reply(s_.worker(i), mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead, where_);
+    } catch (const Error& e) {
+      keep(e);
+    }
+  }
+  try {
+    own_->close();
+  } catch (const Error& e) {
+    keep(e);
+  }
+  if (first) throw *first;
 }
 
 class SmbDriver : public Driver {

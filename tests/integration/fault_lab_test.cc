@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "core/clock.h"
+#include "lab/lab.h"
+#include "lab/layout.h"
 #include "lab/sys.h"
 #include "support.h"
 
@@ -192,6 +194,8 @@ TEST_F(LabFaults, EachAgentKilledOrStoppedAtEachLayer) {
     TempDir t;
     write_file(t.file("plan.ini"), plan("[timeouts]\nsilence = 4s\n"));
     const std::string db = t.file("runs.db");
+    // The tests' own instance, whatever an earlier test left in the environment.
+    setenv(lab::kInstanceEnv, std::to_string(lab_instance()).c_str(), 1);
     Child c({CHOKEPOINT_BIN, "diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "-q"});
     std::string where = f.stage;
     if (auto at = where.find("ROLE"); at != std::string::npos)

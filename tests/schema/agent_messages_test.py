@@ -91,7 +91,21 @@ def main():
         os.mkdir(disk)
         check("hello", a.call("hello"))
         check("facts", a.call("facts", ram_dir=ram, disk_dir=disk, peer_address="127.0.0.1"))
-        check("prepare", a.call("prepare", dirs=[ram, disk]))
+        # A run dir whose agent is gone (a pid that no longer runs): swept.
+        orphan = os.path.join(disk, "chokepoint-run-gone01")
+        os.mkdir(orphan)
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        with open("/proc/sys/kernel/random/boot_id") as b:
+            boot = b.read().strip()
+        with open(os.path.join(orphan, ".chokepoint-owner"), "w") as o:
+            json.dump({"pid": dead.pid, "start_ticks": 1, "boot_id": boot,
+                       "host": os.uname().nodename, "pid_ns": os.readlink("/proc/self/ns/pid"),
+                       "run": 1}, o)
+        swept = check("prepare", a.call("prepare", dirs=[ram, disk], run=7))["data"]["swept"]
+        if [s["path"] for s in swept] != [orphan]:
+            raise SystemExit(f"prepare swept {swept}, not {orphan}")
+        check("sweep_orphans", a.call("sweep_orphans", dirs=[ram, disk]))
         check("check_space", a.call("check_space", dir=disk, bytes=1 << 20))
         mib = 1 << 20
         check("disk", a.call("disk", dir=disk, op="write", name="d.dat", size=4 * mib, block=mib))
@@ -101,6 +115,11 @@ def main():
         check("tcp_run", a.call("tcp_run", host="127.0.0.1", port=port, token="t1", mode="send",
                                 seconds=0.3, buffer=131072))
         check("tcp_result", a.call("tcp_result", token="t1", timeout=10))
+        # A request that waits 2.5 s: heartbeats (one a second) before its error.
+        frames = a.call("tcp_result", token="never", timeout=2.5)
+        check("tcp_result", frames, "error")
+        if not any(f["type"] == "heartbeat" for f in frames):
+            raise SystemExit("no heartbeat during a 2.5 s request")
         check("make_file", a.call("make_file", dir=ram, name="m.dat", size=mib))
         check("file_info", a.call("file_info", dir=ram, name="m.dat"))
         check("remove_file", a.call("remove_file", dir=ram, name="m.dat"))

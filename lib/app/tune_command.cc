@@ -1,0 +1,377 @@
+#include "app/tune_command.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+#include <boost/program_options.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "core/wire.h"
+#include "lab/lab.h"
+#include "lab/layout.h"
+#include "pipeline/plan.h"
+#include "remote/agent_link.h"
+#include "remote/endpoint.h"
+#include "store/store.h"
+#include "tune/knobs.h"
+#include "tune/sweep.h"
+
+namespace cp::app {
+namespace {
+
+namespace po = boost::program_options;
+namespace json = boost::json;
+
+CancelToken g_tune_cancel;
+void on_tune_signal(int) { g_tune_cancel.cancel(); }
+
+std::string list_text() {
+  std::string out;
+  for (const auto& k : tune::knob_table()) {
+    out += fmt::format("{}\n  on: {}; privilege: {}\n  {}\n  how: {}\n  affects: {}\n", k.name,
+                       k.endpoint, k.privilege, k.summary, tune::describe_mechanism(k),
+                       tune::describe_affects(k));
+  }
+  return out;
+}
+
+std::string list_json() {
+  json::array a;
+  for (const auto& k : tune::knob_table()) {
+    a.push_back(json::object{{"name", k.name},
+                             {"endpoint", k.endpoint},
+                             {"privilege", k.privilege},
+                             {"summary", k.summary},
+                             {"how", tune::describe_mechanism(k)},
+                             {"affects", tune::describe_affects(k)}});
+  }
+  return json::serialize(a) + "\n";
+}
+
+// A share's password from the environment or a 0600 file (tune does not prompt).
+std::optional<std::string> share_password(const pipeline::SharePlan& s) {
+  if (!s.password_env.empty()) {
+    const char* v = std::getenv(s.password_env.c_str());
+    if (!v) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("share '{}': password_env names {}, which is not set", s.name,
+                              s.password_env));
+    }
+    return std::string(v);
+  }
+  if (!s.password_file.empty()) {
+    struct stat st {};
+    if (stat(s.password_file.c_str(), &st) != 0 || (st.st_mode & 077)) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("share '{}': password_file '{}' is missing or readable by others",
+                              s.name, s.password_file),
+                  fmt::format("chmod 600 {}", s.password_file));
+    }
+    std::ifstream in(s.password_file);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  if (s.password_prompt) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("share '{}': tune runs many rounds and does not prompt", s.name),
+                "give password_env or password_file");
+  }
+  return std::nullopt;
+}
+
+struct Hosts {
+  remote::EndpointSpec server, client;
+  pipeline::Plan base;
+  std::optional<lab::LabState> lab;
+};
+
+Hosts resolve_hosts(const po::variables_map& vm) {
+  Hosts h;
+  h.server.role = "server";
+  h.client.role = "client";
+  if (vm.count("ssh-config"))
+    h.server.ssh_config = h.client.ssh_config = vm["ssh-config"].as<std::string>();
+  h.server.accept_new_host_keys = h.client.accept_new_host_keys =
+      vm.count("accept-new-host-keys") > 0;
+  const bool use_lab = vm.count("lab") || (!vm.count("server") && !vm.count("client"));
+  if (!use_lab) {
+    if (!vm.count("server") || !vm.count("client")) {
+      throw Error(ErrorKind::kUsage, "tune needs both --server and --client",
+                  "name two hosts (--server nas --client local), or use --lab");
+    }
+    h.server.host = vm["server"].as<std::string>();
+    h.client.host = vm["client"].as<std::string>();
+    return h;
+  }
+  auto lab = lab::load();
+  if (!lab) {
+    throw Error(ErrorKind::kUsage,
+                fmt::format("no --server/--client given and no lab is up (instance {})",
+                            lab::default_instance()),
+                "start it with `chokepoint lab up`, or name hosts with --server and --client");
+  }
+  const lab::LabHealth health = lab::check_health(*lab);
+  if (!health.healthy) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
+                "`chokepoint lab up` restarts what is down");
+  }
+  h.server.host = lab->server.alias;
+  h.client.host = lab->client.alias;
+  h.server.ssh_config = h.client.ssh_config = lab->ssh_config;
+  h.base.server.ram_dir = lab->server.ram_dir;
+  h.base.server.disk_dir = lab->server.disk_dir;
+  h.base.client.ram_dir = lab->client.ram_dir;
+  h.base.client.disk_dir = lab->client.disk_dir;
+  h.base.data_address = lab->server.data_address;
+  h.base.server.samba_conf = lab::server_files(*lab).smb_conf;
+  h.lab = *lab;
+  return h;
+}
+
+int revert_command(const po::variables_map& vm, const std::vector<std::string>& hosts_named) {
+  std::vector<remote::EndpointSpec> specs;
+  if (!hosts_named.empty()) {
+    for (const auto& name : hosts_named) {
+      remote::EndpointSpec s;
+      s.role = "host";
+      s.host = name;
+      if (vm.count("ssh-config")) s.ssh_config = vm["ssh-config"].as<std::string>();
+      s.accept_new_host_keys = vm.count("accept-new-host-keys") > 0;
+      specs.push_back(s);
+    }
+  } else {
+    Hosts h = resolve_hosts(vm);
+    specs = {h.server, h.client};
+  }
+  const bool as_json = vm.count("json") > 0;
+  json::array report;
+  int rc = 0;
+  for (const auto& spec : specs) {
+    // Starting the agent reverts a journal no live session holds; the
+    // request reports that and reverts anything left.
+    auto ep = remote::Endpoint::open(spec, [](const std::string&) {});
+    json::object r = ep->agent().call("tune_revert", {}, 120);
+    json::array restored;
+    for (const char* key : {"reverted_at_start", "reverted"}) {
+      for (const auto& e : wire::get_array(r, key)) restored.push_back(e);
+    }
+    const std::string start_err = wire::opt_string(r, "at_start_error");
+    if (!start_err.empty()) rc = 1;
+    if (!as_json) {
+      if (restored.empty()) {
+        std::cout << fmt::format("{}: nothing to revert ({})\n", spec.host,
+                                 wire::get_string(r, "journal"));
+      }
+      for (const auto& e : restored) {
+        const auto& o = e.as_object();
+        const std::string err = wire::get_string(o, "error");
+        if (!err.empty()) rc = 1;
+        std::cout << fmt::format("{}: {} on {} {} {}\n", spec.host, wire::get_string(o, "knob"),
+                                 wire::get_string(o, "target"),
+                                 err.empty() ? "restored to" : "NOT restored to",
+                                 wire::get_string(o, "original") + (err.empty() ? "" : ": " + err));
+      }
+      if (!start_err.empty()) std::cout << spec.host << ": " << start_err << "\n";
+    }
+    report.push_back(json::object{{"host", spec.host},
+                                  {"restored", restored},
+                                  {"error", start_err},
+                                  {"journal", wire::get_string(r, "journal")}});
+  }
+  if (as_json) std::cout << json::serialize(report) << "\n";
+  return rc;
+}
+
+}  // namespace
+
+int tune_command(const std::vector<std::string>& args) {
+  po::options_description desc("chokepoint tune [options]");
+  desc.add_options()("help,h", "this help")(
+      "knob", po::value<std::vector<std::string>>()->composing(),
+      "NAME=V1,V2,...: a knob and the values to try (repeatable: one sweep each)")(
+      "list", "the knobs: where each lives, how it is applied, which stages it affects")(
+      "dry-run", "print the exact commands a sweep would run, change nothing")(
+      "revert", "undo what a killed session left applied (on the named hosts, else both ends)")(
+      "show", po::value<std::string>()->implicit_value("latest"),
+      "print a stored session again (its id, or latest), recomputed from its runs")(
+      "server", po::value<std::string>(), "the file server: SSH host or alias, or 'local'")(
+      "client", po::value<std::string>(), "the client: SSH host or alias, or 'local'")(
+      "lab", "tune the built-in lab (the default without --server)")(
+      "plan", po::value<std::string>(), "plan file (shares, dirs)")(
+      "share", po::value<std::vector<std::string>>()->composing(),
+      "a share, as for diagnose (repeatable)")(
+      "i-have-console",
+      "allow knobs on the interface SSH uses (MTU); each host reverts by itself unless the "
+      "orchestrator still reaches it within --confirm-seconds")(
+      "confirm-seconds", po::value<uint64_t>()->default_value(20),
+      "how long a host waits for that confirmation before it reverts")(
+      "rounds", po::value<int>()->default_value(3), "interleaved rounds over the values")(
+      "count", po::value<int>()->default_value(3), "samples per size, op and value in a round")(
+      "size", po::value<std::string>(),
+      "file size of the disk and protocol samples (default: "
+      "the plan's)")("db", po::value<std::string>(),
+                     "SQLite database (default: under $XDG_DATA_HOME)")(
+      "json", "print the result as JSON")("html", po::value<std::string>(),
+                                          "also write an HTML chart to FILE")(
+      "ssh-config", po::value<std::string>(), "SSH config file")(
+      "accept-new-host-keys", "add unknown host keys to known_hosts")(
+      "quiet,q", "no progress output")("hosts", po::value<std::vector<std::string>>(),
+                                       "hosts for --revert");
+  po::positional_options_description pos;
+  pos.add("hosts", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw Error(ErrorKind::kUsage, e.what(), "see chokepoint tune --help");
+  }
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  const bool as_json = vm.count("json") > 0;
+  if (vm.count("list")) {
+    std::cout << (as_json ? list_json() : list_text());
+    return 0;
+  }
+  if (vm.count("show")) {
+    Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
+    std::vector<tune::LayerSamples> samples;
+    tune::TuneResult r = tune::load_session(store, vm["show"].as<std::string>(), &samples);
+    std::cout << (as_json ? "[" + tune::result_json(r) + "]\n" : tune::result_text(r));
+    if (vm.count("html"))
+      std::ofstream(vm["html"].as<std::string>()) << tune::result_html(r, samples);
+    return 0;
+  }
+  const std::vector<std::string> hosts_named =
+      vm.count("hosts") ? vm["hosts"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("revert")) return revert_command(vm, hosts_named);
+  if (!hosts_named.empty()) {
+    throw Error(ErrorKind::kUsage, fmt::format("unexpected argument '{}'", hosts_named.front()),
+                "hosts are named with --server and --client (or after --revert)");
+  }
+  if (!vm.count("knob")) {
+    throw Error(ErrorKind::kUsage, "tune needs a --knob NAME=V1,V2,... (or --list, --revert)",
+                "e.g. --knob server.readahead=128K,1M,4M; `tune --list` names the knobs");
+  }
+  std::vector<tune::KnobRequest> knobs;
+  for (const auto& k : vm["knob"].as<std::vector<std::string>>())
+    knobs.push_back(tune::parse_knob_arg(k));
+  const int rounds = vm["rounds"].as<int>();
+  const int count = vm["count"].as<int>();
+  if (rounds < 1 || rounds > 100 || count < 1 || count > 1000) {
+    throw Error(ErrorKind::kUsage, "--rounds must be 1..100 and --count 1..1000",
+                "3 rounds of 3 samples give each value 9 samples, enough for p < 0.05");
+  }
+
+  Hosts h = resolve_hosts(vm);
+  pipeline::Plan plan =
+      vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), h.base) : h.base;
+  if (plan.source.empty()) plan.source = h.lab ? "(defaults, lab)" : "(defaults)";
+  if (vm.count("share")) {
+    for (const auto& f : vm["share"].as<std::vector<std::string>>())
+      pipeline::add_share_flag(plan, f);
+  }
+  if (h.lab && plan.shares.empty()) {
+    for (const auto& ls : h.lab->server.shares) {
+      pipeline::SharePlan sp;
+      sp.name = ls.protocol + "-" + ls.medium;
+      sp.url = ls.url;
+      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
+      sp.server_dir = ls.server_dir;
+      sp.medium = ls.medium;
+      sp.user = h.lab->share_user;
+      sp.password_file = h.lab->share_password_file;
+      sp.declared_at = "the lab";
+      plan.shares.push_back(sp);
+    }
+  }
+  plan.disk_count = plan.proto_count = plan.tcp_count = count;
+  if (vm.count("size")) {
+    const uint64_t size = parse_size(vm["size"].as<std::string>(), "--size");
+    plan.disk_sizes = plan.proto_sizes = {size};
+  }
+  pipeline::validate(plan);
+  // Each knob's stages must exist before anything connects.
+  for (const auto& k : knobs) tune::affected_plan(*k.knob, plan);
+  std::map<std::string, std::string> passwords;
+  for (const auto& s : plan.shares) {
+    if (auto pw = share_password(s)) passwords[s.name] = *pw;
+  }
+
+  const bool quiet = vm.count("quiet") > 0;
+  auto note = [&](const std::string& line) {
+    if (!quiet) std::cerr << line << "\n";
+  };
+  struct sigaction sa {};
+  sa.sa_handler = on_tune_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto server = remote::Endpoint::open(h.server, note);
+  auto client = remote::Endpoint::open(h.client, note);
+  const std::string data_address =
+      plan.data_address.empty() ? server->default_data_address() : plan.data_address;
+  json::array results;
+  int rc = 0;
+  for (const auto& k : knobs) {
+    tune::SweepSetup s;
+    s.knob = k.knob;
+    s.values = k.values;
+    s.rounds = rounds;
+    s.plan = plan;
+    s.server = &server->agent();
+    s.client = &client->agent();
+    s.server_name = h.server.host;
+    s.client_name = h.client.host;
+    s.data_address = data_address;
+    s.passwords = passwords;
+    s.console = vm.count("i-have-console") > 0;
+    s.confirm_s = vm["confirm-seconds"].as<uint64_t>();
+    if (vm.count("dry-run")) {
+      std::cout << tune::dry_run_text(s);
+      continue;
+    }
+    Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
+    std::vector<tune::LayerSamples> samples;
+    try {
+      tune::TuneResult r = tune::run_sweep(s, store, g_tune_cancel, note, &samples);
+      if (as_json) {
+        results.push_back(json::parse(tune::result_json(r)));
+      } else {
+        std::cout << tune::result_text(r);
+      }
+      if (vm.count("html")) {
+        std::string path = vm["html"].as<std::string>();
+        if (knobs.size() > 1) path += "." + k.knob->name + ".html";
+        std::ofstream(path) << tune::result_html(r, samples);
+      }
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled || g_tune_cancel.cancelled()) {
+        std::cerr << "chokepoint tune: interrupted; the knob is back at its original value\n";
+        return 130;
+      }
+      throw;
+    }
+  }
+  if (as_json && !vm.count("dry-run")) std::cout << json::serialize(results) << "\n";
+  return rc;
+}
+
+}  // namespace cp::app

@@ -1,0 +1,108 @@
+#include "pipeline/stage.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include "core/error.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::pipeline {
+
+namespace json = boost::json;
+using remote::AgentLink;
+
+StageScope::~StageScope() {
+  if (!ended_) obs_.on_stage_end(id_, kInterrupted, "interrupted");
+}
+
+void StageScope::end(const std::string& status, const std::string& error) {
+  ended_ = true;
+  obs_.on_stage_end(id_, status, error);
+}
+
+void run_series(StageContext& ctx, const StageRecord& rec, const std::string& what,
+                const std::function<void(StageScope&)>& body,
+                const std::function<void()>& on_failure) {
+  StageScope stage(ctx.obs, rec);
+  try {
+    body(stage);
+    stage.end(kComplete);
+  } catch (const Error& e) {
+    // Cancellation ends the run (the scope marks the stage interrupted); any
+    // other error ends this stage, and the next one runs.
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    if (on_failure) on_failure();
+    stage.end(kFailed, describe(e));
+    ctx.obs.on_note(fmt::format("{} failed: {}", what, describe(e)));
+  }
+}
+
+// A sample during which an agent said nothing for longer than [timeouts]
+// stall (stopped, a frozen host) timed the stall, not the layer: it is kept
+// with the reason as its error and "stalled": true in its details, so the
+// figures leave it out and the run is partial. `over` is the sample's time
+// past its planned duration (TCP), s. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const AgentLink*>& links,
+                double over, RunObserver& obs) {
+  if (!s.error.empty()) return false;
+  double silent = 0;
+  for (const AgentLink* l : links) {
+    if (l->last_call_max_silence() > plan.stall_after && l->last_call_max_silence() > silent) {
+      silent = l->last_call_max_silence();
+      s.error = fmt::format("stalled: {} said nothing for {:.1f} s during this sample", l->name(),
+                            silent);
+    }
+  }
+  if (s.error.empty() && over > plan.stall_after) {
+    s.error =
+        fmt::format("stalled: took {:.1f} s, {:.1f} s over its planned duration", s.seconds, over);
+  }
+  if (s.error.empty()) return false;
+  json::object details;
+  if (!s.details_json.empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(s.details_json, ec);
+    if (!ec && v.is_object()) details = v.as_object();
+  }
+  details["stalled"] = true;
+  details["silent_seconds"] = silent;
+  s.details_json = json::serialize(details);
+  obs.on_note(s.error + "; this sample is left out of the figures");
+  return true;
+}
+
+// The orphan sweep the agent did in `prepare` (run dirs of agents that are gone).
+void note_swept(const json::object& prepared, RunObserver& obs, const std::string& who) {
+  auto it = prepared.find("swept");
+  if (it == prepared.end() || !it->value().is_array()) return;
+  for (const auto& v : it->value().as_array()) {
+    if (!v.is_object()) continue;
+    obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who,
+                            wire::get_string(v.as_object(), "path"),
+                            wire::get_string(v.as_object(), "reason")));
+  }
+}
+
+json::object share_message(const SharePlan& share, const Agents& a) {
+  json::object msg{
+      {"name", share.name}, {"url", share.url}, {"driver", share.driver}, {"user", share.user}};
+  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) msg["password"] = it->second;
+  json::object opts;
+  for (const auto& [k, v] : share.options) opts[k] = v;
+  msg["options"] = opts;
+  return msg;
+}
+
+// The server agent's run directory inside the share (made writable for the
+// protocol server's user); its name, with a '/', prefixes remote paths.
+std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs) {
+  json::object p = a.server.call(
+      "prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}, {"run", a.run_id}},
+      30);
+  note_swept(p, obs, kServer);
+  const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
+  return made.substr(made.rfind('/') + 1) + "/";
+}
+
+}  // namespace cp::pipeline

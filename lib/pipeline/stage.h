@@ -1,0 +1,77 @@
+// What every stage of a run shares: its context, the one series runner that
+// owns the stage record (begun, ended complete, failed with a note, or
+// interrupted on cancellation), and the helpers several stages use. Each stage
+// lives in its own file under stages/; runner.cc lists them in a table.
+// Internal to the pipeline library (it brings in Boost.JSON's object).
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pipeline/runner.h"
+
+namespace cp::pipeline {
+
+// Inactivity limits when the plan's [timeouts] silence is not applied to the
+// links (agents send a heartbeat every second, progress every 0.5 s), s.
+inline constexpr double kCallTimeout = 120;
+
+inline constexpr const char* kServer = "server";
+inline constexpr const char* kClient = "client";
+
+struct StageContext {
+  const Plan& plan;
+  Agents& agents;
+  RunObserver& obs;
+  const CancelToken& cancel;
+};
+
+// A stage's record from begin to end; one never ended is marked interrupted.
+class StageScope {
+ public:
+  StageScope(RunObserver& obs, const StageRecord& rec) : obs_(obs) {
+    id_ = obs_.on_stage_begin(rec);
+  }
+  ~StageScope();
+  StageScope(const StageScope&) = delete;
+  StageScope& operator=(const StageScope&) = delete;
+  int64_t id() const { return id_; }
+  void end(const std::string& status, const std::string& error = {});
+
+ private:
+  RunObserver& obs_;
+  int64_t id_ = 0;
+  bool ended_ = false;
+};
+
+// Runs one stage: begins `rec`, runs `body`, ends it complete. An Error ends it
+// failed with its reason and a note "`what` failed: ..." (after `on_failure`,
+// for cleanup), and the run goes on; cancellation propagates (the stage is
+// then marked interrupted).
+void run_series(StageContext& ctx, const StageRecord& rec, const std::string& what,
+                const std::function<void(StageScope&)>& body,
+                const std::function<void()>& on_failure = {});
+
+// The stages (stages/*.cc).
+void disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
+void tcp_stage(StageContext& ctx, bool upload);                // upload: client -> server
+void protocol_stage(StageContext& ctx, const SharePlan& share);
+void sweep_stage(StageContext& ctx, const SharePlan& share);
+
+// A sample during which an agent was silent past [timeouts] stall, or that ran
+// `over` s past its planned duration: flagged stalled (error and details) and
+// left out of the figures. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, SampleRecord& s,
+                const std::vector<const remote::AgentLink*>& links, double over, RunObserver& obs);
+// Notes the run dirs of gone agents that a `prepare` answer says were swept.
+void note_swept(const boost::json::object& prepared, RunObserver& obs, const std::string& who);
+// The share as the agent's transfer/sweep requests carry it (password included).
+boost::json::object share_message(const SharePlan& share, const Agents& a);
+// The server agent's run directory inside the share; its name, with a '/',
+// prefixes remote paths.
+std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs);
+
+}  // namespace cp::pipeline

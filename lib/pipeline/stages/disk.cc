@@ -1,0 +1,108 @@
+// Stage 1: each end's local disk (pipeline/stage.h).
+#include "pipeline/stage.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::pipeline {
+
+namespace json = boost::json;
+using remote::AgentLink;
+
+namespace {
+
+std::string series_label(const std::string& where, const std::string& op, uint64_t size) {
+  return fmt::format("disk {} {} {}", where, op, format_size(size));
+}
+
+}  // namespace
+
+void disk_stage(StageContext& ctx, const std::string& where) {
+  const Plan& plan = ctx.plan;
+  RunObserver& obs = ctx.obs;
+  const CancelToken& cancel = ctx.cancel;
+  AgentLink& agent = where == kServer ? ctx.agents.server : ctx.agents.client;
+  const std::string& dir = where == kServer ? plan.server.disk_dir : plan.client.disk_dir;
+  StageRecord rec;
+  rec.layer = "disk";
+  rec.where = where;
+  json::array sizes;
+  for (auto s : plan.disk_sizes) sizes.push_back(s);
+  rec.params_json = json::serialize(json::object{{"dir", dir},
+                                                 {"sizes", sizes},
+                                                 {"count", plan.disk_count},
+                                                 {"block", plan.disk_block},
+                                                 {"settle", plan.disk_settle}});
+  rec.started_at = wall_seconds();
+  run_series(ctx, rec, fmt::format("disk stage on {}", where), [&](StageScope& stage) {
+    uint64_t biggest = 0;
+    for (auto s : plan.disk_sizes) biggest = std::max(biggest, s);
+    // All files of one size exist at once (written, then read back).
+    agent.call("check_space", {{"dir", dir}, {"bytes", biggest * uint64_t(plan.disk_count)}}, 30);
+    int seq = 0;
+    for (uint64_t size : plan.disk_sizes) {
+      for (const char* op : {"write", "read"}) {
+        const std::string label = series_label(where, op, size);
+        if (std::string(op) == "read") {
+          // Let writeback of what was just written finish before timing reads.
+          const double until = monotonic_seconds() + plan.disk_settle;
+          while (monotonic_seconds() < until) {
+            cancel.check();
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          }
+        }
+        for (int i = 1; i <= plan.disk_count; ++i) {
+          cancel.check();
+          // A distinct file per sample: a second copy of one file would come
+          // from the page cache.
+          const std::string file = fmt::format("{}-{}-{}.dat", where, size, i);
+          json::object args{{"dir", dir}, {"op", op}, {"name", file}, {"block", plan.disk_block}};
+          if (std::string(op) == "write")
+            args["size"] = size;
+          else
+            args["delete_after"] = true;
+          SampleRecord s;
+          s.seq = ++seq;
+          s.op = op;
+          s.size = size;
+          s.started_at = wall_seconds();
+          auto progress = [&](uint64_t b, double t) {
+            obs.on_progress({label, i, plan.disk_count, b, t, false});
+          };
+          json::object r;
+          try {
+            r = agent.call("disk", args, kCallTimeout, progress, &cancel);
+          } catch (const Error& e) {
+            if (e.kind() == ErrorKind::kCancelled) throw;
+            s.error = e.what();
+            obs.on_sample(stage.id(), s);
+            throw;
+          }
+          s.bytes = wire::get_u64(r, "bytes");
+          s.seconds = wire::get_double(r, "seconds");
+          s.cache_possible = wire::get_bool(r, "cache_possible");
+          s.details_json =
+              json::serialize(json::object{{"file", file},
+                                           {"method", wire::get_string(r, "method")},
+                                           {"direct", wire::get_bool(r, "direct")},
+                                           {"huge_page", wire::opt_bool(r, "huge_page", false)},
+                                           {"block", plan.disk_block}});
+          s.cpu_json = json::serialize(json::object{{where, wire::get_object(r, "cpu")}});
+          flag_stall(plan, s, {&agent}, 0, obs);
+          obs.on_sample(stage.id(), s);
+          obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});
+        }
+      }
+    }
+  });
+}
+
+}  // namespace cp::pipeline

@@ -1,0 +1,223 @@
+// Stages 3 and 4: one share through its protocol (pipeline/stage.h).
+#include "pipeline/stage.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::pipeline {
+
+namespace json = boost::json;
+using remote::AgentLink;
+
+namespace {
+
+// The SMB session the client holds, as smbd reports it: dialect, signing,
+// encryption (libsmbclient does not tell its caller). {"smb_negotiated":
+// "unknown: why"} when the server cannot say.
+json::object smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
+  try {
+    json::object st = a.server.call("smb_status", {{"conf", plan.server.samba_conf}}, 60);
+    for (const auto& v : wire::get_array(st, "sessions")) {
+      if (!v.is_object()) continue;
+      const auto& sess = v.as_object();
+      const std::string client = wire::get_string(sess, "client");
+      // "ipv4:198.18.0.2:41234": this client's address between the colons.
+      if (!a.client_address.empty() &&
+          client.find(":" + a.client_address + ":") == std::string::npos) {
+        continue;
+      }
+      json::object out;
+      for (const char* k : {"dialect", "signing", "encryption"}) {
+        std::string val = wire::get_string(sess, k);
+        out[std::string("smb_") + k] = (val.empty() || val == "-") ? "none" : val;
+      }
+      return out;
+    }
+    return {{"smb_negotiated", "unknown: smbstatus lists no session from this client"}};
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled) throw;
+    obs.on_note(fmt::format("cannot tell what SMB negotiated: {}", e.what()));
+    return {{"smb_negotiated", std::string("unknown: ") + e.what()}};
+  }
+}
+
+}  // namespace
+
+// One share through its protocol: for each size, `count` reads (a fresh
+// server file each, evicted from the server's page cache on disk shares,
+// read into the client's RAM dir) then `count` writes (a fresh client file
+// written to the share). Both ends check size and checksum; both remove
+// what they made.
+void protocol_stage(StageContext& ctx, const SharePlan& share) {
+  const Plan& plan = ctx.plan;
+  RunObserver& obs = ctx.obs;
+  const CancelToken& cancel = ctx.cancel;
+  Agents& a = ctx.agents;
+  StageRecord rec;
+  rec.layer = share.driver;
+  rec.where = share.medium;
+  json::array sizes;
+  for (auto s : plan.proto_sizes) sizes.push_back(s);
+  rec.params_json = json::serialize(json::object{{"share", share.name},
+                                                 {"url", share.url},
+                                                 {"server_dir", share.server_dir},
+                                                 {"medium", share.medium},
+                                                 {"sizes", sizes},
+                                                 {"count", plan.proto_count},
+                                                 {"block", plan.proto_block}});
+  rec.started_at = wall_seconds();
+  const bool evict = share.medium == "disk";
+  const std::string& client_dir = plan.client.ram_dir;
+  const json::object share_msg = share_message(share, a);
+  const bool has_server = !share.server_dir.empty();
+  json::object negotiated;  // SMB: what smbd says it agreed with this client
+  run_series(
+      ctx, rec, fmt::format("{} stage ({})", share.driver, share.name),
+      [&](StageScope& stage) {
+        // The server's run directory inside the share; its name is the remote prefix.
+        std::string prefix;
+        if (!share.server_dir.empty()) {
+          prefix = share_run_prefix(a, share, obs);
+          uint64_t biggest = 0;
+          for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
+          a.server.call("check_space",
+                        {{"dir", share.server_dir},
+                         {"bytes", biggest},
+                         {"hint",
+                          "free some space on the share, or use smaller files ([protocol] "
+                          "sizes)"}},
+                        30);
+        }
+        int seq = 0;
+        for (uint64_t size : plan.proto_sizes) {
+          for (const char* op : {"read", "write"}) {
+            const bool read = std::string(op) == "read";
+            const std::string label =
+                fmt::format("{} {} {} {}", share.driver, share.medium, op, format_size(size));
+            for (int i = 1; i <= plan.proto_count; ++i) {
+              cancel.check();
+              // Named after the share too: a file a failed stage could not remove
+              // never collides with the next share's.
+              const std::string file = fmt::format("{}-{}-{}-{}.dat", share.name, op, size, i);
+              SampleRecord s;
+              s.seq = ++seq;
+              s.op = op;
+              s.size = size;
+              s.started_at = wall_seconds();
+              std::string expect;
+              if (read) {
+                if (!share.server_dir.empty()) {
+                  json::object m = a.server.call("make_file",
+                                                 {{"dir", share.server_dir},
+                                                  {"name", file},
+                                                  {"size", size},
+                                                  {"evict", evict},
+                                                  {"shared", true}},
+                                                 kCallTimeout, {}, &cancel);
+                  expect = wire::get_string(m, "checksum");
+                }
+              } else {
+                json::object m = a.client.call(
+                    "make_file", {{"dir", client_dir}, {"name", file}, {"size", size}},
+                    kCallTimeout, {}, &cancel);
+                expect = wire::get_string(m, "checksum");
+              }
+              if (!share.server_dir.empty()) a.server.call("cpu_start", {}, 30);
+              json::object r;
+              try {
+                r = a.client.call(
+                    "transfer",
+                    {{"share", share_msg},
+                     {"op", op},
+                     {"remote", prefix + file},
+                     {"dir", client_dir},
+                     {"name", file},
+                     {"size", size},
+                     {"block", plan.proto_block},
+                     {"delete_after", true}},
+                    kCallTimeout,
+                    [&](uint64_t b, double t) {
+                      obs.on_progress({label, i, plan.proto_count, b, t, false});
+                    },
+                    &cancel);
+              } catch (const Error& e) {
+                if (e.kind() == ErrorKind::kCancelled) throw;
+                s.error = e.what();
+                obs.on_sample(stage.id(), s);
+                // Both ends remove what this sample made, whatever reached them.
+                try {
+                  if (has_server) {
+                    a.server.call("cpu_stop", {}, 30);
+                    a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+                  }
+                  a.client.call("remove_file", {{"dir", client_dir}, {"name", file}}, 30);
+                } catch (const Error& cleanup) {
+                  if (cleanup.kind() == ErrorKind::kCancelled) throw;
+                }
+                throw;
+              }
+              json::object server_cpu;
+              std::string arrived = wire::get_string(r, "checksum");
+              if (!share.server_dir.empty()) {
+                server_cpu = a.server.call("cpu_stop", {}, 30);
+                if (!read) {
+                  json::object info =
+                      a.server.call("file_info", {{"dir", share.server_dir}, {"name", file}},
+                                    kCallTimeout, {}, &cancel);
+                  arrived = wire::get_string(info, "checksum");
+                  if (wire::get_u64(info, "bytes") != size) {
+                    s.error = fmt::format("the server holds {} bytes of {}, not {}",
+                                          wire::get_u64(info, "bytes"), file, size);
+                  }
+                }
+                a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+              } else {
+                arrived = expect = wire::get_string(r, "checksum");
+              }
+              s.bytes = wire::get_u64(r, "bytes");
+              s.seconds = wire::get_double(r, "seconds");
+              if (s.error.empty() && s.bytes != size) {
+                s.error = fmt::format("moved {} bytes of {}, not {}", s.bytes, file, size);
+              }
+              if (s.error.empty() && arrived != expect) {
+                s.error = fmt::format("checksum mismatch on {}: sent {}, arrived {}", file, expect,
+                                      arrived);
+              }
+              json::object props = wire::get_object(r, "properties");
+              if (share.driver == "smb" && has_server) {
+                if (negotiated.empty()) negotiated = smb_negotiated(plan, a, obs);
+                for (const auto& [k, v] : negotiated) props[k] = v;
+                if (negotiated.contains("smb_dialect")) props.erase("negotiated");  // now known
+              }
+              s.details_json = json::serialize(json::object{{"file", file},
+                                                            {"share", share.name},
+                                                            {"checksum", expect},
+                                                            {"properties", props}});
+              json::object cpu{{"client", wire::get_object(r, "cpu")}};
+              if (!server_cpu.empty()) cpu["server"] = server_cpu;
+              s.cpu_json = json::serialize(cpu);
+              const bool stalled =
+                  flag_stall(plan, s, {&a.client}, 0, obs);  // the transfer was its last call
+              obs.on_sample(stage.id(), s);
+              obs.on_progress({label, i, plan.proto_count, s.bytes, s.seconds, true});
+              if (!s.error.empty() && !stalled) throw Error(ErrorKind::kIo, s.error);
+            }
+          }
+        }
+        a.client.call("close_shares", {}, 30);
+      },
+      [&] {
+        // Log out of the share whatever happened: an open session holds the server.
+        try {
+          a.client.call("close_shares", {}, 30);
+        } catch (const Error&) {
+        }
+      });
+}
+
+}  // namespace cp::pipeline

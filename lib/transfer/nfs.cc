@@ -1,0 +1,777 @@
+// The nfs driver: libnfs (Debian 12: 4.0), NFSv3 or NFSv4 over TCP, one
+// context (one TCP connection) per session. nfs://host[:port]/export[/dir]:
+// the URL's whole path is what is mounted (NFSv4: a path in the server's
+// pseudo file system; NFSv3: an export or a directory below one, as the
+// server's MOUNT allows).
+//
+// Reads and writes are pipelined: the driver keeps up to `depth` requests of
+// `request_size` bytes in flight on the one connection with libnfs's async
+// calls (nfs_pread_async / nfs_pwrite_async, driven by poll + nfs_service),
+// like the Linux client's readahead and writeback. What libnfs 4.0 does with
+// a call, and so why request_size is capped:
+// - NFSv3: a call larger than the server's FSINFO rtmax/wtmax is split into
+//   several RPCs; the driver caps request_size at them so that `depth` is the
+//   real number of READs/WRITEs on the wire.
+// - NFSv4: one READ/WRITE per call whatever its size, and libnfs does not ask
+//   the server's maxread/maxwrite; a server that answers a READ short (its
+//   limit) gets the rest asked again, and a short WRITE is sent again from
+//   where it stopped. The largest answer seen is recorded.
+// - Writes are UNSTABLE; close() sends COMMIT (nfs_fsync) before CLOSE, as
+//   the Linux client does at close, so a write sample includes it.
+// - A read's data arrives in libnfs's buffer and is copied once into the
+//   driver's (libnfs 4.0 has no call that reads into the caller's buffer).
+//
+// Auth is AUTH_SYS: the uid/gid the server checks. Options uid=/gid= set
+// them; else the share's user, looked up on this host (like a Linux client,
+// which sends its local ids); else the agent's own. A password is not used.
+//
+// Share options: version=3|4 (default 4, as Linux mounts today),
+// request_size (bytes per READ/WRITE, default 1MiB, the Linux client's
+// default rsize/wsize), depth (requests in flight, default 16), uid, gid,
+// timeout (seconds without an answer before a call fails, default 30).
+#include <nfsc/libnfs.h>
+#include <poll.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+#include "transfer/registry.h"
+#include "transfer/share_url.h"
+
+namespace cp::transfer {
+
+NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) {
+  NfsOptions o;
+  auto number = [](const std::string& what, const std::string& v, long lo, long hi,
+                   const std::string& fix) {
+    long n = 0;
+    bool ok = !v.empty() && v.size() <= 10;
+    for (char c : v) {
+      ok = ok && c >= '0' && c <= '9';
+      if (ok) n = n * 10 + (c - '0');
+    }
+    if (!ok || n < lo || n > hi) {
+      throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, v), fix);
+    }
+    return n;
+  };
+  for (const auto& [key, value] : options) {
+    const std::string what = fmt::format("nfs share option '{}'", key);
+    if (key == "version") {
+      o.version = static_cast<int>(number(what, value, 3, 4, "give version=3 or version=4"));
+    } else if (key == "depth") {
+      o.depth = static_cast<unsigned>(number(what, value, 1, kNfsMaxDepth,
+                                             fmt::format("give a number of requests in flight, 1 "
+                                                         "to {}",
+                                                         kNfsMaxDepth)));
+    } else if (key == "request_size") {
+      o.request_size = parse_size(value, what);
+      if (o.request_size < 4096 || o.request_size > kNfsMaxRequest) {
+        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
+                    "give 4KiB to 16MiB (the default is 1MiB, the Linux client's rsize/wsize)");
+      }
+    } else if (key == "uid" || key == "gid") {
+      (key == "uid" ? o.uid : o.gid) = static_cast<int>(
+          number(what, value, 0, 0x7fffffff, "give a numeric id, as the server's files use it"));
+    } else if (key == "timeout") {
+      o.timeout_s = parse_duration(value, what);
+      if (!(o.timeout_s > 0)) {
+        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
+                    "give a positive duration like 30s");
+      }
+    } else {
+      throw Error(ErrorKind::kConfig, fmt::format("unknown nfs share option '{}'", key),
+                  "nfs shares take: version, request_size, depth, uid, gid, timeout");
+    }
+  }
+  return o;
+}
+
+Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
+  const std::string target = w.file.empty() ? w.share : w.share + "/" + w.file;
+  const std::string why = detail.empty() ? fmt::format("({})", errno_text(err))
+                                         : fmt::format("({}: {})", errno_text(err), detail);
+  auto says = [&](std::string_view s) { return detail.find(s) != std::string_view::npos; };
+  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  if (err == ENOSPC || err == EDQUOT || says("NOSPC") || says("DQUOT")) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the NFS server {} could not store {}: its disk is full {}", w.server,
+                             target, why),
+                 "free space on the server's export (or raise the user's quota)");
+  }
+  if (err == ECONNREFUSED || says("onnection refused")) {
+    return Error(
+        ErrorKind::kIo,
+        fmt::format("cannot connect to the NFS server at {}: connection refused {}", w.server, why),
+        "check that the NFS server runs and listens there (port 2049; NFSv3 also needs "
+        "rpcbind on port 111 and mountd), and that no firewall blocks it");
+  }
+  if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN) {
+    return Error(ErrorKind::kIo, fmt::format("the NFS server {} is unreachable {}", w.server, why),
+                 "check the host and the network path to it");
+  }
+  if (step == Step::kConnect) {
+    if (err == ENOENT || says("NOENT") || says("NOTDIR")) {
+      return Error(
+          ErrorKind::kConfig,
+          fmt::format("the NFS server {} has no export or directory '{}' {}", w.server, target,
+                      why),
+          "check the export path in the URL (NFSv3: `showmount -e host`; NFSv4: the export's "
+          "pseudo path, `nfs-ls nfs://host/?version=4` lists it)");
+    }
+    if (err == EACCES || err == EPERM || says("ACCES") || says("PERM") || says("AUTH")) {
+      return Error(ErrorKind::kConfig,
+                   fmt::format("the NFS server {} refused to mount '{}' for uid {} {}", w.server,
+                               w.share, w.user, why),
+                   "check the export's client list and access type, and that the client's "
+                   "address may mount it (some servers also want a port below 1024)");
+    }
+    if (err == EPROTONOSUPPORT || says("PROG_UNAVAIL") || says("PROG_MISMATCH") ||
+        says("portmap") || says("MINOR_VERS")) {
+      return Error(ErrorKind::kConfig,
+                   fmt::format("the NFS server {} does not serve the NFS version asked for {}",
+                               w.server, why),
+                   "try the share option version=4 (or version=3), whichever the server has");
+    }
+  }
+  if (writing && (err == EACCES || err == EPERM || err == EROFS || says("ROFS"))) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the NFS server {} refused to write {} for uid {} {}", w.server,
+                             target, w.user, why),
+                 "make the export writable (access type RW) and the directory writable for that "
+                 "uid, or give the share options uid=/gid= of a user who may write");
+  }
+  if (err == ENOENT && step != Step::kConnect) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("no file {} on the NFS server {} {}", target, w.server, why),
+                 "check that the server agent laid the file out in the export's directory");
+  }
+  if (err == EACCES || err == EPERM) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("the NFS server {} denied uid {} access to {} {}", w.server, w.user,
+                             target, why),
+                 "check the file's owner and mode against the uid/gid the share sends "
+                 "(share options uid=, gid=)");
+  }
+  const char* what = step == Step::kConnect     ? "mounting"
+                     : step == Step::kRemove    ? "removing"
+                     : step == Step::kOpenRead  ? "opening for reading"
+                     : step == Step::kOpenWrite ? "opening for writing"
+                     : step == Step::kClose     ? "closing (COMMIT) after writing"
+                     : step == Step::kCloseRead ? "closing after reading"
+                     : writing                  ? "writing"
+                                                : "reading";
+  return Error(ErrorKind::kIo,
+               fmt::format("NFS: {} {} on {} failed {}", what, target, w.server, why),
+               "see the NFS server's log; libnfs's nfs-cp against the same export can compare");
+}
+
+namespace {
+
+// One request of a pipelined file: a range and where its bytes are.
+struct Slot {
+  uint64_t offset = 0;     // where the range starts in the file
+  uint64_t want = 0;       // its length, bytes
+  uint64_t done = 0;       // bytes read into buf / written from it so far
+  bool pending = false;    // a call is on the wire
+  int error = 0;           // -errno of a failed call, 0 if none
+  std::string detail;      // libnfs's text for it
+  bool short_eof = false;  // reads: the server said end of file inside the range
+  std::vector<char> buf;   // request_size bytes
+};
+
+// A file's requests, shared with the callbacks so that a call answered after
+// its File is gone (a failed transfer) still finds live memory.
+struct Flight {
+  std::vector<Slot> slots;
+  uint64_t max_answer = 0;  // largest READ answer / WRITE count seen, bytes
+};
+
+struct Call {
+  std::shared_ptr<Flight> flight;
+  size_t index;
+  bool read;
+};
+
+void on_answer(int status, nfs_context* nfs, void* data, void* priv) {
+  std::unique_ptr<Call> call(static_cast<Call*>(priv));
+  Slot& s = call->flight->slots[call->index];
+  s.pending = false;
+  if (status < 0) {
+    s.error = status;
+    // `data` is a string for some failures and the RPC's result for others;
+    // libnfs's error text is set for both.
+    const char* text = nfs_get_error(nfs);
+    s.detail = text ? text : "";
+    return;
+  }
+  const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(status), s.want - s.done);
+  if (call->read) {
+    if (n > 0) std::memcpy(s.buf.data() + s.done, data, n);
+    if (n == 0) s.short_eof = true;
+  } else if (n == 0) {
+    s.error = -EIO;
+    s.detail = "the server wrote 0 bytes";
+  }
+  s.done += n;
+  call->flight->max_answer = std::max(call->flight->max_answer, n);
+}
+
+struct FileRecord {  // what one file kept in flight, for properties()
+  std::string op;
+  uint64_t request_size = 0, depth = 0, in_flight = 0, max_answer = 0;
+};
+
+class NfsSession;
+
+class NfsFile : public File {
+ public:
+  NfsFile(NfsSession& s, nfsfh* fh, Mode mode, Place where, uint64_t size);
+  ~NfsFile() override;
+  size_t read(char* buf, size_t n) override;
+  size_t pread(char* buf, size_t n, uint64_t offset) override;
+  void write(const char* buf, size_t n) override;
+  void pwrite(const char* buf, size_t n, uint64_t offset) override;
+  void close() override;
+
+ private:
+  void issue(size_t i);      // sends the rest of slot i
+  void wait_slot(size_t i);  // until slot i is complete (resending short answers)
+  void drain();              // until nothing is on the wire
+  void fill_reads();         // keeps `depth` reads ahead of the reader
+  void check(Slot& s, Step step);
+  void note();
+  size_t free_write_slot();
+
+  NfsSession& s_;
+  nfsfh* fh_;
+  Mode mode_;
+  Place where_;
+  uint64_t size_;  // reads: the size at open
+  std::shared_ptr<Flight> fl_ = std::make_shared<Flight>();
+  std::deque<size_t> order_;  // slots in file order (reads: queued ahead; writes: in flight)
+  std::vector<size_t> idle_;  // free slots
+  uint64_t next_ = 0;         // reads: next offset to ask; writes: next offset to write
+  size_t head_pos_ = 0;       // reads: bytes of the head slot already handed out
+  size_t stage_ = SIZE_MAX;   // writes: the slot being filled, SIZE_MAX if none
+  bool failed_ = false;       // writes: a call failed
+  uint64_t peak_ = 0;         // bytes in flight at most
+};
+
+class NfsSession : public Session {
+ public:
+  NfsSession(const Share& share, const CancelToken& cancel) : cancel_(cancel) {
+    url_ = parse_share_url(share.url);
+    if (url_.scheme != "nfs") {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("the nfs driver takes nfs:// URLs, not '{}'", redact_url(share.url)),
+                  "write the share as nfs://host/export (or nfs://host/export/dir)");
+    }
+    if (url_.path.empty() || url_.path == "/" || url_.path.find('?') != std::string::npos) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("NFS URL '{}' names no export path", redact_url(share.url)),
+                  "write it as nfs://host/export; give version, uid, ... as share options");
+    }
+    opts_ = parse_nfs_options(share.options);
+    if (opts_.uid < 0 || opts_.gid < 0) {
+      const std::string user = !share.user.empty() ? share.user : url_.user;
+      if (!user.empty()) {
+        const passwd* pw = getpwnam(user.c_str());
+        if (!pw) {
+          throw Error(ErrorKind::kConfig,
+                      fmt::format("NFS share user '{}' is unknown on this host", user),
+                      "NFS (AUTH_SYS) sends numeric ids: give the share options uid= and gid= "
+                      "that own the files on the server");
+        }
+        if (opts_.uid < 0) opts_.uid = static_cast<int>(pw->pw_uid);
+        if (opts_.gid < 0) opts_.gid = static_cast<int>(pw->pw_gid);
+      }
+    }
+    if (opts_.uid < 0) opts_.uid = static_cast<int>(getuid());
+    if (opts_.gid < 0) opts_.gid = static_cast<int>(getgid());
+    where_.server = host_port(url_, 2049);
+    where_.share = url_.path;
+    where_.user = std::to_string(opts_.uid);
+
+    ctx_.reset(nfs_init_context());
+    nfs_ = ctx_.get();
+    if (!nfs_) throw Error(ErrorKind::kIo, "libnfs could not start (nfs_init_context)");
+    // libnfs takes the version number itself (NFS_V3 = 3, NFS_V4 = 4).
+    if (nfs_set_version(nfs_, opts_.version) != 0) {
+      throw Error(ErrorKind::kUnsupported,
+                  fmt::format("libnfs does not offer NFS version {}", opts_.version));
+    }
+    nfs_set_uid(nfs_, opts_.uid);
+    nfs_set_gid(nfs_, opts_.gid);
+    // A lost connection fails the call (a retry would hide the fault and the time).
+    nfs_set_autoreconnect(nfs_, 0);
+    // The sync calls (mount, open, COMMIT, close) give up after this.
+    nfs_set_timeout(nfs_, static_cast<int>(opts_.timeout_s * 1000));
+    if (url_.port != 0 && url_.port != 2049) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("NFS URL '{}' gives port {}", redact_url(share.url), url_.port),
+                  "libnfs 4.0 reaches NFSv4 on port 2049 and NFSv3 through rpcbind: leave the "
+                  "port out");
+    }
+    const int rc = nfs_mount(nfs_, url_.host.c_str(), url_.path.c_str());
+    if (rc != 0) fail(rc, Step::kConnect, where_);
+    read_max_ = nfs_get_readmax(nfs_);
+    write_max_ = nfs_get_writemax(nfs_);
+  }
+
+  std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
+    check_relative_path(rel);
+    Place where = place(rel);
+    const std::string path = "/" + rel;
+    nfsfh* fh = nullptr;
+    if (mode == Mode::kRead) {
+      int rc = nfs_open(nfs_, path.c_str(), O_RDONLY, &fh);
+      if (rc != 0) fail(rc, Step::kOpenRead, where);
+      struct nfs_stat_64 st {};
+      rc = nfs_fstat64(nfs_, fh, &st);
+      if (rc != 0) {
+        const std::string detail = error_text();
+        nfs_close(nfs_, fh);
+        throw nfs_error(-rc, detail, Step::kOpenRead, where);
+      }
+      return std::make_unique<NfsFile>(*this, fh, mode, std::move(where), st.nfs_size);
+    }
+    int rc = nfs_create(nfs_, path.c_str(), O_WRONLY | O_TRUNC, 0644, &fh);
+    if (rc == -ENOENT && rel.find('/') != std::string::npos) {
+      make_parents(rel);
+      rc = nfs_create(nfs_, path.c_str(), O_WRONLY | O_TRUNC, 0644, &fh);
+    }
+    if (rc == -EEXIST && opts_.version == 4) {
+      // libnfs 4.0 creates NFSv4 files EXCLUSIVE4 whatever the flags (a
+      // `flags|O_EXCL` test), so an existing file is truncated by opening it.
+      rc = nfs_open(nfs_, path.c_str(), O_WRONLY | O_TRUNC, &fh);
+    } else if (rc == 0 && opts_.version == 4) {
+      // EXCLUSIVE4 sets no mode (the server keeps its verifier in the times);
+      // the client is to SETATTR afterwards, as RFC 7530 says.
+      rc = nfs_fchmod(nfs_, fh, 0644);
+      if (rc != 0) {
+        const std::string detail = error_text();
+        nfs_close(nfs_, fh);
+        throw nfs_error(-rc, detail, Step::kOpenWrite, where);
+      }
+    }
+    if (rc != 0) fail(rc, Step::kOpenWrite, where);
+    return std::make_unique<NfsFile>(*this, fh, mode, std::move(where), 0);
+  }
+
+  void remove(const std::string& rel) override {
+    check_relative_path(rel);
+    const std::string path = "/" + rel;
+    const int rc = nfs_unlink(nfs_, path.c_str());
+    if (rc == 0) return;
+    if (rc == -EISDIR || rc == -EPERM || rc == -EACCES) {
+      if (nfs_rmdir(nfs_, path.c_str()) == 0) return;
+    }
+    fail(rc, Step::kRemove, place(rel));
+  }
+
+  std::map<std::string, std::string> properties() const override {
+    auto limit = [](uint64_t v) { return v ? std::to_string(v) : std::string("unknown"); };
+    std::map<std::string, std::string> p = {
+        {"version", std::to_string(opts_.version)},
+        {"transport", "tcp"},
+        {"auth", fmt::format("AUTH_SYS uid={} gid={}", opts_.uid, opts_.gid)},
+        // NFSv3: the server's FSINFO rtmax/wtmax (libnfs caps them at 1 MiB);
+        // NFSv4: libnfs does not ask, so "unknown" and see max_answer.
+        {"rsize", limit(read_max_)},
+        {"wsize", limit(write_max_)},
+        {"request_size_option", std::to_string(opts_.request_size)},
+        {"write_size_limit",
+         write_cap_ ? fmt::format("{} (libnfs 4.0 encodes an NFSv4 WRITE in 4 KiB)", write_cap_)
+                    : std::string("none")},
+        {"depth_option", std::to_string(opts_.depth)}};
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!last_.op.empty()) {
+      p["flight_op"] = last_.op;
+      p["request_size"] = std::to_string(last_.request_size);
+      p["depth"] = std::to_string(last_.depth);
+      p["in_flight_bytes"] = std::to_string(last_.in_flight);
+      p["max_answer"] = std::to_string(last_.max_answer);
+    }
+    return p;
+  }
+
+  // Bytes per READ or WRITE: the option, within what the server takes (and,
+  // for NFSv4 writes, what libnfs can encode).
+  uint64_t request_size(Mode mode) const {
+    const uint64_t max = mode == Mode::kRead ? read_max_ : write_max_;
+    uint64_t n = max ? std::min(opts_.request_size, max) : opts_.request_size;
+    if (mode == Mode::kWrite && write_cap_) n = std::min(n, write_cap_);
+    return n;
+  }
+
+  // libnfs 4.0 encodes an NFSv4 COMPOUND into a fixed 4 KiB buffer
+  // (ZDR_ENCODEBUF_MINSIZE, no room for the data), so a WRITE of more than
+  // about 3.8 KiB fails to encode before anything is sent ("ZDR error:
+  // Failed to encode COMPOUND4args"); nfs-cp fails the same way. NFSv3 sizes
+  // its buffer to the data. On that failure the session's WRITE size steps
+  // down (to 4 KiB, then by 256 bytes) until one encodes; false when it
+  // cannot go lower or the failure is another.
+  bool shrink_write_cap(uint64_t tried, const std::string& detail) {
+    if (opts_.version != 4 || detail.find("encode") == std::string::npos) return false;
+    const uint64_t next = tried > 4096 ? 4096 : tried - 256;
+    if (next < 512) return false;
+    write_cap_ = next;
+    return true;
+  }
+  unsigned depth() const { return opts_.depth; }
+  nfs_context* ctx() const { return nfs_; }
+
+  // Runs libnfs until `done()` or a failure of the connection; throws
+  // Error(kCancelled) when cancelled, kIo when the server is silent for
+  // `timeout` seconds or the connection fails.
+  template <typename Done>
+  void run_until(Done done, const Place& where, Step step) {
+    double last = monotonic_seconds();
+    while (!done()) {
+      cancel_.check();
+      pollfd p{nfs_get_fd(nfs_), static_cast<short>(nfs_which_events(nfs_)), 0};
+      const int r = ::poll(&p, 1, 100);
+      if (r < 0 && errno != EINTR) {
+        throw Error(ErrorKind::kIo, "poll on the NFS connection failed: " + errno_text(errno));
+      }
+      if (r > 0) {
+        last = monotonic_seconds();
+        if (nfs_service(nfs_, p.revents) < 0) {
+          throw nfs_error(ECONNRESET, error_text(), step, where);
+        }
+      } else if (monotonic_seconds() - last > opts_.timeout_s) {
+        throw nfs_error(
+            ETIMEDOUT,
+            fmt::format("no answer for {:.0f} s with requests outstanding", opts_.timeout_s), step,
+            where);
+      }
+    }
+  }
+
+  void record(const FileRecord& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_ = r;
+  }
+
+  std::string error_text() const {
+    const char* e = nfs_get_error(nfs_);
+    return e ? e : "";
+  }
+  [[noreturn]] void fail(int rc, Step step, const Place& where) {
+    throw nfs_error(rc < 0 ? -rc : EIO, error_text(), step, where);
+  }
+
+ private:
+  Place place(const std::string& rel) const {
+    Place p = where_;
+    p.file = rel;
+    return p;
+  }
+  void make_parents(const std::string& rel) {
+    size_t pos = 0;
+    while ((pos = rel.find('/', pos)) != std::string::npos) {
+      const std::string dir = "/" + rel.substr(0, pos);
+      const int rc = nfs_mkdir(nfs_, dir.c_str());
+      if (rc != 0 && rc != -EEXIST) fail(rc, Step::kOpenWrite, place(rel.substr(0, pos)));
+      ++pos;
+    }
+  }
+
+  const CancelToken& cancel_;
+  ShareUrl url_;
+  NfsOptions opts_;
+  Place where_;
+  uint64_t read_max_ = 0, write_max_ = 0;
+  uint64_t write_cap_ = 0;  // NFSv4 writes: the largest libnfs encodes (0: not hit)
+  mutable std::mutex mu_;
+  FileRecord last_;
+  std::unique_ptr<nfs_context, void (*)(nfs_context*)> ctx_{nullptr, nfs_destroy_context};
+  nfs_context* nfs_ = nullptr;  // ctx_'s
+};
+
+NfsFile::NfsFile(NfsSession& s, nfsfh* fh, Mode mode, Place where, uint64_t size)
+    : s_(s), fh_(fh), mode_(mode), where_(std::move(where)), size_(size) {
+  fl_->slots.resize(s_.depth());
+  for (size_t i = s_.depth(); i-- > 0;) idle_.push_back(i);
+}
+
+NfsFile::~NfsFile() {
+  if (!fh_) return;
+  try {
+    drain();
+  } catch (...) {
+  }
+  nfs_close(s_.ctx(), fh_);
+}
+
+void NfsFile::note() {
+  uint64_t bytes = 0;
+  for (const Slot& sl : fl_->slots) {
+    if (sl.pending) bytes += sl.want - sl.done;
+  }
+  peak_ = std::max(peak_, bytes);
+}
+
+void NfsFile::issue(size_t i) {
+  Slot& sl = fl_->slots[i];
+  CP_CHECK(!sl.pending && sl.done < sl.want);
+  for (;;) {
+    auto call = std::make_unique<Call>(Call{fl_, i, mode_ == Mode::kRead});
+    const uint64_t off = sl.offset + sl.done;
+    // Writes: at most what libnfs can encode (NFSv4, see write_cap()).
+    const uint64_t count = mode_ == Mode::kRead
+                               ? sl.want - sl.done
+                               : std::min(sl.want - sl.done, s_.request_size(Mode::kWrite));
+    const int rc = mode_ == Mode::kRead
+                       ? nfs_pread_async(s_.ctx(), fh_, off, count, on_answer, call.get())
+                       : nfs_pwrite_async(s_.ctx(), fh_, off, count, sl.buf.data() + sl.done,
+                                          on_answer, call.get());
+    if (rc == 0) {
+      call.release();  // on_answer owns it now
+      break;
+    }
+    // Queueing failed before anything was sent: libnfs's text says why.
+    const std::string detail = s_.error_text();
+    if (mode_ == Mode::kWrite && s_.shrink_write_cap(count, detail)) continue;
+    throw nfs_error(EIO, detail, mode_ == Mode::kRead ? Step::kRead : Step::kWrite, where_);
+  }
+  sl.pending = true;
+  note();
+}
+
+void NfsFile::check(Slot& sl, Step step) {
+  if (sl.error == 0) return;
+  if (mode_ == Mode::kWrite) failed_ = true;
+  const int err = -sl.error;
+  sl.error = 0;
+  throw nfs_error(err, sl.detail, step, where_);
+}
+
+void NfsFile::wait_slot(size_t i) {
+  const Step step = mode_ == Mode::kRead ? Step::kRead : Step::kWrite;
+  Slot& sl = fl_->slots[i];
+  for (;;) {
+    s_.run_until([&] { return !sl.pending; }, where_, step);
+    check(sl, step);
+    if (sl.done == sl.want || sl.short_eof) return;
+    issue(i);  // a short answer (the server's limit): ask for the rest
+  }
+}
+
+void NfsFile::drain() {
+  for (size_t i = 0; i < fl_->slots.size(); ++i) {
+    Slot& sl = fl_->slots[i];
+    s_.run_until([&] { return !sl.pending; }, where_,
+                 mode_ == Mode::kRead ? Step::kRead : Step::kWrite);
+  }
+}
+
+void NfsFile::fill_reads() {
+  const uint64_t req = s_.request_size(Mode::kRead);
+  while (!idle_.empty() && next_ < size_) {
+    const size_t i = idle_.back();
+    idle_.pop_back();
+    Slot& sl = fl_->slots[i];
+    sl.offset = next_;
+    sl.want = std::min(req, size_ - next_);
+    sl.done = 0;
+    sl.short_eof = false;
+    sl.buf.resize(req);
+    next_ += sl.want;
+    order_.push_back(i);
+    issue(i);
+  }
+}
+
+size_t NfsFile::read(char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kRead && fh_);
+  fill_reads();
+  if (order_.empty()) return 0;
+  const size_t i = order_.front();
+  wait_slot(i);
+  Slot& sl = fl_->slots[i];
+  if (sl.short_eof && head_pos_ >= sl.done) {
+    // The file ended early (it shrank since open): nothing after this.
+    size_ = sl.offset + sl.done;
+    drain();
+    for (size_t j : order_) idle_.push_back(j);
+    order_.clear();
+    next_ = size_;
+    return 0;
+  }
+  const size_t k = static_cast<size_t>(std::min<uint64_t>(n, sl.done - head_pos_));
+  std::memcpy(buf, sl.buf.data() + head_pos_, k);
+  head_pos_ += k;
+  if (head_pos_ == sl.done && (sl.done == sl.want || sl.short_eof)) {
+    order_.pop_front();
+    idle_.push_back(i);
+    head_pos_ = 0;
+    if (sl.short_eof) {
+      size_ = sl.offset + sl.done;
+      next_ = std::min(next_, size_);
+    }
+    fill_reads();
+  }
+  s_.record({"read", s_.request_size(Mode::kRead), s_.depth(), peak_, fl_->max_answer});
+  return k;
+}
+
+size_t NfsFile::pread(char* buf, size_t n, uint64_t offset) {
+  CP_CHECK(mode_ == Mode::kRead && fh_);
+  // A random read starts afresh: nothing read ahead is kept.
+  drain();
+  for (size_t j : order_) idle_.push_back(j);
+  order_.clear();
+  head_pos_ = 0;
+  if (offset >= size_) return 0;
+  const size_t i = idle_.back();
+  Slot& sl = fl_->slots[i];
+  sl.offset = offset;
+  sl.want =
+      std::min<uint64_t>({static_cast<uint64_t>(n), s_.request_size(Mode::kRead), size_ - offset});
+  sl.done = 0;
+  sl.short_eof = false;
+  sl.buf.resize(sl.want);
+  issue(i);
+  wait_slot(i);
+  std::memcpy(buf, sl.buf.data(), sl.done);
+  next_ = offset + sl.done;  // sequential reads go on from here
+  s_.record({"read", sl.want, 1, peak_, fl_->max_answer});
+  return static_cast<size_t>(sl.done);
+}
+
+size_t NfsFile::free_write_slot() {
+  if (idle_.empty()) {
+    // All in flight: the oldest must finish first.
+    const size_t i = order_.front();
+    wait_slot(i);
+    order_.pop_front();
+    idle_.push_back(i);
+  }
+  // Others that finished meanwhile are free too (and their errors seen).
+  while (!order_.empty() && !fl_->slots[order_.front()].pending) {
+    const size_t i = order_.front();
+    wait_slot(i);
+    order_.pop_front();
+    idle_.push_back(i);
+  }
+  const size_t i = idle_.back();
+  idle_.pop_back();
+  return i;
+}
+
+void NfsFile::write(const char* buf, size_t n) {
+  CP_CHECK(mode_ == Mode::kWrite && fh_);
+  if (failed_) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("NFS: an earlier write to {}/{} failed; the file is incomplete",
+                            where_.share, where_.file),
+                "see the first error; remove the file and write it again");
+  }
+  const uint64_t req = s_.request_size(Mode::kWrite);
+  while (n > 0) {
+    if (stage_ == SIZE_MAX) {
+      stage_ = free_write_slot();
+      Slot& sl = fl_->slots[stage_];
+      sl.buf.resize(req);
+      sl.offset = next_;
+      sl.want = 0;
+      sl.done = 0;
+    }
+    Slot& sl = fl_->slots[stage_];
+    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, req - sl.want));
+    std::memcpy(sl.buf.data() + sl.want, buf, k);
+    sl.want += k;
+    next_ += k;
+    buf += k;
+    n -= k;
+    if (sl.want == req) {
+      order_.push_back(stage_);
+      issue(stage_);
+      stage_ = SIZE_MAX;
+    }
+  }
+  s_.record({"write", req, s_.depth(), peak_, fl_->max_answer});
+}
+
+void NfsFile::pwrite(const char* buf, size_t n, uint64_t offset) {
+  CP_CHECK(mode_ == Mode::kWrite && fh_);
+  // Whatever sequential writes are staged go first, at their own offsets.
+  if (stage_ != SIZE_MAX && fl_->slots[stage_].want > 0) {
+    order_.push_back(stage_);
+    issue(stage_);
+  } else if (stage_ != SIZE_MAX) {
+    idle_.push_back(stage_);
+  }
+  stage_ = SIZE_MAX;
+  next_ = offset;
+  write(buf, n);
+}
+
+void NfsFile::close() {
+  if (!fh_) return;
+  nfsfh* fh = fh_;
+  try {
+    if (mode_ == Mode::kWrite && !failed_) {
+      if (stage_ != SIZE_MAX && fl_->slots[stage_].want > 0) {
+        order_.push_back(stage_);
+        issue(stage_);
+        stage_ = SIZE_MAX;
+      }
+      while (!order_.empty()) {
+        wait_slot(order_.front());
+        idle_.push_back(order_.front());
+        order_.pop_front();
+      }
+      s_.record({"write", s_.request_size(Mode::kWrite), s_.depth(), peak_, fl_->max_answer});
+      // COMMIT: the UNSTABLE writes reach the server's disk (or its cache
+      // policy) before the sample ends, as at a Linux client's close.
+      const int rc = nfs_fsync(s_.ctx(), fh);
+      if (rc != 0) s_.fail(rc, Step::kClose, where_);
+    } else {
+      drain();
+    }
+  } catch (...) {
+    fh_ = nullptr;
+    try {
+      drain();
+    } catch (...) {
+    }
+    nfs_close(s_.ctx(), fh);
+    throw;
+  }
+  fh_ = nullptr;
+  const int rc = nfs_close(s_.ctx(), fh);
+  if (rc != 0) s_.fail(rc, mode_ == Mode::kRead ? Step::kCloseRead : Step::kClose, where_);
+}
+
+class NfsDriver : public Driver {
+ public:
+  std::string name() const override { return "nfs"; }
+  Capabilities capabilities() const override { return {true, true, true, true, true}; }
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
+    return std::make_unique<NfsSession>(share, cancel);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Driver> make_nfs_driver() { return std::make_unique<NfsDriver>(); }
+
+}  // namespace cp::transfer

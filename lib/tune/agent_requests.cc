@@ -1,0 +1,160 @@
+#include "tune/agent_requests.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "core/wire.h"
+#include "tune/apply.h"
+
+namespace cp::tune {
+namespace json = boost::json;
+namespace {
+
+std::mutex g_mu;
+std::unique_ptr<Journal> g_journal;  // created on first use
+std::vector<Reverted> g_at_start;    // what revert_at_agent_start restored
+std::string g_at_start_error;        // why it could not
+
+// The revert watchdog of a change that may cut this host's SSH connection:
+// unless tune_confirm arrives in time, everything journaled is reverted.
+// Heap state never freed: a detached waiter may outlive static destruction.
+struct Watchdog {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t armed = 0;      // generation of the current arming; 0: none
+  uint64_t confirmed = 0;  // the generation confirmed last
+  bool fired = false;      // it reverted since the last arming
+};
+Watchdog& watchdog() {
+  static Watchdog* w = new Watchdog;
+  return *w;
+}
+
+Journal& journal() {
+  if (!g_journal) g_journal = std::make_unique<Journal>(journal_path());
+  return *g_journal;
+}
+
+json::array actions_json(const std::vector<Action>& actions) {
+  json::array a;
+  for (const auto& x : actions) a.push_back(json::value(x.display()));
+  return a;
+}
+
+json::array reverted_json(const std::vector<Reverted>& rs) {
+  json::array a;
+  for (const auto& r : rs) {
+    a.push_back(json::object{
+        {"knob", r.knob}, {"target", r.target}, {"original", r.original}, {"error", r.error}});
+  }
+  return a;
+}
+
+}  // namespace
+
+bool is_tune_request(const std::string& type) { return type.rfind("tune_", 0) == 0; }
+
+json::object handle_tune_request(const std::string& type, const json::object& req) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (type == "tune_plan" || type == "tune_apply") {
+    const Knob& knob = find_knob(wire::get_string(req, "knob"));
+    const std::string value = normalize_value(knob, wire::get_string(req, "value"));
+    Where where{wire::opt_string(req, "disk_dir"), wire::opt_string(req, "samba_conf"),
+                wire::opt_string(req, "data_address"), wire::opt_bool(req, "console", false)};
+    Resolved r =
+        type == "tune_plan" ? resolve(knob, value, where) : journal().apply(knob, value, where);
+    json::object out{{"target", r.target},
+                     {"original", r.original},
+                     {"apply", actions_json(r.apply)},
+                     {"revert", actions_json(r.revert)},
+                     {"journal", journal().path()}};
+    out["cuts_ssh"] = r.cuts_ssh;
+    if (type == "tune_apply" && r.cuts_ssh) {
+      // Seconds the orchestrator has to confirm it still reaches this host.
+      const uint64_t seconds = std::max<uint64_t>(1, wire::opt_u64(req, "confirm_s", 20));
+      Watchdog& w = watchdog();
+      uint64_t gen;
+      {
+        std::lock_guard<std::mutex> wl(w.mu);
+        gen = ++w.armed;
+        w.fired = false;
+      }
+      std::thread([gen, seconds] {
+        Watchdog& w = watchdog();
+        std::unique_lock<std::mutex> wl(w.mu);
+        if (w.cv.wait_for(wl, std::chrono::seconds(seconds),
+                          [&] { return w.confirmed >= gen || w.armed != gen; })) {
+          return;
+        }
+        wl.unlock();
+        std::lock_guard<std::mutex> lock(g_mu);
+        {
+          // A confirmation that won the race for g_mu still counts.
+          std::lock_guard<std::mutex> check(w.mu);
+          if (w.confirmed >= gen || w.armed != gen) return;
+        }
+        try {
+          journal().revert_all();
+        } catch (const std::exception&) {
+          // Left journaled: the next agent start retries.
+        }
+        std::lock_guard<std::mutex> again(w.mu);
+        w.fired = true;
+      }).detach();
+      out["watchdog_s"] = seconds;
+    }
+    if (type == "tune_apply") {
+      // The journal's original is the one before the session's first change.
+      for (const auto& e : journal().entries()) {
+        if (e.knob == knob.name && e.target == r.target) out["original"] = e.original;
+      }
+    }
+    return out;
+  }
+  if (type == "tune_confirm") {
+    Watchdog& w = watchdog();
+    std::lock_guard<std::mutex> wl(w.mu);
+    w.confirmed = w.armed;
+    w.cv.notify_all();
+    return {{"confirmed", !w.fired}};
+  }
+  if (type == "tune_revert") {
+    json::object out{{"reverted", reverted_json(journal().revert_all())},
+                     {"reverted_at_start", reverted_json(g_at_start)},
+                     {"at_start_error", g_at_start_error},
+                     {"journal", journal().path()}};
+    g_at_start.clear();
+    g_at_start_error.clear();
+    return out;
+  }
+  throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", type),
+              "the orchestrator and agent builds differ: redeploy the agent");
+}
+
+void revert_at_agent_start() noexcept {
+  std::lock_guard<std::mutex> lock(g_mu);
+  try {
+    g_at_start = journal().revert_stale();
+  } catch (const std::exception& e) {
+    g_at_start_error = e.what();
+  }
+}
+
+void revert_at_agent_exit() noexcept {
+  std::lock_guard<std::mutex> lock(g_mu);
+  try {
+    if (g_journal && g_journal->holds_lock()) g_journal->revert_all();
+  } catch (const std::exception&) {
+    // The journal stays; the next agent start or `tune --revert` retries.
+  }
+}
+
+}  // namespace cp::tune

@@ -1,0 +1,32 @@
+// The agent's tune requests (schemas/agent-protocol.md, "Tuning"): the agent
+// dispatches every "tune_*" message here, reverts a dead session's journal
+// at its start and its own at its exit. Only .cc files include this header.
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include <string>
+
+namespace cp::tune {
+
+bool is_tune_request(const std::string& type);
+
+// "tune_plan" {knob, value, disk_dir, samba_conf, data_address, console}: the target, current
+//   value and exact apply/revert commands, changing nothing;
+// "tune_apply" (same fields): journal the original, then apply;
+//   A change that may cut this host's SSH connection (cuts_ssh) is applied
+//   only with console=true and arms a watchdog: unless "tune_confirm" comes
+//   within confirm_s seconds (default 20), the agent reverts by itself;
+// "tune_confirm" {}: {confirmed: false when the watchdog already reverted};
+// "tune_revert" {}: revert everything journaled; the reply also lists what
+//   this agent reverted at its start (a killed session's journal).
+boost::json::object handle_tune_request(const std::string& type, const boost::json::object& req);
+
+// At agent start, before the sentinel: reverts a journal no live process
+// holds. Never throws (a failure is reported by the next tune_revert).
+void revert_at_agent_start() noexcept;
+
+// When the agent ends (channel closed, bye, signal): reverts what it applied.
+void revert_at_agent_exit() noexcept;
+
+}  // namespace cp::tune

@@ -1,0 +1,121 @@
+// Applying knobs on an endpoint, on the agent's side: the exact actions a
+// knob's row turns into for this host (the disk under a directory, this
+// smbd's smb.conf), and the journal of original values that makes every
+// change revertible even after the agent is killed.
+//
+// The journal lives at $CHOKEPOINT_TUNE_STATE_DIR (tests), else
+// $XDG_STATE_HOME/chokepoint, else ~/.local/state/chokepoint, named after the
+// host name (the lab's hosts share a filesystem): tune-journal-HOST.json. It
+// holds, per changed knob, the original value and the actions that restore
+// it, written (fsync, rename) before the first change. The agent applying
+// knobs holds an flock on tune-journal-HOST.lock; an agent that starts and
+// can take that lock while a journal exists reverts it (its writer died).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tune/knobs.h"
+
+namespace cp::tune {
+
+// One step on the host, shown by --dry-run exactly as it is run.
+struct Action {
+  std::string kind;               // "run" | "write" | "remove"
+  std::vector<std::string> argv;  // run
+  std::string path;               // write, remove
+  std::string content;            // write: the file's whole new content
+  std::string note;               // write: what changes, when the content is long
+  std::string display() const;    // "blockdev --setra 256 /dev/loop3", "write /x (3 lines)"
+};
+
+// Where a knob applies on this host.
+struct Where {
+  std::string disk_dir;      // disk knobs: the directory whose disk is meant
+  std::string samba_conf;    // Samba knobs: smb.conf; "" = the one the running smbd uses
+  std::string data_address;  // MTU: the server's data address (its own, or the peer's)
+  bool console = false;      // MTU: the user has a console; the SSH interface may change
+};
+
+// A knob resolved on this host for one value: what it changes, its current
+// value, and the actions that set `value` and that restore the current one.
+struct Resolved {
+  std::string target;    // "/dev/loop3", "/etc/samba/smb.conf", "net.ipv4.tcp_rmem"
+  std::string original;  // the value now, as the knob writes it
+  std::vector<Action> apply;
+  std::vector<Action> revert;
+  // The change may cut this host's SSH connection (MTU of the interface it
+  // uses): applied only with Where::console, under a revert watchdog.
+  bool cuts_ssh = false;
+};
+
+// `ip -o addr show to ADDR` / `ip -o route get ADDR` / `ip -o link show`
+// output -> the interface name ("cpd-s"; "" when none), its "dev", its MTU (0).
+std::string parse_addr_ifname(const std::string& ip_o_addr);
+std::string parse_route_dev(const std::string& ip_o_route);
+int parse_link_mtu(const std::string& ip_o_link);
+// The local address of this host's SSH connection from $SSH_CONNECTION
+// ("client_ip client_port server_ip server_port"); "" when not over SSH.
+std::string ssh_local_address(const char* ssh_connection);
+
+// Reads the current value and builds the actions. Throws Error(kUnsupported)
+// when the knob cannot apply here (no block device under the directory, a
+// loop disk for write_cache, no smbd) with the reason and what to do.
+Resolved resolve(const Knob& knob, const std::string& value, const Where& where);
+
+// Runs actions in order; throws Error(kIo) naming the knob and the failing
+// command; without root, Error(kUnsupported) naming what to grant.
+void run_actions(const Knob& knob, const std::vector<Action>& actions);
+
+// smb.conf text with `include = DROPIN` as the last line of [global] (a
+// [global] header is added at the top when there is none); unchanged when
+// that include is already there.
+std::string add_samba_include(const std::string& conf, const std::string& dropin);
+
+struct JournalEntry {
+  std::string knob, target, original;
+  std::vector<Action> revert;
+};
+
+// What a revert did: per entry, restored or the error.
+struct Reverted {
+  std::string knob, target, original, error;  // error empty: restored
+};
+
+std::string journal_dir();
+std::string journal_path();  // journal_dir()/tune-journal-<hostname>.json
+
+// The agent's journal. One per process (the agent applies knobs from its
+// worker thread; revert_all also runs at exit).
+class Journal {
+ public:
+  explicit Journal(std::string path);
+  ~Journal();
+  // Applies `value` of `knob`: takes the lock (Error(kUnsupported) when
+  // another live session holds it), journals the original first when this
+  // knob/target has no entry yet, then runs the apply actions.
+  Resolved apply(const Knob& knob, const std::string& value, const Where& where);
+  // The same for actions already resolved (apply() resolves, then this).
+  Resolved apply_resolved(const Knob& knob, Resolved r);
+  // Reverts every entry, newest first; entries that fail stay journaled.
+  // Releases the lock when the journal is empty. Error(kUnsupported) when
+  // another live process holds the lock.
+  std::vector<Reverted> revert_all();
+  // At agent start: when a journal exists and no live process holds its
+  // lock, reverts it. Empty when there was nothing to do or it is held.
+  std::vector<Reverted> revert_stale();
+  std::vector<JournalEntry> entries() const;
+  bool holds_lock() const { return lock_fd_ >= 0; }
+  const std::string& path() const { return path_; }
+
+ private:
+  bool lock(bool wait);
+  void unlock();
+  std::vector<JournalEntry> load() const;
+  void save(const std::vector<JournalEntry>& entries) const;
+
+  std::string path_;
+  int lock_fd_ = -1;
+};
+
+}  // namespace cp::tune

@@ -1,0 +1,166 @@
+#include "tune/apply.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace cp::tune {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/var/tmp/chokepoint-tune-test-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    target_ = dir_ + "/value";
+    spit(target_, "original\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // A change of a plain file, as the sysfs/sysctl knobs change theirs.
+  Resolved change_to(const std::string& value) {
+    Resolved r;
+    r.target = target_;
+    r.original = "original";
+    Action a;
+    a.kind = "write";
+    a.path = target_;
+    a.content = value + "\n";
+    r.apply = {a};
+    a.content = "original\n";
+    r.revert = {a};
+    return r;
+  }
+  const Knob& knob() { return find_knob("server.tcp_rmem"); }
+  std::string journal() { return dir_ + "/tune-journal-test.json"; }
+  std::string dir_, target_;
+};
+
+TEST_F(JournalTest, JournalHoldsTheFirstOriginalAndRevertRestoresIt) {
+  Journal j(journal());
+  j.apply_resolved(knob(), change_to("one"));
+  EXPECT_EQ(slurp(target_), "one\n");
+  // A second value keeps the first original: the session's, not the last one.
+  Resolved second = change_to("two");
+  second.original = "one";
+  second.revert[0].content = "one\n";
+  j.apply_resolved(knob(), second);
+  EXPECT_EQ(slurp(target_), "two\n");
+  ASSERT_EQ(j.entries().size(), 1u);
+  EXPECT_EQ(j.entries()[0].original, "original");
+  auto reverted = j.revert_all();
+  ASSERT_EQ(reverted.size(), 1u);
+  EXPECT_EQ(reverted[0].error, "");
+  EXPECT_EQ(slurp(target_), "original\n");
+  EXPECT_FALSE(std::filesystem::exists(journal()));
+}
+
+TEST_F(JournalTest, AKilledWritersJournalIsRevertedByTheNextStart) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Journal j(journal());
+    j.apply_resolved(knob(), change_to("tuned"));
+    ::kill(getpid(), SIGKILL);  // no revert, no destructor: as a killed agent
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(slurp(target_), "tuned\n");
+  Journal next(journal());
+  auto reverted = next.revert_stale();
+  ASSERT_EQ(reverted.size(), 1u);
+  EXPECT_EQ(reverted[0].knob, "server.tcp_rmem");
+  EXPECT_EQ(reverted[0].error, "");
+  EXPECT_EQ(slurp(target_), "original\n");
+  EXPECT_FALSE(std::filesystem::exists(journal()));
+  EXPECT_FALSE(next.holds_lock());
+}
+
+TEST_F(JournalTest, ALiveSessionsJournalIsLeftAlone) {
+  Journal live(journal());
+  live.apply_resolved(knob(), change_to("tuned"));
+  Journal other(journal());  // another agent starting on the same host
+  EXPECT_TRUE(other.revert_stale().empty());
+  EXPECT_EQ(slurp(target_), "tuned\n");
+  EXPECT_THROW(other.revert_all(), Error);
+  EXPECT_THROW(other.apply_resolved(knob(), change_to("x")), Error);
+  live.revert_all();
+  EXPECT_EQ(slurp(target_), "original\n");
+}
+
+TEST_F(JournalTest, AFailedRevertStaysJournaled) {
+  Journal j(journal());
+  Resolved r = change_to("tuned");
+  r.revert[0].path = dir_ + "/missing-dir/x";  // cannot be written
+  j.apply_resolved(knob(), r);
+  auto reverted = j.revert_all();
+  ASSERT_EQ(reverted.size(), 1u);
+  EXPECT_NE(reverted[0].error, "");
+  EXPECT_EQ(j.entries().size(), 1u);
+}
+
+TEST(SambaInclude, GoesLastInGlobalBeforeTheNextSection) {
+  const std::string conf =
+      "# comment\n[global]\n\tworkgroup = X\n\tsmb2 max read = 1\n\n[share]\n\tpath = /x\n";
+  EXPECT_EQ(add_samba_include(conf, "/etc/samba/chokepoint-tune.conf"),
+            "# comment\n[global]\n\tworkgroup = X\n\tsmb2 max read = 1\n"
+            "\tinclude = /etc/samba/chokepoint-tune.conf\n\n[share]\n\tpath = /x\n");
+}
+
+TEST(SambaInclude, AddsGlobalWhenMissingAndIsIdempotent) {
+  const std::string conf = "[share]\npath = /x\n";
+  const std::string once = add_samba_include(conf, "/d.conf");
+  EXPECT_EQ(once, "[global]\n\tinclude = /d.conf\n[share]\npath = /x\n");
+  EXPECT_EQ(add_samba_include(once, "/d.conf"), once);
+  EXPECT_EQ(add_samba_include("[Global]\n", "/d.conf"), "[Global]\n\tinclude = /d.conf\n");
+}
+
+TEST(WriteCache, RefusedOnALoopDiskWithTheReason) {
+  // /var/tmp may be on any disk; a loop device is made for the refusal.
+  const std::string img = "/var/tmp/chokepoint-tune-wc-" + std::to_string(getpid()) + ".img";
+  const std::string mnt = img + ".mnt";
+  std::filesystem::create_directories(mnt);
+  ASSERT_EQ(std::system(("truncate -s 64M " + img + " && mkfs.ext4 -q -F " + img +
+                         " && mount -o loop " + img + " " + mnt)
+                            .c_str()),
+            0);
+  try {
+    resolve(find_knob("server.write_cache"), "0", {mnt, ""});
+    ADD_FAILURE() << "a loop disk's write cache was not refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  }
+  EXPECT_EQ(std::system(("umount " + mnt).c_str()), 0);
+  std::filesystem::remove_all(mnt);
+  std::filesystem::remove(img);
+}
+
+TEST(Readahead, TmpfsDirectoryIsRefused) {
+  try {
+    resolve(find_knob("server.readahead"), "131072", {"/dev/shm", ""});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  }
+}
+
+}  // namespace
+}  // namespace cp::tune

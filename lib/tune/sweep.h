@@ -1,0 +1,118 @@
+// A tuning sweep on the orchestrator's side: the original value first, then
+// each value, interleaved over rounds (A B C A B C, so drift does not pose as
+// an effect), each round running only the stages the knob affects; then the
+// statistics (per value and layer: median, spread, change against the
+// original, Mann-Whitney p Holm-corrected over the values) and a
+// recommendation. Runs are stored as ordinary runs (history and compare see
+// them) linked to a tune session.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "pipeline/plan.h"
+#include "tune/knobs.h"
+
+namespace cp {
+class Store;
+}
+namespace cp::remote {
+class AgentLink;
+}
+
+namespace cp::tune {
+
+// One slot of the schedule: round r (1-based), value index v (0 = original).
+struct Slot {
+  int round = 0;
+  size_t value = 0;
+};
+// Interleaved: for each round, the original then every value in order.
+std::vector<Slot> schedule(size_t values_with_original, int rounds);
+
+// The plan that runs only the stages `knob` affects (shares of other
+// protocols and media left out); throws Error(kConfig) when the plan has no
+// stage the knob affects.
+pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan);
+
+// Samples of one layer ("smb disk read 100 MB") per value index.
+struct LayerSamples {
+  std::string layer;
+  std::vector<std::vector<double>> by_value;  // bytes/s; index 0 = original
+};
+
+struct ValueStats {
+  std::string value;
+  size_t n = 0;
+  double median = 0, p25 = 0, p75 = 0, min = 0, max = 0;  // bytes/s
+  double change = 0;                   // median / original's median - 1; 0 for the original
+  double p = 1;                        // Mann-Whitney against the original, two-sided
+  double p_holm = 1;                   // Holm over the non-original values of this layer
+  bool too_few = false;                // fewer than 3 samples on a side: no p
+  bool better = false, worse = false;  // p_holm < alpha, by direction
+};
+
+struct LayerResult {
+  std::string layer;
+  std::vector<ValueStats> values;  // index 0 = original
+};
+
+struct TuneResult {
+  std::string knob, endpoint, target, original;
+  std::vector<std::string> values;  // index 0 = original
+  int rounds = 0;
+  std::vector<LayerResult> layers;
+  // The recommended value: the one significantly better on some affected
+  // layer and significantly worse on none, with the largest gain; empty:
+  // keep what you have.
+  std::string recommended;
+  std::string reason;  // one sentence, with the numbers
+  std::vector<int64_t> run_ids;
+};
+
+inline constexpr double kAlpha = 0.05;
+
+// The statistics and the recommendation from samples.
+TuneResult analyze(const std::string& knob, const std::vector<std::string>& values,
+                   const std::vector<LayerSamples>& layers, int rounds);
+
+std::string result_text(const TuneResult& r);
+std::string result_json(const TuneResult& r);
+// A self-contained HTML page: per layer, value on the x axis, every sample a dot.
+std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& layers);
+
+struct SweepSetup {
+  const Knob* knob = nullptr;
+  std::vector<std::string> values;  // normalised, without the original
+  int rounds = 3;
+  pipeline::Plan plan;  // the full plan; affected_plan() picks the stages
+  remote::AgentLink* server = nullptr;
+  remote::AgentLink* client = nullptr;
+  std::string server_name, client_name, data_address;
+  std::map<std::string, std::string> passwords;
+  // A knob on the interface SSH uses (MTU) is refused unless the user has a
+  // console; then each agent reverts by itself unless confirmed in time.
+  bool console = false;
+  uint64_t confirm_s = 20;
+};
+
+// The exact commands of a sweep, changing nothing: asks the knob's agent.
+std::string dry_run_text(const SweepSetup& s);
+
+// Runs the sweep, stores its runs and the session, reverts (also on error
+// or cancellation), and returns the result; `samples` receives the raw
+// samples for the HTML chart. `note` receives progress lines.
+TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cancel,
+                     const std::function<void(const std::string&)>& note,
+                     std::vector<LayerSamples>* samples);
+
+// A stored session ("latest" or its id), recomputed from its runs' samples
+// in the database: the same result `tune` printed, and the samples for
+// the HTML chart. Throws Error(kUsage) when there is no such session.
+TuneResult load_session(Store& store, const std::string& which, std::vector<LayerSamples>* samples);
+
+}  // namespace cp::tune

@@ -1,0 +1,119 @@
+#include "tune/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "core/error.h"
+
+namespace cp::tune {
+namespace {
+
+TEST(Schedule, InterleavesValuesInEveryRoundOriginalFirst) {
+  auto s = schedule(3, 2);
+  ASSERT_EQ(s.size(), 6u);
+  const std::vector<size_t> order = {0, 1, 2, 0, 1, 2};
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i].value, order[i]);
+    EXPECT_EQ(s[i].round, i < 3 ? 1 : 2);
+  }
+}
+
+pipeline::Plan lab_like_plan() {
+  pipeline::Plan p;
+  for (const char* proto : {"ftp", "smb"}) {
+    for (const char* medium : {"ram", "disk"}) {
+      pipeline::SharePlan s;
+      s.name = std::string(proto) + "-" + medium;
+      s.driver = proto;
+      s.medium = medium;
+      p.shares.push_back(s);
+    }
+  }
+  return p;
+}
+
+TEST(AffectedPlan, ReadaheadRunsOnlyTheDiskShares) {
+  pipeline::Plan p = affected_plan(find_knob("server.readahead"), lab_like_plan());
+  EXPECT_FALSE(p.disk_enabled);
+  EXPECT_FALSE(p.tcp_enabled);
+  ASSERT_EQ(p.shares.size(), 2u);
+  for (const auto& s : p.shares) EXPECT_EQ(s.medium, "disk");
+}
+
+TEST(AffectedPlan, SambaRunsOnlySmbAndTcpRunsEverything) {
+  pipeline::Plan p = affected_plan(find_knob("samba.smb2_max_read"), lab_like_plan());
+  ASSERT_EQ(p.shares.size(), 2u);
+  for (const auto& s : p.shares) EXPECT_EQ(s.driver, "smb");
+  pipeline::Plan t = affected_plan(find_knob("server.tcp_wmem"), lab_like_plan());
+  EXPECT_TRUE(t.tcp_enabled);
+  EXPECT_EQ(t.shares.size(), 4u);
+}
+
+TEST(AffectedPlan, NoAffectedStageIsAConfigError) {
+  try {
+    affected_plan(find_knob("client.afp_depth"), lab_like_plan());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+  }
+}
+
+std::vector<double> around(double level, int n) {
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(level * (1 + 0.01 * (i % 5 - 2)) + i);
+  return v;
+}
+
+TEST(Analyze, RecommendsTheSignificantlyBestValue) {
+  LayerSamples l{"smb disk read 100 MB", {around(500e6, 9), around(700e6, 9), around(1000e6, 9)}};
+  TuneResult r = analyze("samba.smb2_max_read", {"65536", "1048576", "8388608"}, {l}, 3);
+  EXPECT_EQ(r.recommended, "8388608");
+  ASSERT_EQ(r.layers.size(), 1u);
+  EXPECT_TRUE(r.layers[0].values[1].better);
+  EXPECT_TRUE(r.layers[0].values[2].better);
+  EXPECT_NEAR(r.layers[0].values[2].change, 1.0, 0.05);
+  // Holm: the adjusted p is never below the raw one.
+  EXPECT_GE(r.layers[0].values[1].p_holm, r.layers[0].values[1].p);
+}
+
+TEST(Analyze, NoSignificantGainKeepsWhatYouHave) {
+  // Same level everywhere: shuffled copies of one set.
+  std::vector<double> a = around(500e6, 9), b = a, c = a;
+  std::rotate(b.begin(), b.begin() + 3, b.end());
+  TuneResult r = analyze("server.readahead", {"131072", "4194304"}, {{"x", {a, b}}}, 3);
+  EXPECT_EQ(r.recommended, "");
+  EXPECT_FALSE(r.layers[0].values[1].better);
+  EXPECT_FALSE(r.layers[0].values[1].worse);
+}
+
+TEST(Analyze, TooFewSamplesGiveNoVerdict) {
+  TuneResult r = analyze("k", {"a", "b"}, {{"x", {{1, 2}, {10, 20}}}}, 1);
+  EXPECT_TRUE(r.layers[0].values[1].too_few);
+  EXPECT_EQ(r.recommended, "");
+}
+
+TEST(Analyze, AValueThatHurtsAnotherLayerIsNotRecommended) {
+  LayerSamples read{"read", {around(500e6, 9), around(900e6, 9)}};
+  LayerSamples write{"write", {around(500e6, 9), around(200e6, 9)}};
+  TuneResult r = analyze("k", {"orig", "v"}, {read, write}, 3);
+  EXPECT_TRUE(r.layers[0].values[1].better);
+  EXPECT_TRUE(r.layers[1].values[1].worse);
+  EXPECT_EQ(r.recommended, "");
+}
+
+TEST(Analyze, JsonCarriesTheRecommendationAndEveryValue) {
+  LayerSamples l{"smb ram read", {around(500e6, 9), around(1000e6, 9)}};
+  TuneResult r = analyze("samba.smb2_max_read", {"65536", "8388608"}, {l}, 3);
+  auto j = boost::json::parse(result_json(r)).as_object();
+  EXPECT_EQ(j.at("recommended").as_string(), "8388608");
+  EXPECT_EQ(j.at("layers").as_array()[0].at("values").as_array().size(), 2u);
+  const std::string html = result_html(r, {l});
+  size_t dots = 0;
+  for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1))
+    ++dots;
+  EXPECT_EQ(dots, 18u);  // every sample a dot
+}
+
+}  // namespace
+}  // namespace cp::tune

@@ -1,0 +1,161 @@
+// End to end with NFS (issue 15): `diagnose --lab` measures the lab's
+// NFS-Ganesha shares with the nfs driver, NFSv4 from RAM and NFSv3 from the
+// disk, stores what each sample negotiated, and the ladder and the verdict
+// treat NFS like the other protocols.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+const json::object* ladder_row(const json::object& doc, const std::string& key) {
+  if (!doc.contains("ladder")) return nullptr;
+  for (const auto& r : doc.at("ladder").as_array())
+    if (r.at("key").as_string() == key) return &r.as_object();
+  return nullptr;
+}
+
+const json::object* finding(const json::object& doc, const std::string& path) {
+  if (!doc.contains("verdict")) return nullptr;
+  for (const auto& f : doc.at("verdict").at("findings").as_array())
+    if (f.at("path").as_string() == path) return &f.as_object();
+  return nullptr;
+}
+
+TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
+  if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+  RunResult up = chokepoint({"lab", "up", "--rate", "1gbit"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err << up.out;
+  struct Down {
+    ~Down() { chokepoint({"lab", "down"}, 300); }
+  } down;
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json::object status = json::parse(st.out).as_object();
+  const json::object& servers = status.at("servers").as_object();
+  EXPECT_TRUE(servers.at("nfsd_alive").as_bool());
+  std::string ram, disk;
+  for (const auto& v : servers.at("shares").as_array()) {
+    const json::object& s = v.as_object();
+    if (s.at("protocol").as_string() != "nfs") continue;
+    (s.at("medium").as_string() == "ram" ? ram : disk) =
+        std::string(s.at("server_dir").as_string());
+  }
+  ASSERT_FALSE(ram.empty());
+  ASSERT_FALSE(disk.empty());
+  const std::string addr = lab_names().server_data_address;
+  const std::string user = std::string(servers.at("share_user").as_string());
+
+  TempDir t;
+  write_file(t.file("plan.ini"),
+             "[disk]\nsizes = 20MB\ncount = 2\nsettle = 500ms\n[tcp]\ncount = 2\n"
+             "[protocol]\nsizes = 50MB\ncount = 3\n"
+             "[share nfs-ram]\nurl = nfs://" +
+                 addr + "/ram\nserver_dir = " + ram + "\nmedium = ram\nuser = " + user +
+                 "\n"
+                 "[share nfs-disk]\nurl = nfs://" +
+                 addr + "/disk\nserver_dir = " + disk + "\nmedium = disk\nuser = " + user +
+                 "\noptions = version=3\n");
+  const std::string db = t.file("runs.db");
+  RunResult r = chokepoint(
+      {"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json", "-q"}, 900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object doc = json::parse(r.out).as_object();
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status != 'complete'"), 0)
+      << query_text(db, "SELECT error FROM stages WHERE status != 'complete'");
+
+  // Every sample moved its bytes and says what was negotiated.
+  const std::string nfs_samples =
+      "FROM samples WHERE json_extract(details_json, '$.share') LIKE 'nfs-%'";
+  EXPECT_EQ(query_int(db, "SELECT count(*) " + nfs_samples + " AND error = ''"), 2 * 2 * 3);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(DISTINCT json_extract(details_json, "
+                      "'$.properties.version')) " +
+                          nfs_samples),
+            2);
+  EXPECT_EQ(
+      query_text(db, "SELECT json_extract(details_json, '$.properties.version') " + nfs_samples +
+                         " AND json_extract(details_json, '$.share') = "
+                         "'nfs-disk' LIMIT 1"),
+      "3");
+  EXPECT_EQ(query_int(db, "SELECT count(*) " + nfs_samples +
+                              " AND CAST(json_extract(details_json, "
+                              "'$.properties.in_flight_bytes') AS INTEGER) > 0"),
+            2 * 2 * 3);
+
+  // Ladder rows and a verdict for each NFS path, as for the other protocols.
+  for (const std::string key : {"nfs:ram:read:50000000", "nfs:ram:write:50000000",
+                                "nfs:disk:read:50000000", "nfs:disk:write:50000000"}) {
+    const json::object* row = ladder_row(doc, key);
+    ASSERT_NE(row, nullptr) << key;
+    EXPECT_GT(row->at("median_bytes_per_s").to_number<double>(), 1e6) << key;
+  }
+  for (const std::string path : {"nfs ram read", "nfs ram write", "nfs disk read"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_FALSE(f->at("layer").as_string().empty()) << path;
+  }
+  // NFSv3 reads from RAM fill the 1 Gbit/s link: the verdict names the network,
+  // not NFS. (NFSv4 writes go through libnfs 4.0's small WRITEs; no layer is asserted.)
+  const json::object* ram_read = finding(doc, "nfs ram read");
+  ASSERT_NE(ram_read, nullptr);
+  EXPECT_NE(ram_read->at("layer").as_string(), "nfs") << ram_read->at("text").as_string();
+}
+
+// `lab throttle --nfsd-cpu 10%`: Ganesha at a tenth of a core; the verdict
+// names its CPU quota on the server, as it does smbd's.
+TEST(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
+  if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+  RunResult up = chokepoint({"lab", "up", "--rate", "0"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err << up.out;
+  struct Down {
+    ~Down() { chokepoint({"lab", "down"}, 300); }
+  } down;
+  RunResult th = chokepoint({"lab", "throttle", "--nfsd-cpu", "10%"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json::object status = json::parse(st.out).as_object();
+  const json::object& servers = status.at("servers").as_object();
+  EXPECT_DOUBLE_EQ(servers.at("throttle").at("nfsd_cpu").to_number<double>(), 0.1);
+  std::string ram;
+  for (const auto& v : servers.at("shares").as_array()) {
+    const json::object& s = v.as_object();
+    if (s.at("protocol").as_string() == "nfs" && s.at("medium").as_string() == "ram")
+      ram = std::string(s.at("server_dir").as_string());
+  }
+  ASSERT_FALSE(ram.empty());
+  TempDir t;
+  // 400 MB files: each transfer lasts over a second at the quota, longer
+  // than the verdict's minimum CPU window.
+  write_file(t.file("plan.ini"),
+             "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n"
+             "[share nfs-ram]\nurl = nfs://" +
+                 lab_names().server_data_address + "/ram\nserver_dir = " + ram +
+                 "\nmedium = ram\nuser = " + std::string(servers.at("share_user").as_string()) +
+                 "\noptions = version=3\n");
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
+                            t.file("plan.ini"), "--json", "-q"},
+                           900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object doc = json::parse(r.out).as_object();
+  const json::object* f = finding(doc, "nfs ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->at("layer").as_string(), "cpu") << f->at("text").as_string();
+  ASSERT_TRUE(f->contains("cpu")) << f->at("text").as_string();
+  const json::object& cpu = f->at("cpu").as_object();
+  EXPECT_EQ(cpu.at("kind").as_string(), "quota");
+  EXPECT_EQ(cpu.at("host").as_string(), "server");
+  EXPECT_EQ(cpu.at("process").as_string(), "ganesha.nfsd");
+  EXPECT_NEAR(cpu.at("limit_pct").to_number<double>(), 10, 0.5);
+}
+
+}  // namespace
+}  // namespace cp::itest

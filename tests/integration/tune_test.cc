@@ -1,0 +1,266 @@
+// `chokepoint tune` on the built-in lab (issue 13): sweeps that find the
+// known-good value of a knob the lab was mis-tuned with, and every way a
+// sweep can end (done, orchestrator killed, agent killed) leaving the knob's
+// value and the Samba config byte-identical to before.
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/process.h"
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class Tune : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;
+    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
+    up_ok_ = r.exit_code == 0;
+    up_error_ = r.err + r.out;
+  }
+  static void TearDownTestSuite() {
+    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
+  }
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+    ASSERT_EQ(st.exit_code, 0) << st.err;
+    const json::object doc = json::parse(st.out).as_object();
+    const json::object& server = doc.at("server").as_object();
+    loop_ = std::string(server.at("loop_device").as_string());
+    hostname_ = std::string(server.at("hostname").as_string());
+    smb_conf_ = std::string(doc.at("dir").as_string()) + "/server/samba/smb.conf";
+    dropin_ = std::string(doc.at("dir").as_string()) + "/server/samba/chokepoint-tune.conf";
+    lab_readahead_ = getra();
+    // The agent runs as root inside the host, on this filesystem.
+    journal_ = std::string(getpwnam("root")->pw_dir) + "/.local/state/chokepoint/tune-journal-" +
+               hostname_ + ".json";
+  }
+  void TearDown() override {
+    if (geteuid() != 0 || !up_ok_) return;
+    if (!lab_readahead_.empty()) run_command({"blockdev", "--setra", lab_readahead_, loop_});
+    if (reshaped_) {
+      RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  std::string getra() {
+    RunResult r = run_command({"blockdev", "--getra", loop_});
+    std::string s = r.out;
+    while (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  }
+  void setra(const std::string& sectors) {
+    ASSERT_EQ(run_command({"blockdev", "--setra", sectors, loop_}).exit_code, 0);
+  }
+  // Polls `done` for up to `seconds`.
+  template <class F>
+  bool wait_for(F done, double seconds) {
+    const double until = monotonic_seconds() + seconds;
+    while (monotonic_seconds() < until) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return done();
+  }
+  json::object sweep_json(const std::vector<std::string>& extra, const std::string& db) {
+    std::vector<std::string> args = {"tune",   "--lab", "--rounds", "3", "--count", "3",
+                                     "--size", "100MB", "--db",     db,  "--json",  "-q"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    RunResult r = chokepoint(args, 900);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    json::value v = json::parse(r.out);
+    return v.as_array().at(0).as_object();
+  }
+
+  static inline bool up_ok_ = false;
+  static inline std::string up_error_;
+  bool reshaped_ = false;
+  std::string loop_, hostname_, smb_conf_, dropin_, lab_readahead_, journal_;
+};
+
+// Readahead of 16 KiB starves sendfile(2) reads from the server disk (vsftpd
+// reads 64 KiB a splice): 4 MiB must come out significantly better.
+TEST_F(Tune, ReadaheadSweepFindsTheKnownGoodValueAndPutsItBack) {
+  TempDir t;
+  setra("32");  // 16 KiB: the mis-tuned original
+  const std::string conf_before = slurp(smb_conf_);
+  json::object r = sweep_json({"--knob", "server.readahead=4M"}, t.file("tune.db"));
+  EXPECT_EQ(r.at("original").as_string(), "16384");
+  ASSERT_TRUE(r.at("recommended").is_string());
+  EXPECT_EQ(r.at("recommended").as_string(), "4194304");
+  bool ftp_disk_better = false;
+  for (const auto& l : r.at("layers").as_array()) {
+    const auto& o = l.as_object();
+    if (o.at("layer").as_string() == "ftp disk read 100 MB") {
+      ftp_disk_better = o.at("values").as_array().at(1).at("better").as_bool();
+    }
+    // Only the layers the knob affects: reads from the server's disk.
+    EXPECT_NE(std::string(o.at("layer").as_string()).find(" disk read"), std::string::npos);
+  }
+  EXPECT_TRUE(ftp_disk_better);
+  EXPECT_EQ(getra(), "32");
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+  // The session and its 6 runs (3 rounds x 2 values) are stored.
+  EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM tune_runs"), 6);
+  EXPECT_EQ(query_text(t.file("tune.db"), "SELECT status FROM tune_sessions"), "complete");
+  EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM runs WHERE status='complete'"), 6);
+  // `tune --show` recomputes the same result from the stored samples.
+  RunResult shown = chokepoint({"tune", "--show", "latest", "--db", t.file("tune.db"), "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const json::object again = json::parse(shown.out).as_array().at(0).as_object();
+  EXPECT_EQ(again.at("recommended"), r.at("recommended"));
+  EXPECT_EQ(again.at("layers"), r.at("layers"));
+  EXPECT_EQ(again.at("run_ids"), r.at("run_ids"));
+}
+
+// The lab's smbd started with smb2 max read = 16384: 8 MiB is known-good.
+TEST_F(Tune, SmbMaxReadSweepFindsTheKnownGoodValueAndPutsTheConfigBack) {
+  reshaped_ = true;
+  RunResult up = chokepoint({"lab", "up", "--rate", "0", "--samba", "smb2 max read = 16384"}, 300);
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  TempDir t;
+  const std::string conf_before = slurp(smb_conf_);
+  json::object r = sweep_json({"--knob", "samba.smb2_max_read=8M"}, t.file("tune.db"));
+  EXPECT_EQ(r.at("original").as_string(), "16384");
+  ASSERT_TRUE(r.at("recommended").is_string()) << r.at("reason").as_string();
+  EXPECT_EQ(r.at("recommended").as_string(), "8388608");
+  for (const auto& l : r.at("layers").as_array()) {
+    EXPECT_EQ(std::string(l.at("layer").as_string()).rfind("smb ", 0), 0u);
+  }
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(dropin_));
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+TEST_F(Tune, DryRunChangesNothing) {
+  const std::string conf_before = slurp(smb_conf_);
+  const std::string ra = getra();
+  RunResult r = chokepoint({"tune", "--lab", "--dry-run", "--knob", "server.readahead=1M", "--knob",
+                            "samba.smb2_max_read=64K"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("blockdev --setra 2048 " + loop_), std::string::npos) << r.out;
+  EXPECT_EQ(getra(), ra);
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(dropin_));
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+// The orchestrator killed outright: the agents see their channel close and
+// revert (Samba config byte-identical, drop-in gone, smbd reloaded).
+TEST_F(Tune, OrchestratorSigkillMidSweepRestoresTheOriginal) {
+  TempDir t;
+  const std::string conf_before = slurp(smb_conf_);
+  Child c({CHOKEPOINT_BIN, "tune", "--lab", "--knob", "samba.smb2_max_read=64K,1M", "--rounds",
+           "20", "--count", "3", "--size", "100MB", "--db", t.file("tune.db"), "-q"});
+  ASSERT_TRUE(wait_for([&] { return std::filesystem::exists(dropin_); }, 120))
+      << "the sweep never applied the knob";
+  EXPECT_NE(slurp(smb_conf_), conf_before);
+  EXPECT_TRUE(std::filesystem::exists(journal_));
+  c.kill(SIGKILL);
+  ASSERT_EQ(c.wait(10), 128 + SIGKILL);
+  EXPECT_TRUE(wait_for([&] { return !std::filesystem::exists(journal_); }, 60));
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(dropin_));
+}
+
+// The server's agent killed outright: nothing can revert at once; the next
+// agent start does (here `tune --revert`, which starts one).
+TEST_F(Tune, AgentSigkillMidSweepRestoresAtTheNextAgentStart) {
+  TempDir t;
+  const std::string ra = getra();
+  Child c({CHOKEPOINT_BIN, "tune", "--lab", "--knob", "server.readahead=16K,64K", "--rounds", "20",
+           "--count", "3", "--size", "100MB", "--db", t.file("tune.db"), "-q"});
+  ASSERT_TRUE(wait_for([&] { return getra() != ra; }, 120)) << "the sweep never applied the knob";
+  ASSERT_TRUE(std::filesystem::exists(journal_));
+  const json::object j = json::parse(slurp(journal_)).as_object();
+  const int agent_pid = static_cast<int>(j.at("pid").as_int64());
+  ASSERT_GT(agent_pid, 1);
+  ASSERT_EQ(::kill(agent_pid, SIGKILL), 0);
+  EXPECT_NE(c.wait(120), 0);  // the sweep fails: its server agent is gone
+  EXPECT_NE(getra(), ra);     // nobody was left to revert
+  EXPECT_TRUE(std::filesystem::exists(journal_));
+  RunResult rv = chokepoint({"tune", "--revert", "--lab", "--json"}, 300);
+  ASSERT_EQ(rv.exit_code, 0) << rv.err << rv.out;
+  EXPECT_EQ(getra(), ra);
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+  const json::array hosts = json::parse(rv.out).as_array();
+  const json::array& restored = hosts.at(0).at("restored").as_array();
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_EQ(restored[0].at("knob").as_string(), "server.readahead");
+  EXPECT_EQ(restored[0].at("error").as_string(), "");
+}
+
+int data_mtu(const std::string& netns) {
+  RunResult r = run_command({"ip", "netns", "exec", netns, "ip", "-o", "link", "show"});
+  for (const char* ifname : {"cpd-s", "cpd-c"}) {
+    const size_t at = r.out.find(std::string(": ") + ifname);
+    if (at == std::string::npos) continue;
+    const size_t m = r.out.find(" mtu ", at);
+    return std::stoi(r.out.substr(m + 5));
+  }
+  return 0;
+}
+
+// Both ends' data interfaces change together and come back together; SSH
+// runs over the management interfaces, so no watchdog is needed.
+TEST_F(Tune, MtuSweepChangesBothEndsAndPutsThemBack) {
+  TempDir t;
+  const int server_before = data_mtu(lab_names().server_netns);
+  const int client_before = data_mtu(lab_names().client_netns);
+  ASSERT_GT(server_before, 0);
+  RunResult r = chokepoint({"tune", "--lab", "--knob", "link.mtu=1280", "--rounds", "1", "--count",
+                            "1", "--size", "10MB", "--db", t.file("tune.db"), "--json", "-q"},
+                           900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), std::to_string(server_before));
+  EXPECT_EQ(data_mtu(lab_names().server_netns), server_before);
+  EXPECT_EQ(data_mtu(lab_names().client_netns), client_before);
+  // The value's run measured with 1280 on both ends (the facts taken at its start).
+  EXPECT_EQ(query_int(t.file("tune.db"), "SELECT count(*) FROM tune_runs"), 2);
+  EXPECT_EQ(query_int(t.file("tune.db"),
+                      "SELECT count(*) FROM hosts h JOIN tune_runs t ON t.run_id = h.run_id "
+                      "WHERE t.is_original = 0 AND json_extract(h.facts_json, '$.net.mtu') = 1280"),
+            2);
+}
+
+TEST_F(Tune, UnknownKnobAndMissingStageAreUsageAndConfigErrors) {
+  RunResult unknown = chokepoint({"tune", "--lab", "--knob", "server.nope=1"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  // The lab has no AFP share: an AFP option has no stage to measure.
+  RunResult nostage = chokepoint({"tune", "--lab", "--knob", "client.afp_depth=4"});
+  EXPECT_EQ(nostage.exit_code, 1);
+  // A loop disk has no drive write cache: refused before anything changes.
+  RunResult wc = chokepoint({"tune", "--lab", "--knob", "server.write_cache=0", "--rounds", "1",
+                             "--count", "1", "--size", "10MB", "-q"});
+  EXPECT_EQ(wc.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+}  // namespace
+}  // namespace cp::itest
