@@ -28,10 +28,21 @@ pkgs=(
   # afp driver: libFuzzer + sanitizers for scripts/fuzz-afp.sh (libssl-dev above
   # gives libcrypto; CAST5 comes from libssl3's legacy provider)
   clang libclang-rt-14-dev
+  # the static server agent (scripts/build-agents.sh): `file` checks it is static;
+  # qemu-user runs the aarch64 build's tests; BusyBox fills the lab's nas profile
+  file qemu-user-static busybox-static
+  # its aarch64 build: Debian's cross compiler (arm64 libraries below)
+  g++-aarch64-linux-gnu binutils-aarch64-linux-gnu
+)
+# The arm64 -dev packages the aarch64 server agent links statically, through
+# multiarch (dpkg --add-architecture arm64 below).
+arm64_pkgs=(
+  libboost-json1.81-dev:arm64 libfmt-dev:arm64 libxxhash-dev:arm64 libssl-dev:arm64
+  libgtest-dev:arm64 libgmock-dev:arm64
 )
 
 missing=()
-for p in "${pkgs[@]}"; do
+for p in "${pkgs[@]}" "${arm64_pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
   fi
@@ -42,6 +53,9 @@ if ((${#missing[@]})); then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -1,9 +1,11 @@
-// chokepoint-agent: deployed on each endpoint; speaks the wire protocol on
-// stdin/stdout (schemas/agent-protocol.md) until the channel closes.
+// chokepoint-agent: the full agent (with the protocol clients), deployed on
+// the client end (and on a server end with no static server agent for it); speaks the wire protocol
+// on stdin/stdout (schemas/agent-protocol.md) until the channel closes.
 #include <cstdio>
 #include <cstring>
 
 #include "agent/agent.h"
+#include "agent/client_role.h"
 #include "core/version.h"
 
 int main(int argc, char** argv) {
@@ -18,5 +20,5 @@ int main(int argc, char** argv) {
                  "not meant to be run by hand.\n");
     return 2;
   }
-  return cp::agent::serve(0, 1, {cp::kBuildId, cp::kVersion});
+  return cp::agent::serve(0, 1, {cp::kBuildId, cp::kVersion, cp::agent::make_client_role});
 }

@@ -25,7 +25,8 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/transfer_ops.h"
+#include "agent/client_role.h"
+#include "agent/file_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
@@ -35,7 +36,6 @@
 #include "probe/disk.h"
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
-#include "transfer/driver.h"
 #include "tune/agent_requests.h"
 
 namespace cp::agent {
@@ -185,7 +185,9 @@ namespace {
 class Agent {
  public:
   Agent(int in_fd, int out_fd, int signal_fd, AgentOptions options)
-      : in_(in_fd), out_(out_fd), signal_fd_(signal_fd), options_(std::move(options)) {}
+      : in_(in_fd), out_(out_fd), signal_fd_(signal_fd), options_(std::move(options)) {
+    if (options_.client_role) client_ = options_.client_role();
+  }
 
   int run();
 
@@ -208,8 +210,8 @@ class Agent {
   json::object do_remove_file(const json::object& req);
   json::object do_cpu_start();
   json::object do_cpu_stop();
-  json::object do_transfer(const json::object& req, uint64_t id, const CancelToken& cancel);
-  transfer::Session& session_for(const json::object& share, const CancelToken& cancel);
+  json::object do_client(const std::string& type, const json::object& req, uint64_t id,
+                         const CancelToken& cancel);
   const std::string& run_dir(const json::object& req);
   void cleanup();
   void shutdown(const char* why);
@@ -234,13 +236,8 @@ class Agent {
   std::map<std::string, std::string> run_dirs_;  // base dir -> private dir we made
   std::unique_ptr<probe::TcpServer> tcp_server_;
   std::unique_ptr<probe::CpuSampler> cpu_watch_;  // cpu_start .. cpu_stop
-  struct OpenShare {
-    std::string url;
-    std::unique_ptr<transfer::Driver> driver;
-    std::unique_ptr<transfer::Session> session;
-  };
-  std::map<std::string, OpenShare> shares_;  // by share name: one login per run
-  CancelToken sessions_cancel_;              // for driver sessions; set at shutdown
+  // The protocol clients: null in the static server agent.
+  std::unique_ptr<ClientRole> client_;
 };
 
 void Agent::send(json::object msg) {
@@ -273,13 +270,19 @@ void Agent::fail(uint64_t id, const Error& e) {
 json::object Agent::do_hello() {
   utsname u{};
   uname(&u);
+  json::array drivers;
+  if (client_) {
+    for (const auto& d : client_->drivers()) drivers.push_back(json::string(d));
+  }
   return {{"version", options_.version},
           {"build", options_.build_id},
           {"proto", wire::kProtocolVersion},
           {"pid", getpid()},
           {"hostname", u.nodename},
           {"os", u.sysname},
-          {"arch", u.machine}};
+          {"arch", u.machine},
+          {"role", client_ ? "full" : "server"},
+          {"drivers", std::move(drivers)}};
 }
 
 json::object Agent::do_prepare(const json::object& req) {
@@ -529,66 +532,25 @@ json::object Agent::do_cpu_stop() {
   return out;
 }
 
-transfer::Session& Agent::session_for(const json::object& share, const CancelToken& cancel) {
-  const std::string name = get_string(share, "name");
-  const std::string url = get_string(share, "url");
-  auto it = shares_.find(name);
-  if (it != shares_.end() && it->second.url == url) return *it->second.session;
-  transfer::Share s;
-  s.name = name;
-  s.url = url;
-  s.user = wire::opt_string(share, "user");
-  s.password = wire::opt_string(share, "password");  // never logged or echoed
-  if (share.contains("options")) {
-    for (const auto& [k, v] : wire::get_object(share, "options")) {
-      if (!v.is_string()) {
-        throw Error(ErrorKind::kPeer, "message 'transfer': share options must be strings");
-      }
-      s.options[std::string(k)] = std::string(v.as_string());
-    }
+json::object Agent::do_client(const std::string& type, const json::object& req, uint64_t id,
+                              const CancelToken& cancel) {
+  if (!client_) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("this is the server agent (chokepoint-agent-server): it has no "
+                            "protocol clients, so it cannot serve '{}'",
+                            type),
+                "protocol stages run on the client end, which needs the full chokepoint-agent "
+                "(built with the transfer drivers)");
   }
-  OpenShare open;
-  open.url = url;
-  open.driver = transfer::make_driver(get_string(share, "driver"));
-  // Sessions outlive the request that opened them, and drivers may keep the
-  // token they are given: hand them the agent's own, cancelled at shutdown.
-  cancel.check();
-  open.session = open.driver->connect(s, sessions_cancel_);
-  auto& slot = shares_[name];
-  slot = std::move(open);
-  return *slot.session;
-}
-
-json::object Agent::do_transfer(const json::object& req, uint64_t id, const CancelToken& cancel) {
-  const std::string op = get_string(req, "op");
-  const std::string local = run_dir(req) + "/" + checked_name(req);
-  const std::string remote = get_string(req, "remote");
   double last = 0;
-  auto progress = [&](uint64_t bytes, double secs) {
-    if (secs - last < 0.5) return;
-    last = secs;
-    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
-  };
-  transfer::Session& session = session_for(wire::get_object(req, "share"), cancel);
-  probe::CpuSampler cpu;
-  cpu.start();
-  FileResult r;
-  if (op == "read") {
-    r = transfer_read(session, remote, local, wire::opt_u64(req, "size", 0), block_of(req), cancel,
-                      progress);
-    if (wire::opt_bool(req, "delete_after", false)) ::unlink(local.c_str());
-  } else if (op == "write") {
-    r = transfer_write(session, local, remote, block_of(req), cancel, progress);
-    if (wire::opt_bool(req, "delete_after", false)) ::unlink(local.c_str());
-  } else {
-    throw Error(ErrorKind::kPeer, "message 'transfer': field 'op' must be read or write");
-  }
-  json::object props;
-  for (const auto& [k, v] : session.properties()) props[k] = v;
-  json::object out = file_json(r);
-  out["properties"] = props;
-  out["cpu"] = cpu_json(cpu.stop());
-  return out;
+  ClientCall call{req, cancel,
+                  [&, id](uint64_t bytes, double secs) {
+                    if (secs - last < 0.5) return;
+                    last = secs;
+                    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+                  },
+                  [this](const json::object& r) { return run_dir(r) + "/" + checked_name(r); }};
+  return client_->handle(type, call);
 }
 
 json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
@@ -623,25 +585,10 @@ json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   if (type == "remove_file") return do_remove_file(req);
   if (type == "cpu_start") return do_cpu_start();
   if (type == "cpu_stop") return do_cpu_stop();
-  if (type == "transfer") return do_transfer(req, id, cancel);
+  if (type == "transfer" || type == "sweep") return do_client(type, req, id, cancel);
   if (type == "smb_status") return do_smb_status(req);
-  if (type == "sweep") {
-    transfer::Session& session = session_for(wire::get_object(req, "share"), cancel);
-    const uint64_t request = get_u64(req, "request");
-    if (request == 0 || request > (16u << 20)) {
-      throw Error(ErrorKind::kConfig, "sweep request size is outside 1 B .. 16 MiB");
-    }
-    probe::CpuSampler cpu;
-    cpu.start();
-    FileResult r = sweep_cell(
-        session, get_string(req, "remote"), parse_sweep_pattern(get_string(req, "pattern")),
-        static_cast<uint32_t>(request), get_u64(req, "bytes"), get_u64(req, "file_size"), cancel);
-    json::object out = file_json(r);
-    out["cpu"] = cpu_json(cpu.stop());
-    return out;
-  }
   if (type == "close_shares") {
-    shares_.clear();
+    if (client_) client_->close_shares();
     return {};
   }
   if (type == "stats") return {{"max_rss_kb", max_rss_kb()}};
@@ -688,7 +635,7 @@ void Agent::worker_loop() {
 }
 
 void Agent::cleanup() {
-  shares_.clear();  // log out before the run dirs go
+  if (client_) client_->close_shares();  // log out before the run dirs go
   cpu_watch_.reset();
   tcp_server_.reset();
   for (const auto& [base, dir] : run_dirs_) {
@@ -716,7 +663,7 @@ void Agent::shutdown(const char* why) {
   stopping_ = true;
   queue_.clear();
   if (current_) current_->cancel();
-  sessions_cancel_.cancel();
+  if (client_) client_->cancel_sessions();
   cv_.notify_all();
 }
 

@@ -6,13 +6,20 @@
 
 #include <boost/json/array.hpp>
 
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace cp::agent {
 
+class ClientRole;  // agent/client_role.h
+
 struct AgentOptions {
   std::string build_id;  // printed in the sentinel; the orchestrator compares it
   std::string version;   // chokepoint version
+  // Makes the protocol clients (transfer, sweep): make_client_role() in the
+  // full agent; empty in the static server agent, which refuses them.
+  std::function<std::unique_ptr<ClientRole>()> client_role;
 };
 
 // Removes the run directories (chokepoint-run-*) in `base` whose owner

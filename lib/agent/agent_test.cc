@@ -32,7 +32,7 @@ class AgentLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv_), 0);
-    agent_ = std::thread([this] { rc_ = serve(sv_[1], sv_[1], {"test-build", "0"}); });
+    agent_ = std::thread([this] { rc_ = serve(sv_[1], sv_[1], {"test-build", "0", {}}); });
     link_ = std::make_unique<AgentLink>(make_fd_stream(sv_[0], sv_[0], "test"), "test agent");
     dir_ = fs::temp_directory_path() / ("agent-link-test-" + std::to_string(getpid()));
     fs::create_directories(dir_);
@@ -61,6 +61,34 @@ TEST_F(AgentLinkTest, HandshakeAndHello) {
   EXPECT_EQ(wire::get_string(hello, "build"), "test-build");
   EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
   EXPECT_EQ(wire::get_u64(hello, "pid"), uint64_t(getpid()));
+}
+
+// The agent without a client role is the static server agent: it says so in
+// hello and refuses the protocol clients' requests with a typed error.
+TEST_F(AgentLinkTest, ServerAgentSaysItsRoleAndRefusesTransfers) {
+  json::object hello = link_->handshake(10);
+  EXPECT_EQ(wire::get_string(hello, "role"), "server");
+  EXPECT_TRUE(wire::get_array(hello, "drivers").empty());
+  link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const json::object share{{"name", "s"}, {"url", "null:"}, {"driver", "null"}};
+  for (const char* type : {"transfer", "sweep"}) {
+    try {
+      link_->call(type,
+                  {{"dir", dir_.string()},
+                   {"op", "read"},
+                   {"name", "a.dat"},
+                   {"remote", "a.dat"},
+                   {"share", share}},
+                  10);
+      ADD_FAILURE() << type << " was served";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << type;
+      EXPECT_FALSE(e.hint().empty());
+    }
+  }
+  // Nothing was made for the refused requests, and the agent keeps serving.
+  EXPECT_NO_THROW(link_->call("close_shares", {}, 10));
+  EXPECT_NO_THROW(link_->call("stats", {}, 10));
 }
 
 TEST_F(AgentLinkTest, DiskWriteReadInsideItsOwnRunDir) {

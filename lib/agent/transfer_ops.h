@@ -1,6 +1,7 @@
-// File work for the protocol stages: pattern files laid out for a protocol
-// to move, their checksums, and moving one file through a transfer driver
-// between a local (tmpfs) file and a share. One buffer of `block` bytes each:
+// The protocol clients' file work: moving one file through a transfer
+// driver between a local (tmpfs) file and a share, and the request-size
+// sweep. Only the full agent (chokepoint-agent) has it; file_ops.h holds
+// what the server end needs. One buffer of `block` bytes each:
 // memory does not grow with file size.
 #pragma once
 
@@ -8,29 +9,11 @@
 #include <functional>
 #include <string>
 
+#include "agent/file_ops.h"
 #include "core/clock.h"
 #include "transfer/driver.h"
 
 namespace cp::agent {
-
-using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
-
-struct FileResult {
-  uint64_t bytes = 0;
-  double seconds = 0;
-  std::string checksum;  // XXH3-64 hex of the bytes
-};
-
-// Creates `path` (never overwrites) with `size` bytes of pattern content,
-// fsyncs it, and with `evict` drops it from the page cache so a protocol
-// server reading it later reads the disk.
-// `mode`: 0600, or 0644 when a protocol server's user must read it.
-FileResult make_pattern_file(const std::string& path, uint64_t size, uint32_t block, bool evict,
-                             unsigned mode, const CancelToken& cancel);
-
-// Size and checksum of a file; `evict` drops it from the page cache after.
-FileResult checksum_file(const std::string& path, uint32_t block, bool evict,
-                         const CancelToken& cancel);
 
 // share:remote -> local_path (created). Times open .. close of the remote file.
 // `size_hint`: the size the orchestrator expects (0: unknown).

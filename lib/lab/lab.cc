@@ -20,6 +20,7 @@
 #include "lab/delay_line.h"
 #include "lab/ganesha.h"
 #include "lab/layout.h"
+#include "lab/nas_root.h"
 #include "lab/servers.h"
 #include "lab/sys.h"
 #include "lab/throttle.h"
@@ -317,6 +318,7 @@ void create(LabState& s, const std::string& delay_mode) {
                                    read_required(host_files(s, s.client).host_key + ".pub")),
                   0644);
   sys::write_file(s.ssh_config, ssh_config_text(s), 0644);
+  if (s.options.server_profile == "nas") make_nas_root(s);
   make_disk(s, s.server);
   make_disk(s, s.client);
   make_network(s, delay_mode);
@@ -326,6 +328,7 @@ void create(LabState& s, const std::string& delay_mode) {
   for (LabHost* h : {&s.server, &s.client}) {
     run(host_start_argv(s, *h, cgroups));
     wait_for_sshd(s, *h);
+    if (h == &s.server && s.options.server_profile == "nas") run(nas_mount_argv(s));
   }
   servers::start(s, [&] { save(s); });
 }
@@ -633,7 +636,8 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
       cur.reset();  // damaged: rebuilt below
     }
     if (cur) require_instance(*cur, instance, dir);
-    if (cur && healthy(*cur, nullptr)) {
+    // A lab of another server profile is rebuilt (its server host changes).
+    if (cur && healthy(*cur, nullptr) && cur->options.server_profile == opts.server_profile) {
       // Retune in place; the hosts, their disks and sessions stay.
       cur->dir = dir;
       if (cur->sw.netns.empty() && (opts.path_rate_bits > 0 || opts.server_mtu > 0 ||

@@ -34,6 +34,11 @@ struct LabOptions {
   uint64_t ram_bytes = 2ull << 30;   // size of each host's tmpfs
   // Extra smb.conf [global] lines, "name = value", in order (lab up --samba).
   std::vector<std::string> samba_params;
+  // The server host's kind (lab up --server-profile): "" a Debian host; "nas":
+  // its SSH sessions run chrooted in a root filesystem holding nothing but
+  // BusyBox (and what the orchestrator uploads), like a NAS appliance, with
+  // the ram and disk dirs at their usual paths (nas_root.h).
+  std::string server_profile;
 };
 
 // One share the server host exports: each protocol serves each medium.

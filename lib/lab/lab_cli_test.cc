@@ -87,6 +87,12 @@ TEST(LabCliTest, UpAllOptions) {
   EXPECT_EQ(parse_up_args({"--rate", "200mbit"}).options.rate_bits, 200'000'000u);
 }
 
+TEST(LabCliTest, ServerProfileNasIsTheOnlyProfile) {
+  EXPECT_EQ(parse_up_args({}).options.server_profile, "");
+  EXPECT_EQ(parse_up_args({"--server-profile", "nas"}).options.server_profile, "nas");
+  EXPECT_EQ(kind_of({"--server-profile", "qnap"}), ErrorKind::kUsage);
+}
+
 TEST(LabCliTest, InstanceOptionOnEverySubcommand) {
   EXPECT_FALSE(parse_up_args({}).instance.has_value());
   EXPECT_EQ(parse_up_args({"--instance", "9"}).instance, 9);

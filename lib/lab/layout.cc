@@ -220,6 +220,11 @@ void validate(const LabOptions& o) {
     }
   }
   for (const std::string& p : o.samba_params) validate_samba_param(p);
+  if (!o.server_profile.empty() && o.server_profile != "nas") {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("--server-profile '{}' is not a profile of the lab", o.server_profile),
+                "give nas (a BusyBox-only server root), or leave it out for a Debian server");
+  }
   if (!(o.delay_s >= 0) || o.delay_s > 10) {
     throw Error(ErrorKind::kConfig, fmt::format("--delay {} s is out of range", o.delay_s),
                 "give a one-way delay from 0 to 10s, like 2ms");
@@ -511,9 +516,14 @@ std::string sshd_config_text(const LabState& s, const LabHost& h) {
       // diagnose opens several channels and connections at once.
       "MaxSessions 32\n"
       "MaxStartups 32:30:64\n"
-      "Subsystem sftp internal-sftp\n",
+      "Subsystem sftp internal-sftp\n"
+      "{chroot}",
       fmt::arg("host", h.hostname), fmt::arg("addr", h.mgmt_address), fmt::arg("key", f.host_key),
-      fmt::arg("pid", f.pid_file), fmt::arg("auth", s.dir + "/authorized_keys"));
+      fmt::arg("pid", f.pid_file), fmt::arg("auth", s.dir + "/authorized_keys"),
+      // The nas profile: every session in the BusyBox-only root (nas_root.h).
+      fmt::arg("chroot", h.role == "server" && s.options.server_profile == "nas"
+                             ? "ChrootDirectory " + f.dir + "/nasroot\n"
+                             : std::string()));
 }
 
 std::string vsftpd_conf_text(const LabState& s) {
@@ -752,7 +762,7 @@ json::object options_to_json(const LabOptions& o) {
           {"server_mtu", o.server_mtu},         {"client_mtu", o.client_mtu},
           {"path_rate_bits", o.path_rate_bits}, {"delay_s", o.delay_s},
           {"disk_bytes", o.disk_bytes},         {"ram_bytes", o.ram_bytes},
-          {"samba_params", std::move(samba)}};
+          {"samba_params", std::move(samba)},   {"server_profile", o.server_profile}};
 }
 
 // Typed reads that name the file and the field on failure.
@@ -931,6 +941,7 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   if (o.has("client_mtu")) s.options.client_mtu = mtu_of("client_mtu", true);
   if (o.has("path_rate_bits")) s.options.path_rate_bits = o.u64("path_rate_bits");
   if (o.has("samba_params")) s.options.samba_params = o.strings("samba_params");
+  if (o.has("server_profile")) s.options.server_profile = o.str("server_profile");
   if (r.has("switch")) {
     const Reader w = r.object("switch");
     s.sw.netns = w.str("netns");

@@ -396,6 +396,23 @@ TEST(LayoutTest, PathRateShapesBothSwitchPorts) {
             2);
 }
 
+// The nas profile chroots the server's SSH sessions (never the client's),
+// survives lab.json, and no other profile name is taken.
+TEST(LayoutTest, NasProfileChrootsOnlyTheServersSessions) {
+  LabOptions o;
+  o.server_profile = "nas";
+  EXPECT_NO_THROW(validate(o));
+  const LabState s = plan(o, "/l");
+  const std::string server = sshd_config_text(s, s.server);
+  EXPECT_NE(server.find("\nChrootDirectory /l/server/nasroot\n"), std::string::npos) << server;
+  EXPECT_EQ(sshd_config_text(s, s.client).find("ChrootDirectory"), std::string::npos);
+  EXPECT_EQ(sshd_config_text(plan(LabOptions{}, "/l"), s.server).find("ChrootDirectory"),
+            std::string::npos);
+  EXPECT_EQ(state_from_json(state_to_json(s), "lab.json").options.server_profile, "nas");
+  o.server_profile = "synology";
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+}
+
 TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   LabOptions o;
   o.samba_params = {"smb2 max read = 16384", "server signing = mandatory"};

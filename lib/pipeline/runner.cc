@@ -72,6 +72,12 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
                                    {"peer_address", a.client_address},
                                    {"samba_conf", plan.server.samba_conf}},
                                   60);
+  // Which agent serves each end: the static server agent ("server") or the
+  // full one, and the machine it runs on (from its hello).
+  for (auto [facts, link] : {std::pair{&sf, &a.server}, std::pair{&cf, &a.client}}) {
+    (*facts)["agent"] = {{"role", wire::opt_string(link->hello(), "role")},
+                         {"arch", wire::opt_string(link->hello(), "arch")}};
+  }
   obs.on_host({kServer, a.server_name, json::serialize(sf)});
   obs.on_host({kClient, a.client_name, json::serialize(cf)});
 

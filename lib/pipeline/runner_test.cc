@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/client_role.h"
 #include "core/error.h"
 #include "remote/agent_link.h"
 
@@ -27,7 +28,9 @@ class InProcessAgent {
  public:
   explicit InProcessAgent(const std::string& name) {
     socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv_);
-    thread_ = std::thread([this] { agent::serve(sv_[1], sv_[1], {"test", "0"}); });
+    thread_ = std::thread([this] {
+      agent::serve(sv_[1], sv_[1], {"test", "0", agent::make_client_role});
+    });
     link = std::make_unique<remote::AgentLink>(remote::make_fd_stream(sv_[0], sv_[0], name), name);
     link->handshake(10);
   }

@@ -7,9 +7,11 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -45,6 +47,85 @@ std::string find_agent_binary() {
   }
   throw Error(ErrorKind::kConfig, "cannot find chokepoint-agent beside this chokepoint binary",
               "build it (cmake --build build) or set CHOKEPOINT_AGENT to its path");
+}
+
+std::string server_agent_dir() {
+  if (const char* env = std::getenv("CHOKEPOINT_AGENT_DIR"); env && *env) return env;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : self.parent_path().string();
+}
+
+namespace {
+constexpr const char* kServerAgentPrefix = "chokepoint-agent-server-";
+}  // namespace
+
+std::vector<std::string> server_agent_archs(const std::string& dir) {
+  std::vector<std::string> archs;
+  std::error_code ec;
+  const std::string prefix = kServerAgentPrefix;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
+        access(e.path().c_str(), X_OK) == 0) {
+      archs.push_back(name.substr(prefix.size()));
+    }
+  }
+  std::sort(archs.begin(), archs.end());
+  return archs;
+}
+
+std::optional<AgentChoice> choose_agent(const std::string& role, const std::string& os,
+                                        const std::string& arch, const std::string& local_os,
+                                        const std::string& local_arch,
+                                        const std::string& full_agent,
+                                        const std::string& server_dir) {
+  // The server end's requests (disk, TCP, CPU, facts, share files) need no
+  // protocol client: the static agent runs on any Linux of its machine,
+  // whatever libraries it has.
+  const bool server_side = role == "server" || role == "clean";
+  if (server_side && os == "Linux" && arch.find('/') == std::string::npos && !arch.empty()) {
+    const fs::path p = fs::path(server_dir) / (kServerAgentPrefix + arch);
+    if (access(p.c_str(), X_OK) == 0) return AgentChoice{p.string(), "server"};
+  }
+  if (os == local_os && arch == local_arch) return AgentChoice{full_agent, "full"};
+  return std::nullopt;
+}
+
+Error no_agent_error(const std::string& endpoint, const std::string& role, const std::string& os,
+                     const std::string& arch, const std::string& local_os,
+                     const std::string& local_arch, const std::string& server_dir) {
+  std::string have;
+  for (const auto& a : server_agent_archs(server_dir)) have += (have.empty() ? "" : ", ") + a;
+  const bool server_side = role == "server" || role == "clean";
+  const bool buildable = arch == "x86_64" || arch == "aarch64";
+  std::string hint;
+  if (server_side && os == "Linux" && buildable) {
+    hint = fmt::format(
+        "build it with `scripts/build-agents.sh {}` (it lands in build/bin; or set "
+        "CHOKEPOINT_AGENT_DIR to the directory holding chokepoint-agent-server-{})",
+        arch, arch);
+  } else if (server_side) {
+    hint = fmt::format(
+        "chokepoint builds server agents for Linux x86_64 and aarch64 only; for {} "
+        "{}, build chokepoint on that host (or one like it) and put "
+        "chokepoint-agent on its PATH",
+        os, arch);
+  } else {
+    hint = fmt::format(
+        "the client end runs the full agent (with the protocol clients), built "
+        "for this host's platform ({} {}): use a client of that platform, or "
+        "build chokepoint on that host and put chokepoint-agent on its PATH",
+        local_os, local_arch);
+  }
+  return Error(ErrorKind::kUnsupported,
+               fmt::format("{} runs {} {}: this chokepoint has no agent for it (full agent: {} "
+                           "{}; static server agents in {}: {}), and that host has no "
+                           "chokepoint-agent on its PATH",
+                           endpoint, os, arch, local_os, local_arch,
+                           server_dir.empty() ? std::string("(none)") : server_dir,
+                           have.empty() ? "none" : have),
+               hint);
 }
 
 std::string sha256_file(const std::string& path) {
@@ -93,7 +174,7 @@ std::map<std::string, std::string> parse_kv(const std::string& text) {
 constexpr const char* kProbeScript =
     "d=\"${XDG_CACHE_HOME:-$HOME/.cache}/chokepoint\"; "
     "printf 'os=%s\\narch=%s\\ndir=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"$d\"; "
-    "[ -x \"$d/$1\" ] && echo cached=yes; "
+    "for f; do [ -x \"$d/$f\" ] && echo \"cached=$f\"; done; "
     "printf 'path=%s\\n' \"$(command -v chokepoint-agent 2>/dev/null)\"";
 
 constexpr const char* kUploadScript =
@@ -125,6 +206,7 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
         make_fd_stream(dup(c.stdout_fd()), dup(c.stdin_fd()), name), name);
     c.close_stdin();
     ep->deployment_ = "local";
+    ep->agent_kind_ = "full";
     ep->data_address_ = "127.0.0.1";
     ep->link_->handshake(30);
     return ep;
@@ -135,9 +217,25 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
   SshSession& ssh = *ep->impl_->ssh;
   ep->data_address_ = ssh.host_name();
 
-  const std::string agent = spec.agent_path.empty() ? find_agent_binary() : spec.agent_path;
-  const std::string file = "chokepoint-agent-" + sha256_file(agent).substr(0, 16);
-  ExecResult probe = ssh.exec(sh_command(kProbeScript, {file}), {}, 30);
+  // Candidates: this build's full agent and its static server agents; the
+  // file name on the host carries each binary's checksum, so a different
+  // build never runs a stale agent.
+  const std::string full = spec.agent_path.empty() ? find_agent_binary() : spec.agent_path;
+  const std::string server_dir = spec.agent_path.empty() ? server_agent_dir() : std::string();
+  std::map<std::string, std::string> remote_names;  // local path -> file name on the host
+  auto remote_name = [](const std::string& path, const std::string& stem) {
+    return stem + "-" + sha256_file(path).substr(0, 16);
+  };
+  remote_names[full] = remote_name(full, "chokepoint-agent");
+  std::vector<std::string> names{remote_names[full]};
+  if (!server_dir.empty()) {
+    for (const auto& a : server_agent_archs(server_dir)) {
+      const std::string p = (fs::path(server_dir) / (kServerAgentPrefix + a)).string();
+      remote_names[p] = remote_name(p, "chokepoint-agent-server");
+      names.push_back(remote_names[p]);
+    }
+  }
+  ExecResult probe = ssh.exec(sh_command(kProbeScript, names), {}, 30);
   auto kv = parse_kv(probe.out);
   if (!kv.count("os") || !kv.count("dir")) {
     throw Error(ErrorKind::kRemote,
@@ -146,16 +244,28 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
                             name, probe.exit_code, probe.err.empty() ? probe.out : probe.err),
                 "chokepoint needs a POSIX sh on the remote");
   }
+  std::set<std::string> cached;
+  {
+    std::istringstream in(probe.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("cached=", 0) == 0) cached.insert(line.substr(7));
+    }
+  }
   utsname u{};
   uname(&u);
-  const bool same_platform = kv["os"] == u.sysname && kv["arch"] == u.machine;
+  std::optional<AgentChoice> choice =
+      choose_agent(spec.role, kv["os"], kv["arch"], u.sysname, u.machine, full,
+                   server_dir.empty() ? std::string("/nonexistent") : server_dir);
   std::string remote_agent;
-  if (same_platform) {
+  if (choice) {
+    const std::string file = remote_names.at(choice->path);
     remote_agent = kv["dir"] + "/" + file;
-    if (kv["cached"] == "yes") {
+    ep->agent_kind_ = choice->kind;
+    if (cached.count(file)) {
       ep->deployment_ = "cached";
     } else {
-      const std::string bytes = read_file(agent);
+      const std::string bytes = read_file(choice->path);
       ExecResult up =
           ssh.exec(sh_command(kUploadScript, {file, std::to_string(bytes.size())}), bytes, 300);
       if (up.exit_code != 0) {
@@ -166,18 +276,16 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
                     "there)");
       }
       ep->deployment_ = "uploaded";
-      log(fmt::format("{}: uploaded agent to {}", name, remote_agent));
+      log(fmt::format("{}: uploaded the {} agent for {} {} to {}", name,
+                      choice->kind == "server" ? "static server" : "full", kv["os"], kv["arch"],
+                      remote_agent));
     }
   } else if (!kv["path"].empty()) {
     remote_agent = kv["path"];
     ep->deployment_ = "PATH";
+    ep->agent_kind_ = "PATH";
   } else {
-    throw Error(ErrorKind::kUnsupported,
-                fmt::format("{} runs {} {}, this chokepoint was built for {} {}, and it has no "
-                            "chokepoint-agent on its PATH",
-                            name, kv["os"], kv["arch"], u.sysname, u.machine),
-                "build chokepoint on that host (or a matching machine) and put chokepoint-agent "
-                "on its PATH, then rerun");
+    throw no_agent_error(name, spec.role, kv["os"], kv["arch"], u.sysname, u.machine, server_dir);
   }
   ep->link_ = std::make_unique<AgentLink>(
       ssh.exec_stream("exec " + shell_quote(remote_agent) + " --serve"), name);

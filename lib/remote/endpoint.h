@@ -4,7 +4,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
+
+#include "core/error.h"
 
 namespace cp::remote {
 
@@ -21,6 +25,35 @@ struct EndpointSpec {
 // This build's agent binary: $CHOKEPOINT_AGENT, else chokepoint-agent
 // beside the running executable. Throws Error(kConfig) when neither exists.
 std::string find_agent_binary();
+
+// The directory holding the static server agents (chokepoint-agent-server-ARCH,
+// from scripts/build-agents.sh): $CHOKEPOINT_AGENT_DIR, else the running
+// executable's own directory.
+std::string server_agent_dir();
+
+// The machines (`uname -m`) that `dir` has a server agent for, sorted.
+std::vector<std::string> server_agent_archs(const std::string& dir);
+
+// Which agent binary goes to a remote host, by its `uname -s` / `uname -m`.
+struct AgentChoice {
+  std::string path;  // local file to upload
+  std::string kind;  // "server" (static, no protocol client) | "full"
+};
+// A server end ("server", "clean": no protocol client needed) on Linux gets
+// the static server agent for its machine, `server_dir`/chokepoint-agent-server-ARCH;
+// without one, the full agent `full_agent` where the host's platform is this
+// build's (`local_os`/`local_arch`). A client end needs the full agent, so the
+// same platform. Returns nullopt when no binary of this build fits.
+std::optional<AgentChoice> choose_agent(const std::string& role, const std::string& os,
+                                        const std::string& arch, const std::string& local_os,
+                                        const std::string& local_arch,
+                                        const std::string& full_agent,
+                                        const std::string& server_dir);
+// The Error(kUnsupported) for a host no binary fits (and no chokepoint-agent
+// on its PATH): names the host's OS and machine, what this build has, and the fix.
+Error no_agent_error(const std::string& endpoint, const std::string& role, const std::string& os,
+                     const std::string& arch, const std::string& local_os,
+                     const std::string& local_arch, const std::string& server_dir);
 
 // Hex SHA-256 of a file's bytes.
 std::string sha256_file(const std::string& path);
@@ -39,6 +72,9 @@ class Endpoint {
   const std::string& host() const { return spec_.host; }
   // How the agent got there: "local", "uploaded", "cached", "PATH".
   const std::string& deployment() const { return deployment_; }
+  // Which agent runs there: "server" (the static server agent), "full", or
+  // "PATH" (the host's own chokepoint-agent).
+  const std::string& agent_kind() const { return agent_kind_; }
   // The address other endpoints use by default to reach this one.
   const std::string& default_data_address() const { return data_address_; }
   std::string describe() const;  // "server (cp-server)"
@@ -49,7 +85,7 @@ class Endpoint {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<AgentLink> link_;
   EndpointSpec spec_;
-  std::string deployment_, data_address_;
+  std::string deployment_, data_address_, agent_kind_;
 };
 
 }  // namespace cp::remote

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -58,14 +59,20 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   TempDir t;
   write_file(t.file("plan.ini"), plan_text(""));
   const std::string db = t.file("runs.db");
-  // A fresh agent cache on the hosts (root's home is shared by both), so the
-  // first endpoint uploads and the second finds it cached.
+  // A fresh agent cache on the hosts (root's home is shared by both), so both
+  // agents are uploaded.
   std::filesystem::remove_all("/root/.cache/chokepoint");
   RunResult r = chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"),
                             "--label", "lab-e2e", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("uploaded agent"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("(cached)"), std::string::npos) << r.err;
+  // The server end got the static server agent, the client end the full
+  // one (it runs the protocol clients): both uploaded into root's cache.
+  std::set<std::string> uploaded;
+  for (const auto& e : std::filesystem::directory_iterator("/root/.cache/chokepoint")) {
+    const std::string name = e.path().filename().string();
+    uploaded.insert(name.substr(0, name.rfind('-')));
+  }
+  EXPECT_EQ(uploaded, (std::set<std::string>{"chokepoint-agent", "chokepoint-agent-server"}));
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(query_text(db, "SELECT server FROM runs"), lab_names().server_netns);
@@ -89,6 +96,7 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
     EXPECT_EQ(f.at("ram_dir").at("fs_type").as_string(), "tmpfs");
     EXPECT_FALSE(f.at("disk_dir").at("device").is_null()) << json::serialize(f);
     EXPECT_EQ(f.at("net").at("name").as_string(), role == "server" ? "cpd-s" : "cpd-c");
+    EXPECT_EQ(f.at("agent").at("role").as_string(), role == "server" ? "server" : "full");
     // The agent streams with bounded buffers: its peak RSS stays small. Measured
     // with this plan: the client agent peaked at 36.5 MB with the ftp and smb
     // shares alone, 30 MB with the nfs ones alone (4 requests of 1 MiB in

@@ -1,0 +1,62 @@
+// The full agent (with the client role): hello lists its drivers, and a
+// transfer moves a file through one (the null driver: no network).
+#include "agent/client_role.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "agent/agent.h"
+#include "core/wire.h"
+#include "remote/agent_link.h"
+
+namespace cp::agent {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::thread agent([&] { serve(sv[1], sv[1], {"test-build", "0", make_client_role}); });
+  const fs::path dir = fs::temp_directory_path() / ("client-role-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  {
+    remote::AgentLink link(remote::make_fd_stream(sv[0], sv[0], "test"), "test agent");
+    json::object hello = link.handshake(10);
+    EXPECT_EQ(wire::get_string(hello, "role"), "full");
+    std::vector<std::string> drivers;
+    for (const auto& d : wire::get_array(hello, "drivers")) drivers.emplace_back(d.as_string());
+    for (const char* d : {"null", "ftp", "smb", "afp"}) {
+      EXPECT_NE(std::find(drivers.begin(), drivers.end(), d), drivers.end()) << d;
+    }
+    json::object p = link.call("prepare", {{"dirs", json::array{dir.string()}}}, 10);
+    const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir.string());
+    json::object r = link.call("transfer",
+                               {{"dir", dir.string()},
+                                {"op", "read"},
+                                {"name", "got.dat"},
+                                {"remote", "x.dat"},
+                                {"size", 1u << 20},
+                                {"share", {{"name", "s"}, {"url", "null:"}, {"driver", "null"}}}},
+                               30);
+    EXPECT_EQ(wire::get_u64(r, "bytes"), 1u << 20);
+    EXPECT_EQ(fs::file_size(run_dir + "/got.dat"), 1u << 20);
+    link.call("cleanup", {}, 10);
+    EXPECT_FALSE(fs::exists(run_dir));
+  }
+  agent.join();
+  close(sv[1]);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cp::agent

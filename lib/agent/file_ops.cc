@@ -1,0 +1,106 @@
+#include "agent/file_ops.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <vector>
+
+#include "core/checksum.h"
+#include "core/error.h"
+
+namespace cp::agent {
+namespace fileio {
+
+Fd::Fd(const std::string& path, int flags, mode_t mode) {
+  fd_ = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd_ < 0) {
+    throw Error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, errno_text(errno)));
+  }
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void write_all(int fd, const char* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      throw Error(ErrorKind::kIo, fmt::format("cannot write '{}': {}", path, errno_text(errno)),
+                  errno == ENOSPC ? "free space in that directory" : "");
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+size_t read_some(int fd, char* p, size_t n, const std::string& path) {
+  for (;;) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0)
+      throw Error(ErrorKind::kIo, fmt::format("cannot read '{}': {}", path, errno_text(errno)));
+    return static_cast<size_t>(r);
+  }
+}
+
+Unlinker::~Unlinker() {
+  if (armed) ::unlink(path.c_str());
+}
+
+}  // namespace fileio
+
+using fileio::Fd;
+using fileio::read_some;
+using fileio::Unlinker;
+using fileio::write_all;
+
+FileResult make_pattern_file(const std::string& path, uint64_t size, uint32_t block, bool evict,
+                             unsigned mode, const CancelToken& cancel) {
+  Fd fd(path, O_WRONLY | O_CREAT | O_EXCL, static_cast<mode_t>(mode));
+  ::fchmod(fd.get(), static_cast<mode_t>(mode));  // whatever the umask
+  Unlinker guard{path};
+  std::vector<char> buf(block);
+  const uint64_t seed = pattern_seed(path.substr(path.rfind('/') + 1));
+  Checksum sum;
+  const double start = monotonic_seconds();
+  for (uint64_t off = 0; off < size;) {
+    cancel.check();
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(block, size - off));
+    fill_pattern(buf.data(), n, seed, off);
+    sum.update(buf.data(), n);
+    write_all(fd.get(), buf.data(), n, path);
+    off += n;
+  }
+  if (::fsync(fd.get()) != 0) {
+    throw Error(ErrorKind::kIo, fmt::format("cannot fsync '{}': {}", path, errno_text(errno)));
+  }
+  if (evict) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  guard.armed = false;
+  return {size, monotonic_seconds() - start, sum.hex()};
+}
+
+FileResult checksum_file(const std::string& path, uint32_t block, bool evict,
+                         const CancelToken& cancel) {
+  Fd fd(path, O_RDONLY);
+  std::vector<char> buf(block);
+  Checksum sum;
+  FileResult r;
+  const double start = monotonic_seconds();
+  while (size_t n = read_some(fd.get(), buf.data(), buf.size(), path)) {
+    cancel.check();
+    sum.update(buf.data(), n);
+    r.bytes += n;
+  }
+  if (evict) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  r.seconds = monotonic_seconds() - start;
+  r.checksum = sum.hex();
+  return r;
+}
+
+}  // namespace cp::agent

@@ -1,0 +1,99 @@
+// Which agent binary a remote host gets, by its `uname -s` / `uname -m`.
+#include "remote/endpoint.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace cp::remote {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ChooseAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("choose-agent-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    full_ = make("chokepoint-agent", 0755);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string make(const std::string& name, mode_t mode) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p) << "binary";
+    chmod(p.c_str(), mode);
+    return p;
+  }
+  std::optional<AgentChoice> choose(const std::string& role, const std::string& arch) {
+    return choose_agent(role, "Linux", arch, "Linux", "x86_64", full_, dir_.string());
+  }
+  fs::path dir_;
+  std::string full_;
+};
+
+TEST_F(ChooseAgentTest, ServerEndOnAarch64GetsTheStaticAarch64Agent) {
+  const std::string arm = make("chokepoint-agent-server-aarch64", 0755);
+  make("chokepoint-agent-server-x86_64", 0755);
+  auto c = choose("server", "aarch64");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->path, arm);
+  EXPECT_EQ(c->kind, "server");
+}
+
+TEST_F(ChooseAgentTest, ServerEndOnThisPlatformGetsTheStaticAgentWhenBuilt) {
+  const std::string x86 = make("chokepoint-agent-server-x86_64", 0755);
+  auto c = choose("server", "x86_64");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->path, x86);
+  EXPECT_EQ(c->kind, "server");
+  // `chokepoint clean` needs only server-side requests too.
+  EXPECT_EQ(choose("clean", "x86_64")->path, x86);
+}
+
+TEST_F(ChooseAgentTest, ServerEndOnThisPlatformFallsBackToTheFullAgent) {
+  auto c = choose("server", "x86_64");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->path, full_);
+  EXPECT_EQ(c->kind, "full");
+}
+
+TEST_F(ChooseAgentTest, ClientEndGetsTheFullAgentNeverTheServerAgent) {
+  make("chokepoint-agent-server-x86_64", 0755);
+  make("chokepoint-agent-server-aarch64", 0755);
+  auto c = choose("client", "x86_64");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->path, full_);
+  EXPECT_EQ(c->kind, "full");
+  // An aarch64 client would need protocol clients built for aarch64.
+  EXPECT_FALSE(choose("client", "aarch64").has_value());
+}
+
+TEST_F(ChooseAgentTest, NoAgentFitsAnUnbuiltMachineOrAnotherOs) {
+  make("chokepoint-agent-server-aarch64", 0755);
+  EXPECT_FALSE(choose("server", "armv7l").has_value());
+  EXPECT_FALSE(
+      choose_agent("server", "FreeBSD", "aarch64", "Linux", "x86_64", full_, dir_.string()));
+  const Error e =
+      no_agent_error("server (nas)", "server", "Linux", "armv7l", "Linux", "x86_64", dir_.string());
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_FALSE(e.hint().empty());
+}
+
+TEST_F(ChooseAgentTest, ANonExecutableServerAgentIsNotPicked) {
+  make("chokepoint-agent-server-aarch64", 0644);
+  EXPECT_FALSE(choose("server", "aarch64").has_value());
+  EXPECT_TRUE(server_agent_archs(dir_.string()).empty());
+}
+
+TEST_F(ChooseAgentTest, ListsTheMachinesItHasServerAgentsFor) {
+  make("chokepoint-agent-server-x86_64", 0755);
+  make("chokepoint-agent-server-aarch64", 0755);
+  EXPECT_EQ(server_agent_archs(dir_.string()), (std::vector<std::string>{"aarch64", "x86_64"}));
+}
+
+}  // namespace
+}  // namespace cp::remote
