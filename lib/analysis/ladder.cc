@@ -539,6 +539,12 @@ CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
 std::string cpu_text(const CpuBound& c, const Analysis& a) {
   std::string s;
   const std::string who = describe_proc(c.process, c.role);
+  if (c.kind == "turns") {
+    return fmt::format(
+        "one request in flight: client and server threads take turns ({:.0f} % "
+        "of a core together)",
+        c.pct);
+  }
   if (c.kind == "quota") {
     s = fmt::format("the CPU quota of {} on the {} ({:.0f} % of a core; it used {:.0f} %)", who,
                     c.host, c.limit_pct, c.pct);
@@ -952,6 +958,17 @@ double path_rtt_us(const Row& r, const Analysis& a) {
   return 0;
 }
 
+// The busiest thread of `role` among an end's own processes, % of a core; 0 none.
+double busiest_thread(const Row& r, const char* host, const char* role) {
+  auto it = r.cpu.find(host);
+  if (it == r.cpu.end()) return 0;
+  double best = 0;
+  for (const auto& p : it->second.procs) {
+    if (!p.other_netns && p.role == role) best = std::max(best, p.top_thread_pct);
+  }
+  return best;
+}
+
 // The share of its time a client leaves the path idle between synchronous
 // calls of `io_size` bytes (a round trip each); 0 when the driver does not
 // say. With `connections` N (smb's helper connections), each moves rate/N and
@@ -1081,6 +1098,36 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
           "beneath caps it. {}",
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), e.text);
       for (auto& h : e.hints) add_hint(f, h);
+      finish();
+      return;
+    }
+    // One request in flight: the client's and the server's threads take turns, so
+    // neither fills a core while the two together do. The client's choice (one
+    // request at a time) caps it, not the server.
+    const uint64_t in_flight = property_number(r, "in_flight_bytes");
+    const uint64_t request = property_number(r, "request_size");
+    const double client_thread = busiest_thread(r, "client", "agent");
+    const double server_thread = busiest_thread(r, "server", "server");
+    if (in_flight > 0 && request > 0 && in_flight <= request &&
+        client_thread + server_thread >= kThreadSaturated) {
+      f.layer = "probe";
+      f.lower_bound = true;
+      f.cap = r.key;
+      f.cpu.host = "both";
+      f.cpu.kind = "turns";
+      f.cpu.pct = client_thread + server_thread;
+      f.cpu.role = "agent";
+      f.cpu.process = "chokepoint-agent + the file server";
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}) with one request of {} in flight: chokepoint's "
+          "client (a thread at {:.0f} % of a core) and the server (a thread at {:.0f} %) take "
+          "turns, together a whole core: the figure is a lower bound limited by the client, "
+          "not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), format_size(request),
+          client_thread, server_thread);
+      add_hint(f,
+               "keep more requests in flight: larger calls (`options = io_size=8MiB`) or "
+               "more connections (`connections=2`)");
       finish();
       return;
     }
@@ -1319,6 +1366,7 @@ std::string cpu_bound_brief(const CpuBound& c) {
   if (c.kind == "thread") {
     return fmt::format("cpu: a thread of {} at {:.0f} % ({})", c.process, c.pct, where);
   }
+  if (c.kind == "turns") return fmt::format("client and server take turns ({:.0f} %)", c.pct);
   return fmt::format("cpu: all cores {:.0f} % busy ({})", c.pct, where);
 }
 

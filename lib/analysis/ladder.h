@@ -76,8 +76,11 @@ struct CpuUse {
 };
 // Why a row is CPU-bound, when it is.
 struct CpuBound {
-  std::string host;      // "server" | "client" | "both" (both ends share one machine's CPUs)
-  std::string kind;      // "thread" (one thread at a core) | "quota" | "all cores"
+  std::string host;  // "server" | "client" | "both" (both ends share one machine's CPUs)
+  // "thread" (one thread at a core) | "quota" | "all cores" | "turns" (one
+  // request in flight: the client's and the server's busiest threads take turns,
+  // together at a core)
+  std::string kind;
   std::string process;   // thread/quota: its comm; all cores: the busiest process
   std::string role;      // the process's role: "server" (the file server), "agent"
                          // (chokepoint's own probe: the figure is a lower bound),

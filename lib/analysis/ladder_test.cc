@@ -1157,6 +1157,37 @@ TEST(Ladder, HelperConnectionsCoverEachOthersRoundTrips) {
   EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "probe");
 }
 
+TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
+  // The unshaped lab: SMB with one 1 MiB request in flight; the client's thread at
+  // 59 % and smbd's at 36 %: neither fills a core, together they do.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {2100, 2200, 2150})
+                      .proto_details(R"({"properties":{"in_flight_bytes":"1048576",)"
+                                     R"("request_size":"1048576","io_size":"1048576"}})")
+                      .proto("smb", "ram", "read", {860, 870, 865})
+                      .build();
+  set_cpu(run, "smb", "ram",
+          R"({"client":{"seconds":1.3,"total_busy_pct":55,"agent_pct":62,"top":[)"
+          R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":62,"top_thread_pct":59}]},)"
+          R"("server":{"seconds":1.3,"total_busy_pct":55,"server_pct":53,"top":[)"
+          R"({"comm":"smbd","role":"server","cpu_pct":53,"top_thread_pct":36}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+  EXPECT_EQ(f->cpu.kind, "turns");
+  EXPECT_DOUBLE_EQ(f->cpu.pct, 95);
+  // Several requests in flight: no turn-taking, the SMB layer.
+  for (auto& st : run.stages)
+    if (st.layer == "smb")
+      for (auto& s : st.samples)
+        s.details_json = R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})";
+  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+}
+
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
   EXPECT_FALSE(analyze(run).has_verdict());

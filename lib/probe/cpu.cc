@@ -424,6 +424,10 @@ struct CpuSampler::Impl {
   std::vector<double> max_pct;  // per core, over closed intervals; -1 = none yet
   int intervals = 0;
   std::map<int, ProcSample> procs_start;
+  // This process's threads as last seen by the sampling thread: a thread that
+  // ends inside the window (a TCP sample's connection thread) keeps its time.
+  int me = 0;
+  std::map<int, std::pair<uint64_t, uint64_t>> self_seen;
   // Each CPU-limited cgroup's throttling counters at start, by dir.
   std::map<std::string, ThrottleStat> throttle_start;
 
@@ -455,9 +459,12 @@ struct CpuSampler::Impl {
       lock.unlock();
       std::vector<CpuTimes> now = read_stat();
       const double t = monotonic_seconds();
+      std::map<int, std::pair<uint64_t, uint64_t>> threads;
+      if (me > 0) scan_threads(proc_root, me, &threads);
       lock.lock();
       if (stopping) return;
       close_interval_locked(now, t);
+      for (const auto& [tid, times] : threads) self_seen[tid] = times;
     }
   }
 };
@@ -508,6 +515,9 @@ void CpuSampler::start() {
     m.first = m.last = std::move(first);
     m.max_pct.assign(m.first.size(), -1);
     m.intervals = 0;
+    m.me = self_pid(m.proc_root);
+    m.self_seen.clear();
+    if (auto it = procs.find(m.me); it != procs.end()) m.self_seen = it->second.thread_ns;
     m.procs_start = std::move(procs);
     m.throttle_start = std::move(throttle);
   }
@@ -574,8 +584,12 @@ CpuSummary CpuSampler::stop() {
   // and /proc/PID/stat count the same ticks, so the window is measured in them too.
   double window_ticks = cores_counted > 0 ? static_cast<double>(total_sum) / cores_counted : 0;
   if (window_ticks <= 0) window_ticks = s.seconds * static_cast<double>(::sysconf(_SC_CLK_TCK));
-  const int me = self_pid(m.proc_root);
+  const int me = m.me;
   const double window_ns = s.seconds * 1e9;
+  // Threads of this process that ended in the window count with their last-seen time.
+  if (auto self = procs_end.find(me); self != procs_end.end() && !self->second.thread_ns.empty()) {
+    for (const auto& [tid, times] : m.self_seen) self->second.thread_ns.try_emplace(tid, times);
+  }
   // The role of each process: its own comm and those of its ancestors.
   auto role_of = [&](int pid, const ProcSample& p) {
     if (pid == me) return std::string("agent");
@@ -619,8 +633,9 @@ CpuSummary CpuSampler::stop() {
           wait_sum += wait - bw;
         }
         wait_pct = 100.0 * static_cast<double>(wait_sum) / window_ns;
+        // The tick count also holds threads that ended unseen: the larger of the two.
         if (same ? !it->second.thread_ns.empty() : true) {
-          pct = 100.0 * static_cast<double>(sum_ns) / window_ns;
+          pct = std::max(pct, 100.0 * static_cast<double>(sum_ns) / window_ns);
         }
         top_thread = std::min(100.0, 100.0 * static_cast<double>(max_ns) / window_ns);
       }

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <filesystem>
 #include <fstream>
@@ -468,6 +470,27 @@ TEST(CpuSampler, RealProc) {
   EXPECT_EQ(self->role, "agent");
   EXPECT_GT(self->top_thread_pct, 0);
   EXPECT_LE(self->top_thread_pct, self->cpu_pct + 1e-9);
+}
+
+// A thread of this process that ends inside the window (a TCP sample's connection
+// thread) still counts: the sampling thread saw it.
+TEST(CpuSampler, AThreadThatEndsInTheWindowKeepsItsTime) {
+  CpuSampler sampler(0.02);
+  sampler.start();
+  std::thread spinner([] {
+    const double until = monotonic_seconds() + 0.3;
+    volatile uint64_t spin = 0;
+    while (monotonic_seconds() < until) spin = spin + 1;
+  });
+  spinner.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CpuSummary s = sampler.stop();
+  const auto self = std::find_if(s.top.begin(), s.top.end(),
+                                 [](const ProcLoad& p) { return p.pid == ::getpid(); });
+  ASSERT_NE(self, s.top.end());
+  // The main thread, the sampling thread, and the spinner that is gone.
+  EXPECT_GE(self->threads, 3);
+  EXPECT_GT(self->top_thread_pct, 10);  // the spinner ran most of the window
 }
 
 }  // namespace

@@ -96,8 +96,11 @@ bool Verdict::up_ok_ = false;
 std::string Verdict::up_error_;
 
 // The unshaped lab: both hosts share this machine's cores, and moving files
-// between tmpfs shares over a veth keeps them busy. The CPU is named, not the
-// protocol layer, and no protocol setting is guessed.
+// between tmpfs shares over a veth is CPU work: a saturated thread (FTP: the
+// client's), every core busy, or (SMB with one request in flight) the client's
+// and the server's threads taking turns. The CPU is named with its evidence,
+// never the protocol layer, TCP or the network, and no protocol setting is
+// guessed.
 TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
   const json::object doc =
       diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 200MB\ncount = 5\n" +
@@ -106,7 +109,9 @@ TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
   for (const char* path : {"ftp ram read", "smb ram read"}) {
     const json::object* f = finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
-    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
+    const std::string layer = str(*f, "layer");
+    EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(*f, "text");
+    EXPECT_TRUE(f->contains("cpu")) << str(*f, "text");
     if (f->contains("cpu")) {
       const json::object& cpu = f->at("cpu").as_object();
       // One machine: the lab's hosts report the same kernel boot id.
