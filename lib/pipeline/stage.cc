@@ -21,9 +21,10 @@ void StageScope::end(const std::string& status, const std::string& error) {
   obs_.on_stage_end(id_, status, error);
 }
 
-void run_series(StageContext& ctx, const StageRecord& rec, const std::string& what,
+void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
                 const std::function<void(StageScope&)>& body,
                 const std::function<void()>& on_failure) {
+  rec.started_at = wall_seconds();  // the stage starts when its record is begun
   StageScope stage(ctx.obs, rec);
   try {
     body(stage);

@@ -47,11 +47,10 @@ class StageScope {
   bool ended_ = false;
 };
 
-// Runs one stage: begins `rec`, runs `body`, ends it complete. An Error ends it
-// failed with its reason and a note "`what` failed: ..." (after `on_failure`,
-// for cleanup), and the run goes on; cancellation propagates (the stage is
-// then marked interrupted).
-void run_series(StageContext& ctx, const StageRecord& rec, const std::string& what,
+// Runs one stage: begins `rec` (stamping its start), runs `body`, ends it complete. An Error ends
+// it failed with its reason and a note "`what` failed: ..." (after `on_failure`, for cleanup), and
+// the run goes on; cancellation propagates (the stage is then marked interrupted).
+void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
                 const std::function<void(StageScope&)>& body,
                 const std::function<void()>& on_failure = {});
 

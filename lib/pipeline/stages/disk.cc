@@ -41,7 +41,6 @@ void disk_stage(StageContext& ctx, const std::string& where) {
                                                  {"count", plan.disk_count},
                                                  {"block", plan.disk_block},
                                                  {"settle", plan.disk_settle}});
-  rec.started_at = wall_seconds();
   run_series(ctx, rec, fmt::format("disk stage on {}", where), [&](StageScope& stage) {
     uint64_t biggest = 0;
     for (auto s : plan.disk_sizes) biggest = std::max(biggest, s);

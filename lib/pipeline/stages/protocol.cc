@@ -87,7 +87,6 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                                                  {"sizes", sizes},
                                                  {"count", plan.proto_count},
                                                  {"block", plan.proto_block}});
-  rec.started_at = wall_seconds();
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
   json::object share_msg = share_message(share, a);

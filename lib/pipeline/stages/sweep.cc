@@ -36,7 +36,6 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
                                                  {"sizes", sizes},
                                                  {"bytes", plan.sweep_bytes},
                                                  {"file", plan.sweep_file}});
-  rec.started_at = wall_seconds();
   const json::object share_msg = share_message(share, a);
   const bool has_server = !share.server_dir.empty();
   run_series(

@@ -33,7 +33,6 @@ void tcp_stage(StageContext& ctx, bool upload) {
                                                  {"count", plan.tcp_count},
                                                  {"buffer", plan.tcp_buffer},
                                                  {"data_address", a.data_address}});
-  rec.started_at = wall_seconds();
   const std::string label = "tcp " + rec.where;
   run_series(ctx, rec, "TCP stage " + rec.where, [&](StageScope& stage) {
     const std::string bind = a.data_address.find(':') != std::string::npos ? "::" : "0.0.0.0";
