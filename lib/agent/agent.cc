@@ -363,7 +363,14 @@ json::object Agent::do_check_space(const json::object& req) {
                                  "free some space, or use smaller or fewer files ([disk] sizes, "
                                  "count)"));
   }
-  return {{"total", s.total}, {"avail", s.avail}};
+  // The directory's filesystem, so the runner can tell a "ram" share on a disk.
+  std::string fs;
+  try {
+    fs = probe::fs_type(dir);
+  } catch (const Error&) {
+    fs = "unknown";
+  }
+  return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}};
 }
 
 json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelToken& cancel) {

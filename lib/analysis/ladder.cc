@@ -231,6 +231,7 @@ HostFacts read_host_facts(const json::object& f) {
   h.shaped_bits = number(path(f, {"net", "shaped_rate_bit"}));
   h.memory_bytes = static_cast<uint64_t>(number(path(f, {"memory_bytes"})));
   h.mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
+  h.ram_fs = text(path(f, {"ram_dir", "fs_type"}));
   h.disk_device = text(path(f, {"disk_dir", "device", "disk"}));
   if (const auto* ra = path(f, {"disk_dir", "device", "read_ahead_kb"});
       ra && (ra->is_int64() || ra->is_uint64())) {
@@ -378,6 +379,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
         for (const auto& [k, v] : p->as_object())
           if (v.is_string()) ac.row.properties[k] = std::string(v.as_string());
       }
+      if (ac.row.server_fs.empty()) ac.row.server_fs = text(path(d, {"server_fs"}));
       if (st.layer == "tcp") {
         if (const auto* ti = path(d, {"tcp_info"}); ti && ti->is_object()) {
           const auto& t = ti->as_object();
@@ -1043,12 +1045,18 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
                                  format_size(r.below_size))
                    : "";
 
-  // A figure a cache or a bad figure beneath may have made: no verdict rests on it.
+  // A figure a cache, a bad figure beneath or the wrong medium may have made:
+  // no verdict rests on it.
   for (const Row* x : {&r, b}) {
-    if (!x || !(x->cache_suspected || x->anomaly)) continue;
-    undecided(f, x->cache_suspected ? "cache" : "anomaly", {r.layer, b ? layer_name(*b) : ""},
+    if (!x || !(x->cache_suspected || x->anomaly || !x->medium_reason.empty())) continue;
+    const char* reason = !x->medium_reason.empty() ? "medium"
+                         : x->cache_suspected      ? "cache"
+                                                   : "anomaly";
+    undecided(f, reason, {r.layer, b ? layer_name(*b) : ""},
               fmt::format("{}: cannot tell what caps it: {}", path,
-                          x->cache_suspected ? x->cache_reason : x->anomaly_reason));
+                          !x->medium_reason.empty() ? x->medium_reason
+                          : x->cache_suspected      ? x->cache_reason
+                                                    : x->anomaly_reason));
     f.cap = "";
     finish();
     return;
@@ -1333,6 +1341,49 @@ void judge_cache(Analysis& a) {
   }
 }
 
+bool ram_backed(const std::string& fs) { return fs == "tmpfs" || fs == "ramfs"; }
+
+// Protocol rows over a medium other than the one they claim: a "ram" share
+// whose directory is on a disk measures that disk too, a "disk" share on tmpfs
+// never touches a disk, and a client RAM dir on a disk puts the client's disk
+// under every protocol row. Unknown filesystems ("", "unknown") are not judged.
+void judge_medium(Analysis& a) {
+  std::set<std::string> said;
+  auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
+  for (auto& r : a.rows) {
+    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
+    std::string reason, fix;
+    if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
+      reason = fmt::format("the {} share measured as RAM is on {} on the server, not in RAM",
+                           protocol_name(r.layer), r.server_fs);
+      fix =
+          "point the share's server_dir (and the share) at a tmpfs directory, or set its "
+          "medium = disk";
+    } else if (r.where == "disk" && ram_backed(r.server_fs)) {
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server: it never "
+          "touches a disk",
+          protocol_name(r.layer), r.server_fs);
+      fix = "point the share at a directory on the disk under test, or set its medium = ram";
+    } else if (known(a.client.ram_fs) && !ram_backed(a.client.ram_fs)) {
+      reason = fmt::format(
+          "the client's ram_dir is on {}, not in RAM, so the client's disk is "
+          "part of every protocol figure",
+          a.client.ram_fs);
+      fix = "set [client] ram_dir to a tmpfs directory (/dev/shm on most Linux systems)";
+    }
+    if (reason.empty()) continue;
+    r.medium_reason = reason;
+    if (said.insert(reason).second) {
+      a.findings.push_back(
+          make_finding("config", "config", fmt::format("{}: {}.", reason, fix), {r.key}));
+    } else {
+      for (auto& f : a.findings)
+        if (f.path == "config" && f.text.rfind(reason, 0) == 0) f.rows.push_back(r.key);
+    }
+  }
+}
+
 // A verdict resting on a figure a cache may have produced says so.
 void flag_untrusted(Analysis& a) {
   for (auto& f : a.findings) {
@@ -1412,6 +1463,7 @@ Analysis analyze(const RunRecord& run) {
     }
   }
   judge_cache(a);
+  judge_medium(a);
   std::vector<Finding> cache_findings = std::move(a.findings);
   a.findings.clear();
   Said said;

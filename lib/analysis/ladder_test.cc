@@ -944,6 +944,92 @@ TEST(Ladder, RamShareWriteFasterThanTcpIsAnAnomalyNotACache) {
   EXPECT_EQ(f->undecided_reason, "anomaly");
 }
 
+// A share measured as RAM whose directory is on a disk: the row measures that
+// disk too, so the SMB layer is not blamed for it.
+TEST(Ladder, RamShareOnADiskRestsOnNoVerdictAndSaysTheFix) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"ext4"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "medium");
+  const Finding* cfg = finding(a, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(cfg->layer, "config");
+  EXPECT_EQ(cfg->rows, std::vector<std::string>{"smb:ram:read:100000000"});
+}
+
+TEST(Ladder, RamShareOnTmpfsKeepsItsVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"tmpfs"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_TRUE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+  EXPECT_EQ(finding(a, "config"), nullptr);
+}
+
+// An older agent's sample says nothing about the share's filesystem: not judged.
+TEST(Ladder, UnknownShareFilesystemIsNotJudged) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"unknown"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, DiskShareOnTmpfsRestsOnNoVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .disk("server", "read", 100'000'000, {300, 310, 305})
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"tmpfs"})")
+                      .proto("ftp", "ram", "read", {110, 111, 112})
+                      .proto("ftp", "disk", "read", {60, 61, 62})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "ftp:disk:read:100000000")->medium_reason.empty());
+  EXPECT_TRUE(find_row(a, "ftp:ram:read:100000000")->medium_reason.empty());
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->undecided_reason, "medium");
+}
+
+// The client writes what it reads into its ram_dir: on a disk, that disk is
+// under every protocol row.
+TEST(Ladder, ClientRamDirOnADiskRestsOnNoProtocolVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000}})")
+          .raw_host("client", R"({"hostname":"client","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("ram_dir":{"path":"/tmp","fs_type":"ext4"}})")
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("smb", "ram", "read", {50, 51, 49})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_NE(finding(a, "config"), nullptr);
+}
+
 TEST(Ladder, DiskShareWriteFasterThanTheDiskRestsOnNoVerdict) {
   // The server disk throttled to 40 MB/s; buffered writes land in the page cache.
   RunRecord run = RunBuilder()

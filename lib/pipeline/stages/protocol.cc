@@ -99,6 +99,7 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   }
   const bool has_server = !share.server_dir.empty();
   json::object negotiated;  // SMB: what smbd says it agreed with this client
+  std::string server_fs;    // the share directory's filesystem on the server
   run_series(
       ctx, rec, fmt::format("{} stage ({})", share.driver, share.name),
       [&](StageScope& stage) {
@@ -108,13 +109,15 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
           prefix = share_run_prefix(a, share, obs);
           uint64_t biggest = 0;
           for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
-          a.server.call("check_space",
-                        {{"dir", share.server_dir},
-                         {"bytes", biggest},
-                         {"hint",
-                          "free some space on the share, or use smaller files ([protocol] "
-                          "sizes)"}},
-                        30);
+          server_fs = wire::opt_string(
+              a.server.call("check_space",
+                            {{"dir", share.server_dir},
+                             {"bytes", biggest},
+                             {"hint",
+                              "free some space on the share, or use smaller files ([protocol] "
+                              "sizes)"}},
+                            30),
+              "fs_type");
         }
         int seq = 0;
         for (uint64_t size : plan.proto_sizes) {
@@ -220,6 +223,7 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
               s.details_json = json::serialize(json::object{{"file", file},
                                                             {"share", share.name},
                                                             {"checksum", expect},
+                                                            {"server_fs", server_fs},
                                                             {"properties", props}});
               json::object cpu{{"client", wire::get_object(r, "cpu")}};
               if (!server_cpu.empty()) cpu["server"] = server_cpu;
