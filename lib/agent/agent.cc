@@ -370,7 +370,13 @@ json::object Agent::do_check_space(const json::object& req) {
   } catch (const Error&) {
     fs = "unknown";
   }
-  return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}};
+  // ... and the disk under it ("sda", "md2"; null for tmpfs), so the runner can
+  // tell a disk share on another disk than the one the disk stage measured.
+  json::value disk = nullptr;
+  if (json::value d = probe::dir_device_facts(dir); d.is_object()) {
+    if (const auto* name = d.as_object().if_contains("disk")) disk = *name;
+  }
+  return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}, {"disk", disk}};
 }
 
 json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelToken& cancel) {

@@ -380,6 +380,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
           if (v.is_string()) ac.row.properties[k] = std::string(v.as_string());
       }
       if (ac.row.server_fs.empty()) ac.row.server_fs = text(path(d, {"server_fs"}));
+      if (ac.row.server_disk.empty()) ac.row.server_disk = text(path(d, {"server_disk"}));
       if (st.layer == "tcp") {
         if (const auto* ti = path(d, {"tcp_info"}); ti && ti->is_object()) {
           const auto& t = ti->as_object();
@@ -1365,6 +1366,15 @@ void judge_medium(Analysis& a) {
           "touches a disk",
           protocol_name(r.layer), r.server_fs);
       fix = "point the share at a directory on the disk under test, or set its medium = ram";
+    } else if (r.where == "disk" && !r.server_disk.empty() && !a.server.disk_device.empty() &&
+               r.server_disk != a.server.disk_device) {
+      // The disk stage measured another disk than the one the share reads: the
+      // protocol-from-disk figure cannot be held against it.
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server, but the server "
+          "disk stage measured {} (disk_dir)",
+          protocol_name(r.layer), r.server_disk, a.server.disk_device);
+      fix = "set [server] disk_dir to a directory on the share's disk";
     } else if (known(a.client.ram_fs) && !ram_backed(a.client.ram_fs)) {
       reason = fmt::format(
           "the client's ram_dir is on {}, not in RAM, so the client's disk is "

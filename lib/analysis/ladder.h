@@ -159,6 +159,7 @@ struct Row {
   // is not over the medium it claims ("" when it is): a "ram" share on a disk,
   // a "disk" share on tmpfs, a client RAM dir on a disk. No verdict rests on it.
   std::string server_fs;
+  std::string server_disk;  // the disk under it ("sda", "md2"; "" unknown or none)
   std::string medium_reason;
 };
 

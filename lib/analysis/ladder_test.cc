@@ -1030,6 +1030,47 @@ TEST(Ladder, ClientRamDirOnADiskRestsOnNoProtocolVerdict) {
   EXPECT_NE(finding(a, "config"), nullptr);
 }
 
+// A NAS whose disk_dir (/var/tmp on the system disk) is not on the data
+// volume the share reads: the disk stage's figure is no ceiling for the share.
+TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("disk_dir":{"path":"/var/tmp","device":{"disk":"md0"}}})")
+          .host("client", 1500, 1000)
+          .disk("server", "read", 100'000'000, {60, 61, 62})
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("ftp", "ram", "read", {110, 111, 112})
+          .proto_details(R"({"server_fs":"ext4","server_disk":"md2"})")
+          .proto("ftp", "disk", "read", {58, 59, 60})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_NE(finding(a, "config"), nullptr);
+}
+
+TEST(Ladder, DiskShareOnTheMeasuredDiskKeepsItsVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("disk_dir":{"path":"/srv","device":{"disk":"sdb"}}})")
+          .host("client", 1500, 1000)
+          .disk("server", "read", 100'000'000, {60, 61, 62})
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("ftp", "ram", "read", {110, 111, 112})
+          .proto_details(R"({"server_fs":"ext4","server_disk":"sdb"})")
+          .proto("ftp", "disk", "read", {58, 59, 60})
+          .build();
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "ftp disk read")->layer, "server disk");
+  EXPECT_EQ(finding(a, "config"), nullptr);
+}
+
 TEST(Ladder, DiskShareWriteFasterThanTheDiskRestsOnNoVerdict) {
   // The server disk throttled to 40 MB/s; buffered writes land in the page cache.
   RunRecord run = RunBuilder()

@@ -231,6 +231,16 @@ TEST_F(Protocols, SlowServerDisk) {
   EXPECT_EQ(str(*row(doc, "ftp:ram:read:50000000"), "server_fs"), "tmpfs");
   ASSERT_NE(row(doc, "ftp:disk:read:50000000"), nullptr);
   EXPECT_EQ(str(*row(doc, "ftp:disk:read:50000000"), "server_fs"), "ext4");
+  // ... on the disk the disk stage measured, so the disk verdict above stands.
+  std::string measured;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (h.at("role").as_string() == "server") {
+      measured = str(h.at("facts").at("disk_dir").at("device").as_object(), "disk");
+    }
+  }
+  EXPECT_FALSE(measured.empty());
+  EXPECT_EQ(str(*row(doc, "ftp:disk:read:50000000"), "server_disk"), measured);
+  EXPECT_EQ(finding(doc, "config"), nullptr);
 }
 
 // A share declared `medium = ram` whose directory is the lab's ext4 disk: its

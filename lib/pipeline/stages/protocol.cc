@@ -99,7 +99,8 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   }
   const bool has_server = !share.server_dir.empty();
   json::object negotiated;  // SMB: what smbd says it agreed with this client
-  std::string server_fs;    // the share directory's filesystem on the server
+  // The share directory's filesystem on the server and the disk under it ("" unknown).
+  std::string server_fs, server_disk;
   run_series(
       ctx, rec, fmt::format("{} stage ({})", share.driver, share.name),
       [&](StageScope& stage) {
@@ -109,15 +110,18 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
           prefix = share_run_prefix(a, share, obs);
           uint64_t biggest = 0;
           for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
-          server_fs = wire::opt_string(
+          const json::object space =
               a.server.call("check_space",
                             {{"dir", share.server_dir},
                              {"bytes", biggest},
                              {"hint",
                               "free some space on the share, or use smaller files ([protocol] "
                               "sizes)"}},
-                            30),
-              "fs_type");
+                            30);
+          server_fs = wire::opt_string(space, "fs_type");
+          if (const auto* d = space.if_contains("disk"); d && d->is_string()) {
+            server_disk = std::string(d->as_string());
+          }
         }
         int seq = 0;
         for (uint64_t size : plan.proto_sizes) {
@@ -224,6 +228,7 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                                                             {"share", share.name},
                                                             {"checksum", expect},
                                                             {"server_fs", server_fs},
+                                                            {"server_disk", server_disk},
                                                             {"properties", props}});
               json::object cpu{{"client", wire::get_object(r, "cpu")}};
               if (!server_cpu.empty()) cpu["server"] = server_cpu;
