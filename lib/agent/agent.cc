@@ -294,6 +294,12 @@ json::object Agent::do_prepare(const json::object& req) {
       throw Error(ErrorKind::kPeer, "message 'prepare': field 'dirs' must hold strings");
     std::string base(v.as_string());
     if (run_dirs_.count(base)) {
+      // Prepared already (a share behind the disk stage's own disk_dir): a
+      // share needs it open to the protocol server's user too.
+      if (shared && chmod(run_dirs_[base].c_str(), 0777) != 0) {
+        throw Error(ErrorKind::kIo, fmt::format("cannot open up run directory '{}': {}",
+                                                run_dirs_[base], errno_text(errno)));
+      }
       made[base] = run_dirs_[base];
       continue;
     }

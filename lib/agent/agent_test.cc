@@ -279,6 +279,20 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
   EXPECT_TRUE(fs::exists(mine));
 }
 
+// The disk stage's disk_dir may be a share's directory too (the server's
+// default when a disk share exists): the share's prepare opens the same run
+// directory to the protocol server's user.
+TEST_F(AgentLinkTest, PrepareOpensAnAlreadyPreparedDirToAShare) {
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const std::string mine = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::none);
+  json::object q =
+      link_->call("prepare", {{"dirs", json::array{dir_.string()}}, {"shared", true}}, 10);
+  EXPECT_EQ(wire::get_string(wire::get_object(q, "dirs"), dir_.string()), mine);
+  EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::others_all);
+}
+
 TEST_F(AgentLinkTest, MalformedFrameIsRejectedNamingTheField) {
   link_->handshake(10);
   // A frame whose id is a string: the agent answers an error and stops.

@@ -86,12 +86,20 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
   static const std::map<std::string, std::map<std::string, Setter>> k = {
       {"server",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.server.ram_dir = dir_value(v, w); }},
-        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.server.disk_dir = dir_value(v, w); }},
+        {"disk_dir",
+         [](Plan& p, auto& v, auto& w) {
+           p.server.disk_dir = dir_value(v, w);
+           p.server.disk_dir_set = true;
+         }},
         {"samba_conf",
          [](Plan& p, auto& v, auto& w) { p.server.samba_conf = dir_value(v, w); }}}},
       {"client",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.client.ram_dir = dir_value(v, w); }},
-        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.client.disk_dir = dir_value(v, w); }}}},
+        {"disk_dir",
+         [](Plan& p, auto& v, auto& w) {
+           p.client.disk_dir = dir_value(v, w);
+           p.client.disk_dir_set = true;
+         }}}},
       {"disk",
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.disk_enabled = parse_bool(v, w); }},
         {"sizes", [](Plan& p, auto& v, auto& w) { p.disk_sizes = parse_sizes(v, w); }},
@@ -339,6 +347,20 @@ void add_share_flag(Plan& plan, const std::string& flag) {
     }
   }
   plan.shares.push_back(parsed.shares.back());
+}
+
+std::string settle_server_disk_dir(Plan& plan) {
+  if (plan.server.disk_dir_set) return {};
+  for (const SharePlan& s : plan.shares) {
+    if (s.medium != "disk" || s.server_dir.empty()) continue;
+    plan.server.disk_dir = s.server_dir;
+    plan.server.disk_dir_set = true;
+    return fmt::format(
+        "the server's disk stage measures {} (share '{}'), the disk behind the "
+        "disk share; set [server] disk_dir to measure another",
+        s.server_dir, s.name);
+  }
+  return {};
 }
 
 void validate(const Plan& plan) {

@@ -14,6 +14,7 @@ namespace cp::pipeline {
 struct EndpointPlan {
   std::string ram_dir = "/dev/shm";   // a tmpfs: the RAM side of protocol stages
   std::string disk_dir = "/var/tmp";  // on the disk under test
+  bool disk_dir_set = false;          // by the plan or the lab, not the default above
   std::string samba_conf;             // server: smbd's config (facts, smbstatus); "" = default
 };
 
@@ -85,6 +86,12 @@ Plan load_plan(const std::string& path, Plan base = {});  // reads the file, the
 // Adds a share given on the command line: "NAME=URL[,key=value...]" with the
 // keys of a [share] section (server_dir, medium, user, password_env, ...).
 void add_share_flag(Plan& plan, const std::string& flag);
+
+// With no [server] disk_dir given, the server's disk stage measures the disk
+// behind the first `medium = disk` share (its server_dir) instead of the
+// default /var/tmp, which on a NAS is often the system disk, not the data
+// volume the share reads. Returns a note saying so, or "" when nothing changed.
+std::string settle_server_disk_dir(Plan& plan);
 
 // Checks what single keys cannot: every share complete, no two shares of one
 // protocol over one medium. Throws Error(kConfig) naming the share.

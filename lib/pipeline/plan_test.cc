@@ -71,6 +71,32 @@ TEST(Plan, BaseIsOverriddenOnlyWhereSet) {
   EXPECT_EQ(p.disk_count, 2);
 }
 
+TEST(Plan, ServerDiskDirDefaultsToTheDiskSharesDirectory) {
+  Plan p = parse_plan(
+      "[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n"
+      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
+      "plan.ini");
+  EXPECT_FALSE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/volume1/data");
+  EXPECT_EQ(p.client.disk_dir, "/var/tmp");  // the client has no share to follow
+}
+
+TEST(Plan, ServerDiskDirGivenInThePlanIsKept) {
+  Plan p = parse_plan(
+      "[server]\ndisk_dir = /srv/test\n"
+      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
+      "plan.ini");
+  EXPECT_TRUE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/srv/test");
+}
+
+TEST(Plan, ServerDiskDirWithoutADiskShareStaysTheDefault) {
+  Plan p = parse_plan("[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n",
+                      "plan.ini");
+  EXPECT_TRUE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/var/tmp");
+}
+
 TEST(Plan, ErrorsNameLineAndKey) {
   EXPECT_NE(error_of("[disk]\n\nsizez = 1MB\n").find("plan.ini:3: unknown key 'sizez' in [disk]"),
             std::string::npos);
