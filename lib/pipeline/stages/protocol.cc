@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "core/wire.h"
@@ -78,14 +79,27 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   StageRecord rec;
   rec.layer = share.driver;
   rec.where = share.medium;
+  // The sizes this share runs and its series' length, under the plan's budget.
+  std::vector<uint64_t> dropped;
+  const double tcp_rate = path_rate(a);
+  const std::vector<uint64_t> run_sizes = budgeted_proto_sizes(plan, tcp_rate, &dropped);
+  if (!dropped.empty()) {
+    std::string list;
+    for (uint64_t d : dropped) list += (list.empty() ? "" : ", ") + format_size(d);
+    obs.on_note(fmt::format(
+        "{}: {} files left out: {} of them would not fit in the {:.0f} s budget at TCP's {} "
+        "([protocol] sizes or budget keeps them)",
+        share.name, list, kMinProtoSamples, plan.proto_budget, format_mbps(tcp_rate)));
+  }
   json::array sizes;
-  for (auto s : plan.proto_sizes) sizes.push_back(s);
+  for (auto s : run_sizes) sizes.push_back(s);
   rec.params_json = json::serialize(json::object{{"share", share.name},
                                                  {"url", share.url},
                                                  {"server_dir", share.server_dir},
                                                  {"medium", share.medium},
                                                  {"sizes", sizes},
                                                  {"count", plan.proto_count},
+                                                 {"budget", plan.proto_budget},
                                                  {"block", plan.proto_block}});
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
@@ -109,7 +123,7 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
         if (!share.server_dir.empty()) {
           prefix = share_run_prefix(a, share, obs);
           uint64_t biggest = 0;
-          for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
+          for (auto s : run_sizes) biggest = std::max(biggest, s);
           const json::object space =
               a.server.call("check_space",
                             {{"dir", share.server_dir},
@@ -124,13 +138,19 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
           }
         }
         int seq = 0;
-        for (uint64_t size : plan.proto_sizes) {
+        for (uint64_t size : run_sizes) {
           for (const char* op : {"read", "write"}) {
             const bool read = std::string(op) == "read";
             const std::string label =
                 fmt::format("{} {} {} {}", share.driver, share.medium, op, format_size(size));
+            const double series_start = monotonic_seconds();
             for (int i = 1; i <= plan.proto_count; ++i) {
               cancel.check();
+              if (proto_series_done(plan, i - 1, monotonic_seconds() - series_start)) {
+                obs.on_note(fmt::format("{}: {} of {} samples in the {:.0f} s budget", label, i - 1,
+                                        plan.proto_count, plan.proto_budget));
+                break;
+              }
               // Named after the share too: a file a failed stage could not remove
               // never collides with the next share's.
               const std::string file = fmt::format("{}-{}-{}-{}.dat", share.name, op, size, i);
