@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/messages.h"
 #include "pipeline/runner.h"
 
 namespace cp::pipeline {
@@ -64,11 +65,13 @@ void sweep_stage(StageContext& ctx, const SharePlan& share);
 // `over` s past its planned duration: flagged stalled (error and details) and
 // left out of the figures. Returns whether it flagged it.
 bool flag_stall(const Plan& plan, SampleRecord& s,
-                const std::vector<const remote::AgentLink*>& links, double over, RunObserver& obs);
+                const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
 // Notes the run dirs of gone agents that a `prepare` answer says were swept.
 void note_swept(const boost::json::object& prepared, RunObserver& obs, const std::string& who);
 // The share as the agent's transfer/sweep requests carry it (password included).
-boost::json::object share_message(const SharePlan& share, const Agents& a);
+msg::ShareRef share_message(const SharePlan& share, const Agents& a);
+// A sample's CPU column: each end's summary by role ("server", "client"), in this order.
+std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);
 // The server agent's run directory inside the share; its name, with a '/',
 // prefixes remote paths.
 std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs);
