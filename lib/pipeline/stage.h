@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/messages.h"
+#include "core/messages_json.h"
 #include "pipeline/runner.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
@@ -54,6 +55,15 @@ class StageScope {
 void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
                 const std::function<void(StageScope&)>& body,
                 const std::function<void()>& on_failure = {});
+
+// One typed request: `req` encoded and the answer decoded through their codecs
+// (core/messages_json.h); an answer that does not decode is Error(kPeer).
+template <class Result, class Request>
+Result ask(remote::AgentPort& agent, const char* type, const Request& req, double timeout_s,
+           const remote::ProgressFn& progress = {}, const CancelToken* cancel = nullptr) {
+  return msg::decode<Result>(agent.call(type, msg::to_json(req), timeout_s, progress, cancel),
+                             type);
+}
 
 // The stages (stages/*.cc).
 void disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient

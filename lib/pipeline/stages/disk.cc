@@ -81,8 +81,7 @@ void disk_stage(StageContext& ctx, const std::string& where) {
           };
           msg::DiskResult r;
           try {
-            r = msg::decode<msg::DiskResult>(
-                agent.call("disk", msg::to_json(req), kCallTimeout, progress, &cancel), "disk");
+            r = ask<msg::DiskResult>(agent, "disk", req, kCallTimeout, progress, &cancel);
           } catch (const Error& e) {
             if (e.kind() == ErrorKind::kCancelled) throw;
             s.error = e.what();

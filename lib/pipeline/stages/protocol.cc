@@ -139,17 +139,14 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                   const msg::FileRequest make{share.server_dir, file, size, 1u << 20, evict,
                                               /*shared=*/true};
                   expect =
-                      msg::decode<msg::FileResult>(
-                          a.server.call("make_file", msg::to_json(make), kCallTimeout, {}, &cancel),
-                          "make_file")
+                      ask<msg::FileResult>(a.server, "make_file", make, kCallTimeout, {}, &cancel)
                           .checksum;
                 }
               } else {
                 const msg::FileRequest make{client_dir, file, size};
-                expect = msg::decode<msg::FileResult>(a.client.call("make_file", msg::to_json(make),
-                                                                    kCallTimeout, {}, &cancel),
-                                                      "make_file")
-                             .checksum;
+                expect =
+                    ask<msg::FileResult>(a.client, "make_file", make, kCallTimeout, {}, &cancel)
+                        .checksum;
               }
               if (!share.server_dir.empty()) a.server.call("cpu_start", {}, 30);
               const msg::TransferRequest transfer{share_ref,
@@ -162,14 +159,12 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                                                   /*delete_after=*/true};
               msg::TransferResult r;
               try {
-                r = msg::decode<msg::TransferResult>(
-                    a.client.call(
-                        "transfer", msg::to_json(transfer), kCallTimeout,
-                        [&](uint64_t b, double t) {
-                          obs.on_progress({label, i, plan.proto_count, b, t, false});
-                        },
-                        &cancel),
-                    "transfer");
+                r = ask<msg::TransferResult>(
+                    a.client, "transfer", transfer, kCallTimeout,
+                    [&](uint64_t b, double t) {
+                      obs.on_progress({label, i, plan.proto_count, b, t, false});
+                    },
+                    &cancel);
               } catch (const Error& e) {
                 if (e.kind() == ErrorKind::kCancelled) throw;
                 s.error = e.what();
@@ -194,11 +189,9 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                 cpu.emplace_back(kServer,
                                  msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
                 if (!read) {
-                  const auto info = msg::decode<msg::FileResult>(
-                      a.server.call("file_info",
-                                    msg::to_json(msg::FileRequest{share.server_dir, file}),
-                                    kCallTimeout, {}, &cancel),
-                      "file_info");
+                  const auto info = ask<msg::FileResult>(a.server, "file_info",
+                                                         msg::FileRequest{share.server_dir, file},
+                                                         kCallTimeout, {}, &cancel);
                   arrived = info.checksum;
                   if (info.bytes != size) {
                     s.error = fmt::format("the server holds {} bytes of {}, not {}", info.bytes,

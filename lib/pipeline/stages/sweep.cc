@@ -69,8 +69,7 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
                                         request,   plan.sweep_bytes, plan.sweep_file};
             msg::SweepResult r;
             try {
-              r = msg::decode<msg::SweepResult>(
-                  a.client.call("sweep", msg::to_json(req), kCallTimeout, {}, &cancel), "sweep");
+              r = ask<msg::SweepResult>(a.client, "sweep", req, kCallTimeout, {}, &cancel);
             } catch (const Error& e) {
               if (e.kind() == ErrorKind::kCancelled) throw;
               if (has_server) a.server.call("cpu_stop", {}, 30);

@@ -38,10 +38,7 @@ void tcp_stage(StageContext& ctx, bool upload) {
   run_series(ctx, rec, "TCP stage " + rec.where, [&](StageScope& stage) {
     const std::string bind = a.data_address.find(':') != std::string::npos ? "::" : "0.0.0.0";
     const uint64_t port =
-        msg::decode<msg::TcpListenResult>(
-            a.server.call("tcp_listen", msg::to_json(msg::TcpListenRequest{bind}), 30),
-            "tcp_listen")
-            .port;
+        ask<msg::TcpListenResult>(a.server, "tcp_listen", msg::TcpListenRequest{bind}, 30).port;
     for (int i = 1; i <= plan.tcp_count; ++i) {
       cancel.check();
       const std::string token = fmt::format("{}-{}-{}", upload ? "up" : "down", i, getpid());
@@ -54,11 +51,9 @@ void tcp_stage(StageContext& ctx, bool upload) {
       // (the run's Ctrl-C reaches it as the link's default token too).
       CancelToken sample_cancel;
       auto server_side = std::async(std::launch::async, [&] {
-        return msg::decode<msg::TcpResult>(
-            a.server.call("tcp_result",
-                          msg::to_json(msg::TcpResultRequest{token, plan.tcp_seconds + 60}),
-                          plan.tcp_seconds + 90, {}, &sample_cancel),
-            "tcp_result");
+        return ask<msg::TcpResult>(a.server, "tcp_result",
+                                   msg::TcpResultRequest{token, plan.tcp_seconds + 60},
+                                   plan.tcp_seconds + 90, {}, &sample_cancel);
       });
       msg::TcpResult client_r, server_r;
       std::string failure;
@@ -66,14 +61,12 @@ void tcp_stage(StageContext& ctx, bool upload) {
         const msg::TcpRunRequest run{
             a.data_address,   port,           token, upload ? "send" : "recv",
             plan.tcp_seconds, plan.tcp_buffer};
-        client_r = msg::decode<msg::TcpResult>(
-            a.client.call(
-                "tcp_run", msg::to_json(run), kCallTimeout,
-                [&](uint64_t b, double t) {
-                  obs.on_progress({label, i, plan.tcp_count, b, t, false});
-                },
-                &cancel),
-            "tcp_run");
+        client_r = ask<msg::TcpResult>(
+            a.client, "tcp_run", run, kCallTimeout,
+            [&](uint64_t b, double t) {
+              obs.on_progress({label, i, plan.tcp_count, b, t, false});
+            },
+            &cancel);
       } catch (const Error& e) {
         sample_cancel.cancel();
         if (e.kind() == ErrorKind::kCancelled) {
