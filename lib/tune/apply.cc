@@ -375,10 +375,10 @@ bool needs_sudo(const Knob& knob) { return knob.privilege == "root" && ::geteuid
 // A read a knob needs (blockdev --getra, hdparm -W): directly, else through
 // `sudo -n` when the agent is not root and a rule allows it.
 RunResult run_read(const Knob& knob, const std::vector<std::string>& argv) {
-  RunResult got = run_command(argv, {}, 30);
-  if (got.exit_code == 0 || !needs_sudo(knob)) return got;
   std::vector<std::string> full = argv;
   full[0] = full_path(full[0]);
+  RunResult got = run_command(full, {}, 30);
+  if (got.exit_code == 0 || !needs_sudo(knob)) return got;
   Action a;
   a.kind = "run";
   a.argv = argv;
@@ -743,7 +743,9 @@ void run_actions(const Knob& knob, const std::vector<Action>& actions) {
       continue;
     }
     if (a.kind == "run") {
-      RunResult res = run_command(a.argv, {}, 60);
+      std::vector<std::string> argv = a.argv;
+      argv[0] = full_path(argv[0]);  // a non-root PATH may lack the sbin directories
+      RunResult res = run_command(argv, {}, 60);
       if (res.exit_code != 0) {
         throw Error(ErrorKind::kIo,
                     fmt::format("knob {}: `{}` failed (exit {}): {}", knob.name, a.display(),

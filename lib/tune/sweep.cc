@@ -637,7 +637,8 @@ std::string dry_run_axis(const SweepSetup& s, const Axis& axis, const pipeline::
           // The original slots apply the original value, under the companions.
           json::object o = args;
           o["value"] = wire::get_string(r, "original");
-          for (const auto& a : wire::get_array(agent->call("tune_plan", o, 60), "apply")) {
+          const json::object at_original = agent->call("tune_plan", o, 60);
+          for (const auto& a : wire::get_array(at_original, "apply")) {
             original_apply += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
           }
         }
