@@ -2,8 +2,11 @@
 // known-good value of a knob the lab was mis-tuned with, and every way a
 // sweep can end (done, orchestrator killed, agent killed) leaving the knob's
 // value and the Samba config byte-identical to before.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -433,6 +436,110 @@ TEST_F(Tune, NonRootKnobUsesSudoWithARuleAndIsRefusedWithout) {
             1024);
   EXPECT_EQ(getra_client(), ra);
   EXPECT_FALSE(std::filesystem::exists(user_journal));
+}
+
+// netatalk's knobs against the project's AFP test server standing in for
+// afpd (Debian 12 has no netatalk): the server reads `server quantum` from
+// afp.conf at start, and the restart command stops it by PID and starts it
+// again on the same port. Both ends are local agents; no lab needed.
+TEST(TuneLocal, NetatalkServerQuantumRestartsTheServerAndPutsAfpConfBack) {
+  if (geteuid() != 0) GTEST_SKIP() << "local agents tune as root";
+  TempDir t;
+  const std::string peer = std::filesystem::path(CHOKEPOINT_BIN).parent_path() / "afp_test_peer";
+  ASSERT_TRUE(std::filesystem::exists(peer)) << peer;
+  const std::string vol = fmt::format("/dev/shm/chokepoint-tune-afp-{}", getpid());
+  std::filesystem::remove_all(vol);
+  std::filesystem::create_directories(vol);
+  struct Cleanup {
+    std::string vol, pid_file;
+    ~Cleanup() {
+      // The last server started by the restart command: stopped by its PID.
+      std::ifstream in(pid_file);
+      int pid = 0;
+      if (in >> pid && pid > 1) ::kill(pid, SIGTERM);
+      std::error_code ec;
+      std::filesystem::remove_all(vol, ec);
+    }
+  } cleanup{vol, t.file("peer.pid")};
+  // A free port, for the server's every start.
+  int port = 0;
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  const std::string conf = t.file("afp.conf");
+  const std::string conf_text =
+      "; afp.conf of the tune test\n[Global]\n  log level = default:warn\n\n[vol]\n  path = " +
+      vol + "\n";
+  write_file(conf, conf_text);
+  const std::string pid_file = t.file("peer.pid");
+  write_file(
+      t.file("restart.sh"),
+      fmt::format("#!/bin/sh\n"
+                  "# Stops the running server by its PID, starts it again.\n"
+                  "if [ -f {0} ]; then\n"
+                  "  kill \"$(cat {0})\"\n"
+                  "  i=0; while [ -f {0} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                  "fi\n"
+                  "setsid {1} --dir {2} --port {3} --afp-conf {4} --pid-file {0} "
+                  "</dev/null >/dev/null 2>&1 &\n"
+                  "i=0; while [ ! -f {0} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                  "[ -f {0} ]\n",
+                  pid_file, peer, vol, port, conf));
+  ASSERT_EQ(run_command({"sh", t.file("restart.sh")}).exit_code, 0);
+  write_file(t.file("password"), "bench\n");
+  ASSERT_EQ(::chmod(t.file("password").c_str(), 0600), 0);
+  const std::string db = t.file("tune.db");
+  RunResult r =
+      chokepoint({"tune",
+                  "--server",
+                  "local",
+                  "--client",
+                  "local",
+                  "--share",
+                  fmt::format("afp-vol=afp://127.0.0.1:{}/vol,server_dir={},medium=ram,user=bench,"
+                              "password_file={}",
+                              port, vol, t.file("password")),
+                  "--knob",
+                  "netatalk.server_quantum=256K",
+                  "--afp-conf",
+                  conf,
+                  "--afp-restart",
+                  "sh " + t.file("restart.sh"),
+                  "--rounds",
+                  "2",
+                  "--count",
+                  "1",
+                  "--size",
+                  "10MB",
+                  "--db",
+                  db,
+                  "--json",
+                  "-q"},
+                 600);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), "1048576");  // netatalk's default: the file sets none
+  EXPECT_EQ(res.at("target").as_string(), conf);
+  // Every sample measured against the quantum of its slot, as the server
+  // announced it after its restart.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 4);
+  EXPECT_GT(query_int(db, "SELECT count(*) FROM samples WHERE error = ''"), 0);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = s.run_id "
+                      "WHERE json_extract(s.details_json, '$.properties.quantum') IS NOT "
+                      "t.value"),
+            0);
+  EXPECT_EQ(slurp(conf), conf_text);
+  // Restarted once more by the revert: a server runs, with the original quantum.
+  EXPECT_TRUE(std::filesystem::exists(pid_file));
 }
 
 TEST_F(Tune, DryRunChangesNothing) {
