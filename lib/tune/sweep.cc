@@ -462,9 +462,10 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
 }
 
 std::string result_text(const TuneResult& r) {
-  std::string out =
-      fmt::format("tune {} on the {} ({}), {} rounds, original {}\n", r.knob, r.endpoint, r.target,
-                  r.rounds, r.original.empty() ? "?" : r.original);
+  std::string out = fmt::format(
+      "tune {} on the {} ({}), {} rounds, original {}{}\n", r.knob, r.endpoint, r.target, r.rounds,
+      r.original.empty() ? "?" : r.original,
+      r.grid.empty() ? "" : fmt::format("; grid {}, {} combinations", r.grid, r.values.size()));
   for (const auto& l : r.layers) {
     out += fmt::format("  {}\n", l.layer);
     size_t w = 22;  // a grid's labels are longer
