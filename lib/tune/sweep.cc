@@ -730,10 +730,15 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   std::vector<std::string> labels;
   for (const auto& c : combos) labels.push_back(label_of(s, c, originals));
   std::string knob_name = joined_names(s), endpoint, target;
+  // Knobs on one target (two Samba parameters) name it once.
+  const bool one_target = std::all_of(targets.begin(), targets.end(),
+                                      [&](const std::string& x) { return x == targets.front(); });
   for (size_t i = 0; i < s.axes.size(); ++i) {
     const std::string ep = s.axes[i].knob->endpoint;
     if (endpoint.find(ep) == std::string::npos) endpoint += (endpoint.empty() ? "" : "+") + ep;
-    target += (target.empty() ? "" : "; ") + (grid ? s.axes[i].knob->name + ": " : "") + targets[i];
+    if (one_target && i > 0) continue;
+    target += (target.empty() ? "" : "; ") +
+              (grid && !one_target ? s.axes[i].knob->name + ": " : "") + targets[i];
   }
   // After every knob resolved on its host: a refused knob leaves no session.
   SessionTable sessions(store.path());
