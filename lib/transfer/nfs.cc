@@ -43,9 +43,11 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -391,6 +393,31 @@ int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, c
 }
 #endif
 
+// libnfs mallocs each call's encode buffer (a WRITE: its data + 4 KiB) and
+// each answer's receive buffer, and frees it when the answer is in. With
+// several of them in flight glibc's defaults (the mmap threshold following
+// the largest block freed, the heap's top trimmed past twice that) hand the
+// freed buffers back to the kernel and fault fresh zeroed pages in for the
+// next ones: at depth 4, a 100 MB NFSv3 write took 16400 page faults and 98
+// ms of the client's CPU against 2400 and 71 ms at depth 1 (perf stat; 110
+// brk calls). So the process heap keeps what a session has in flight:
+// blocks up to a call's size come from the heap, and up to twice the bytes
+// in flight stay there when freed. Process-wide: it only ever raises them.
+void keep_heap_for(uint64_t call_bytes, uint64_t in_flight_bytes) {
+  static std::mutex mu;
+  static uint64_t call_kept = 0, flight_kept = 0;
+  // glibc caps M_MMAP_THRESHOLD at 32 MiB on 64-bit (HEAP_MAX_SIZE / 2).
+  constexpr uint64_t kMmapMax = 32ull << 20;
+  std::lock_guard<std::mutex> lock(mu);
+  const uint64_t call = std::min(call_bytes, kMmapMax);
+  const uint64_t trim = std::min<uint64_t>(2 * in_flight_bytes, INT_MAX);
+  if (call <= call_kept && trim <= flight_kept) return;
+  call_kept = std::max(call_kept, call);
+  flight_kept = std::max(flight_kept, trim);
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(call_kept));
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(flight_kept));
+}
+
 struct FileRecord {  // what one file kept in flight, for properties()
   std::string op;
   uint64_t request_size = 0, depth = 0, in_flight = 0, max_answer = 0;
@@ -491,6 +518,10 @@ class NfsSession : public Session {
     if (rc != 0) fail(rc, Step::kConnect, where_);
     read_max_ = nfs_get_readmax(nfs_);
     write_max_ = nfs_get_writemax(nfs_);
+    // A call's buffer: its data and the RPC around it (4 KiB, libnfs's
+    // ZDR_ENCODEBUF_MINSIZE, and the 4 KiB its READ decode may add).
+    const uint64_t call = std::max(request_size(Mode::kRead), request_size(Mode::kWrite)) + 8192;
+    keep_heap_for(call, call * opts_.depth);
   }
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
