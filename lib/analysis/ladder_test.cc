@@ -1235,6 +1235,28 @@ TEST(Ladder, ARequestSizeTheClientHeldItselfToIsALowerBoundNotTheProtocol) {
   EXPECT_EQ(finding(other_op, "smb ram read")->layer, "smb");
 }
 
+TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound) {
+  // 4 MiB in flight over a 40 ms round trip allows ~105 MB/s; NFS writes 100
+  // with no request size limit recorded: the client's window, not the server.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1000, 1010, 990})
+                      .proto_details(R"({"properties":{"in_flight_bytes":"4194304",)"
+                                     R"("request_size":"1048576","write_size_limit":"none"}})")
+                      .proto("nfs", "ram", "write", {100, 101, 99}, 30, "ganesha.nfsd")
+                      .build();
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":42000,)"
+                         R"("rtt_idle_us":40000}})";
+  const Finding* f = finding(analyze(run), "nfs ram write");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+}
+
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
   EXPECT_FALSE(analyze(run).has_verdict());
