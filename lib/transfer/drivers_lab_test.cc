@@ -593,22 +593,28 @@ TEST_F(DriversLabTest, NfsBadExportPermissionDeniedReadOnlyAndMissingFile) {
   }
 }
 
-// Ganesha killed while a file streams: the read fails with an I/O error
-// within the timeout (no hang, no retry hiding it), a new connection is
-// refused, and `lab up` brings the server back.
+// Ganesha killed while a file streams in and another out: the read and the
+// write fail with I/O errors within the timeout (no hang, no retry hiding
+// it), a new connection is refused, and `lab up` brings the server back.
 TEST_F(DriversLabTest, NfsServerStoppedMidTransfer) {
   if (!g_world->own) GTEST_SKIP() << "leaves a borrowed lab's servers alone";
   const std::string rel = run_ + "/big.dat";
-  ASSERT_EQ(on_server(fmt::format("mkdir -p {0} && head -c 200000000 /dev/zero > {0}/big.dat",
-                                  shell_quote(share_dir("ram") + "/" + run_)))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      on_server(fmt::format("mkdir -p {0} && chown {1}: {0} && "
+                            "head -c 200000000 /dev/zero > {0}/big.dat",
+                            shell_quote(share_dir("ram") + "/" + run_), g_world->lab.share_user))
+          .exit_code,
+      0);
   Share sh = nfs_share(share("nfs", "ram"), 4);
   sh.options["timeout"] = "5s";
   auto s = connect(sh);
   auto f = s->open(rel, Mode::kRead, 0);
   std::vector<char> buf(kBlock);
   ASSERT_GT(f->read(buf.data(), buf.size()), 0u);
+  // A write under way on a second session (NFSv4: the driver's own WRITEs).
+  auto ws = connect(sh);
+  auto w = ws->open(run_ + "/cut.dat", Mode::kWrite, 0);
+  for (int i = 0; i < 8; ++i) w->write(buf.data(), buf.size());
   const int pid = g_world->lab.server.nfsd_pid;
   ASSERT_GT(pid, 0);
   ASSERT_EQ(kill(pid, SIGKILL), 0);
@@ -619,8 +625,15 @@ TEST_F(DriversLabTest, NfsServerStoppedMidTransfer) {
               }
             }),
             ErrorKind::kIo);
+  EXPECT_EQ(kind_of([&] {
+              for (int i = 0; i < 64; ++i) w->write(buf.data(), buf.size());
+              w->close();
+            }),
+            ErrorKind::kIo);
   EXPECT_LT(monotonic_seconds() - start, 30);
   EXPECT_EQ(kind_of([&] { connect(sh); }), ErrorKind::kIo);
+  w.reset();
+  ws.reset();
   f.reset();
   s.reset();
   g_world->lab = lab::up(lab::LabOptions{}, g_world->lab.instance, g_world->lab.dir);
