@@ -562,6 +562,15 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
       w->close();
       EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), checksum_of(blocks));
     }
+    // Calls larger than libnfs takes in an answer (1 MiB): reads ask 1 MiB,
+    // and what is read back is what was written.
+    Share big = nfs_share(share("nfs", "ram"), version);
+    big.options["request_size"] = "4MiB";
+    auto b = connect(big);
+    const std::string rel = fmt::format("{}/v{}/big-calls.dat", run_, version);
+    const std::string sent = put(*b, rel, kMB10, 77);
+    EXPECT_EQ(get(*b, rel), sent);
+    EXPECT_EQ(b->properties().at("request_size"), std::to_string(1u << 20));
   }
 }
 

@@ -31,8 +31,8 @@
 //
 // Share options: version=3|4 (default 4, as Linux mounts today),
 // request_size (bytes per READ/WRITE, default 1MiB, the Linux client's
-// default rsize/wsize), depth (requests in flight, default 4), uid, gid,
-// timeout (seconds without an answer before a call fails, default 30).
+// default rsize/wsize; READs at most 1 MiB, what libnfs takes), depth (requests in flight, default
+// 4), uid, gid, timeout (seconds without an answer before a call fails, default 30).
 #include <nfsc/libnfs.h>
 // After libnfs.h: the raw headers use its types.
 #include <nfsc/libnfs-raw-nfs4.h>
@@ -418,6 +418,8 @@ void keep_heap_for(uint64_t call_bytes, uint64_t in_flight_bytes) {
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(flight_kept));
 }
 
+constexpr uint64_t kLibnfsMaxXfer = 1 << 20;  // NFS_MAX_XFER_SIZE, bytes
+
 struct FileRecord {  // what one file kept in flight, for properties()
   std::string op;
   uint64_t request_size = 0, depth = 0, in_flight = 0, max_answer = 0;
@@ -614,6 +616,11 @@ class NfsSession : public Session {
     const uint64_t max = mode == Mode::kRead ? read_max_ : write_max_;
     uint64_t n = max ? std::min(opts_.request_size, max) : opts_.request_size;
     if (mode == Mode::kWrite && write_cap_) n = std::min(n, write_cap_);
+    // libnfs 4.0 drops the connection on an answer over 1 MiB + 4 KiB
+    // (NFS_MAX_XFER_SIZE, lib/socket.c:314), and NFSv4 asks no maxread, so
+    // a READ asks 1 MiB at most (libnfs caps NFSv3's rtmax there too, and
+    // 1 MiB is the Linux client's largest rsize).
+    if (mode == Mode::kRead) n = std::min(n, kLibnfsMaxXfer);
     return n;
   }
 
