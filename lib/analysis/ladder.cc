@@ -918,6 +918,14 @@ double client_window_rate(const Row& r, const Analysis& a) {
   return double(in_flight) / (rtt_us / 1e6);
 }
 
+// A request size the client itself held its calls to, bytes (0: none): a
+// driver that could not send requests as large as it was asked or the server
+// takes (libnfs 4.0's NFSv4 WRITEs, say) records `write_size_limit` /
+// `read_size_limit` in its properties, with the reason in `<key>_reason`.
+uint64_t client_size_limit(const Row& r) {
+  return property_number(r, r.op == "read" ? "read_size_limit" : "write_size_limit");
+}
+
 // The path's round trip, µs: the TCP stage's idle RTT in `r`'s direction, else
 // the driver's own measure of its handshake; 0 when neither is known.
 double path_rtt_us(const Row& r, const Analysis& a) {
@@ -1117,6 +1125,21 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
     const double window = client_window_rate(r, a);
     const double drain = client_drain_fraction(r, a);
     f.cap = r.key;
+    if (const uint64_t limit = client_size_limit(r); limit > 0) {
+      // The client sent smaller requests than the server takes: a figure of
+      // chokepoint's client, whatever the server could do with larger ones.
+      f.layer = "probe";
+      f.lower_bound = true;
+      const auto reason =
+          r.properties.find(read ? "read_size_limit_reason" : "write_size_limit_reason");
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}) with chokepoint's client held to {} per {} request{}: "
+          "the figure is a lower bound limited by the client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), format_size(limit),
+          r.op, reason == r.properties.end() ? "" : " (" + reason->second + ")");
+      finish();
+      return;
+    }
     if (drain >= kProbeDrain && !(window > 0 && r.rate.median >= kProbeLimited * window)) {
       f.layer = "probe";
       f.lower_bound = true;
@@ -1193,6 +1216,14 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
       f.text =
           fmt::format("{}: {} moves {} = {} of {} from RAM, which is CPU-bound: {}", path, what,
                       mbps(r.rate.median), pct(r.ratio), proto, cpu_text(ram->cpu_bound, a));
+    } else if (const uint64_t limit = client_size_limit(r); limit > 0) {
+      f.layer = "probe";  // as over RAM: the client's own request size (above)
+      f.lower_bound = true;
+      f.cap = b->key;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of {} from RAM, with chokepoint's client held to {} per {} "
+          "request: the figure is a lower bound limited by the client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, format_size(limit), r.op);
     } else {
       f.layer = r.layer;
       f.cap = b->key;

@@ -1315,6 +1315,75 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
   EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
 }
 
+TEST(Ladder, ARequestSizeTheClientHeldItselfToIsALowerBoundNotTheProtocol) {
+  // NFSv4 writes through a client that sends 3840-byte WRITEs: 60 MB/s over a
+  // 1 GB/s TCP path, from RAM and from a disk that writes 500.
+  auto run_with = [](const std::string& layer, const std::string& op, const std::string& props) {
+    RunRecord run = RunBuilder()
+                        .host("server", 1500, 10000)
+                        .host("client", 1500, 10000)
+                        .disk("server", op, 100'000'000, {500, 505, 495})
+                        .tcp("server->client", {1000, 1010, 990})
+                        .tcp("client->server", {1000, 1010, 990})
+                        .proto_details(props)
+                        .proto(layer, "ram", op, {60, 61, 59}, 30, "ganesha.nfsd")
+                        .proto(layer, "disk", op, {59, 60, 58}, 30, "ganesha.nfsd")
+                        .build();
+    return analyze(run);
+  };
+  const Analysis limited =
+      run_with("nfs", "write",
+               R"({"properties":{"write_size_limit":"3840","write_size_limit_reason":"libnfs",)"
+               R"("in_flight_bytes":"15360","request_size":"3840"}})");
+  for (const std::string where : {"ram", "disk"}) {
+    const Finding* f = finding(limited, "nfs " + where + " write");
+    ASSERT_NE(f, nullptr) << where;
+    EXPECT_EQ(f->layer, "probe") << where;
+    EXPECT_TRUE(f->lower_bound) << where;
+  }
+  // No limit recorded ("none"): the same figures blame the NFS layer.
+  const Analysis unlimited = run_with(
+      "nfs", "write", R"({"properties":{"write_size_limit":"none","request_size":"1048576"}})");
+  for (const std::string where : {"ram", "disk"}) {
+    const Finding* f = finding(unlimited, "nfs " + where + " write");
+    ASSERT_NE(f, nullptr) << where;
+    EXPECT_EQ(f->layer, "nfs") << where;
+    EXPECT_FALSE(f->lower_bound) << where;
+  }
+  // Any driver, either direction: an SMB read held to 64 KiB by the client.
+  const Analysis smb = run_with("smb", "read", R"({"properties":{"read_size_limit":"65536"}})");
+  const Finding* f = finding(smb, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+  // A write limit says nothing about reads.
+  const Analysis other_op =
+      run_with("smb", "read", R"({"properties":{"write_size_limit":"65536"}})");
+  EXPECT_EQ(finding(other_op, "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound) {
+  // 4 MiB in flight over a 40 ms round trip allows ~105 MB/s; NFS writes 100
+  // with no request size limit recorded: the client's window, not the server.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1000, 1010, 990})
+                      .proto_details(R"({"properties":{"in_flight_bytes":"4194304",)"
+                                     R"("request_size":"1048576","write_size_limit":"none"}})")
+                      .proto("nfs", "ram", "write", {100, 101, 99}, 30, "ganesha.nfsd")
+                      .build();
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":42000,)"
+                         R"("rtt_idle_us":40000}})";
+  const Finding* f = finding(analyze(run), "nfs ram write");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+}
+
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
   EXPECT_FALSE(analyze(run).has_verdict());
