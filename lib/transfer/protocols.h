@@ -66,6 +66,11 @@ std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect);
 // Error(kPeer) naming what is wrong: short, not SMB2, a failure status, a
 // zero size.
 Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
+// An SMB2 ECHO request (length prefix included) with `message_id`: after
+// NEGOTIATE, before any session, a round trip the server answers at once.
+std::string smb2_echo_request(uint64_t message_id);
+// Whether `frame` (length prefix included) is a successful ECHO response.
+bool smb2_is_echo_response(std::string_view frame);
 // "SMB2_02" -> 0x0202, ..., "SMB3" and "SMB3_11" -> 0x0311, "SMB2" -> 0x0210;
 // 0 for a name it does not know.
 uint16_t smb2_dialect_of(std::string_view protocol_name);
