@@ -16,13 +16,24 @@
 // So every read and write is one call of `io_size` bytes, staged in one
 // bounded buffer when the caller's block is smaller. Nothing is in flight
 // between two calls (a round trip plus the caller's work on the data), so
-// the default is 8 MiB when the probe's TCP handshake takes over 1 ms,
-// else 1 MiB (there the caller's work dominates; measured on the lab's
-// 1 Gbit/s tbf link, 4 MiB calls read 8 % slower than 1 MiB ones). A
-// read never asks past the end of the file: a window that crosses it leaves
-// requests in flight when cli_pull returns, and every later call on the
-// connection then fails with EINVAL ("async call in flight"), which is what
-// a server with a small `smb2 max read` showed.
+// the default is 8 MiB when the path's round trip is over 1 ms, else 1 MiB
+// (there the caller's work dominates; measured on the lab's 1 Gbit/s tbf
+// link, 4 MiB calls read 8 % slower than 1 MiB ones). A read of several
+// requests never asks past the end of the file: a window that crosses it
+// leaves requests in flight when cli_pull returns, and every later call on
+// the connection then fails with EINVAL ("async call in flight"), which is
+// what a server with a small `smb2 max read` showed; such reads take the
+// size at open (an fstat, a round trip). Where a call is one request, one
+// past the end is only an empty answer, so no fstat is sent: the size hint
+// (what the caller expects) bounds the calls, and the end is the answer
+// that is short (libsmbclient asks once more after a short one, so the
+// calls stop at the hint and one more starts there).
+//
+// Round trips per file (each is in the sample's time on a long path): an
+// open is one CREATE (libsmbclient's own check of a cached connection, an
+// ECHO before every open, is skipped for a connection that answered a call
+// within kEchoAfterIdle: check_server), the data, one CLOSE; the helpers
+// open and close while the session's connection does.
 //
 // The sizes the server accepts are not in libsmbclient's API: at connect a
 // separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
@@ -37,10 +48,17 @@
 // Connections: a call's round trip is idle time on one connection, and
 // writes keep one request in flight whatever the call's size, so no call size
 // fills a long path for writes. Option connections=auto (the default) adds
-// helper connections where the probe's handshake says the path is long
-// (smb_auto_connections: 2 over 1 ms with the path's rate unknown, or as many
-// as cover a call's round trip when option path_rate gives it), so that the
-// calls of the others cover each one's round trip. smbd serves each
+// helper connections where the path is long (smb_auto_connections: 3 over
+// 1 ms with the path's rate unknown, or as many as cover a call's round trip
+// when option path_rate gives it), so that the calls of the others cover
+// each one's round trip. The path's round trip is the least of several the
+// kernel timed on the probe's connection (its handshake and kProbeEchoes
+// SMB2 ECHOs): one answer delayed by a busy host does not make a LAN look
+// long (properties: path_rtt_ms, path_rtt_samples). Each helper's slot is two
+// halves (calls of io_size / 2): the next call is already with the helper
+// while the last one's data is handed over, so no helper waits for this
+// process between calls; the first calls are staggered so that the helpers'
+// calls do not all end (and idle for a round trip) at once. smbd serves each
 // connection with a process of its own: a sample with connections > 1 says so
 // in its properties (connections, connections_chosen), since it is not what
 // one connection (one smbd process) moves.
