@@ -98,8 +98,9 @@ NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
 Error nfs_error(int err, std::string_view detail, Step step, const Place& where);
 
 // Option connections=auto: how many SMB connections (each one synchronous
-// call of `io_size` bytes in flight, idle between calls) keep a path with
-// round trip `rtt_s` (seconds; <= 0 unknown) full. 1 on a short path (rtt <=
+// call in flight, idle for a round trip between calls; `io_size` bytes of
+// slot each) keep a path with round trip `rtt_s` (seconds; <= 0 unknown;
+// the least of the probe's samples) full. 1 on a short path (rtt <=
 // 1 ms); else one call being handed over and enough others in flight to
 // cover its round trip at `rate` (bytes/s; 0 unknown): 2 + ceil(rtt /
 // (io_size / rate)), or 3 with the rate unknown. At most kSmbMaxConnections
