@@ -12,12 +12,17 @@
 # fresh file name each time (no server cache can answer for a repeat). Two
 # figures per transfer, medians of --runs runs, ours and the peer alternating
 # first, as MB/s with ratios ours/peer (target >= 0.95):
-#   transfer: open to close of the remote file, what the agent times per
-#     sample (ours: transfer_bench's own clock; curl: time_total minus
-#     time_pretransfer, so its login is left out while our open's CWD/EPSV/
-#     RETR are in; smbclient: the rate its get/put prints);
-#     nfs-cp prints no rate: its transfer is its wall time less that of an
-#     nfs-cp of an empty file just before (start, mount, open, close);
+#   transfer: each tool's own clock (ours: transfer_bench's, open to close
+#     of the remote file, what the agent times per sample; smbclient: the
+#     rate its get/put prints, open to close as well (Samba's do_get/do_put
+#     time cli_open .. cli_close); curl: time_total minus time_pretransfer,
+#     which starts after RETR/STOR's reply, so curl's CWD/EPSV/TYPE/SIZE/
+#     RETR round trips are left out while ours are in: not the same interval);
+#   outside: every tool timed the same way from outside, its wall time less
+#     that of the same command on an empty file run just before it (start,
+#     login, open, close: what an empty file costs), so the same interval for
+#     all (the data and what a byte more costs), at the price of more noise;
+#     nfs-cp prints no rate, so its transfer figure is this one;
 #   command: the whole command's wall time (process start, login, transfer,
 #     exit). Ours loads libsmbclient, libcurl and OpenSSL at every start,
 #     which the agent does once, so this row flatters the peers.
@@ -36,8 +41,13 @@
 # --smb-base k=v (repeatable): a second configuration of our smb driver (e.g.
 # connections=1 for the one-connection default before connections=auto) run
 # in the same rounds, ours, base and peer taking turns first, reported as its
-# own rows (smb-get-base ...) against the same smbclient runs. Our rows also
-# give transfer_bench's peak RSS (KiB): its own and its largest helper's.
+# own rows (smb-get-base ...) against the same smbclient runs.
+# --base-bench PATH: the base rows run this transfer_bench binary instead (a
+# build of an earlier commit: before/after in the same rounds), for ftp too.
+# Our rows also give transfer_bench's peak RSS (KiB): its own and its largest
+# helper's. Our gets pass --size-hint (the file's size, as the orchestrator
+# tells the client agent) when the binary takes it. --no-nfs leaves the nfs
+# rows out.
 #
 # AFP (no AFP server package exists for Debian 12): bench/afp_test_peer (the
 # project's AFP test server, in a process of its own, with a delay line of
@@ -47,10 +57,11 @@
 #
 # Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
 #   [--delays "0"] [--afp-delay 5ms] [--afp-depths "1 2 4 8 16 32"] [--no-afp] [--no-lab]
-#   [--protocols "ftp smb nfs"]   (which of the lab's protocols run; afp: --no-afp)
-#   [--nfs-option k=v]...   (our nfs driver's share options, e.g. depth=1)
 #   [--smb-option k=v]...   (our smb driver's share options, e.g. connections=2, io_size=8MiB)
 #   [--smb-base k=v]...     (a second configuration of it in the same rounds)
+#   [--base-bench PATH] [--no-nfs]
+#   [--nfs-option k=v]...   (our nfs driver's share options, e.g. depth=1)
+# CHOKEPOINT_TRANSFER_BENCH: another build's transfer_bench as "ours" (a before/after).
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
 # its own rate afterwards; one that was not is brought up and taken down.
 set -euo pipefail
@@ -65,8 +76,9 @@ DO_AFP=1
 DO_LAB=1
 SMB_OPTS=()
 BASE_OPTS=()
+BASE_TB=
+DO_NFS=1
 NFS_OPTS=()
-PROTOCOLS="ftp smb nfs"
 usage() {
   echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
     "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
@@ -85,17 +97,21 @@ while (($#)); do
     --no-lab) DO_LAB=0; shift ;;
     --smb-option) SMB_OPTS+=(--option "$2"); shift 2 ;;
     --smb-base) BASE_OPTS+=(--option "$2"); shift 2 ;;
+    --base-bench) BASE_TB=$(realpath "$2"); shift 2 ;;
+    --no-nfs) DO_NFS=0; shift ;;
     --nfs-option) NFS_OPTS+=(--option "$2"); shift 2 ;;
-    --protocols) PROTOCOLS=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "protocols.sh: needs root (the lab)" >&2; exit 1; }
-has() { [[ " $PROTOCOLS " == *" $1 "* ]]; }
 cmake --build build -j2 --target chokepoint transfer_bench afp_test_peer >/dev/null
 CP=./build/bin/chokepoint
-# CHOKEPOINT_TRANSFER_BENCH: another build's transfer_bench (e.g. a before/after).
 TB=${CHOKEPOINT_TRANSFER_BENCH:-$(pwd)/build/bin/transfer_bench}
+[ -n "$BASE_TB" ] || BASE_TB=$TB
+HAS_BASE=0
+{ ((${#BASE_OPTS[@]})) || [ "$BASE_TB" != "$TB" ]; } && HAS_BASE=1
+# --size-hint BYTES for a binary that takes it (an older build does not).
+hint_of() { "$1" 2>&1 | grep -q -- --size-hint && echo "--size-hint $BYTES" || true; }
 PEER_BIN=$(pwd)/build/bin/afp_test_peer
 BYTES=$(python3 -c "
 import re,sys; m=re.fullmatch(r'(\d+)(|k|M|G|KB|MB|GB|KiB|MiB|GiB)', sys.argv[1])
@@ -128,20 +144,24 @@ trap cleanup EXIT
 status() { $CP lab status --json; }
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
-# Medians, ratio, per-round ratios and their spread, for one transfer.
-report() {  # report KEY PEER [WHO]: from X[KEY-WHO], X[KEY-peer], T[...], F[KEY-WHO], R[KEY-WHO] (WHO: ours)
+# Medians, ratio, per-round ratios and their spread, for one transfer: by
+# each tool's own clock (transfer), from outside (wall less the empty file's),
+# and the whole command.
+report() {  # report KEY PEER [WHO]: from X/N/T[KEY-WHO] and [KEY-peer], F and R[KEY-WHO] (WHO: ours)
   local who=${3:-ours}
-  python3 - "$BYTES" "$1${3:+-$3}" "$2" "${X[$1-$who]}" "${X[$1-peer]}" "${T[$1-$who]}" "${T[$1-peer]}" "${F[$1-$who]:-}" "${R[$1-$who]:-}" <<'PY'
+  python3 - "$BYTES" "$1${3:+-$3}" "$2" "${X[$1-$who]}" "${X[$1-peer]}" "${N[$1-$who]:-}" "${N[$1-peer]:-}" "${T[$1-$who]}" "${T[$1-peer]}" "${F[$1-$who]:-}" "${R[$1-$who]:-}" <<'PY'
 import statistics, sys
 n, key, peer = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-xo, xp, to, tp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[4:8])
-flight = sorted(set(sys.argv[8].split()), key=int)
-rss = [tuple(map(int, v.split("/"))) for v in sys.argv[9].split()]
+xo, xp, no, np_, to, tp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[4:10])
+flight = sorted(set(sys.argv[10].split()), key=int)
+rss = [tuple(map(int, v.split("/"))) for v in sys.argv[11].split()]
 med = statistics.median
-ratios = [o / p for o, p in zip(xo, xp)]
+def cols(o, p):
+    if not o or not p: return f"{'-':>8} {'-':>8} {'-':>6} {'-':>11}"
+    r = [a / b for a, b in zip(o, p)]
+    return f"{med(o):8.1f} {med(p):8.1f} {med(o) / med(p):6.3f} {min(r):5.3f}-{max(r):5.3f}"
 peak = f"{max(r[0] for r in rss)}/{max(r[1] for r in rss)}" if rss else "-"
-print(f"  {key:<13} {peer:<10} {med(xo):10.1f} {med(xp):10.1f} {med(xo) / med(xp):7.3f} "
-      f"{min(ratios):6.3f}-{max(ratios):5.3f}   {med(to):10.1f} {med(tp):10.1f} {med(to) / med(tp):7.3f}"
+print(f"  {key:<13} {peer:<10} {cols(xo, xp)}   {cols(no, np_)}   {med(to) / med(tp):6.3f}"
       f"   {','.join(flight) or '-':>10}   {peak}")
 PY
 }
@@ -176,12 +196,22 @@ for RATE in $RATES; do
 
   # One source file; the server gets a copy to serve fresh names from.
   head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
+  OURS_HINT=$(hint_of "$TB")
+  BASE_HINT=$(hint_of "$BASE_TB")
   on_server "mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
   : > "$WORK/empty.dat"
   on_server "touch '$RAM/bench/empty.dat' && chown '$USER_:' '$RAM/bench/empty.dat'"
 
-  declare -A T=() X=() F=() R=()
+  declare -A T=() X=() F=() R=() N=() E=()
   ms() { date +%s%N; }
+  empty() {  # empty KEY command...: the same command on an empty file, its wall seconds in E[KEY]
+    local key=$1; shift
+    local s e
+    s=$(ms)
+    "$@" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key (empty) failed: $(cat "$WORK/err")" >&2; exit 1; }
+    e=$(ms)
+    E[$key]=$(python3 -c "print(($e-$s)/1e9)")
+  }
   timed() {  # timed KEY command...: appends the command's seconds to T[KEY], the transfer's to X[KEY]
     local key=$1; shift
     local s e
@@ -189,6 +219,8 @@ for RATE in $RATES; do
     "$@" >"$WORK/out" 2>"$WORK/err" || { echo "protocols.sh: $key failed: $(cat "$WORK/err")" >&2; exit 1; }
     e=$(ms)
     T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
+    # Outside: less the same command on an empty file just before (if run).
+    [ -z "${E[$key]:-}" ] || N[$key]+="$(python3 -c "print(max(($e-$s)/1e9-${E[$key]}, 1e-6))") "
     local fl
     fl=$(grep -o ' in_flight_bytes=[0-9]*' "$WORK/out" | cut -d= -f2 || true)
     [ -z "$fl" ] || F[$key]+="$fl "
@@ -221,61 +253,81 @@ PY
     T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
     X[$key]+="$(python3 -c "print(max(($e-$s-($e0-$s0))/1e9, 1e-6))") "
   }
+  check_puts() {  # check_puts "NAMES": what arrived on the server is the source; then the round's files go
+    local want got f
+    want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
+    for f in $1; do
+      got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
+      [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
+    done
+    on_server "rm -f '$RAM'/bench/*-$i.dat"
+  }
   check() {  # check FILE: the download arrived intact
     cmp -s "$1" "$WORK/src.dat" || { echo "protocols.sh: $1 differs from the source" >&2; exit 1; }
     rm -f "$1"
   }
 
-  for ((i = 1; i <= RUNS; i++)); do
-    for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/g-$who-$i.dat'"; done
-    order="ours peer"; ((i % 2)) || order="peer ours"
-    smb_order=$order
-    if ((${#BASE_OPTS[@]})); then  # three take turns first
-      case $((i % 3)) in 1) smb_order="ours base peer" ;; 2) smb_order="base peer ours" ;; 0) smb_order="peer ours base" ;; esac
+  # One transfer by one tool: the same command on an empty file first (for
+  # the outside figure), then on the round's file.
+  # xfer PROTO OP WHO FILE (ftp|smb, get|put, ours|base|peer, the remote name)
+  xfer() {
+    local proto=$1 op=$2 who=$3 f=$4 key=$1-$2-$3
+    local tb=$TB hint=$OURS_HINT opts=()
+    if [ "$who" = base ]; then tb=$BASE_TB hint=$BASE_HINT; fi
+    if [ "$proto" = smb ]; then
+      if [ "$who" = ours ]; then opts=("${SMB_OPTS[@]}"); elif [ "$who" = base ]; then opts=("${BASE_OPTS[@]}"); fi
     fi
-    has ftp && for who in $order; do
-      f=g-$who-$i.dat
-      if [ $who = ours ]; then
-        timed ftp-get-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
+    local ours=(in_client "$tb" --driver "$proto" --url "$proto://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${opts[@]}")
+    local cw=(-w 'CURLTIME %{time_pretransfer} %{time_total}\n')
+    if [ "$op" = get ]; then
+      rm -f "$WORK/e.dat"
+      if [ "$who" = peer ] && [ "$proto" = ftp ]; then
+        empty "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" -o "$WORK/e.dat" "ftp://$ADDR/ram/bench/empty.dat"
+        timed "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${cw[@]}" -o "$WORK/$f" "ftp://$ADDR/ram/bench/$f"
+      elif [ "$who" = peer ]; then
+        empty "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/empty.dat $WORK/e.dat"
+        timed "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
       else
-        timed ftp-get-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -o "$WORK/$f" "ftp://$ADDR/ram/bench/$f"
+        empty "$key" "${ours[@]}" get bench/empty.dat "$WORK/e.dat"
+        # shellcheck disable=SC2086  # $hint: none or two words
+        timed "$key" "${ours[@]}" $hint get "bench/$f" "$WORK/$f"
       fi
       check "$WORK/$f"
-    done
-    has smb && for who in $smb_order; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
-    has smb && for who in $smb_order; do
-      f=s-$who-$i.dat
-      if [ $who = ours ]; then
-        timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" get "bench/$f" "$WORK/$f"
-      elif [ $who = base ]; then
-        timed smb-get-base in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${BASE_OPTS[@]}" get "bench/$f" "$WORK/$f"
+    else
+      if [ "$who" = peer ] && [ "$proto" = ftp ]; then
+        empty "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" -T "$WORK/empty.dat" "ftp://$ADDR/ram/bench/e-$f"
+        timed "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${cw[@]}" -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
+      elif [ "$who" = peer ]; then
+        empty "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/empty.dat bench/e-$f"
+        timed "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
       else
-        timed smb-get-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
+        empty "$key" "${ours[@]}" put "$WORK/empty.dat" "bench/e-$f"
+        timed "$key" "${ours[@]}" put "$WORK/src.dat" "bench/$f"
       fi
-      check "$WORK/$f"
-    done
-    has ftp && for who in $order; do
-      f=fp-$who-$i.dat
-      if [ $who = ours ]; then
-        timed ftp-put-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
-      else
-        timed ftp-put-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
-      fi
-    done
-    has smb && for who in $smb_order; do
-      f=sp-$who-$i.dat
-      if [ $who = ours ]; then
-        timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
-      elif [ $who = base ]; then
-        timed smb-put-base in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${BASE_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
-      else
-        timed smb-put-peer in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
-      fi
-    done
+    fi
+  }
+
+  for ((i = 1; i <= RUNS; i++)); do
+    order="ours peer"; ((i % 2)) || order="peer ours"
+    if [ "$HAS_BASE" = 1 ]; then  # three take turns first
+      case $((i % 3)) in 1) order="ours base peer" ;; 2) order="base peer ours" ;; 0) order="peer ours base" ;; esac
+    fi
+    ftp_order=$order
+    [ "$BASE_TB" != "$TB" ] || ftp_order=$(echo "$order" | sed 's/ *base//')  # base differs in smb options only
+    for who in $order; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/g-$who-$i.dat' && cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
+    for who in $ftp_order; do xfer ftp get "$who" "g-$who-$i.dat"; done
+    for who in $order; do xfer smb get "$who" "s-$who-$i.dat"; done
+    for who in $ftp_order; do xfer ftp put "$who" "fp-$who-$i.dat"; done
+    for who in $order; do xfer smb put "$who" "sp-$who-$i.dat"; done
+    put_files=
+    for who in $ftp_order; do put_files+=" fp-$who-$i"; done
+    for who in $order; do put_files+=" sp-$who-$i"; done
+    [ "$DO_NFS" = 1 ] || { check_puts "$put_files"; continue; }
     # nfs: get over NFSv4 and NFSv3, put over NFSv3 (and ours over NFSv4).
-    has nfs && for v in 4 3; do
+    nfs_order=$(echo "$order" | sed 's/ *base//')
+    for v in 4 3; do
       for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/n$v-$who-$i.dat' && chown '$USER_:' '$RAM/bench/n$v-$who-$i.dat'"; done
-      for who in $order; do
+      for who in $nfs_order; do
         f=n$v-$who-$i.dat
         if [ $who = ours ]; then
           timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" get "bench/$f" "$WORK/$f"
@@ -289,7 +341,7 @@ PY
     # Puts: ours over NFSv3 and NFSv4 take turns with nfs-cp's NFSv3 put
     # (the peer for both rows: nfs-cp cannot put over NFSv4).
     nput_order="ours4 ours3 peer"; ((i % 2)) || nput_order="peer ours3 ours4"
-    has nfs && for who in $nput_order; do
+    for who in $nput_order; do
       case $who in
         ours3 | ours4)
           v=${who#ours}
@@ -298,64 +350,53 @@ PY
           timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/np3-peer-$i.dat" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)" ;;
       esac
     done
-    if has nfs; then
-      X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
-      T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
-    fi
-    # What arrived on the server is the source, then the run's files go.
-    want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
-    put_files=
-    has ftp && put_files+=" fp-ours-$i fp-peer-$i"
-    has smb && put_files+=" sp-ours-$i sp-peer-$i"
-    has smb && ((${#BASE_OPTS[@]})) && put_files+=" sp-base-$i"
-    has nfs && put_files+=" np3-ours-$i np3-peer-$i np4-ours-$i"
-    for f in $put_files; do
-      got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
-      [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
-    done
-    on_server "rm -f '$RAM'/bench/*-$i.dat"
+    X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
+    T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
+    check_puts "$put_files np3-ours-$i np3-peer-$i np4-ours-$i"
   done
   on_server "rm -rf '$RAM/bench'"
 
   label=$([ "$RATE" = 0 ] && echo unshaped || echo "$RATE")
   dlabel=$([ "$DELAY" = 0 ] && echo "no delay" || echo "delay $DELAY")
   echo "lab data link $label, $dlabel, $SIZE files, $RUNS runs each (MB/s):"
-  echo "  per round (transfer figures, ours/peer = ratio):"
-  rows=
-  has ftp && rows+=" ftp-get:ours ftp-put:ours"
-  has smb && rows+=" smb-get:ours smb-put:ours"
-  has nfs && rows+=" nfs-get-v4:ours nfs-get-v3:ours nfs-put-v3:ours nfs-put-v4:ours"
-  has smb && ((${#BASE_OPTS[@]})) && rows+=" smb-get:base smb-put:base"
+  echo "  per round, ours/peer = ratio (transfer: each tool's clock; outside: wall less the empty file's):"
+  rows="ftp-get:ours ftp-put:ours smb-get:ours smb-put:ours"
+  [ "$DO_NFS" = 1 ] && rows+=" nfs-get-v4:ours nfs-get-v3:ours nfs-put-v3:ours nfs-put-v4:ours"
+  [ "$HAS_BASE" = 1 ] && rows+=" smb-get:base smb-put:base"
+  [ "$BASE_TB" != "$TB" ] && rows+=" ftp-get:base ftp-put:base"
   for kw in $rows; do
     k=${kw%:*} w=${kw#*:}
-    python3 - "$BYTES" "$k$([ "$w" = base ] && echo -base)" "${X[$k-$w]}" "${X[$k-peer]}" <<'PY'
+    python3 - "$BYTES" "$k$([ "$w" = base ] && echo -base)" "${X[$k-$w]}" "${X[$k-peer]}" "${N[$k-$w]:-}" "${N[$k-peer]:-}" <<'PY'
 import sys
 n, key = int(sys.argv[1]), sys.argv[2]
-xo, xp = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[3:5])
-print(f"    {key:<13}" + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
+xo, xp, no, np_ = ([n / float(v) / 1e6 for v in a.split()] for a in sys.argv[3:7])
+print(f"    {key:<13} transfer " + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(xo, xp)))
+if no and np_:
+    print(f"    {'':<13} outside  " + " ".join(f"{o:.0f}/{p:.0f}={o / p:.2f}" for o, p in zip(no, np_)))
 PY
   done
-  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' "" "" transfer "" "" "" command "" "" "" ""
-  printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio in_flight "peak RSS KiB own/helper"
-  if has ftp; then
-    report ftp-get curl
-    report ftp-put curl
-  fi
-  if has smb; then
-    report smb-get smbclient
-    report smb-put smbclient
-  fi
-  if has nfs; then
+  printf '  %-13s %-10s %-37s   %-37s   %6s   %10s   %s\n' "" "" "transfer (each tool's clock)" "outside (wall - empty file's)" command "" ""
+  printf '  %-13s %-10s %8s %8s %6s %11s   %8s %8s %6s %11s   %6s   %10s   %s\n' what peer ours peer ratio "round range" ours peer ratio "round range" ratio in_flight "peak RSS KiB own/helper"
+  report ftp-get curl
+  report ftp-put curl
+  report smb-get smbclient
+  report smb-put smbclient
+  if [ "$DO_NFS" = 1 ]; then
     report nfs-get-v4 nfs-cp
     report nfs-get-v3 nfs-cp
     report nfs-put-v3 nfs-cp
     report nfs-put-v4 "nfs-cp v3"
   fi
-  if has smb && ((${#BASE_OPTS[@]})); then
+  if [ "$HAS_BASE" = 1 ]; then
     report smb-get smbclient base
     report smb-put smbclient base
   fi
-  unset T X F R
+  if [ "$BASE_TB" != "$TB" ]; then
+    report ftp-get curl base
+    report ftp-put curl base
+  fi
+  echo "  load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  unset T X F R N E
 done
 done
 

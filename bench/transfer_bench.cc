@@ -39,8 +39,8 @@ using namespace cp;
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "transfer_bench: " << why
             << "\nusage: transfer_bench --driver NAME --url URL [--user U] [--password-env VAR | "
-               "--password-file FILE] [--option k=v]... [--block SIZE] get REMOTE LOCAL | put "
-               "LOCAL REMOTE | rm REMOTE\n";
+               "--password-file FILE] [--option k=v]... [--block SIZE] [--size-hint BYTES] get "
+               "REMOTE LOCAL | put LOCAL REMOTE | rm REMOTE\n";
   std::exit(2);
 }
 
@@ -70,6 +70,9 @@ int run(int argc, char** argv) {
   std::string driver_name, user, password;
   transfer::Share share;
   size_t block = 1 << 20;
+  // get: the size the caller expects, as the orchestrator tells the client
+  // agent (0: none).
+  uint64_t size_hint = 0;
   std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -95,6 +98,8 @@ int run(int argc, char** argv) {
       share.options[kv.substr(0, eq)] = kv.substr(eq + 1);
     } else if (a == "--block") {
       block = parse_size(value(), "--block");
+    } else if (a == "--size-hint") {
+      size_hint = parse_size(value(), "--size-hint");
     } else if (!a.empty() && a[0] == '-') {
       usage("unknown option " + a);
     } else {
@@ -124,7 +129,7 @@ int run(int argc, char** argv) {
     if (fd < 0) throw Error(ErrorKind::kIo, words[2] + ": " + errno_text(errno));
     t1 = monotonic_seconds();
     cpu1 = cpu_seconds();
-    auto f = session->open(words[1], transfer::Mode::kRead, 0);
+    auto f = session->open(words[1], transfer::Mode::kRead, size_hint);
     while (size_t n = f->read(buf.data(), buf.size())) {
       sum.update(buf.data(), n);
       if (::write(fd, buf.data(), n) != static_cast<ssize_t>(n)) {
@@ -168,7 +173,8 @@ int run(int argc, char** argv) {
   for (const auto& [k, v] : props) {
     if (k == "in_flight_bytes" || k == "request_size" || k == "depth" || k == "max_read_size" ||
         k == "max_write_size" || k == "requests_in_flight" || k == "io_size" ||
-        k == "handshake_rtt_ms" || k == "connections" || k == "connections_chosen") {
+        k == "handshake_rtt_ms" || k == "path_rtt_ms" || k == "path_rtt_samples" ||
+        k == "connections" || k == "connections_chosen") {
       std::cout << " " << k << "=" << v;
     }
   }

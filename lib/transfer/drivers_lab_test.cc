@@ -143,12 +143,13 @@ std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed
   return sum.hex() + "/" + std::to_string(size);
 }
 
-// Reads `rel` to its end in 1 MiB blocks; the checksum of what came.
-std::string get(Session& s, const std::string& rel) {
+// Reads `rel` to its end in 1 MiB blocks (telling the driver to expect
+// `size_hint` bytes, 0: nothing); the checksum of what came.
+std::string get(Session& s, const std::string& rel, uint64_t size_hint = 0) {
   std::vector<char> buf(kBlock);
   Checksum sum;
   uint64_t total = 0;
-  auto f = s.open(rel, Mode::kRead, 0);
+  auto f = s.open(rel, Mode::kRead, size_hint);
   while (size_t n = f->read(buf.data(), buf.size())) {
     sum.update(buf.data(), n);
     total += n;
@@ -340,6 +341,32 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
     EXPECT_GE(helpers.size(), 3u);
   }
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
+}
+
+// Reads ask for no size (see smb.cc): each ends at the file's end whatever
+// the caller expected, with helpers and without, at sizes that end inside a
+// call and on a call's boundary.
+TEST_F(DriversLabTest, SmbReadsEndAtTheFileEndWhateverSizeWasExpected) {
+  for (const char* conns : {"1", "3"}) {
+    SCOPED_TRACE(std::string("connections=") + conns);
+    Share sh = share("smb", "ram");
+    sh.options = {{"connections", conns}, {"io_size", "64KiB"}};
+    auto s = connect(sh);
+    // 0, inside a call, a helper call's boundary (32 KiB halves), a whole
+    // round of helper calls, and more than one round.
+    for (uint64_t size : {uint64_t{0}, uint64_t{1000}, uint64_t{32768}, uint64_t{6 * 32768},
+                          uint64_t{kMB10 + 12345}}) {
+      SCOPED_TRACE(size);
+      const std::string rel = fmt::format("{}/end-{}.dat", run_, size);
+      const std::string sent = put(*s, rel, size, 5);
+      for (uint64_t hint : {uint64_t{0}, size, size / 2, size + 1, size + 100000, size * 3}) {
+        SCOPED_TRACE(hint);
+        EXPECT_EQ(get(*s, rel, hint), sent);
+      }
+      s->remove(rel);
+    }
+    EXPECT_NE(s->properties().at("path_rtt_samples"), "0");
+  }
 }
 
 TEST_F(DriversLabTest, WrongPasswordUnknownShareAndClosedPort) {

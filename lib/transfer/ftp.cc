@@ -140,16 +140,13 @@ class FtpSession : public Session {
     CP_CHECK(!busy_);
     Place where = where_;
     where.file = rel;
-    std::string target = dir_.empty() ? rel : dir_ + "/" + rel;
-    if (target.front() != '/') {
-      if (entry_path_.empty() || entry_path_.front() != '/') {
-        throw Error(ErrorKind::kUnsupported,
-                    fmt::format("the FTP server {} did not say its login directory (PWD), so "
-                                "chokepoint cannot name {} to delete it",
-                                where_.server, rel),
-                    "give the share URL an absolute path (ftp://host/%2Fsrv/dir)");
-      }
-      target = (entry_path_ == "/" ? "" : entry_path_) + "/" + target;
+    const std::string target = absolute(rel);
+    if (target.empty()) {
+      throw Error(ErrorKind::kUnsupported,
+                  fmt::format("the FTP server {} did not say its login directory (PWD), so "
+                              "chokepoint cannot name {} to delete it",
+                              where_.server, rel),
+                  "give the share URL an absolute path (ftp://host/%2Fsrv/dir)");
     }
     for (const char* verb : {"DELE", "RMD"}) {
       setup(url_for(""));
@@ -194,6 +191,31 @@ class FtpSession : public Session {
     if (!path.empty() && path.front() == '/') enc = "%2F" + enc.substr(1);
     if (rel.empty() && !enc.empty()) enc += "/";
     return origin_ + "/" + enc;
+  }
+
+  // `rel`'s path on the server from its root ("/srv/ftp/ram/run-1/a.dat"):
+  // the share's, under the login directory unless absolute; "" when the
+  // server did not say its login directory.
+  std::string absolute(const std::string& rel) const {
+    std::string target = dir_.empty() ? rel : dir_ + "/" + rel;
+    if (target.front() == '/') return target;
+    if (entry_path_.empty() || entry_path_.front() != '/') return "";
+    return (entry_path_ == "/" ? "" : entry_path_) + "/" + target;
+  }
+
+  // A file's URL and how curl reaches it. With its absolute path, RETR/STOR
+  // name it whole and curl sends no CWD (on a reused connection it would go
+  // back to the login directory and down each directory: a round trip each,
+  // every file, counted in the file's time); else curl's default, a CWD per
+  // directory.
+  void setup_file(const std::string& rel, bool whole_path) {
+    const std::string target = whole_path ? absolute(rel) : "";
+    if (target.empty()) {
+      setup(url_for(rel));
+      return;
+    }
+    setup(origin_ + "/%2F" + percent_encode_path(target.substr(1)));
+    curl_easy_setopt(easy_, CURLOPT_FTP_FILEMETHOD, static_cast<long>(CURLFTPMETHOD_NOCWD));
   }
 
   // Resets the easy handle for a new request.
@@ -340,6 +362,10 @@ class FtpFile : public File {
     if (mode_ == Mode::kRead) {
       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &FtpFile::on_data);
       curl_easy_setopt(e, CURLOPT_WRITEDATA, this);
+      // No SIZE before RETR (a round trip per file): the size comes with
+      // RETR's 150 reply where the server gives it, and the agent checks the
+      // size and checksum of what arrived either way.
+      curl_easy_setopt(e, CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
     } else {
       curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
       curl_easy_setopt(e, CURLOPT_FTP_CREATE_MISSING_DIRS,
@@ -493,7 +519,17 @@ std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64
   CP_CHECK(!busy_);
   Place where = where_;
   where.file = rel;
-  setup(url_for(rel));
+  setup_file(rel, true);
+  if (mode == Mode::kWrite && rel.find('/') != std::string::npos && !absolute(rel).empty()) {
+    // A STOR by whole path cannot create missing directories (curl makes
+    // them while it walks down with CWD): refused, it goes again that way.
+    try {
+      return std::make_unique<FtpFile>(*this, mode, where);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled) throw;
+      setup_file(rel, false);
+    }
+  }
   return std::make_unique<FtpFile>(*this, mode, std::move(where));
 }
 

@@ -66,6 +66,11 @@ std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect);
 // Error(kPeer) naming what is wrong: short, not SMB2, a failure status, a
 // zero size.
 Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
+// An SMB2 ECHO request (length prefix included) with `message_id`: after
+// NEGOTIATE, before any session, a round trip the server answers at once.
+std::string smb2_echo_request(uint64_t message_id);
+// Whether `frame` (length prefix included) is a successful ECHO response.
+bool smb2_is_echo_response(std::string_view frame);
 // "SMB2_02" -> 0x0202, ..., "SMB3" and "SMB3_11" -> 0x0311, "SMB2" -> 0x0210;
 // 0 for a name it does not know.
 uint16_t smb2_dialect_of(std::string_view protocol_name);
@@ -108,8 +113,9 @@ NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
 Error nfs_error(int err, std::string_view detail, Step step, const Place& where);
 
 // Option connections=auto: how many SMB connections (each one synchronous
-// call of `io_size` bytes in flight, idle between calls) keep a path with
-// round trip `rtt_s` (seconds; <= 0 unknown) full. 1 on a short path (rtt <=
+// call in flight, idle for a round trip between calls; `io_size` bytes of
+// slot each) keep a path with round trip `rtt_s` (seconds; <= 0 unknown;
+// the least of the probe's samples) full. 1 on a short path (rtt <=
 // 1 ms); else one call being handed over and enough others in flight to
 // cover its round trip at `rate` (bytes/s; 0 unknown): 2 + ceil(rtt /
 // (io_size / rate)), or 3 with the rate unknown. At most kSmbMaxConnections

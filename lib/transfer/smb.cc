@@ -16,13 +16,24 @@
 // So every read and write is one call of `io_size` bytes, staged in one
 // bounded buffer when the caller's block is smaller. Nothing is in flight
 // between two calls (a round trip plus the caller's work on the data), so
-// the default is 8 MiB when the probe's TCP handshake takes over 1 ms,
-// else 1 MiB (there the caller's work dominates; measured on the lab's
-// 1 Gbit/s tbf link, 4 MiB calls read 8 % slower than 1 MiB ones). A
-// read never asks past the end of the file: a window that crosses it leaves
-// requests in flight when cli_pull returns, and every later call on the
-// connection then fails with EINVAL ("async call in flight"), which is what
-// a server with a small `smb2 max read` showed.
+// the default is 8 MiB when the path's round trip is over 1 ms, else 1 MiB
+// (there the caller's work dominates; measured on the lab's 1 Gbit/s tbf
+// link, 4 MiB calls read 8 % slower than 1 MiB ones). A read of several
+// requests never asks past the end of the file: a window that crosses it
+// leaves requests in flight when cli_pull returns, and every later call on
+// the connection then fails with EINVAL ("async call in flight"), which is
+// what a server with a small `smb2 max read` showed; such reads take the
+// size at open (an fstat, a round trip). Where a call is one request, one
+// past the end is only an empty answer, so no fstat is sent: the size hint
+// (what the caller expects) bounds the calls, and the end is the answer
+// that is short (libsmbclient asks once more after a short one, so the
+// calls stop at the hint and one more starts there).
+//
+// Round trips per file (each is in the sample's time on a long path): an
+// open is one CREATE (libsmbclient's own check of a cached connection, an
+// ECHO before every open, is skipped for a connection that answered a call
+// within kEchoAfterIdle: check_server), the data, one CLOSE; the helpers
+// open and close while the session's connection does.
 //
 // The sizes the server accepts are not in libsmbclient's API: at connect a
 // separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
@@ -40,10 +51,17 @@
 // Connections: a call's round trip is idle time on one connection, and
 // writes keep one request in flight whatever the call's size, so no call size
 // fills a long path for writes. Option connections=auto (the default) adds
-// helper connections where the probe's handshake says the path is long
-// (smb_auto_connections: 2 over 1 ms with the path's rate unknown, or as many
-// as cover a call's round trip when option path_rate gives it), so that the
-// calls of the others cover each one's round trip. smbd serves each
+// helper connections where the path is long (smb_auto_connections: 3 over
+// 1 ms with the path's rate unknown, or as many as cover a call's round trip
+// when option path_rate gives it), so that the calls of the others cover
+// each one's round trip. The path's round trip is the least of several the
+// kernel timed on the probe's connection (its handshake and kProbeEchoes
+// SMB2 ECHOs): one answer delayed by a busy host does not make a LAN look
+// long (properties: path_rtt_ms, path_rtt_samples). Each helper's slot is two
+// halves (calls of io_size / 2): the next call is already with the helper
+// while the last one's data is handed over, so no helper waits for this
+// process between calls; the first calls are staggered so that the helpers'
+// calls do not all end (and idle for a round trip) at once. smbd serves each
 // connection with a process of its own: a sample with connections > 1 says so
 // in its properties (connections, connections_chosen), since it is not what
 // one connection (one smbd process) moves.
@@ -56,9 +74,9 @@
 // "max_protocol" (SMB3; NT1 for SMB1 only).
 #include <fcntl.h>
 #include <libsmbclient.h>
+#include <linux/tcp.h>  // struct tcp_info with tcpi_min_rtt
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -73,6 +91,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -92,6 +111,8 @@ namespace {
 // short, large where it is long.
 constexpr uint64_t kLanIoSize = 1 << 20;
 constexpr uint64_t kWanIoSize = 8 << 20;
+// A file's size before its end is read (reads that need no fstat).
+constexpr uint64_t kSizeUnknown = UINT64_MAX;
 // A NEGOTIATE round trip longer than this counts as a long path (seconds).
 constexpr double kLanRtt = 0.001;
 
@@ -102,6 +123,7 @@ struct WorkerRequest {
   uint32_t op = 0;
   uint32_t write = 0;  // kWOpen: for writing
   uint64_t offset = 0, len = 0;
+  uint64_t slot_off = 0;  // kWRead/kWWrite: where in the helper's slot the data is
   char url[4096] = {};
 };
 struct WorkerReply {
@@ -113,6 +135,15 @@ struct WorkerReply {
 constexpr uint64_t kPullMaxChunks = 256;
 // Longest wait for the NEGOTIATE probe's connection and answer (seconds).
 constexpr double kProbeTimeout = 5;
+// SMB2 ECHOs the probe sends after NEGOTIATE, each a round trip the kernel
+// times: with the handshake, the path's RTT is the least of these samples, so
+// one answer that waited for a busy CPU does not make a LAN look long.
+constexpr int kProbeEchoes = 4;
+// libsmbclient sends an SMB2 ECHO (a round trip) to check a cached connection
+// before every path call (open, unlink, opendir). A connection that answered
+// a call within this many seconds is alive as far as an echo could tell, so
+// only one idle longer is checked (seconds).
+constexpr double kEchoAfterIdle = 15;
 constexpr size_t kLogKeep = 4096;  // bytes of libsmbclient's log kept per thread
 
 // libsmbclient's log is process-wide; its calls run on the caller's thread,
@@ -129,9 +160,23 @@ std::string option(const Share& share, const char* name, std::string fallback) {
   return it == share.options.end() ? fallback : it->second;
 }
 
+// A context's user data: its login, and what its check-server hook needs.
 struct Credentials {
   std::string workgroup, user, password;
+  double last_ok = -1e9;  // monotonic seconds of the last call that succeeded
+  smbc_check_server_fn library_check = nullptr;  // libsmbclient's own (an echo)
 };
+
+// The check-server hook (see kEchoAfterIdle): libsmbclient's echo only for a
+// connection idle that long.
+int check_server(SMBCCTX* ctx, SMBCSRV* srv) {
+  auto* c = static_cast<Credentials*>(smbc_getOptionUserData(ctx));
+  if (!c) return 0;
+  if (monotonic_seconds() - c->last_ok < kEchoAfterIdle) return 0;
+  const int dead = c->library_check ? c->library_check(ctx, srv) : 0;
+  if (!dead) c->last_ok = monotonic_seconds();
+  return dead;
+}
 
 void auth_fn(SMBCCTX* ctx, const char*, const char*, char* wg, int wglen, char* un, int unlen,
              char* pw, int pwlen) {
@@ -146,13 +191,19 @@ void auth_fn(SMBCCTX* ctx, const char*, const char*, char* wg, int wglen, char* 
   put(pw, pwlen, c->password);
 }
 
-// Asks host:port for its SMB2 limits with one NEGOTIATE on a connection of
-// its own; nullopt when it cannot (closed port, timeout, an answer that is
-// not SMB2): the session's own login then reports the problem.
-// The NEGOTIATE exchange itself: `req` on a connection of its own, and the
-// answer's frame; nullopt when there is none.
-std::optional<std::string> negotiate_exchange(const std::string& host, uint16_t port,
-                                              const std::string& req, double* rtt) {
+// A connection of the probe's own to host:port: its round trip, then `talk`
+// (a NEGOTIATE and what follows) through `io`. Returns what `talk` returns;
+// nullopt when no address connects or the exchange fails within
+// kProbeTimeout. *rtt: the least round trip the kernel saw on the connection
+// (handshake and every answer); *handshake_rtt: the handshake's alone.
+struct ProbeIo {
+  std::function<bool(const std::string&)> send_all;
+  std::function<bool(std::string&)> recv_frame;  // one length-prefixed frame
+};
+template <class T>
+std::optional<T> probe_connection(const std::string& host, uint16_t port, double* rtt,
+                                  double* handshake_rtt,
+                                  const std::function<std::optional<T>(ProbeIo&)>& talk) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -198,77 +249,127 @@ std::optional<std::string> negotiate_exchange(const std::string& host, uint16_t 
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
       *rtt = ti.tcpi_rtt / 1e6;
     }
-    size_t sent = 0;
-    while (sent < req.size()) {
-      const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        sent += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!wait_for(fd, POLLOUT)) return std::nullopt;
-      } else {
-        return std::nullopt;
-      }
-    }
-    std::string frame;
-    size_t want = 4;
-    while (frame.size() < want) {
-      char buf[4096];
-      const ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want - frame.size()), 0);
-      if (n > 0) {
-        frame.append(buf, static_cast<size_t>(n));
-        if (frame.size() == 4 && want == 4) {
-          want = 4 + ((size_t{static_cast<uint8_t>(frame[1])} << 16) |
-                      (size_t{static_cast<uint8_t>(frame[2])} << 8) |
-                      size_t{static_cast<uint8_t>(frame[3])});
-          if (want > (1u << 16)) return std::nullopt;  // no NEGOTIATE answer is that long
+    *handshake_rtt = *rtt;
+    ProbeIo io;
+    io.send_all = [&](const std::string& req) {
+      size_t sent = 0;
+      while (sent < req.size()) {
+        const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+        if (n > 0) {
+          sent += static_cast<size_t>(n);
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+          if (!wait_for(fd, POLLOUT)) return false;
+        } else {
+          return false;
         }
-      } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        if (!wait_for(fd, POLLIN)) return std::nullopt;
-      } else {
-        return std::nullopt;
       }
-    }
-    // The RTT again after the request and its answer: a handshake whose SYN-ACK
-    // waited for a busy CPU reads long once; the smaller of the two is the path.
+      return true;
+    };
+    io.recv_frame = [&](std::string& frame) {
+      frame.clear();
+      size_t want = 4;
+      while (frame.size() < want) {
+        char buf[4096];
+        const ssize_t n = ::recv(fd, buf, std::min(sizeof buf, want - frame.size()), 0);
+        if (n > 0) {
+          frame.append(buf, static_cast<size_t>(n));
+          if (frame.size() == 4 && want == 4) {
+            want = 4 + ((size_t{static_cast<uint8_t>(frame[1])} << 16) |
+                        (size_t{static_cast<uint8_t>(frame[2])} << 8) |
+                        size_t{static_cast<uint8_t>(frame[3])});
+            if (want > (1u << 16)) return false;  // no NEGOTIATE or ECHO answer is that long
+          }
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+          if (!wait_for(fd, POLLIN)) return false;
+        } else {
+          return false;
+        }
+      }
+      return true;
+    };
+    std::optional<T> out = talk(io);
+    if (!out) return std::nullopt;
+    // The kernel's least RTT sample on this connection (handshake and every
+    // answer), else its smoothed RTT now: whichever is smaller.
     ti = {};
     ti_len = sizeof ti;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
-      *rtt = std::min(*rtt, ti.tcpi_rtt / 1e6);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0) {
+      if (ti.tcpi_rtt > 0) *rtt = std::min(*rtt, ti.tcpi_rtt / 1e6);
+      if (ti_len >= offsetof(tcp_info, tcpi_min_rtt) + sizeof ti.tcpi_min_rtt &&
+          ti.tcpi_min_rtt > 0 && ti.tcpi_min_rtt != ~0u) {
+        *rtt = std::min(*rtt, ti.tcpi_min_rtt / 1e6);
+      }
     }
-    return frame;
+    return out;
   }
   return std::nullopt;
 }
 
+// Asks host:port for its SMB2 limits with one NEGOTIATE on a connection of
+// its own, then times a few ECHOs on it; nullopt when it cannot (closed port,
+// timeout, an answer that is not SMB2): the session's own login then reports
+// the problem. *samples: the round trips *rtt is the least of.
 std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
                                        const std::string& min_protocol,
-                                       const std::string& max_protocol, double* rtt) {
+                                       const std::string& max_protocol, double* rtt,
+                                       double* handshake_rtt, int* samples) {
   const uint16_t lo = std::max<uint16_t>(smb2_dialect_of(min_protocol), 0x0202);
   const uint16_t hi = std::min<uint16_t>(smb2_dialect_of(max_protocol), 0x0302);
   if (lo > hi) return std::nullopt;
-  std::optional<std::string> frame =
-      negotiate_exchange(host, port, smb2_negotiate_request(lo, hi), rtt);
-  if (!frame) return std::nullopt;
-  try {
-    return parse_smb2_negotiate_response(*frame);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  return probe_connection<Smb2Limits>(
+      host, port, rtt, handshake_rtt, [&](ProbeIo& io) -> std::optional<Smb2Limits> {
+        *samples = 1;
+        std::string frame;
+        if (!io.send_all(smb2_negotiate_request(lo, hi)) || !io.recv_frame(frame)) {
+          return std::nullopt;
+        }
+        std::optional<Smb2Limits> limits;
+        try {
+          limits = parse_smb2_negotiate_response(frame);
+        } catch (const Error&) {
+          return std::nullopt;
+        }
+        // More RTT samples: ECHOs (no session needed), one at a time; a server
+        // that refuses them leaves the samples taken so far.
+        std::string echo;
+        for (int i = 1; i <= kProbeEchoes; ++i) {
+          if (!io.send_all(smb2_echo_request(static_cast<uint64_t>(i))) || !io.recv_frame(echo) ||
+              !smb2_is_echo_response(echo)) {
+            break;
+          }
+          ++*samples;
+        }
+        return limits;
+      });
 }
 
 // SMB1 only (max_protocol NT1): what the server answers an NT1 offer, the
 // one libsmbclient then makes; nullopt when it does not answer one.
-std::optional<Smb1Negotiate> probe_smb1(const std::string& host, uint16_t port, double* rtt) {
-  std::optional<std::string> frame = negotiate_exchange(host, port, smb1_negotiate_request(), rtt);
-  if (!frame) return std::nullopt;
-  try {
-    return parse_smb1_negotiate_response(*frame);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+std::optional<Smb1Negotiate> probe_smb1(const std::string& host, uint16_t port, double* rtt,
+                                        double* handshake_rtt, int* samples) {
+  return probe_connection<Smb1Negotiate>(
+      host, port, rtt, handshake_rtt, [&](ProbeIo& io) -> std::optional<Smb1Negotiate> {
+        *samples = 1;
+        std::string frame;
+        if (!io.send_all(smb1_negotiate_request()) || !io.recv_frame(frame)) return std::nullopt;
+        try {
+          return parse_smb1_negotiate_response(frame);
+        } catch (const Error&) {
+          return std::nullopt;
+        }
+      });
 }
 
 class SmbSession;
+
+// A helper process (option connections > 1), as its session sees it.
+struct Helper {
+  pid_t pid = -1;
+  int fd = -1;                                // its end of the socketpair
+  char* slot = nullptr;                       // its io_size bytes of the shared mapping
+  enum State { kIdle, kBusy } state = kIdle;  // opening and closing: an answer owed
+  unsigned queued = 0;                        // reads and writes: calls sent, not yet answered
+};
 
 // What one file kept in flight, for properties(): the largest call and what
 // libsmbclient had of it on the wire at once (bytes).
@@ -314,8 +415,19 @@ class SmbFile : public File {
 // session's own handle (an SmbFile).
 class SmbPoolFile : public File {
  public:
-  SmbPoolFile(SmbSession& s, std::unique_ptr<SmbFile> own, Mode mode, Place where, uint64_t size)
-      : s_(s), own_(std::move(own)), mode_(mode), where_(std::move(where)), size_(size) {}
+  // `size`: known at open, or kSizeUnknown (reads end at a short answer);
+  // `size_hint`: the size the caller expects (0: none), how far ahead calls
+  // go while the size is unknown.
+  SmbPoolFile(SmbSession& s, std::unique_ptr<SmbFile> own, Mode mode, Place where, uint64_t size,
+              uint64_t size_hint)
+      : s_(s),
+        own_(std::move(own)),
+        mode_(mode),
+        where_(std::move(where)),
+        size_(size),
+        ahead_(size == kSizeUnknown && size_hint > 0 ? size_hint : kSizeUnknown) {
+    init();
+  }
   ~SmbPoolFile() override;
   size_t read(char* buf, size_t n) override;
   size_t pread(char* buf, size_t n, uint64_t offset) override {
@@ -327,29 +439,42 @@ class SmbPoolFile : public File {
 
  private:
   void issue();
+  // Bytes of call k (see call_len in the .cc).
+  uint64_t call_len(uint64_t k) const;
+  // Call k's helper, and its half of that helper's slot.
+  Helper& helper_of(uint64_t k);
+  uint64_t half_of(uint64_t k) const;
+  void init();
+  // An answer from `w`, its failure as the error for `step`.
+  WorkerReply answer(Helper& w, Step step);
+  void note();            // the calls in flight, into the session's record
   void drain() noexcept;  // waits out every call in flight, errors dropped
 
   SmbSession& s_;
   std::unique_ptr<SmbFile> own_;
   Mode mode_;
   Place where_;
-  uint64_t size_;
-  uint64_t issued_ = 0, taken_ = 0;  // calls handed out / consumed (reads), or sent (writes)
-  size_t holding_ = SIZE_MAX;        // reads: the helper whose slot is being handed out
+  uint64_t size_;          // reads: the end of the file, once known
+  uint64_t ahead_;         // reads of unknown size: no call starts past this offset
+  uint64_t next_off_ = 0;  // where the next call starts
+  // Each helper's slot is two halves: one call's data is handed over (read
+  // out, or filled) while the helper works on the next, already sent to it,
+  // in the other, so that no helper waits for this process between calls.
+  uint64_t half_ = 0;                // bytes
+  uint64_t issued_ = 0, taken_ = 0;  // calls sent / consumed (reads)
+  struct Call {
+    uint64_t off = 0, len = 0;
+  };
+  std::vector<Call> ring_;  // reads: call k at k % (2 * helpers), until consumed
+  bool holding_ = false;    // reads: call taken_ - 1's data is being handed out
   size_t hold_pos_ = 0, hold_len_ = 0;
-  size_t fill_ = 0;  // writes: bytes in the current helper's slot
+  size_t fill_ = 0;  // writes: bytes in call issued_'s half
   bool failed_ = false, closed_ = false;
 };
 
 class SmbSession : public Session {
  public:
-  struct Worker {
-    pid_t pid = -1;
-    int fd = -1;
-    char* slot = nullptr;
-    enum State { kIdle, kBusy, kHolding } state = kIdle;
-    uint64_t call = 0;  // bytes of the call in flight
-  };
+  using Worker = Helper;
   SmbSession(const Share& share, const CancelToken&) {
     url_ = parse_share_url(share.url);
     if (url_.scheme != "smb") {
@@ -412,11 +537,12 @@ class SmbSession : public Session {
     path_rate_ = rate.empty() ? 0 : parse_rate_bits(rate, "smb option 'path_rate'") / 8.0;
     ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
-    limits_ = probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445),
-                           min_protocol_, max_protocol_, &probe_rtt_);
+    limits_ =
+        probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445), min_protocol_,
+                     max_protocol_, &probe_rtt_, &handshake_rtt_, &rtt_samples_);
     if (is_smb1_protocol(max_protocol_)) {
-      smb1_ =
-          probe_smb1(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445), &probe_rtt_);
+      smb1_ = probe_smb1(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445), &probe_rtt_,
+                         &handshake_rtt_, &rtt_samples_);
     }
     if (io_size_ == 0) {
       // Between calls nothing is in flight for a round trip plus the
@@ -433,6 +559,7 @@ class SmbSession : public Session {
     SMBCFILE* dir = smbc_getFunctionOpendir(ctx_)(ctx_, base_.c_str());
     if (!dir) fail(Step::kConnect, where_);
     smbc_getFunctionClosedir(ctx_)(ctx_, dir);
+    alive();
     // Quiet from here: nothing is logged per read or write.
     smbc_setDebug(ctx_, 0);
     if (connections_ > 1) {
@@ -492,6 +619,7 @@ class SmbSession : public Session {
     }
     if (null_fd > 2) ::close(null_fd);
     auto answer = [&](int64_t result, int err) {
+      if (result >= 0) alive();
       WorkerReply r;
       r.result = result;
       r.err = err;
@@ -509,6 +637,7 @@ class SmbSession : public Session {
         ::_exit(1);
       }
       smbc_getFunctionClosedir(ctx)(ctx, dir);
+      alive();
       smbc_setDebug(ctx, 0);
     } catch (const Error&) {
       answer(-1, errno ? errno : EIO);
@@ -525,24 +654,26 @@ class SmbSession : public Session {
       q.url[sizeof q.url - 1] = '\0';
       if (q.op == kWOpen) {
         if (f) smbc_getFunctionClose(ctx)(ctx, f);
-        f = smbc_getFunctionOpen(ctx)(ctx, q.url, q.write ? O_WRONLY : O_RDONLY, 0);
+        // Writing: created if the session's own create (at the same time) has not yet.
+        f = smbc_getFunctionOpen(ctx)(ctx, q.url, q.write ? O_WRONLY | O_CREAT : O_RDONLY, 0644);
         answer(f ? 0 : -1, f ? 0 : errno);
       } else if (q.op == kWClose) {
         const int rc = f ? smbc_getFunctionClose(ctx)(ctx, f) : 0;
         f = nullptr;
         answer(rc == 0 ? 0 : -1, rc == 0 ? 0 : errno);
-      } else if (!f || q.len > io_size_) {
+      } else if (!f || q.slot_off > io_size_ || q.len > io_size_ - q.slot_off) {
         answer(-1, EBADF);
       } else if (smbc_getFunctionLseek(ctx)(ctx, f, static_cast<off_t>(q.offset), SEEK_SET) < 0) {
         answer(-1, errno);
       } else if (q.op == kWRead) {
-        const ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, slot, q.len);
+        const ssize_t n = smbc_getFunctionRead(ctx)(ctx, f, slot + q.slot_off, q.len);
         answer(n, n < 0 ? errno : 0);
       } else {
         uint64_t done = 0;
         int err = 0;
         while (done < q.len) {
-          const ssize_t n = smbc_getFunctionWrite(ctx)(ctx, f, slot + done, q.len - done);
+          const ssize_t n =
+              smbc_getFunctionWrite(ctx)(ctx, f, slot + q.slot_off + done, q.len - done);
           if (n <= 0) {
             err = n < 0 ? errno : EIO;
             break;
@@ -593,6 +724,8 @@ class SmbSession : public Session {
     if (!ctx) throw Error(ErrorKind::kIo, "libsmbclient could not start: " + errno_text(errno));
     smbc_setOptionUserData(ctx, &creds_);
     smbc_setFunctionAuthDataWithContext(ctx, auth_fn);
+    creds_.library_check = smbc_getFunctionCheckServer(ctx);
+    smbc_setFunctionCheckServer(ctx, check_server);
     // Never fall back to an anonymous or guest login: a wrong password must fail.
     smbc_setOptionNoAutoAnonymousLogin(ctx, 1);
     smbc_setOptionUseKerberos(ctx, 0);
@@ -635,47 +768,66 @@ class SmbSession : public Session {
     if (ctx_) smbc_free_context(ctx_, 1);
   }
 
-  std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
+  std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t size_hint) override {
     check_relative_path(rel);
     Place where = place(rel);
     const std::string url = url_of(rel);
     t_log.clear();
-    if (mode == Mode::kRead) {
-      // The helpers open the file while this connection does (a round trip
-      // each, at once rather than one after the other).
-      struct Pending {  // helper answers still owed when the open fails here
-        SmbSession& s;
-        size_t owed = 0;
-        ~Pending() { s.drop_replies(owed); }
-      } pending{*this};
+    // The helpers open the file while this connection does (a round trip
+    // each, at once rather than one after the other); a helper opening for
+    // writing creates the file if this connection's create has not yet.
+    struct Pending {  // helper answers still owed when the open fails here
+      SmbSession& s;
+      size_t owed = 0;
+      ~Pending() { s.drop_replies(owed); }
+    } pending{*this};
+    auto ask_helpers = [&] {
       for (Worker& w : workers_) {
-        send_request(w, kWOpen, 0, 0, url, false);
+        send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
         ++pending.owed;
       }
+    };
+    ask_helpers();
+    if (mode == Mode::kRead) {
       SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_RDONLY, 0);
       if (!f) fail(Step::kOpenRead, where);
-      struct stat st {};
-      if (smbc_getFunctionFstat(ctx_)(ctx_, f, &st) != 0) {
-        const int err = errno;
-        smbc_getFunctionClose(ctx_)(ctx_, f);
-        errno = err;
-        fail(Step::kOpenRead, where);
+      alive();
+      // The size: a read that asks past the end of the file is safe when it
+      // is one SMB2 READ (io_size within the server's maximum read), and its
+      // short answer is the end, so no round trip asks for the size (an
+      // fstat is one); else the size at open bounds every read (see the top).
+      uint64_t size = kSizeUnknown;
+      if (!one_request_per_call(Mode::kRead)) {
+        struct stat st {};
+        if (smbc_getFunctionFstat(ctx_)(ctx_, f, &st) != 0) {
+          const int err = errno;
+          smbc_getFunctionClose(ctx_)(ctx_, f);
+          errno = err;
+          fail(Step::kOpenRead, where);
+        }
+        size = static_cast<uint64_t>(st.st_size);
       }
       if (!workers_.empty()) {
         pending.owed = 0;
-        return make_pool_file(f, mode, std::move(where), static_cast<uint64_t>(st.st_size), url,
-                              true);
+        return make_pool_file(f, mode, std::move(where), size, url, true, size_hint);
       }
-      return std::make_unique<SmbFile>(*this, f, mode, std::move(where),
-                                       static_cast<uint64_t>(st.st_size));
+      return std::make_unique<SmbFile>(*this, f, mode, std::move(where), size);
     }
     SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    bool sent = true;
     if (!f && errno == ENOENT && rel.find('/') != std::string::npos) {
+      const int err = errno;
+      drop_replies(pending.owed);  // the helpers failed alike: ask again below
+      pending.owed = 0;
+      errno = err;
       make_parents(rel);
       f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      sent = false;
     }
     if (!f) fail(Step::kOpenWrite, where);
-    if (!workers_.empty()) return make_pool_file(f, mode, std::move(where), 0, url);
+    alive();
+    pending.owed = 0;
+    if (!workers_.empty()) return make_pool_file(f, mode, std::move(where), 0, url, sent);
     return std::make_unique<SmbFile>(*this, f, mode, std::move(where), 0);
   }
 
@@ -707,7 +859,11 @@ class SmbSession : public Session {
         // given); "option": as the share asked.
         {"connections_chosen", auto_connections_ ? "auto" : "option"},
         {"path_rate", path_rate_ > 0 ? fmt::format("{:.0f}", path_rate_ * 8) : "unknown"},
-        {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", probe_rtt_ * 1000) : "unknown"},
+        {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", handshake_rtt_ * 1000) : "unknown"},
+        // What io_size and connections=auto were chosen by: the least of
+        // the handshake's and the probe's ECHO round trips (path_rtt_samples).
+        {"path_rtt_ms", limits_ ? fmt::format("{:.3f}", probe_rtt_ * 1000) : "unknown"},
+        {"path_rtt_samples", std::to_string(limits_ ? rtt_samples_ : 0)},
         {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"},
         // The dialect the server chose from the same offer on the probe's
         // connection (SMB2 range, or NT1 with max_protocol=NT1).
@@ -754,7 +910,15 @@ class SmbSession : public Session {
   }
   // `sent`: the helpers were already asked to open `url`.
   std::unique_ptr<File> make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                       const std::string& url, bool sent = false);
+                                       const std::string& url, bool sent, uint64_t size_hint = 0);
+  // Whether a call of io_size bytes is one SMB2 request (within the
+  // server's maximum read or write, as cli_pull rounds it), so that a read
+  // past the end of the file leaves nothing in flight.
+  bool one_request_per_call(Mode mode) const {
+    return flight_of(mode, io_size_).requests == 1 && limits_.has_value();
+  }
+  // A call on this session's connection succeeded now (see check_server).
+  void alive() { creds_.last_ok = monotonic_seconds(); }
   // Waits out one answer from each of the first `n` helpers, errors dropped.
   void drop_replies(size_t n) noexcept {
     for (size_t i = 0; i < n && i < workers_.size(); ++i) {
@@ -787,12 +951,13 @@ class SmbSession : public Session {
   Worker& worker(size_t i) { return workers_[i]; }
 
   void send_request(Worker& w, uint32_t op, uint64_t offset, uint64_t len,
-                    const std::string& url = {}, bool write = false) {
+                    const std::string& url = {}, bool write = false, uint64_t slot_off = 0) {
     WorkerRequest q;
     q.op = op;
     q.write = write ? 1 : 0;
     q.offset = offset;
     q.len = len;
+    q.slot_off = slot_off;
     CP_CHECK(url.size() < sizeof q.url);
     std::memcpy(q.url, url.data(), url.size());
     if (::send(w.fd, &q, sizeof q, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof q)) {
@@ -815,13 +980,12 @@ class SmbSession : public Session {
     return r;
   }
 
-  // In flight now: the calls of busy helpers, folded into the file's record.
-  void note_pool(Mode mode) {
+  // In flight now: calls of `lens` bytes, folded into the file's record.
+  void note_pool(Mode mode, const std::vector<uint64_t>& lens) {
     Flight all;
     all.op = mode == Mode::kRead ? "read" : "write";
-    for (const Worker& w : workers_) {
-      if (w.state != Worker::kBusy) continue;
-      const Flight one = flight_of(mode, w.call);
+    for (uint64_t len : lens) {
+      const Flight one = flight_of(mode, len);
       all.request_size = std::max(all.request_size, one.request_size);
       all.requests += one.requests;
       all.in_flight += one.in_flight;
@@ -863,7 +1027,9 @@ class SmbSession : public Session {
   std::vector<Worker> workers_;
   char* shm_ = nullptr;  // the helpers' slots, io_size_ each
   size_t shm_size_ = 0;
-  double probe_rtt_ = 0;  // the probe's TCP handshake (seconds)
+  double probe_rtt_ = 0;      // the path's round trip: the least probe sample (seconds)
+  double handshake_rtt_ = 0;  // the probe's TCP handshake alone (seconds)
+  int rtt_samples_ = 0;       // round trips probe_rtt_ is the least of
   std::optional<Smb2Limits> limits_;
   std::optional<Smb1Negotiate> smb1_;  // max_protocol NT1: the SMB1 probe's answer
   mutable std::mutex flight_mu_;
@@ -886,6 +1052,7 @@ size_t SmbFile::read_call(char* buf, size_t n) {
   t_log.clear();
   const ssize_t r = smbc_getFunctionRead(s_.ctx())(s_.ctx(), f_, buf, n);
   if (r < 0) s_.fail(Step::kRead, where_);
+  s_.alive();
   s_.note_call(Mode::kRead, n);
   pos_ += static_cast<uint64_t>(r);
   if (static_cast<size_t>(r) < n) size_ = pos_;  // the file shrank since open: its end is here
@@ -943,6 +1110,7 @@ void SmbFile::write_call(const char* buf, size_t n) {
       errno = EIO;
       s_.fail(Step::kWrite, where_);
     }
+    s_.alive();
     s_.note_call(Mode::kWrite, k);
     buf += w;
     pos_ += static_cast<uint64_t>(w);
@@ -1010,10 +1178,12 @@ void SmbFile::close() {
   if (smbc_getFunctionClose(s_.ctx())(s_.ctx(), f) != 0) {
     s_.fail(mode_ == Mode::kRead ? Step::kCloseRead : Step::kClose, where_);
   }
+  s_.alive();
 }
 
 std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place where, uint64_t size,
-                                                 const std::string& url, bool sent) {
+                                                 const std::string& url, bool sent,
+                                                 uint64_t size_hint) {
   auto own = std::make_unique<SmbFile>(*this, f, mode, where, size);
   if (!sent) {
     for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
@@ -1028,7 +1198,8 @@ std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place w
     w.state = Worker::kIdle;
   }
   if (first) throw *first;
-  return std::make_unique<SmbPoolFile>(*this, std::move(own), mode, std::move(where), size);
+  return std::make_unique<SmbPoolFile>(*this, std::move(own), mode, std::move(where), size,
+                                       size_hint);
 }
 
 SmbPoolFile::~SmbPoolFile() {
@@ -1050,76 +1221,121 @@ SmbPoolFile::~SmbPoolFile() {
   }
 }
 
+void SmbPoolFile::init() {
+  half_ = s_.io_size() / 2;
+  ring_.resize(2 * s_.workers());
+}
+Helper& SmbPoolFile::helper_of(uint64_t k) { return s_.worker(k % s_.workers()); }
+uint64_t SmbPoolFile::half_of(uint64_t k) const { return (k / s_.workers()) % 2 * half_; }
+
+WorkerReply SmbPoolFile::answer(Helper& w, Step step) {
+  CP_CHECK(w.queued > 0);
+  --w.queued;  // answered or failed, it is owed no more
+  return s_.wait_reply(w, step, where_);
+}
+
 void SmbPoolFile::drain() noexcept {
+  const Step step = mode_ == Mode::kRead ? Step::kRead : Step::kWrite;
   for (size_t i = 0; i < s_.workers(); ++i) {
     auto& w = s_.worker(i);
-    if (w.state == SmbSession::Worker::kBusy) {
+    while (w.queued > 0) {
       try {
-        s_.wait_reply(w, Step::kRead, where_);
+        answer(w, step);
       } catch (const Error&) {
       }
     }
-    w.state = SmbSession::Worker::kIdle;
   }
-  holding_ = SIZE_MAX;
+  holding_ = false;
 }
 
-// Hands out calls in order to idle helpers, up to the size at open.
+void SmbPoolFile::note() {
+  std::vector<uint64_t> lens;
+  if (mode_ == Mode::kRead) {
+    for (uint64_t k = taken_; k < issued_; ++k) lens.push_back(ring_[k % ring_.size()].len);
+  } else {
+    for (size_t i = 0; i < s_.workers(); ++i) {
+      if (s_.worker(i).queued > 0) lens.push_back(s_.worker(i).queued * half_);
+    }
+  }
+  s_.note_pool(mode_, lens);
+}
+
+// A helper's calls are up to half its slot. The first calls of a file are
+// staggered: call k < connections - 1 is (k + 1) / connections of that, the
+// rest whole. Calls that all start together share the path evenly and end
+// together, and then every connection idles for a round trip at once; one
+// that starts a fraction of a call ahead ends while the others still move
+// data.
+uint64_t SmbPoolFile::call_len(uint64_t k) const {
+  const uint64_t n = s_.workers();
+  if (k + 1 >= n) return half_;
+  return std::max<uint64_t>((half_ * (k + 1) / n) & ~uint64_t{0xffff},
+                            std::min<uint64_t>(half_, 1 << 16));
+}
+
+// Sends calls in order, up to the end of the file, while a half is free (call
+// k's half is call k - 2 * helpers's, free once that was handed out). Its
+// size unknown, the calls stop at the expected size (a short answer would
+// cost libsmbclient another round trip) and one more call starts there: its
+// empty answer is the end, in flight with the last ones; a full one says the
+// file is larger, and the calls go on.
 void SmbPoolFile::issue() {
-  const uint64_t io = s_.io_size();
-  while (issued_ * io < size_) {
-    auto& w = s_.worker(issued_ % s_.workers());
-    if (w.state != SmbSession::Worker::kIdle) break;
-    const uint64_t off = issued_ * io;
-    w.call = std::min<uint64_t>(io, size_ - off);
-    s_.send_request(w, kWRead, off, w.call);
-    w.state = SmbSession::Worker::kBusy;
+  const uint64_t freed = holding_ ? taken_ - 1 : taken_;
+  while (next_off_ < size_ && next_off_ <= ahead_ && issued_ < freed + ring_.size()) {
+    Call c;
+    c.off = next_off_;
+    c.len = std::min<uint64_t>(call_len(issued_), size_ - c.off);
+    if (c.off < ahead_) c.len = std::min(c.len, ahead_ - c.off);
+    auto& w = helper_of(issued_);
+    s_.send_request(w, kWRead, c.off, c.len, {}, false, half_of(issued_));
+    ++w.queued;
+    ring_[issued_ % ring_.size()] = c;
+    next_off_ += c.len;
     ++issued_;
   }
-  s_.note_pool(Mode::kRead);
+  note();
 }
 
 size_t SmbPoolFile::read(char* buf, size_t n) {
   CP_CHECK(mode_ == Mode::kRead && !closed_);
   for (;;) {
-    if (holding_ != SIZE_MAX) {
-      auto& w = s_.worker(holding_);
+    if (holding_) {
       if (hold_pos_ < hold_len_) {
-        const size_t k = std::min(n, hold_len_ - hold_pos_);
-        std::memcpy(buf, w.slot + hold_pos_, k);
-        hold_pos_ += k;
+        const uint64_t k = taken_ - 1;
+        const size_t m = std::min(n, hold_len_ - hold_pos_);
+        std::memcpy(buf, helper_of(k).slot + half_of(k) + hold_pos_, m);
+        hold_pos_ += m;
         if (hold_pos_ == hold_len_) {
-          w.state = SmbSession::Worker::kIdle;
-          holding_ = SIZE_MAX;
+          holding_ = false;
           issue();
         }
-        return k;
+        return m;
       }
-      w.state = SmbSession::Worker::kIdle;
-      holding_ = SIZE_MAX;
+      holding_ = false;
     }
     issue();
     if (taken_ == issued_) return 0;
-    const size_t i = taken_ % s_.workers();
-    auto& w = s_.worker(i);
+    const uint64_t k = taken_;
     WorkerReply r;
     try {
-      r = s_.wait_reply(w, Step::kRead, where_);
+      r = answer(helper_of(k), Step::kRead);
     } catch (...) {
-      w.state = SmbSession::Worker::kIdle;
       drain();
       throw;
     }
-    const uint64_t off = taken_ * s_.io_size();
+    const Call c = ring_[k % ring_.size()];
     ++taken_;
-    holding_ = i;
-    w.state = SmbSession::Worker::kHolding;
+    holding_ = true;
     hold_pos_ = 0;
-    hold_len_ = static_cast<size_t>(r.result);
-    if (r.result < static_cast<int64_t>(w.call)) {
-      // The file shrank since open: it ends here; later calls are dropped.
-      size_ = off + static_cast<uint64_t>(r.result);
+    // A call past the end (sent before the end was known) hands out nothing.
+    hold_len_ = c.off >= size_ ? 0 : static_cast<size_t>(r.result);
+    if (r.result < static_cast<int64_t>(c.len)) {
+      // The end of the file (or it shrank since open): later calls are dropped.
+      size_ = std::min(size_, c.off + static_cast<uint64_t>(r.result));
+    } else if (c.off + c.len > ahead_) {
+      ahead_ = kSizeUnknown;  // larger than expected: read on to its end
     }
+    issue();  // this helper's next call, before its data is handed out
   }
 }
 
@@ -1131,31 +1347,31 @@ void SmbPoolFile::write(const char* buf, size_t n) {
                             where_.share, where_.file),
                 "see the first error; remove the file and write it again");
   }
-  const size_t io = static_cast<size_t>(s_.io_size());
   while (n > 0) {
-    auto& w = s_.worker(issued_ % s_.workers());
-    if (fill_ == 0 && w.state == SmbSession::Worker::kBusy) {
+    auto& w = helper_of(issued_);
+    const size_t want = static_cast<size_t>(call_len(issued_));
+    // Call issued_'s half is free once the call before it there was
+    // answered: at most the other half's call still owed.
+    while (fill_ == 0 && w.queued >= 2) {
       try {
-        s_.wait_reply(w, Step::kWrite, where_);
+        answer(w, Step::kWrite);
       } catch (...) {
         failed_ = true;
-        w.state = SmbSession::Worker::kIdle;
         throw;
       }
-      w.state = SmbSession::Worker::kIdle;
     }
-    const size_t k = std::min(n, io - fill_);
-    std::memcpy(w.slot + fill_, buf, k);
+    const size_t k = std::min(n, want - fill_);
+    std::memcpy(w.slot + half_of(issued_) + fill_, buf, k);
     fill_ += k;
     buf += k;
     n -= k;
-    if (fill_ == io) {
-      w.call = io;
-      s_.send_request(w, kWWrite, issued_ * io, io);
-      w.state = SmbSession::Worker::kBusy;
+    if (fill_ == want) {
+      s_.send_request(w, kWWrite, next_off_, want, {}, false, half_of(issued_));
+      ++w.queued;
+      next_off_ += want;
       ++issued_;
       fill_ = 0;
-      s_.note_pool(Mode::kWrite);
+      note();
     }
   }
 }
@@ -1172,16 +1388,14 @@ void SmbPoolFile::close() {
   auto keep = [&](const Error& e) {
     if (!first) first = e;
   };
+  const Step data_step = mode_ == Mode::kWrite ? Step::kWrite : Step::kRead;
   if (mode_ == Mode::kWrite && !failed_ && fill_ > 0) {
-    auto& w = s_.worker(issued_ % s_.workers());
+    auto& w = helper_of(issued_);
     try {
-      if (w.state == SmbSession::Worker::kBusy) {
-        w.state = SmbSession::Worker::kIdle;
-        s_.wait_reply(w, Step::kWrite, where_);
-      }
-      w.call = fill_;
-      s_.send_request(w, kWWrite, issued_ * s_.io_size(), fill_);
-      w.state = SmbSession::Worker::kBusy;
+      while (w.queued >= 2) answer(w, Step::kWrite);
+      s_.send_request(w, kWWrite, next_off_, fill_, {}, false, half_of(issued_));
+      ++w.queued;
+      next_off_ += fill_;
       ++issued_;
     } catch (const Error& e) {
       keep(e);
@@ -1190,16 +1404,15 @@ void SmbPoolFile::close() {
   }
   for (size_t i = 0; i < s_.workers(); ++i) {
     auto& w = s_.worker(i);
-    if (w.state == SmbSession::Worker::kBusy) {
+    while (w.queued > 0) {
       try {
-        s_.wait_reply(w, mode_ == Mode::kWrite ? Step::kWrite : Step::kRead, where_);
+        answer(w, data_step);
       } catch (const Error& e) {
         keep(e);
       }
     }
-    w.state = SmbSession::Worker::kIdle;
   }
-  holding_ = SIZE_MAX;
+  holding_ = false;
   // Every handle closes at once: the helpers' and this connection's round
   // trips overlap.
   const Step step = mode_ == Mode::kWrite ? Step::kClose : Step::kCloseRead;
@@ -1492,6 +1705,41 @@ std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect) {
   frame += static_cast<char>(m.size() >> 8);
   frame += static_cast<char>(m.size());
   return frame + m;
+}
+
+std::string smb2_echo_request(uint64_t message_id) {
+  std::string m;
+  // SMB2 header (MS-SMB2 2.2.1.2) as in NEGOTIATE, command ECHO (0x0d), one
+  // credit asked, then the ECHO request (2.2.28): structure size 4, reserved.
+  m += "\xfeSMB";
+  put16(m, 64);
+  put16(m, 0);  // credit charge (0: one credit; 2.0.2 requires 0)
+  put32(m, 0);
+  put16(m, 0x0d);
+  put16(m, 1);
+  put32(m, 0);
+  put32(m, 0);
+  put32(m, static_cast<uint32_t>(message_id));
+  put32(m, static_cast<uint32_t>(message_id >> 32));
+  put32(m, 0xfeff);
+  put32(m, 0);
+  put32(m, 0);
+  put32(m, 0);  // session id (64 bits): none
+  m.append(16, '\0');
+  put16(m, 4);
+  put16(m, 0);
+  std::string frame(1, '\0');
+  frame += static_cast<char>(m.size() >> 16);
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size());
+  return frame + m;
+}
+
+bool smb2_is_echo_response(std::string_view frame) {
+  constexpr size_t kHdr = 4 + 64;
+  return frame.size() >= kHdr + 4 && frame.substr(4, 4) == std::string_view("\xfeSMB", 4) &&
+         get32(frame, 4 + 8) == 0 && get16(frame, 4 + 12) == 0x0d &&
+         (get32(frame, 4 + 16) & 1) != 0;  // flags: a response
 }
 
 Smb2Limits parse_smb2_negotiate_response(std::string_view frame) {

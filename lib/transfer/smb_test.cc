@@ -142,6 +142,30 @@ TEST(SmbNegotiate, RefusesFailuresShortAnswersAndZeroSizes) {
   EXPECT_THROW(parse_smb2_negotiate_response(smb1), Error);
 }
 
+TEST(SmbEcho, RequestIsAnEchoWithItsMessageIdAndNoSession) {
+  const std::string r = smb2_echo_request(0x0000000500000003ull);
+  ASSERT_EQ(r.size(), 4u + 64 + 4);
+  EXPECT_EQ(static_cast<uint8_t>(r[3]), 64 + 4);  // the direct-TCP length
+  EXPECT_EQ(r.substr(4, 4), std::string("\xfeSMB"));
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 12]), 0x0d);  // command ECHO
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 24]), 3);     // message id, low word first
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 28]), 5);
+  EXPECT_EQ(r.substr(4 + 40, 8), std::string(8, '\0'));  // session id: none
+  EXPECT_EQ(static_cast<uint8_t>(r[4 + 64]), 4);         // structure size
+}
+
+TEST(SmbEcho, ResponseMustBeASuccessfulEchoFromTheServer) {
+  std::string ok = smb2_echo_request(1);
+  ok[4 + 16] = 1;  // flags: server to client
+  EXPECT_TRUE(smb2_is_echo_response(ok));
+  EXPECT_FALSE(smb2_is_echo_response(smb2_echo_request(1)));  // a request, not an answer
+  std::string failed = ok;
+  failed[4 + 8] = 0x22;  // a status
+  EXPECT_FALSE(smb2_is_echo_response(failed));
+  EXPECT_FALSE(smb2_is_echo_response(negotiate_response(0, 0x0302, 65536, 65536)));
+  EXPECT_FALSE(smb2_is_echo_response(ok.substr(0, 40)));
+}
+
 TEST(SmbError, NamesTheOperationThatFailed) {
   const Place w{"198.18.0.1:445", "ram", "cplab", "read-1.dat"};
   // A failed close after reading is not a write.
