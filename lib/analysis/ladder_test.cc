@@ -252,7 +252,7 @@ TEST(Ladder, DiskShareAtTheCeilingOfARamShareAtTcpsCeilingNamesTheNetwork) {
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network") << f->text;
-  EXPECT_NE(f->text.find("runs at TCP's ceiling"), std::string::npos) << f->text;
+  EXPECT_EQ(f->cap, "link");
 }
 
 TEST(Ladder, StarvedProtocolServerIsCpuBound) {
@@ -1186,6 +1186,149 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
       for (auto& s : st.samples)
         s.details_json = R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})";
   EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+}
+
+// A 1 Gbit/s link with 5 ms each way (RTT 10 ms): 30 MB files over FTP, SMB and NFS
+// each take 10-16 round trips longer than TCP alone, which a file's setup and
+// TCP's slow start cost on such a path. Measured in the lab (issue 10): the
+// verdict named each protocol's layer; the files are too small to tell.
+TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
+  RunBuilder b;
+  b.host("server", 1500, 10000, 1e9).host("client", 1500, 10000, 1e9);
+  RunRecord run = b.tcp("server->client", {114, 114.2, 113.8})
+                      .tcp("client->server", {114, 114.1, 113.9})
+                      .proto("ftp", "ram", "read", {72, 70, 75})
+                      .proto("ftp", "disk", "read", {71, 73, 72})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .build();
+  for (auto& st : run.stages)
+    for (auto& s : st.samples) {
+      if (st.layer == "tcp") {
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":10300,)"
+                         R"("rtt_idle_us":10100}})";
+      } else if (st.layer == "ftp") {
+        s.size = s.bytes = 30'000'000;
+        s.seconds = 30.0 / (100.0 / s.seconds);  // same rate, 30 MB files
+      }
+    }
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "latency");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"ftp", "network"}));
+  EXPECT_EQ(f->cap, "");
+  // 30 round trips of 10.1 ms within 10 % of a file at 114 MB/s: >= 311 MB.
+  EXPECT_GE(f->suggested_size, 300'000'000u);
+  EXPECT_LE(f->suggested_size, 330'000'000u);
+  // From disk at the ceiling of FTP over RAM: what holds RAM holds it.
+  const Finding* d = finding(a, "ftp disk read");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->layer, "undecided") << d->text;
+  EXPECT_EQ(d->undecided_reason, "latency");
+  // 300 MB files moving at the same 72 MB/s: 3.5 s longer than TCP's 2.6 s,
+  // hundreds of round trips: the FTP layer caps it.
+  for (auto& st : run.stages)
+    if (st.layer == "ftp")
+      for (auto& s : st.samples) {
+        s.seconds *= 10;
+        s.size = s.bytes = 300'000'000;
+      }
+  const Analysis big = analyze(run);
+  EXPECT_EQ(finding(big, "ftp ram read")->layer, "ftp");
+  EXPECT_EQ(finding(big, "ftp disk read")->layer, "ftp");
+  // The same short files on a sub-millisecond path: thousands of round trips.
+  for (auto& st : run.stages)
+    for (auto& s : st.samples)
+      if (st.layer == "tcp")
+        s.details_json =
+            R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":80,"rtt_idle_us":40}})";
+  EXPECT_EQ(finding(analyze(run), "ftp ram read")->layer, "ftp");
+}
+
+// The unshaped lab while other engineers' compilers kept both cores busy (other
+// processes at 150-200 % of the two cores; smbd, the agent and the kernel under
+// half a core): SMB from RAM at 20-67 % of TCP. Measured (issue 10): the verdict
+// named the SMB layer; the load alone may explain it.
+TEST(Ladder, ProtocolBelowTcpUnderCompetingLoadIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000, 2e9)
+                      .host("client", 1500, 10000, 2e9)
+                      .tcp("server->client", {227, 228, 226})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .proto("smb", "ram", "read", {152, 150, 155})
+                      .proto("smb", "disk", "read", {90, 92, 91})
+                      .build();
+  const std::string loaded =
+      R"({"server":{"seconds":1.1,"total_busy_pct":100,"agent_pct":2,"server_pct":12,)"
+      R"("kernel_pct":6,"other_pct":177,"top":[)"
+      R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":41,"top_thread_pct":41},)"
+      R"({"comm":"smbd","role":"server","cpu_pct":12,"top_thread_pct":12}]}})";
+  set_cpu(run, "smb", "ram", loaded);
+  set_cpu(run, "smb", "disk", loaded);
+  Analysis a = analyze(run);
+  for (const char* path : {"smb ram read", "smb disk read"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "undecided") << f->text;
+    EXPECT_EQ(f->undecided_reason, "load") << path;
+    EXPECT_EQ(f->cap, "") << path;
+    EXPECT_TRUE(f->cpu.empty()) << path;
+  }
+  EXPECT_EQ(finding(a, "smb ram read")->candidates, (std::vector<std::string>{"smb", "cpu"}));
+  EXPECT_EQ(finding(a, "smb disk read")->candidates,
+            (std::vector<std::string>{"smb + disk", "cpu"}));
+  // A quiet machine: the same figures are the SMB layer's.
+  set_cpu(run, "smb", "ram",
+          R"({"server":{"seconds":1.1,"total_busy_pct":20,"server_pct":12,"top":[]}})");
+  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+}
+
+// TCP short of a 10 Gbit/s interface pair with no window, buffer or CPU limit
+// while other processes kept every core busy: the load may hold it back as well
+// as a path between the hosts, so neither is named.
+TEST(Ladder, TcpShortOfTheNicsUnderCompetingLoadIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {700, 710, 690})
+                      .build();
+  set_cpu(run, "tcp", "server->client",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":170,)"
+          R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "load");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network path", "cpu"}));
+  EXPECT_EQ(f->cap, "");
+}
+
+// Every core busy does not override a protocol over RAM at TCP's ceiling, and so
+// not the same protocol from disk at the ceiling of RAM either: TCP's verdict
+// (the network at the link's rate) holds both.
+TEST(Ladder, BusyCoresDoNotOverrideADiskShareAtTheCeilingOfARamShareAtTcps) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000, 1e9)
+                      .host("client", 1500, 10000, 1e9)
+                      .tcp("server->client", {117, 117.2, 116.9})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .proto("ftp", "ram", "read", {116, 116.4, 115.8})
+                      .proto("ftp", "disk", "read", {115.5, 115.9, 115.7})
+                      .build();
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":3,"total_busy_pct":97,"server_pct":40,"agent_pct":30,)"
+          R"("other_pct":120,"top":[{"comm":"vsftpd","role":"server","cpu_pct":40,)"
+          R"("top_thread_pct":40}]}})");
+  Analysis a = analyze(run);
+  EXPECT_EQ(find_row(a, "ftp:ram:read:100000000")->cpu_bound.kind, "all cores");
+  for (const char* path : {"ftp ram read", "ftp disk read"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "network") << f->text;
+    EXPECT_EQ(f->cap, "link") << path;
+  }
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
