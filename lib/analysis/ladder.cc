@@ -800,8 +800,11 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
             hints};
   }
   // Short of the link while other processes kept every core busy: the load alone
-  // may have held it back.
-  if (t.competing_load_pct > 0) {
+  // may have held it back, unless the samples hold one rate as a slower link or
+  // a shaper does (a CPU shared with other jobs swings with their load).
+  const bool steady = t.rate.n >= kSteadySamples && t.rate.median > 0 &&
+                      (t.rate.max - t.rate.min) / t.rate.median <= kSteadyRate;
+  if (t.competing_load_pct > 0 && !steady) {
     return {"undecided",
             with_because(fmt::format(
                 "{} carries {}, only {} of {}, but every core was busy during its samples, "

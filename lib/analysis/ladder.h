@@ -58,6 +58,12 @@ constexpr double kPerFileRoundTrips = 30;
 // A TCP below 80 % of both ends' interface speeds with no window, buffer or
 // CPU limit: the path between them caps it.
 constexpr double kPathShort = 0.80;
+// A TCP whose samples (at least 3) lie within 5 % of their median ((max - min) /
+// median) holds a steady rate, as a slower link or a shaper does: under
+// competing load, that tells the path from a CPU shared with other jobs, whose
+// load swings (it left the loaded lab's unshaped TCP 12-70 % apart).
+constexpr double kSteadyRate = 0.05;
+constexpr size_t kSteadySamples = 3;
 // Samba's default `smb2 max read`/`smb2 max write`/`smb2 max trans` (4.x): 8 MiB.
 constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
 
