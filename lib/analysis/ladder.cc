@@ -754,8 +754,11 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                        host_facts(a, "client").shaped_bits > 0;
   const double path_bits = nominal ? a.link_bits : nic;
   // Every core busy does not take a TCP already at the link's rate.
+  // A sample beyond the nominal speed shows it is no ceiling (a virtual link),
+  // whatever the median: a link or a shaper is never exceeded.
   const double link_ratio = path_bits > 0 ? t.rate.median * 8 / path_bits : 0;
-  const bool at_link = link_ratio >= kShortTcp && link_ratio <= kAboveLink;
+  const bool above_link = path_bits > 0 && t.rate.max * 8 / path_bits > kAboveLink;
+  const bool at_link = link_ratio >= kShortTcp && !above_link;
   if (cpu_caps(t, at_link)) {
     return {"cpu",
             with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
@@ -782,13 +785,13 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
             hints};
   }
   const double ratio = t.rate.median * 8 / path_bits;
-  if (ratio > kAboveLink) {
+  if (above_link) {
     return {"tcp",
             with_because(fmt::format(
-                "{} carries {}, above the {} nominal {} ({}): that speed is no ceiling here (a "
-                "virtual link?), and no CPU or window limit shows",
-                t.label, mbps(t.rate.median), nominal ? "link's" : "interfaces'",
-                format_rate_bits(path_bits), pct(ratio))),
+                "{} carries {} (its fastest sample {}), above the {} nominal {} ({}): that "
+                "speed is no ceiling here (a virtual link?), and no CPU or window limit shows",
+                t.label, mbps(t.rate.median), mbps(t.rate.max), nominal ? "link's" : "interfaces'",
+                format_rate_bits(path_bits), pct(t.rate.max * 8 / path_bits))),
             hints};
   }
   if (ratio >= kShortTcp) {
@@ -1090,6 +1093,31 @@ bool undecided_by_load(Finding& f, const Row& r, const std::string& layer, const
   return true;
 }
 
+// A row whose ends did report CPU, but over windows too short to count (under
+// kMinCpuWindow in total on each end: small files moving fast): nothing rules
+// out the CPU. Marks `f` undecided ("short") with the file size whose samples
+// would last long enough (twice the minimum, over the same count), and returns
+// true. Rows without any CPU report (older agents) keep their verdict.
+bool undecided_by_short_cpu(Finding& f, const Row& r, const std::string& layer,
+                            const std::string& path, const std::string& what) {
+  if (r.cpu.empty() || r.rate.n == 0 || r.rate.median <= 0 || r.size == 0) return false;
+  double longest = 0;
+  for (const auto& [host, u] : r.cpu) longest = std::max(longest, u.seconds);
+  if (longest >= kMinCpuWindow) return false;
+  const double want = 2 * kMinCpuWindow * r.rate.median / double(r.rate.n);
+  const double step = std::pow(10.0, std::floor(std::log10(std::max(want, 1.0))) - 1);
+  f.suggested_size =
+      std::max<uint64_t>(static_cast<uint64_t>(std::ceil(want / step) * step), 2 * r.size);
+  f.cap = "";
+  undecided(f, "short", {layer, "cpu"},
+            fmt::format("{}: {} moves {} = {} of the layer beneath, but the CPU was sampled "
+                        "over only {:.2f} s of its {} samples, too short to rule the CPU out; "
+                        "repeat with files of at least {}",
+                        path, what, mbps(r.rate.median), pct(r.ratio), longest, r.rate.n,
+                        format_size(f.suggested_size)));
+  return true;
+}
+
 // The layer name a row stands for in a verdict.
 std::string layer_name(const Row& r) {
   if (r.layer == "disk") return r.where + " disk";
@@ -1251,6 +1279,7 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     }
     if (undecided_by_latency(f, r, *b, a, path, what)) return finish();
     if (undecided_by_load(f, r, r.layer, path, what)) return finish();
+    if (undecided_by_short_cpu(f, r, r.layer, path, what)) return finish();
     f.layer = r.layer;
     f.text = fmt::format(
         "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer "
@@ -1310,6 +1339,7 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
   // none; the protocol over RAM pays them too) or the load may explain it.
   if (b->layer == "disk" && undecided_by_latency(f, r, *b, a, path, what)) return finish();
   if (undecided_by_load(f, r, r.layer + " + disk", path, what)) return finish();
+  if (undecided_by_short_cpu(f, r, r.layer + " + disk", path, what)) return finish();
   f.layer = r.layer + " + disk";
   f.cap = r.key;
   f.text = fmt::format("{}: {} moves {}, only {} of {} ({}): {} more than either layer alone{}",
