@@ -643,18 +643,19 @@ void set_cpu(Finding& f, const Row& r, const Analysis& a) {
 // TCP.
 
 struct TcpExplanation {
-  // "cpu" | "network" | "network path" | "tcp" | "undecided" (short of the link
-  // under competing load: the network path or the CPU)
+  // "cpu" | "network" | "network path" | "tcp" | "undecided" (other jobs' load
+  // may explain it: `candidates`)
   std::string layer;
   std::string text;
   std::vector<std::string> hints;
+  std::vector<std::string> candidates = {};
 };
 
 // Sets a finding's layer and, when undecided, why, from a TCP explanation.
 void set_tcp_layer(Finding& f, const TcpExplanation& e) {
   f.layer = e.layer;
   if (e.layer != "undecided") return;
-  f.candidates = {"network path", "cpu"};
+  f.candidates = e.candidates;
   f.undecided_reason = "load";
 }
 
@@ -759,6 +760,10 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
   const double link_ratio = path_bits > 0 ? t.rate.median * 8 / path_bits : 0;
   const bool above_link = path_bits > 0 && t.rate.max * 8 / path_bits > kAboveLink;
   const bool at_link = link_ratio >= kShortTcp && !above_link;
+  // The samples hold one rate, as a slower link or a shaper does; a CPU shared
+  // with other jobs swings with their load.
+  const bool steady = t.rate.n >= kSteadySamples && t.rate.median > 0 &&
+                      (t.rate.max - t.rate.min) / t.rate.median <= kSteadyRate;
   if (cpu_caps(t, at_link)) {
     return {"cpu",
             with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
@@ -794,6 +799,19 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                 format_rate_bits(path_bits), pct(t.rate.max * 8 / path_bits))),
             hints};
   }
+  // Near the link's rate while every core was busy (the endpoint's own work
+  // among it) and its samples swing: the CPU may hold it there as well as the
+  // link.
+  if (ratio >= kShortTcp && t.cpu_bound.kind == "all cores" && !steady) {
+    return {"undecided",
+            with_because(fmt::format(
+                "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the "
+                "CPU may hold it there as well as the network; measure on a quieter machine",
+                t.label, pct(ratio), format_rate_bits(path_bits), nominal ? "link" : "interfaces",
+                mbps(t.rate.median), mbps(t.rate.min), mbps(t.rate.max), cpu_text(t.cpu_bound, a))),
+            hints,
+            {"network", "cpu"}};
+  }
   if (ratio >= kShortTcp) {
     return {"network",
             with_because(fmt::format("{} reaches {} of the {} {} ({}): the network is at its "
@@ -805,8 +823,6 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
   // Short of the link while other processes kept every core busy: the load alone
   // may have held it back, unless the samples hold one rate as a slower link or
   // a shaper does (a CPU shared with other jobs swings with their load).
-  const bool steady = t.rate.n >= kSteadySamples && t.rate.median > 0 &&
-                      (t.rate.max - t.rate.min) / t.rate.median <= kSteadyRate;
   if (t.competing_load_pct > 0 && !steady) {
     return {"undecided",
             with_because(fmt::format(
@@ -816,7 +832,8 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                 t.label, mbps(t.rate.median), pct(ratio), format_rate_bits(path_bits),
                 t.competing_load_pct,
                 t.competing_process.empty() ? "" : ", busiest: " + t.competing_process)),
-            hints};
+            hints,
+            {"network path", "cpu"}};
   }
   // Below both ends' interfaces with no window, buffer or CPU limit: something on
   // the path between them (a slower switch port, Wi-Fi, a VPN, a shaper).

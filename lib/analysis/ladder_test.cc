@@ -487,6 +487,29 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   EXPECT_GT(find_row(a, "tcp:server->client:send")->ratio, kAboveLink);
 }
 
+// The same veth with its samples swinging from 987 to 1272 MB/s, none beyond
+// the nominal speed, every core busy (the agents among it): at 88 % of the
+// 10 Gbit/s the network may be the ceiling, or the CPU may hold it there
+// (issue 10: named `network` on the unshaped lab). Steady samples near a
+// link's rate keep the network (BusyCoresDoNotOverrideATcpAtTheLinksRate).
+TEST(Ladder, SwingingTcpNearTheLinkWithEveryCoreBusyIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1101, 987, 1272})
+                      .build();
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":60,"kernel_pct":20,)"
+          R"("other_pct":110,"top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,)"
+          R"("top_thread_pct":45}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "client -> server");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "load");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network", "cpu"}));
+}
+
 // A veth (10 Gbit/s by its own account) on the loaded lab: TCP's median at 88 %
 // of it, its samples swinging from 930 to 1340 MB/s with every core busy. One
 // sample beyond the nominal speed shows it is no ceiling: the busy CPU caps it,
