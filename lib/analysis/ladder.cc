@@ -799,16 +799,22 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                 format_rate_bits(path_bits), pct(t.rate.max * 8 / path_bits))),
             hints};
   }
-  // Near the link's rate while every core was busy (the endpoint's own work
-  // among it) and its samples swing: the CPU may hold it there as well as the
-  // link.
-  if (ratio >= kShortTcp && t.cpu_bound.kind == "all cores" && !steady) {
+  // Near the link's rate while every core was busy (the endpoint's own work, or
+  // other jobs') and its samples swing: the CPU may hold it there as well as
+  // the link, which holds one rate.
+  const bool busy = t.cpu_bound.kind == "all cores" || t.competing_load_pct > 0;
+  if (ratio >= kShortTcp && busy && !steady) {
+    const std::string why =
+        t.cpu_bound.empty()
+            ? fmt::format("every core was busy, mostly with other processes ({:.0f} % of a core)",
+                          t.competing_load_pct)
+            : cpu_text(t.cpu_bound, a);
     return {"undecided",
             with_because(fmt::format(
                 "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the "
                 "CPU may hold it there as well as the network; measure on a quieter machine",
                 t.label, pct(ratio), format_rate_bits(path_bits), nominal ? "link" : "interfaces",
-                mbps(t.rate.median), mbps(t.rate.min), mbps(t.rate.max), cpu_text(t.cpu_bound, a))),
+                mbps(t.rate.median), mbps(t.rate.min), mbps(t.rate.max), why)),
             hints,
             {"network", "cpu"}};
   }

@@ -508,6 +508,13 @@ TEST(Ladder, SwingingTcpNearTheLinkWithEveryCoreBusyIsUndecided) {
   EXPECT_EQ(f->layer, "undecided") << f->text;
   EXPECT_EQ(f->undecided_reason, "load");
   EXPECT_EQ(f->candidates, (std::vector<std::string>{"network", "cpu"}));
+  // Every core busy with other jobs only (the endpoint under half a core): the same.
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":165,)"
+          R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
+  const Analysis loaded = analyze(run);
+  EXPECT_TRUE(find_row(loaded, "tcp:client->server:send")->cpu_bound.empty());
+  EXPECT_EQ(finding(loaded, "client -> server")->layer, "undecided");
 }
 
 // A veth (10 Gbit/s by its own account) on the loaded lab: TCP's median at 88 %

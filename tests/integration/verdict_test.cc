@@ -203,10 +203,15 @@ TEST_F(Verdict, ShortFilesOnALongPathAreUndecidedNotTheProtocol) {
   EXPECT_EQ(str(*f, "undecided_reason"), "latency") << str(*f, "text");
   ASSERT_TRUE(f->contains("suggested_size")) << str(*f, "text");
   EXPECT_GT(f->at("suggested_size").to_number<uint64_t>(), 20'000'000u);
-  // TCP itself runs at the link's rate.
+  // TCP itself runs at the link's rate: the network (undecided with the CPU
+  // only while other jobs keep every core busy and its samples swing).
   const json::object* down = finding(doc, "server -> client");
   ASSERT_NE(down, nullptr);
-  EXPECT_EQ(str(*down, "layer"), "network") << str(*down, "text");
+  if (str(*down, "layer") == "undecided") {
+    EXPECT_EQ(str(*down, "undecided_reason"), "load") << str(*down, "text");
+  } else {
+    EXPECT_EQ(str(*down, "layer"), "network") << str(*down, "text");
+  }
 }
 
 }  // namespace
