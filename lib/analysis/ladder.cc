@@ -545,6 +545,15 @@ std::string cpu_text(const CpuBound& c, const Analysis& a) {
   return s;
 }
 
+// Whether `r`'s CPU evidence caps it. One of the endpoint's processes at its
+// quota or a thread at a core caps it outright; every core busy does not
+// override a row that already reaches its layer beneath (`at_ceiling`: a TCP at
+// the link's rate, a protocol at TCP's or the disk's): that layer holds it,
+// busy or not.
+bool cpu_caps(const Row& r, bool at_ceiling) {
+  return !r.cpu_bound.empty() && !(r.cpu_bound.kind == "all cores" && at_ceiling);
+}
+
 // ---------------------------------------------------------------------------
 // Noise: is a layer below, at, or above the layer beneath?
 
@@ -610,10 +619,21 @@ void set_cpu(Finding& f, const Row& r, const Analysis& a) {
 // TCP.
 
 struct TcpExplanation {
-  std::string layer;  // "cpu" | "network" | "network path" | "tcp"
+  // "cpu" | "network" | "network path" | "tcp" | "undecided" (other jobs' load
+  // may explain it: `candidates`)
+  std::string layer;
   std::string text;
   std::vector<std::string> hints;
+  std::vector<std::string> candidates = {};
 };
+
+// Sets a finding's layer and, when undecided, why, from a TCP explanation.
+void set_tcp_layer(Finding& f, const TcpExplanation& e) {
+  f.layer = e.layer;
+  if (e.layer != "undecided") return;
+  f.candidates = e.candidates;
+  f.undecided_reason = "load";
+}
 
 std::string sysctl_of(const HostFacts& h, const char* key) {
   auto it = h.tcp_sysctls.find(key);
@@ -711,9 +731,16 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                        host_facts(a, "client").shaped_bits > 0;
   const double path_bits = nominal ? a.link_bits : nic;
   // Every core busy does not take a TCP already at the link's rate.
+  // A sample beyond the nominal speed shows it is no ceiling (a virtual link),
+  // whatever the median: a link or a shaper is never exceeded.
   const double link_ratio = path_bits > 0 ? t.rate.median * 8 / path_bits : 0;
-  const bool at_link = link_ratio >= kShortTcp && link_ratio <= kAboveLink;
-  if (!t.cpu_bound.empty() && !(t.cpu_bound.kind == "all cores" && at_link)) {
+  const bool above_link = path_bits > 0 && t.rate.max * 8 / path_bits > kAboveLink;
+  const bool at_link = link_ratio >= kShortTcp && !above_link;
+  // The samples hold one rate, as a slower link or a shaper does; a CPU shared
+  // with other jobs swings with their load.
+  const bool steady = t.rate.n >= kSteadySamples && t.rate.median > 0 &&
+                      (t.rate.max - t.rate.min) / t.rate.median <= kSteadyRate;
+  if (cpu_caps(t, at_link)) {
     return {"cpu",
             with_because(fmt::format("{} carries {} while {}", t.label, mbps(t.rate.median),
                                      cpu_text(t.cpu_bound, a))),
@@ -739,14 +766,33 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
             hints};
   }
   const double ratio = t.rate.median * 8 / path_bits;
-  if (ratio > kAboveLink) {
+  if (above_link) {
     return {"tcp",
             with_because(fmt::format(
-                "{} carries {}, above the {} nominal {} ({}): that speed is no ceiling here (a "
-                "virtual link?), and no CPU or window limit shows",
-                t.label, mbps(t.rate.median), nominal ? "link's" : "interfaces'",
-                format_rate_bits(path_bits), pct(ratio))),
+                "{} carries {} (its fastest sample {}), above the {} nominal {} ({}): that "
+                "speed is no ceiling here (a virtual link?), and no CPU or window limit shows",
+                t.label, mbps(t.rate.median), mbps(t.rate.max), nominal ? "link's" : "interfaces'",
+                format_rate_bits(path_bits), pct(t.rate.max * 8 / path_bits))),
             hints};
+  }
+  // Near the link's rate while every core was busy (the endpoint's own work, or
+  // other jobs') and its samples swing: the CPU may hold it there as well as
+  // the link, which holds one rate.
+  const bool busy = t.cpu_bound.kind == "all cores" || t.competing_load_pct > 0;
+  if (ratio >= kShortTcp && busy && !steady) {
+    const std::string why =
+        t.cpu_bound.empty()
+            ? fmt::format("every core was busy, mostly with other processes ({:.0f} % of a core)",
+                          t.competing_load_pct)
+            : cpu_text(t.cpu_bound, a);
+    return {"undecided",
+            with_because(fmt::format(
+                "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the "
+                "CPU may hold it there as well as the network; measure on a quieter machine",
+                t.label, pct(ratio), format_rate_bits(path_bits), nominal ? "link" : "interfaces",
+                mbps(t.rate.median), mbps(t.rate.min), mbps(t.rate.max), why)),
+            hints,
+            {"network", "cpu"}};
   }
   if (ratio >= kShortTcp) {
     return {"network",
@@ -755,6 +801,21 @@ TcpExplanation explain_tcp(const Row& t, const Analysis& a) {
                                      t.label, pct(ratio), format_rate_bits(path_bits),
                                      nominal ? "link" : "interfaces", mbps(t.rate.median))),
             hints};
+  }
+  // Short of the link while other processes kept every core busy: the load alone
+  // may have held it back, unless the samples hold one rate as a slower link or
+  // a shaper does (a CPU shared with other jobs swings with their load).
+  if (t.competing_load_pct > 0 && !steady) {
+    return {"undecided",
+            with_because(fmt::format(
+                "{} carries {}, only {} of {}, but every core was busy during its samples, "
+                "mostly with other processes ({:.0f} % of a core{}): the load alone may have "
+                "held it back; measure on a quieter machine",
+                t.label, mbps(t.rate.median), pct(ratio), format_rate_bits(path_bits),
+                t.competing_load_pct,
+                t.competing_process.empty() ? "" : ", busiest: " + t.competing_process)),
+            hints,
+            {"network path", "cpu"}};
   }
   // Below both ends' interfaces with no window, buffer or CPU limit: something on
   // the path between them (a slower switch port, Wi-Fi, a VPN, a shaper).
@@ -850,13 +911,14 @@ void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* s
       said.cpu.insert(cap.row->key);
       set_cpu(f, *cap.row, a);
     }
-    f.layer = e.layer;
-    f.cap = tcp_cap_key(a, *cap.row, e.layer);
+    set_tcp_layer(f, e);
+    f.cap = e.layer == "undecided" ? "" : tcp_cap_key(a, *cap.row, e.layer);
     if (f.ratio == 0) f.ratio = cap.row->ratio;
     f.text = fmt::format("{}: {} caps it. {}", name,
                          e.layer == "network"        ? "the network"
                          : e.layer == "network path" ? "the network path"
                          : e.layer == "cpu"          ? "the CPU"
+                         : e.layer == "undecided"    ? "TCP, or the load on the machine,"
                                                      : "the TCP layer",
                          e.text);
     for (auto& h : e.hints) add_hint(f, h);
@@ -981,6 +1043,88 @@ void undecided(Finding& f, const std::string& reason, std::vector<std::string> c
   f.text = std::move(text);
 }
 
+// How much longer each file of `r` takes than `beneath` (TCP, or the server
+// disk: layers without per-file round trips) would take for it, in round trips
+// of the path; -1 when unknown.
+double extra_round_trips(const Row& r, const Row& beneath, const Analysis& a) {
+  const double rtt_us = path_rtt_us(r, a);
+  if (r.size == 0 || rtt_us <= 0 || r.rate.median <= 0 || beneath.rate.median <= 0) return -1;
+  const double extra_s = double(r.size) / r.rate.median - double(r.size) / beneath.rate.median;
+  return extra_s / (rtt_us / 1e6);
+}
+
+// Files of `r` could not tell its layer from the path's round trips: each took at
+// most kPerFileRoundTrips round trips longer than `beneath` allows, which setup
+// and TCP's slow start alone may cost. Marks `f` undecided ("latency") with the
+// file size at which that many round trips are within the ceiling's margin
+// (10 %), and returns true.
+bool undecided_by_latency(Finding& f, const Row& r, const Row& beneath, const Analysis& a,
+                          const std::string& path, const std::string& what) {
+  const double trips = extra_round_trips(r, beneath, a);
+  if (trips < 0 || trips > kPerFileRoundTrips) return false;
+  const double rtt_s = path_rtt_us(r, a) / 1e6;
+  // At ratio >= kAtCeiling: S / v >= kAtCeiling / (1 - kAtCeiling) x the round trips' time.
+  const double want =
+      kPerFileRoundTrips * rtt_s * beneath.rate.median * kAtCeiling / (1 - kAtCeiling);
+  // Up to two significant digits, so the advice reads as a size to type.
+  const double step = std::pow(10.0, std::floor(std::log10(std::max(want, 1.0))) - 1);
+  f.suggested_size = static_cast<uint64_t>(std::ceil(want / step) * step);
+  f.cap = "";
+  undecided(f, "latency", {r.layer, "network"},
+            fmt::format("{}: {} moves {} = {} of {} ({}), but each {} file takes only {:.0f} round "
+                        "trips ({:.2f} ms each) longer than {} alone would, no more than a "
+                        "file's setup and TCP's slow start may cost on this path: the files are "
+                        "too small to tell the {} layer from the path's latency; repeat with "
+                        "files of at least {}",
+                        path, what, mbps(r.rate.median), pct(r.ratio),
+                        beneath.layer == "tcp" ? "TCP" : beneath.label, mbps(beneath.rate.median),
+                        format_size(r.size), trips, rtt_s * 1000,
+                        beneath.layer == "tcp" ? "TCP" : "the disk", protocol_name(r.layer),
+                        format_size(f.suggested_size)));
+  return true;
+}
+
+// A row measured while every core of an end was busy, mostly with other
+// processes, and below the layer beneath: the load alone may have made it slow.
+// Marks `f` undecided ("load") and returns true.
+bool undecided_by_load(Finding& f, const Row& r, const std::string& layer, const std::string& path,
+                       const std::string& what) {
+  if (r.competing_load_pct <= 0) return false;
+  f.cap = "";
+  undecided(f, "load", {layer, "cpu"},
+            fmt::format("{}: {} moves {} = {} of the layer beneath, but every core was busy "
+                        "during its samples, mostly with other processes ({:.0f} % of a core{}): "
+                        "the load alone may have made it slow; measure on a quieter machine",
+                        path, what, mbps(r.rate.median), pct(r.ratio), r.competing_load_pct,
+                        r.competing_process.empty() ? "" : ", busiest: " + r.competing_process));
+  return true;
+}
+
+// A row whose ends did report CPU, but over windows too short to count (under
+// kMinCpuWindow in total on each end: small files moving fast): nothing rules
+// out the CPU. Marks `f` undecided ("short") with the file size whose samples
+// would last long enough (twice the minimum, over the same count), and returns
+// true. Rows without any CPU report (older agents) keep their verdict.
+bool undecided_by_short_cpu(Finding& f, const Row& r, const std::string& layer,
+                            const std::string& path, const std::string& what) {
+  if (r.cpu.empty() || r.rate.n == 0 || r.rate.median <= 0 || r.size == 0) return false;
+  double longest = 0;
+  for (const auto& [host, u] : r.cpu) longest = std::max(longest, u.seconds);
+  if (longest >= kMinCpuWindow) return false;
+  const double want = 2 * kMinCpuWindow * r.rate.median / double(r.rate.n);
+  const double step = std::pow(10.0, std::floor(std::log10(std::max(want, 1.0))) - 1);
+  f.suggested_size =
+      std::max<uint64_t>(static_cast<uint64_t>(std::ceil(want / step) * step), 2 * r.size);
+  f.cap = "";
+  undecided(f, "short", {layer, "cpu"},
+            fmt::format("{}: {} moves {} = {} of the layer beneath, but the CPU was sampled "
+                        "over only {:.2f} s of its {} samples, too short to rule the CPU out; "
+                        "repeat with files of at least {}",
+                        path, what, mbps(r.rate.median), pct(r.ratio), longest, r.rate.n,
+                        format_size(f.suggested_size)));
+  return true;
+}
+
 // The layer name a row stands for in a verdict.
 std::string layer_name(const Row& r) {
   if (r.layer == "disk") return r.where + " disk";
@@ -989,7 +1133,7 @@ std::string layer_name(const Row& r) {
 
 // The verdict for one protocol row (its biggest files), e.g. "SMB from RAM
 // read 50 MB/s = 43 % of TCP (117 MB/s): the SMB layer caps it".
-void protocol_verdict(Analysis& a, Said& said, const Row& r) {
+Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extras) {
   const std::string proto = protocol_name(r.layer);
   const bool read = r.op == "read";
   const std::string what =
@@ -1010,17 +1154,19 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
   if (tcp) f.rows.push_back(tcp->key);
   if (r.where == "disk" && ram) f.rows.push_back(ram->key);
   f.rows.push_back(r.key);
-  auto finish = [&] {
-    for (const auto& m : f.misconfigured) add_hint(f, m);
-    // The negotiated request size, when it is small and the config does not say why.
-    const uint64_t io = property_number(r, read ? "max_read_size" : "max_write_size");
-    if (r.layer == "smb" && f.misconfigured.empty() && io > 0 && io < (1u << 20)) {
-      add_hint(f, fmt::format("the SMB session moves at most {} per {} request (negotiated): "
-                              "the server limits it",
-                              format_size(io), r.op));
+  auto finish = [&]() -> Finding {
+    if (extras) {
+      for (const auto& m : f.misconfigured) add_hint(f, m);
+      // The negotiated request size, when it is small and the config does not say why.
+      const uint64_t io = property_number(r, read ? "max_read_size" : "max_write_size");
+      if (r.layer == "smb" && f.misconfigured.empty() && io > 0 && io < (1u << 20)) {
+        add_hint(f, fmt::format("the SMB session moves at most {} per {} request (negotiated): "
+                                "the server limits it",
+                                format_size(io), r.op));
+      }
     }
     f.text += ".";
-    a.findings.push_back(f);
+    return f;
   };
   const std::string size_note =
       r.below_size ? fmt::format(" (held against {} files, the nearest size measured)",
@@ -1040,30 +1186,26 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
                           : x->cache_suspected      ? x->cache_reason
                                                     : x->anomaly_reason));
     f.cap = "";
-    finish();
-    return;
+    return finish();
   }
   // One of the endpoint's processes at its quota or a thread at a core caps it
   // outright. Every core busy caps it unless it already reaches the layer
   // beneath (a row at the disk's ceiling is held by the disk, busy or not).
-  const bool busy_only = r.cpu_bound.kind == "all cores";
-  if (!r.cpu_bound.empty() && !(busy_only && b && level_of(r, *b) == Level::kCeiling)) {
+  if (cpu_caps(r, b && level_of(r, *b) == Level::kCeiling)) {
     said.cpu.insert(r.key);
     set_cpu(f, r, a);
     f.text = fmt::format(
         "{}: {} moves {}{}: the CPU caps it: {}", path, what, mbps(r.rate.median),
         b ? fmt::format(" = {} of {}", pct(r.ratio), b->layer == "tcp" ? "TCP" : b->label) : "",
         cpu_text(r.cpu_bound, a));
-    finish();
-    return;
+    return finish();
   }
   if (!b) {
     f.layer = r.layer;
     f.cap = r.key;
     f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against)", path,
                          what, mbps(r.rate.median));
-    finish();
-    return;
+    return finish();
   }
   const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
   const Level level = level_of(r, *b);
@@ -1074,22 +1216,20 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
                           "95 % interval {:.2f}-{:.2f}){}: repeat with count = {}",
                           path, what, mbps(r.rate.median), below_name, mbps(b->rate.median),
                           r.ratio, r.ratio_lo, r.ratio_hi, size_note, f.suggested_count));
-    finish();
-    return;
+    return finish();
   }
   if (r.where == "ram") {
     if (level == Level::kCeiling) {
       TcpExplanation e = explain_tcp(*b, a);
       if (e.layer == "cpu") set_cpu(f, *b, a);
-      f.layer = e.layer;
-      f.cap = tcp_cap_key(a, *b, e.layer);
+      set_tcp_layer(f, e);
+      f.cap = e.layer == "undecided" ? "" : tcp_cap_key(a, *b, e.layer);
       f.text = fmt::format(
           "{}: {} moves {} = {} of TCP ({}): the protocol is at TCP's ceiling, so the layer "
           "beneath caps it. {}",
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), e.text);
       for (auto& h : e.hints) add_hint(f, h);
-      finish();
-      return;
+      return finish();
     }
     // One request in flight: the client's and the server's threads take turns, so
     // neither fills a core while the two together do. The client's choice (one
@@ -1118,8 +1258,7 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
       add_hint(f,
                "keep more requests in flight: larger calls (`options = io_size=8MiB`) or "
                "more connections (`connections=2`)");
-      finish();
-      return;
+      return finish();
     }
     // Below TCP: the protocol layer, unless the client's own window is the limit.
     const double window = client_window_rate(r, a);
@@ -1137,8 +1276,7 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
           "the figure is a lower bound limited by the client, not the server",
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), format_size(limit),
           r.op, reason == r.properties.end() ? "" : " (" + reason->second + ")");
-      finish();
-      return;
+      return finish();
     }
     if (drain >= kProbeDrain && !(window > 0 && r.rate.median >= kProbeLimited * window)) {
       f.layer = "probe";
@@ -1152,8 +1290,7 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
       add_hint(f,
                "give the share larger calls (`options = io_size=32MiB`) or more connections "
                "(`connections=2`) to keep the path full");
-      finish();
-      return;
+      return finish();
     }
     if (window > 0 && r.rate.median >= kProbeLimited * window) {
       f.layer = "probe";
@@ -1165,17 +1302,18 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median),
           format_size(property_number(r, "in_flight_bytes")),
           (tcp->rtt_idle_us > 0 ? tcp->rtt_idle_us : tcp->rtt_us) / 1000, mbps(window));
-      finish();
-      return;
+      return finish();
     }
+    if (undecided_by_latency(f, r, *b, a, path, what)) return finish();
+    if (undecided_by_load(f, r, r.layer, path, what)) return finish();
+    if (undecided_by_short_cpu(f, r, r.layer, path, what)) return finish();
     f.layer = r.layer;
     f.text = fmt::format(
         "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer "
         "caps it",
         path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), pct(r.ratio_lo),
         pct(r.ratio_hi), proto);
-    finish();
-    return;
+    return finish();
   }
   // From disk: against min(protocol over RAM, server disk), at the same size.
   std::string context;
@@ -1199,43 +1337,36 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
             "({}){}",
             path, what, mbps(r.rate.median), pct(r.ratio), context, size_note);
       }
-    } else if (tcp && ram && level_of(*ram, *tcp) == Level::kCeiling && ram->cpu_bound.empty()) {
-      // Over RAM the protocol already ran at TCP's ceiling: what caps RAM caps disk.
-      TcpExplanation e = explain_tcp(*tcp, a);
-      if (e.layer == "cpu") set_cpu(f, *tcp, a);
-      f.layer = e.layer;
-      f.cap = tcp_cap_key(a, *tcp, e.layer);
-      f.text = fmt::format(
-          "{}: {} moves {} = {} of {} from RAM, which runs at TCP's ceiling ({}): the disk costs "
-          "nothing here and the layer beneath caps it. {}",
-          path, what, mbps(r.rate.median), pct(r.ratio), proto, context, e.text);
-      for (auto& h : e.hints) add_hint(f, h);
-    } else if (ram && !ram->cpu_bound.empty()) {
-      set_cpu(f, *ram, a);
-      f.cap = b->key;
-      f.text =
-          fmt::format("{}: {} moves {} = {} of {} from RAM, which is CPU-bound: {}", path, what,
-                      mbps(r.rate.median), pct(r.ratio), proto, cpu_text(ram->cpu_bound, a));
-    } else if (const uint64_t limit = client_size_limit(r); limit > 0) {
-      f.layer = "probe";  // as over RAM: the client's own request size (above)
-      f.lower_bound = true;
-      f.cap = b->key;
-      f.text = fmt::format(
-          "{}: {} moves {} = {} of {} from RAM, with chokepoint's client held to {} per {} "
-          "request: the figure is a lower bound limited by the client, not the server",
-          path, what, mbps(r.rate.median), pct(r.ratio), proto, format_size(limit), r.op);
     } else {
-      f.layer = r.layer;
-      f.cap = b->key;
+      // At the ceiling of the same protocol over RAM: the disk costs nothing here,
+      // and what caps the protocol over RAM (TCP beneath it, a CPU, the client,
+      // the protocol, or noise) caps it from disk too.
+      Said scratch = said;
+      const Finding over_ram = protocol_finding(a, scratch, *b, false);
+      f.layer = over_ram.layer;
+      f.cap = over_ram.cap;
+      f.cpu = over_ram.cpu;
+      f.lower_bound = over_ram.lower_bound;
+      f.candidates = over_ram.candidates;
+      f.undecided_reason = over_ram.undecided_reason;
+      f.suggested_count = over_ram.suggested_count;
+      f.suggested_size = over_ram.suggested_size;
+      f.hints = over_ram.hints;
+      std::string why = over_ram.text;
+      if (!why.empty() && why.back() == '.') why.pop_back();
       f.text = fmt::format(
-          "{}: {} moves {} = {} of {} from RAM: the {} layer caps it, as over "
-          "RAM ({}){}",
-          path, what, mbps(r.rate.median), pct(r.ratio), proto, proto, context, size_note);
+          "{}: {} moves {} = {} of {} from RAM ({}){}: the disk costs nothing here, and what caps "
+          "{} from RAM caps it: {}",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, context, size_note, proto, why);
     }
-    finish();
-    return;
+    return finish();
   }
-  // Below both: the two together cost more than either alone.
+  // Below both: the two together cost more than either alone, unless the files
+  // are too short for the path's round trips (held against the disk, which has
+  // none; the protocol over RAM pays them too) or the load may explain it.
+  if (b->layer == "disk" && undecided_by_latency(f, r, *b, a, path, what)) return finish();
+  if (undecided_by_load(f, r, r.layer + " + disk", path, what)) return finish();
+  if (undecided_by_short_cpu(f, r, r.layer + " + disk", path, what)) return finish();
   f.layer = r.layer + " + disk";
   f.cap = r.key;
   f.text = fmt::format("{}: {} moves {}, only {} of {} ({}): {} more than either layer alone{}",
@@ -1260,7 +1391,11 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
           h.read_ahead_kb, h.disk_device);
     }
   }
-  finish();
+  return finish();
+}
+
+void protocol_verdict(Analysis& a, Said& said, const Row& r) {
+  a.findings.push_back(protocol_finding(a, said, r, true));
 }
 
 // ---------------------------------------------------------------------------
@@ -1491,7 +1626,9 @@ Analysis analyze(const RunRecord& run) {
   for (const auto& r : a.rows) {
     if (r.layer != "tcp" || r.rate.n == 0 || said.tcp.count(r.key)) continue;
     TcpExplanation e = explain_tcp(r, a);
-    Finding f = make_finding("tcp", e.layer, e.text, {}, tcp_cap_key(a, r, e.layer));
+    Finding f = make_finding("tcp", e.layer, e.text, {},
+                             e.layer == "undecided" ? "" : tcp_cap_key(a, r, e.layer));
+    set_tcp_layer(f, e);
     if (e.layer == "cpu") {
       said.cpu.insert(r.key);
       set_cpu(f, r, a);

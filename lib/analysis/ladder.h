@@ -49,9 +49,21 @@ constexpr double kProbeLimited = 0.80;
 // io_size bytes) idles a round trip per call: when that is >= 10 % of its time
 // ((rate / io_size) x RTT), the figure is limited by the client too.
 constexpr double kProbeDrain = 0.10;
+// A protocol's file that takes at most this many round trips of the path longer
+// than the layer beneath allows may be paying only its setup (connect, log in,
+// open, close: a round trip or a few each) and TCP's slow start (log2 of the
+// window in packets, 10-20 on long fat paths): too short to tell the protocol
+// from the path's latency.
+constexpr double kPerFileRoundTrips = 30;
 // A TCP below 80 % of both ends' interface speeds with no window, buffer or
 // CPU limit: the path between them caps it.
 constexpr double kPathShort = 0.80;
+// A TCP whose samples (at least 3) lie within 5 % of their median ((max - min) /
+// median) holds a steady rate, as a slower link or a shaper does: under
+// competing load, that tells the path from a CPU shared with other jobs, whose
+// load swings (it left the loaded lab's unshaped TCP 12-70 % apart).
+constexpr double kSteadyRate = 0.05;
+constexpr size_t kSteadySamples = 3;
 // Samba's default `smb2 max read`/`smb2 max write`/`smb2 max trans` (4.x): 8 MiB.
 constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
 
@@ -190,8 +202,12 @@ struct Finding {
   CpuBound cpu;
   // layer "undecided": the layers it could be, and why it cannot tell.
   std::vector<std::string> candidates;
-  std::string undecided_reason;  // "noise" | "cache" | "anomaly" | "medium"
-  int suggested_count = 0;       // noise: samples per row that would likely settle it
+  std::string undecided_reason;
+  // "noise" | "cache" | "anomaly" | "medium" (a share not on the
+  // medium its row claims) | "latency" (files too short for the path's
+  // round trips) | "load" (measured while other processes kept every core busy)
+  int suggested_count = 0;      // noise: samples per row that would likely settle it
+  uint64_t suggested_size = 0;  // latency: file size, bytes, that would likely settle it
   // The figure is a lower bound: chokepoint's own client limits it (its bytes
   // in flight over the RTT, or its own thread at a core).
   bool lower_bound = false;

@@ -252,7 +252,7 @@ TEST(Ladder, DiskShareAtTheCeilingOfARamShareAtTcpsCeilingNamesTheNetwork) {
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network") << f->text;
-  EXPECT_NE(f->text.find("runs at TCP's ceiling"), std::string::npos) << f->text;
+  EXPECT_EQ(f->cap, "link");
 }
 
 TEST(Ladder, StarvedProtocolServerIsCpuBound) {
@@ -343,8 +343,12 @@ TEST(Ladder, QuotaEvidenceNeedsNinetyPercentOfTheLimitOverALongEnoughWindow) {
   Analysis a = smb_at(17, 2);  // 85 % of its quota
   EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
   EXPECT_TRUE(finding(a, "smb ram read")->cpu.empty());
-  a = smb_at(18, 0.2);  // at the limit, but over too short a window to tell
-  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+  // At the limit, but over too short a window to tell: not CPU-bound, and not the
+  // SMB layer either, as nothing rules the CPU out (issue 10).
+  a = smb_at(18, 0.2);
+  EXPECT_TRUE(find_row(a, "smb:ram:read:100000000")->cpu_bound.empty());
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "undecided");
+  EXPECT_EQ(finding(a, "smb ram read")->undecided_reason, "short");
   a = smb_at(18, 2);  // 90 %: the old agent field names nothing about the namespace
   EXPECT_EQ(finding(a, "smb ram read")->layer, "cpu");
   EXPECT_EQ(finding(a, "smb ram read")->cpu.kind, "quota");
@@ -481,6 +485,61 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   ASSERT_NE(tcp, nullptr);
   EXPECT_EQ(tcp->layer, "tcp");  // above the interfaces' speed: neither network layer caps it
   EXPECT_GT(find_row(a, "tcp:server->client:send")->ratio, kAboveLink);
+}
+
+// The same veth with its samples swinging from 987 to 1272 MB/s, none beyond
+// the nominal speed, every core busy (the agents among it): at 88 % of the
+// 10 Gbit/s the network may be the ceiling, or the CPU may hold it there
+// (issue 10: named `network` on the unshaped lab). Steady samples near a
+// link's rate keep the network (BusyCoresDoNotOverrideATcpAtTheLinksRate).
+TEST(Ladder, SwingingTcpNearTheLinkWithEveryCoreBusyIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1101, 987, 1272})
+                      .build();
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":60,"kernel_pct":20,)"
+          R"("other_pct":110,"top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,)"
+          R"("top_thread_pct":45}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "client -> server");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "load");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network", "cpu"}));
+  // Every core busy with other jobs only (the endpoint under half a core): the same.
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":165,)"
+          R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
+  const Analysis loaded = analyze(run);
+  EXPECT_TRUE(find_row(loaded, "tcp:client->server:send")->cpu_bound.empty());
+  EXPECT_EQ(finding(loaded, "client -> server")->layer, "undecided");
+}
+
+// A veth (10 Gbit/s by its own account) on the loaded lab: TCP's median at 88 %
+// of it, its samples swinging from 930 to 1340 MB/s with every core busy. One
+// sample beyond the nominal speed shows it is no ceiling: the busy CPU caps it,
+// not the network (issue 10: named `network`).
+TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1101, 930, 1340})
+                      .build();
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":60,"kernel_pct":20,)"
+          R"("other_pct":110,"top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,)"
+          R"("top_thread_pct":45}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "client -> server");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "all cores");
+  // The same swing without the busy CPU: TCP, not the network.
+  set_cpu(run, "tcp", "client->server",
+          R"({"server":{"seconds":6,"total_busy_pct":40,"agent_pct":60,"top":[]}})");
+  EXPECT_EQ(finding(analyze(run), "client -> server")->layer, "tcp");
 }
 
 TEST(Ladder, CacheAndFailuresAreFlagged) {
@@ -1382,6 +1441,198 @@ TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound)
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
   EXPECT_TRUE(f->lower_bound);
+}
+
+// A 1 Gbit/s link with 5 ms each way (RTT 10 ms): 30 MB files over FTP, SMB and NFS
+// each take 10-16 round trips longer than TCP alone, which a file's setup and
+// TCP's slow start cost on such a path. Measured in the lab (issue 10): the
+// verdict named each protocol's layer; the files are too small to tell.
+TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
+  RunBuilder b;
+  b.host("server", 1500, 10000, 1e9).host("client", 1500, 10000, 1e9);
+  RunRecord run = b.tcp("server->client", {114, 114.2, 113.8})
+                      .tcp("client->server", {114, 114.1, 113.9})
+                      .proto("ftp", "ram", "read", {72, 70, 75})
+                      .proto("ftp", "disk", "read", {71, 73, 72})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .build();
+  for (auto& st : run.stages)
+    for (auto& s : st.samples) {
+      if (st.layer == "tcp") {
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":10300,)"
+                         R"("rtt_idle_us":10100}})";
+      } else if (st.layer == "ftp") {
+        s.size = s.bytes = 30'000'000;
+        s.seconds = 30.0 / (100.0 / s.seconds);  // same rate, 30 MB files
+      }
+    }
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "latency");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"ftp", "network"}));
+  EXPECT_EQ(f->cap, "");
+  // 30 round trips of 10.1 ms within 10 % of a file at 114 MB/s: >= 311 MB.
+  EXPECT_GE(f->suggested_size, 300'000'000u);
+  EXPECT_LE(f->suggested_size, 330'000'000u);
+  // From disk at the ceiling of FTP over RAM: what holds RAM holds it.
+  const Finding* d = finding(a, "ftp disk read");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->layer, "undecided") << d->text;
+  EXPECT_EQ(d->undecided_reason, "latency");
+  // 300 MB files moving at the same 72 MB/s: 3.5 s longer than TCP's 2.6 s,
+  // hundreds of round trips: the FTP layer caps it.
+  for (auto& st : run.stages)
+    if (st.layer == "ftp")
+      for (auto& s : st.samples) {
+        s.seconds *= 10;
+        s.size = s.bytes = 300'000'000;
+      }
+  const Analysis big = analyze(run);
+  EXPECT_EQ(finding(big, "ftp ram read")->layer, "ftp");
+  EXPECT_EQ(finding(big, "ftp disk read")->layer, "ftp");
+  // The same short files on a sub-millisecond path: thousands of round trips.
+  for (auto& st : run.stages)
+    for (auto& s : st.samples)
+      if (st.layer == "tcp")
+        s.details_json =
+            R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":80,"rtt_idle_us":40}})";
+  EXPECT_EQ(finding(analyze(run), "ftp ram read")->layer, "ftp");
+}
+
+// The unshaped lab while other engineers' compilers kept both cores busy (other
+// processes at 150-200 % of the two cores; smbd, the agent and the kernel under
+// half a core): SMB from RAM at 20-67 % of TCP. Measured (issue 10): the verdict
+// named the SMB layer; the load alone may explain it.
+TEST(Ladder, ProtocolBelowTcpUnderCompetingLoadIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000, 2e9)
+                      .host("client", 1500, 10000, 2e9)
+                      .tcp("server->client", {227, 228, 226})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .proto("smb", "ram", "read", {152, 150, 155})
+                      .proto("smb", "disk", "read", {90, 92, 91})
+                      .build();
+  const std::string loaded =
+      R"({"server":{"seconds":1.1,"total_busy_pct":100,"agent_pct":2,"server_pct":12,)"
+      R"("kernel_pct":6,"other_pct":177,"top":[)"
+      R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":41,"top_thread_pct":41},)"
+      R"({"comm":"smbd","role":"server","cpu_pct":12,"top_thread_pct":12}]}})";
+  set_cpu(run, "smb", "ram", loaded);
+  set_cpu(run, "smb", "disk", loaded);
+  Analysis a = analyze(run);
+  for (const char* path : {"smb ram read", "smb disk read"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "undecided") << f->text;
+    EXPECT_EQ(f->undecided_reason, "load") << path;
+    EXPECT_EQ(f->cap, "") << path;
+    EXPECT_TRUE(f->cpu.empty()) << path;
+  }
+  EXPECT_EQ(finding(a, "smb ram read")->candidates, (std::vector<std::string>{"smb", "cpu"}));
+  EXPECT_EQ(finding(a, "smb disk read")->candidates,
+            (std::vector<std::string>{"smb + disk", "cpu"}));
+  // A quiet machine: the same figures are the SMB layer's.
+  set_cpu(run, "smb", "ram",
+          R"({"server":{"seconds":1.1,"total_busy_pct":20,"server_pct":12,"top":[]}})");
+  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+}
+
+// TCP short of a 10 Gbit/s interface pair with no window, buffer or CPU limit
+// while other processes kept every core busy, swinging with their load (the
+// unshaped lab under other engineers' builds, issue 10: 678-1119 MB/s, 12-70 %
+// apart; named `network path`): the load may hold it back as well as a path
+// between the hosts, so neither is named.
+TEST(Ladder, TcpShortOfTheNicsUnderCompetingLoadIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {840, 700, 1010})
+                      .build();
+  set_cpu(run, "tcp", "server->client",
+          R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":170,)"
+          R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "load");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network path", "cpu"}));
+  EXPECT_EQ(f->cap, "");
+  // A 200 Mbit/s shaper between the hosts under the same load: the samples hold
+  // one rate (within 1 %), as a shaper does: the network path.
+  RunRecord shaped = RunBuilder()
+                         .host("server", 1500, 10000)
+                         .host("client", 1500, 10000)
+                         .tcp("server->client", {23.9, 23.95, 23.85})
+                         .build();
+  for (auto& st : shaped.stages)
+    for (auto& s : st.samples) s.cpu_json = run.stages[0].samples[0].cpu_json;
+  const Finding* p = finding(analyze(shaped), "server -> client");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->layer, "network path") << p->text;
+}
+
+// Every core busy does not override a protocol over RAM at TCP's ceiling, and so
+// not the same protocol from disk at the ceiling of RAM either: TCP's verdict
+// (the network at the link's rate) holds both.
+TEST(Ladder, BusyCoresDoNotOverrideADiskShareAtTheCeilingOfARamShareAtTcps) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000, 1e9)
+                      .host("client", 1500, 10000, 1e9)
+                      .tcp("server->client", {117, 117.2, 116.9})
+                      .disk("server", "read", 100'000'000, {900, 910, 905})
+                      .proto("ftp", "ram", "read", {116, 116.4, 115.8})
+                      .proto("ftp", "disk", "read", {115.5, 115.9, 115.7})
+                      .build();
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":3,"total_busy_pct":97,"server_pct":40,"agent_pct":30,)"
+          R"("other_pct":120,"top":[{"comm":"vsftpd","role":"server","cpu_pct":40,)"
+          R"("top_thread_pct":40}]}})");
+  Analysis a = analyze(run);
+  EXPECT_EQ(find_row(a, "ftp:ram:read:100000000")->cpu_bound.kind, "all cores");
+  for (const char* path : {"ftp ram read", "ftp disk read"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "network") << f->text;
+    EXPECT_EQ(f->cap, "link") << path;
+  }
+}
+
+// The unshaped lab: 20 MB files written over FTP in 0.04-0.1 s each, three
+// samples: the agents' CPU windows add up to 0.3 s, under the half second that
+// counts, while other jobs kept every core busy. Measured (issue 10): the
+// verdict named the FTP layer with nothing to rule out the CPU.
+TEST(Ladder, ProtocolBelowTcpWithTooShortCpuWindowsIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {800, 830, 780})
+                      .proto("ftp", "ram", "write", {440, 450, 430})
+                      .build();
+  set_cpu(run, "ftp", "ram",
+          R"({"client":{"seconds":0.08,"total_busy_pct":100,"agent_pct":31,"other_pct":168,)"
+          R"("top":[]},"server":{"seconds":0.12,"total_busy_pct":100,"server_pct":22,)"
+          R"("other_pct":181,"top":[]}})");
+  for (auto& st : run.stages)
+    if (st.layer == "ftp")
+      for (auto& s : st.samples) {
+        s.size = s.bytes = 20'000'000;
+        s.seconds /= 5;
+      }
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp ram write");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "short");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"ftp", "cpu"}));
+  // Files whose three samples last a second at 440 MB/s: >= 147 MB.
+  EXPECT_GE(f->suggested_size, 140'000'000u);
+  // Windows long enough on a quiet machine: the FTP layer.
+  set_cpu(run, "ftp", "ram",
+          R"({"client":{"seconds":0.9,"total_busy_pct":40,"agent_pct":31,"top":[]}})");
+  EXPECT_EQ(finding(analyze(run), "ftp ram write")->layer, "ftp");
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {

@@ -245,6 +245,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
       finding["candidates"] = candidates;
       finding["undecided_reason"] = f.undecided_reason;
       if (f.suggested_count > 0) finding["suggested_count"] = f.suggested_count;
+      if (f.suggested_size > 0) finding["suggested_size"] = f.suggested_size;
     }
     findings.push_back(std::move(finding));
   }
