@@ -13,7 +13,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
-#include "transfer/afp.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 namespace {
@@ -208,6 +208,25 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
   return k;
 }
 
+// The share against its driver's declared data: its options (type, range,
+// known), and the capabilities the protocol stages use (they get and put).
+void check_driver(const SharePlan& s) {
+  const transfer::DriverSpec& spec = transfer::driver_spec(s.driver);
+  const std::string at = fmt::format("{}: share '{}'", s.declared_at, s.name);
+  try {
+    transfer::check_options(spec, s.options);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
+  }
+  if (!spec.caps.read || !spec.caps.write) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{}: the {} driver cannot {}", at, spec.name,
+                            spec.caps.read ? "write" : "read"),
+                "the protocol stages read and write files through each share; measure this "
+                "protocol another way (a mounted path)");
+  }
+}
+
 std::string known_list(const std::map<std::string, Setter>& m) {
   std::string s;
   for (const auto& [k, _] : m) s += (s.empty() ? "" : ", ") + k;
@@ -294,21 +313,18 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
     }
     it->second(plan, value, fmt::format("{}: {}.{}", at, section, key));
   }
+  for (const SharePlan& s : plan.shares) {
+    if (!s.driver.empty()) check_driver(s);
+  }
   return plan;
 }
 
 std::string driver_for_url(const std::string& url, const std::string& where) {
-  auto scheme = [&](const char* s) { return url.rfind(s, 0) == 0; };
-  if (scheme("ftp://") || scheme("ftps://")) return "ftp";
-  if (scheme("smb://")) return "smb";
-  if (scheme("afp://")) return "afp";
-  if (scheme("nfs://")) return "nfs";
-  if (scheme("file://") || scheme("/")) return "path";
-  if (scheme("null:")) return "null";
-  throw Error(
-      ErrorKind::kConfig, fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
-      "use ftp://, ftps://, smb://, afp://, nfs://, a mounted path (/mnt/share or file://...), or "
-      "null: (the framework's own cost)");
+  try {
+    return std::string(transfer::driver_for_url(url).name);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", where, e.what()), e.hint());
+  }
 }
 
 void add_share_flag(Plan& plan, const std::string& flag) {
@@ -366,13 +382,7 @@ void validate(const Plan& plan) {
       throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
     }
     // Driver options are checked now, not when the stage runs.
-    if (s.driver == "afp") {
-      try {
-        transfer::afp::parse_afp_options(s.options);
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
-      }
-    }
+    if (!s.driver.empty()) check_driver(s);
     int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
     if (sources > 1) {
       throw Error(ErrorKind::kConfig, at + " names more than one password source",

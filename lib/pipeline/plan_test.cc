@@ -100,7 +100,7 @@ server_dir = /srv/ram
 medium = ram
 user = me
 password_env = NAS_PW
-options = depth=8, signing=required
+options = connections=8, encrypt=require
 [share ftp-disk]
 url = ftp://nas/disk
 server_dir = /srv/disk
@@ -112,8 +112,8 @@ password_file = /home/me/.nas-pw
   EXPECT_EQ(p.shares[0].name, "smb-ram");
   EXPECT_EQ(p.shares[0].driver, "smb");
   EXPECT_EQ(p.shares[0].medium, "ram");
-  EXPECT_EQ(p.shares[0].options.at("depth"), "8");
-  EXPECT_EQ(p.shares[0].options.at("signing"), "required");
+  EXPECT_EQ(p.shares[0].options.at("connections"), "8");
+  EXPECT_EQ(p.shares[0].options.at("encrypt"), "require");
   EXPECT_EQ(p.shares[0].declared_at, "plan.ini:4");
   EXPECT_EQ(p.shares[1].driver, "ftp");
   EXPECT_EQ(p.shares[1].password_file, "/home/me/.nas-pw");
@@ -158,13 +158,15 @@ TEST(Plan, ShareErrors) {
 
 TEST(Plan, ShareFlag) {
   Plan p;
-  add_share_flag(p, "nas=smb://nas/ram,server_dir=/srv/ram,medium=ram,user=me,options=depth=4,x=y");
+  add_share_flag(p,
+                 "nas=smb://nas/ram,server_dir=/srv/"
+                 "ram,medium=ram,user=me,options=connections=4,workgroup=LAB");
   ASSERT_EQ(p.shares.size(), 1u);
   EXPECT_EQ(p.shares[0].url, "smb://nas/ram");
   EXPECT_EQ(p.shares[0].server_dir, "/srv/ram");
   EXPECT_EQ(p.shares[0].user, "me");
-  EXPECT_EQ(p.shares[0].options.at("depth"), "4");
-  EXPECT_EQ(p.shares[0].options.at("x"), "y");
+  EXPECT_EQ(p.shares[0].options.at("connections"), "4");
+  EXPECT_EQ(p.shares[0].options.at("workgroup"), "LAB");
   EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
   EXPECT_THROW(add_share_flag(p, "no-url"), Error);
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);

@@ -811,7 +811,6 @@ class AfpSession : public Session {
 class AfpDriver : public Driver {
  public:
   std::string name() const override { return "afp"; }
-  Capabilities capabilities() const override { return {true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<AfpSession>(share, cancel);
   }
@@ -820,6 +819,46 @@ class AfpDriver : public Driver {
 }  // namespace
 }  // namespace afp
 
-std::unique_ptr<Driver> make_afp_driver() { return std::make_unique<afp::AfpDriver>(); }
+namespace {
+constexpr std::string_view kAfpPrefixes[] = {"afp://"};
+constexpr OptionSpec kAfpOptions[] = {
+    {.name = "depth",
+     .type = OptionType::kCount,
+     .fallback = "8",
+     .min = 1,
+     .max = afp::kMaxDepth,
+     .help = "FPReadExt/FPWriteExt requests in flight"},
+    {.name = "request_size",
+     .type = OptionType::kSize,
+     .min = 4096,
+     .help = "bytes per request; default and cap: the server's DSI request quantum"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "120s",
+     .min = 0.001,
+     .help = "longest silence from the server while a reply is due"},
+    {.name = "connect_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "10s",
+     .min = 0.001,
+     .help = "longest wait for the TCP connection and the login"},
+    {.name = "tickle_interval",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "send a DSITickle after this long without sending (netatalk drops a client "
+             "silent for 2 minutes)"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<afp::AfpDriver>(); }
+}  // namespace
+
+const DriverSpec kAfpDriver = {
+    .name = "afp",
+    .summary = "AFP 3.x over DSI/TCP, spoken by chokepoint itself",
+    .url_prefixes = kAfpPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = false},
+    .options = kAfpOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

@@ -143,8 +143,8 @@ TEST(AfpDriver, IsRegistered) {
   EXPECT_NE(std::find(names.begin(), names.end(), "afp"), names.end());
   auto d = make_driver("afp");
   EXPECT_EQ(d->name(), "afp");
-  EXPECT_TRUE(d->capabilities().random_access);
-  EXPECT_TRUE(d->capabilities().write);
+  EXPECT_TRUE(driver_spec(d->name()).caps.random_access);
+  EXPECT_TRUE(driver_spec("afp").caps.write);
 }
 
 // --- Against replayed captures ----------------------------------------------------

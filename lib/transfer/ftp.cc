@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
@@ -63,8 +64,7 @@ std::string option_value(const Share& share, const char* name) {
 
 bool option_flag(const Share& share, const char* name) {
   auto it = share.options.find(name);
-  return it != share.options.end() &&
-         (it->second == "1" || it->second == "true" || it->second == "yes");
+  return it != share.options.end() && parse_yes_no(it->second).value_or(false);
 }
 
 class FtpFile;
@@ -500,9 +500,6 @@ std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64
 class FtpDriver : public Driver {
  public:
   std::string name() const override { return "ftp"; }
-  // No random access: every offset would be a new RETR (or STOR) with REST
-  // on a new data connection, which measures connection setup, not I/O.
-  Capabilities capabilities() const override { return {true, true, true, false, false}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<FtpSession>(share, cancel);
   }
@@ -633,6 +630,40 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
                "see the server's log; run `curl -v` against the same URL to compare");
 }
 
-std::unique_ptr<Driver> make_ftp_driver() { return std::make_unique<FtpDriver>(); }
+namespace {
+constexpr std::string_view kFtpPrefixes[] = {"ftp://", "ftps://"};
+constexpr OptionSpec kFtpOptions[] = {
+    {.name = "ca_file",
+     .type = OptionType::kText,
+     .help = "a PEM file of CA certificates to verify an ftps:// server against instead of the "
+             "system's (a self-signed server: its own certificate)"},
+    {.name = "insecure",
+     .type = OptionType::kFlag,
+     .fallback = "no",
+     .help = "skip TLS certificate checks (a last resort: the server is unauthenticated)"},
+    {.name = "connect_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "15s",
+     .min = 1,  // curl takes whole seconds
+     .help = "longest wait for the connection and the login"},
+    {.name = "stall_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "60s",
+     .min = 1,
+     .help = "longest time a transfer may move nothing"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<FtpDriver>(); }
+}  // namespace
+
+// No random access: every offset would be a new RETR (or STOR) with REST on a
+// new data connection, which measures connection setup, not I/O.
+const DriverSpec kFtpDriver = {
+    .name = "ftp",
+    .summary = "FTP, or FTPS with explicit TLS, through libcurl (passive, binary)",
+    .url_prefixes = kFtpPrefixes,
+    .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
+    .options = kFtpOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

@@ -799,7 +799,6 @@ void NfsFile::close() {
 class NfsDriver : public Driver {
  public:
   std::string name() const override { return "nfs"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<NfsSession>(share, cancel);
   }
@@ -807,6 +806,50 @@ class NfsDriver : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_nfs_driver() { return std::make_unique<NfsDriver>(); }
+namespace {
+constexpr std::string_view kNfsPrefixes[] = {"nfs://"};
+constexpr OptionSpec kNfsOptions[] = {
+    {.name = "version",
+     .type = OptionType::kChoice,
+     .fallback = "4",
+     .words = "3|4",
+     .help = "the NFS version (4, as Linux mounts today, or 3)"},
+    {.name = "request_size",
+     .type = OptionType::kSize,
+     .fallback = "1MiB",
+     .min = 4096,
+     .max = kNfsMaxRequest,
+     .help = "bytes per READ/WRITE (the Linux client's rsize/wsize), capped at the server's"},
+    {.name = "depth",
+     .type = OptionType::kCount,
+     .fallback = "4",
+     .min = 1,
+     .max = kNfsMaxDepth,
+     .help = "READ/WRITE requests in flight"},
+    {.name = "uid",
+     .type = OptionType::kCount,
+     .max = 0x7fffffff,
+     .help = "AUTH_SYS uid; default: the share user's on the client host, else the agent's"},
+    {.name = "gid",
+     .type = OptionType::kCount,
+     .max = 0x7fffffff,
+     .help = "AUTH_SYS gid; default as for uid"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "seconds without an answer before a call fails"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<NfsDriver>(); }
+}  // namespace
+
+const DriverSpec kNfsDriver = {
+    .name = "nfs",
+    .summary = "NFSv3 or NFSv4 through libnfs, requests pipelined",
+    .url_prefixes = kNfsPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = kNfsOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

@@ -198,7 +198,6 @@ class PathSession : public Session {
 class PathDriver : public Driver {
  public:
   std::string name() const override { return "path"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
 
   std::unique_ptr<Session> connect(const Share& share, const CancelToken&) override {
     const std::string root = share_root(share.url);
@@ -292,6 +291,18 @@ MountEntry find_mount(std::string_view info, std::string_view path) {
   return best;
 }
 
-std::unique_ptr<Driver> make_path_driver() { return std::make_unique<PathDriver>(); }
+namespace {
+constexpr std::string_view kPathPrefixes[] = {"/", "file://"};
+std::unique_ptr<Driver> make() { return std::make_unique<PathDriver>(); }
+}  // namespace
+
+const DriverSpec kPathDriver = {
+    .name = "path",
+    .summary = "a mounted filesystem (kernel CIFS or NFS, FUSE, ...), like timing cp",
+    .url_prefixes = kPathPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = {},
+    .make = make,
+};
 
 }  // namespace cp::transfer

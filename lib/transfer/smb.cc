@@ -1195,7 +1195,6 @@ void SmbPoolFile::close() {
 class SmbDriver : public Driver {
  public:
   std::string name() const override { return "smb"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<SmbSession>(share, cancel);
   }
@@ -1407,6 +1406,61 @@ Smb2Limits parse_smb2_negotiate_response(std::string_view frame) {
   return l;
 }
 
-std::unique_ptr<Driver> make_smb_driver() { return std::make_unique<SmbDriver>(); }
+namespace {
+constexpr std::string_view kSmbPrefixes[] = {"smb://"};
+constexpr std::string_view kSmbProtocols = "NT1|SMB2|SMB2_02|SMB2_10|SMB3|SMB3_00|SMB3_02|SMB3_11";
+constexpr OptionSpec kSmbOptions[] = {
+    {.name = "encrypt",
+     .type = OptionType::kChoice,
+     .fallback = "default",
+     .words = "default|none|request|require",
+     .help = "SMB3 encryption, as libsmbclient's client smb encrypt"},
+    {.name = "io_size",
+     .type = OptionType::kSize,
+     .min = 4096,
+     .max = 64 << 20,
+     .help = "bytes per smbc_read/smbc_write call; default 1 MiB, 8 MiB on a path whose "
+             "round trip is over 1 ms"},
+    {.name = "connections",
+     .type = OptionType::kCount,
+     .fallback = "auto",
+     .min = 1,
+     .max = kSmbMaxConnections,
+     .words = "auto",
+     .help = "connections moving one file's data at once; auto: 1 on a short path, more "
+             "where the round trip is long"},
+    {.name = "path_rate",
+     .type = OptionType::kRate,
+     .help = "the path's rate, for connections=auto (unknown: 3 connections on a long path)"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "libsmbclient's timeout per call"},
+    {.name = "workgroup",
+     .type = OptionType::kText,
+     .help = "the login's domain or workgroup (a user DOMAIN;name sets it too)"},
+    {.name = "min_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB2_02",
+     .words = kSmbProtocols,
+     .help = "the oldest dialect offered"},
+    {.name = "max_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB3",
+     .words = kSmbProtocols,
+     .help = "the newest dialect offered"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<SmbDriver>(); }
+}  // namespace
+
+const DriverSpec kSmbDriver = {
+    .name = "smb",
+    .summary = "SMB2/3 through libsmbclient (Samba's client library)",
+    .url_prefixes = kSmbPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = kSmbOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer
