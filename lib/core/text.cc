@@ -82,4 +82,10 @@ std::optional<std::string> read_file(const std::string& path) {
   }
 }
 
+bool read_file(const std::string& path, std::string* out) {
+  std::optional<std::string> text = read_file(path);
+  *out = text ? std::move(*text) : std::string();
+  return text.has_value();
+}
+
 }  // namespace cp

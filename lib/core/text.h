@@ -26,5 +26,7 @@ std::optional<bool> parse_yes_no(std::string_view s);
 // The whole file, read to its end (so /proc and /sys files, whose size reads
 // 0, work too); nullopt when it cannot be opened or read.
 std::optional<std::string> read_file(const std::string& path);
+// The same into *out; false when it cannot (then *out is empty).
+bool read_file(const std::string& path, std::string* out);
 
 }  // namespace cp

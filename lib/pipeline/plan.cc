@@ -5,30 +5,28 @@
 
 #include <cctype>
 
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/ini.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
 
 namespace cp::pipeline {
 namespace {
 
-std::string trim(std::string s) {
-  const char* ws = " \t\r";
-  s.erase(0, s.find_first_not_of(ws));
-  auto end = s.find_last_not_of(ws);
-  s.erase(end == std::string::npos ? 0 : end + 1);
-  return s;
+// A comma-separated list's items, untrimmed; a trailing comma adds none.
+std::vector<std::string_view> items(std::string_view v) {
+  std::vector<std::string_view> out = split(v, ',');
+  if (out.back().empty()) out.pop_back();
+  return out;
 }
 
 bool parse_bool(const std::string& v, const std::string& where) {
-  if (v == "yes" || v == "true" || v == "on" || v == "1") return true;
-  if (v == "no" || v == "false" || v == "off" || v == "0") return false;
+  if (const std::optional<bool> b = parse_yes_no(v)) return *b;
   throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not yes or no", where, v));
 }
 
@@ -66,9 +64,7 @@ std::string dir_value(const std::string& v, const std::string& where) {
 
 std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where) {
   std::vector<uint64_t> sizes;
-  std::istringstream in(v);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (std::string_view item : items(v)) {
     uint64_t s = parse_size(trim(item), where);
     if (s == 0) throw Error(ErrorKind::kConfig, fmt::format("{}: a size of 0", where));
     sizes.push_back(s);
@@ -192,16 +188,15 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
          }},
         {"options",
          [](Plan& p, auto& v, auto& w) {
-           std::istringstream in(v);
-           std::string item;
-           while (std::getline(in, item, ',')) {
-             item = trim(item);
-             auto eq = item.find('=');
-             if (eq == std::string::npos || eq == 0) {
+           for (std::string_view raw : items(v)) {
+             const std::string_view item = trim(raw);
+             const size_t eq = item.find('=');
+             if (eq == std::string_view::npos || eq == 0) {
                throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not key=value", w, item),
                            "write options = depth=8, request_size=1MiB");
              }
-             p.shares.back().options[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+             p.shares.back().options[std::string(trim(item.substr(0, eq)))] =
+                 std::string(trim(item.substr(eq + 1)));
            }
          }}}},
   };
@@ -238,25 +233,19 @@ std::string known_list(const std::map<std::string, Setter>& m) {
 Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
   Plan plan = std::move(base);
   plan.source = name;
-  std::istringstream in(text);
-  std::string raw, section;
-  int lineno = 0;
+  std::string section;  // as written, "share NAME" for a share
   std::set<std::string> seen;
-  while (std::getline(in, raw)) {
-    ++lineno;
-    const std::string at = fmt::format("{}:{}", name, lineno);
-    std::string line = raw;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    line = trim(line);
-    if (line.empty()) continue;
-    if (line.front() == '[') {
-      if (line.back() != ']') {
-        throw Error(ErrorKind::kConfig, fmt::format("{}: section header '{}' lacks ']'", at, line));
+  for (const IniLine& l : read_ini(text, {.comment_chars = "#", .inline_comments = true})) {
+    const std::string at = fmt::format("{}:{}", name, l.line);
+    if (l.text.front() == '[') {
+      if (l.kind != IniLine::Kind::kSection || l.text.back() != ']') {
+        throw Error(ErrorKind::kConfig,
+                    fmt::format("{}: section header '{}' lacks ']'", at, l.text));
       }
-      section = trim(line.substr(1, line.size() - 2));
-      if (section.rfind("share", 0) == 0 && section.size() > 5 &&
+      section = std::string(trim(std::string_view(l.text).substr(1, l.text.size() - 2)));
+      if (section.starts_with("share") && section.size() > 5 &&
           std::isspace(static_cast<unsigned char>(section[5]))) {
-        const std::string share = trim(section.substr(5));
+        const std::string share(trim(std::string_view(section).substr(5)));
         if (share.empty() ||
             share.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                     "0123456789._-") != std::string::npos) {
@@ -289,18 +278,16 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       }
       continue;
     }
-    auto eq = line.find('=');
-    if (eq == std::string::npos) {
+    if (l.kind != IniLine::Kind::kEntry) {
       throw Error(ErrorKind::kConfig,
-                  fmt::format("{}: expected 'key = value', got '{}'", at, line));
+                  fmt::format("{}: expected 'key = value', got '{}'", at, l.text));
     }
-    const std::string key = trim(line.substr(0, eq));
-    const std::string value = trim(line.substr(eq + 1));
+    const std::string& key = l.key;
     if (section.empty()) {
       throw Error(ErrorKind::kConfig, fmt::format("{}: key '{}' before any [section]", at, key),
                   "put it under its section, e.g. [disk]");
     }
-    const std::string kind = section.rfind("share ", 0) == 0 ? "share" : section;
+    const std::string kind = section.starts_with("share ") ? "share" : section;
     const auto& sec = keys().at(kind);
     auto it = sec.find(key);
     if (it == sec.end()) {
@@ -311,7 +298,7 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("{}: '{}' is set twice in [{}]", at, key, section));
     }
-    it->second(plan, value, fmt::format("{}: {}.{}", at, section, key));
+    it->second(plan, l.value, fmt::format("{}: {}.{}", at, section, key));
   }
   for (const SharePlan& s : plan.shares) {
     if (!s.driver.empty()) check_driver(s);
@@ -401,14 +388,12 @@ void validate(const Plan& plan) {
 }
 
 Plan load_plan(const std::string& path, Plan base) {
-  std::ifstream in(path);
-  if (!in) {
+  const std::optional<std::string> text = read_file(path);
+  if (!text) {
     throw Error(ErrorKind::kConfig, fmt::format("cannot read plan file '{}'", path),
                 "check the path; examples/plan.ini is an annotated example");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_plan(ss.str(), path, std::move(base));
+  return parse_plan(*text, path, std::move(base));
 }
 
 std::string plan_to_json(const Plan& p) {

@@ -14,11 +14,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/mountinfo.h"
+#include "core/text.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
@@ -209,10 +208,7 @@ class PathDriver : public Driver {
     MountEntry mount;
     char resolved[PATH_MAX];
     if (::realpath(root.c_str(), resolved)) {
-      std::ifstream in("/proc/self/mountinfo");
-      std::stringstream text;
-      text << in.rdbuf();
-      mount = find_mount(text.str(), resolved);
+      mount = find_mount(read_file("/proc/self/mountinfo").value_or(""), resolved);
     }
     return std::make_unique<PathSession>(root, std::move(mount));
   }

@@ -18,18 +18,12 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "probe/sysinfo.h"
 
 namespace cp::tune {
 namespace json = boost::json;
 namespace {
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
-}
 
 std::string squeeze(const std::string& s) {
   std::string out;
@@ -44,22 +38,6 @@ std::string squeeze(const std::string& s) {
     out += c;
   }
   return out;
-}
-
-bool read_file(const std::string& path, std::string* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out->clear();
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return n == 0;
-    }
-    out->append(buf, static_cast<size_t>(n));
-  }
 }
 
 // Writes in place (the inode, its mode and owner stay: smb.conf comes back
@@ -338,7 +316,8 @@ std::string ssh_local_address(const char* ssh_connection) {
 std::string Action::display() const {
   if (kind == "run") return shell_join(argv);
   if (kind == "remove") return "rm -f " + shell_quote(path);
-  if (is_kernel_file(path)) return fmt::format("echo {} > {}", shell_quote(trim(content)), path);
+  if (is_kernel_file(path))
+    return fmt::format("echo {} > {}", shell_quote(std::string(trim(content))), path);
   if (!note.empty()) return fmt::format("write {}: {}", path, note);
   return fmt::format("cat > {} <<'EOF'\n{}EOF", shell_quote(path), content);
 }
@@ -353,11 +332,11 @@ std::string add_samba_include(const std::string& conf, const std::string& dropin
     if (squeeze(l) == squeeze(line)) return conf;
   }
   auto section_of = [](const std::string& l) -> std::string {
-    const std::string t = trim(l);
+    const std::string t(trim(l));
     if (t.size() < 2 || t.front() != '[' || t.back() != ']') return {};
     std::string name = t.substr(1, t.size() - 2);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return trim(name);
+    return std::string(trim(name));
   };
   // The include goes last in [global], so it overrides earlier global lines.
   long global = -1, end = static_cast<long>(lines.size());
@@ -397,7 +376,7 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
             fmt::format("knob {}: `blockdev --getra {}` failed: {}", knob.name, dev, trim(got.err)),
             "the device node must be openable on that host (root)");
       }
-      const uint64_t sectors = std::stoull(trim(got.out));
+      const uint64_t sectors = std::stoull(std::string(trim(got.out)));
       r.original = std::to_string(sectors * 512);
       const uint64_t bytes = std::stoull(value);
       if (bytes % 512 != 0) {
