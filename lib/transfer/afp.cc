@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "transfer/afp_codec.h"
 #include "transfer/afp_uam.h"
@@ -46,12 +47,6 @@ constexpr uint16_t kStatDirBitmap = kAttributes | kParentDirID | kCreateDate | k
                                     kOffspringCount | kUnixPrivs;  // 0x830f
 // Seconds to spend on the logout when a session ends.
 constexpr double kGoodbyeTimeout = 10;
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string where_text(const Where& w) {
   std::string s = fmt::format("afp://{}/{}", w.server, w.volume);

@@ -12,11 +12,6 @@
 namespace cp::tune {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Disk knobs of one end: readahead and write cache matter where a protocol
 // server reads or writes buffered (stage 4 on the server); the disk stage
 // reads with O_DIRECT, which bypasses readahead, but the queue's scheduler
