@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
-#include "transfer/testing/afp_test_server.h"
+#include "transfer/afp/testing/afp_test_server.h"
 
 int main(int argc, char** argv) {
   cp::transfer::testing::TestServerConfig cfg;

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "transfer/afp.h"
+#include "transfer/afp/afp.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 

@@ -1,4 +1,4 @@
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_uam.h"
 
 #include <fmt/format.h>
 #include <openssl/bn.h>
@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 
 namespace cp::transfer::afp {
 namespace {

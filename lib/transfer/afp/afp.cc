@@ -3,7 +3,7 @@
 // and files through FPOpenFork with `depth` FPReadExt/FPWriteExt requests
 // in flight. The request bitmaps match afpcmd's (the captures' client), so
 // the replay tests can hold our requests against a real client's bytes.
-#include "transfer/afp.h"
+#include "transfer/afp/afp.h"
 
 #include <fmt/format.h>
 
@@ -18,10 +18,10 @@
 
 #include "core/text.h"
 #include "core/units.h"
-#include "transfer/afp_codec.h"
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_uam.h"
 #include "transfer/driver.h"
-#include "transfer/dsi.h"
+#include "transfer/afp/dsi.h"
 #include "transfer/registry.h"
 #include "transfer/share_url.h"
 
