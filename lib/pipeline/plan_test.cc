@@ -1,10 +1,12 @@
 #include "pipeline/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include "core/error.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 namespace {
@@ -184,6 +186,43 @@ TEST(Plan, AfpOptionsAreCheckedWhenThePlanIsRead) {
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kConfig);
     }
+  }
+}
+
+// Every driver's options are checked against its declared table when the
+// plan is read, and an unknown one is refused the same way for each.
+TEST(Plan, EveryDriverRefusesUnknownOptionsWhenThePlanIsRead) {
+  for (const transfer::DriverSpec* d : transfer::driver_specs()) {
+    SCOPED_TRACE(std::string(d->name));
+    const std::string share = fmt::format(
+        "[share s]\nurl = {}host/x\nserver_dir = /srv/x\nmedium = ram\n", d->url_prefixes.front());
+    const Plan ok = parse_plan(share, "p");
+    ASSERT_EQ(ok.shares.size(), 1u);
+    EXPECT_EQ(ok.shares[0].driver, d->name);
+    try {
+      parse_plan(share + "options = frobnicate=1\n", "p");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
+TEST(Plan, OptionValuesOutsideTheDeclaredRangeAreRefused) {
+  const std::string base =
+      "[share nas]\nurl = smb://nas/ram\nserver_dir = /srv/ram\nmedium = ram\n";
+  EXPECT_EQ(parse_plan(base + "options = connections=16, io_size=8MiB\n", "p")
+                .shares[0]
+                .options.at("connections"),
+            "16");
+  for (const char* bad : {"connections=17", "io_size=1k", "encrypt=maybe", "timeout=soon"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_plan(base + "options = " + bad + "\n", "p"), Error);
+    Plan p;
+    EXPECT_THROW(add_share_flag(p, std::string("nas=smb://nas/ram,server_dir=/srv/ram,medium=ram,"
+                                               "options=") +
+                                       bad),
+                 Error);
   }
 }
 
