@@ -56,47 +56,20 @@
 namespace cp::transfer {
 
 NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) {
+  check_options(kNfsDriver, options);  // known, of their type, in range (the spec below)
   NfsOptions o;
-  auto number = [](const std::string& what, const std::string& v, long lo, long hi,
-                   const std::string& fix) {
-    long n = 0;
-    bool ok = !v.empty() && v.size() <= 10;
-    for (char c : v) {
-      ok = ok && c >= '0' && c <= '9';
-      if (ok) n = n * 10 + (c - '0');
-    }
-    if (!ok || n < lo || n > hi) {
-      throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, v), fix);
-    }
-    return n;
-  };
   for (const auto& [key, value] : options) {
     const std::string what = fmt::format("nfs share option '{}'", key);
     if (key == "version") {
-      o.version = static_cast<int>(number(what, value, 3, 4, "give version=3 or version=4"));
+      o.version = std::stoi(value);
     } else if (key == "depth") {
-      o.depth = static_cast<unsigned>(number(what, value, 1, kNfsMaxDepth,
-                                             fmt::format("give a number of requests in flight, 1 "
-                                                         "to {}",
-                                                         kNfsMaxDepth)));
+      o.depth = static_cast<unsigned>(std::stoul(value));
     } else if (key == "request_size") {
       o.request_size = parse_size(value, what);
-      if (o.request_size < 4096 || o.request_size > kNfsMaxRequest) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give 4KiB to 16MiB (the default is 1MiB, the Linux client's rsize/wsize)");
-      }
     } else if (key == "uid" || key == "gid") {
-      (key == "uid" ? o.uid : o.gid) = static_cast<int>(
-          number(what, value, 0, 0x7fffffff, "give a numeric id, as the server's files use it"));
+      (key == "uid" ? o.uid : o.gid) = static_cast<int>(std::stol(value));
     } else if (key == "timeout") {
       o.timeout_s = parse_duration(value, what);
-      if (!(o.timeout_s > 0)) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give a positive duration like 30s");
-      }
-    } else {
-      throw Error(ErrorKind::kConfig, fmt::format("unknown nfs share option '{}'", key),
-                  "nfs shares take: version, request_size, depth, uid, gid, timeout");
     }
   }
   return o;

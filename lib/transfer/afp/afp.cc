@@ -20,8 +20,8 @@
 #include "core/units.h"
 #include "transfer/afp/afp_codec.h"
 #include "transfer/afp/afp_uam.h"
-#include "transfer/driver.h"
 #include "transfer/afp/dsi.h"
+#include "transfer/driver.h"
 #include "transfer/registry.h"
 #include "transfer/share_url.h"
 
@@ -93,40 +93,20 @@ AfpUrl parse_afp_url(std::string_view url) {
 }
 
 AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) {
+  check_options(kAfpDriver, options);  // known, of their type, in range (the spec below)
   AfpOptions o;
   for (const auto& [key, value] : options) {
     const std::string what = fmt::format("afp share option '{}'", key);
     if (key == "depth") {
-      unsigned d = 0;
-      bool ok = !value.empty() && value.size() <= 3;
-      for (char c : value) {
-        ok = ok && c >= '0' && c <= '9';
-        d = d * 10 + static_cast<unsigned>(c - '0');
-      }
-      if (!ok || d < 1 || d > kMaxDepth) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    fmt::format("give a number of requests in flight, 1 to {}", kMaxDepth));
-      }
-      o.depth = d;
+      o.depth = static_cast<unsigned>(std::stoul(value));
     } else if (key == "request_size") {
       o.request_size = parse_size(value, what);
-      if (o.request_size < 4096) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give at least 4KiB (the default is the server's request quantum)");
-      }
-    } else if (key == "timeout" || key == "connect_timeout" || key == "tickle_interval") {
-      const double s = parse_duration(value, what);
-      if (!(s > 0)) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give a positive duration like 30s");
-      }
-      (key == "timeout"           ? o.timeout_s
-       : key == "connect_timeout" ? o.connect_timeout_s
-                                  : o.tickle_s) = s;
-    } else {
-      throw Error(
-          ErrorKind::kConfig, fmt::format("unknown afp share option '{}'", key),
-          "afp shares take: depth, request_size, timeout, connect_timeout, tickle_interval");
+    } else if (key == "timeout") {
+      o.timeout_s = parse_duration(value, what);
+    } else if (key == "connect_timeout") {
+      o.connect_timeout_s = parse_duration(value, what);
+    } else if (key == "tickle_interval") {
+      o.tickle_s = parse_duration(value, what);
     }
   }
   return o;
