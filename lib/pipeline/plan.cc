@@ -203,10 +203,11 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
   return k;
 }
 
-// The share against its driver's declared data: its options (type, range,
-// known), and the capabilities the protocol stages use (they get and put).
-void check_driver(const SharePlan& s) {
-  const transfer::DriverSpec& spec = transfer::driver_spec(s.driver);
+void check_driver(const SharePlan& s) { check_share_driver(s, transfer::driver_spec(s.driver)); }
+
+}  // namespace
+
+void check_share_driver(const SharePlan& s, const transfer::DriverSpec& spec) {
   const std::string at = fmt::format("{}: share '{}'", s.declared_at, s.name);
   try {
     transfer::check_options(spec, s.options);
@@ -221,6 +222,8 @@ void check_driver(const SharePlan& s) {
                 "protocol another way (a mounted path)");
   }
 }
+
+namespace {
 
 std::string known_list(const std::map<std::string, Setter>& m) {
   std::string s;

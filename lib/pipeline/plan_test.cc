@@ -226,6 +226,24 @@ TEST(Plan, OptionValuesOutsideTheDeclaredRangeAreRefused) {
   }
 }
 
+// A driver that cannot write (or read) is refused for the protocol stages,
+// which put files through it as well as get them.
+TEST(Plan, ADriverThatCannotWriteIsRefused) {
+  const Plan p = parse_plan("[share s]\nurl = null:\nmedium = ram\n", "p");
+  transfer::DriverSpec spec = transfer::driver_spec("null");
+  EXPECT_NO_THROW(check_share_driver(p.shares[0], spec));
+  for (const bool read : {true, false}) {
+    spec.caps.read = read;
+    spec.caps.write = !read;
+    try {
+      check_share_driver(p.shares[0], spec);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
 TEST(Plan, Timeouts) {
   Plan d = parse_plan("", "x");
   EXPECT_GT(d.silence_timeout, d.stall_after);
