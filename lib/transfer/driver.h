@@ -125,6 +125,10 @@ const DriverSpec& driver_for_url(std::string_view url);
 // range or among its words. Throws Error(kConfig) naming the option, the
 // driver and what it takes.
 void check_options(const DriverSpec& spec, const std::map<std::string, std::string>& options);
+// A declared option's value in `options`, else its declared default ("" when
+// it has none). Naming an undeclared option is a bug (CHECK).
+std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
+                         std::string_view name);
 // The table as text, for `chokepoint drivers` and the README: each driver's
 // URL forms, capabilities and options with their defaults and help.
 std::string describe_drivers();

@@ -51,20 +51,14 @@ void global_init() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-double option_seconds(const Share& share, const char* name, double fallback) {
-  auto it = share.options.find(name);
-  if (it == share.options.end()) return fallback;
-  return parse_duration(it->second, fmt::format("ftp option '{}'", name));
-}
-
-std::string option_value(const Share& share, const char* name) {
-  auto it = share.options.find(name);
-  return it == share.options.end() ? std::string() : it->second;
+// Options with the defaults the table at the bottom declares.
+double option_seconds(const Share& share, const char* name) {
+  return parse_duration(option_value(kFtpDriver, share.options, name),
+                        fmt::format("ftp option '{}'", name));
 }
 
 bool option_flag(const Share& share, const char* name) {
-  auto it = share.options.find(name);
-  return it != share.options.end() && parse_yes_no(it->second).value_or(false);
+  return parse_yes_no(option_value(kFtpDriver, share.options, name)).value_or(false);
 }
 
 class FtpFile;
@@ -84,7 +78,7 @@ class FtpSession : public Session {
     user_ = !share.user.empty() ? share.user : url_.user;
     password_ = !share.password.empty() ? share.password : url_.password;
     insecure_ = option_flag(share, "insecure");
-    ca_file_ = option_value(share, "ca_file");
+    ca_file_ = option_value(kFtpDriver, share.options, "ca_file");
     if (!ca_file_.empty() && !tls_) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("share option ca_file is for ftps:// URLs; '{}' is plain FTP",
@@ -97,8 +91,8 @@ class FtpSession : public Session {
           fmt::format("share option ca_file: cannot read '{}': {}", ca_file_, errno_text(errno)),
           "give the path of a PEM certificate file readable on the client host");
     }
-    connect_timeout_ = option_seconds(share, "connect_timeout", 15);
-    stall_timeout_ = option_seconds(share, "stall_timeout", 60);
+    connect_timeout_ = option_seconds(share, "connect_timeout");
+    stall_timeout_ = option_seconds(share, "stall_timeout");
     where_.server = host_port(url_, 21);
     where_.share = url_.path.empty() ? "/" : url_.path;
     where_.user = user_.empty() ? "anonymous" : user_;

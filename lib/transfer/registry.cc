@@ -206,6 +206,17 @@ void check_options(const DriverSpec& spec, const std::map<std::string, std::stri
   }
 }
 
+std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
+                         std::string_view name) {
+  const OptionSpec* o = nullptr;
+  for (const auto& candidate : spec.options) {
+    if (candidate.name == name) o = &candidate;
+  }
+  CP_CHECK(o != nullptr);
+  const auto it = options.find(std::string(name));
+  return it != options.end() ? it->second : std::string(o->fallback);
+}
+
 std::string describe_drivers() {
   std::string out;
   for (const DriverSpec* d : kDrivers) {

@@ -132,6 +132,14 @@ TEST(Registry, ListingNamesEveryDriverAndOption) {
   }
 }
 
+TEST(Registry, OptionValueFallsBackToTheDeclaredDefault) {
+  const DriverSpec& smb = driver_spec("smb");
+  EXPECT_EQ(option_value(smb, {}, "connections"), "auto");
+  EXPECT_EQ(option_value(smb, {{"connections", "4"}}, "connections"), "4");
+  EXPECT_EQ(option_value(smb, {}, "io_size"), "");  // chosen at run time
+  EXPECT_EQ(option_value(driver_spec("ftp"), {}, "connect_timeout"), "15s");
+}
+
 // README's "Driver options" block is this output, verbatim.
 TEST(Registry, ReadmeHoldsTheListingVerbatim) {
   std::optional<std::string> readme = read_file(CP_README);

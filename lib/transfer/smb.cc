@@ -121,9 +121,9 @@ void on_log(void*, int, const char* msg) {
   if (t_log.size() > kLogKeep) t_log.erase(0, t_log.size() - kLogKeep);
 }
 
-std::string option(const Share& share, const char* name, std::string fallback) {
-  auto it = share.options.find(name);
-  return it == share.options.end() ? fallback : it->second;
+// An option, else the default the table at the bottom declares.
+std::string option(const Share& share, const char* name) {
+  return option_value(kSmbDriver, share.options, name);
 }
 
 struct Credentials {
@@ -342,22 +342,22 @@ class SmbSession : public Session {
     share_name_ = url_.path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
     creds_.user = !share.user.empty() ? share.user : url_.user;
     creds_.password = !share.password.empty() ? share.password : url_.password;
-    creds_.workgroup = option(share, "workgroup", "");
+    creds_.workgroup = option(share, "workgroup");
     if (const size_t semi = creds_.user.find(';'); semi != std::string::npos) {
       creds_.workgroup = creds_.user.substr(0, semi);  // "DOMAIN;user"
       creds_.user = creds_.user.substr(semi + 1);
     }
-    const std::string io = option(share, "io_size", "");
+    const std::string io = option(share, "io_size");
     io_size_ = io.empty() ? 0 : parse_size(io, "smb option 'io_size'");
     if (!io.empty() && (io_size_ < 4096 || io_size_ > (64u << 20))) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("smb option io_size={} is out of range", io_size_),
                   "give 4KiB to 64MiB");
     }
-    encrypt_ = option(share, "encrypt", "default");
-    min_protocol_ = option(share, "min_protocol", "SMB2_02");
-    max_protocol_ = option(share, "max_protocol", "SMB3");
-    const double timeout = parse_duration(option(share, "timeout", "30"), "smb option 'timeout'");
+    encrypt_ = option(share, "encrypt");
+    min_protocol_ = option(share, "min_protocol");
+    max_protocol_ = option(share, "max_protocol");
+    const double timeout = parse_duration(option(share, "timeout"), "smb option 'timeout'");
     where_.server = host_port(url_, 445);
     where_.share = share_name_;
     where_.user = creds_.user.empty() ? "guest" : creds_.user;
@@ -372,7 +372,7 @@ class SmbSession : public Session {
                   "give default, none, request or require");
     }
     timeout_ = timeout;
-    const std::string conns = option(share, "connections", "auto");
+    const std::string conns = option(share, "connections");
     auto_connections_ = conns == "auto";
     connections_ = !auto_connections_ && conns.size() <= 2 &&
                            std::all_of(conns.begin(), conns.end(), ::isdigit)
@@ -384,7 +384,7 @@ class SmbSession : public Session {
                   fmt::format("give auto or 1 to {} (connections moving one file's data at once)",
                               kSmbMaxConnections));
     }
-    const std::string rate = option(share, "path_rate", "");
+    const std::string rate = option(share, "path_rate");
     path_rate_ = rate.empty() ? 0 : parse_rate_bits(rate, "smb option 'path_rate'") / 8.0;
     ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
