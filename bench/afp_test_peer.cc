@@ -26,7 +26,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
-#include "transfer/testing/afp_test_server.h"
+#include "transfer/afp/testing/afp_test_server.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the afp driver's parsers of server input (lib/transfer/afp_fuzz.cc)
+# Fuzzes the afp driver's parsers of server input (lib/transfer/afp/afp_fuzz.cc)
 # with libFuzzer, AddressSanitizer and UBSan for a bounded time, from a seed
 # corpus of the captures' server replies (../shared/vectors/afp). Exits
 # non-zero on a crash, a sanitizer report or an uncaught exception.

@@ -40,6 +40,7 @@
 #include "remote/endpoint.h"
 #include "report/report.h"
 #include "store/store.h"
+#include "transfer/driver.h"
 
 namespace cp::app {
 namespace {
@@ -666,6 +667,24 @@ int version_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The protocol drivers' declared data (lib/transfer's table): URL forms,
+// capabilities, options with their types, ranges, defaults and help.
+int drivers_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: chokepoint drivers\n\nLists each protocol driver: the share URLs it "
+                 "takes, what it can do, and the options a share gives it\n"
+                 "(options = key=value, ... in a [share NAME] section, or options=... in "
+                 "--share).\n";
+    return 0;
+  }
+  if (!args.empty()) {
+    throw Error(ErrorKind::kUsage, fmt::format("drivers takes no argument ('{}')", args[0]),
+                "run `chokepoint drivers`");
+  }
+  std::cout << transfer::describe_drivers();
+  return 0;
+}
+
 int compare_to_stdout(const std::vector<std::string>& args) {
   return compare_command(args, std::cout);
 }
@@ -698,6 +717,8 @@ const Command kCommands[] = {
      lab::run_lab_command},
     {"tune", "", "try a knob's values, measure what it affects, put it back, say if it helped",
      tune_command},
+    {"drivers", "", "list the protocol drivers: share URLs, options, capabilities",
+     drivers_command},
     {"version", "", "print the version", version_command},
 };
 

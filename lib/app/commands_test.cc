@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/app.h"
+#include "transfer/driver.h"
 
 namespace cp::app {
 namespace {
@@ -18,11 +19,19 @@ int run(std::vector<std::string> args) {
 
 TEST(Commands, EveryCommandAnswersHelp) {
   for (const char* c :
-       {"diagnose", "history", "show", "compare", "export", "clean", "lab", "tune"}) {
+       {"diagnose", "history", "show", "compare", "export", "clean", "lab", "tune", "drivers"}) {
     EXPECT_EQ(run({c, "--help"}), 0) << c;
   }
   EXPECT_EQ(run({"--help"}), 0);
   EXPECT_EQ(run({"version"}), 0);
+}
+
+TEST(Commands, DriversPrintsTheDriverTable) {
+  testing::internal::CaptureStdout();
+  const int rc = run({"drivers"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, transfer::describe_drivers());
 }
 
 TEST(Commands, UnknownOrMissingCommandIsAUsageError) {
@@ -30,6 +39,7 @@ TEST(Commands, UnknownOrMissingCommandIsAUsageError) {
   EXPECT_EQ(run({"diagnos"}), 2);
   EXPECT_EQ(run({"frobnicate"}), 2);
   EXPECT_EQ(run({"version", "extra"}), 2);
+  EXPECT_EQ(run({"drivers", "extra"}), 2);
 }
 
 }  // namespace

@@ -11,12 +11,12 @@
 
 #include <cerrno>
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/text.h"
 
 extern char** environ;
 
@@ -194,18 +194,10 @@ Child::Child(const std::vector<std::string>& argv) {
 
 namespace {
 
-std::optional<std::string> read_small_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Fields 3.. of /proc/PID/stat (after the last ')': comm may hold spaces or ')').
 std::optional<std::string> stat_fields(int64_t pid) {
   if (pid <= 0) return std::nullopt;
-  auto stat = read_small_file(fmt::format("/proc/{}/stat", pid));
+  auto stat = read_file(fmt::format("/proc/{}/stat", pid));
   if (!stat) return std::nullopt;
   size_t close = stat->rfind(')');
   if (close == std::string::npos) return std::nullopt;
@@ -239,7 +231,7 @@ char process_state(int64_t pid) {
 }
 
 std::string boot_id() {
-  auto id = read_small_file("/proc/sys/kernel/random/boot_id");
+  auto id = read_file("/proc/sys/kernel/random/boot_id");
   if (!id) return {};
   while (!id->empty() && (id->back() == '\n' || id->back() == ' ')) id->pop_back();
   return *id;

@@ -7,15 +7,10 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace cp {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Splits "  12.5MiB " into 12.5 and "mib"; throws when there is no number.
 std::pair<double, std::string> split_number(std::string_view text, std::string_view what,

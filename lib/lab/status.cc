@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/json_util.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "lab/layout.h"
 #include "lab/servers.h"
@@ -25,11 +26,6 @@ namespace json = boost::json;
 namespace {
 
 constexpr const char* kNoLab = "no lab is up; start one with `chokepoint lab up`";
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 uint64_t as_u64(const json::value* v) {
   if (!v) return 0;
@@ -44,7 +40,7 @@ std::string look(const std::vector<std::string>& argv, std::vector<std::string>*
   try {
     RunResult r = run_command(argv, {}, 30);
     if (r.exit_code == 0) return r.out;
-    problems->push_back(fmt::format("'{}' failed: {}", shell_join(argv), trimmed(r.err)));
+    problems->push_back(fmt::format("'{}' failed: {}", shell_join(argv), trim(r.err)));
   } catch (const Error& e) {
     problems->push_back(e.what());
   }
@@ -70,8 +66,8 @@ HostStatus gather_host(const LabState& s, const LabHost& h) {
   }
   if (st.sshd_alive) {
     const std::string pid = std::to_string(h.sshd_pid);
-    st.hostname_inside = trimmed(
-        look({"nsenter", "-t", pid, "-u", "cat", "/proc/sys/kernel/hostname"}, &st.problems));
+    st.hostname_inside =
+        trim(look({"nsenter", "-t", pid, "-u", "cat", "/proc/sys/kernel/hostname"}, &st.problems));
     // findmnt exits 1 for "not a mount point": that is an answer, not a problem.
     for (auto [dir, view] : {std::pair{&h.ram_dir, &st.ram}, std::pair{&h.disk_dir, &st.disk}}) {
       RunResult r = run_command({"nsenter", "-t", pid, "-m", "findmnt", "-n", "-r", "-b", "-o",
@@ -95,7 +91,7 @@ HostStatus gather_host(const LabState& s, const LabHost& h) {
       if (auto ra = sys::read_file("/sys/block/" + name + "/queue/read_ahead_kb"))
         st.readahead_kib = std::stoi(*ra);
       if (auto dio = sys::read_file("/sys/block/" + name + "/loop/dio"))
-        st.loop_direct_io = trimmed(*dio) == "1";
+        st.loop_direct_io = trim(*dio) == "1";
     } catch (const std::exception& e) {
       st.problems.push_back(fmt::format("cannot read {}'s queue settings: {}", name, e.what()));
     }

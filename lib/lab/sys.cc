@@ -21,28 +21,12 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "core/text.h"
 
 namespace cp::lab::sys {
 namespace {
 
 void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\0')) s.pop_back();
-  return s;
-}
-
-// Reads a small /proc or /sys file; "" when it cannot.
-std::string read_small(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
 
 bool same_inode(const std::string& a, const std::string& b) {
   struct stat sa, sb;
@@ -163,7 +147,7 @@ std::string tail(const std::string& path, size_t max_lines) {
     return {};
   }
   if (!text) return {};
-  std::string s = trim(*text);
+  std::string s(trim(*text));
   size_t pos = s.size();
   for (size_t n = 0; n < max_lines && pos != std::string::npos && pos > 0; ++n) {
     pos = s.rfind('\n', pos - 1);
@@ -173,7 +157,7 @@ std::string tail(const std::string& path, size_t max_lines) {
 
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
-  const std::string stat = read_small(fmt::format("/proc/{}/stat", pid));
+  const std::string stat = cp::read_file(fmt::format("/proc/{}/stat", pid)).value_or("");
   // "pid (comm) S ...": the state follows the last ')'.
   const size_t close_paren = stat.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= stat.size()) return false;
@@ -181,13 +165,15 @@ bool process_alive(pid_t pid) {
   return state != 'Z' && state != 'X' && state != 'x';
 }
 
-std::string process_comm(pid_t pid) { return trim(read_small(fmt::format("/proc/{}/comm", pid))); }
+std::string process_comm(pid_t pid) {
+  return std::string(trim(cp::read_file(fmt::format("/proc/{}/comm", pid)).value_or("")));
+}
 
 std::string process_cmdline(pid_t pid) {
-  std::string s = read_small(fmt::format("/proc/{}/cmdline", pid));
+  std::string s = cp::read_file(fmt::format("/proc/{}/cmdline", pid)).value_or("");
   for (char& c : s)
     if (c == '\0') c = ' ';
-  return trim(s);
+  return std::string(trim(s));
 }
 
 std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s) {
@@ -252,7 +238,7 @@ bool link_exists(const std::string& ifname) {
 std::string loop_backing_file(const std::string& device) {
   const size_t slash = device.rfind('/');
   const std::string name = slash == std::string::npos ? device : device.substr(slash + 1);
-  return trim(read_small("/sys/block/" + name + "/loop/backing_file"));
+  return std::string(trim(cp::read_file("/sys/block/" + name + "/loop/backing_file").value_or("")));
 }
 
 std::vector<std::string> loop_devices_backed_by(const std::string& file) {

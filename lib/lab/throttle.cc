@@ -9,12 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "core/error.h"
 #include "core/mountinfo.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "lab/layout.h"
 #include "lab/sys.h"
@@ -24,13 +23,6 @@ namespace {
 
 bool has(const std::vector<std::string>& v, std::string_view x) {
   return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // Writes a cgroup control file in one write(2), as the kernel wants.
@@ -69,9 +61,10 @@ CgroupLayout parse_cgroup_layout(std::string_view mountinfo, std::string_view v2
 }
 
 CgroupLayout cgroup_layout() {
-  const std::string info = read_text("/proc/self/mountinfo");
+  const std::string info = cp::read_file("/proc/self/mountinfo").value_or("");
   CgroupLayout l = parse_cgroup_layout(info, "");
-  if (!l.v2.empty()) l = parse_cgroup_layout(info, read_text(l.v2 + "/cgroup.controllers"));
+  if (!l.v2.empty())
+    l = parse_cgroup_layout(info, cp::read_file(l.v2 + "/cgroup.controllers").value_or(""));
   return l;
 }
 
@@ -194,7 +187,7 @@ void remove_throttle_cgroups(const LabThrottle& t) {
     // up to about a second.
     int err = 0;
     for (int attempt = 0; attempt < 20; ++attempt) {
-      for (int pid : sys::parse_pids(read_text(dir + "/cgroup.procs"))) {
+      for (int pid : sys::parse_pids(cp::read_file(dir + "/cgroup.procs").value_or(""))) {
         write_control(root + "/cgroup.procs", std::to_string(pid));  // gone meanwhile: fine
       }
       err = ::rmdir(dir.c_str()) == 0 ? 0 : errno;

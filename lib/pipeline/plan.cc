@@ -6,30 +6,28 @@
 #include <cctype>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/ini.h"
+#include "core/text.h"
 #include "core/units.h"
-#include "transfer/afp.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 namespace {
 
-std::string trim(std::string s) {
-  const char* ws = " \t\r";
-  s.erase(0, s.find_first_not_of(ws));
-  auto end = s.find_last_not_of(ws);
-  s.erase(end == std::string::npos ? 0 : end + 1);
-  return s;
+// A comma-separated list's items, untrimmed; a trailing comma adds none.
+std::vector<std::string_view> items(std::string_view v) {
+  std::vector<std::string_view> out = split(v, ',');
+  if (out.back().empty()) out.pop_back();
+  return out;
 }
 
 bool parse_bool(const std::string& v, const std::string& where) {
-  if (v == "yes" || v == "true" || v == "on" || v == "1") return true;
-  if (v == "no" || v == "false" || v == "off" || v == "0") return false;
+  if (const std::optional<bool> b = parse_yes_no(v)) return *b;
   throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not yes or no", where, v));
 }
 
@@ -67,9 +65,7 @@ std::string dir_value(const std::string& v, const std::string& where) {
 
 std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where) {
   std::vector<uint64_t> sizes;
-  std::istringstream in(v);
-  std::string item;
-  while (std::getline(in, item, ',')) {
+  for (std::string_view item : items(v)) {
     uint64_t s = parse_size(trim(item), where);
     if (s == 0) throw Error(ErrorKind::kConfig, fmt::format("{}: a size of 0", where));
     sizes.push_back(s);
@@ -214,21 +210,42 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
          }},
         {"options",
          [](Plan& p, auto& v, auto& w) {
-           std::istringstream in(v);
-           std::string item;
-           while (std::getline(in, item, ',')) {
-             item = trim(item);
-             auto eq = item.find('=');
-             if (eq == std::string::npos || eq == 0) {
+           for (std::string_view raw : items(v)) {
+             const std::string_view item = trim(raw);
+             const size_t eq = item.find('=');
+             if (eq == std::string_view::npos || eq == 0) {
                throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not key=value", w, item),
                            "write options = depth=8, request_size=1MiB");
              }
-             p.shares.back().options[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+             p.shares.back().options[std::string(trim(item.substr(0, eq)))] =
+                 std::string(trim(item.substr(eq + 1)));
            }
          }}}},
   };
   return k;
 }
+
+void check_driver(const SharePlan& s) { check_share_driver(s, transfer::driver_spec(s.driver)); }
+
+}  // namespace
+
+void check_share_driver(const SharePlan& s, const transfer::DriverSpec& spec) {
+  const std::string at = fmt::format("{}: share '{}'", s.declared_at, s.name);
+  try {
+    transfer::check_options(spec, s.options);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
+  }
+  if (!spec.caps.read || !spec.caps.write) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{}: the {} driver cannot {}", at, spec.name,
+                            spec.caps.read ? "write" : "read"),
+                "the protocol stages read and write files through each share; measure this "
+                "protocol another way (a mounted path)");
+  }
+}
+
+namespace {
 
 std::string known_list(const std::map<std::string, Setter>& m) {
   std::string s;
@@ -241,25 +258,19 @@ std::string known_list(const std::map<std::string, Setter>& m) {
 Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
   Plan plan = std::move(base);
   plan.source = name;
-  std::istringstream in(text);
-  std::string raw, section;
-  int lineno = 0;
+  std::string section;  // as written, "share NAME" for a share
   std::set<std::string> seen;
-  while (std::getline(in, raw)) {
-    ++lineno;
-    const std::string at = fmt::format("{}:{}", name, lineno);
-    std::string line = raw;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    line = trim(line);
-    if (line.empty()) continue;
-    if (line.front() == '[') {
-      if (line.back() != ']') {
-        throw Error(ErrorKind::kConfig, fmt::format("{}: section header '{}' lacks ']'", at, line));
+  for (const IniLine& l : read_ini(text, {.comment_chars = "#", .inline_comments = true})) {
+    const std::string at = fmt::format("{}:{}", name, l.line);
+    if (l.text.front() == '[') {
+      if (l.kind != IniLine::Kind::kSection || l.text.back() != ']') {
+        throw Error(ErrorKind::kConfig,
+                    fmt::format("{}: section header '{}' lacks ']'", at, l.text));
       }
-      section = trim(line.substr(1, line.size() - 2));
-      if (section.rfind("share", 0) == 0 && section.size() > 5 &&
+      section = std::string(trim(std::string_view(l.text).substr(1, l.text.size() - 2)));
+      if (section.starts_with("share") && section.size() > 5 &&
           std::isspace(static_cast<unsigned char>(section[5]))) {
-        const std::string share = trim(section.substr(5));
+        const std::string share(trim(std::string_view(section).substr(5)));
         if (share.empty() ||
             share.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                     "0123456789._-") != std::string::npos) {
@@ -292,18 +303,16 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       }
       continue;
     }
-    auto eq = line.find('=');
-    if (eq == std::string::npos) {
+    if (l.kind != IniLine::Kind::kEntry) {
       throw Error(ErrorKind::kConfig,
-                  fmt::format("{}: expected 'key = value', got '{}'", at, line));
+                  fmt::format("{}: expected 'key = value', got '{}'", at, l.text));
     }
-    const std::string key = trim(line.substr(0, eq));
-    const std::string value = trim(line.substr(eq + 1));
+    const std::string& key = l.key;
     if (section.empty()) {
       throw Error(ErrorKind::kConfig, fmt::format("{}: key '{}' before any [section]", at, key),
                   "put it under its section, e.g. [disk]");
     }
-    const std::string kind = section.rfind("share ", 0) == 0 ? "share" : section;
+    const std::string kind = section.starts_with("share ") ? "share" : section;
     const auto& sec = keys().at(kind);
     auto it = sec.find(key);
     if (it == sec.end()) {
@@ -314,23 +323,20 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("{}: '{}' is set twice in [{}]", at, key, section));
     }
-    it->second(plan, value, fmt::format("{}: {}.{}", at, section, key));
+    it->second(plan, l.value, fmt::format("{}: {}.{}", at, section, key));
+  }
+  for (const SharePlan& s : plan.shares) {
+    if (!s.driver.empty()) check_driver(s);
   }
   return plan;
 }
 
 std::string driver_for_url(const std::string& url, const std::string& where) {
-  auto scheme = [&](const char* s) { return url.rfind(s, 0) == 0; };
-  if (scheme("ftp://") || scheme("ftps://")) return "ftp";
-  if (scheme("smb://")) return "smb";
-  if (scheme("afp://")) return "afp";
-  if (scheme("nfs://")) return "nfs";
-  if (scheme("file://") || scheme("/")) return "path";
-  if (scheme("null:")) return "null";
-  throw Error(
-      ErrorKind::kConfig, fmt::format("{}: '{}' is not a share URL chokepoint knows", where, url),
-      "use ftp://, ftps://, smb://, afp://, nfs://, a mounted path (/mnt/share or file://...), or "
-      "null: (the framework's own cost)");
+  try {
+    return std::string(transfer::driver_for_url(url).name);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("{}: {}", where, e.what()), e.hint());
+  }
 }
 
 void add_share_flag(Plan& plan, const std::string& flag) {
@@ -425,13 +431,7 @@ void validate(const Plan& plan) {
       throw Error(ErrorKind::kConfig, at + " has no medium", "add medium = ram or medium = disk");
     }
     // Driver options are checked now, not when the stage runs.
-    if (s.driver == "afp") {
-      try {
-        transfer::afp::parse_afp_options(s.options);
-      } catch (const Error& e) {
-        throw Error(ErrorKind::kConfig, fmt::format("{}: {}", at, e.what()), e.hint());
-      }
-    }
+    if (!s.driver.empty()) check_driver(s);
     int sources = !s.password_env.empty() + !s.password_file.empty() + s.password_prompt;
     if (sources > 1) {
       throw Error(ErrorKind::kConfig, at + " names more than one password source",
@@ -450,14 +450,12 @@ void validate(const Plan& plan) {
 }
 
 Plan load_plan(const std::string& path, Plan base) {
-  std::ifstream in(path);
-  if (!in) {
+  const std::optional<std::string> text = read_file(path);
+  if (!text) {
     throw Error(ErrorKind::kConfig, fmt::format("cannot read plan file '{}'", path),
                 "check the path; examples/plan.ini is an annotated example");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_plan(ss.str(), path, std::move(base));
+  return parse_plan(*text, path, std::move(base));
 }
 
 std::string plan_to_json(const Plan& p) {

@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace cp::transfer {
+struct DriverSpec;
+}
+
 namespace cp::pipeline {
 
 struct EndpointPlan {
@@ -36,6 +40,12 @@ struct SharePlan {
 
 // The driver for a share URL; throws Error(kConfig) naming the supported schemes.
 std::string driver_for_url(const std::string& url, const std::string& where);
+
+// Checks a share against its driver's declared data (transfer::DriverSpec):
+// its options (known, typed, in range) and the capabilities the protocol
+// stages use (they read and write files through it). Throws Error(kConfig)
+// naming the share. parse_plan and validate call it with the registry's spec.
+void check_share_driver(const SharePlan& share, const transfer::DriverSpec& spec);
 
 // The fewest samples a budgeted protocol series keeps (pipeline/plan.h Plan::proto_budget).
 constexpr int kMinProtoSamples = 3;

@@ -1,10 +1,12 @@
 #include "pipeline/plan.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 
 #include "core/error.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 namespace {
@@ -166,7 +168,7 @@ server_dir = /srv/ram
 medium = ram
 user = me
 password_env = NAS_PW
-options = depth=8, signing=required
+options = connections=8, encrypt=require
 [share ftp-disk]
 url = ftp://nas/disk
 server_dir = /srv/disk
@@ -178,8 +180,8 @@ password_file = /home/me/.nas-pw
   EXPECT_EQ(p.shares[0].name, "smb-ram");
   EXPECT_EQ(p.shares[0].driver, "smb");
   EXPECT_EQ(p.shares[0].medium, "ram");
-  EXPECT_EQ(p.shares[0].options.at("depth"), "8");
-  EXPECT_EQ(p.shares[0].options.at("signing"), "required");
+  EXPECT_EQ(p.shares[0].options.at("connections"), "8");
+  EXPECT_EQ(p.shares[0].options.at("encrypt"), "require");
   EXPECT_EQ(p.shares[0].declared_at, "plan.ini:4");
   EXPECT_EQ(p.shares[1].driver, "ftp");
   EXPECT_EQ(p.shares[1].password_file, "/home/me/.nas-pw");
@@ -224,13 +226,15 @@ TEST(Plan, ShareErrors) {
 
 TEST(Plan, ShareFlag) {
   Plan p;
-  add_share_flag(p, "nas=smb://nas/ram,server_dir=/srv/ram,medium=ram,user=me,options=depth=4,x=y");
+  add_share_flag(p,
+                 "nas=smb://nas/ram,server_dir=/srv/"
+                 "ram,medium=ram,user=me,options=connections=4,workgroup=LAB");
   ASSERT_EQ(p.shares.size(), 1u);
   EXPECT_EQ(p.shares[0].url, "smb://nas/ram");
   EXPECT_EQ(p.shares[0].server_dir, "/srv/ram");
   EXPECT_EQ(p.shares[0].user, "me");
-  EXPECT_EQ(p.shares[0].options.at("depth"), "4");
-  EXPECT_EQ(p.shares[0].options.at("x"), "y");
+  EXPECT_EQ(p.shares[0].options.at("connections"), "4");
+  EXPECT_EQ(p.shares[0].options.at("workgroup"), "LAB");
   EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
   EXPECT_THROW(add_share_flag(p, "no-url"), Error);
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);
@@ -244,6 +248,61 @@ TEST(Plan, AfpOptionsAreCheckedWhenThePlanIsRead) {
     SCOPED_TRACE(bad);
     try {
       validate(parse_plan(base + "options = " + bad + "\n", "p"));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
+// Every driver's options are checked against its declared table when the
+// plan is read, and an unknown one is refused the same way for each.
+TEST(Plan, EveryDriverRefusesUnknownOptionsWhenThePlanIsRead) {
+  for (const transfer::DriverSpec* d : transfer::driver_specs()) {
+    SCOPED_TRACE(std::string(d->name));
+    const std::string share = fmt::format(
+        "[share s]\nurl = {}host/x\nserver_dir = /srv/x\nmedium = ram\n", d->url_prefixes.front());
+    const Plan ok = parse_plan(share, "p");
+    ASSERT_EQ(ok.shares.size(), 1u);
+    EXPECT_EQ(ok.shares[0].driver, d->name);
+    try {
+      parse_plan(share + "options = frobnicate=1\n", "p");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    }
+  }
+}
+
+TEST(Plan, OptionValuesOutsideTheDeclaredRangeAreRefused) {
+  const std::string base =
+      "[share nas]\nurl = smb://nas/ram\nserver_dir = /srv/ram\nmedium = ram\n";
+  EXPECT_EQ(parse_plan(base + "options = connections=16, io_size=8MiB\n", "p")
+                .shares[0]
+                .options.at("connections"),
+            "16");
+  for (const char* bad : {"connections=17", "io_size=1k", "encrypt=maybe", "timeout=soon"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_THROW(parse_plan(base + "options = " + bad + "\n", "p"), Error);
+    Plan p;
+    EXPECT_THROW(add_share_flag(p, std::string("nas=smb://nas/ram,server_dir=/srv/ram,medium=ram,"
+                                               "options=") +
+                                       bad),
+                 Error);
+  }
+}
+
+// A driver that cannot write (or read) is refused for the protocol stages,
+// which put files through it as well as get them.
+TEST(Plan, ADriverThatCannotWriteIsRefused) {
+  const Plan p = parse_plan("[share s]\nurl = null:\nmedium = ram\n", "p");
+  transfer::DriverSpec spec = transfer::driver_spec("null");
+  EXPECT_NO_THROW(check_share_driver(p.shares[0], spec));
+  for (const bool read : {true, false}) {
+    spec.caps.read = read;
+    spec.caps.write = !read;
+    try {
+      check_share_driver(p.shares[0], spec);
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kConfig);

@@ -17,7 +17,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/mountinfo.h"
-#include "probe/text_file.h"
+#include "core/text.h"
 
 namespace cp::probe {
 namespace {
@@ -28,19 +28,6 @@ constexpr size_t kTopProcesses = 5;
 constexpr size_t kLimitedProcesses = 5;
 // Processes using less than this (% of a core) are not looked at for a limit.
 constexpr double kMinLimitedPct = 1;
-
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 bool to_u64(std::string_view s, uint64_t* v) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -73,7 +60,7 @@ bool scan_threads(const std::string& proc_root, int pid,
     if (ec != std::errc() || p != name.data() + name.size() || tid <= 0) continue;
     uint64_t ns = 0, wait = 0;
     // A thread may exit between readdir and read: skip it.
-    if (!read_text_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
+    if (!read_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
     if (!parse_schedstat(text, &ns, &wait)) {
       ok = false;
       break;
@@ -96,7 +83,7 @@ std::map<int, ProcSample> scan_processes(const std::string& proc_root) {
     auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (ec != std::errc() || p != name.data() + name.size() || pid <= 0) continue;
     // A process may exit between readdir and read: just skip it.
-    if (!read_text_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) continue;
+    if (!read_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) continue;
     ProcSample s;
     if (!parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks, &s.ppid)) continue;
     scan_threads(proc_root, pid, &s.thread_ns);
@@ -129,27 +116,6 @@ bool contains(const std::vector<std::string>& v, std::string_view x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(sep, start);
-    if (end == std::string_view::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // "net:[4026531993]", or "" when the link cannot be read (the process is gone, or we
 // may not look: only root may read another user's).
 std::string read_link(const std::string& path) {
@@ -164,7 +130,7 @@ class CgroupLimits {
   CgroupLimits(std::string proc_root, std::string fs_root)
       : proc_root_(std::move(proc_root)), fs_root_(std::move(fs_root)) {
     std::string text;
-    if (read_text_file(proc_root_ + "/self/mountinfo", &text)) mounts_ = parse_cgroup_mounts(text);
+    if (read_file(proc_root_ + "/self/mountinfo", &text)) mounts_ = parse_cgroup_mounts(text);
   }
 
   bool any() const { return !mounts_.empty(); }
@@ -173,7 +139,7 @@ class CgroupLimits {
   double of_pid(int pid, std::string* dir = nullptr) {
     if (mounts_.empty()) return 0;
     std::string text;
-    if (!read_text_file(fmt::format("{}/{}/cgroup", proc_root_, pid), &text)) return 0;
+    if (!read_file(fmt::format("{}/{}/cgroup", proc_root_, pid), &text)) return 0;
     double best = 0;
     for (const PidCgroup& c : parse_pid_cgroup(text)) {
       const bool v2 = c.hierarchy == "0" && c.controllers.empty();
@@ -228,9 +194,9 @@ class CgroupLimits {
     double limit = 0;
     std::string a, b;
     if (m.v2) {
-      if (read_text_file(dir + "/cpu.max", &a)) limit = parse_cpu_max(a);
-    } else if (read_text_file(dir + "/cpu.cfs_quota_us", &a) &&
-               read_text_file(dir + "/cpu.cfs_period_us", &b)) {
+      if (read_file(dir + "/cpu.max", &a)) limit = parse_cpu_max(a);
+    } else if (read_file(dir + "/cpu.cfs_quota_us", &a) &&
+               read_file(dir + "/cpu.cfs_period_us", &b)) {
       limit = parse_cfs_limit(a, b);
     }
     return cache_[dir] = std::max(limit, 0.0);
@@ -248,7 +214,7 @@ struct ThrottleStat {
 };
 std::optional<ThrottleStat> read_throttle(const std::string& dir) {
   std::string text;
-  if (!read_text_file(dir + "/cpu.stat", &text)) return std::nullopt;
+  if (!read_file(dir + "/cpu.stat", &text)) return std::nullopt;
   ThrottleStat t;
   bool periods = false, throttled = false;
   for (std::string_view line : split(text, '\n')) {
@@ -444,7 +410,7 @@ struct CpuSampler::Impl {
   // Reads /proc/stat; empty when unreadable.
   std::vector<CpuTimes> read_stat() {
     std::string text;
-    if (!read_text_file(proc_root + "/stat", &text)) return {};
+    if (!read_file(proc_root + "/stat", &text)) return {};
     return parse_proc_stat(text);
   }
 

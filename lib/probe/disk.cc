@@ -12,12 +12,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "core/error.h"
 #include "core/mountinfo.h"
+#include "core/text.h"
 #include "probe/io_buffer.h"
 
 namespace cp::probe {
@@ -353,11 +352,9 @@ MountEntry mount_of(const std::string& path) {
   const std::string resolved = real_path_of(path);
   struct stat st;
   if (::stat(resolved.c_str(), &st) != 0) throw io_error("cannot stat", path, errno);
-  std::ifstream in("/proc/self/mountinfo");
-  if (!in) return {};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return mountinfo_lookup(ss.str(), resolved, st.st_dev);
+  const std::optional<std::string> text = read_file("/proc/self/mountinfo");
+  if (!text) return {};
+  return mountinfo_lookup(*text, resolved, st.st_dev);
 }
 
 std::string fs_type(const std::string& path) {

@@ -24,11 +24,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/ini.h"
 #include "core/mountinfo.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "probe/disk.h"
-#include "probe/text_file.h"
 
 namespace cp::probe {
 
@@ -36,18 +37,11 @@ namespace json = boost::json;
 
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return std::string(s.substr(a, b - a));
-}
-
 // Trimmed contents of a one-line file, "" when unreadable.
 std::string read_line(const std::string& path) {
   std::string text;
-  if (!read_text_file(path, &text)) return {};
-  return trim(text);
+  if (!read_file(path, &text)) return {};
+  return std::string(trim(text));
 }
 
 std::optional<int64_t> read_int(const std::string& path) {
@@ -224,7 +218,7 @@ json::object net_facts(const std::string& peer) {
 
 std::string read_os() {
   std::string text;
-  if (read_text_file("/etc/os-release", &text) || read_text_file("/usr/lib/os-release", &text)) {
+  if (read_file("/etc/os-release", &text) || read_file("/usr/lib/os-release", &text)) {
     return parse_os_release(text);
   }
   return {};
@@ -232,7 +226,7 @@ std::string read_os() {
 
 std::string read_cpu_model() {
   std::string text;
-  if (!read_text_file("/proc/cpuinfo", &text)) return {};
+  if (!read_file("/proc/cpuinfo", &text)) return {};
   // x86: "model name"; some ARM kernels: "Hardware" or "Processor"; s390: "machine".
   for (const char* key : {"model name", "Hardware", "Processor", "cpu model", "machine"}) {
     size_t pos = 0;
@@ -245,8 +239,8 @@ std::string read_cpu_model() {
         continue;
       }
       if (trim(std::string_view(text).substr(pos, colon - pos)).empty()) {
-        std::string value = trim(std::string_view(text).substr(
-            colon + 1, (eol == std::string::npos ? text.size() : eol) - colon - 1));
+        std::string value(trim(std::string_view(text).substr(
+            colon + 1, (eol == std::string::npos ? text.size() : eol) - colon - 1)));
         if (!value.empty()) return value;
       }
     }
@@ -256,7 +250,7 @@ std::string read_cpu_model() {
 
 uint64_t read_memory_bytes() {
   std::string text;
-  if (read_text_file("/proc/meminfo", &text)) {
+  if (read_file("/proc/meminfo", &text)) {
     size_t pos = text.find("MemTotal:");
     if (pos != std::string::npos) {
       uint64_t kib = std::strtoull(text.c_str() + pos + 9, nullptr, 10);
@@ -324,11 +318,6 @@ std::string squeeze_spaces(std::string_view s) {
   return out;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 json::object tcp_sysctl_facts(const std::string& proc_root) {
@@ -340,7 +329,7 @@ json::object tcp_sysctl_facts(const std::string& proc_root) {
     std::replace(file.begin() + static_cast<std::ptrdiff_t>(proc_root.size() + 5), file.end(), '.',
                  '/');
     std::string text;
-    o[key] = read_text_file(file, &text) ? str_or_null(squeeze_spaces(text)) : json::value(nullptr);
+    o[key] = read_file(file, &text) ? str_or_null(squeeze_spaces(text)) : json::value(nullptr);
   }
   return o;
 }
@@ -348,31 +337,14 @@ json::object tcp_sysctl_facts(const std::string& proc_root) {
 json::object parse_samba_globals(std::string_view text) {
   json::object o;
   bool in_global = false;
-  std::string pending;  // a line continued with '\'
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string line = trim(text.substr(pos, eol - pos));
-    pos = eol + 1;
-    if (!pending.empty()) {
-      line = pending + line;
-      pending.clear();
-    }
-    if (!line.empty() && line.back() == '\\') {
-      pending = line.substr(0, line.size() - 1);
+  for (const IniLine& l : read_ini(text, {.comment_chars = "#;", .continuation = true})) {
+    if (l.text.front() == '[') {  // a header smbd cannot read leaves [global] too
+      in_global = l.kind == IniLine::Kind::kSection && lower(l.section) == "global";
       continue;
     }
-    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
-    if (line[0] == '[') {
-      const size_t close = line.find(']');
-      in_global = close != std::string::npos && lower(trim(line.substr(1, close - 1))) == "global";
-      continue;
-    }
-    const size_t eq = line.find('=');
-    if (!in_global || eq == std::string::npos) continue;
-    const std::string name = lower(squeeze_spaces(line.substr(0, eq)));
-    if (!name.empty()) o[name] = trim(std::string_view(line).substr(eq + 1));
+    if (!in_global || l.kind != IniLine::Kind::kEntry) continue;
+    const std::string name = lower(squeeze_spaces(l.key));
+    if (!name.empty()) o[name] = l.value;
   }
   return o;
 }
@@ -427,7 +399,7 @@ std::string samba_config_path(const std::string& planned, std::string* how,
       const std::string base = fmt::format("{}/{}", proc_root, pid);
       if (read_line(base + "/comm") != "smbd") continue;
       std::string cmdline;
-      if (!read_text_file(base + "/cmdline", &cmdline)) continue;
+      if (!read_file(base + "/cmdline", &cmdline)) continue;
       n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
       const bool local =
           !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
@@ -450,8 +422,8 @@ std::string samba_config_path(const std::string& planned, std::string* how,
       const size_t at = r.out.find("CONFIGFILE:");
       if (at != std::string::npos) {
         const size_t eol = r.out.find('\n', at);
-        std::string path =
-            trim(r.out.substr(at + 11, eol == std::string::npos ? eol : eol - at - 11));
+        std::string path(
+            trim(r.out.substr(at + 11, eol == std::string::npos ? eol : eol - at - 11)));
         if (!path.empty()) {
           *how = "smbd -b";
           return path;
@@ -468,7 +440,7 @@ json::value samba_facts(const std::string& conf_path) {
   std::string how;
   const std::string path = samba_config_path(conf_path, &how);
   std::string text;
-  if (!read_text_file(path, &text)) {
+  if (!read_file(path, &text)) {
     if (how == "default" || how == "smbd -b") return nullptr;
     return json::object{{"config_path", path},
                         {"error", fmt::format("cannot read {}: {}", path, errno_text(errno))}};
@@ -532,7 +504,7 @@ json::value block_device_facts(unsigned maj, unsigned min, const std::string& sy
     o["read_ahead_kb"] = nullptr;
   }
   std::string sched;
-  if (read_text_file(queue + "scheduler", &sched)) sched = parse_scheduler(sched);
+  if (read_file(queue + "scheduler", &sched)) sched = parse_scheduler(sched);
   o["scheduler"] = str_or_null(sched);
   const std::string rot = read_line(queue + "rotational");
   o["rotational"] = rot == "1" ? json::value(true) : rot == "0" ? json::value(false) : nullptr;
@@ -600,9 +572,9 @@ std::string parse_scheduler(std::string_view text) {
   size_t open = text.find('[');
   size_t close = text.find(']', open == std::string_view::npos ? 0 : open);
   if (open != std::string_view::npos && close != std::string_view::npos) {
-    return trim(text.substr(open + 1, close - open - 1));
+    return std::string(trim(text.substr(open + 1, close - open - 1)));
   }
-  return trim(text);
+  return std::string(trim(text));
 }
 
 std::string parse_os_release(std::string_view text) {
@@ -610,7 +582,7 @@ std::string parse_os_release(std::string_view text) {
   while (pos < text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
-    std::string line = trim(text.substr(pos, eol - pos));
+    std::string line(trim(text.substr(pos, eol - pos)));
     pos = eol + 1;
     if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
     std::string value = line.substr(12);

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "remote/agent_link.h"
 #include "remote/ssh.h"
 
@@ -149,13 +150,6 @@ std::string sha256_file(const std::string& path) {
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // key=value lines from the bootstrap probe.
 std::map<std::string, std::string> parse_kv(const std::string& text) {
   std::map<std::string, std::string> kv;
@@ -265,7 +259,7 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
     if (cached.count(file)) {
       ep->deployment_ = "cached";
     } else {
-      const std::string bytes = read_file(choice->path);
+      const std::string bytes = cp::read_file(choice->path).value_or("");
       ExecResult up =
           ssh.exec(sh_command(kUploadScript, {file, std::to_string(bytes.size())}), bytes, 300);
       if (up.exit_code != 0) {

@@ -1,14 +1,19 @@
-// File-transfer drivers: one per protocol (ftp, smb, afp, path, null), each
-// behind this small interface and registered in one explicit list
-// (registry.cc), the way fio's ioengines are. The agent on the client opens
-// a session to a share, then streams files through it with bounded buffers.
+// File-transfer drivers: one per protocol (ftp, smb, afp, nfs, path, null),
+// each behind this small interface. Each driver declares itself as data, the
+// way a fio ioengine does (its ioengine_ops: name, flags, options): a
+// DriverSpec with its URL prefixes, capabilities and options, listed in one
+// explicit table (registry.cc). The plan is checked against that data when it
+// is read; `chokepoint drivers` prints it. The agent on the client opens a
+// session to a share, then streams files through it with bounded buffers.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -26,10 +31,12 @@ struct Share {
   std::map<std::string, std::string> options;  // driver options ("depth" = "8", ...)
 };
 
+// What a driver can do. The plan refuses a share whose driver cannot read and
+// write (the protocol stages get and put); the sweep's random cells need the
+// random ones (File::pread/pwrite; without them the cell is skipped).
 struct Capabilities {
   bool read = true;
   bool write = true;
-  bool remove = true;
   bool random_access = false;  // pread at offsets (the transfer-size sweep's random reads)
   bool random_write = false;   // pwrite at offsets (its random writes)
 };
@@ -68,16 +75,66 @@ class Driver {
  public:
   virtual ~Driver() = default;
   virtual std::string name() const = 0;
-  virtual Capabilities capabilities() const = 0;
   // Connects and logs in. Errors say what failed and how to fix it (bad
   // login, unknown share, closed port, ...). `cancel` must outlive the
   // session: drivers may keep it to abandon waits (the agent passes its own).
   virtual std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) = 0;
 };
 
-// Every driver this build has, in one explicit list.
+// --- What a driver declares -----------------------------------------------
+
+// How an option's value is read. Units: kSize bytes ("4MiB"), kSeconds
+// seconds ("30s", "500ms"), kRate bit/s ("1gbit").
+enum class OptionType { kText, kCount, kSize, kSeconds, kRate, kFlag, kChoice };
+
+struct OptionSpec {
+  std::string_view name{};
+  OptionType type = OptionType::kText;
+  // The default as a user would write it; "" when there is none or the
+  // driver chooses at run time (the help says how).
+  std::string_view fallback{};
+  // Inclusive bounds of a kCount, kSize, kSeconds or kRate value in its unit;
+  // max 0: no upper bound.
+  double min = 0, max = 0;
+  // kChoice: the allowed values, '|'-separated. Other types: words taken
+  // besides a value of the type ("auto").
+  std::string_view words{};
+  std::string_view help{};  // one line
+};
+
+struct DriverSpec {
+  std::string_view name{};     // "smb": the plan's driver, the agent's
+  std::string_view summary{};  // one line: what it speaks, through what
+  // The share URLs it takes, by their start: "smb://"; the path driver's
+  // "/" and "file://".
+  std::span<const std::string_view> url_prefixes{};
+  Capabilities caps{};
+  std::span<const OptionSpec> options{};
+  std::unique_ptr<Driver> (*make)() = nullptr;
+};
+
+// Every driver this build has, in one explicit table (registry.cc).
+std::span<const DriverSpec* const> driver_specs();
 const std::vector<std::string>& driver_names();
-// The driver for a name; throws Error(kConfig) naming the known ones.
+// The spec of a driver; throws Error(kConfig) naming the known ones.
+const DriverSpec& driver_spec(std::string_view name);
+// The driver whose URL prefix starts `url`; throws Error(kConfig) naming the
+// URL forms every driver takes.
+const DriverSpec& driver_for_url(std::string_view url);
+// Checks share options against the spec: each one known, of its type, in its
+// range or among its words. Throws Error(kConfig) naming the option, the
+// driver and what it takes.
+void check_options(const DriverSpec& spec, const std::map<std::string, std::string>& options);
+// A declared option's value in `options`, else its declared default ("" when
+// it has none). Naming an undeclared option is a bug (CHECK).
+std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
+                         std::string_view name);
+// The table as text, for `chokepoint drivers` and the README: each driver's
+// URL forms, capabilities and options with their defaults and help.
+std::string describe_drivers();
+
+// The driver for a name; throws Error(kConfig) naming the known ones. Its
+// connect() checks the share's options against the spec first.
 std::unique_ptr<Driver> make_driver(const std::string& name);
 
 }  // namespace cp::transfer

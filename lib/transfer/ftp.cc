@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
@@ -50,21 +51,14 @@ void global_init() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
-double option_seconds(const Share& share, const char* name, double fallback) {
-  auto it = share.options.find(name);
-  if (it == share.options.end()) return fallback;
-  return parse_duration(it->second, fmt::format("ftp option '{}'", name));
-}
-
-std::string option_value(const Share& share, const char* name) {
-  auto it = share.options.find(name);
-  return it == share.options.end() ? std::string() : it->second;
+// Options with the defaults the table at the bottom declares.
+double option_seconds(const Share& share, const char* name) {
+  return parse_duration(option_value(kFtpDriver, share.options, name),
+                        fmt::format("ftp option '{}'", name));
 }
 
 bool option_flag(const Share& share, const char* name) {
-  auto it = share.options.find(name);
-  return it != share.options.end() &&
-         (it->second == "1" || it->second == "true" || it->second == "yes");
+  return parse_yes_no(option_value(kFtpDriver, share.options, name)).value_or(false);
 }
 
 class FtpFile;
@@ -84,7 +78,7 @@ class FtpSession : public Session {
     user_ = !share.user.empty() ? share.user : url_.user;
     password_ = !share.password.empty() ? share.password : url_.password;
     insecure_ = option_flag(share, "insecure");
-    ca_file_ = option_value(share, "ca_file");
+    ca_file_ = option_value(kFtpDriver, share.options, "ca_file");
     if (!ca_file_.empty() && !tls_) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("share option ca_file is for ftps:// URLs; '{}' is plain FTP",
@@ -97,8 +91,8 @@ class FtpSession : public Session {
           fmt::format("share option ca_file: cannot read '{}': {}", ca_file_, errno_text(errno)),
           "give the path of a PEM certificate file readable on the client host");
     }
-    connect_timeout_ = option_seconds(share, "connect_timeout", 15);
-    stall_timeout_ = option_seconds(share, "stall_timeout", 60);
+    connect_timeout_ = option_seconds(share, "connect_timeout");
+    stall_timeout_ = option_seconds(share, "stall_timeout");
     where_.server = host_port(url_, 21);
     where_.share = url_.path.empty() ? "/" : url_.path;
     where_.user = user_.empty() ? "anonymous" : user_;
@@ -536,9 +530,6 @@ std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64
 class FtpDriver : public Driver {
  public:
   std::string name() const override { return "ftp"; }
-  // No random access: every offset would be a new RETR (or STOR) with REST
-  // on a new data connection, which measures connection setup, not I/O.
-  Capabilities capabilities() const override { return {true, true, true, false, false}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<FtpSession>(share, cancel);
   }
@@ -669,6 +660,40 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
                "see the server's log; run `curl -v` against the same URL to compare");
 }
 
-std::unique_ptr<Driver> make_ftp_driver() { return std::make_unique<FtpDriver>(); }
+namespace {
+constexpr std::string_view kFtpPrefixes[] = {"ftp://", "ftps://"};
+constexpr OptionSpec kFtpOptions[] = {
+    {.name = "ca_file",
+     .type = OptionType::kText,
+     .help = "a PEM file of CA certificates to verify an ftps:// server against instead of the "
+             "system's (a self-signed server: its own certificate)"},
+    {.name = "insecure",
+     .type = OptionType::kFlag,
+     .fallback = "no",
+     .help = "skip TLS certificate checks (a last resort: the server is unauthenticated)"},
+    {.name = "connect_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "15s",
+     .min = 1,  // curl takes whole seconds
+     .help = "longest wait for the connection and the login"},
+    {.name = "stall_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "60s",
+     .min = 1,
+     .help = "longest time a transfer may move nothing"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<FtpDriver>(); }
+}  // namespace
+
+// No random access: every offset would be a new RETR (or STOR) with REST on a
+// new data connection, which measures connection setup, not I/O.
+const DriverSpec kFtpDriver = {
+    .name = "ftp",
+    .summary = "FTP, or FTPS with explicit TLS, through libcurl (passive, binary)",
+    .url_prefixes = kFtpPrefixes,
+    .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
+    .options = kFtpOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

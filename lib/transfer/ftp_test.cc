@@ -78,7 +78,7 @@ TEST(FtpError, TlsProblemsSayHowToFix) {
 
 TEST(FtpDriver, RefusesOtherSchemesAndBadOptions) {
   auto d = make_driver("ftp");
-  EXPECT_FALSE(d->capabilities().random_access);
+  EXPECT_FALSE(driver_spec("ftp").caps.random_access);
   CancelToken cancel;
   Share s;
   s.url = "smb://h/x";

@@ -78,47 +78,20 @@ void rpc_free_pdu(rpc_context* rpc, rpc_pdu* pdu);
 namespace cp::transfer {
 
 NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) {
+  check_options(kNfsDriver, options);  // known, of their type, in range (the spec below)
   NfsOptions o;
-  auto number = [](const std::string& what, const std::string& v, long lo, long hi,
-                   const std::string& fix) {
-    long n = 0;
-    bool ok = !v.empty() && v.size() <= 10;
-    for (char c : v) {
-      ok = ok && c >= '0' && c <= '9';
-      if (ok) n = n * 10 + (c - '0');
-    }
-    if (!ok || n < lo || n > hi) {
-      throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, v), fix);
-    }
-    return n;
-  };
   for (const auto& [key, value] : options) {
     const std::string what = fmt::format("nfs share option '{}'", key);
     if (key == "version") {
-      o.version = static_cast<int>(number(what, value, 3, 4, "give version=3 or version=4"));
+      o.version = std::stoi(value);
     } else if (key == "depth") {
-      o.depth = static_cast<unsigned>(number(what, value, 1, kNfsMaxDepth,
-                                             fmt::format("give a number of requests in flight, 1 "
-                                                         "to {}",
-                                                         kNfsMaxDepth)));
+      o.depth = static_cast<unsigned>(std::stoul(value));
     } else if (key == "request_size") {
       o.request_size = parse_size(value, what);
-      if (o.request_size < 4096 || o.request_size > kNfsMaxRequest) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give 4KiB to 16MiB (the default is 1MiB, the Linux client's rsize/wsize)");
-      }
     } else if (key == "uid" || key == "gid") {
-      (key == "uid" ? o.uid : o.gid) = static_cast<int>(
-          number(what, value, 0, 0x7fffffff, "give a numeric id, as the server's files use it"));
+      (key == "uid" ? o.uid : o.gid) = static_cast<int>(std::stol(value));
     } else if (key == "timeout") {
       o.timeout_s = parse_duration(value, what);
-      if (!(o.timeout_s > 0)) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give a positive duration like 30s");
-      }
-    } else {
-      throw Error(ErrorKind::kConfig, fmt::format("unknown nfs share option '{}'", key),
-                  "nfs shares take: version, request_size, depth, uid, gid, timeout");
     }
   }
   return o;
@@ -1022,7 +995,6 @@ void NfsFile::close() {
 class NfsDriver : public Driver {
  public:
   std::string name() const override { return "nfs"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<NfsSession>(share, cancel);
   }
@@ -1030,6 +1002,50 @@ class NfsDriver : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_nfs_driver() { return std::make_unique<NfsDriver>(); }
+namespace {
+constexpr std::string_view kNfsPrefixes[] = {"nfs://"};
+constexpr OptionSpec kNfsOptions[] = {
+    {.name = "version",
+     .type = OptionType::kChoice,
+     .fallback = "4",
+     .words = "3|4",
+     .help = "the NFS version (4, as Linux mounts today, or 3)"},
+    {.name = "request_size",
+     .type = OptionType::kSize,
+     .fallback = "1MiB",
+     .min = 4096,
+     .max = kNfsMaxRequest,
+     .help = "bytes per READ/WRITE (the Linux client's rsize/wsize), capped at the server's"},
+    {.name = "depth",
+     .type = OptionType::kCount,
+     .fallback = "4",
+     .min = 1,
+     .max = kNfsMaxDepth,
+     .help = "READ/WRITE requests in flight"},
+    {.name = "uid",
+     .type = OptionType::kCount,
+     .max = 0x7fffffff,
+     .help = "AUTH_SYS uid; default: the share user's on the client host, else the agent's"},
+    {.name = "gid",
+     .type = OptionType::kCount,
+     .max = 0x7fffffff,
+     .help = "AUTH_SYS gid; default as for uid"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "seconds without an answer before a call fails"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<NfsDriver>(); }
+}  // namespace
+
+const DriverSpec kNfsDriver = {
+    .name = "nfs",
+    .summary = "NFSv3 or NFSv4 through libnfs, requests pipelined",
+    .url_prefixes = kNfsPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = kNfsOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

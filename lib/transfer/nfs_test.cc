@@ -86,7 +86,7 @@ TEST(NfsError, MountFailuresAreConfigErrorsAndTheRestIo) {
 TEST(NfsDriver, RefusesUrlsItCannotMountBeforeConnecting) {
   auto driver = make_driver("nfs");
   EXPECT_EQ(driver->name(), "nfs");
-  EXPECT_TRUE(driver->capabilities().random_access);
+  EXPECT_TRUE(driver_spec("nfs").caps.random_access);
   CancelToken cancel;
   for (const std::string url :
        {"smb://127.0.0.1/ram", "nfs://127.0.0.1", "nfs://127.0.0.1/", "nfs://127.0.0.1:2050/ram"}) {

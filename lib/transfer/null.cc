@@ -55,7 +55,6 @@ class NullSession : public Session {
 class NullDriver : public Driver {
  public:
   std::string name() const override { return "null"; }
-  Capabilities capabilities() const override { return {true, true, true, false}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken&) override {
     uint64_t size = 1u << 20;
     if (auto it = share.options.find("size"); it != share.options.end()) {
@@ -67,6 +66,24 @@ class NullDriver : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_null_driver() { return std::make_unique<NullDriver>(); }
+namespace {
+constexpr std::string_view kNullPrefixes[] = {"null:"};
+constexpr OptionSpec kNullOptions[] = {
+    {.name = "size",
+     .type = OptionType::kSize,
+     .fallback = "1MiB",
+     .help = "bytes a file read holds when the reader expects no size"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<NullDriver>(); }
+}  // namespace
+
+const DriverSpec kNullDriver = {
+    .name = "null",
+    .summary = "no I/O: the framework's own cost (like fio's null engine)",
+    .url_prefixes = kNullPrefixes,
+    .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
+    .options = kNullOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

@@ -14,11 +14,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/mountinfo.h"
+#include "core/text.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
@@ -198,7 +197,6 @@ class PathSession : public Session {
 class PathDriver : public Driver {
  public:
   std::string name() const override { return "path"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
 
   std::unique_ptr<Session> connect(const Share& share, const CancelToken&) override {
     const std::string root = share_root(share.url);
@@ -210,10 +208,7 @@ class PathDriver : public Driver {
     MountEntry mount;
     char resolved[PATH_MAX];
     if (::realpath(root.c_str(), resolved)) {
-      std::ifstream in("/proc/self/mountinfo");
-      std::stringstream text;
-      text << in.rdbuf();
-      mount = find_mount(text.str(), resolved);
+      mount = find_mount(read_file("/proc/self/mountinfo").value_or(""), resolved);
     }
     return std::make_unique<PathSession>(root, std::move(mount));
   }
@@ -292,6 +287,18 @@ MountEntry find_mount(std::string_view info, std::string_view path) {
   return best;
 }
 
-std::unique_ptr<Driver> make_path_driver() { return std::make_unique<PathDriver>(); }
+namespace {
+constexpr std::string_view kPathPrefixes[] = {"/", "file://"};
+std::unique_ptr<Driver> make() { return std::make_unique<PathDriver>(); }
+}  // namespace
+
+const DriverSpec kPathDriver = {
+    .name = "path",
+    .summary = "a mounted filesystem (kernel CIFS or NFS, FUSE, ...), like timing cp",
+    .url_prefixes = kPathPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = {},
+    .make = make,
+};
 
 }  // namespace cp::transfer

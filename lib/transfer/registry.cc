@@ -1,22 +1,143 @@
+// The one table of drivers, and what is done with their declared data:
+// scheme -> driver, option checks, the text `chokepoint drivers` prints.
+#include "transfer/registry.h"
+
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
+#include "core/text.h"
+#include "core/units.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
-#include "transfer/registry.h"
 
 namespace cp::transfer {
 namespace {
 
-struct Entry {
-  const char* name;
-  std::unique_ptr<Driver> (*make)();
-};
+// The one explicit list of drivers (fio's engine list does the same).
+const DriverSpec* const kDrivers[] = {&kNullDriver, &kFtpDriver, &kSmbDriver,
+                                      &kPathDriver, &kAfpDriver, &kNfsDriver};
 
-// The one explicit list of drivers.
-const Entry kDrivers[] = {
-    {"null", make_null_driver}, {"ftp", make_ftp_driver}, {"smb", make_smb_driver},
-    {"path", make_path_driver}, {"afp", make_afp_driver}, {"nfs", make_nfs_driver},
+std::string option_names(const DriverSpec& spec) {
+  std::vector<std::string> names;
+  for (const auto& o : spec.options) names.emplace_back(o.name);
+  return join(names);
+}
+
+bool is_word(const OptionSpec& o, std::string_view value) {
+  for (std::string_view w : split(o.words, '|')) {
+    if (!w.empty() && w == value) return true;
+  }
+  return false;
+}
+
+std::string format_bound(const OptionSpec& o, double v) {
+  switch (o.type) {
+    case OptionType::kSize:
+      return format_size(static_cast<uint64_t>(v));
+    case OptionType::kSeconds:
+      return fmt::format("{:g} s", v);
+    case OptionType::kRate:
+      return format_rate_bits(v);
+    default:
+      return fmt::format("{:.0f}", v);
+  }
+}
+
+// What the option takes, in words: "a whole number from 1 to 16, or auto".
+std::string takes(const OptionSpec& o) {
+  std::string range;
+  if (o.type == OptionType::kSeconds && o.min > 0 && o.min < 1 && o.max <= 0) {
+    range = " over 0";  // any positive duration
+  } else if (o.max > 0) {
+    range = fmt::format(" from {} to {}", format_bound(o, o.min), format_bound(o, o.max));
+  } else if (o.min > 0) {
+    range = fmt::format(" of at least {}", format_bound(o, o.min));
+  }
+  std::string what;
+  switch (o.type) {
+    case OptionType::kText:
+      what = "any text";
+      break;
+    case OptionType::kCount:
+      what = "a whole number" + range;
+      break;
+    case OptionType::kSize:
+      what = "a size" + range + " (like 4MiB)";
+      break;
+    case OptionType::kSeconds:
+      what = "a duration" + range + " (like 30s or 500ms)";
+      break;
+    case OptionType::kRate:
+      what = "a rate" + range + " (like 1gbit)";
+      break;
+    case OptionType::kFlag:
+      what = "yes or no";
+      break;
+    case OptionType::kChoice: {
+      std::vector<std::string> words;
+      for (std::string_view w : split(o.words, '|')) words.emplace_back(w);
+      return "one of " + join(words);
+    }
+  }
+  for (std::string_view w : split(o.words, '|')) {
+    if (!w.empty()) what += fmt::format(", or {}", w);
+  }
+  return what;
+}
+
+// The value in the option's unit, or nullopt when it is not of its type.
+std::optional<double> value_of(const OptionSpec& o, const std::string& value) {
+  try {
+    switch (o.type) {
+      case OptionType::kCount: {
+        if (value.empty() || value.size() > 15 ||
+            value.find_first_not_of("0123456789") != std::string::npos) {
+          return std::nullopt;
+        }
+        return static_cast<double>(std::stoull(value));
+      }
+      case OptionType::kSize:
+        return static_cast<double>(parse_size(value, o.name));
+      case OptionType::kSeconds:
+        return parse_duration(value, o.name);
+      case OptionType::kRate:
+        return static_cast<double>(parse_rate_bits(value, o.name));
+      case OptionType::kFlag:
+        return parse_yes_no(value) ? std::optional<double>(0) : std::nullopt;
+      case OptionType::kText:
+        return 0;
+      case OptionType::kChoice:
+        return std::nullopt;  // only its words
+    }
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
+bool in_range(const OptionSpec& o, double v) {
+  if (o.type == OptionType::kText || o.type == OptionType::kFlag) return true;
+  if (std::isnan(v) || v < o.min) return false;
+  return o.max <= 0 || v <= o.max;
+}
+
+// The driver as make_driver() hands it out: its options are checked against
+// the spec before it connects, whoever built the Share (the plan checked
+// them already; bench tools and tests did not).
+class CheckedDriver : public Driver {
+ public:
+  CheckedDriver(const DriverSpec& spec, std::unique_ptr<Driver> inner)
+      : spec_(spec), inner_(std::move(inner)) {}
+  std::string name() const override { return inner_->name(); }
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
+    check_options(spec_, share.options);
+    return inner_->connect(share, cancel);
+  }
+
+ private:
+  const DriverSpec& spec_;
+  std::unique_ptr<Driver> inner_;
 };
 
 }  // namespace
@@ -29,23 +150,101 @@ void File::pwrite(const char*, size_t, uint64_t) {
   throw Error(ErrorKind::kUnsupported, "this protocol driver writes sequentially only");
 }
 
+std::span<const DriverSpec* const> driver_specs() { return kDrivers; }
+
 const std::vector<std::string>& driver_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& e : kDrivers) v.push_back(e.name);
+    for (const DriverSpec* d : kDrivers) v.emplace_back(d->name);
     return v;
   }();
   return names;
 }
 
-std::unique_ptr<Driver> make_driver(const std::string& name) {
-  for (const auto& e : kDrivers) {
-    if (name == e.name) return e.make();
+const DriverSpec& driver_spec(std::string_view name) {
+  for (const DriverSpec* d : kDrivers) {
+    if (d->name == name) return *d;
   }
-  std::string known;
-  for (const auto& n : driver_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(ErrorKind::kConfig, fmt::format("no transfer driver '{}'", name),
-              "this build has: " + known);
+              "this build has: " + join(driver_names()));
+}
+
+const DriverSpec& driver_for_url(std::string_view url) {
+  std::vector<std::string> forms;
+  for (const DriverSpec* d : kDrivers) {
+    std::vector<std::string> prefixes;
+    for (std::string_view p : d->url_prefixes) {
+      if (url.starts_with(p)) return *d;
+      prefixes.emplace_back(p);
+    }
+    forms.push_back(fmt::format("{} ({})", join(prefixes, " or "), d->name));
+  }
+  throw Error(ErrorKind::kConfig, fmt::format("'{}' is not a share URL chokepoint knows", url),
+              "share URLs start with: " + join(forms, "; ") +
+                  " (`chokepoint drivers` lists each one's options)");
+}
+
+void check_options(const DriverSpec& spec, const std::map<std::string, std::string>& options) {
+  for (const auto& [key, value] : options) {
+    const OptionSpec* o = nullptr;
+    for (const auto& candidate : spec.options) {
+      if (candidate.name == key) o = &candidate;
+    }
+    if (!o) {
+      throw Error(ErrorKind::kConfig, fmt::format("unknown {} share option '{}'", spec.name, key),
+                  spec.options.empty()
+                      ? fmt::format("the {} driver takes no options", spec.name)
+                      : fmt::format("{} shares take: {}", spec.name, option_names(spec)));
+    }
+    if (is_word(*o, value)) continue;
+    const std::optional<double> v = value_of(*o, value);
+    if (!v || !in_range(*o, *v)) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("{} share option '{}' is '{}'", spec.name, key, value),
+                  fmt::format("give {} ({})", takes(*o), o->help));
+    }
+  }
+}
+
+std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
+                         std::string_view name) {
+  const OptionSpec* o = nullptr;
+  for (const auto& candidate : spec.options) {
+    if (candidate.name == name) o = &candidate;
+  }
+  CP_CHECK(o != nullptr);
+  const auto it = options.find(std::string(name));
+  return it != options.end() ? it->second : std::string(o->fallback);
+}
+
+std::string describe_drivers() {
+  std::string out;
+  for (const DriverSpec* d : kDrivers) {
+    std::vector<std::string> prefixes, can;
+    for (std::string_view p : d->url_prefixes) prefixes.emplace_back(p);
+    if (d->caps.read) can.emplace_back("read");
+    if (d->caps.write) can.emplace_back("write");
+    if (d->caps.random_access) can.emplace_back("random reads");
+    if (d->caps.random_write) can.emplace_back("random writes");
+    out += fmt::format("{}: {}\n  URLs:    {}\n  does:    {}\n", d->name, d->summary,
+                       join(prefixes, ", "), join(can));
+    if (d->options.empty()) {
+      out += "  options: none\n";
+    }
+    for (const OptionSpec& o : d->options) {
+      out += fmt::format("  {}  {}{}\n", o.name, takes(o),
+                         o.fallback.empty() ? "" : fmt::format("; default {}", o.fallback));
+      out += fmt::format("      {}\n", o.help);
+    }
+    out += "\n";
+  }
+  out += "Give options in a share's section: options = key=value, key=value\n";
+  return out;
+}
+
+std::unique_ptr<Driver> make_driver(const std::string& name) {
+  const DriverSpec& spec = driver_spec(name);
+  return std::make_unique<CheckedDriver>(spec, spec.make());
 }
 
 const char* step_words(Step step, bool writing, const char* connect, const char* close_write) {

@@ -1,17 +1,17 @@
-// Factories of the drivers; registry.cc lists them. Internal to lib/transfer.
+// The drivers' specs; each driver's file defines its own (its URL prefixes,
+// capabilities, options and factory) and registry.cc lists them. Internal to
+// lib/transfer.
 #pragma once
-
-#include <memory>
 
 #include "transfer/driver.h"
 
 namespace cp::transfer {
 
-std::unique_ptr<Driver> make_null_driver();
-std::unique_ptr<Driver> make_ftp_driver();
-std::unique_ptr<Driver> make_smb_driver();
-std::unique_ptr<Driver> make_path_driver();
-std::unique_ptr<Driver> make_afp_driver();
-std::unique_ptr<Driver> make_nfs_driver();
+extern const DriverSpec kNullDriver;
+extern const DriverSpec kFtpDriver;
+extern const DriverSpec kSmbDriver;
+extern const DriverSpec kPathDriver;
+extern const DriverSpec kAfpDriver;
+extern const DriverSpec kNfsDriver;
 
 }  // namespace cp::transfer

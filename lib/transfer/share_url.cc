@@ -2,12 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <curl/curl.h>
+
 #include <cctype>
+#include <cstdlib>
+#include <optional>
 
 #include "core/error.h"
 
 namespace cp::transfer {
 namespace {
+
+[[noreturn]] void bad_url(std::string_view url, std::string_view why) {
+  throw Error(ErrorKind::kConfig, fmt::format("share URL '{}' {}", redact_url(url), why),
+              "write it as scheme://[user@]host[:port]/path, like smb://nas/share or "
+              "ftp://nas/pub (a path driver share is an absolute path like /mnt/nas)");
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -16,31 +26,21 @@ int hex_value(char c) {
   return -1;
 }
 
-[[noreturn]] void bad_url(std::string_view url, std::string_view why) {
-  throw Error(ErrorKind::kConfig, fmt::format("share URL '{}' {}", redact_url(url), why),
-              "write it as scheme://[user@]host[:port]/path, like smb://nas/share or "
-              "ftp://nas/pub (a path driver share is an absolute path like /mnt/nas)");
-}
-
-std::string decode(std::string_view url, std::string_view part) {
-  std::string out;
-  out.reserve(part.size());
-  for (size_t i = 0; i < part.size(); ++i) {
-    if (part[i] != '%') {
-      out += part[i];
-      continue;
-    }
-    if (i + 2 >= part.size()) bad_url(url, "has a cut-off %-escape");
-    const int hi = hex_value(part[i + 1]);
-    const int lo = hex_value(part[i + 2]);
-    if (hi < 0 || lo < 0) bad_url(url, "has a malformed %-escape");
-    const char c = static_cast<char>(hi * 16 + lo);
-    if (c == '\0') bad_url(url, "has an encoded NUL (%00)");
-    out += c;
-    i += 2;
+// libcurl's URL handle, freed on every path out.
+struct Url {
+  CURLU* h = curl_url();
+  ~Url() { curl_url_cleanup(h); }
+  // A part, %-decoded; nullopt when the URL has none.
+  std::optional<std::string> get(std::string_view url, CURLUPart part, unsigned flags) const {
+    char* v = nullptr;
+    const CURLUcode rc = curl_url_get(h, part, &v, flags);
+    if (rc == CURLUE_URLDECODE) bad_url(url, "has an encoded NUL (%00)");
+    if (rc != CURLUE_OK) return std::nullopt;
+    std::string out(v);
+    curl_free(v);
+    return out;
   }
-  return out;
-}
+};
 
 }  // namespace
 
@@ -60,61 +60,52 @@ std::string redact_url(std::string_view url) {
   return out;
 }
 
+// libcurl's CURLU parses (RFC 3986, schemes it does not speak too); what it
+// lets through that a share cannot be is refused here: malformed %-escapes
+// (curl keeps them literally), an empty port or host, port 0, a query or a
+// fragment.
 ShareUrl parse_share_url(std::string_view url) {
-  ShareUrl u;
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos || scheme_end == 0) bad_url(url, "has no scheme://");
-  for (char c : url.substr(0, scheme_end)) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.') {
-      bad_url(url, "has a malformed scheme");
+  const std::string text(url);
+  Url u;
+  const CURLUcode rc =
+      curl_url_set(u.h, CURLUPART_URL, text.c_str(), CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS);
+  if (rc == CURLUE_BAD_SCHEME || rc == CURLUE_MALFORMED_INPUT) bad_url(url, "has no scheme://");
+  if (rc == CURLUE_BAD_PORT_NUMBER) bad_url(url, "has a port that is not a number 1-65535");
+  if (rc != CURLUE_OK) bad_url(url, fmt::format("is malformed ({})", curl_url_strerror(rc)));
+  for (size_t i = url.find('%'); i != std::string_view::npos; i = url.find('%', i + 1)) {
+    if (i + 2 >= url.size()) bad_url(url, "has a cut-off %-escape");
+    if (hex_value(url[i + 1]) < 0 || hex_value(url[i + 2]) < 0) {
+      bad_url(url, "has a malformed %-escape");
     }
-    u.scheme += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  std::string_view rest = url.substr(scheme_end + 3);
-  if (rest.find_first_of("?#") != std::string_view::npos) {
+  ShareUrl s;
+  s.scheme = u.get(url, CURLUPART_SCHEME, 0).value_or("");
+  // curl reads "smb:///x" as host x, and "h:/" as no port.
+  const std::string_view rest = url.substr(url.find("://") + 3);
+  const std::string_view auth = rest.substr(0, rest.find_first_of("/?#"));
+  if (auth.empty() && s.scheme != "file") bad_url(url, "has no host");
+  if (!auth.empty() && auth.back() == ':') bad_url(url, "has an empty port");
+  if (u.get(url, CURLUPART_QUERY, 0) || u.get(url, CURLUPART_FRAGMENT, 0) ||
+      url.find('#') != std::string_view::npos) {
     bad_url(url, "has a query or fragment (? or #), which shares do not take");
   }
-  const size_t slash = rest.find('/');
-  std::string_view auth = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? "" : rest.substr(slash);
-  if (const size_t at = auth.rfind('@'); at != std::string_view::npos) {
-    const std::string_view userinfo = auth.substr(0, at);
-    auth = auth.substr(at + 1);
-    const size_t colon = userinfo.find(':');
-    u.user = decode(url, userinfo.substr(0, colon));
-    if (colon != std::string_view::npos) u.password = decode(url, userinfo.substr(colon + 1));
+  s.user = u.get(url, CURLUPART_USER, CURLU_URLDECODE).value_or("");
+  s.password = u.get(url, CURLUPART_PASSWORD, CURLU_URLDECODE).value_or("");
+  s.host = u.get(url, CURLUPART_HOST, CURLU_URLDECODE).value_or("");
+  if (s.host.size() >= 2 && s.host.front() == '[' && s.host.back() == ']') {
+    s.host = s.host.substr(1, s.host.size() - 2);  // an IPv6 literal
+    if (auto zone = u.get(url, CURLUPART_ZONEID, CURLU_URLDECODE)) s.host += "%" + *zone;
   }
-  std::string_view host = auth;
-  std::string_view port;
-  if (!auth.empty() && auth.front() == '[') {
-    const size_t close = auth.find(']');
-    if (close == std::string_view::npos) bad_url(url, "has an unclosed [IPv6] host");
-    host = auth.substr(1, close - 1);
-    const std::string_view after = auth.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') bad_url(url, "has text after its [IPv6] host");
-      port = after.substr(1);
-      if (port.empty()) bad_url(url, "has an empty port");
-    }
-  } else if (const size_t colon = auth.rfind(':'); colon != std::string_view::npos) {
-    host = auth.substr(0, colon);
-    port = auth.substr(colon + 1);
-    if (port.empty()) bad_url(url, "has an empty port");
+  if (auto port = u.get(url, CURLUPART_PORT, 0)) {
+    s.port = std::atoi(port->c_str());
+    if (s.port < 1 || s.port > 65535) bad_url(url, "has a port that is not a number 1-65535");
   }
-  if (host.empty() && u.scheme != "file") bad_url(url, "has no host");
-  u.host = decode(url, host);
-  if (!port.empty()) {
-    int p = 0;
-    for (char c : port) {
-      if (c < '0' || c > '9' || p > 65535) bad_url(url, "has a port that is not a number 1-65535");
-      p = p * 10 + (c - '0');
-    }
-    if (p < 1 || p > 65535) bad_url(url, "has a port that is not a number 1-65535");
-    u.port = p;
+  // No path at all reads as "" (curl says "/").
+  if (rest.find('/') != std::string_view::npos) {
+    s.path = u.get(url, CURLUPART_PATH, CURLU_URLDECODE).value_or("");
   }
-  u.path = decode(url, path);
-  while (u.path.size() > 1 && u.path.back() == '/') u.path.pop_back();
-  return u;
+  while (s.path.size() > 1 && s.path.back() == '/') s.path.pop_back();
+  return s;
 }
 
 std::string percent_encode_path(std::string_view path) {

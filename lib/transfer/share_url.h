@@ -7,7 +7,8 @@
 
 namespace cp::transfer {
 
-// "scheme://[user[:password]@]host[:port][/path]", percent-decoded.
+// "scheme://[user[:password]@]host[:port][/path]", percent-decoded; parsed
+// by libcurl's CURLU (RFC 3986), with the checks it leaves to its caller.
 struct ShareUrl {
   std::string scheme;    // lower case: "ftp", "ftps", "smb", "file"
   std::string user;      // empty when the URL names none

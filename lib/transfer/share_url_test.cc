@@ -34,10 +34,41 @@ TEST(ShareUrl, MinimalAndIpv6) {
   EXPECT_EQ(u.path, "/mnt/nas");
 }
 
+TEST(ShareUrl, Ipv6LiteralsKeepTheirZoneAndPort) {
+  ShareUrl u = parse_share_url("nfs://[2001:db8::7]/export");
+  EXPECT_EQ(u.host, "2001:db8::7");
+  EXPECT_EQ(u.port, 0);
+  EXPECT_EQ(host_port(u, 2049), "[2001:db8::7]:2049");
+  u = parse_share_url("smb://bob@[fe80::1%25eth0]:4450/s");
+  EXPECT_EQ(u.host, "fe80::1%eth0");
+  EXPECT_EQ(u.user, "bob");
+  EXPECT_EQ(u.port, 4450);
+  EXPECT_EQ(u.path, "/s");
+}
+
+TEST(ShareUrl, PercentEscapesAreDecodedInEveryPart) {
+  const ShareUrl u = parse_share_url("smb://DOM%3Bb%20b:p%3Aw@h%2Dx/My%20Share/%C3%A9t%C3%A9");
+  EXPECT_EQ(u.user, "DOM;b b");
+  EXPECT_EQ(u.password, "p:w");
+  EXPECT_EQ(u.host, "h-x");
+  EXPECT_EQ(u.path, "/My Share/\xC3\xA9t\xC3\xA9");
+  // A user's ';' needs no escape (smb's DOMAIN;user, afp's ;AUTH=).
+  EXPECT_EQ(parse_share_url("afp://u;AUTH=DHX2@h/v").user, "u;AUTH=DHX2");
+}
+
+TEST(ShareUrl, PortsFromOneTo65535) {
+  EXPECT_EQ(parse_share_url("ftp://h:1/x").port, 1);
+  EXPECT_EQ(parse_share_url("ftp://h:65535").port, 65535);
+  for (const char* bad : {"ftp://h:0/x", "ftp://h:65536/x", "ftp://h:-1/x", "ftp://h: 21/x"}) {
+    EXPECT_THROW(parse_share_url(bad), Error) << bad;
+  }
+}
+
 TEST(ShareUrl, RejectsMalformed) {
-  for (const char* bad : {"nas/share", "://x", "smb:///share", "ftp://h:/x", "ftp://h:99999/x",
-                          "ftp://h:12a/x", "ftp://h/a%2", "ftp://h/a%zz", "ftp://h/a%00",
-                          "smb://h/s?x=1", "ftp://[::1/x", "s mb://h/x"}) {
+  for (const char* bad :
+       {"nas/share", "://x", "smb:///share", "ftp://h:/x", "ftp://h:99999/x", "ftp://h:12a/x",
+        "ftp://h/a%2", "ftp://h/a%zz", "ftp://h/a%00", "smb://h/s?x=1", "ftp://[::1/x",
+        "s mb://h/x", "ftp://h/x#frag", "smb://h/a b", "ftp://%00@h/x"}) {
     EXPECT_THROW(parse_share_url(bad), Error) << bad;
   }
 }

@@ -155,9 +155,9 @@ void on_log(void*, int, const char* msg) {
   if (t_log.size() > kLogKeep) t_log.erase(0, t_log.size() - kLogKeep);
 }
 
-std::string option(const Share& share, const char* name, std::string fallback) {
-  auto it = share.options.find(name);
-  return it == share.options.end() ? fallback : it->second;
+// An option, else the default the table at the bottom declares.
+std::string option(const Share& share, const char* name) {
+  return option_value(kSmbDriver, share.options, name);
 }
 
 // A context's user data: its login, and what its check-server hook needs.
@@ -491,22 +491,22 @@ class SmbSession : public Session {
     share_name_ = url_.path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
     creds_.user = !share.user.empty() ? share.user : url_.user;
     creds_.password = !share.password.empty() ? share.password : url_.password;
-    creds_.workgroup = option(share, "workgroup", "");
+    creds_.workgroup = option(share, "workgroup");
     if (const size_t semi = creds_.user.find(';'); semi != std::string::npos) {
       creds_.workgroup = creds_.user.substr(0, semi);  // "DOMAIN;user"
       creds_.user = creds_.user.substr(semi + 1);
     }
-    const std::string io = option(share, "io_size", "");
+    const std::string io = option(share, "io_size");
     io_size_ = io.empty() ? 0 : parse_size(io, "smb option 'io_size'");
     if (!io.empty() && (io_size_ < 4096 || io_size_ > (64u << 20))) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("smb option io_size={} is out of range", io_size_),
                   "give 4KiB to 64MiB");
     }
-    encrypt_ = option(share, "encrypt", "default");
-    min_protocol_ = option(share, "min_protocol", "SMB2_02");
-    max_protocol_ = option(share, "max_protocol", "SMB3");
-    const double timeout = parse_duration(option(share, "timeout", "30"), "smb option 'timeout'");
+    encrypt_ = option(share, "encrypt");
+    min_protocol_ = option(share, "min_protocol");
+    max_protocol_ = option(share, "max_protocol");
+    const double timeout = parse_duration(option(share, "timeout"), "smb option 'timeout'");
     where_.server = host_port(url_, 445);
     where_.share = share_name_;
     where_.user = creds_.user.empty() ? "guest" : creds_.user;
@@ -521,7 +521,7 @@ class SmbSession : public Session {
                   "give default, none, request or require");
     }
     timeout_ = timeout;
-    const std::string conns = option(share, "connections", "auto");
+    const std::string conns = option(share, "connections");
     auto_connections_ = conns == "auto";
     connections_ = !auto_connections_ && conns.size() <= 2 &&
                            std::all_of(conns.begin(), conns.end(), ::isdigit)
@@ -533,7 +533,7 @@ class SmbSession : public Session {
                   fmt::format("give auto or 1 to {} (connections moving one file's data at once)",
                               kSmbMaxConnections));
     }
-    const std::string rate = option(share, "path_rate", "");
+    const std::string rate = option(share, "path_rate");
     path_rate_ = rate.empty() ? 0 : parse_rate_bits(rate, "smb option 'path_rate'") / 8.0;
     ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
@@ -1443,7 +1443,6 @@ void SmbPoolFile::close() {
 class SmbDriver : public Driver {
  public:
   std::string name() const override { return "smb"; }
-  Capabilities capabilities() const override { return {true, true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<SmbSession>(share, cancel);
   }
@@ -1764,6 +1763,61 @@ Smb2Limits parse_smb2_negotiate_response(std::string_view frame) {
   return l;
 }
 
-std::unique_ptr<Driver> make_smb_driver() { return std::make_unique<SmbDriver>(); }
+namespace {
+constexpr std::string_view kSmbPrefixes[] = {"smb://"};
+constexpr std::string_view kSmbProtocols = "NT1|SMB2|SMB2_02|SMB2_10|SMB3|SMB3_00|SMB3_02|SMB3_11";
+constexpr OptionSpec kSmbOptions[] = {
+    {.name = "encrypt",
+     .type = OptionType::kChoice,
+     .fallback = "default",
+     .words = "default|none|request|require",
+     .help = "SMB3 encryption, as libsmbclient's client smb encrypt"},
+    {.name = "io_size",
+     .type = OptionType::kSize,
+     .min = 4096,
+     .max = 64 << 20,
+     .help = "bytes per smbc_read/smbc_write call; default 1 MiB, 8 MiB on a path whose "
+             "round trip is over 1 ms"},
+    {.name = "connections",
+     .type = OptionType::kCount,
+     .fallback = "auto",
+     .min = 1,
+     .max = kSmbMaxConnections,
+     .words = "auto",
+     .help = "connections moving one file's data at once; auto: 1 on a short path, more "
+             "where the round trip is long"},
+    {.name = "path_rate",
+     .type = OptionType::kRate,
+     .help = "the path's rate, for connections=auto (unknown: 3 connections on a long path)"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "libsmbclient's timeout per call"},
+    {.name = "workgroup",
+     .type = OptionType::kText,
+     .help = "the login's domain or workgroup (a user DOMAIN;name sets it too)"},
+    {.name = "min_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB2_02",
+     .words = kSmbProtocols,
+     .help = "the oldest dialect offered"},
+    {.name = "max_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB3",
+     .words = kSmbProtocols,
+     .help = "the newest dialect offered"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<SmbDriver>(); }
+}  // namespace
+
+const DriverSpec kSmbDriver = {
+    .name = "smb",
+    .summary = "SMB2/3 through libsmbclient (Samba's client library)",
+    .url_prefixes = kSmbPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = kSmbOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

@@ -176,7 +176,7 @@ TEST(SmbError, NamesTheOperationThatFailed) {
 
 TEST(SmbDriver, RefusesBadUrlsAndOptions) {
   auto d = make_driver("smb");
-  EXPECT_TRUE(d->capabilities().random_access);
+  EXPECT_TRUE(driver_spec(d->name()).caps.random_access);
   CancelToken cancel;
   Share s;
   s.url = "ftp://h/x";

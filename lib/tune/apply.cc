@@ -19,18 +19,12 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "probe/sysinfo.h"
 
 namespace cp::tune {
 namespace json = boost::json;
 namespace {
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t b = 0;
-  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  return s.substr(b);
-}
 
 std::string squeeze(const std::string& s) {
   std::string out;
@@ -45,22 +39,6 @@ std::string squeeze(const std::string& s) {
     out += c;
   }
   return out;
-}
-
-bool read_file(const std::string& path, std::string* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out->clear();
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      return n == 0;
-    }
-    out->append(buf, static_cast<size_t>(n));
-  }
 }
 
 // Writes in place (the inode, its mode and owner stay: smb.conf comes back
@@ -477,8 +455,9 @@ std::string Action::display() const {
   if (kind == "run") return pre + shell_join(argv);
   if (kind == "remove") return pre + "rm -f " + shell_quote(path);
   if (is_kernel_file(path)) {
-    return sudo ? fmt::format("echo {} | sudo -n tee {}", shell_quote(trim(content)), path)
-                : fmt::format("echo {} > {}", shell_quote(trim(content)), path);
+    return sudo ? fmt::format("echo {} | sudo -n tee {}", shell_quote(std::string(trim(content))),
+                              path)
+                : fmt::format("echo {} > {}", shell_quote(std::string(trim(content))), path);
   }
   if (!note.empty()) return fmt::format("{}write {}: {}", sudo ? "sudo -n tee: " : "", path, note);
   if (sudo) return fmt::format("sudo -n tee {} <<'EOF'\n{}EOF", shell_quote(path), content);
@@ -542,7 +521,7 @@ std::string set_afp_param(const std::string& conf, const std::string& param,
   const std::string want = lower(param);
   long global = -1, end = static_cast<long>(lines.size()), at = -1;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string t = trim(lines[i]);
+    const std::string t(trim(lines[i]));
     if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
       if (global >= 0) {
         end = static_cast<long>(i);
@@ -584,11 +563,11 @@ std::string add_samba_include(const std::string& conf, const std::string& dropin
     if (squeeze(l) == squeeze(line)) return conf;
   }
   auto section_of = [](const std::string& l) -> std::string {
-    const std::string t = trim(l);
+    const std::string t(trim(l));
     if (t.size() < 2 || t.front() != '[' || t.back() != ']') return {};
     std::string name = t.substr(1, t.size() - 2);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return trim(name);
+    return std::string(trim(name));
   };
   // The include goes last in [global], so it overrides earlier global lines.
   long global = -1, end = static_cast<long>(lines.size());
@@ -629,7 +608,7 @@ Resolved resolve_here(const Knob& knob, const std::string& value, const Where& w
             fmt::format("knob {}: `blockdev --getra {}` failed: {}", knob.name, dev, trim(got.err)),
             "the device node must be openable on that host (root)");
       }
-      const uint64_t sectors = std::stoull(trim(got.out));
+      const uint64_t sectors = std::stoull(std::string(trim(got.out)));
       r.original = std::to_string(sectors * 512);
       const uint64_t bytes = std::stoull(value);
       if (bytes % 512 != 0) {

@@ -6,21 +6,11 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace cp::tune {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
 
 // Disk knobs of one end: readahead and write cache matter where a protocol
 // server reads or writes buffered (stage 4 on the server); the disk stage
@@ -176,7 +166,7 @@ const Knob& find_knob(const std::string& name) {
 }
 
 std::string normalize_value(const Knob& knob, const std::string& raw) {
-  const std::string v = trim(raw);
+  const std::string v(trim(raw));
   if (v.empty()) {
     throw Error(ErrorKind::kUsage, fmt::format("knob {}: an empty value", knob.name),
                 "give values separated by commas, e.g. --knob server.readahead=128K,1M");
@@ -242,7 +232,7 @@ KnobRequest parse_knob_arg(const std::string& arg) {
                 "e.g. --knob server.readahead=128K,1M,4M (`tune --list` names the knobs)");
   }
   KnobRequest r;
-  r.knob = &find_knob(trim(arg.substr(0, eq)));
+  r.knob = &find_knob(std::string(trim(arg.substr(0, eq))));
   std::string rest = arg.substr(eq + 1);
   size_t start = 0;
   for (;;) {

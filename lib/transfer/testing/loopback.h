@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "transfer/dsi.h"
+#include "transfer/afp/dsi.h"
 
 namespace cp::transfer::testing {
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/testing/afp_capture.h"
 
 namespace cp::transfer::testing {
 namespace {

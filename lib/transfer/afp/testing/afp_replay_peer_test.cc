@@ -1,10 +1,10 @@
-#include "transfer/testing/afp_replay_peer.h"
+#include "transfer/afp/testing/afp_replay_peer.h"
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "transfer/afp_codec.h"
-#include "transfer/dsi.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/dsi.h"
 
 namespace cp::transfer::testing {
 namespace {

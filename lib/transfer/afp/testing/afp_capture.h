@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "transfer/dsi.h"
+#include "transfer/afp/dsi.h"
 
 namespace cp::transfer::testing {
 

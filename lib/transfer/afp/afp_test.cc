@@ -1,4 +1,4 @@
-#include "transfer/afp.h"
+#include "transfer/afp/afp.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "core/error.h"
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 #include "transfer/driver.h"
-#include "transfer/testing/afp_capture.h"
-#include "transfer/testing/afp_replay_peer.h"
-#include "transfer/testing/afp_test_server.h"
+#include "transfer/afp/testing/afp_capture.h"
+#include "transfer/afp/testing/afp_replay_peer.h"
+#include "transfer/afp/testing/afp_test_server.h"
 #include "transfer/testing/error_of.h"
 #include "transfer/testing/pcap.h"
 
@@ -143,8 +143,8 @@ TEST(AfpDriver, IsRegistered) {
   EXPECT_NE(std::find(names.begin(), names.end(), "afp"), names.end());
   auto d = make_driver("afp");
   EXPECT_EQ(d->name(), "afp");
-  EXPECT_TRUE(d->capabilities().random_access);
-  EXPECT_TRUE(d->capabilities().write);
+  EXPECT_TRUE(driver_spec(d->name()).caps.random_access);
+  EXPECT_TRUE(driver_spec("afp").caps.write);
 }
 
 // --- Against replayed captures ----------------------------------------------------

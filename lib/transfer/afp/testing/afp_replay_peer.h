@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/testing/afp_capture.h"
 #include "transfer/testing/loopback.h"
 
 namespace cp::transfer::testing {

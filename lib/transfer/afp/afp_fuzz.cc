@@ -13,9 +13,9 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "transfer/afp_codec.h"
-#include "transfer/afp_uam.h"
-#include "transfer/dsi.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_uam.h"
+#include "transfer/afp/dsi.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_uam.h"
 
 #include <fmt/format.h>
 #include <openssl/bn.h>
@@ -11,19 +11,14 @@
 #include <cctype>
 
 #include "core/error.h"
-#include "transfer/afp_codec.h"
+#include "core/text.h"
+#include "transfer/afp/afp_codec.h"
 
 namespace cp::transfer::afp {
 namespace {
 
 constexpr unsigned char kDhcast128PrimeBytes[16] = {0xBA, 0x28, 0x73, 0xDF, 0xB0, 0x60, 0x57, 0xD4,
                                                     0x3F, 0x20, 0x24, 0x74, 0x4C, 0xEE, 0xE7, 0x5B};
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // A std::string that is wiped when it goes (passwords, keys).
 struct Secret {

@@ -1,4 +1,4 @@
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 
 #include <fmt/format.h>
 

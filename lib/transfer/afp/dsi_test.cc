@@ -1,4 +1,4 @@
-#include "transfer/dsi.h"
+#include "transfer/afp/dsi.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/testing/afp_capture.h"
 #include "transfer/testing/error_of.h"
 
 namespace cp::transfer::dsi {

@@ -3,7 +3,7 @@
 // and files through FPOpenFork with `depth` FPReadExt/FPWriteExt requests
 // in flight. The request bitmaps match afpcmd's (the captures' client), so
 // the replay tests can hold our requests against a real client's bytes.
-#include "transfer/afp.h"
+#include "transfer/afp/afp.h"
 
 #include <fmt/format.h>
 
@@ -16,11 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/text.h"
 #include "core/units.h"
-#include "transfer/afp_codec.h"
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_uam.h"
+#include "transfer/afp/dsi.h"
 #include "transfer/driver.h"
-#include "transfer/dsi.h"
 #include "transfer/registry.h"
 #include "transfer/share_url.h"
 
@@ -46,12 +47,6 @@ constexpr uint16_t kStatDirBitmap = kAttributes | kParentDirID | kCreateDate | k
                                     kOffspringCount | kUnixPrivs;  // 0x830f
 // Seconds to spend on the logout when a session ends.
 constexpr double kGoodbyeTimeout = 10;
-
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string where_text(const Where& w) {
   std::string s = fmt::format("afp://{}/{}", w.server, w.volume);
@@ -98,40 +93,20 @@ AfpUrl parse_afp_url(std::string_view url) {
 }
 
 AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) {
+  check_options(kAfpDriver, options);  // known, of their type, in range (the spec below)
   AfpOptions o;
   for (const auto& [key, value] : options) {
     const std::string what = fmt::format("afp share option '{}'", key);
     if (key == "depth") {
-      unsigned d = 0;
-      bool ok = !value.empty() && value.size() <= 3;
-      for (char c : value) {
-        ok = ok && c >= '0' && c <= '9';
-        d = d * 10 + static_cast<unsigned>(c - '0');
-      }
-      if (!ok || d < 1 || d > kMaxDepth) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    fmt::format("give a number of requests in flight, 1 to {}", kMaxDepth));
-      }
-      o.depth = d;
+      o.depth = static_cast<unsigned>(std::stoul(value));
     } else if (key == "request_size") {
       o.request_size = parse_size(value, what);
-      if (o.request_size < 4096) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give at least 4KiB (the default is the server's request quantum)");
-      }
-    } else if (key == "timeout" || key == "connect_timeout" || key == "tickle_interval") {
-      const double s = parse_duration(value, what);
-      if (!(s > 0)) {
-        throw Error(ErrorKind::kConfig, fmt::format("{} is '{}'", what, value),
-                    "give a positive duration like 30s");
-      }
-      (key == "timeout"           ? o.timeout_s
-       : key == "connect_timeout" ? o.connect_timeout_s
-                                  : o.tickle_s) = s;
-    } else {
-      throw Error(
-          ErrorKind::kConfig, fmt::format("unknown afp share option '{}'", key),
-          "afp shares take: depth, request_size, timeout, connect_timeout, tickle_interval");
+    } else if (key == "timeout") {
+      o.timeout_s = parse_duration(value, what);
+    } else if (key == "connect_timeout") {
+      o.connect_timeout_s = parse_duration(value, what);
+    } else if (key == "tickle_interval") {
+      o.tickle_s = parse_duration(value, what);
     }
   }
   return o;
@@ -811,7 +786,6 @@ class AfpSession : public Session {
 class AfpDriver : public Driver {
  public:
   std::string name() const override { return "afp"; }
-  Capabilities capabilities() const override { return {true, true, true, true}; }
   std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
     return std::make_unique<AfpSession>(share, cancel);
   }
@@ -820,6 +794,46 @@ class AfpDriver : public Driver {
 }  // namespace
 }  // namespace afp
 
-std::unique_ptr<Driver> make_afp_driver() { return std::make_unique<afp::AfpDriver>(); }
+namespace {
+constexpr std::string_view kAfpPrefixes[] = {"afp://"};
+constexpr OptionSpec kAfpOptions[] = {
+    {.name = "depth",
+     .type = OptionType::kCount,
+     .fallback = "8",
+     .min = 1,
+     .max = afp::kMaxDepth,
+     .help = "FPReadExt/FPWriteExt requests in flight"},
+    {.name = "request_size",
+     .type = OptionType::kSize,
+     .min = 4096,
+     .help = "bytes per request; default and cap: the server's DSI request quantum"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "120s",
+     .min = 0.001,
+     .help = "longest silence from the server while a reply is due"},
+    {.name = "connect_timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "10s",
+     .min = 0.001,
+     .help = "longest wait for the TCP connection and the login"},
+    {.name = "tickle_interval",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "send a DSITickle after this long without sending (netatalk drops a client "
+             "silent for 2 minutes)"},
+};
+std::unique_ptr<Driver> make() { return std::make_unique<afp::AfpDriver>(); }
+}  // namespace
+
+const DriverSpec kAfpDriver = {
+    .name = "afp",
+    .summary = "AFP 3.x over DSI/TCP, spoken by chokepoint itself",
+    .url_prefixes = kAfpPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = false},
+    .options = kAfpOptions,
+    .make = make,
+};
 
 }  // namespace cp::transfer

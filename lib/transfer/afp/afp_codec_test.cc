@@ -1,4 +1,4 @@
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <regex>
 
 #include "core/error.h"
-#include "transfer/afp_uam.h"
-#include "transfer/dsi.h"
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/afp_uam.h"
+#include "transfer/afp/dsi.h"
+#include "transfer/afp/testing/afp_capture.h"
 #include "transfer/testing/pcap.h"
 
 namespace cp::transfer::afp {

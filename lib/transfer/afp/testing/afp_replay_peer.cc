@@ -1,10 +1,10 @@
-#include "transfer/testing/afp_replay_peer.h"
+#include "transfer/afp/testing/afp_replay_peer.h"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 
 namespace cp::transfer::testing {
 namespace {

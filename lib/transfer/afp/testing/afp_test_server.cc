@@ -1,4 +1,4 @@
-#include "transfer/testing/afp_test_server.h"
+#include "transfer/afp/testing/afp_test_server.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "transfer/afp_codec.h"
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_uam.h"
 
 namespace cp::transfer::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/testing/afp_capture.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>

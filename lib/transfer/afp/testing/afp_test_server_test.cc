@@ -1,13 +1,13 @@
-#include "transfer/testing/afp_test_server.h"
+#include "transfer/afp/testing/afp_test_server.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "transfer/afp_codec.h"
-#include "transfer/dsi.h"
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/dsi.h"
+#include "transfer/afp/testing/afp_capture.h"
 #include "transfer/testing/pcap.h"
 
 namespace cp::transfer::testing {

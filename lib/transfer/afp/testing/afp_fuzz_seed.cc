@@ -7,9 +7,9 @@
 #include <iostream>
 #include <set>
 
-#include "transfer/afp_codec.h"
-#include "transfer/afp_uam.h"
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_uam.h"
+#include "transfer/afp/testing/afp_capture.h"
 
 using namespace cp::transfer;  // NOLINT
 

@@ -1,4 +1,4 @@
-#include "transfer/dsi.h"
+#include "transfer/afp/dsi.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "transfer/afp_codec.h"
+#include "transfer/afp/afp_codec.h"
 
 namespace cp::transfer::dsi {
 namespace {

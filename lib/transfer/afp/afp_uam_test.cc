@@ -1,11 +1,11 @@
-#include "transfer/afp_uam.h"
+#include "transfer/afp/afp_uam.h"
 
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "transfer/afp_codec.h"
-#include "transfer/dsi.h"
-#include "transfer/testing/afp_capture.h"
+#include "transfer/afp/afp_codec.h"
+#include "transfer/afp/dsi.h"
+#include "transfer/afp/testing/afp_capture.h"
 
 namespace cp::transfer::afp {
 namespace {

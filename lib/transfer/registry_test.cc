@@ -1,0 +1,152 @@
+// The drivers' declared data: scheme -> driver, option checks the same for
+// every driver, the listing `chokepoint drivers` prints.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "transfer/afp/afp.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+
+namespace cp::transfer {
+namespace {
+
+// The kind of Error f throws; nullopt when it throws none.
+std::optional<ErrorKind> kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return std::nullopt;
+}
+
+TEST(Registry, EveryDeclaredUrlPrefixMapsToItsDriver) {
+  std::set<std::string_view> names;
+  for (const DriverSpec* d : driver_specs()) {
+    EXPECT_TRUE(names.insert(d->name).second) << d->name << " listed twice";
+    ASSERT_FALSE(d->url_prefixes.empty()) << d->name;
+    for (std::string_view p : d->url_prefixes) {
+      EXPECT_EQ(driver_for_url(std::string(p) + "host/share").name, d->name) << p;
+    }
+    EXPECT_EQ(&driver_spec(d->name), d);
+    EXPECT_EQ(make_driver(std::string(d->name))->name(), d->name);
+  }
+  EXPECT_EQ(driver_for_url("ftps://nas/ram").name, "ftp");
+  EXPECT_EQ(driver_for_url("/mnt/nas").name, "path");
+  EXPECT_EQ(driver_for_url("null:").name, "null");
+  for (const char* bad : {"nfs4://nas/x", "gopher://h/", "", "mnt/nas", "SMB://h/s"}) {
+    EXPECT_EQ(kind_of([&] { driver_for_url(bad); }), ErrorKind::kConfig) << bad;
+  }
+}
+
+TEST(Registry, EveryDriverTakesItsOwnDefaultsAndRejectsUnknownOptions) {
+  for (const DriverSpec* d : driver_specs()) {
+    SCOPED_TRACE(std::string(d->name));
+    std::map<std::string, std::string> defaults;
+    for (const OptionSpec& o : d->options) {
+      if (!o.fallback.empty()) defaults[std::string(o.name)] = o.fallback;
+    }
+    EXPECT_NO_THROW(check_options(*d, defaults));
+    EXPECT_NO_THROW(check_options(*d, {}));
+    EXPECT_EQ(kind_of([&] { check_options(*d, {{"frobnicate", "1"}}); }), ErrorKind::kConfig);
+    // make_driver's driver checks before it connects: no network is touched.
+    Share share;
+    share.url = std::string(d->url_prefixes.front()) + "127.0.0.1/x";
+    share.options["frobnicate"] = "1";
+    CancelToken cancel;
+    EXPECT_EQ(kind_of([&] { make_driver(std::string(d->name))->connect(share, cancel); }),
+              ErrorKind::kConfig);
+  }
+}
+
+TEST(Registry, OptionValuesAreCheckedByTypeAndRange) {
+  const DriverSpec& smb = driver_spec("smb");
+  EXPECT_NO_THROW(check_options(smb, {{"connections", "auto"}, {"io_size", "4MiB"}}));
+  EXPECT_NO_THROW(check_options(smb, {{"connections", "16"}, {"path_rate", "1gbit"}}));
+  EXPECT_NO_THROW(check_options(smb, {{"min_protocol", "SMB3_00"}, {"timeout", "500ms"}}));
+  for (const auto& [key, value] :
+       std::map<std::string, std::string>{{"connections", "17"},     // over the range
+                                          {"connections", "0"},      // under it
+                                          {"connections", "some"},   // neither a count nor a word
+                                          {"io_size", "1k"},         // under 4 KiB
+                                          {"io_size", "lots"},       // not a size
+                                          {"encrypt", "maybe"},      // not an allowed value
+                                          {"min_protocol", "SMB9"},  // likewise
+                                          {"timeout", "0"},          // not positive
+                                          {"path_rate", "fast"}}) {  // not a rate
+    SCOPED_TRACE(key + "=" + value);
+    EXPECT_EQ(kind_of([&] { check_options(smb, {{key, value}}); }), ErrorKind::kConfig);
+  }
+  const DriverSpec& ftp = driver_spec("ftp");
+  EXPECT_NO_THROW(check_options(ftp, {{"insecure", "yes"}}));
+  EXPECT_EQ(kind_of([&] { check_options(ftp, {{"insecure", "maybe"}}); }), ErrorKind::kConfig);
+  EXPECT_EQ(kind_of([&] {
+              check_options(driver_spec("path"), {{"size", "1"}});
+            }),
+            ErrorKind::kConfig);
+}
+
+// The declared ranges agree with the drivers' own option parsers at the edges.
+TEST(Registry, DeclaredRangesMatchTheNfsAndAfpParsers) {
+  const DriverSpec& nfs = driver_spec("nfs");
+  for (const auto& [key, value, ok] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"depth", "1", true},
+           {"depth", std::to_string(kNfsMaxDepth), true},
+           {"depth", std::to_string(kNfsMaxDepth + 1), false},
+           {"version", "3", true},
+           {"version", "2", false},
+           {"request_size", "16MiB", true},
+           {"request_size", "17MiB", false}}) {
+    SCOPED_TRACE(key + "=" + value);
+    const std::map<std::string, std::string> o{{key, value}};
+    EXPECT_EQ(kind_of([&] { check_options(nfs, o); }) == std::nullopt, ok);
+    EXPECT_EQ(kind_of([&] { parse_nfs_options(o); }) == std::nullopt, ok);
+  }
+  const DriverSpec& afp = driver_spec("afp");
+  for (const auto& [key, value, ok] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"depth", "64", true},
+                                                               {"depth", "65", false},
+                                                               {"request_size", "4k", true},
+                                                               {"request_size", "4095", false},
+                                                               {"tickle_interval", "0", false}}) {
+    SCOPED_TRACE(key + "=" + value);
+    const std::map<std::string, std::string> o{{key, value}};
+    EXPECT_EQ(kind_of([&] { check_options(afp, o); }) == std::nullopt, ok);
+    EXPECT_EQ(kind_of([&] { afp::parse_afp_options(o); }) == std::nullopt, ok);
+  }
+}
+
+TEST(Registry, ListingNamesEveryDriverAndOption) {
+  const std::string text = describe_drivers();
+  for (const DriverSpec* d : driver_specs()) {
+    EXPECT_NE(text.find(std::string(d->name) + ": "), std::string::npos) << d->name;
+    for (const OptionSpec& o : d->options) {
+      EXPECT_NE(text.find("  " + std::string(o.name) + "  "), std::string::npos) << o.name;
+    }
+  }
+}
+
+TEST(Registry, OptionValueFallsBackToTheDeclaredDefault) {
+  const DriverSpec& smb = driver_spec("smb");
+  EXPECT_EQ(option_value(smb, {}, "connections"), "auto");
+  EXPECT_EQ(option_value(smb, {{"connections", "4"}}, "connections"), "4");
+  EXPECT_EQ(option_value(smb, {}, "io_size"), "");  // chosen at run time
+  EXPECT_EQ(option_value(driver_spec("ftp"), {}, "connect_timeout"), "15s");
+}
+
+// README's "Driver options" block is this output, verbatim.
+TEST(Registry, ReadmeHoldsTheListingVerbatim) {
+  std::optional<std::string> readme = read_file(CP_README);
+  ASSERT_TRUE(readme.has_value()) << CP_README;
+  EXPECT_NE(readme->find("```\n" + describe_drivers() + "```\n"), std::string::npos)
+      << "update README.md's Driver options block from `chokepoint drivers`";
+}
+
+}  // namespace
+}  // namespace cp::transfer
