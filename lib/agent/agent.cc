@@ -395,9 +395,13 @@ json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelTo
                                               "not '{}'",
                                               op));
   }
-  return {{"bytes", r.bytes},           {"seconds", r.seconds},
-          {"direct", r.direct},         {"cache_possible", r.cache_possible},
-          {"method", r.method},         {"huge_page", r.huge_page},
+  return {{"bytes", r.bytes},
+          {"seconds", r.seconds},
+          {"direct", r.direct},
+          {"cache_possible", r.cache_possible},
+          {"method", r.method},
+          {"huge_page", r.huge_page},
+          {"cache_reason", r.cache_reason},
           {"cpu", cpu_json(cpu.stop())}};
 }
 
