@@ -143,7 +143,7 @@ TEST(Degraded, FactsCarryTheListAndTheAgentsUid) {
   FactsRequest r;
   r.disk_dir = d.path();
   const json::object f = collect_facts(r);
-  EXPECT_EQ(f.at("euid").as_uint64(), static_cast<uint64_t>(::geteuid()));
+  EXPECT_EQ(f.at("euid").to_number<int64_t>(), static_cast<int64_t>(::geteuid()));
   ASSERT_TRUE(f.at("degraded").is_array());
   for (const auto& e : f.at("degraded").as_array()) {
     EXPECT_FALSE(e.at("privilege").as_string().empty());

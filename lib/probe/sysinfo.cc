@@ -406,9 +406,11 @@ std::string smbd_config_from_cmdline(std::string_view cmdline) {
 }
 
 std::string samba_config_path(const std::string& planned, std::string* how,
-                              const std::string& proc_root) {
+                              const std::string& proc_root, bool* served_here) {
+  if (served_here != nullptr) *served_here = false;
   if (!planned.empty()) {
     *how = "plan";
+    if (served_here != nullptr) *served_here = true;
     return planned;
   }
   // The running smbd's own: in our network namespace first (a lab's other host or
@@ -431,6 +433,10 @@ std::string samba_config_path(const std::string& planned, std::string* how,
       n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
       const bool local =
           !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
+      // Without the right to read its namespace (no root), assume this host's.
+      if (served_here != nullptr && (local || (n < 0 && (errno == EACCES || errno == EPERM)))) {
+        *served_here = true;
+      }
       if (!best_how.empty() && (best_local || !local)) continue;
       std::string conf = smbd_config_from_cmdline(cmdline);
       best = conf;
@@ -639,9 +645,8 @@ json::object collect_facts(const FactsRequest& req) {
     }
   }
   std::string how;
-  const std::string smb_conf = samba_config_path(req.samba_conf, &how);
-  // Samba is served here when the plan names its config or an smbd runs.
-  const bool samba = !req.samba_conf.empty() || how.rfind("running smbd", 0) == 0;
+  bool samba = false;  // the plan names smbd's config, or one runs in this host
+  const std::string smb_conf = samba_config_path(req.samba_conf, &how, "/proc", &samba);
   f["degraded"] = degraded_facts_json(
       os::degraded_facts(os::privilege_context(disk_fs, samba, how == "default" ? "" : smb_conf)));
   return f;

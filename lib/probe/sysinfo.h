@@ -81,8 +81,10 @@ std::string smbd_config_from_cmdline(std::string_view cmdline);
 // path first; else the one the running smbd uses (a NAS keeps it elsewhere, a
 // lab passes -s), preferring an smbd in this network namespace; else smbd's
 // compiled-in CONFIGFILE; else /etc/samba/smb.conf. Reads under proc_root.
+// `served_here` (when given): the plan names it, or an smbd runs in this network
+// namespace (or in one this process may not read: without root, assumed so).
 std::string samba_config_path(const std::string& planned, std::string* how,
-                              const std::string& proc_root = "/proc");
+                              const std::string& proc_root = "/proc", bool* served_here = nullptr);
 
 // The [global] section of smb.conf or testparm text: parameter names
 // lower-cased with inner whitespace made one space, values trimmed;
