@@ -507,9 +507,18 @@ json::object file_json(const FileResult& r) {
 }
 
 json::object Agent::do_make_file(const json::object& req, const CancelToken& cancel) {
-  return file_json(make_pattern_file(run_dir(req) + "/" + checked_name(req), get_u64(req, "size"),
-                                     block_of(req), wire::opt_bool(req, "evict", false),
-                                     wire::opt_bool(req, "shared", false) ? 0644 : 0600, cancel));
+  const std::string path = run_dir(req) + "/" + checked_name(req);
+  const bool evict = wire::opt_bool(req, "evict", false);
+  json::object out =
+      file_json(make_pattern_file(path, get_u64(req, "size"), block_of(req), evict,
+                                  wire::opt_bool(req, "shared", false) ? 0644 : 0600, cancel));
+  // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it.
+  if (evict) {
+    const probe::os::CacheVerdict v = probe::cache_verdict_of(path, get_u64(out, "bytes"), true);
+    out["cache_possible"] = v.cache_possible;
+    out["cache_reason"] = v.reason;
+  }
+  return out;
 }
 
 json::object Agent::do_file_info(const json::object& req, const CancelToken& cancel) {

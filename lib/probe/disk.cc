@@ -255,16 +255,20 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
   r.method = method_name(r.direct);
   r.huge_page = buf.huge_backed();
   // A filesystem with its own cache (ZFS's ARC) may have served it even so.
+  const os::CacheVerdict v = cache_verdict_of(path, done, r.direct);
+  r.cache_possible = v.cache_possible;
+  r.cache_reason = v.reason;
+  return r;
+}
+
+os::CacheVerdict cache_verdict_of(const std::string& path, uint64_t bytes, bool bypassed) {
   std::string fs;
   try {
     fs = fs_type(path);
   } catch (const Error&) {
   }
-  const os::CacheVerdict v = os::read_cache_verdict(
-      fs, r.direct, done, fs == "zfs" ? os::read_arc_stats().value_or(os::ArcStats{}).c_max : 0);
-  r.cache_possible = v.cache_possible;
-  r.cache_reason = v.reason;
-  return r;
+  const uint64_t cache_max = fs == "zfs" ? os::read_arc_stats().value_or(os::ArcStats{}).c_max : 0;
+  return os::read_cache_verdict(fs, bypassed, bytes, cache_max);
 }
 
 FsSpace fs_space(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "probe/platform.h"
 #include "probe/progress.h"
 
 namespace cp::probe {
@@ -53,6 +54,12 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
 // Errors as disk_write.
 DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
                      const Progress& progress, bool allow_direct = true);
+
+// Whether a cache may still serve a read of `bytes` of `path` after the cache
+// was bypassed (`bypassed`: O_DIRECT was used, or the pages were evicted after
+// an fsync), by the rules of its filesystem (os::read_cache_verdict: on ZFS
+// the ARC keeps files up to its c_max).
+os::CacheVerdict cache_verdict_of(const std::string& path, uint64_t bytes, bool bypassed);
 
 struct FsSpace {
   uint64_t total = 0;  // bytes
