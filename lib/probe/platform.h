@@ -10,6 +10,7 @@
 //   page_cache.cc    bypassing and evicting the cache   (O_DIRECT, posix_fadvise)
 //   block_device.cc  the disk behind a directory        (/sys/dev/block)
 //   zfs.cc           the ZFS ARC                        (/proc/spl/kstat/zfs/arcstats)
+//   qdisc.cc         shaping on an interface            (rtnetlink qdisc and class dumps)
 //   privilege.cc     what this process may not read     (euid, /proc/PID/ns, smbstatus)
 //
 // Plain structs only: no Boost.JSON or Asio here (sysinfo.cc turns them into facts).
@@ -71,6 +72,13 @@ struct ArcStats {
 std::optional<ArcStats> parse_arcstats(std::string_view text);
 // <proc_root>/spl/kstat/zfs/arcstats; nullopt when ZFS is not loaded.
 std::optional<ArcStats> read_arc_stats(const std::string& proc_root = "/proc");
+
+// --- Shaping (qdisc.cc) ------------------------------------------------------------
+// The rate shaping caps interface `ifname` at, bit/s, read from the kernel: the
+// lowest tbf, netem or cake rate, and the highest htb root class rate; nullopt
+// when none is set or the kernel will not say. Needs no `tc` (BusyBox's prints no
+// rates) and no privilege.
+std::optional<uint64_t> shaped_rate_bits(const std::string& ifname);
 
 // --- Block devices (block_device.cc) --------------------------------------------
 struct BlockDevice {

@@ -1,5 +1,6 @@
 #include "probe/platform.h"
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -162,6 +164,47 @@ TEST(CoreTimes, ReadFromProcStat) {
   EXPECT_EQ(c[0].total, 50u);
   TempDir empty;
   EXPECT_TRUE(os::read_core_times(empty.path()).empty());
+}
+
+// In a child in a network namespace of its own: its loopback shaped by tbf,
+// then by an htb root class, read back from the kernel without tc.
+TEST(ShapedRate, TbfAndHtbRatesComeFromTheKernel) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(3);
+    auto sh = [](const char* cmd) { return std::system(cmd) == 0; };
+    auto rate = [](const std::string& ifname) {
+      const std::optional<uint64_t> r = os::shaped_rate_bits(ifname);
+      return r ? std::to_string(*r) : std::string("none");
+    };
+    std::string out = rate("lo");
+    if (!sh("ip link set lo up && tc qdisc add dev lo root tbf rate 200mbit burst 100k "
+            "latency 50ms")) {
+      ::_exit(4);
+    }
+    out += " " + rate("lo");
+    if (!sh("tc qdisc replace dev lo root handle 1: htb && tc class add dev lo parent 1: "
+            "classid 1:1 htb rate 300mbit")) {
+      ::_exit(5);
+    }
+    out += " " + rate("lo") + " " + rate("no-such-if");
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(out, "none 200000000 300000000 none");
 }
 
 }  // namespace

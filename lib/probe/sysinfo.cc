@@ -99,14 +99,19 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
-// Shaping configured on interface `name`, bit/s; null when none or tc is unavailable.
+// Shaping configured on interface `name`, bit/s; null when none.
 json::value shaped_rate(const std::string& name) {
+  // Without iproute2's tc (BusyBox's has no -j and prints no rates), from the kernel.
+  auto from_kernel = [&]() -> json::value {
+    const std::optional<uint64_t> bits = os::shaped_rate_bits(name);
+    return bits ? json::value(*bits) : json::value(nullptr);
+  };
   const std::string tc = find_program("tc");
-  if (tc.empty()) return nullptr;
+  if (tc.empty()) return from_kernel();
   std::optional<uint64_t> rate;
   try {
     RunResult q = run_command({tc, "-j", "qdisc", "show", "dev", name}, "", 10);
-    if (q.exit_code != 0) return nullptr;
+    if (q.exit_code != 0) return from_kernel();
     rate = parse_tc_qdisc_rate(q.out);
     if (q.out.find("\"htb\"") != std::string::npos) {
       RunResult c = run_command({tc, "class", "show", "dev", name}, "", 10);
