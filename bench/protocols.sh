@@ -5,8 +5,8 @@
 #   ftp get/put   vs  curl (passive, binary)
 #   smb get/put   vs  smbclient -c 'get ...' / -c 'put ...'
 #   nfs get/put   vs  libnfs's own nfs-cp (NFSv4 get, NFSv3 get and put; nfs-cp
-#                     cannot put over NFSv4 with libnfs 4.0, so nfs put v4 is ours
-#                     alone, against its NFSv3 figure)
+#                     cannot put over NFSv4 with libnfs 4.0, so our nfs put v4
+#                     takes its turns against nfs-cp's NFSv3 put)
 # Every transfer runs inside the lab's client host (ip netns exec <its netns>)
 # between a tmpfs file on this machine and the server's tmpfs share, with a
 # fresh file name each time (no server cache can answer for a repeat). Two
@@ -47,6 +47,8 @@
 #
 # Usage (root): bench/protocols.sh [--runs 7] [--size 100MB] [--rates "1gbit 0"]
 #   [--delays "0"] [--afp-delay 5ms] [--afp-depths "1 2 4 8 16 32"] [--no-afp] [--no-lab]
+#   [--protocols "ftp smb nfs"]   (which of the lab's protocols run; afp: --no-afp)
+#   [--nfs-option k=v]...   (our nfs driver's share options, e.g. depth=1)
 #   [--smb-option k=v]...   (our smb driver's share options, e.g. connections=2, io_size=8MiB)
 #   [--smb-base k=v]...     (a second configuration of it in the same rounds)
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
@@ -63,6 +65,8 @@ DO_AFP=1
 DO_LAB=1
 SMB_OPTS=()
 BASE_OPTS=()
+NFS_OPTS=()
+PROTOCOLS="ftp smb nfs"
 usage() {
   echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
     "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
@@ -81,13 +85,17 @@ while (($#)); do
     --no-lab) DO_LAB=0; shift ;;
     --smb-option) SMB_OPTS+=(--option "$2"); shift 2 ;;
     --smb-base) BASE_OPTS+=(--option "$2"); shift 2 ;;
+    --nfs-option) NFS_OPTS+=(--option "$2"); shift 2 ;;
+    --protocols) PROTOCOLS=$2; shift 2 ;;
     *) usage ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "protocols.sh: needs root (the lab)" >&2; exit 1; }
+has() { [[ " $PROTOCOLS " == *" $1 "* ]]; }
 cmake --build build -j2 --target chokepoint transfer_bench afp_test_peer >/dev/null
 CP=./build/bin/chokepoint
-TB=$(pwd)/build/bin/transfer_bench
+# CHOKEPOINT_TRANSFER_BENCH: another build's transfer_bench (e.g. a before/after).
+TB=${CHOKEPOINT_TRANSFER_BENCH:-$(pwd)/build/bin/transfer_bench}
 PEER_BIN=$(pwd)/build/bin/afp_test_peer
 BYTES=$(python3 -c "
 import re,sys; m=re.fullmatch(r'(\d+)(|k|M|G|KB|MB|GB|KiB|MiB|GiB)', sys.argv[1])
@@ -225,7 +233,7 @@ PY
     if ((${#BASE_OPTS[@]})); then  # three take turns first
       case $((i % 3)) in 1) smb_order="ours base peer" ;; 2) smb_order="base peer ours" ;; 0) smb_order="peer ours base" ;; esac
     fi
-    for who in $order; do
+    has ftp && for who in $order; do
       f=g-$who-$i.dat
       if [ $who = ours ]; then
         timed ftp-get-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" get "bench/$f" "$WORK/$f"
@@ -234,8 +242,8 @@ PY
       fi
       check "$WORK/$f"
     done
-    for who in $smb_order; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
-    for who in $smb_order; do
+    has smb && for who in $smb_order; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/s-$who-$i.dat'"; done
+    has smb && for who in $smb_order; do
       f=s-$who-$i.dat
       if [ $who = ours ]; then
         timed smb-get-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" get "bench/$f" "$WORK/$f"
@@ -246,7 +254,7 @@ PY
       fi
       check "$WORK/$f"
     done
-    for who in $order; do
+    has ftp && for who in $order; do
       f=fp-$who-$i.dat
       if [ $who = ours ]; then
         timed ftp-put-ours in_client "$TB" --driver ftp --url "ftp://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" put "$WORK/src.dat" "bench/$f"
@@ -254,7 +262,7 @@ PY
         timed ftp-put-peer in_client curl -sS --fail -K "$WORK/curl.cfg" -w 'CURLTIME %{time_pretransfer} %{time_total}\n' -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
       fi
     done
-    for who in $smb_order; do
+    has smb && for who in $smb_order; do
       f=sp-$who-$i.dat
       if [ $who = ours ]; then
         timed smb-put-ours in_client "$TB" --driver smb --url "smb://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${SMB_OPTS[@]}" put "$WORK/src.dat" "bench/$f"
@@ -265,12 +273,12 @@ PY
       fi
     done
     # nfs: get over NFSv4 and NFSv3, put over NFSv3 (and ours over NFSv4).
-    for v in 4 3; do
+    has nfs && for v in 4 3; do
       for who in ours peer; do on_server "cp '$RAM/bench/master.dat' '$RAM/bench/n$v-$who-$i.dat' && chown '$USER_:' '$RAM/bench/n$v-$who-$i.dat'"; done
       for who in $order; do
         f=n$v-$who-$i.dat
         if [ $who = ours ]; then
-          timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v get "bench/$f" "$WORK/$f"
+          timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" get "bench/$f" "$WORK/$f"
         else
           rm -f "$WORK/e-$i.dat"
           timed_nfscp nfs-get-v$v-peer "$(nfs_url "bench/$f" $v)" "$WORK/$f" "$(nfs_url bench/empty.dat $v)" "$WORK/e-$i.dat"
@@ -278,22 +286,30 @@ PY
         check "$WORK/$f"
       done
     done
-    for who in $order; do
-      f=np3-$who-$i.dat
-      if [ $who = ours ]; then
-        timed nfs-put-v3-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=3 put "$WORK/src.dat" "bench/$f"
-      else
-        timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/$f" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)"
-      fi
+    # Puts: ours over NFSv3 and NFSv4 take turns with nfs-cp's NFSv3 put
+    # (the peer for both rows: nfs-cp cannot put over NFSv4).
+    nput_order="ours4 ours3 peer"; ((i % 2)) || nput_order="peer ours3 ours4"
+    has nfs && for who in $nput_order; do
+      case $who in
+        ours3 | ours4)
+          v=${who#ours}
+          timed nfs-put-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" put "$WORK/src.dat" "bench/np$v-ours-$i.dat" ;;
+        peer)
+          timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/np3-peer-$i.dat" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)" ;;
+      esac
     done
-    timed nfs-put-v4-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=4 put "$WORK/src.dat" "bench/np4-ours-$i.dat"
-    X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
-    T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
+    if has nfs; then
+      X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
+      T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
+    fi
     # What arrived on the server is the source, then the run's files go.
     want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
-    sp_files="sp-ours-$i sp-peer-$i"
-    ((${#BASE_OPTS[@]})) && sp_files+=" sp-base-$i"
-    for f in fp-ours-$i fp-peer-$i $sp_files np3-ours-$i np3-peer-$i np4-ours-$i; do
+    put_files=
+    has ftp && put_files+=" fp-ours-$i fp-peer-$i"
+    has smb && put_files+=" sp-ours-$i sp-peer-$i"
+    has smb && ((${#BASE_OPTS[@]})) && put_files+=" sp-base-$i"
+    has nfs && put_files+=" np3-ours-$i np3-peer-$i np4-ours-$i"
+    for f in $put_files; do
       got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
       [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
     done
@@ -305,8 +321,11 @@ PY
   dlabel=$([ "$DELAY" = 0 ] && echo "no delay" || echo "delay $DELAY")
   echo "lab data link $label, $dlabel, $SIZE files, $RUNS runs each (MB/s):"
   echo "  per round (transfer figures, ours/peer = ratio):"
-  rows="ftp-get:ours ftp-put:ours smb-get:ours smb-put:ours nfs-get-v4:ours nfs-get-v3:ours nfs-put-v3:ours nfs-put-v4:ours"
-  ((${#BASE_OPTS[@]})) && rows+=" smb-get:base smb-put:base"
+  rows=
+  has ftp && rows+=" ftp-get:ours ftp-put:ours"
+  has smb && rows+=" smb-get:ours smb-put:ours"
+  has nfs && rows+=" nfs-get-v4:ours nfs-get-v3:ours nfs-put-v3:ours nfs-put-v4:ours"
+  has smb && ((${#BASE_OPTS[@]})) && rows+=" smb-get:base smb-put:base"
   for kw in $rows; do
     k=${kw%:*} w=${kw#*:}
     python3 - "$BYTES" "$k$([ "$w" = base ] && echo -base)" "${X[$k-$w]}" "${X[$k-peer]}" <<'PY'
@@ -318,15 +337,21 @@ PY
   done
   printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' "" "" transfer "" "" "" command "" "" "" ""
   printf '  %-13s %-10s %10s %10s %7s %11s   %10s %10s %7s   %10s   %s\n' what peer ours peer ratio "round min-max" ours peer ratio in_flight "peak RSS KiB own/helper"
-  report ftp-get curl
-  report ftp-put curl
-  report smb-get smbclient
-  report smb-put smbclient
-  report nfs-get-v4 nfs-cp
-  report nfs-get-v3 nfs-cp
-  report nfs-put-v3 nfs-cp
-  report nfs-put-v4 "nfs-cp v3"
-  if ((${#BASE_OPTS[@]})); then
+  if has ftp; then
+    report ftp-get curl
+    report ftp-put curl
+  fi
+  if has smb; then
+    report smb-get smbclient
+    report smb-put smbclient
+  fi
+  if has nfs; then
+    report nfs-get-v4 nfs-cp
+    report nfs-get-v3 nfs-cp
+    report nfs-put-v3 nfs-cp
+    report nfs-put-v4 "nfs-cp v3"
+  fi
+  if has smb && ((${#BASE_OPTS[@]})); then
     report smb-get smbclient base
     report smb-put smbclient base
   fi

@@ -23,6 +23,8 @@ pkgs=(
   libnfs-dev libnfs-utils nfs-ganesha nfs-ganesha-vfs rpcbind
   # the lab's FTPS certificate
   openssl
+  # tune: knobs that need root run through `sudo -n` for a non-root user with a rule
+  sudo
   # HTML reports: the test renders them in headless Chromium
   chromium
   # afp driver: libFuzzer + sanitizers for scripts/fuzz-afp.sh (libssl-dev above

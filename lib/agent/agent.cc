@@ -29,6 +29,7 @@
 #include "agent/file_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/process.h"
 #include "core/units.h"
 #include "core/wire.h"
@@ -62,29 +63,18 @@ uint64_t max_rss_kb() {
   return static_cast<uint64_t>(ru.ru_maxrss);
 }
 
-json::object cpu_json(const probe::CpuSummary& s) { return msg::to_json(s).as_object(); }
-
-json::object tcp_json(const probe::TcpResult& r) {
+// The TCP probe's result as the tcp_run / tcp_result answer.
+msg::TcpResult tcp_message(const probe::TcpResult& r, msg::CpuSummary cpu) {
   const auto& i = r.info;
-  json::object info{{"available", i.available},
-                    {"retransmits", i.retransmits},
-                    {"rtt_us", i.rtt_us},
-                    {"rttvar_us", i.rttvar_us},
-                    {"snd_cwnd", i.snd_cwnd},
-                    {"snd_mss", i.snd_mss},
-                    {"pmtu", i.pmtu},
-                    {"busy_s", i.busy_s},
-                    {"rwnd_limited_s", i.rwnd_limited_s},
-                    {"sndbuf_limited_s", i.sndbuf_limited_s},
-                    {"delivery_rate", i.delivery_rate},
-                    {"rtt_idle_us", r.rtt_idle_us}};
-  return {{"bytes", r.bytes}, {"seconds", r.seconds}, {"sender", r.sender}, {"tcp_info", info}};
+  msg::TcpInfo t{i.available,      i.retransmits,      i.rtt_us,        i.rttvar_us,
+                 i.snd_cwnd,       i.snd_mss,          i.pmtu,          i.busy_s,
+                 i.rwnd_limited_s, i.sndbuf_limited_s, i.delivery_rate, r.rtt_idle_us};
+  return {r.bytes, r.seconds, r.sender, t, std::move(cpu)};
 }
 
 // A file name the orchestrator chose for a sample: a plain name, so the agent
 // only ever writes inside its own run directory.
-std::string checked_name(const json::object& req) {
-  std::string name = get_string(req, "name");
+std::string checked_name(const std::string& name, const std::string& type) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos || name.size() > 200) {
     std::string shown;
@@ -92,10 +82,10 @@ std::string checked_name(const json::object& req) {
       shown +=
           (static_cast<unsigned char>(c) < 0x20) ? fmt::format("\\x{:02x}", c) : std::string(1, c);
     }
-    throw Error(ErrorKind::kPeer,
-                fmt::format("message '{}': field 'name' is not a plain file name: '{}'",
-                            get_string(req, "type"), shown),
-                "the orchestrator and agent builds differ, or the peer is not chokepoint");
+    throw Error(
+        ErrorKind::kPeer,
+        fmt::format("message '{}': field 'name' is not a plain file name: '{}'", type, shown),
+        "the orchestrator and agent builds differ, or the peer is not chokepoint");
   }
   return name;
 }
@@ -182,6 +172,14 @@ json::array sweep_run_dirs(const std::string& base, json::array* kept) {
 
 namespace {
 
+// One request as its handler sees it.
+struct Request {
+  const json::object& msg;  // the whole message: type, id and its fields
+  const std::string& type;
+  uint64_t id;
+  const CancelToken& cancel;
+};
+
 class Agent {
  public:
   Agent(int in_fd, int out_fd, int signal_fd, AgentOptions options)
@@ -192,27 +190,52 @@ class Agent {
   int run();
 
  private:
+  // The requests: the type on the wire -> its handler (like fio's ioengines
+  // table); `handle` only looks the type up.
+  using Handler = json::object (Agent::*)(const Request&);
+  struct Op {
+    std::string_view type;
+    Handler handler;
+  };
+  static const Op kOps[];
+
   // Serialised frame writes: the worker and the reader both send.
   void send(json::object msg);
   void reply(uint64_t id, json::object data);
   void fail(uint64_t id, const Error& e);
   void worker_loop();
   json::object handle(const json::object& req, const CancelToken& cancel);
-  json::object do_hello();
-  json::object do_prepare(const json::object& req);
-  json::object do_check_space(const json::object& req);
-  json::object do_disk(const json::object& req, uint64_t id, const CancelToken& cancel);
-  json::object do_tcp_listen(const json::object& req);
-  json::object do_tcp_run(const json::object& req, uint64_t id, const CancelToken& cancel);
-  json::object do_tcp_result(const json::object& req, const CancelToken& cancel);
-  json::object do_make_file(const json::object& req, const CancelToken& cancel);
-  json::object do_file_info(const json::object& req, const CancelToken& cancel);
-  json::object do_remove_file(const json::object& req);
-  json::object do_cpu_start();
-  json::object do_cpu_stop();
-  json::object do_client(const std::string& type, const json::object& req, uint64_t id,
-                         const CancelToken& cancel);
-  const std::string& run_dir(const json::object& req);
+  // Sends the request's progress frames, at most one every 0.5 s.
+  ProgressFn progress_to(uint64_t id);
+  template <class T>
+  T decode(const Request& r) {
+    return msg::decode<T>(r.msg, r.type);
+  }
+  json::object do_hello(const Request&);
+  json::object do_facts(const Request& r);
+  json::object do_prepare(const Request& r);
+  json::object do_sweep_orphans(const Request& r);
+  json::object do_check_space(const Request& r);
+  json::object do_disk(const Request& r);
+  json::object do_tcp_listen(const Request& r);
+  json::object do_tcp_run(const Request& r);
+  json::object do_tcp_result(const Request& r);
+  json::object do_make_file(const Request& r);
+  json::object do_file_info(const Request& r);
+  json::object do_remove_file(const Request& r);
+  json::object do_cpu_start(const Request&);
+  json::object do_cpu_stop(const Request&);
+  json::object do_transfer(const Request& r);
+  json::object do_sweep(const Request& r);
+  json::object do_smb_status(const Request& r);
+  json::object do_close_shares(const Request&);
+  json::object do_stats(const Request&);
+  json::object do_cleanup(const Request&);
+  json::object do_tune(const Request& r);
+  ClientRole& client(const std::string& type);
+  const std::string& run_dir(const std::string& base);
+  // The request's file: its prepared run dir + its checked name.
+  std::string local_path(const std::string& dir, const std::string& name, const std::string& type);
   void cleanup();
   void shutdown(const char* why);
   void heartbeat();
@@ -238,6 +261,33 @@ class Agent {
   std::unique_ptr<probe::CpuSampler> cpu_watch_;  // cpu_start .. cpu_stop
   // The protocol clients: null in the static server agent.
   std::unique_ptr<ClientRole> client_;
+};
+
+const Agent::Op Agent::kOps[] = {
+    {"hello", &Agent::do_hello},
+    {"facts", &Agent::do_facts},
+    {"prepare", &Agent::do_prepare},
+    {"sweep_orphans", &Agent::do_sweep_orphans},
+    {"check_space", &Agent::do_check_space},
+    {"disk", &Agent::do_disk},
+    {"tcp_listen", &Agent::do_tcp_listen},
+    {"tcp_run", &Agent::do_tcp_run},
+    {"tcp_result", &Agent::do_tcp_result},
+    {"make_file", &Agent::do_make_file},
+    {"file_info", &Agent::do_file_info},
+    {"remove_file", &Agent::do_remove_file},
+    {"cpu_start", &Agent::do_cpu_start},
+    {"cpu_stop", &Agent::do_cpu_stop},
+    {"transfer", &Agent::do_transfer},
+    {"sweep", &Agent::do_sweep},
+    {"smb_status", &Agent::do_smb_status},
+    {"close_shares", &Agent::do_close_shares},
+    {"stats", &Agent::do_stats},
+    {"cleanup", &Agent::do_cleanup},
+    {"tune_plan", &Agent::do_tune},
+    {"tune_apply", &Agent::do_tune},
+    {"tune_confirm", &Agent::do_tune},
+    {"tune_revert", &Agent::do_tune},
 };
 
 void Agent::send(json::object msg) {
@@ -267,7 +317,15 @@ void Agent::fail(uint64_t id, const Error& e) {
         {"error", {{"kind", to_string(e.kind())}, {"message", e.what()}, {"hint", e.hint()}}}});
 }
 
-json::object Agent::do_hello() {
+ProgressFn Agent::progress_to(uint64_t id) {
+  return [this, id, last = 0.0](uint64_t bytes, double secs) mutable {
+    if (secs - last < 0.5) return;
+    last = secs;
+    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+  };
+}
+
+json::object Agent::do_hello(const Request&) {
   utsname u{};
   uname(&u);
   json::array drivers;
@@ -285,7 +343,17 @@ json::object Agent::do_hello() {
           {"drivers", std::move(drivers)}};
 }
 
-json::object Agent::do_prepare(const json::object& req) {
+// The facts are the probe's whole description of the host (probe/sysinfo.h);
+// the orchestrator reads them through msg::HostFacts.
+json::object Agent::do_facts(const Request& r) {
+  const auto q = decode<msg::FactsRequest>(r);
+  probe::FactsRequest f{q.ram_dir, q.disk_dir, q.peer_address};
+  f.samba_conf = q.samba_conf;
+  return probe::collect_facts(f);
+}
+
+json::object Agent::do_prepare(const Request& r) {
+  const json::object& req = r.msg;
   json::object made;
   json::array swept;
   const bool shared = wire::opt_bool(req, "shared", false);
@@ -294,6 +362,12 @@ json::object Agent::do_prepare(const json::object& req) {
       throw Error(ErrorKind::kPeer, "message 'prepare': field 'dirs' must hold strings");
     std::string base(v.as_string());
     if (run_dirs_.count(base)) {
+      // Prepared already (a share behind the disk stage's own disk_dir): a
+      // share needs it open to the protocol server's user too.
+      if (shared && chmod(run_dirs_[base].c_str(), 0777) != 0) {
+        throw Error(ErrorKind::kIo, fmt::format("cannot open up run directory '{}': {}",
+                                                run_dirs_[base], errno_text(errno)));
+      }
       made[base] = run_dirs_[base];
       continue;
     }
@@ -307,7 +381,7 @@ json::object Agent::do_prepare(const json::object& req) {
                            "ram_dir, disk_dir)");
     }
     // Run directories of agents that were killed (SIGKILL, a crash, a reboot).
-    for (auto& r : sweep_run_dirs(base, nullptr)) swept.push_back(std::move(r));
+    for (auto& s : sweep_run_dirs(base, nullptr)) swept.push_back(std::move(s));
     std::string templ = base + "/" + kRunDirPrefix + "XXXXXX";
     if (!mkdtemp(templ.data())) {
       throw Error(ErrorKind::kIo,
@@ -338,8 +412,18 @@ json::object Agent::do_prepare(const json::object& req) {
   return {{"dirs", made}, {"swept", swept}};
 }
 
-const std::string& Agent::run_dir(const json::object& req) {
-  std::string base = get_string(req, "dir");
+json::object Agent::do_sweep_orphans(const Request& r) {
+  json::array removed, kept;
+  for (const auto& v : wire::get_array(r.msg, "dirs")) {
+    if (!v.is_string()) {
+      throw Error(ErrorKind::kPeer, "message 'sweep_orphans': field 'dirs' must hold strings");
+    }
+    for (auto& s : sweep_run_dirs(std::string(v.as_string()), &kept)) removed.push_back(s);
+  }
+  return {{"removed", removed}, {"kept", kept}};
+}
+
+const std::string& Agent::run_dir(const std::string& base) {
   auto it = run_dirs_.find(base);
   if (it == run_dirs_.end()) {
     throw Error(ErrorKind::kPeer, fmt::format("directory '{}' was not prepared", base));
@@ -347,8 +431,15 @@ const std::string& Agent::run_dir(const json::object& req) {
   return it->second;
 }
 
-json::object Agent::do_check_space(const json::object& req) {
-  const std::string& dir = run_dir(req);
+std::string Agent::local_path(const std::string& dir, const std::string& name,
+                              const std::string& type) {
+  return run_dir(dir) + "/" + checked_name(name, type);
+}
+
+json::object Agent::do_check_space(const Request& r) {
+  const json::object& req = r.msg;
+  const std::string base = get_string(req, "dir");
+  const std::string& dir = run_dir(base);
   const uint64_t need = get_u64(req, "bytes");
   probe::FsSpace s = probe::fs_space(dir);
   // Refuse when the stage would leave less than 10 % of the filesystem free.
@@ -357,114 +448,108 @@ json::object Agent::do_check_space(const json::object& req) {
     throw Error(ErrorKind::kIo,
                 fmt::format("not enough space in '{}': the stage needs {} and {} of {} is free; "
                             "that would leave under 10 % free",
-                            get_string(req, "dir"), format_size(need), format_size(s.avail),
-                            format_size(s.total)),
+                            base, format_size(need), format_size(s.avail), format_size(s.total)),
                 wire::opt_string(req, "hint",
                                  "free some space, or use smaller or fewer files ([disk] sizes, "
                                  "count)"));
   }
-  return {{"total", s.total}, {"avail", s.avail}};
+  // The directory's filesystem, so the runner can tell a "ram" share on a disk.
+  std::string fs;
+  try {
+    fs = probe::fs_type(dir);
+  } catch (const Error&) {
+    fs = "unknown";
+  }
+  // ... and the disk under it ("sda", "md2"; null for tmpfs), so the runner can
+  // tell a disk share on another disk than the one the disk stage measured.
+  json::value disk = nullptr;
+  if (json::value d = probe::dir_device_facts(dir); d.is_object()) {
+    if (const auto* name = d.as_object().if_contains("disk")) disk = *name;
+  }
+  return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}, {"disk", disk}};
 }
 
-json::object Agent::do_disk(const json::object& req, uint64_t id, const CancelToken& cancel) {
-  const std::string path = run_dir(req) + "/" + checked_name(req);
-  const std::string op = get_string(req, "op");
-  const uint64_t block = wire::opt_u64(req, "block", 1u << 20);
-  if (block < 4096 || block > (16u << 20) || block % 4096 != 0) {
+json::object Agent::do_disk(const Request& r) {
+  const auto q = decode<msg::DiskRequest>(r);
+  const std::string path = local_path(q.dir, q.name, r.type);
+  if (q.block < 4096 || q.block > (16u << 20) || q.block % 4096 != 0) {
     throw Error(ErrorKind::kConfig, fmt::format("disk block size {} is not a multiple of 4 KiB "
                                                 "between 4 KiB and 16 MiB",
-                                                block));
+                                                q.block));
   }
-  double last = 0;
-  auto progress = [&](uint64_t bytes, double secs) {
-    if (secs - last < 0.5) return;
-    last = secs;
-    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
-  };
+  const auto block = static_cast<uint32_t>(q.block);
+  ProgressFn progress = progress_to(r.id);
   probe::CpuSampler cpu;
   cpu.start();
-  probe::DiskResult r;
-  if (op == "write") {
-    r = probe::disk_write(path, get_u64(req, "size"), static_cast<uint32_t>(block), cancel,
-                          progress);
-  } else if (op == "read") {
-    r = probe::disk_read(path, static_cast<uint32_t>(block), cancel, progress);
-    if (wire::opt_bool(req, "delete_after", false)) ::unlink(path.c_str());
+  probe::DiskResult d;
+  if (q.op == "write") {
+    if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
+    d = probe::disk_write(path, q.size, block, r.cancel, progress);
+  } else if (q.op == "read") {
+    d = probe::disk_read(path, block, r.cancel, progress);
+    if (q.delete_after) ::unlink(path.c_str());
   } else {
     throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'op' must be read or write, "
                                               "not '{}'",
-                                              op));
+                                              q.op));
   }
-  return {{"bytes", r.bytes},
-          {"seconds", r.seconds},
-          {"direct", r.direct},
-          {"cache_possible", r.cache_possible},
-          {"method", r.method},
-          {"huge_page", r.huge_page},
-          {"cache_reason", r.cache_reason},
-          {"cpu", cpu_json(cpu.stop())}};
-}
-
-json::object Agent::do_tcp_listen(const json::object& req) {
-  tcp_server_.reset();
-  tcp_server_ = std::make_unique<probe::TcpServer>(get_string(req, "bind"));
-  return {{"port", tcp_server_->port()}};
-}
-
-json::object Agent::do_tcp_run(const json::object& req, uint64_t id, const CancelToken& cancel) {
-  const std::string mode = get_string(req, "mode");
-  if (mode != "send" && mode != "recv") {
-    throw Error(ErrorKind::kPeer, "message 'tcp_run': field 'mode' must be send or recv");
-  }
-  const uint64_t port = get_u64(req, "port");
-  if (port == 0 || port > 65535) throw Error(ErrorKind::kPeer, "message 'tcp_run': bad 'port'");
-  double last = 0;
-  auto progress = [&](uint64_t bytes, double secs) {
-    if (secs - last < 0.5) return;
-    last = secs;
-    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
-  };
-  probe::CpuSampler cpu;
-  cpu.start();
-  probe::TcpResult r = probe::tcp_run(
-      get_string(req, "host"), static_cast<uint16_t>(port), get_string(req, "token"),
-      mode == "send" ? probe::TcpMode::kSend : probe::TcpMode::kRecv,
-      wire::get_double(req, "seconds"),
-      static_cast<uint32_t>(wire::opt_u64(req, "buffer", 128u << 10)), cancel, progress);
-  json::object out = tcp_json(r);
-  out["cpu"] = cpu_json(cpu.stop());
+  json::object out = msg::to_json(msg::DiskResult{d.bytes, d.seconds, d.direct, d.cache_possible,
+                                                  d.method, d.huge_page, cpu.stop()});
+  // Why a cache may have served it (no O_DIRECT, ZFS's ARC); not in msg::DiskResult yet.
+  out["cache_reason"] = d.cache_reason;
   return out;
 }
 
-json::object Agent::do_tcp_result(const json::object& req, const CancelToken& cancel) {
+json::object Agent::do_tcp_listen(const Request& r) {
+  const auto q = decode<msg::TcpListenRequest>(r);
+  tcp_server_.reset();
+  tcp_server_ = std::make_unique<probe::TcpServer>(q.bind);
+  return msg::to_json(msg::TcpListenResult{tcp_server_->port()});
+}
+
+json::object Agent::do_tcp_run(const Request& r) {
+  const auto q = decode<msg::TcpRunRequest>(r);
+  if (q.mode != "send" && q.mode != "recv") {
+    throw Error(ErrorKind::kPeer, "message 'tcp_run': field 'mode' must be send or recv");
+  }
+  if (q.port == 0 || q.port > 65535) throw Error(ErrorKind::kPeer, "message 'tcp_run': bad 'port'");
+  ProgressFn progress = progress_to(r.id);
+  probe::CpuSampler cpu;
+  cpu.start();
+  probe::TcpResult t =
+      probe::tcp_run(q.host, static_cast<uint16_t>(q.port), q.token,
+                     q.mode == "send" ? probe::TcpMode::kSend : probe::TcpMode::kRecv, q.seconds,
+                     static_cast<uint32_t>(q.buffer), r.cancel, progress);
+  return msg::to_json(tcp_message(t, cpu.stop()));
+}
+
+json::object Agent::do_tcp_result(const Request& r) {
+  const auto q = decode<msg::TcpResultRequest>(r);
   if (!tcp_server_) throw Error(ErrorKind::kPeer, "tcp_result before tcp_listen");
   probe::CpuSampler cpu;
   cpu.start();
-  probe::TcpResult r = tcp_server_->wait_result(get_string(req, "token"),
-                                                wire::opt_double(req, "timeout", 60), cancel);
-  json::object out = tcp_json(r);
-  out["cpu"] = cpu_json(cpu.stop());
-  return out;
+  probe::TcpResult t = tcp_server_->wait_result(q.token, q.timeout, r.cancel);
+  return msg::to_json(tcp_message(t, cpu.stop()));
 }
 
 // What smbd negotiated with each connected client, from `smbstatus --json`
 // (libsmbclient does not tell its caller): dialect, signing, encryption.
-json::object do_smb_status(const json::object& req) {
+json::object Agent::do_smb_status(const Request& r) {
   std::vector<std::string> argv{"smbstatus", "--json"};
   // The running smbd's config when the plan names none (its state dirs follow it).
   std::string how;
-  const std::string conf = probe::samba_config_path(wire::opt_string(req, "conf"), &how);
+  const std::string conf = probe::samba_config_path(wire::opt_string(r.msg, "conf"), &how);
   if (how != "default") {
     argv.push_back("-s");
     argv.push_back(conf);
   }
-  RunResult r = run_command(argv, "", 30);
+  RunResult run = run_command(argv, "", 30);
   boost::system::error_code ec;
-  json::value v = json::parse(r.out, ec);
-  if (r.exit_code != 0 || ec || !v.is_object()) {
+  json::value v = json::parse(run.out, ec);
+  if (run.exit_code != 0 || ec || !v.is_object()) {
     throw Error(
         ErrorKind::kUnsupported,
-        fmt::format("smbstatus --json failed (exit {}): {}", r.exit_code, r.err.substr(0, 300)),
+        fmt::format("smbstatus --json failed (exit {}): {}", run.exit_code, run.err.substr(0, 300)),
         "install Samba 4.16 or later on the server, or run the agent as a user that may "
         "read smbd's state");
   }
@@ -494,59 +579,57 @@ json::object do_smb_status(const json::object& req) {
   return {{"sessions", sessions}};
 }
 
-uint32_t block_of(const json::object& req) {
-  const uint64_t block = wire::opt_u64(req, "block", 1u << 20);
+uint32_t block_of(uint64_t block) {
   if (block < 4096 || block > (16u << 20)) {
     throw Error(ErrorKind::kConfig, fmt::format("block size {} is outside 4 KiB .. 16 MiB", block));
   }
   return static_cast<uint32_t>(block);
 }
 
-json::object file_json(const FileResult& r) {
-  return {{"bytes", r.bytes}, {"seconds", r.seconds}, {"checksum", r.checksum}};
-}
-
-json::object Agent::do_make_file(const json::object& req, const CancelToken& cancel) {
-  const std::string path = run_dir(req) + "/" + checked_name(req);
-  const bool evict = wire::opt_bool(req, "evict", false);
-  json::object out =
-      file_json(make_pattern_file(path, get_u64(req, "size"), block_of(req), evict,
-                                  wire::opt_bool(req, "shared", false) ? 0644 : 0600, cancel));
-  // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it.
-  if (evict) {
-    const probe::os::CacheVerdict v = probe::cache_verdict_of(path, get_u64(out, "bytes"), true);
+json::object Agent::do_make_file(const Request& r) {
+  const auto q = decode<msg::FileRequest>(r);
+  if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
+  const std::string path = local_path(q.dir, q.name, r.type);
+  json::object out = msg::to_json(make_pattern_file(path, q.size, block_of(q.block), q.evict,
+                                                    q.shared ? 0644 : 0600, r.cancel));
+  // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it;
+  // not in msg::FileResult yet.
+  if (q.evict) {
+    const probe::os::CacheVerdict v =
+        probe::cache_verdict_of(path, wire::get_u64(out, "bytes"), true);
     out["cache_possible"] = v.cache_possible;
     out["cache_reason"] = v.reason;
   }
   return out;
 }
 
-json::object Agent::do_file_info(const json::object& req, const CancelToken& cancel) {
-  return file_json(checksum_file(run_dir(req) + "/" + checked_name(req), block_of(req),
-                                 wire::opt_bool(req, "evict", false), cancel));
+json::object Agent::do_file_info(const Request& r) {
+  const auto q = decode<msg::FileRequest>(r);
+  return msg::to_json(
+      checksum_file(local_path(q.dir, q.name, r.type), block_of(q.block), q.evict, r.cancel));
 }
 
-json::object Agent::do_remove_file(const json::object& req) {
-  const std::string path = run_dir(req) + "/" + checked_name(req);
+json::object Agent::do_remove_file(const Request& r) {
+  const auto q = decode<msg::FileRequest>(r);
+  const std::string path = local_path(q.dir, q.name, r.type);
   const bool existed = ::unlink(path.c_str()) == 0;
   return {{"removed", existed}};
 }
 
-json::object Agent::do_cpu_start() {
+json::object Agent::do_cpu_start(const Request&) {
   cpu_watch_ = std::make_unique<probe::CpuSampler>();
   cpu_watch_->start();
   return {};
 }
 
-json::object Agent::do_cpu_stop() {
+json::object Agent::do_cpu_stop(const Request&) {
   if (!cpu_watch_) throw Error(ErrorKind::kPeer, "cpu_stop without cpu_start");
-  json::object out = cpu_json(cpu_watch_->stop());
+  json::object out = msg::to_json(cpu_watch_->stop()).as_object();
   cpu_watch_.reset();
   return out;
 }
 
-json::object Agent::do_client(const std::string& type, const json::object& req, uint64_t id,
-                              const CancelToken& cancel) {
+ClientRole& Agent::client(const std::string& type) {
   if (!client_) {
     throw Error(ErrorKind::kUnsupported,
                 fmt::format("this is the server agent (chokepoint-agent-server): it has no "
@@ -555,59 +638,40 @@ json::object Agent::do_client(const std::string& type, const json::object& req, 
                 "protocol stages run on the client end, which needs the full chokepoint-agent "
                 "(built with the transfer drivers)");
   }
-  double last = 0;
-  ClientCall call{req, cancel,
-                  [&, id](uint64_t bytes, double secs) {
-                    if (secs - last < 0.5) return;
-                    last = secs;
-                    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
-                  },
-                  [this](const json::object& r) { return run_dir(r) + "/" + checked_name(r); }};
-  return client_->handle(type, call);
+  return *client_;
 }
+
+json::object Agent::do_transfer(const Request& r) {
+  ClientRole& role = client(r.type);
+  const auto q = decode<msg::TransferRequest>(r);
+  return msg::to_json(
+      role.transfer(q, {r.cancel, progress_to(r.id), local_path(q.dir, q.name, r.type)}));
+}
+
+json::object Agent::do_sweep(const Request& r) {
+  ClientRole& role = client(r.type);
+  return msg::to_json(role.sweep(decode<msg::SweepRequest>(r), {r.cancel, progress_to(r.id), {}}));
+}
+
+json::object Agent::do_close_shares(const Request&) {
+  if (client_) client_->close_shares();
+  return {};
+}
+
+json::object Agent::do_stats(const Request&) { return {{"max_rss_kb", max_rss_kb()}}; }
+
+json::object Agent::do_cleanup(const Request&) {
+  cleanup();
+  return {{"max_rss_kb", max_rss_kb()}};
+}
+
+json::object Agent::do_tune(const Request& r) { return tune::handle_tune_request(r.type, r.msg); }
 
 json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
   const std::string type = get_string(req, "type");
-  const uint64_t id = get_u64(req, "id");
-  if (type == "hello") return do_hello();
-  if (tune::is_tune_request(type)) return tune::handle_tune_request(type, req);
-  if (type == "facts") {
-    probe::FactsRequest f{wire::opt_string(req, "ram_dir"), wire::opt_string(req, "disk_dir"),
-                          wire::opt_string(req, "peer_address")};
-    f.samba_conf = wire::opt_string(req, "samba_conf");
-    return probe::collect_facts(f);
-  }
-  if (type == "prepare") return do_prepare(req);
-  if (type == "sweep_orphans") {
-    json::array removed, kept;
-    for (const auto& v : wire::get_array(req, "dirs")) {
-      if (!v.is_string()) {
-        throw Error(ErrorKind::kPeer, "message 'sweep_orphans': field 'dirs' must hold strings");
-      }
-      for (auto& r : sweep_run_dirs(std::string(v.as_string()), &kept)) removed.push_back(r);
-    }
-    return {{"removed", removed}, {"kept", kept}};
-  }
-  if (type == "check_space") return do_check_space(req);
-  if (type == "disk") return do_disk(req, id, cancel);
-  if (type == "tcp_listen") return do_tcp_listen(req);
-  if (type == "tcp_run") return do_tcp_run(req, id, cancel);
-  if (type == "tcp_result") return do_tcp_result(req, cancel);
-  if (type == "make_file") return do_make_file(req, cancel);
-  if (type == "file_info") return do_file_info(req, cancel);
-  if (type == "remove_file") return do_remove_file(req);
-  if (type == "cpu_start") return do_cpu_start();
-  if (type == "cpu_stop") return do_cpu_stop();
-  if (type == "transfer" || type == "sweep") return do_client(type, req, id, cancel);
-  if (type == "smb_status") return do_smb_status(req);
-  if (type == "close_shares") {
-    if (client_) client_->close_shares();
-    return {};
-  }
-  if (type == "stats") return {{"max_rss_kb", max_rss_kb()}};
-  if (type == "cleanup") {
-    cleanup();
-    return {{"max_rss_kb", max_rss_kb()}};
+  const Request r{req, type, get_u64(req, "id"), cancel};
+  for (const Op& op : kOps) {
+    if (op.type == type) return (this->*op.handler)(r);
   }
   throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", type),
               "the orchestrator and agent builds differ: redeploy the agent");

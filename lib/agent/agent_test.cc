@@ -171,6 +171,32 @@ TEST_F(AgentLinkTest, ErrorsComeBackTypedAndTheAgentKeepsServing) {
   EXPECT_NO_THROW(link_->call("stats", {}, 10));
 }
 
+// Requests are decoded through their codecs (core/messages_json.h): a field
+// missing or of the wrong type is the peer's error, and the agent goes on.
+TEST_F(AgentLinkTest, ARequestItsCodecRefusesIsAPeerErrorAndTheAgentKeepsServing) {
+  link_->handshake(10);
+  link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  for (json::object bad :
+       {json::object{{"dir", dir_.string()}, {"name", "a.dat"}},  // no op
+        json::object{
+            {"dir", dir_.string()}, {"op", "write"}, {"name", "a.dat"}, {"size", "big"}}}) {
+    try {
+      link_->call("disk", bad, 10);
+      ADD_FAILURE() << "accepted " << json::serialize(bad);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kPeer) << e.what();
+    }
+  }
+  try {
+    link_->call("tcp_run", {{"host", "127.0.0.1"}, {"port", 1}, {"token", "t"}}, 10);
+    ADD_FAILURE() << "tcp_run without mode and seconds accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer) << e.what();
+  }
+  EXPECT_TRUE(entries().size() == 1u);  // only the run dir: nothing was written
+  EXPECT_NO_THROW(link_->call("stats", {}, 10));
+}
+
 TEST_F(AgentLinkTest, CancelStopsAWriteAndRemovesTheFile) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
@@ -291,6 +317,20 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
   json::object s = link_->call("sweep_orphans", {{"dirs", json::array{dir_.string()}}}, 10);
   EXPECT_TRUE(wire::get_array(s, "removed").empty());
   EXPECT_TRUE(fs::exists(mine));
+}
+
+// The disk stage's disk_dir may be a share's directory too (the server's
+// default when a disk share exists): the share's prepare opens the same run
+// directory to the protocol server's user.
+TEST_F(AgentLinkTest, PrepareOpensAnAlreadyPreparedDirToAShare) {
+  link_->handshake(10);
+  json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
+  const std::string mine = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::none);
+  json::object q =
+      link_->call("prepare", {{"dirs", json::array{dir_.string()}}, {"shared", true}}, 10);
+  EXPECT_EQ(wire::get_string(wire::get_object(q, "dirs"), dir_.string()), mine);
+  EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::others_all);
 }
 
 TEST_F(AgentLinkTest, MalformedFrameIsRejectedNamingTheField) {

@@ -2,27 +2,25 @@
 // agent (chokepoint-agent, the client end) serves them through the transfer
 // drivers (libcurl, libsmbclient, ...); the static server agent
 // (chokepoint-agent-server) is built without a ClientRole and refuses them,
-// so it links no protocol client. Only .cc files include this (Boost.JSON).
+// so it links no protocol client. Requests and results are the typed messages
+// of core/messages.h; the agent decodes and encodes them.
 #pragma once
 
-#include <boost/json/object.hpp>
-
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/file_ops.h"
 #include "core/clock.h"
+#include "core/messages.h"
 
 namespace cp::agent {
 
+// What the agent hands a client request besides its message.
 struct ClientCall {
-  const boost::json::object& req;
   const CancelToken& cancel;
-  ProgressFn progress;  // sends progress frames (at most every 0.5 s)
-  // The request's local file: its prepared run dir + its checked "name".
-  std::function<std::string(const boost::json::object&)> local_path;
+  ProgressFn progress;     // sends progress frames (at most every 0.5 s)
+  std::string local_path;  // transfer: the request's local file (its run dir + its name)
 };
 
 class ClientRole {
@@ -30,8 +28,8 @@ class ClientRole {
   virtual ~ClientRole() = default;
   // The transfer drivers this role has (hello's "drivers").
   virtual std::vector<std::string> drivers() const = 0;
-  // "transfer" or "sweep".
-  virtual boost::json::object handle(const std::string& type, const ClientCall& call) = 0;
+  virtual msg::TransferResult transfer(const msg::TransferRequest& req, const ClientCall& call) = 0;
+  virtual msg::SweepResult sweep(const msg::SweepRequest& req, const ClientCall& call) = 0;
   // Logs out of every share (close_shares, cleanup).
   virtual void close_shares() = 0;
   // From the agent's reader thread at shutdown: cancels open sessions.

@@ -10,16 +10,14 @@
 #include <string>
 
 #include "core/clock.h"
+#include "core/messages.h"
 
 namespace cp::agent {
 
 using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
 
-struct FileResult {
-  uint64_t bytes = 0;
-  double seconds = 0;
-  std::string checksum;  // XXH3-64 hex of the bytes
-};
+// bytes, seconds, checksum (XXH3-64 hex of the bytes): the file requests' answer.
+using FileResult = msg::FileResult;
 
 // Creates `path` (never overwrites) with `size` bytes of pattern content,
 // fsyncs it, and with `evict` drops it from the page cache so a protocol

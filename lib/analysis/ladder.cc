@@ -15,6 +15,7 @@
 #include "core/bootstrap.h"
 #include "core/cpu_message.h"
 #include "core/json_util.h"
+#include "core/messages_json.h"
 #include "core/units.h"
 
 namespace cp::analysis {
@@ -43,10 +44,6 @@ double number(const json::value* v, double fallback = 0) {
   return fallback;
 }
 
-std::string text(const json::value* v) {
-  return (v && v->is_string()) ? std::string(v->as_string()) : std::string();
-}
-
 std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 
 std::string mbps(double bps) { return format_mbps(bps); }
@@ -58,46 +55,35 @@ std::string where_label(const std::string& where) {
 }
 
 // Folds one sample's CPU summaries ({"server":{...},"client":{...}}) into the row.
-void add_cpu(Row& row, const std::string& cpu_json) {
-  json::object cpu = parse_json_object(cpu_json);
+void add_cpu(Row& row, const json::object& cpu) {
   for (const auto& [host, v] : cpu) {
     if (!v.is_object()) continue;
+    const msg::CpuSummary c = msg::cpu_summary_from_json(v);
     // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
     // only windows of at least half a second count as evidence.
-    if (number(path(v.as_object(), {"seconds"})) < kMinCpuWindow) continue;
-    if (const auto* top = path(v.as_object(), {"top"}); top && top->is_array()) {
-      for (const auto& e : top->as_array()) {
-        if (!e.is_object()) continue;
-        const auto& p = e.as_object();
-        const double used = number(path(p, {"cpu_pct"}));
-        const double limit = number(path(p, {"cpu_limit_pct"}));
-        if (limit <= 0 || used < kQuotaSaturated * limit) continue;
-        const auto* other = path(p, {"other_netns"});
-        const bool foreign = other && other->is_bool() && other->as_bool();
-        const bool better = row.quota_host.empty() || (row.quota_other_netns && !foreign) ||
-                            (row.quota_other_netns == foreign &&
-                             used / limit > row.quota_cpu_pct / row.quota_limit_pct);
-        if (!better) continue;
-        row.quota_host = host;
-        row.quota_process = text(path(p, {"comm"}));
-        row.quota_cpu_pct = used;
-        row.quota_limit_pct = limit;
-        row.quota_other_netns = foreign;
-      }
+    if (c.seconds < kMinCpuWindow) continue;
+    for (const msg::ProcLoad& p : c.top) {
+      const double used = p.cpu_pct;
+      const double limit = p.cpu_limit_pct;
+      if (limit <= 0 || used < kQuotaSaturated * limit) continue;
+      const bool foreign = p.other_netns;
+      const bool better = row.quota_host.empty() || (row.quota_other_netns && !foreign) ||
+                          (row.quota_other_netns == foreign &&
+                           used / limit > row.quota_cpu_pct / row.quota_limit_pct);
+      if (!better) continue;
+      row.quota_host = host;
+      row.quota_process = p.comm;
+      row.quota_cpu_pct = used;
+      row.quota_limit_pct = limit;
+      row.quota_other_netns = foreign;
     }
-    const auto* cores = path(v.as_object(), {"core_busy_pct"});
-    if (!cores || !cores->is_array()) continue;
-    for (const auto& c : cores->as_array()) {
-      double busy = number(&c);
+    for (const double busy : c.core_busy_pct) {
       if (busy > row.max_core_pct) {
         row.max_core_pct = busy;
         row.max_core_host = host;
-        const auto* top = path(v.as_object(), {"top"});
         row.max_core_process.clear();
-        if (top && top->is_array() && !top->as_array().empty() && top->as_array()[0].is_object()) {
-          const auto& p = top->as_array()[0].as_object();
-          row.max_core_process =
-              fmt::format("{} at {:.0f} %", text(path(p, {"comm"})), number(path(p, {"cpu_pct"})));
+        if (!c.top.empty()) {
+          row.max_core_process = fmt::format("{} at {:.0f} %", c.top[0].comm, c.top[0].cpu_pct);
         }
       }
     }
@@ -223,28 +209,20 @@ uint64_t max_of_sysctl(const std::string& text) {
 
 namespace {
 
-HostFacts read_host_facts(const json::object& f) {
+HostFacts read_host_facts(const msg::HostFacts& f) {
   HostFacts h;
-  h.hostname = text(path(f, {"hostname"}));
-  h.boot_id = text(path(f, {"boot_id"}));
-  h.nic_bits = number(path(f, {"net", "speed_mbit"})) * 1e6;
-  h.shaped_bits = number(path(f, {"net", "shaped_rate_bit"}));
-  h.memory_bytes = static_cast<uint64_t>(number(path(f, {"memory_bytes"})));
-  h.mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
-  h.disk_device = text(path(f, {"disk_dir", "device", "disk"}));
-  if (const auto* ra = path(f, {"disk_dir", "device", "read_ahead_kb"});
-      ra && (ra->is_int64() || ra->is_uint64())) {
-    h.read_ahead_kb = static_cast<int64_t>(number(ra));
-  }
-  if (const auto* t = path(f, {"tcp_sysctls"}); t && t->is_object()) {
-    for (const auto& [k, v] : t->as_object())
-      if (v.is_string()) h.tcp_sysctls[k] = std::string(v.as_string());
-  }
-  if (const auto* g = path(f, {"samba", "global"}); g && g->is_object()) {
-    h.samba_known = true;
-    for (const auto& [k, v] : g->as_object())
-      if (v.is_string()) h.samba[k] = std::string(v.as_string());
-  }
+  h.hostname = f.hostname;
+  h.boot_id = f.boot_id;
+  h.nic_bits = f.net.speed_mbit * 1e6;
+  h.shaped_bits = f.net.shaped_rate_bit;
+  h.memory_bytes = f.memory_bytes;
+  h.mtu = static_cast<int>(f.net.mtu);
+  h.ram_fs = f.ram_fs;
+  h.disk_device = f.disk_device;
+  h.read_ahead_kb = f.read_ahead_kb;
+  h.tcp_sysctls = f.tcp_sysctls;
+  h.samba_known = f.samba_known;
+  h.samba = f.samba_global;
   return h;
 }
 
@@ -256,15 +234,15 @@ void detect_link(const RunRecord& run, Analysis& a) {
     a.link_source = "set in the plan";
   }
   for (const auto& h : run.hosts) {
-    json::object f = parse_json_object(h.facts_json);
-    const int mtu = static_cast<int>(number(path(f, {"net", "mtu"})));
+    const auto f = msg::read_stored<msg::HostFacts>(h.facts_json);
+    const int mtu = static_cast<int>(f.net.mtu);
     (h.role == "server" ? a.server_mtu : a.client_mtu) = mtu;
     (h.role == "server" ? a.server : a.client) = read_host_facts(f);
     a.same_machine = !a.server.boot_id.empty() && a.server.boot_id == a.client.boot_id;
     if (planned > 0) continue;
-    const std::string ifname = text(path(f, {"net", "name"}));
-    double shaped = number(path(f, {"net", "shaped_rate_bit"}));
-    double speed = number(path(f, {"net", "speed_mbit"})) * 1e6;
+    const std::string& ifname = f.net.name;
+    double shaped = f.net.shaped_rate_bit;
+    double speed = f.net.speed_mbit * 1e6;
     double bits = shaped > 0 ? shaped : speed;
     if (bits <= 0) continue;
     if (a.link_bits == 0 || bits < a.link_bits) {
@@ -368,29 +346,27 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       ac.row.samples.push_back(s.rate());
       ac.row.sample_ids.push_back(s.id);
       if (s.cache_possible) ac.row.cache_possible++;
-      add_cpu(ac.row, s.cpu_json);
-      for (const auto& [host, v] : parse_json_object(s.cpu_json)) {
+      const json::object cpu = parse_json_object(s.cpu_json);
+      add_cpu(ac.row, cpu);
+      for (const auto& [host, v] : cpu) {
         ac.cpu[std::string(host)].add(msg::cpu_summary_from_json(v));
       }
-      json::object d = parse_json_object(s.details_json);
-      if (const auto* p = path(d, {"properties"});
-          p && p->is_object() && ac.row.properties.empty()) {
-        for (const auto& [k, v] : p->as_object())
-          if (v.is_string()) ac.row.properties[k] = std::string(v.as_string());
+      if (is_protocol(st.layer) && ac.row.properties.empty()) {
+        msg::TransferDetails td = msg::read_stored<msg::TransferDetails>(s.details_json);
+        ac.row.properties = std::move(td.properties);
+        ac.row.server_fs = td.server_fs;
+        ac.row.server_disk = td.server_disk;
       }
       if (st.layer == "tcp") {
-        if (const auto* ti = path(d, {"tcp_info"}); ti && ti->is_object()) {
-          const auto& t = ti->as_object();
-          if (path(t, {"available"}) && path(t, {"available"})->is_bool() &&
-              path(t, {"available"})->as_bool()) {
-            ac.info = true;
-            ac.busy_s += number(path(t, {"busy_s"}));
-            ac.rwnd_s += number(path(t, {"rwnd_limited_s"}));
-            ac.sndbuf_s += number(path(t, {"sndbuf_limited_s"}));
-            ac.row.retransmits += static_cast<uint64_t>(number(path(t, {"retransmits"})));
-            if (double rtt = number(path(t, {"rtt_us"})); rtt > 0) ac.rtts.push_back(rtt);
-            if (double rtt = number(path(t, {"rtt_idle_us"})); rtt > 0) ac.idle_rtts.push_back(rtt);
-          }
+        const msg::TcpInfo t = msg::read_stored<msg::TcpDetails>(s.details_json).tcp_info;
+        if (t.available) {
+          ac.info = true;
+          ac.busy_s += t.busy_s;
+          ac.rwnd_s += t.rwnd_limited_s;
+          ac.sndbuf_s += t.sndbuf_limited_s;
+          ac.row.retransmits += t.retransmits;
+          if (t.rtt_us > 0) ac.rtts.push_back(double(t.rtt_us));
+          if (t.rtt_idle_us > 0) ac.idle_rtts.push_back(double(t.rtt_idle_us));
         }
       }
     }
@@ -942,6 +918,14 @@ double client_window_rate(const Row& r, const Analysis& a) {
   return double(in_flight) / (rtt_us / 1e6);
 }
 
+// A request size the client itself held its calls to, bytes (0: none): a
+// driver that could not send requests as large as it was asked or the server
+// takes (libnfs 4.0's NFSv4 WRITEs, say) records `write_size_limit` /
+// `read_size_limit` in its properties, with the reason in `<key>_reason`.
+uint64_t client_size_limit(const Row& r) {
+  return property_number(r, r.op == "read" ? "read_size_limit" : "write_size_limit");
+}
+
 // The path's round trip, µs: the TCP stage's idle RTT in `r`'s direction, else
 // the driver's own measure of its handshake; 0 when neither is known.
 double path_rtt_us(const Row& r, const Analysis& a) {
@@ -1043,12 +1027,18 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
                                  format_size(r.below_size))
                    : "";
 
-  // A figure a cache or a bad figure beneath may have made: no verdict rests on it.
+  // A figure a cache, a bad figure beneath or the wrong medium may have made:
+  // no verdict rests on it.
   for (const Row* x : {&r, b}) {
-    if (!x || !(x->cache_suspected || x->anomaly)) continue;
-    undecided(f, x->cache_suspected ? "cache" : "anomaly", {r.layer, b ? layer_name(*b) : ""},
+    if (!x || !(x->cache_suspected || x->anomaly || !x->medium_reason.empty())) continue;
+    const char* reason = !x->medium_reason.empty() ? "medium"
+                         : x->cache_suspected      ? "cache"
+                                                   : "anomaly";
+    undecided(f, reason, {r.layer, b ? layer_name(*b) : ""},
               fmt::format("{}: cannot tell what caps it: {}", path,
-                          x->cache_suspected ? x->cache_reason : x->anomaly_reason));
+                          !x->medium_reason.empty() ? x->medium_reason
+                          : x->cache_suspected      ? x->cache_reason
+                                                    : x->anomaly_reason));
     f.cap = "";
     finish();
     return;
@@ -1135,6 +1125,21 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
     const double window = client_window_rate(r, a);
     const double drain = client_drain_fraction(r, a);
     f.cap = r.key;
+    if (const uint64_t limit = client_size_limit(r); limit > 0) {
+      // The client sent smaller requests than the server takes: a figure of
+      // chokepoint's client, whatever the server could do with larger ones.
+      f.layer = "probe";
+      f.lower_bound = true;
+      const auto reason =
+          r.properties.find(read ? "read_size_limit_reason" : "write_size_limit_reason");
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of TCP ({}) with chokepoint's client held to {} per {} request{}: "
+          "the figure is a lower bound limited by the client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), format_size(limit),
+          r.op, reason == r.properties.end() ? "" : " (" + reason->second + ")");
+      finish();
+      return;
+    }
     if (drain >= kProbeDrain && !(window > 0 && r.rate.median >= kProbeLimited * window)) {
       f.layer = "probe";
       f.lower_bound = true;
@@ -1211,6 +1216,14 @@ void protocol_verdict(Analysis& a, Said& said, const Row& r) {
       f.text =
           fmt::format("{}: {} moves {} = {} of {} from RAM, which is CPU-bound: {}", path, what,
                       mbps(r.rate.median), pct(r.ratio), proto, cpu_text(ram->cpu_bound, a));
+    } else if (const uint64_t limit = client_size_limit(r); limit > 0) {
+      f.layer = "probe";  // as over RAM: the client's own request size (above)
+      f.lower_bound = true;
+      f.cap = b->key;
+      f.text = fmt::format(
+          "{}: {} moves {} = {} of {} from RAM, with chokepoint's client held to {} per {} "
+          "request: the figure is a lower bound limited by the client, not the server",
+          path, what, mbps(r.rate.median), pct(r.ratio), proto, format_size(limit), r.op);
     } else {
       f.layer = r.layer;
       f.cap = b->key;
@@ -1333,6 +1346,58 @@ void judge_cache(Analysis& a) {
   }
 }
 
+bool ram_backed(const std::string& fs) { return fs == "tmpfs" || fs == "ramfs"; }
+
+// Protocol rows over a medium other than the one they claim: a "ram" share
+// whose directory is on a disk measures that disk too, a "disk" share on tmpfs
+// never touches a disk, and a client RAM dir on a disk puts the client's disk
+// under every protocol row. Unknown filesystems ("", "unknown") are not judged.
+void judge_medium(Analysis& a) {
+  std::set<std::string> said;
+  auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
+  for (auto& r : a.rows) {
+    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
+    std::string reason, fix;
+    if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
+      reason = fmt::format("the {} share measured as RAM is on {} on the server, not in RAM",
+                           protocol_name(r.layer), r.server_fs);
+      fix =
+          "point the share's server_dir (and the share) at a tmpfs directory, or set its "
+          "medium = disk";
+    } else if (r.where == "disk" && ram_backed(r.server_fs)) {
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server: it never "
+          "touches a disk",
+          protocol_name(r.layer), r.server_fs);
+      fix = "point the share at a directory on the disk under test, or set its medium = ram";
+    } else if (r.where == "disk" && !r.server_disk.empty() && !a.server.disk_device.empty() &&
+               r.server_disk != a.server.disk_device) {
+      // The disk stage measured another disk than the one the share reads: the
+      // protocol-from-disk figure cannot be held against it.
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server, but the server "
+          "disk stage measured {} (disk_dir)",
+          protocol_name(r.layer), r.server_disk, a.server.disk_device);
+      fix = "set [server] disk_dir to a directory on the share's disk";
+    } else if (known(a.client.ram_fs) && !ram_backed(a.client.ram_fs)) {
+      reason = fmt::format(
+          "the client's ram_dir is on {}, not in RAM, so the client's disk is "
+          "part of every protocol figure",
+          a.client.ram_fs);
+      fix = "set [client] ram_dir to a tmpfs directory (/dev/shm on most Linux systems)";
+    }
+    if (reason.empty()) continue;
+    r.medium_reason = reason;
+    if (said.insert(reason).second) {
+      a.findings.push_back(
+          make_finding("config", "config", fmt::format("{}: {}.", reason, fix), {r.key}));
+    } else {
+      for (auto& f : a.findings)
+        if (f.path == "config" && f.text.rfind(reason, 0) == 0) f.rows.push_back(r.key);
+    }
+  }
+}
+
 // A verdict resting on a figure a cache may have produced says so.
 void flag_untrusted(Analysis& a) {
   for (auto& f : a.findings) {
@@ -1412,6 +1477,7 @@ Analysis analyze(const RunRecord& run) {
     }
   }
   judge_cache(a);
+  judge_medium(a);
   std::vector<Finding> cache_findings = std::move(a.findings);
   a.findings.clear();
   Said said;

@@ -154,6 +154,13 @@ struct Row {
   // Protocol rows: what the client driver recorded (first sample's
   // details "properties": requested dialect, max_read_size, mount options).
   std::map<std::string, std::string> properties;
+  // Protocol rows: the filesystem of the share's directory on the server, as
+  // the server agent found it ("tmpfs", "ext4"; "" unknown), and why the row
+  // is not over the medium it claims ("" when it is): a "ram" share on a disk,
+  // a "disk" share on tmpfs, a client RAM dir on a disk. No verdict rests on it.
+  std::string server_fs;
+  std::string server_disk;  // the disk under it ("sda", "md2"; "" unknown or none)
+  std::string medium_reason;
 };
 
 struct Finding {
@@ -183,7 +190,7 @@ struct Finding {
   CpuBound cpu;
   // layer "undecided": the layers it could be, and why it cannot tell.
   std::vector<std::string> candidates;
-  std::string undecided_reason;  // "noise" | "cache" | "anomaly"
+  std::string undecided_reason;  // "noise" | "cache" | "anomaly" | "medium"
   int suggested_count = 0;       // noise: samples per row that would likely settle it
   // The figure is a lower bound: chokepoint's own client limits it (its bytes
   // in flight over the RTT, or its own thread at a core).
@@ -199,6 +206,7 @@ struct HostFacts {
   std::string hostname;
   uint64_t memory_bytes = 0;
   int mtu = 0;
+  std::string ram_fs;       // the filesystem of ram_dir: "tmpfs" ("" unknown)
   std::string disk_device;  // the disk behind disk_dir: "sda"
   int64_t read_ahead_kb = -1;
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"

@@ -944,6 +944,133 @@ TEST(Ladder, RamShareWriteFasterThanTcpIsAnAnomalyNotACache) {
   EXPECT_EQ(f->undecided_reason, "anomaly");
 }
 
+// A share measured as RAM whose directory is on a disk: the row measures that
+// disk too, so the SMB layer is not blamed for it.
+TEST(Ladder, RamShareOnADiskRestsOnNoVerdictAndSaysTheFix) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"ext4"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "medium");
+  const Finding* cfg = finding(a, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(cfg->layer, "config");
+  EXPECT_EQ(cfg->rows, std::vector<std::string>{"smb:ram:read:100000000"});
+}
+
+TEST(Ladder, RamShareOnTmpfsKeepsItsVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"tmpfs"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_TRUE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+  EXPECT_EQ(finding(a, "config"), nullptr);
+}
+
+// An older agent's sample says nothing about the share's filesystem: not judged.
+TEST(Ladder, UnknownShareFilesystemIsNotJudged) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"unknown"})")
+                      .proto("smb", "ram", "read", {50, 51, 49})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, DiskShareOnTmpfsRestsOnNoVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 1000)
+                      .host("client", 1500, 1000)
+                      .disk("server", "read", 100'000'000, {300, 310, 305})
+                      .tcp("server->client", {117, 117, 118})
+                      .proto_details(R"({"server_fs":"tmpfs"})")
+                      .proto("ftp", "ram", "read", {110, 111, 112})
+                      .proto("ftp", "disk", "read", {60, 61, 62})
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "ftp:disk:read:100000000")->medium_reason.empty());
+  EXPECT_TRUE(find_row(a, "ftp:ram:read:100000000")->medium_reason.empty());
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->undecided_reason, "medium");
+}
+
+// The client writes what it reads into its ram_dir: on a disk, that disk is
+// under every protocol row.
+TEST(Ladder, ClientRamDirOnADiskRestsOnNoProtocolVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000}})")
+          .raw_host("client", R"({"hostname":"client","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("ram_dir":{"path":"/tmp","fs_type":"ext4"}})")
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("smb", "ram", "read", {50, 51, 49})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_NE(finding(a, "config"), nullptr);
+}
+
+// A NAS whose disk_dir (/var/tmp on the system disk) is not on the data
+// volume the share reads: the disk stage's figure is no ceiling for the share.
+TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("disk_dir":{"path":"/var/tmp","device":{"disk":"md0"}}})")
+          .host("client", 1500, 1000)
+          .disk("server", "read", 100'000'000, {60, 61, 62})
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("ftp", "ram", "read", {110, 111, 112})
+          .proto_details(R"({"server_fs":"ext4","server_disk":"md2"})")
+          .proto("ftp", "disk", "read", {58, 59, 60})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_NE(finding(a, "config"), nullptr);
+}
+
+TEST(Ladder, DiskShareOnTheMeasuredDiskKeepsItsVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("disk_dir":{"path":"/srv","device":{"disk":"sdb"}}})")
+          .host("client", 1500, 1000)
+          .disk("server", "read", 100'000'000, {60, 61, 62})
+          .tcp("server->client", {117, 117, 118})
+          .proto_details(R"({"server_fs":"tmpfs"})")
+          .proto("ftp", "ram", "read", {110, 111, 112})
+          .proto_details(R"({"server_fs":"ext4","server_disk":"sdb"})")
+          .proto("ftp", "disk", "read", {58, 59, 60})
+          .build();
+  Analysis a = analyze(run);
+  EXPECT_EQ(finding(a, "ftp disk read")->layer, "server disk");
+  EXPECT_EQ(finding(a, "config"), nullptr);
+}
+
 TEST(Ladder, DiskShareWriteFasterThanTheDiskRestsOnNoVerdict) {
   // The server disk throttled to 40 MB/s; buffered writes land in the page cache.
   RunRecord run = RunBuilder()
@@ -1186,6 +1313,75 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
       for (auto& s : st.samples)
         s.details_json = R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})";
   EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, ARequestSizeTheClientHeldItselfToIsALowerBoundNotTheProtocol) {
+  // NFSv4 writes through a client that sends 3840-byte WRITEs: 60 MB/s over a
+  // 1 GB/s TCP path, from RAM and from a disk that writes 500.
+  auto run_with = [](const std::string& layer, const std::string& op, const std::string& props) {
+    RunRecord run = RunBuilder()
+                        .host("server", 1500, 10000)
+                        .host("client", 1500, 10000)
+                        .disk("server", op, 100'000'000, {500, 505, 495})
+                        .tcp("server->client", {1000, 1010, 990})
+                        .tcp("client->server", {1000, 1010, 990})
+                        .proto_details(props)
+                        .proto(layer, "ram", op, {60, 61, 59}, 30, "ganesha.nfsd")
+                        .proto(layer, "disk", op, {59, 60, 58}, 30, "ganesha.nfsd")
+                        .build();
+    return analyze(run);
+  };
+  const Analysis limited =
+      run_with("nfs", "write",
+               R"({"properties":{"write_size_limit":"3840","write_size_limit_reason":"libnfs",)"
+               R"("in_flight_bytes":"15360","request_size":"3840"}})");
+  for (const std::string where : {"ram", "disk"}) {
+    const Finding* f = finding(limited, "nfs " + where + " write");
+    ASSERT_NE(f, nullptr) << where;
+    EXPECT_EQ(f->layer, "probe") << where;
+    EXPECT_TRUE(f->lower_bound) << where;
+  }
+  // No limit recorded ("none"): the same figures blame the NFS layer.
+  const Analysis unlimited = run_with(
+      "nfs", "write", R"({"properties":{"write_size_limit":"none","request_size":"1048576"}})");
+  for (const std::string where : {"ram", "disk"}) {
+    const Finding* f = finding(unlimited, "nfs " + where + " write");
+    ASSERT_NE(f, nullptr) << where;
+    EXPECT_EQ(f->layer, "nfs") << where;
+    EXPECT_FALSE(f->lower_bound) << where;
+  }
+  // Any driver, either direction: an SMB read held to 64 KiB by the client.
+  const Analysis smb = run_with("smb", "read", R"({"properties":{"read_size_limit":"65536"}})");
+  const Finding* f = finding(smb, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+  // A write limit says nothing about reads.
+  const Analysis other_op =
+      run_with("smb", "read", R"({"properties":{"write_size_limit":"65536"}})");
+  EXPECT_EQ(finding(other_op, "smb ram read")->layer, "smb");
+}
+
+TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound) {
+  // 4 MiB in flight over a 40 ms round trip allows ~105 MB/s; NFS writes 100
+  // with no request size limit recorded: the client's window, not the server.
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("client->server", {1000, 1010, 990})
+                      .proto_details(R"({"properties":{"in_flight_bytes":"4194304",)"
+                                     R"("request_size":"1048576","write_size_limit":"none"}})")
+                      .proto("nfs", "ram", "write", {100, 101, 99}, 30, "ganesha.nfsd")
+                      .build();
+  for (auto& st : run.stages)
+    if (st.layer == "tcp")
+      for (auto& s : st.samples)
+        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":42000,)"
+                         R"("rtt_idle_us":40000}})";
+  const Finding* f = finding(analyze(run), "nfs ram write");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {

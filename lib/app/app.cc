@@ -374,6 +374,7 @@ int diagnose(const std::vector<std::string>& args) {
     server_spec.ssh_config = client_spec.ssh_config = lab->ssh_config;
     // An unprivileged server login works in the shares it owns (lab.h).
     std::tie(base.server.ram_dir, base.server.disk_dir) = lab::diagnosis_dirs(*lab, lab->server);
+    base.server.disk_dir_set = true;
     std::tie(base.client.ram_dir, base.client.disk_dir) = lab::diagnosis_dirs(*lab, lab->client);
     base.data_address = lab->server.data_address;
     base.server.samba_conf = lab::server_files(*lab).smb_conf;
@@ -404,6 +405,7 @@ int diagnose(const std::vector<std::string>& args) {
       plan.shares.push_back(sp);
     }
   }
+  const std::string disk_dir_note = pipeline::settle_server_disk_dir(plan);
   pipeline::validate(plan);
   // Passwords are read before anything connects, so a missing one fails fast;
   // they go to the client agent over the channel only.
@@ -425,6 +427,7 @@ int diagnose(const std::vector<std::string>& args) {
   run.version = kVersion;
   const int64_t run_id = store.begin_run(run);
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
+  if (!disk_dir_note.empty()) progress.note(disk_dir_note);
 
   struct sigaction sa {};
   sa.sa_handler = on_signal;

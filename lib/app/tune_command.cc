@@ -200,7 +200,17 @@ int tune_command(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint tune [options]");
   desc.add_options()("help,h", "this help")(
       "knob", po::value<std::vector<std::string>>()->composing(),
-      "NAME=V1,V2,...: a knob and the values to try (repeatable: one sweep each)")(
+      "NAME=V1,V2,...: a knob and the values to try (repeatable: a grid of knobs in one "
+      "session, see --grid)")(
+      "grid", po::value<std::string>()->default_value("cross"),
+      "several knobs: 'cross' tries every combination of their values (interactions show), "
+      "'one-at-a-time' moves one knob with the others at their original")(
+      "afp-conf", po::value<std::string>(),
+      "netatalk knobs: the server's afp.conf (default: /etc/netatalk/afp.conf, "
+      "/usr/local/etc/afp.conf)")(
+      "afp-restart", po::value<std::string>(),
+      "netatalk knobs: the shell command that restarts afpd on the server (default: systemctl "
+      "restart netatalk)")(
       "list", "the knobs: where each lives, how it is applied, which stages it affects")(
       "dry-run", "print the exact commands a sweep would run, change nothing")(
       "revert", "undo what a killed session left applied (on the named hosts, else both ends)")(
@@ -307,6 +317,19 @@ int tune_command(const std::vector<std::string>& args) {
   pipeline::validate(plan);
   // Each knob's stages must exist before anything connects.
   for (const auto& k : knobs) tune::affected_plan(*k.knob, plan);
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (knobs[i].knob == knobs[j].knob) {
+        throw Error(ErrorKind::kUsage, fmt::format("--knob {} is given twice", knobs[i].knob->name),
+                    "give all its values in one --knob NAME=V1,V2");
+      }
+    }
+  }
+  const std::string grid_arg = vm["grid"].as<std::string>();
+  if (grid_arg != "cross" && grid_arg != "one-at-a-time") {
+    throw Error(ErrorKind::kUsage, fmt::format("--grid '{}' is unknown", grid_arg),
+                "give cross or one-at-a-time");
+  }
   std::map<std::string, std::string> passwords;
   for (const auto& s : plan.shares) {
     if (auto pw = share_password(s)) passwords[s.name] = *pw;
@@ -330,45 +353,43 @@ int tune_command(const std::vector<std::string>& args) {
       plan.data_address.empty() ? server->default_data_address() : plan.data_address;
   json::array results;
   int rc = 0;
-  for (const auto& k : knobs) {
-    tune::SweepSetup s;
-    s.knob = k.knob;
-    s.values = k.values;
-    s.rounds = rounds;
-    s.plan = plan;
-    s.server = &server->agent();
-    s.client = &client->agent();
-    s.server_name = h.server.host;
-    s.client_name = h.client.host;
-    s.data_address = data_address;
-    s.passwords = passwords;
-    s.console = vm.count("i-have-console") > 0;
-    s.confirm_s = vm["confirm-seconds"].as<uint64_t>();
-    if (vm.count("dry-run")) {
-      std::cout << tune::dry_run_text(s);
-      continue;
+  tune::SweepSetup s;
+  for (const auto& k : knobs) s.axes.push_back({k.knob, k.values});
+  s.grid = grid_arg == "cross" ? tune::Grid::kCross : tune::Grid::kOneAtATime;
+  s.rounds = rounds;
+  s.plan = plan;
+  s.server = &server->agent();
+  s.client = &client->agent();
+  s.server_name = h.server.host;
+  s.client_name = h.client.host;
+  s.data_address = data_address;
+  s.passwords = passwords;
+  s.console = vm.count("i-have-console") > 0;
+  s.confirm_s = vm["confirm-seconds"].as<uint64_t>();
+  if (vm.count("afp-conf")) s.afp_conf = vm["afp-conf"].as<std::string>();
+  if (vm.count("afp-restart")) s.afp_restart = vm["afp-restart"].as<std::string>();
+  if (vm.count("dry-run")) {
+    std::cout << tune::dry_run_text(s);
+    return 0;
+  }
+  Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
+  std::vector<tune::LayerSamples> samples;
+  try {
+    tune::TuneResult r = tune::run_sweep(s, store, g_tune_cancel, note, &samples);
+    if (as_json) {
+      results.push_back(json::parse(tune::result_json(r)));
+    } else {
+      std::cout << tune::result_text(r);
     }
-    Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
-    std::vector<tune::LayerSamples> samples;
-    try {
-      tune::TuneResult r = tune::run_sweep(s, store, g_tune_cancel, note, &samples);
-      if (as_json) {
-        results.push_back(json::parse(tune::result_json(r)));
-      } else {
-        std::cout << tune::result_text(r);
-      }
-      if (vm.count("html")) {
-        std::string path = vm["html"].as<std::string>();
-        if (knobs.size() > 1) path += "." + k.knob->name + ".html";
-        std::ofstream(path) << tune::result_html(r, samples);
-      }
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kCancelled || g_tune_cancel.cancelled()) {
-        std::cerr << "chokepoint tune: interrupted; the knob is back at its original value\n";
-        return 130;
-      }
-      throw;
+    if (vm.count("html")) {
+      std::ofstream(vm["html"].as<std::string>()) << tune::result_html(r, samples);
     }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled || g_tune_cancel.cancelled()) {
+      std::cerr << "chokepoint tune: interrupted; the knobs are back at their original values\n";
+      return 130;
+    }
+    throw;
   }
   if (as_json && !vm.count("dry-run")) std::cout << json::serialize(results) << "\n";
   return rc;

@@ -519,7 +519,9 @@ std::string sshd_config_text(const LabState& s, const LabHost& h) {
       "Port 22\n"
       "HostKey {key}\n"
       "PidFile {pid}\n"
-      "AuthorizedKeysFile {auth}\n"
+      // The lab's key (root); a user's own ~/.ssh/authorized_keys too, read as
+      // that user (the tune tests log in as a non-root user).
+      "AuthorizedKeysFile {auth} .ssh/authorized_keys\n"
       "PermitRootLogin prohibit-password\n"
       "PubkeyAuthentication yes\n"
       "PasswordAuthentication no\n"

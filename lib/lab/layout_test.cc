@@ -609,7 +609,8 @@ TEST(LayoutTest, SshdConfigHasWhatTheLabNeeds) {
   const auto m = config_map(sshd_config_text(s, s.client));
   EXPECT_EQ(m.at("ListenAddress"), "198.18.2.2");
   EXPECT_EQ(m.at("HostKey"), "/var/lib/chokepoint-lab/client/ssh_host_ed25519_key");
-  EXPECT_EQ(m.at("AuthorizedKeysFile"), "/var/lib/chokepoint-lab/authorized_keys");
+  EXPECT_EQ(m.at("AuthorizedKeysFile"),
+            "/var/lib/chokepoint-lab/authorized_keys .ssh/authorized_keys");
   EXPECT_EQ(m.at("PidFile"), "/var/lib/chokepoint-lab/client/sshd.pid");
   EXPECT_EQ(m.at("PermitRootLogin"), "prohibit-password");
   EXPECT_EQ(m.at("PasswordAuthentication"), "no");

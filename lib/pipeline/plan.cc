@@ -5,6 +5,7 @@
 
 #include <cctype>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -86,12 +87,20 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
   static const std::map<std::string, std::map<std::string, Setter>> k = {
       {"server",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.server.ram_dir = dir_value(v, w); }},
-        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.server.disk_dir = dir_value(v, w); }},
+        {"disk_dir",
+         [](Plan& p, auto& v, auto& w) {
+           p.server.disk_dir = dir_value(v, w);
+           p.server.disk_dir_set = true;
+         }},
         {"samba_conf",
          [](Plan& p, auto& v, auto& w) { p.server.samba_conf = dir_value(v, w); }}}},
       {"client",
        {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.client.ram_dir = dir_value(v, w); }},
-        {"disk_dir", [](Plan& p, auto& v, auto& w) { p.client.disk_dir = dir_value(v, w); }}}},
+        {"disk_dir",
+         [](Plan& p, auto& v, auto& w) {
+           p.client.disk_dir = dir_value(v, w);
+           p.client.disk_dir_set = true;
+         }}}},
       {"disk",
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.disk_enabled = parse_bool(v, w); }},
         {"sizes", [](Plan& p, auto& v, auto& w) { p.disk_sizes = parse_sizes(v, w); }},
@@ -145,8 +154,21 @@ const std::map<std::string, std::map<std::string, Setter>>& keys() {
        {{"nominal", [](Plan& p, auto& v, auto& w) { p.link_bits = parse_rate_bits(v, w); }}}},
       {"protocol",
        {{"enabled", [](Plan& p, auto& v, auto& w) { p.proto_enabled = parse_bool(v, w); }},
-        {"sizes", [](Plan& p, auto& v, auto& w) { p.proto_sizes = parse_sizes(v, w); }},
-        {"count", [](Plan& p, auto& v, auto& w) { p.proto_count = parse_count(v, w, 1, 1000); }},
+        {"sizes",
+         [](Plan& p, auto& v, auto& w) {
+           p.proto_sizes = parse_sizes(v, w);
+           p.proto_sizes_set = true;
+         }},
+        {"count",
+         [](Plan& p, auto& v, auto& w) {
+           p.proto_count = parse_count(v, w, 1, 1000);
+           p.proto_count_set = true;
+         }},
+        {"budget",
+         [](Plan& p, auto& v, auto& w) {
+           p.proto_budget = parse_duration(v, w);
+           p.proto_budget_set = true;
+         }},
         {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }},
         {"sweep", [](Plan& p, auto& v, auto& w) { p.sweep = parse_bool(v, w); }},
         {"sweep_sizes",
@@ -341,6 +363,43 @@ void add_share_flag(Plan& plan, const std::string& flag) {
   plan.shares.push_back(parsed.shares.back());
 }
 
+std::vector<uint64_t> budgeted_proto_sizes(const Plan& plan, double tcp_rate,
+                                           std::vector<uint64_t>* dropped) {
+  if (plan.proto_budget <= 0 || (plan.proto_sizes_set && !plan.proto_budget_set) || tcp_rate <= 0 ||
+      plan.proto_sizes.empty()) {
+    return plan.proto_sizes;
+  }
+  const uint64_t smallest = *std::min_element(plan.proto_sizes.begin(), plan.proto_sizes.end());
+  std::vector<uint64_t> kept;
+  for (uint64_t size : plan.proto_sizes) {
+    if (size == smallest || double(size) / tcp_rate * kMinProtoSamples <= plan.proto_budget) {
+      kept.push_back(size);
+    } else if (dropped) {
+      dropped->push_back(size);
+    }
+  }
+  return kept;
+}
+
+bool proto_series_done(const Plan& plan, int done, double elapsed) {
+  if (plan.proto_budget <= 0 || (plan.proto_count_set && !plan.proto_budget_set)) return false;
+  return done >= kMinProtoSamples && elapsed >= plan.proto_budget;
+}
+
+std::string settle_server_disk_dir(Plan& plan) {
+  if (plan.server.disk_dir_set) return {};
+  for (const SharePlan& s : plan.shares) {
+    if (s.medium != "disk" || s.server_dir.empty()) continue;
+    plan.server.disk_dir = s.server_dir;
+    plan.server.disk_dir_set = true;
+    return fmt::format(
+        "the server's disk stage measures {} (share '{}'), the disk behind the "
+        "disk share; set [server] disk_dir to measure another",
+        s.server_dir, s.name);
+  }
+  return {};
+}
+
 void validate(const Plan& plan) {
   for (auto s : plan.sweep_sizes) {
     if (plan.sweep && s > plan.sweep_file) {
@@ -450,6 +509,7 @@ std::string plan_to_json(const Plan& p) {
        {{"enabled", p.proto_enabled},
         {"sizes", proto_sizes},
         {"count", p.proto_count},
+        {"budget", p.proto_budget},
         {"block", p.proto_block},
         {"sweep", p.sweep},
         {"sweep_sizes", sweep_sizes},

@@ -14,6 +14,7 @@ namespace cp::pipeline {
 struct EndpointPlan {
   std::string ram_dir = "/dev/shm";   // a tmpfs: the RAM side of protocol stages
   std::string disk_dir = "/var/tmp";  // on the disk under test
+  bool disk_dir_set = false;          // by the plan or the lab, not the default above
   std::string samba_conf;             // server: smbd's config (facts, smbstatus); "" = default
 };
 
@@ -35,6 +36,9 @@ struct SharePlan {
 
 // The driver for a share URL; throws Error(kConfig) naming the supported schemes.
 std::string driver_for_url(const std::string& url, const std::string& where);
+
+// The fewest samples a budgeted protocol series keeps (pipeline/plan.h Plan::proto_budget).
+constexpr int kMinProtoSamples = 3;
 
 struct Plan {
   EndpointPlan server, client;
@@ -60,6 +64,13 @@ struct Plan {
   std::vector<uint64_t> proto_sizes = {10'000'000, 100'000'000};  // bytes per file
   int proto_count = 10;                                           // files per size and direction
   uint32_t proto_block = 1u << 20;  // bytes per driver read/write call
+  // Seconds per size and direction of a share: once kMinProtoSamples samples are
+  // in, a series stops when it has run this long; sizes of which that many
+  // samples cannot fit at the TCP stage's rate are left out. Slow paths (Wi-Fi,
+  // a VPN, 100 Mbit/s) then finish in minutes. Sizes and a count the plan sets
+  // are kept (only an explicit budget cuts them); 0 = no budget.
+  double proto_budget = 30;
+  bool proto_sizes_set = false, proto_count_set = false, proto_budget_set = false;
   // Transfer-size sweep (QuickBench's table): per share, sequential and
   // random reads and writes in requests of each size.
   bool sweep = false;
@@ -85,6 +96,22 @@ Plan load_plan(const std::string& path, Plan base = {});  // reads the file, the
 // Adds a share given on the command line: "NAME=URL[,key=value...]" with the
 // keys of a [share] section (server_dir, medium, user, password_env, ...).
 void add_share_flag(Plan& plan, const std::string& flag);
+
+// With no [server] disk_dir given, the server's disk stage measures the disk
+// behind the first `medium = disk` share (its server_dir) instead of the
+// default /var/tmp, which on a NAS is often the system disk, not the data
+// volume the share reads. Returns a note saying so, or "" when nothing changed.
+std::string settle_server_disk_dir(Plan& plan);
+
+// The protocol sizes a share runs under the budget at the TCP stage's
+// `tcp_rate` (bytes/s; 0 unknown: all): those of which kMinProtoSamples
+// transfers fit in it, the smallest always; the rest go to `dropped`.
+std::vector<uint64_t> budgeted_proto_sizes(const Plan& plan, double tcp_rate,
+                                           std::vector<uint64_t>* dropped);
+// Whether a protocol series that has `done` samples after `elapsed` s stops
+// for the budget (never before kMinProtoSamples, nor when the plan sets the
+// count and no budget).
+bool proto_series_done(const Plan& plan, int done, double elapsed);
 
 // Checks what single keys cannot: every share complete, no two shares of one
 // protocol over one medium. Throws Error(kConfig) naming the share.

@@ -71,6 +71,72 @@ TEST(Plan, BaseIsOverriddenOnlyWhereSet) {
   EXPECT_EQ(p.disk_count, 2);
 }
 
+TEST(Plan, ServerDiskDirDefaultsToTheDiskSharesDirectory) {
+  Plan p = parse_plan(
+      "[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n"
+      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
+      "plan.ini");
+  EXPECT_FALSE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/volume1/data");
+  EXPECT_EQ(p.client.disk_dir, "/var/tmp");  // the client has no share to follow
+}
+
+TEST(Plan, ServerDiskDirGivenInThePlanIsKept) {
+  Plan p = parse_plan(
+      "[server]\ndisk_dir = /srv/test\n"
+      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
+      "plan.ini");
+  EXPECT_TRUE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/srv/test");
+}
+
+TEST(Plan, ServerDiskDirWithoutADiskShareStaysTheDefault) {
+  Plan p = parse_plan("[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n",
+                      "plan.ini");
+  EXPECT_TRUE(settle_server_disk_dir(p).empty());
+  EXPECT_EQ(p.server.disk_dir, "/var/tmp");
+}
+
+// At 1.25 MB/s (10 Mbit/s) three 100 MB transfers take 240 s, over the 30 s
+// budget; three of 10 MB take 24 s.
+TEST(Plan, BudgetLeavesOutSizesThatDoNotFitAtTheTcpRate) {
+  Plan p = parse_plan("", "plan.ini");
+  std::vector<uint64_t> dropped;
+  EXPECT_EQ(budgeted_proto_sizes(p, 1.25e6, &dropped), std::vector<uint64_t>{10'000'000});
+  EXPECT_EQ(dropped, std::vector<uint64_t>{100'000'000});
+  dropped.clear();
+  EXPECT_EQ(budgeted_proto_sizes(p, 117e6, &dropped), p.proto_sizes);
+  EXPECT_TRUE(dropped.empty());
+  // No TCP figure: nothing to predict from.
+  EXPECT_EQ(budgeted_proto_sizes(p, 0, &dropped), p.proto_sizes);
+}
+
+TEST(Plan, BudgetKeepsTheSmallestSizeHoweverSlow) {
+  Plan p = parse_plan("", "plan.ini");
+  EXPECT_EQ(budgeted_proto_sizes(p, 1e3, nullptr), std::vector<uint64_t>{10'000'000});
+}
+
+TEST(Plan, SizesTheUserSetAreKeptUnlessABudgetIsSetToo) {
+  Plan p = parse_plan("[protocol]\nsizes = 10MB, 1GB\n", "plan.ini");
+  EXPECT_EQ(budgeted_proto_sizes(p, 1.25e6, nullptr), p.proto_sizes);
+  Plan q = parse_plan("[protocol]\nsizes = 10MB, 1GB\nbudget = 60s\n", "plan.ini");
+  EXPECT_EQ(budgeted_proto_sizes(q, 1.25e6, nullptr), std::vector<uint64_t>{10'000'000});
+  Plan off = parse_plan("[protocol]\nbudget = 0\n", "plan.ini");
+  EXPECT_EQ(budgeted_proto_sizes(off, 1.25e6, nullptr), off.proto_sizes);
+}
+
+TEST(Plan, SeriesStopsAtTheBudgetAfterTheMinimumSamples) {
+  Plan p = parse_plan("", "plan.ini");
+  EXPECT_FALSE(proto_series_done(p, kMinProtoSamples - 1, 1000));
+  EXPECT_TRUE(proto_series_done(p, kMinProtoSamples, p.proto_budget));
+  EXPECT_FALSE(proto_series_done(p, kMinProtoSamples, p.proto_budget / 2));
+  // A count the plan sets is honoured unless the plan sets a budget too.
+  Plan counted = parse_plan("[protocol]\ncount = 10\n", "plan.ini");
+  EXPECT_FALSE(proto_series_done(counted, 5, 1000));
+  Plan both = parse_plan("[protocol]\ncount = 10\nbudget = 5s\n", "plan.ini");
+  EXPECT_TRUE(proto_series_done(both, 5, 6));
+}
+
 TEST(Plan, ErrorsNameLineAndKey) {
   EXPECT_NE(error_of("[disk]\n\nsizez = 1MB\n").find("plan.ini:3: unknown key 'sizez' in [disk]"),
             std::string::npos);

@@ -6,9 +6,10 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/wire.h"
 #include "pipeline/stage.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 namespace {
@@ -47,31 +48,23 @@ const StageKind kStages[] = {
      }},
 };
 
-std::string net_address(const json::object& facts) {
-  auto it = facts.find("net");
-  if (it == facts.end() || !it->value().is_object()) return {};
-  const auto& net = it->value().as_object();
-  auto ad = net.find("address");
-  return (ad != net.end() && ad->value().is_string()) ? std::string(ad->value().as_string()) : "";
-}
-
 }  // namespace
 
 void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken& cancel) {
   // Facts: the client's path to the server's data address first, then the
   // server's path back to the client's address on that path.
-  json::object cf = a.client.call("facts",
-                                  {{"ram_dir", plan.client.ram_dir},
-                                   {"disk_dir", plan.client.disk_dir},
-                                   {"peer_address", a.data_address}},
-                                  60);
-  a.client_address = net_address(cf);
-  json::object sf = a.server.call("facts",
-                                  {{"ram_dir", plan.server.ram_dir},
-                                   {"disk_dir", plan.server.disk_dir},
-                                   {"peer_address", a.client_address},
-                                   {"samba_conf", plan.server.samba_conf}},
-                                  60);
+  // The facts are stored whole (probe/sysinfo.h); what the run needs of them
+  // is read through msg::HostFacts.
+  json::object cf = a.client.call(
+      "facts",
+      msg::to_json(msg::FactsRequest{plan.client.ram_dir, plan.client.disk_dir, a.data_address}),
+      60);
+  a.client_address = msg::decode<msg::HostFacts>(cf, "facts").net.address;
+  json::object sf =
+      a.server.call("facts",
+                    msg::to_json(msg::FactsRequest{plan.server.ram_dir, plan.server.disk_dir,
+                                                   a.client_address, plan.server.samba_conf}),
+                    60);
   // Which agent serves each end: the static server agent ("server") or the
   // full one, and the machine it runs on (from its hello).
   for (auto [facts, link] : {std::pair{&sf, &a.server}, std::pair{&cf, &a.client}}) {

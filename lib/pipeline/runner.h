@@ -13,7 +13,7 @@
 #include "pipeline/plan.h"
 
 namespace cp::remote {
-class AgentLink;
+class AgentPort;  // remote/agent_port.h: an AgentLink, or a test's script
 }
 
 namespace cp::pipeline {
@@ -43,8 +43,8 @@ class RunObserver {
 };
 
 struct Agents {
-  remote::AgentLink& server;
-  remote::AgentLink& client;
+  remote::AgentPort& server;
+  remote::AgentPort& client;
   std::string server_name;  // as the user named them, for HostRecord.address
   std::string client_name;
   std::string data_address;  // server's address on the data path

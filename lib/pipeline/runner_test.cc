@@ -1,5 +1,6 @@
 // The stage runner against two real agents served in this process over
-// socketpairs: disk on a temp dir, TCP over loopback.
+// socketpairs (disk on a temp dir, TCP over loopback), and against scripted
+// agents (remote::AgentPort) for what a real agent will not do on cue.
 #include "pipeline/runner.h"
 
 #include <sys/socket.h>
@@ -10,13 +11,16 @@
 #include <boost/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
 #include "agent/agent.h"
 #include "agent/client_role.h"
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 namespace {
@@ -249,6 +253,184 @@ TEST_F(RunnerTest, CancelMarksTheStageInterrupted) {
   t.join();
   ASSERT_EQ(rec.stages.size(), 1u);
   EXPECT_EQ(rec.stages[0].status, kInterrupted);
+}
+
+// An agent whose answers a test scripts: `answer` gets each request's type and
+// fields (and may throw an Error, as a link does for a failed or lost agent).
+// What every run asks (facts, prepare, cleanup) has a default answer.
+class ScriptedAgent : public remote::AgentPort {
+ public:
+  using Answer = std::function<json::object(const std::string& type, const json::object& args)>;
+  ScriptedAgent(std::string name, Answer answer) : name_(std::move(name)), answer_(answer) {}
+
+  json::object call(const std::string& type, json::object args, double, const remote::ProgressFn&,
+                    const CancelToken* cancel) override {
+    if (cancel) cancel->check();
+    calls.push_back(type);
+    if (type == "facts") {
+      msg::HostFacts f;
+      f.hostname = name_;
+      f.net.address = name_ == "server" ? "198.18.0.1" : "198.18.0.2";
+      return msg::to_json(f);
+    }
+    if (type == "prepare") {
+      json::object dirs;
+      for (const auto& d : args.at("dirs").as_array()) {
+        dirs[d.as_string()] = std::string(d.as_string()) + "/chokepoint-run-x";
+      }
+      return {{"dirs", dirs}, {"swept", json::array{}}};
+    }
+    if (type == "cleanup") return {{"max_rss_kb", 1}};
+    return answer_(type, args);
+  }
+  double last_call_max_silence() const override { return silence; }
+  const std::string& name() const override { return name_; }
+  const json::object& hello() const override { return hello_; }
+
+  std::vector<std::string> calls;
+  double silence = 0;  // what the "link" says of the last call
+
+ private:
+  std::string name_;
+  Answer answer_;
+  json::object hello_{{"role", "full"}, {"arch", "x86_64"}};
+};
+
+Plan disk_only_plan() {
+  Plan plan;
+  plan.server = plan.client = {"/ram", "/disk"};
+  plan.disk_sizes = {1u << 20};
+  plan.disk_count = 2;
+  plan.disk_settle = 0;
+  plan.tcp_enabled = false;
+  plan.proto_enabled = false;
+  return plan;
+}
+
+// A disk answer of `bytes` in 0.5 s.
+json::object disk_answer(uint64_t bytes) {
+  msg::DiskResult r;
+  r.bytes = bytes;
+  r.seconds = 0.5;
+  r.direct = true;
+  r.method = "O_DIRECT";
+  r.cpu.seconds = 0.5;
+  return msg::to_json(r);
+}
+
+TEST(ScriptedRunnerTest, AnAgentLostMidSeriesLeavesTheStageFailedWithItsSamplesStored) {
+  const Plan plan = disk_only_plan();
+  int disk_calls = 0;
+  ScriptedAgent server("server", [&](const std::string& type, const json::object& args) {
+    if (type != "disk") return json::object{};
+    // The third sample (the first read) finds the agent gone.
+    if (++disk_calls == 3) throw Error(ErrorKind::kRemote, "server: the agent's channel closed");
+    return disk_answer(args.at("size").to_number<uint64_t>());
+  });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object&) {
+    return type == "disk" ? disk_answer(1u << 20) : json::object{};
+  });
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  EXPECT_EQ(rec.stages[0].where, "server");
+  EXPECT_EQ(rec.stages[0].status, kFailed);
+  // The two samples before the loss are stored with their figures, the lost one with its error.
+  ASSERT_EQ(rec.samples[1].size(), 3u);
+  for (int i : {0, 1}) {
+    EXPECT_TRUE(rec.samples[1][i].error.empty()) << rec.samples[1][i].error;
+    EXPECT_EQ(rec.samples[1][i].bytes, 1u << 20);
+    EXPECT_EQ(rec.samples[1][i].op, "write");
+  }
+  EXPECT_EQ(rec.samples[1][2].op, "read");
+  EXPECT_FALSE(rec.samples[1][2].error.empty());
+  EXPECT_EQ(rec.samples[1][2].bytes, 0u);
+  // The client's stage still ran, and both agents were asked to clean up.
+  EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
+  EXPECT_EQ(rec.samples[2].size(), 4u);
+  EXPECT_EQ(server.calls.back(), "cleanup");
+  EXPECT_EQ(client.calls.back(), "cleanup");
+}
+
+TEST(ScriptedRunnerTest, ASampleDuringWhichTheAgentWasSilentIsStoredStalled) {
+  Plan plan = disk_only_plan();
+  plan.disk_count = 1;
+  plan.stall_after = 5;
+  ScriptedAgent* self = nullptr;
+  ScriptedAgent server("server", [&](const std::string& type, const json::object& args) {
+    if (type != "disk") return json::object{};
+    // The write's agent said nothing for 8 s; the read's did not stall.
+    self->silence = args.contains("size") ? 8 : 0;
+    return disk_answer(1u << 20);
+  });
+  self = &server;
+  ScriptedAgent client("client", [&](const std::string& type, const json::object&) {
+    return type == "disk" ? disk_answer(1u << 20) : json::object{};
+  });
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
+  ASSERT_EQ(rec.samples[1].size(), 2u);
+  const SampleRecord& write = rec.samples[1][0];
+  EXPECT_EQ(write.op, "write");
+  EXPECT_FALSE(write.error.empty());
+  const json::object d = json::parse(write.details_json).as_object();
+  EXPECT_TRUE(d.at("stalled").as_bool());
+  EXPECT_DOUBLE_EQ(d.at("silent_seconds").to_number<double>(), 8);
+  // The rest of the stored details are the disk sample's, read through its codec.
+  EXPECT_EQ(msg::read_stored<msg::DiskDetails>(write.details_json).method, "O_DIRECT");
+  EXPECT_TRUE(rec.samples[1][1].error.empty()) << rec.samples[1][1].error;
+  EXPECT_EQ(rec.stages[0].status, kComplete);  // stalled samples leave the stage complete
+}
+
+TEST(ScriptedRunnerTest, TcpFigureIsTheReceiversAndTheDetailsHoldTheSendersSocket) {
+  Plan plan = disk_only_plan();
+  plan.disk_enabled = false;
+  plan.tcp_enabled = true;
+  plan.tcp_count = 1;
+  plan.tcp_seconds = 1;
+  auto tcp_answer = [](uint64_t bytes, bool sender, uint64_t rtt_us) {
+    msg::TcpResult r;
+    r.bytes = bytes;
+    r.seconds = 1;
+    r.sender = sender;
+    r.tcp_info.available = true;
+    r.tcp_info.rtt_us = rtt_us;
+    return msg::to_json(r);
+  };
+  int server_results = 0;
+  ScriptedAgent server("server", [&](const std::string& type, const json::object&) {
+    if (type == "tcp_listen") return msg::to_json(msg::TcpListenResult{5001});
+    // Download (server sends) first, then upload (server receives 900 of 1000).
+    return ++server_results == 1 ? tcp_answer(1000, true, 111) : tcp_answer(900, false, 222);
+  });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object& args) {
+    const auto run = msg::decode<msg::TcpRunRequest>(args, "tcp_run");
+    EXPECT_EQ(run.host, "198.18.0.1");
+    EXPECT_EQ(run.port, 5001u);
+    return run.mode == "recv" ? tcp_answer(990, false, 333) : tcp_answer(1000, true, 444);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  Agents a{server, client, "srv", "cli", "198.18.0.1"};
+  run_stages(plan, a, rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  ASSERT_EQ(rec.samples[1].size(), 1u);
+  ASSERT_EQ(rec.samples[2].size(), 1u);
+  const SampleRecord& down = rec.samples[1][0];
+  const SampleRecord& up = rec.samples[2][0];
+  EXPECT_EQ(down.bytes, 990u);  // the client received
+  EXPECT_EQ(up.bytes, 900u);    // the server received
+  const auto dd = msg::read_stored<msg::TcpDetails>(down.details_json);
+  EXPECT_EQ(dd.sender, "server");
+  EXPECT_EQ(dd.sender_bytes, 1000u);
+  EXPECT_EQ(dd.tcp_info.rtt_us, 111u);
+  EXPECT_EQ(dd.receiver_tcp_info.rtt_us, 333u);
+  const auto ud = msg::read_stored<msg::TcpDetails>(up.details_json);
+  EXPECT_EQ(ud.sender, "client");
+  EXPECT_EQ(ud.tcp_info.rtt_us, 444u);
+  EXPECT_EQ(ud.receiver_tcp_info.rtt_us, 222u);
 }
 
 }  // namespace

@@ -4,13 +4,14 @@
 #include <boost/json.hpp>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
-using remote::AgentLink;
+using remote::AgentPort;
 
 StageScope::~StageScope() {
   if (!ended_) obs_.on_stage_end(id_, kInterrupted, "interrupted");
@@ -44,11 +45,11 @@ void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
 // with the reason as its error and "stalled": true in its details, so the
 // figures leave it out and the run is partial. `over` is the sample's time
 // past its planned duration (TCP), s. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const AgentLink*>& links,
+bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const AgentPort*>& links,
                 double over, RunObserver& obs) {
   if (!s.error.empty()) return false;
   double silent = 0;
-  for (const AgentLink* l : links) {
+  for (const AgentPort* l : links) {
     if (l->last_call_max_silence() > plan.stall_after && l->last_call_max_silence() > silent) {
       silent = l->last_call_max_silence();
       s.error = fmt::format("stalled: {} said nothing for {:.1f} s during this sample", l->name(),
@@ -85,14 +86,17 @@ void note_swept(const json::object& prepared, RunObserver& obs, const std::strin
   }
 }
 
-json::object share_message(const SharePlan& share, const Agents& a) {
-  json::object msg{
-      {"name", share.name}, {"url", share.url}, {"driver", share.driver}, {"user", share.user}};
-  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) msg["password"] = it->second;
-  json::object opts;
-  for (const auto& [k, v] : share.options) opts[k] = v;
-  msg["options"] = opts;
-  return msg;
+msg::ShareRef share_message(const SharePlan& share, const Agents& a) {
+  msg::ShareRef ref{share.name, share.url, share.driver, share.user, {}, {}};
+  if (auto it = a.passwords.find(share.name); it != a.passwords.end()) ref.password = it->second;
+  for (const auto& [k, v] : share.options) ref.options[k] = v;
+  return ref;
+}
+
+std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends) {
+  json::object cpu;
+  for (const auto& [role, summary] : ends) cpu[role] = msg::to_json(summary);
+  return json::serialize(cpu);
 }
 
 // The server agent's run directory inside the share (made writable for the

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/messages_json.h"
 #include "pipeline/runner.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
@@ -54,6 +56,15 @@ void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
                 const std::function<void(StageScope&)>& body,
                 const std::function<void()>& on_failure = {});
 
+// One typed request: `req` encoded and the answer decoded through their codecs
+// (core/messages_json.h); an answer that does not decode is Error(kPeer).
+template <class Result, class Request>
+Result ask(remote::AgentPort& agent, const char* type, const Request& req, double timeout_s,
+           const remote::ProgressFn& progress = {}, const CancelToken* cancel = nullptr) {
+  return msg::decode<Result>(agent.call(type, msg::to_json(req), timeout_s, progress, cancel),
+                             type);
+}
+
 // The stages (stages/*.cc).
 void disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
 void tcp_stage(StageContext& ctx, bool upload);                // upload: client -> server
@@ -64,11 +75,13 @@ void sweep_stage(StageContext& ctx, const SharePlan& share);
 // `over` s past its planned duration: flagged stalled (error and details) and
 // left out of the figures. Returns whether it flagged it.
 bool flag_stall(const Plan& plan, SampleRecord& s,
-                const std::vector<const remote::AgentLink*>& links, double over, RunObserver& obs);
+                const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
 // Notes the run dirs of gone agents that a `prepare` answer says were swept.
 void note_swept(const boost::json::object& prepared, RunObserver& obs, const std::string& who);
 // The share as the agent's transfer/sweep requests carry it (password included).
-boost::json::object share_message(const SharePlan& share, const Agents& a);
+msg::ShareRef share_message(const SharePlan& share, const Agents& a);
+// A sample's CPU column: each end's summary by role ("server", "client"), in this order.
+std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);
 // The server agent's run directory inside the share; its name, with a '/',
 // prefixes remote paths.
 std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs);

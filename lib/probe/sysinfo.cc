@@ -297,14 +297,7 @@ json::value dir_facts(const char* role, const std::string& path, bool with_devic
   }
   if (with_device) {
     o["mount_source"] = str_or_null(mount.source);
-    json::value device = block_device_facts(major(st.st_dev), minor(st.st_dev));
-    // btrfs and friends give files an anonymous st_dev: try the device the mount names.
-    struct stat src;
-    if (device.is_null() && mount.source.rfind("/dev/", 0) == 0 &&
-        ::stat(mount.source.c_str(), &src) == 0 && S_ISBLK(src.st_mode)) {
-      device = block_device_facts(major(src.st_rdev), minor(src.st_rdev));
-    }
-    o["device"] = std::move(device);
+    o["device"] = dir_device_facts(path);
     // ZFS keeps its own cache (the ARC): its ceiling decides which files a read
     // may find there (os::read_cache_verdict). The dataset is mount_source.
     o["zfs"] = o["fs_type"].is_string() ? zfs_facts(std::string(o["fs_type"].as_string()), "/proc")
@@ -502,6 +495,26 @@ json::value samba_facts(const std::string& conf_path) {
                       {"source", source},
                       {"sha256", sha256_hex(text)},
                       {"global", parse_samba_globals(text)}};
+}
+
+json::value dir_device_facts(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return nullptr;
+  json::value device = block_device_facts(major(st.st_dev), minor(st.st_dev));
+  if (!device.is_null()) return device;
+  // btrfs and friends give files an anonymous st_dev: try the device the mount names.
+  MountEntry mount;
+  try {
+    mount = mount_of(path);
+  } catch (const Error&) {
+    return nullptr;
+  }
+  struct stat src;
+  if (mount.source.rfind("/dev/", 0) == 0 && ::stat(mount.source.c_str(), &src) == 0 &&
+      S_ISBLK(src.st_mode)) {
+    return block_device_facts(major(src.st_rdev), minor(src.st_rdev));
+  }
+  return nullptr;
 }
 
 json::value block_device_facts(unsigned maj, unsigned min, const std::string& sys_root) {

@@ -103,6 +103,11 @@ std::string sha256_hex(std::string_view text);
 boost::json::value block_device_facts(unsigned major, unsigned minor,
                                       const std::string& sys_root = "/sys");
 
+// block_device_facts for the filesystem holding directory `path` (its st_dev,
+// else the block device its mount names: btrfs subvolumes); null when none
+// (tmpfs, NFS) or `path` cannot be read.
+boost::json::value dir_device_facts(const std::string& path);
+
 // Lowest shaping rate, bit/s, set by a tbf, netem ("rate") or cake ("bandwidth") qdisc in
 // the output of `tc -j qdisc show dev IF`; nullopt when none sets one or the text is not
 // that JSON. (tc prints rates in bytes/s.)

@@ -10,14 +10,13 @@
 #include <string>
 
 #include "core/clock.h"
+#include "remote/agent_port.h"
 #include "remote/stream.h"
 
 namespace cp::remote {
 
 namespace json = boost::json;
 
-// Progress of a long request: bytes and seconds so far on the agent.
-using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
 // Called about every 0.2 s while the agent has said nothing for `silent_s`
 // (>= 3 s) during a call; `limit_s` is when the link gives up on it.
 using WaitFn = std::function<void(const std::string& name, double silent_s, double limit_s)>;
@@ -26,11 +25,11 @@ using WaitFn = std::function<void(const std::string& name, double silent_s, doub
 // abandons the agent (s): a run ends within 2 s of Ctrl-C whatever the agent does.
 inline constexpr double kCancelGrace = 0.5;
 
-class AgentLink {
+class AgentLink : public AgentPort {
  public:
   // `name` is used in messages ("server (cp-server)").
   AgentLink(std::unique_ptr<ByteStream> stream, std::string name);
-  ~AgentLink();
+  ~AgentLink() override;
 
   // Waits for the sentinel (skipping up to 64 KiB of login noise), checks
   // the protocol version, and says hello; returns the agent's hello data.
@@ -46,7 +45,7 @@ class AgentLink {
   // An agent silent past the limit is abandoned: this call and every later
   // one throw Error(kRemote) without waiting.
   json::object call(const std::string& type, json::object args, double timeout_s,
-                    const ProgressFn& progress = {}, const CancelToken* cancel = nullptr);
+                    const ProgressFn& progress = {}, const CancelToken* cancel = nullptr) override;
 
   // Agents send a heartbeat every second while serving a request: an agent
   // silent for `seconds` is stopped (or its host or network is), not slow.
@@ -57,12 +56,12 @@ class AgentLink {
   void set_wait_observer(WaitFn fn) { wait_ = std::move(fn); }
   // The longest the agent stayed silent during the last call, s (from the
   // request to its first message, and between messages).
-  double last_call_max_silence() const { return last_max_silence_; }
+  double last_call_max_silence() const override { return last_max_silence_; }
   // The agent was abandoned (silent past the limit, or cancelled without an answer).
   bool abandoned() const { return !abandoned_.empty(); }
 
-  const std::string& name() const { return name_; }
-  const json::object& hello() const { return hello_; }
+  const std::string& name() const override { return name_; }
+  const json::object& hello() const override { return hello_; }
 
  private:
   json::object next_message(double timeout_s, const CancelToken* cancel, double* cancelled_at,

@@ -248,6 +248,9 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     if (r.below_size) row["below_size"] = r.below_size;
     if (r.rtt_idle_us > 0) row["rtt_idle_us"] = r.rtt_idle_us;
     if (r.anomaly) row["anomaly"] = r.anomaly_reason;
+    if (!r.server_fs.empty()) row["server_fs"] = r.server_fs;
+    if (!r.server_disk.empty()) row["server_disk"] = r.server_disk;
+    if (!r.medium_reason.empty()) row["medium_mismatch"] = r.medium_reason;
     json::object cpu;
     for (const auto& [host, u] : r.cpu) cpu[host] = cpu_use_json(u);
     if (!cpu.empty()) row["cpu"] = std::move(cpu);

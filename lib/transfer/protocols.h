@@ -69,6 +69,21 @@ Smb2Limits parse_smb2_negotiate_response(std::string_view frame);
 // "SMB2_02" -> 0x0202, ..., "SMB3" and "SMB3_11" -> 0x0311, "SMB2" -> 0x0210;
 // 0 for a name it does not know.
 uint16_t smb2_dialect_of(std::string_view protocol_name);
+// 0x0202 -> "SMB2_02", ..., 0x0311 -> "SMB3_11" (the names smb.conf uses);
+// "0x...." for others.
+std::string smb2_dialect_name(uint16_t dialect);
+// SMB1 (NT1: the option max_protocol=NT1): a NEGOTIATE offering "NT LM 0.12"
+// (length prefix included), and what the answer says: whether the server
+// chose it, and its MaxBufferSize (smb.conf `max xmit`, bytes).
+struct Smb1Negotiate {
+  bool nt1 = false;              // the server chose "NT LM 0.12"
+  uint32_t max_buffer_size = 0;  // bytes
+};
+std::string smb1_negotiate_request();
+// Throws Error(kPeer) on a frame that is no SMB1 NEGOTIATE answer.
+Smb1Negotiate parse_smb1_negotiate_response(std::string_view frame);
+// "NT1", "LANMAN2", ...: the protocol names of SMB1 and older.
+bool is_smb1_protocol(std::string_view protocol_name);
 
 // --- nfs -------------------------------------------------------------------
 inline constexpr unsigned kNfsMaxDepth = 1024;

@@ -32,7 +32,10 @@
 //
 // What was negotiated otherwise (dialect, signing, encryption) is not
 // exposed either; properties() records what this client asked for, and the
-// server can tell the rest (`smbstatus --json`).
+// server can tell the rest (`smbstatus --json`). The probe's answer names the
+// dialect the server chooses from the same offer (property "dialect"); with
+// max_protocol=NT1 (SMB1, for servers of that era and `max xmit`) the probe
+// offers NT1 and records the server's MaxBufferSize ("max_xmit").
 //
 // Connections: a call's round trip is idle time on one connection, and
 // writes keep one request in flight whatever the call's size, so no call size
@@ -49,8 +52,8 @@
 // "io_size" (bytes per smbc_read/smbc_write call, e.g. "4MiB"; default as
 // above); "connections" ("auto", the default, or 1-16); "path_rate" (the
 // path's rate, e.g. "1gbit", for connections=auto); "timeout"
-// (seconds); "workgroup"; "min_protocol" (default SMB2_02), "max_protocol"
-// (SMB3).
+// (seconds); "workgroup"; "min_protocol" (default SMB2_02; NT1 allows SMB1),
+// "max_protocol" (SMB3; NT1 for SMB1 only).
 #include <fcntl.h>
 #include <libsmbclient.h>
 #include <netdb.h>
@@ -146,12 +149,10 @@ void auth_fn(SMBCCTX* ctx, const char*, const char*, char* wg, int wglen, char* 
 // Asks host:port for its SMB2 limits with one NEGOTIATE on a connection of
 // its own; nullopt when it cannot (closed port, timeout, an answer that is
 // not SMB2): the session's own login then reports the problem.
-std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
-                                       const std::string& min_protocol,
-                                       const std::string& max_protocol, double* rtt) {
-  const uint16_t lo = std::max<uint16_t>(smb2_dialect_of(min_protocol), 0x0202);
-  const uint16_t hi = std::min<uint16_t>(smb2_dialect_of(max_protocol), 0x0302);
-  if (lo > hi) return std::nullopt;
+// The NEGOTIATE exchange itself: `req` on a connection of its own, and the
+// answer's frame; nullopt when there is none.
+std::optional<std::string> negotiate_exchange(const std::string& host, uint16_t port,
+                                              const std::string& req, double* rtt) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -197,7 +198,6 @@ std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
       *rtt = ti.tcpi_rtt / 1e6;
     }
-    const std::string req = smb2_negotiate_request(lo, hi);
     size_t sent = 0;
     while (sent < req.size()) {
       const ssize_t n = ::send(fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
@@ -235,13 +235,37 @@ std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &ti_len) == 0 && ti.tcpi_rtt > 0) {
       *rtt = std::min(*rtt, ti.tcpi_rtt / 1e6);
     }
-    try {
-      return parse_smb2_negotiate_response(frame);
-    } catch (const Error&) {
-      return std::nullopt;
-    }
+    return frame;
   }
   return std::nullopt;
+}
+
+std::optional<Smb2Limits> probe_limits(const std::string& host, uint16_t port,
+                                       const std::string& min_protocol,
+                                       const std::string& max_protocol, double* rtt) {
+  const uint16_t lo = std::max<uint16_t>(smb2_dialect_of(min_protocol), 0x0202);
+  const uint16_t hi = std::min<uint16_t>(smb2_dialect_of(max_protocol), 0x0302);
+  if (lo > hi) return std::nullopt;
+  std::optional<std::string> frame =
+      negotiate_exchange(host, port, smb2_negotiate_request(lo, hi), rtt);
+  if (!frame) return std::nullopt;
+  try {
+    return parse_smb2_negotiate_response(*frame);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// SMB1 only (max_protocol NT1): what the server answers an NT1 offer, the
+// one libsmbclient then makes; nullopt when it does not answer one.
+std::optional<Smb1Negotiate> probe_smb1(const std::string& host, uint16_t port, double* rtt) {
+  std::optional<std::string> frame = negotiate_exchange(host, port, smb1_negotiate_request(), rtt);
+  if (!frame) return std::nullopt;
+  try {
+    return parse_smb1_negotiate_response(*frame);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 class SmbSession;
@@ -390,6 +414,10 @@ class SmbSession : public Session {
     // The sizes the server accepts, on a connection of its own (see the top).
     limits_ = probe_limits(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445),
                            min_protocol_, max_protocol_, &probe_rtt_);
+    if (is_smb1_protocol(max_protocol_)) {
+      smb1_ =
+          probe_smb1(url_.host, static_cast<uint16_t>(url_.port ? url_.port : 445), &probe_rtt_);
+    }
     if (io_size_ == 0) {
       // Between calls nothing is in flight for a round trip plus the
       // caller's work on the data: on a long path larger calls amortise it;
@@ -680,7 +708,13 @@ class SmbSession : public Session {
         {"connections_chosen", auto_connections_ ? "auto" : "option"},
         {"path_rate", path_rate_ > 0 ? fmt::format("{:.0f}", path_rate_ * 8) : "unknown"},
         {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", probe_rtt_ * 1000) : "unknown"},
-        {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"}};
+        {"negotiated", "not exposed by libsmbclient; the server's smbstatus --json has it"},
+        // The dialect the server chose from the same offer on the probe's
+        // connection (SMB2 range, or NT1 with max_protocol=NT1).
+        {"dialect", limits_               ? smb2_dialect_name(limits_->dialect)
+                    : smb1_ && smb1_->nt1 ? std::string("NT1")
+                                          : std::string("unknown")}};
+    if (smb1_) p["max_xmit"] = std::to_string(smb1_->max_buffer_size);
     std::lock_guard<std::mutex> lock(flight_mu_);
     if (!flight_.op.empty()) {
       p["flight_op"] = flight_.op;
@@ -831,6 +865,7 @@ class SmbSession : public Session {
   size_t shm_size_ = 0;
   double probe_rtt_ = 0;  // the probe's TCP handshake (seconds)
   std::optional<Smb2Limits> limits_;
+  std::optional<Smb1Negotiate> smb1_;  // max_protocol NT1: the SMB1 probe's answer
   mutable std::mutex flight_mu_;
   Flight flight_;  // the last file's
   std::string encrypt_, min_protocol_, max_protocol_;
@@ -1275,8 +1310,9 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) 
       return Error(ErrorKind::kIo,
                    fmt::format("the SMB server {} dropped the connection while negotiating {}",
                                w.server, why),
-                   "the server may speak only SMB1, which chokepoint does not use: enable SMB2 "
-                   "or later on it (server min protocol = SMB2_02)");
+                   "the server may speak only SMB1, which chokepoint offers only when asked: "
+                   "enable SMB2 or later on it (server min protocol = SMB2_02), or give the "
+                   "share options min_protocol=NT1,max_protocol=NT1");
     }
   }
   if (writing && (err == EACCES || err == EPERM || err == EROFS || is("NT_STATUS_ACCESS_DENIED") ||
@@ -1340,6 +1376,79 @@ uint16_t smb2_dialect_of(std::string_view name) {
   if (name == "SMB3_02") return 0x0302;
   if (name == "SMB3_11" || name == "SMB3") return 0x0311;
   return 0;
+}
+
+std::string smb2_dialect_name(uint16_t d) {
+  switch (d) {
+    case 0x0202:
+      return "SMB2_02";
+    case 0x0210:
+      return "SMB2_10";
+    case 0x0300:
+      return "SMB3_00";
+    case 0x0302:
+      return "SMB3_02";
+    case 0x0311:
+      return "SMB3_11";
+  }
+  return fmt::format("0x{:04x}", d);
+}
+
+bool is_smb1_protocol(std::string_view name) {
+  return name == "NT1" || name == "LANMAN2" || name == "LANMAN1" || name == "COREPLUS" ||
+         name == "CORE";
+}
+
+std::string smb1_negotiate_request() {
+  std::string m;
+  // SMB1 header (MS-CIFS 2.2.3.1): protocol, command NEGOTIATE (0x72),
+  // status, flags (canonical paths), flags2 (unicode, NT status, extended
+  // security, long names), PID high, security features, reserved, TID, PID
+  // low, UID, MID.
+  m += "\xffSMB";
+  m += static_cast<char>(0x72);
+  put32(m, 0);
+  m += static_cast<char>(0x18);
+  put16(m, 0xc801);
+  put16(m, 0);
+  m.append(8, '\0');
+  put16(m, 0);
+  put16(m, 0xffff);
+  put16(m, 0xfeff);
+  put16(m, 0);
+  put16(m, 0);
+  // NEGOTIATE request (2.2.4.52.1): no words, the dialect strings.
+  const std::string dialect = std::string("\x02NT LM 0.12") + '\0';
+  m += '\0';
+  put16(m, static_cast<uint16_t>(dialect.size()));
+  m += dialect;
+  std::string frame(1, '\0');
+  frame += static_cast<char>(m.size() >> 16);
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size());
+  return frame + m;
+}
+
+Smb1Negotiate parse_smb1_negotiate_response(std::string_view frame) {
+  auto bad = [](const std::string& why) {
+    return Error(ErrorKind::kPeer, "SMB1 NEGOTIATE response: " + why,
+                 "check that the server speaks SMB1 (smb.conf: server min protocol = NT1)");
+  };
+  constexpr size_t kHdr = 4 + 32;  // length prefix, SMB1 header
+  if (frame.size() < kHdr + 3) throw bad(fmt::format("{} bytes is too short", frame.size()));
+  if (frame.substr(4, 4) != std::string_view("\xffSMB", 4)) throw bad("not an SMB1 message");
+  if (static_cast<uint8_t>(frame[8]) != 0x72) throw bad("not a NEGOTIATE answer");
+  const uint32_t status = get32(frame, 9);
+  if (status != 0) throw bad(fmt::format("status 0x{:08x}", status));
+  Smb1Negotiate n;
+  const uint8_t words = static_cast<uint8_t>(frame[kHdr]);
+  const uint32_t index = get16(frame, kHdr + 1);
+  // 17 words: the NT LM 0.12 answer (2.2.4.52.2); index 0xffff: none chosen.
+  if (words != 17 || index != 0) return n;
+  if (frame.size() < kHdr + 1 + 34) throw bad("an NT LM answer cut short");
+  n.nt1 = true;
+  n.max_buffer_size = get32(frame, kHdr + 1 + 7);
+  return n;
 }
 
 std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect) {

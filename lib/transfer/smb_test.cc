@@ -84,6 +84,46 @@ TEST(SmbNegotiate, RequestOffersTheDialectsBetweenMinAndMax) {
   EXPECT_EQ(smb2_dialect_of("NT1"), 0);
 }
 
+TEST(SmbNegotiate, Smb1RequestOffersNtLm012Only) {
+  const std::string r = smb1_negotiate_request();
+  EXPECT_EQ(r.substr(4, 4), std::string("\xffSMB"));
+  EXPECT_EQ(static_cast<uint8_t>(r[8]), 0x72);  // NEGOTIATE
+  const size_t len = (size_t{static_cast<uint8_t>(r[2])} << 8) | static_cast<uint8_t>(r[3]);
+  EXPECT_EQ(len + 4, r.size());
+  EXPECT_EQ(r.substr(4 + 32 + 3), std::string("\x02NT LM 0.12") + '\0');
+  EXPECT_TRUE(is_smb1_protocol("NT1"));
+  EXPECT_FALSE(is_smb1_protocol("SMB2_02"));
+  EXPECT_EQ(smb2_dialect_name(0x0302), "SMB3_02");
+}
+
+// An NT LM 0.12 answer: 17 words, dialect index, MaxBufferSize at word 3.
+std::string smb1_response(uint16_t index, uint32_t max_buffer) {
+  std::string m = "\xffSMB";
+  m += static_cast<char>(0x72);
+  m.append(27, '\0');
+  m += static_cast<char>(17);
+  std::string words(34, '\0');
+  words[0] = static_cast<char>(index & 0xff);
+  words[1] = static_cast<char>(index >> 8);
+  for (int i = 0; i < 4; ++i) words[7 + i] = static_cast<char>((max_buffer >> (8 * i)) & 0xff);
+  m += words;
+  m.append(2, '\0');  // byte count
+  std::string frame(1, '\0');
+  frame += '\0';
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size() & 0xff);
+  return frame + m;
+}
+
+TEST(SmbNegotiate, Smb1AnswerGivesNt1AndMaxXmit) {
+  const Smb1Negotiate n = parse_smb1_negotiate_response(smb1_response(0, 16644));
+  EXPECT_TRUE(n.nt1);
+  EXPECT_EQ(n.max_buffer_size, 16644u);
+  // No dialect chosen (index 0xffff): not NT1.
+  EXPECT_FALSE(parse_smb1_negotiate_response(smb1_response(0xffff, 0)).nt1);
+  EXPECT_THROW(parse_smb1_negotiate_response("\0\0\0\4\xfeSMB"), Error);
+}
+
 TEST(SmbNegotiate, ReadsTheServersMaximumSizes) {
   const Smb2Limits l = parse_smb2_negotiate_response(negotiate_response(0, 0x0302, 16384, 65536));
   EXPECT_EQ(l.dialect, 0x0302);

@@ -67,8 +67,9 @@ json::object handle_tune_request(const std::string& type, const json::object& re
   if (type == "tune_plan" || type == "tune_apply") {
     const Knob& knob = find_knob(wire::get_string(req, "knob"));
     const std::string value = normalize_value(knob, wire::get_string(req, "value"));
-    Where where{wire::opt_string(req, "disk_dir"), wire::opt_string(req, "samba_conf"),
-                wire::opt_string(req, "data_address"), wire::opt_bool(req, "console", false)};
+    Where where{wire::opt_string(req, "disk_dir"),     wire::opt_string(req, "samba_conf"),
+                wire::opt_string(req, "data_address"), wire::opt_bool(req, "console", false),
+                wire::opt_string(req, "afp_conf"),     wire::opt_string(req, "afp_restart")};
     Resolved r =
         type == "tune_plan" ? resolve(knob, value, where) : journal().apply(knob, value, where);
     json::object out{{"target", r.target},

@@ -11,7 +11,8 @@ namespace cp::tune {
 
 bool is_tune_request(const std::string& type);
 
-// "tune_plan" {knob, value, disk_dir, samba_conf, data_address, console}: the target, current
+// "tune_plan" {knob, value, disk_dir, samba_conf, data_address, console, afp_conf,
+//   afp_restart}: the target, current
 //   value and exact apply/revert commands, changing nothing;
 // "tune_apply" (same fields): journal the original, then apply;
 //   A change that may cut this host's SSH connection (cuts_ssh) is applied

@@ -1,6 +1,7 @@
 #include "tune/apply.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -178,9 +179,10 @@ Resolved resolve_samba(const Knob& knob, const std::string& value, const Where& 
   std::string dropin_text;
   const bool dropin_existed = read_file(dropin, &dropin_text);
   const std::vector<std::string> reload = {"smbcontrol", "-s", conf, "smbd", "reload-config"};
-  r.apply.push_back(write(dropin, fmt::format("# written by chokepoint tune; removed when it "
-                                              "reverts\n[global]\n\t{} = {}\n",
-                                              knob.param, value)));
+  // Other knobs of a grid keep their lines; the knob's companions go beside it.
+  std::string merged = merge_samba_dropin(dropin_existed ? dropin_text : "", knob.param, value);
+  for (const auto& [p, v] : knob.with) merged = merge_samba_dropin(merged, p, v);
+  r.apply.push_back(write(dropin, merged));
   const std::string with_include = add_samba_include(conf_text, dropin);
   if (with_include != conf_text) {
     r.apply.push_back(write(conf, with_include));
@@ -250,14 +252,147 @@ Resolved resolve_mtu(const Knob& knob, const std::string& value, const Where& wh
   return r;
 }
 
-void need_root(const Knob& knob, const std::vector<Action>& actions) {
-  if (knob.privilege != "root" || ::geteuid() == 0) return;
-  const std::string cmd = actions.empty() ? std::string("(nothing)") : actions.front().display();
+// netatalk's afp.conf: the one given, else the usual places of netatalk 3.
+std::string afp_conf_for(const Knob& knob, const Where& where) {
+  struct stat st {};
+  if (!where.afp_conf.empty()) {
+    if (::stat(where.afp_conf.c_str(), &st) != 0) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("knob {}: afp.conf {} cannot be read: {}", knob.name, where.afp_conf,
+                              std::strerror(errno)),
+                  "give the afp.conf afpd reads with --afp-conf (`afpd -V` prints its path)");
+    }
+    return where.afp_conf;
+  }
+  for (const char* p : {"/etc/netatalk/afp.conf", "/usr/local/etc/afp.conf", "/etc/afp.conf"}) {
+    if (::stat(p, &st) == 0) return p;
+  }
   throw Error(ErrorKind::kUnsupported,
-              fmt::format("knob {} needs root on the {} to run: {}", knob.name, knob.endpoint, cmd),
-              "connect to that host as root (ssh root@host), or grant its user a passwordless "
-              "rule for that command (`sudo -n` must run it; chokepoint runs it directly as root "
-              "today)");
+              fmt::format("knob {}: no afp.conf in /etc/netatalk, /usr/local/etc or /etc: is "
+                          "netatalk installed here?",
+                          knob.name),
+              "give the afp.conf afpd reads with --afp-conf (`afpd -V` prints its path)");
+}
+
+// netatalk 3's defaults when afp.conf does not set the parameter.
+std::string afp_default(const std::string& param) {
+  if (param == "server quantum") return "1048576";
+  if (param == "dsireadbuf") return "12";
+  return "";
+}
+
+Resolved resolve_afp(const Knob& knob, const std::string& value, const Where& where) {
+  Resolved r;
+  const std::string conf = afp_conf_for(knob, where);
+  r.target = conf;
+  std::string text;
+  if (!read_file(conf, &text)) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("knob {}: cannot read {}: {}", knob.name, conf, std::strerror(errno)));
+  }
+  std::vector<std::string> restart;
+  if (!where.afp_restart.empty()) {
+    restart = {"sh", "-c", where.afp_restart};
+  } else if (run_command({"systemctl", "cat", "netatalk.service"}, {}, 30).exit_code == 0) {
+    restart = {"systemctl", "restart", "netatalk"};
+  } else {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("knob {}: afpd reads afp.conf at start only, and no netatalk "
+                            "service is known here to restart it",
+                            knob.name),
+                "give the command that restarts afpd with --afp-restart 'COMMAND'");
+  }
+  std::string current;
+  const std::string changed = set_afp_param(text, knob.param, value, &current);
+  r.original = current.empty() ? afp_default(knob.param) : current;
+  r.apply.push_back(write(conf, changed));
+  r.apply.back().note = fmt::format("its text with '{} = {}' in [Global]", knob.param, value);
+  r.apply.push_back(run(restart));
+  r.revert.push_back(write(conf, text));
+  r.revert.back().note =
+      fmt::format("its original text, byte for byte ({} bytes, kept in the journal)", text.size());
+  r.revert.push_back(run(restart));
+  return r;
+}
+
+std::string user_name() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw ? pw->pw_name : std::to_string(::geteuid());
+}
+
+// argv[0] by full path (sudoers rules name programs so), searching PATH and
+// the sbin directories a login shell of a non-root user may lack.
+std::string full_path(const std::string& prog) {
+  if (prog.find('/') != std::string::npos) return prog;
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = path.find(':', start);
+    const std::string dir = path.substr(start, colon - start);
+    if (!dir.empty() && ::access((dir + "/" + prog).c_str(), X_OK) == 0) return dir + "/" + prog;
+    if (colon == std::string::npos) return prog;
+    start = colon + 1;
+  }
+}
+
+// What root would run for an action, as a command line (writes: tee, removes: rm -f).
+std::vector<std::string> privileged_argv(const Action& a) {
+  std::vector<std::string> argv;
+  if (a.kind == "run") {
+    argv = a.argv;
+  } else if (a.kind == "write") {
+    argv = {"tee", a.path};
+  } else {
+    argv = {"rm", "-f", a.path};
+  }
+  if (!argv.empty()) argv[0] = full_path(argv[0]);
+  return argv;
+}
+
+// `sudo -n -l CMD...` exits 0 when a rule lets this user run CMD without a password.
+bool sudo_allows(const std::vector<std::string>& argv) {
+  if (full_path("sudo") == "sudo") return false;  // not installed
+  std::vector<std::string> check = {"sudo", "-n", "-l"};
+  check.insert(check.end(), argv.begin(), argv.end());
+  return run_command(check, {}, 30).exit_code == 0;
+}
+
+bool needs_sudo(const Knob& knob) { return knob.privilege == "root" && ::geteuid() != 0; }
+
+[[noreturn]] void throw_privilege(const Knob& knob, const std::vector<Action>& actions,
+                                  const std::string& cmd) {
+  const std::string user = user_name();
+  throw Error(ErrorKind::kUnsupported,
+              fmt::format("knob {} needs root on the {} to run `{}`: the agent runs as {}, and "
+                          "`sudo -n` may not run it",
+                          knob.name, knob.endpoint.empty() ? "host" : knob.endpoint, cmd, user),
+              fmt::format("connect to that host as root (ssh root@host), or grant {} a "
+                          "passwordless sudo rule (visudo -f /etc/sudoers.d/chokepoint): {}",
+                          user, sudoers_line(user, actions)));
+}
+
+// A read a knob needs (blockdev --getra, hdparm -W): directly, else through
+// `sudo -n` when the agent is not root and a rule allows it.
+RunResult run_read(const Knob& knob, const std::vector<std::string>& argv) {
+  std::vector<std::string> full = argv;
+  full[0] = full_path(full[0]);
+  RunResult got = run_command(full, {}, 30);
+  if (got.exit_code == 0 || !needs_sudo(knob)) return got;
+  Action a;
+  a.kind = "run";
+  a.argv = argv;
+  if (!sudo_allows(full)) throw_privilege(knob, {a}, shell_join(argv));
+  std::vector<std::string> sudo = {"sudo", "-n"};
+  sudo.insert(sudo.end(), full.begin(), full.end());
+  return run_command(sudo, {}, 30);
+}
+
+void mark_sudo(const Knob& knob, Resolved& r) {
+  if (!needs_sudo(knob)) return;
+  for (auto* list : {&r.apply, &r.revert}) {
+    for (auto& a : *list) a.sudo = true;
+  }
 }
 
 json::value action_json(const Action& a) {
@@ -271,6 +406,7 @@ json::value action_json(const Action& a) {
     o["path"] = a.path;
     if (a.kind == "write") o["content"] = a.content;
   }
+  if (a.sudo) o["sudo"] = true;
   return o;
 }
 
@@ -284,6 +420,7 @@ Action action_from(const json::value& v) {
     a.path = std::string(o.at("path").as_string());
     if (a.kind == "write") a.content = std::string(o.at("content").as_string());
   }
+  a.sudo = o.contains("sudo") && o.at("sudo").as_bool();
   return a;
 }
 
@@ -336,11 +473,105 @@ std::string ssh_local_address(const char* ssh_connection) {
 }
 
 std::string Action::display() const {
-  if (kind == "run") return shell_join(argv);
-  if (kind == "remove") return "rm -f " + shell_quote(path);
-  if (is_kernel_file(path)) return fmt::format("echo {} > {}", shell_quote(trim(content)), path);
-  if (!note.empty()) return fmt::format("write {}: {}", path, note);
+  const std::string pre = sudo ? "sudo -n " : "";
+  if (kind == "run") return pre + shell_join(argv);
+  if (kind == "remove") return pre + "rm -f " + shell_quote(path);
+  if (is_kernel_file(path)) {
+    return sudo ? fmt::format("echo {} | sudo -n tee {}", shell_quote(trim(content)), path)
+                : fmt::format("echo {} > {}", shell_quote(trim(content)), path);
+  }
+  if (!note.empty()) return fmt::format("{}write {}: {}", sudo ? "sudo -n tee: " : "", path, note);
+  if (sudo) return fmt::format("sudo -n tee {} <<'EOF'\n{}EOF", shell_quote(path), content);
   return fmt::format("cat > {} <<'EOF'\n{}EOF", shell_quote(path), content);
+}
+
+std::string sudoers_line(const std::string& user, const std::vector<Action>& actions) {
+  std::vector<std::string> cmds;
+  for (const auto& a : actions) {
+    std::vector<std::string> argv = privileged_argv(a);
+    // Programs without their arguments (values change per slot); tee and rm
+    // with the file they may change.
+    std::string c = a.kind == "run" ? argv.front() : shell_join(argv);
+    if (std::find(cmds.begin(), cmds.end(), c) == cmds.end()) cmds.push_back(c);
+  }
+  std::string out = user + " ALL=(root) NOPASSWD: ";
+  for (size_t i = 0; i < cmds.size(); ++i) out += (i ? ", " : "") + cmds[i];
+  return out;
+}
+
+std::string merge_samba_dropin(const std::string& old, const std::string& param,
+                               const std::string& value) {
+  static const std::string kHeader = "# written by chokepoint tune; removed when it reverts";
+  std::vector<std::pair<std::string, std::string>> params;
+  if (old.rfind(kHeader, 0) == 0) {
+    std::stringstream in(old);
+    for (std::string l; std::getline(in, l);) {
+      const size_t eq = l.find('=');
+      if (eq == std::string::npos || trim(l).rfind('#', 0) == 0) continue;
+      params.emplace_back(trim(l.substr(0, eq)), trim(l.substr(eq + 1)));
+    }
+  }
+  auto same = [](const std::string& a, const std::string& b) {
+    std::string x = squeeze(a), y = squeeze(b);
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : y) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x == y;
+  };
+  bool found = false;
+  for (auto& [p, v] : params) {
+    if (same(p, param)) {
+      v = value;
+      found = true;
+    }
+  }
+  if (!found) params.emplace_back(param, value);
+  std::string out = kHeader + "\n[global]\n";
+  for (const auto& [p, v] : params) out += fmt::format("\t{} = {}\n", p, v);
+  return out;
+}
+
+std::string set_afp_param(const std::string& conf, const std::string& param,
+                          const std::string& value, std::string* current) {
+  std::vector<std::string> lines;
+  std::stringstream in(conf);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  auto lower = [](std::string x) {
+    for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return squeeze(x);
+  };
+  const std::string want = lower(param);
+  long global = -1, end = static_cast<long>(lines.size()), at = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
+      if (global >= 0) {
+        end = static_cast<long>(i);
+        break;
+      }
+      if (lower(t.substr(1, t.size() - 2)) == "global") global = static_cast<long>(i);
+      continue;
+    }
+    if (global < 0 || t.empty() || t.front() == '#' || t.front() == ';') continue;
+    const size_t eq = t.find('=');
+    if (eq != std::string::npos && lower(t.substr(0, eq)) == want) {
+      at = static_cast<long>(i);
+      if (current) *current = trim(t.substr(eq + 1));
+    }
+  }
+  if (at < 0 && current) current->clear();
+  const std::string line = param + " = " + value;
+  if (at >= 0) {
+    lines[static_cast<size_t>(at)] = line;
+  } else if (global < 0) {
+    lines.insert(lines.begin(), {"[Global]", line});
+  } else {
+    long pos = end;
+    while (pos - 1 > global && trim(lines[static_cast<size_t>(pos - 1)]).empty()) --pos;
+    lines.insert(lines.begin() + pos, line);
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
 }
 
 std::string add_samba_include(const std::string& conf, const std::string& dropin) {
@@ -384,13 +615,14 @@ std::string add_samba_include(const std::string& conf, const std::string& dropin
   return out;
 }
 
-Resolved resolve(const Knob& knob, const std::string& value, const Where& where) {
+namespace {
+Resolved resolve_here(const Knob& knob, const std::string& value, const Where& where) {
   Resolved r;
   switch (knob.mechanism) {
     case Mechanism::kReadahead: {
       const std::string dev = "/dev/" + disk_under(knob, where.disk_dir);
       r.target = dev;
-      RunResult got = run_command({"blockdev", "--getra", dev}, {}, 30);
+      RunResult got = run_read(knob, {"blockdev", "--getra", dev});
       if (got.exit_code != 0) {
         throw Error(
             ErrorKind::kUnsupported,
@@ -441,7 +673,7 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
         throw Error(ErrorKind::kUnsupported, fmt::format("knob {}: {}", knob.name, why),
                     "tune a physical SATA/SAS disk, or leave this knob out");
       }
-      RunResult got = run_command({"hdparm", "-W", r.target}, {}, 30);
+      RunResult got = run_read(knob, {"hdparm", "-W", r.target});
       const size_t eq = got.out.find("write-caching =");
       if (got.exit_code != 0 || eq == std::string::npos) {
         throw Error(ErrorKind::kUnsupported,
@@ -471,6 +703,8 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
       return resolve_samba(knob, value, where);
     case Mechanism::kMtu:
       return resolve_mtu(knob, value, where);
+    case Mechanism::kAfpConf:
+      return resolve_afp(knob, value, where);
     case Mechanism::kClientOption:
       throw Error(
           ErrorKind::kPeer,
@@ -479,11 +713,39 @@ Resolved resolve(const Knob& knob, const std::string& value, const Where& where)
   return r;
 }
 
-void run_actions(const Knob& knob, const std::vector<Action>& actions) {
-  need_root(knob, actions);
+}  // namespace
+
+Resolved resolve(const Knob& knob, const std::string& value, const Where& where) {
+  Resolved r = resolve_here(knob, value, where);
+  mark_sudo(knob, r);
+  return r;
+}
+
+void check_privilege(const Knob& knob, const std::vector<Action>& actions) {
+  if (!needs_sudo(knob)) return;
   for (const auto& a : actions) {
+    if (!sudo_allows(privileged_argv(a))) throw_privilege(knob, actions, a.display());
+  }
+}
+
+void run_actions(const Knob& knob, const std::vector<Action>& actions) {
+  check_privilege(knob, actions);
+  const bool sudo = needs_sudo(knob);
+  for (const auto& a : actions) {
+    if (sudo) {
+      std::vector<std::string> argv = {"sudo", "-n"};
+      for (const auto& w : privileged_argv(a)) argv.push_back(w);
+      RunResult res = run_command(argv, a.kind == "write" ? a.content : std::string(), 60);
+      if (res.exit_code != 0) {
+        throw Error(ErrorKind::kIo, fmt::format("knob {}: `{}` failed (exit {}): {}", knob.name,
+                                                shell_join(argv), res.exit_code, trim(res.err)));
+      }
+      continue;
+    }
     if (a.kind == "run") {
-      RunResult res = run_command(a.argv, {}, 60);
+      std::vector<std::string> argv = a.argv;
+      argv[0] = full_path(argv[0]);  // a non-root PATH may lack the sbin directories
+      RunResult res = run_command(argv, {}, 60);
       if (res.exit_code != 0) {
         throw Error(ErrorKind::kIo,
                     fmt::format("knob {}: `{}` failed (exit {}): {}", knob.name, a.display(),
@@ -617,7 +879,8 @@ Resolved Journal::apply_resolved(const Knob& knob, Resolved r) {
                 fmt::format("another chokepoint tune session holds {}.lock", path_),
                 "wait for it to end, or run `chokepoint tune --revert HOST` once it is gone");
   }
-  need_root(knob, r.apply);
+  check_privilege(knob, r.apply);
+  check_privilege(knob, r.revert);
   std::vector<JournalEntry> entries = load();
   const bool known = std::any_of(entries.begin(), entries.end(), [&](const JournalEntry& e) {
     return e.knob == knob.name && e.target == r.target;

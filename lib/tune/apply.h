@@ -26,7 +26,10 @@ struct Action {
   std::string path;               // write, remove
   std::string content;            // write: the file's whole new content
   std::string note;               // write: what changes, when the content is long
-  std::string display() const;    // "blockdev --setra 256 /dev/loop3", "write /x (3 lines)"
+  // Run through `sudo -n` (the agent is not root and a sudo rule allows it):
+  // run as `sudo -n ARGV`, write as `sudo -n tee PATH`, remove as `sudo -n rm -f PATH`.
+  bool sudo = false;
+  std::string display() const;  // "blockdev --setra 256 /dev/loop3", "write /x (3 lines)"
 };
 
 // Where a knob applies on this host.
@@ -35,6 +38,8 @@ struct Where {
   std::string samba_conf;    // Samba knobs: smb.conf; "" = the one the running smbd uses
   std::string data_address;  // MTU: the server's data address (its own, or the peer's)
   bool console = false;      // MTU: the user has a console; the SSH interface may change
+  std::string afp_conf;      // netatalk knobs: afp.conf; "" = the usual places
+  std::string afp_restart;   // netatalk knobs: shell command restarting afpd; "" = systemctl
 };
 
 // A knob resolved on this host for one value: what it changes, its current
@@ -64,8 +69,32 @@ std::string ssh_local_address(const char* ssh_connection);
 Resolved resolve(const Knob& knob, const std::string& value, const Where& where);
 
 // Runs actions in order; throws Error(kIo) naming the knob and the failing
-// command; without root, Error(kUnsupported) naming what to grant.
+// command. Without root, actions marked sudo run through `sudo -n`; when no
+// sudo rule allows one, Error(kUnsupported) naming the knob, the command and
+// what to grant (root, or the sudoers line), before anything runs.
 void run_actions(const Knob& knob, const std::vector<Action>& actions);
+
+// Without root: Error(kUnsupported) as above unless `sudo -n` may run every
+// action. Nothing for root or a knob that needs no privilege.
+void check_privilege(const Knob& knob, const std::vector<Action>& actions);
+
+// The sudoers line that lets `user` run `actions` through `sudo -n`
+// ("cp ALL=(root) NOPASSWD: /usr/sbin/blockdev, /usr/bin/tee /sys/..."):
+// programs by full path; tee and rm with their file, since those name what
+// they may change.
+std::string sudoers_line(const std::string& user, const std::vector<Action>& actions);
+
+// The chokepoint drop-in's text with `param = value` set (replaced when
+// there, added otherwise), keeping the other parameters it holds; `old` is
+// the drop-in's current text ("" when there is none).
+std::string merge_samba_dropin(const std::string& old, const std::string& param,
+                               const std::string& value);
+
+// afp.conf text with `param = value` in [Global] (replaced when there,
+// else added as the section's last line; a [Global] is added at the top when
+// there is none). `current` receives the value it had ("" when unset).
+std::string set_afp_param(const std::string& conf, const std::string& param,
+                          const std::string& value, std::string* current);
 
 // smb.conf text with `include = DROPIN` as the last line of [global] (a
 // [global] header is added at the top when there is none); unchanged when

@@ -117,6 +117,122 @@ TEST_F(JournalTest, AFailedRevertStaysJournaled) {
   EXPECT_EQ(j.entries().size(), 1u);
 }
 
+// netatalk's afp.conf with a restart hook that is a real command (Debian 12
+// has no netatalk, so no afpd runs here): the knob sets the parameter in
+// [Global], restarts, and the revert gives the file back byte for byte and
+// restarts again.
+TEST_F(JournalTest, AfpKnobEditsGlobalRestartsAndRevertsByteIdentical) {
+  const std::string conf = dir_ + "/afp.conf";
+  const std::string text =
+      "; netatalk 3\n[Global]\n  log file = /var/log/afpd.log\n\n[Homes]\nbasedir regex = /home\n";
+  spit(conf, text);
+  Where w;
+  w.afp_conf = conf;
+  w.afp_restart = "echo restarted >> " + dir_ + "/restarts";
+  Journal j(journal());
+  Resolved r = j.apply(find_knob("netatalk.server_quantum"), "262144", w);
+  EXPECT_EQ(r.target, conf);
+  EXPECT_EQ(r.original, "1048576");  // netatalk's default: the file does not set it
+  std::string now;
+  set_afp_param(slurp(conf), "server quantum", "x", &now);
+  EXPECT_EQ(now, "262144");
+  EXPECT_EQ(slurp(dir_ + "/restarts"), "restarted\n");
+  // dsireadbuf beside it, then everything back.
+  j.apply(find_knob("netatalk.dsireadbuf"), "6", w);
+  set_afp_param(slurp(conf), "dsireadbuf", "x", &now);
+  EXPECT_EQ(now, "6");
+  auto reverted = j.revert_all();
+  ASSERT_EQ(reverted.size(), 2u);
+  for (const auto& x : reverted) EXPECT_EQ(x.error, "") << x.knob;
+  EXPECT_EQ(slurp(conf), text);
+  // Restarted after each apply and each revert.
+  EXPECT_EQ(slurp(dir_ + "/restarts"), "restarted\nrestarted\nrestarted\nrestarted\n");
+}
+
+TEST_F(JournalTest, AfpKnobWithoutAConfOrRestartIsRefused) {
+  Where w;
+  w.afp_conf = dir_ + "/no-such-afp.conf";
+  w.afp_restart = "true";
+  try {
+    resolve(find_knob("netatalk.dsireadbuf"), "6", w);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+  }
+}
+
+TEST(AfpConf, ReplacesInGlobalOrAddsItLast) {
+  std::string was;
+  EXPECT_EQ(set_afp_param("[Global]\nServer Quantum = 1M\n[Vol]\npath = /x\n", "server quantum",
+                          "65536", &was),
+            "[Global]\nserver quantum = 65536\n[Vol]\npath = /x\n");
+  EXPECT_EQ(was, "1M");
+  EXPECT_EQ(set_afp_param("[Global]\na = b\n\n[Vol]\n", "dsireadbuf", "6", &was),
+            "[Global]\na = b\ndsireadbuf = 6\n\n[Vol]\n");
+  EXPECT_EQ(was, "");
+  EXPECT_EQ(set_afp_param("[Vol]\npath = /x\n", "dsireadbuf", "6", &was),
+            "[Global]\ndsireadbuf = 6\n[Vol]\npath = /x\n");
+  // A volume's parameter of the same name is not the global one.
+  EXPECT_EQ(set_afp_param("[Global]\n[Vol]\ndsireadbuf = 3\n", "dsireadbuf", "6", &was),
+            "[Global]\ndsireadbuf = 6\n[Vol]\ndsireadbuf = 3\n");
+}
+
+TEST(SambaDropin, KeepsOtherKnobsLinesAndReplacesItsOwn) {
+  std::string d = merge_samba_dropin("", "smb2 max read", "65536");
+  d = merge_samba_dropin(d, "aio read size", "1");
+  d = merge_samba_dropin(d, "smb2 max read", "8388608");
+  EXPECT_EQ(d,
+            "# written by chokepoint tune; removed when it reverts\n[global]\n"
+            "\tsmb2 max read = 8388608\n\taio read size = 1\n");
+  // A file chokepoint did not write is not merged from.
+  EXPECT_EQ(merge_samba_dropin("[global]\nfoo = bar\n", "max xmit", "4096"),
+            "# written by chokepoint tune; removed when it reverts\n[global]\n"
+            "\tmax xmit = 4096\n");
+}
+
+TEST(Privilege, SudoersLineNamesProgramsByPathAndTeeWithItsFile) {
+  Action run;
+  run.kind = "run";
+  run.argv = {"blockdev", "--setra", "256", "/dev/loop3"};
+  Action write;
+  write.kind = "write";
+  write.path = "/sys/block/loop3/queue/scheduler";
+  const std::string line = sudoers_line("cp", {run, write, run});
+  const std::string blockdev =
+      std::filesystem::exists("/usr/sbin/blockdev") ? "/usr/sbin/blockdev" : "/sbin/blockdev";
+  EXPECT_EQ(line, "cp ALL=(root) NOPASSWD: " + blockdev +
+                      ", /usr/bin/tee /sys/block/loop3/queue/scheduler");
+}
+
+// Not root and no sudo rule: refused before anything changes (the lab test
+// covers the sudo rule). The check runs in a child that drops to nobody.
+TEST_F(JournalTest, WithoutRootOrASudoRuleAKnobIsRefusedBeforeItChanges) {
+  if (::geteuid() != 0) {
+    // Already unprivileged: the same check, in this process.
+    EXPECT_THROW(check_privilege(find_knob("server.tcp_rmem"), change_to("x").apply), Error);
+    return;
+  }
+  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(3);
+    try {
+      Journal j(dir_ + "/nobody-journal.json");
+      j.apply_resolved(find_knob("server.tcp_rmem"), change_to("x"));
+      _exit(0);
+    } catch (const Error& e) {
+      _exit(e.kind() == ErrorKind::kUnsupported ? 1 : 2);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(slurp(target_), "original\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/nobody-journal.json"));
+}
+
 TEST(SambaInclude, GoesLastInGlobalBeforeTheNextSection) {
   const std::string conf =
       "# comment\n[global]\n\tworkgroup = X\n\tsmb2 max read = 1\n\n[share]\n\tpath = /x\n";

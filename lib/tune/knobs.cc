@@ -113,6 +113,21 @@ std::vector<Knob> build_table() {
     t.push_back({s.knob, "server", Mechanism::kSamba, s.param, s.kind, *s.affects, "root",
                  std::string(s.what) + " (smb.conf '" + s.param + "')"});
   }
+  // SMB1 (the protocol of the seeds' era): `max xmit` is the largest SMB1
+  // message smbd accepts and announces (MaxBufferSize); SMB2/3 ignore it, so
+  // the server speaks NT1 only for the whole sweep and the client offers NT1.
+  Knob xmit{"samba.max_xmit",
+            "server",
+            Mechanism::kSamba,
+            "max xmit",
+            ValueKind::kBytes,
+            smb_all,
+            "root",
+            "largest SMB1 message smbd accepts, bytes (smb.conf 'max xmit'); the sweep runs "
+            "under 'server min/max protocol = NT1' and the client offers NT1 only"};
+  xmit.with = {{"server min protocol", "NT1"}, {"server max protocol", "NT1"}};
+  xmit.client_options = {{"min_protocol", "NT1"}, {"max_protocol", "NT1"}};
+  t.push_back(xmit);
   t.push_back({"client.smb_io_size", "client", Mechanism::kClientOption, "io_size",
                ValueKind::kBytes, smb_all, "none",
                "chokepoint's SMB request size: bytes per smbc_read/smbc_write call"});
@@ -122,6 +137,16 @@ std::vector<Knob> build_table() {
   t.push_back({"client.afp_request_size", "client", Mechanism::kClientOption, "request_size",
                ValueKind::kBytes, afp_all, "none",
                "chokepoint's AFP bytes per read/write request"});
+  // netatalk 3 (no Debian 12 package): afp.conf edited in place, then the
+  // restart command (afpd reads these at start only).
+  t.push_back({"netatalk.server_quantum", "server", Mechanism::kAfpConf, "server quantum",
+               ValueKind::kBytes, afp_all, "root",
+               "largest DSI request afpd accepts and announces, bytes (afp.conf 'server "
+               "quantum')"});
+  t.push_back({"netatalk.dsireadbuf", "server", Mechanism::kAfpConf, "dsireadbuf", ValueKind::kInt,
+               afp_all, "root",
+               "afpd's DSI read buffer, in multiples of the server quantum (afp.conf "
+               "'dsireadbuf')"});
   const std::vector<Affects> nfs_all = {{"protocol", "", "nfs", ""}};
   t.push_back({"client.nfs_depth", "client", Mechanism::kClientOption, "depth", ValueKind::kText,
                nfs_all, "none", "chokepoint's NFS READs/WRITEs in flight on the connection"});
@@ -242,17 +267,25 @@ std::string describe_mechanism(const Knob& k) {
       return "read: hdparm -W DISK; apply: hdparm -W 0|1 DISK";
     case Mechanism::kSysctl:
       return fmt::format("read/apply: sysctl {}", k.param);
-    case Mechanism::kSamba:
+    case Mechanism::kSamba: {
+      std::string with;
+      for (const auto& [p, v] : k.with) with += fmt::format(", with '{} = {}'", p, v);
       return fmt::format(
           "read: testparm -s --parameter-name='{}'; apply: the drop-in "
-          "chokepoint-tune.conf, included at the end of [global]; reload: smbcontrol smbd "
+          "chokepoint-tune.conf{}, included at the end of [global]; reload: smbcontrol smbd "
           "reload-config",
-          k.param);
+          k.param, with);
+    }
     case Mechanism::kClientOption:
       return fmt::format("the client share option {}=VALUE; no host changes", k.param);
     case Mechanism::kMtu:
       return "read: ip -o link show dev IF; apply: ip link set dev IF mtu N on the server, then "
              "the client; IF: the interface of the data address";
+    case Mechanism::kAfpConf:
+      return fmt::format(
+          "read/apply: '{}' in [Global] of afp.conf (--afp-conf, else /etc/netatalk/afp.conf or "
+          "/usr/local/etc/afp.conf); restart: --afp-restart, else systemctl restart netatalk",
+          k.param);
   }
   return {};
 }

@@ -19,6 +19,7 @@ enum class Mechanism {
   kSamba,         // one smb.conf parameter in chokepoint's drop-in, then reload-config
   kClientOption,  // a chokepoint share option on the client: no host is changed
   kMtu,           // `ip link set dev IF mtu N` on the data interface of both ends
+  kAfpConf,       // one parameter of [Global] in netatalk's afp.conf, then its restart command
 };
 
 // How a value is written on the command line and normalised.
@@ -48,6 +49,15 @@ struct Knob {
   std::vector<Affects> affects;
   std::string privilege;  // "root", or "none" for client options
   std::string summary;    // one line for --list
+  // Samba parameters written beside the knob's in the drop-in for every
+  // value, the original included: the whole sweep then runs under them
+  // (`max xmit` only matters with `server max protocol = NT1`). A knob with
+  // these applies its original value in the original slots instead of
+  // reverting, so that only the knob's value differs between slots.
+  std::vector<std::pair<std::string, std::string>> with;
+  // Client share options every slot sets on the shares the knob affects
+  // (the SMB1 knob's client must offer NT1 too).
+  std::vector<std::pair<std::string, std::string>> client_options;
 };
 
 // Every knob, in --list order.

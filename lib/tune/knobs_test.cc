@@ -106,5 +106,30 @@ TEST(Knobs, SambaKnobsAffectOnlySmb) {
   EXPECT_FALSE(affects_sample(tcp, "disk", "client", "read"));
 }
 
+TEST(Knobs, MaxXmitRunsTheWholeSweepUnderNt1OnBothEnds) {
+  const Knob& k = find_knob("samba.max_xmit");
+  EXPECT_EQ(k.mechanism, Mechanism::kSamba);
+  EXPECT_EQ(k.param, "max xmit");
+  const std::vector<std::pair<std::string, std::string>> server = {{"server min protocol", "NT1"},
+                                                                   {"server max protocol", "NT1"}};
+  EXPECT_EQ(k.with, server);
+  const std::vector<std::pair<std::string, std::string>> client = {{"min_protocol", "NT1"},
+                                                                   {"max_protocol", "NT1"}};
+  EXPECT_EQ(k.client_options, client);
+  EXPECT_TRUE(affects_sample(k, "smb", "ram", "read"));
+  EXPECT_FALSE(affects_sample(k, "ftp", "ram", "read"));
+}
+
+TEST(Knobs, NetatalkKnobsEditAfpConfAndAffectOnlyAfp) {
+  for (const char* name : {"netatalk.server_quantum", "netatalk.dsireadbuf"}) {
+    const Knob& k = find_knob(name);
+    EXPECT_EQ(k.mechanism, Mechanism::kAfpConf) << name;
+    EXPECT_EQ(k.endpoint, "server");
+    EXPECT_TRUE(affects_sample(k, "afp", "disk", "read"));
+    EXPECT_FALSE(affects_sample(k, "smb", "disk", "read"));
+  }
+  EXPECT_EQ(normalize_value(find_knob("netatalk.server_quantum"), "256K"), "262144");
+}
+
 }  // namespace
 }  // namespace cp::tune

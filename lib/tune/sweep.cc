@@ -58,13 +58,16 @@ class SessionTable {
     if (!has_target) exec("ALTER TABLE tune_sessions ADD COLUMN target TEXT");
   }
   ~SessionTable() { sqlite3_close(db_); }
-  int64_t begin(const SweepSetup& s) {
+  // `knob`: the name, or a grid's names joined with " x "; `values`: the
+  // values (a grid: the combinations' labels) without the original.
+  int64_t begin(const SweepSetup& s, const std::string& knob, const std::string& endpoint,
+                const std::vector<std::string>& values) {
     json::array vals;
-    for (const auto& v : s.values) vals.push_back(json::value(v));
+    for (const auto& v : values) vals.push_back(json::value(v));
     run("INSERT INTO tune_sessions (started_at, status, knob, endpoint, server, client, "
         "values_json, rounds) VALUES (?,?,?,?,?,?,?,?)",
-        {std::to_string(wall_seconds()), kRunning, s.knob->name, s.knob->endpoint, s.server_name,
-         s.client_name, json::serialize(vals), std::to_string(s.rounds)});
+        {std::to_string(wall_seconds()), kRunning, knob, endpoint, s.server_name, s.client_name,
+         json::serialize(vals), std::to_string(s.rounds)});
     return sqlite3_last_insert_rowid(db_);
   }
   void link(int64_t session, int64_t run_id, int round, const std::string& value, bool original) {
@@ -139,15 +142,23 @@ std::string layer_key(const std::string& layer, const std::string& where, const 
   return key;
 }
 
+bool affects_any(const std::vector<const Knob*>& knobs, const std::string& layer,
+                 const std::string& where, const std::string& op) {
+  for (const Knob* k : knobs) {
+    if (affects_sample(*k, layer, where, op)) return true;
+  }
+  return false;
+}
+
 // Stores every record (the runs are ordinary runs) and keeps the samples of
 // the layers the knob affects.
 class Collector : public pipeline::RunObserver {
  public:
-  Collector(Store& store, int64_t run_id, const Knob& knob, size_t value,
+  Collector(Store& store, int64_t run_id, const std::vector<const Knob*>& knobs, size_t value,
             std::map<std::string, std::vector<std::vector<double>>>& by_layer, size_t nvalues)
       : store_(store),
         run_(run_id),
-        knob_(knob),
+        knobs_(knobs),
         value_(value),
         by_layer_(by_layer),
         nvalues_(nvalues) {}
@@ -160,7 +171,7 @@ class Collector : public pipeline::RunObserver {
   void on_sample(int64_t stage, const SampleRecord& s) override {
     store_.add_sample(stage, s);
     const auto& [layer, where] = stages_[stage];
-    if (!s.error.empty() || !affects_sample(knob_, layer, where, s.op)) return;
+    if (!s.error.empty() || !affects_any(knobs_, layer, where, s.op)) return;
     auto& slot = by_layer_[layer_key(layer, where, s)];
     if (slot.size() < nvalues_) slot.resize(nvalues_);
     slot[value_].push_back(s.rate());
@@ -172,7 +183,7 @@ class Collector : public pipeline::RunObserver {
  private:
   Store& store_;
   int64_t run_;
-  const Knob& knob_;
+  std::vector<const Knob*> knobs_;
   size_t value_;
   std::map<std::string, std::vector<std::vector<double>>>& by_layer_;
   size_t nvalues_;
@@ -180,42 +191,95 @@ class Collector : public pipeline::RunObserver {
 };
 
 // The agents a knob lives on: one end, or both (server first).
-std::vector<std::pair<std::string, remote::AgentLink*>> agents_of(const SweepSetup& s) {
-  if (s.knob->endpoint == "server") return {{"server", s.server}};
-  if (s.knob->endpoint == "client") return {{"client", s.client}};
+std::vector<std::pair<std::string, remote::AgentLink*>> agents_of(const SweepSetup& s,
+                                                                  const Knob& k) {
+  if (k.endpoint == "server") return {{"server", s.server}};
+  if (k.endpoint == "client") return {{"client", s.client}};
   return {{"server", s.server}, {"client", s.client}};
 }
 
 json::object where_args(const SweepSetup& s, const std::string& end) {
   const auto& ep = end == "server" ? s.plan.server : s.plan.client;
-  return {{"disk_dir", ep.disk_dir},
-          {"samba_conf", s.plan.server.samba_conf},
-          {"data_address", s.data_address},
-          {"console", s.console},
-          {"confirm_s", s.confirm_s}};
+  return {{"disk_dir", ep.disk_dir},        {"samba_conf", s.plan.server.samba_conf},
+          {"data_address", s.data_address}, {"console", s.console},
+          {"confirm_s", s.confirm_s},       {"afp_conf", s.afp_conf},
+          {"afp_restart", s.afp_restart}};
 }
 
-// The plan of one slot: the client option set (or the plan's own value
-// restored) for client knobs.
-pipeline::Plan slot_plan(const SweepSetup& s, const pipeline::Plan& base, const std::string& value,
-                         bool original) {
+bool on_host(const Knob& k) { return k.mechanism != Mechanism::kClientOption; }
+
+bool share_affected(const Knob& k, const pipeline::SharePlan& share) {
+  return affects_sample(k, share.driver, share.medium, "read") ||
+         affects_sample(k, share.driver, share.medium, "write");
+}
+
+// The plan of one slot: the client options of its combination set (a knob
+// at its original keeps the plan's own value), and every knob's companion
+// client options (the SMB1 knob's NT1) on the shares it affects.
+pipeline::Plan slot_plan(const SweepSetup& s, const pipeline::Plan& base,
+                         const std::vector<size_t>& pick) {
   pipeline::Plan p = base;
-  if (s.knob->mechanism != Mechanism::kClientOption || original) return p;
-  for (auto& share : p.shares) {
-    if (affects_sample(*s.knob, share.driver, share.medium, "read") ||
-        affects_sample(*s.knob, share.driver, share.medium, "write")) {
-      share.options[s.knob->param] = value;
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    const Knob& k = *s.axes[i].knob;
+    for (auto& share : p.shares) {
+      if (!share_affected(k, share)) continue;
+      for (const auto& [opt, v] : k.client_options) share.options[opt] = v;
+      if (k.mechanism == Mechanism::kClientOption && pick[i] > 0) {
+        share.options[k.param] = s.axes[i].values[pick[i] - 1];
+      }
     }
   }
   return p;
 }
 
-std::string client_original(const SweepSetup& s, const pipeline::Plan& p) {
+std::string client_original(const Knob& k, const pipeline::Plan& p) {
   for (const auto& share : p.shares) {
-    auto it = share.options.find(s.knob->param);
+    auto it = share.options.find(k.param);
     if (it != share.options.end()) return it->second;
   }
   return "driver default";
+}
+
+std::vector<const Knob*> knobs_of(const SweepSetup& s) {
+  std::vector<const Knob*> out;
+  for (const auto& a : s.axes) out.push_back(a.knob);
+  return out;
+}
+
+// Every end any host knob lives on, server first.
+std::vector<std::pair<std::string, remote::AgentLink*>> host_agents(const SweepSetup& s) {
+  bool server = false, client = false;
+  for (const auto& a : s.axes) {
+    if (!on_host(*a.knob)) continue;
+    for (const auto& [end, agent] : agents_of(s, *a.knob)) {
+      (end == "server" ? server : client) = true;
+    }
+  }
+  std::vector<std::pair<std::string, remote::AgentLink*>> out;
+  if (server) out.push_back({"server", s.server});
+  if (client) out.push_back({"client", s.client});
+  return out;
+}
+
+std::string joined_names(const SweepSetup& s) {
+  std::string out;
+  for (const auto& a : s.axes) out += (out.empty() ? "" : " x ") + a.knob->name;
+  return out;
+}
+
+// A combination's label: one knob's value, or "a=1 b=2" for a grid, each
+// knob at its value or its original (`originals`).
+std::string label_of(const SweepSetup& s, const std::vector<size_t>& pick,
+                     const std::vector<std::string>& originals) {
+  auto value = [&](size_t i) {
+    return pick[i] == 0 ? originals[i] : s.axes[i].values[pick[i] - 1];
+  };
+  if (s.axes.size() == 1) return value(0);
+  std::string out;
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", s.axes[i].knob->name, value(i));
+  }
+  return out;
 }
 
 }  // namespace
@@ -226,6 +290,61 @@ std::vector<Slot> schedule(size_t values_with_original, int rounds) {
     for (size_t v = 0; v < values_with_original; ++v) out.push_back({r, v});
   }
   return out;
+}
+
+std::vector<std::vector<size_t>> combinations(const std::vector<size_t>& counts, Grid grid) {
+  std::vector<std::vector<size_t>> out;
+  out.push_back(std::vector<size_t>(counts.size(), 0));
+  if (grid == Grid::kOneAtATime) {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      for (size_t v = 1; v < counts[i]; ++v) {
+        out.push_back(std::vector<size_t>(counts.size(), 0));
+        out.back()[i] = v;
+      }
+    }
+    return out;
+  }
+  // Every combination, the last axis fastest (an odometer from all-original).
+  std::vector<size_t> c(counts.size(), 0);
+  for (;;) {
+    size_t i = counts.size();
+    while (i > 0) {
+      --i;
+      if (++c[i] < counts[i]) break;
+      c[i] = 0;
+      if (i == 0) return out;
+    }
+    if (counts.empty()) return out;
+    out.push_back(c);
+  }
+}
+
+pipeline::Plan affected_plan(const std::vector<const Knob*>& knobs, const pipeline::Plan& plan) {
+  CP_CHECK(!knobs.empty());
+  pipeline::Plan p = affected_plan(*knobs.front(), plan);
+  for (size_t i = 1; i < knobs.size(); ++i) {
+    const pipeline::Plan q = affected_plan(*knobs[i], plan);
+    p.disk_enabled = p.disk_enabled || q.disk_enabled;
+    p.tcp_enabled = p.tcp_enabled || q.tcp_enabled;
+    for (const auto& share : q.shares) {
+      const bool have =
+          std::any_of(p.shares.begin(), p.shares.end(),
+                      [&](const pipeline::SharePlan& x) { return x.name == share.name; });
+      if (!have) p.shares.push_back(share);
+    }
+    p.proto_enabled = !p.shares.empty();
+  }
+  if (knobs.size() > 1) {
+    // In the plan's order.
+    std::vector<pipeline::SharePlan> ordered;
+    for (const auto& share : plan.shares) {
+      for (const auto& x : p.shares) {
+        if (x.name == share.name) ordered.push_back(x);
+      }
+    }
+    p.shares = ordered;
+  }
+  return p;
 }
 
 pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
@@ -266,10 +385,12 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
   std::vector<double> gain(values.size(), 0);
   std::vector<bool> better(values.size(), false), worse(values.size(), false);
   std::vector<std::string> gain_layer(values.size());
+  // First every comparison's raw p, then Holm over all of them (every
+  // layer and value): the family a recommendation is chosen from.
+  std::vector<double> ps;
   for (const auto& ls : layers) {
     LayerResult lr;
     lr.layer = ls.layer;
-    std::vector<double> ps;
     const std::vector<double> base = ls.by_value.empty() ? std::vector<double>{} : ls.by_value[0];
     const Summary bs = summarize(base);
     for (size_t v = 0; v < values.size(); ++v) {
@@ -293,25 +414,27 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
       }
       lr.values.push_back(st);
     }
-    // Holm over the values compared with the original on this layer.
-    const std::vector<double> adj = holm_adjust(ps);
+    r.layers.push_back(std::move(lr));
+  }
+  const std::vector<double> adj = holm_adjust(ps);
+  size_t next = 0;
+  for (auto& lr : r.layers) {
     for (size_t v = 1; v < lr.values.size(); ++v) {
       ValueStats& st = lr.values[v];
-      st.p_holm = adj[v - 1];
+      st.p_holm = adj[next++];
       if (st.too_few || st.p_holm >= kAlpha) continue;
       if (st.median > lr.values[0].median) {
         st.better = true;
         better[v] = true;
         if (st.change > gain[v]) {
           gain[v] = st.change;
-          gain_layer[v] = ls.layer;
+          gain_layer[v] = lr.layer;
         }
       } else if (st.median < lr.values[0].median) {
         st.worse = true;
         worse[v] = true;
       }
     }
-    r.layers.push_back(std::move(lr));
   }
   size_t best = 0;
   for (size_t v = 1; v < values.size(); ++v) {
@@ -319,11 +442,13 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
   }
   if (best > 0) {
     r.recommended = values[best];
+    // A grid's values are whole settings ("a=1 b=2"), a single knob's bare values.
+    const bool grid = values[best].find('=') != std::string::npos;
     r.reason = fmt::format(
-        "{} = {} moves {} {} against the original {} (Holm-corrected p < {}), and no affected "
-        "layer got significantly worse",
-        knob, values[best], gain_layer[best], pct(gain[best]), values.empty() ? "" : values[0],
-        kAlpha);
+        "{} moves {} {} against the original {} (Holm-corrected p < {} over {} comparisons), and "
+        "no affected layer got significantly worse",
+        grid ? values[best] : knob + " = " + values[best], gain_layer[best], pct(gain[best]),
+        values.empty() ? "" : values[0], kAlpha, ps.size());
   } else {
     bool any_better = false;
     for (size_t v = 1; v < values.size(); ++v) any_better = any_better || better[v];
@@ -337,17 +462,20 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
 }
 
 std::string result_text(const TuneResult& r) {
-  std::string out =
-      fmt::format("tune {} on the {} ({}), {} rounds, original {}\n", r.knob, r.endpoint, r.target,
-                  r.rounds, r.original.empty() ? "?" : r.original);
+  std::string out = fmt::format(
+      "tune {} on the {} ({}), {} rounds, original {}{}\n", r.knob, r.endpoint, r.target, r.rounds,
+      r.original.empty() ? "?" : r.original,
+      r.grid.empty() ? "" : fmt::format("; grid {}, {} combinations", r.grid, r.values.size()));
   for (const auto& l : r.layers) {
     out += fmt::format("  {}\n", l.layer);
-    out += fmt::format("    {:<22} {:>10} {:>21} {:>4} {:>9} {:>9}\n", "value", "median MB/s",
+    size_t w = 22;  // a grid's labels are longer
+    for (const auto& v : l.values) w = std::max(w, v.value.size() + 11);
+    out += fmt::format("    {:<{}} {:>10} {:>21} {:>4} {:>9} {:>9}\n", "value", w, "median MB/s",
                        "p25-p75 MB/s", "n", "change", "p (Holm)");
     for (size_t i = 0; i < l.values.size(); ++i) {
       const auto& v = l.values[i];
       const std::string name = v.value + (i == 0 ? " (original)" : "");
-      out += fmt::format("    {:<22} {:>10} {:>21} {:>4}", name, mbps(v.median),
+      out += fmt::format("    {:<{}} {:>10} {:>21} {:>4}", name, w, mbps(v.median),
                          mbps(v.p25) + "-" + mbps(v.p75), v.n);
       if (i > 0) {
         out += fmt::format(" {:>9} {:>9}{}", pct(v.change), p_text(v),
@@ -357,6 +485,7 @@ std::string result_text(const TuneResult& r) {
     }
   }
   out += r.recommended.empty() ? "Recommendation: keep what you have: "
+         : !r.knobs.empty()    ? fmt::format("Recommendation: {}. ", r.recommended)
                                : fmt::format("Recommendation: {} = {}. ", r.knob, r.recommended);
   out += r.reason + ".\n";
   if (!r.run_ids.empty()) {
@@ -397,6 +526,20 @@ std::string result_json(const TuneResult& r) {
     layers.push_back(json::object{{"layer", l.layer}, {"values", std::move(vs)}});
   }
   o["layers"] = std::move(layers);
+  if (!r.knobs.empty()) {
+    // A grid: per combination (in `values` order) each knob's value.
+    o["grid"] = r.grid;
+    json::array knobs, combos;
+    for (const auto& k : r.knobs) knobs.push_back(json::value(k));
+    for (size_t v = 0; v < r.settings.size(); ++v) {
+      json::array set;
+      for (const auto& x : r.settings[v]) set.push_back(json::value(x));
+      combos.push_back(json::object{{"label", v < r.values.size() ? r.values[v] : ""},
+                                    {"settings", std::move(set)}});
+    }
+    o["knobs"] = std::move(knobs);
+    o["combinations"] = std::move(combos);
+  }
   o["recommended"] = r.recommended.empty() ? json::value(nullptr) : json::value(r.recommended);
   o["reason"] = r.reason;
   json::array runs;
@@ -456,32 +599,28 @@ std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& la
   return out;
 }
 
-std::string dry_run_text(const SweepSetup& s) {
-  const Knob& k = *s.knob;
-  const pipeline::Plan p = affected_plan(k, s.plan);
-  std::string out = fmt::format("dry run: tune {} ({}), {} rounds; nothing is changed\n", k.name,
-                                k.summary, s.rounds);
-  std::string stages;
-  if (p.disk_enabled) stages += "disk; ";
-  if (p.tcp_enabled) stages += "tcp; ";
-  for (const auto& sh : p.shares)
-    stages += fmt::format("{} ({} {}); ", sh.name, sh.driver, sh.medium);
-  out += fmt::format("stages each round: {}\n", stages.substr(0, stages.size() - 2));
+namespace {
+
+// One knob's part of a dry run: its target, original and exact commands.
+std::string dry_run_axis(const SweepSetup& s, const Axis& axis, const pipeline::Plan& p) {
+  const Knob& k = *axis.knob;
+  std::string out = fmt::format("knob {} ({})\n", k.name, k.summary);
   if (k.mechanism == Mechanism::kClientOption) {
-    out += fmt::format("original: {}\n", client_original(s, p));
-    for (const auto& v : s.values) {
+    out += fmt::format("original: {}\n", client_original(k, p));
+    for (const auto& v : axis.values) {
       out += fmt::format("value {}: share option {}={} on those shares (no host changes)\n", v,
                          k.param, v);
     }
     return out;
   }
   std::string revert;
-  std::vector<std::string> apply(s.values.size());
-  for (const auto& [end, agent] : agents_of(s)) {
-    for (size_t i = 0; i < s.values.size(); ++i) {
+  std::vector<std::string> apply(axis.values.size());
+  std::string original_apply;
+  for (const auto& [end, agent] : agents_of(s, k)) {
+    for (size_t i = 0; i < axis.values.size(); ++i) {
       json::object args = where_args(s, end);
       args["knob"] = k.name;
-      args["value"] = s.values[i];
+      args["value"] = axis.values[i];
       json::object r = agent->call("tune_plan", args, 60);
       if (i == 0) {
         out += fmt::format("on the {}: {}, now {}{}\n", end, wire::get_string(r, "target"),
@@ -495,116 +634,198 @@ std::string dry_run_text(const SweepSetup& s) {
         for (const auto& a : wire::get_array(r, "revert")) {
           revert += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
         }
+        if (!k.with.empty()) {
+          // The original slots apply the original value, under the companions.
+          json::object o = args;
+          o["value"] = wire::get_string(r, "original");
+          const json::object at_original = agent->call("tune_plan", o, 60);
+          for (const auto& a : wire::get_array(at_original, "apply")) {
+            original_apply += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
+          }
+        }
       }
       for (const auto& a : wire::get_array(r, "apply")) {
         apply[i] += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
       }
     }
   }
-  for (size_t i = 0; i < s.values.size(); ++i) {
-    out += fmt::format("value {}:\n{}", s.values[i], apply[i]);
+  for (size_t i = 0; i < axis.values.size(); ++i) {
+    out += fmt::format("value {}:\n{}", axis.values[i], apply[i]);
   }
-  out += "original (each round's first slot, and at the end):\n" + revert;
+  if (!original_apply.empty()) {
+    out += "original (each round's first slot, under the same companions):\n" + original_apply;
+    out += "at the end:\n" + revert;
+  } else {
+    out += "original (each round's first slot, and at the end):\n" + revert;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string dry_run_text(const SweepSetup& s) {
+  const pipeline::Plan p = affected_plan(knobs_of(s), s.plan);
+  std::string out =
+      fmt::format("dry run: tune {}, {} rounds; nothing is changed\n", joined_names(s), s.rounds);
+  std::string stages;
+  if (p.disk_enabled) stages += "disk; ";
+  if (p.tcp_enabled) stages += "tcp; ";
+  for (const auto& sh : p.shares)
+    stages += fmt::format("{} ({} {}); ", sh.name, sh.driver, sh.medium);
+  out += fmt::format("stages each round: {}\n", stages.substr(0, stages.size() - 2));
+  for (const auto& axis : s.axes) out += dry_run_axis(s, axis, p);
+  if (s.axes.size() > 1) {
+    std::vector<size_t> counts;
+    std::vector<std::string> originals;
+    for (const auto& a : s.axes) {
+      counts.push_back(a.values.size() + 1);
+      originals.push_back("original");
+    }
+    const auto combos = combinations(counts, s.grid);
+    out +=
+        fmt::format("combinations each round ({}, {}):\n",
+                    s.grid == Grid::kCross ? "cross product" : "one knob at a time", combos.size());
+    for (const auto& c : combos) out += "  " + label_of(s, c, originals) + "\n";
+  }
   return out;
 }
 
 TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cancel,
                      const std::function<void(const std::string&)>& note,
                      std::vector<LayerSamples>* samples_out) {
-  const Knob& k = *s.knob;
-  const pipeline::Plan aplan = affected_plan(k, s.plan);
-  const bool on_host = k.mechanism != Mechanism::kClientOption;
-  std::string target = "client options", original;
-  if (on_host) {
-    target.clear();
-    std::vector<std::string> originals;
-    for (const auto& [end, agent] : agents_of(s)) {
-      json::object args = where_args(s, end);
-      args["knob"] = k.name;
-      args["value"] = s.values.front();
-      json::object r = agent->call("tune_plan", args, 60);
-      const std::string t = wire::get_string(r, "target");
-      target += (target.empty() ? "" : ", ") + (agents_of(s).size() > 1 ? end + " " + t : t);
-      const std::string o = wire::get_string(r, "original");
-      if (std::find(originals.begin(), originals.end(), o) == originals.end()) {
-        originals.push_back(o);
+  CP_CHECK(!s.axes.empty());
+  const std::vector<const Knob*> knobs = knobs_of(s);
+  const pipeline::Plan aplan = affected_plan(knobs, s.plan);
+  const bool grid = s.axes.size() > 1;
+  // Per axis: its target and original (both ends at one value: that value;
+  // else "server/client").
+  std::vector<std::string> targets, originals;
+  for (const auto& axis : s.axes) {
+    const Knob& k = *axis.knob;
+    std::string target, original;
+    if (on_host(k)) {
+      std::vector<std::string> seen;
+      const auto ends = agents_of(s, k);
+      for (const auto& [end, agent] : ends) {
+        json::object args = where_args(s, end);
+        args["knob"] = k.name;
+        args["value"] = axis.values.front();
+        json::object r = agent->call("tune_plan", args, 60);
+        const std::string t = wire::get_string(r, "target");
+        target += (target.empty() ? "" : ", ") + (ends.size() > 1 ? end + " " + t : t);
+        const std::string o = wire::get_string(r, "original");
+        if (std::find(seen.begin(), seen.end(), o) == seen.end()) seen.push_back(o);
       }
+      for (const auto& o : seen) original += (original.empty() ? "" : "/") + o;
+    } else {
+      target = "client options";
+      original = client_original(k, aplan);
     }
-    // Both ends at one value: that value; else "server/client".
-    for (const auto& o : originals) original += (original.empty() ? "" : "/") + o;
-  } else {
-    original = client_original(s, aplan);
+    targets.push_back(target);
+    originals.push_back(original);
   }
-  // After the knob resolved on its host: a refused knob leaves no session.
+  std::vector<size_t> counts;
+  for (const auto& a : s.axes) counts.push_back(a.values.size() + 1);
+  const std::vector<std::vector<size_t>> combos = combinations(counts, s.grid);
+  std::vector<std::string> labels;
+  for (const auto& c : combos) labels.push_back(label_of(s, c, originals));
+  std::string knob_name = joined_names(s), endpoint, target;
+  // Knobs on one target (two Samba parameters) name it once.
+  const bool one_target = std::all_of(targets.begin(), targets.end(),
+                                      [&](const std::string& x) { return x == targets.front(); });
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    const std::string ep = s.axes[i].knob->endpoint;
+    if (endpoint.find(ep) == std::string::npos) endpoint += (endpoint.empty() ? "" : "+") + ep;
+    if (one_target && i > 0) continue;
+    target += (target.empty() ? "" : "; ") +
+              (grid && !one_target ? s.axes[i].knob->name + ": " : "") + targets[i];
+  }
+  // After every knob resolved on its host: a refused knob leaves no session.
   SessionTable sessions(store.path());
-  const int64_t session = sessions.begin(s);
+  const int64_t session = sessions.begin(
+      s, knob_name, endpoint, std::vector<std::string>(labels.begin() + 1, labels.end()));
   note(fmt::format("tune session {} stored in {}", session, store.path()));
-  std::vector<std::string> values = {original};
-  for (const auto& v : s.values) values.push_back(v);
 
   std::map<std::string, std::vector<std::vector<double>>> by_layer;
   std::vector<int64_t> run_ids;
-  bool applied = false;
+  // What each host axis has applied now ("" = nothing, its original).
+  std::vector<std::string> applied(s.axes.size());
+  bool any_applied = false;
   auto revert = [&]() -> std::string {
-    if (!on_host || !applied) return {};
+    if (!any_applied) return {};
     std::string errors;
-    for (const auto& [end, agent] : agents_of(s)) {
+    for (const auto& [end, agent] : host_agents(s)) {
       json::object r = agent->call("tune_revert", {}, 120);
       for (const auto& e : wire::get_array(r, "reverted")) {
         const std::string err = wire::get_string(e.as_object(), "error");
         if (!err.empty()) errors += end + ": " + err + "; ";
       }
     }
-    applied = false;
+    any_applied = false;
+    std::fill(applied.begin(), applied.end(), std::string());
     return errors;
   };
   std::string status = kComplete, error;
   try {
-    for (const Slot& slot : schedule(values.size(), s.rounds)) {
+    for (const Slot& slot : schedule(combos.size(), s.rounds)) {
       if (cancel.cancelled()) throw Error(ErrorKind::kCancelled, "interrupted");
-      const bool orig = slot.value == 0;
-      const std::string& value = values[slot.value];
-      if (on_host) {
-        if (orig) {
-          const std::string errs = revert();
-          if (!errs.empty()) throw Error(ErrorKind::kIo, "reverting to the original: " + errs);
-        } else {
-          applied = true;  // a partial apply is journaled too: revert it either way
-          std::vector<remote::AgentLink*> watched;
-          for (const auto& [end, agent] : agents_of(s)) {
-            json::object args = where_args(s, end);
-            args["knob"] = k.name;
-            args["value"] = value;
-            json::object r = agent->call("tune_apply", args, 120);
-            if (wire::opt_u64(r, "watchdog_s", 0) > 0) watched.push_back(agent);
-          }
-          // Every end changed: confirm each watched host still answers.
-          for (remote::AgentLink* agent : watched) {
-            json::object c = agent->call("tune_confirm", {}, s.confirm_s);
-            if (!wire::get_bool(c, "confirmed")) {
-              throw Error(ErrorKind::kIo,
-                          fmt::format("{} = {} cut {} off for more than {} s; its agent "
-                                      "reverted by itself",
-                                      k.name, value, agent->name(), s.confirm_s),
-                          "leave that value out, or check the path carries it (MTU: every hop)");
-            }
-          }
+      const std::vector<size_t>& pick = combos[slot.value];
+      // Per host axis what this slot needs applied: its value, its original
+      // for a knob with companions (the sweep runs under them), else nothing.
+      std::vector<std::string> want(s.axes.size());
+      bool must_revert = false;
+      for (size_t i = 0; i < s.axes.size(); ++i) {
+        const Knob& k = *s.axes[i].knob;
+        if (!on_host(k)) continue;
+        want[i] = pick[i] > 0 ? s.axes[i].values[pick[i] - 1]
+                              : (k.with.empty() ? std::string() : originals[i]);
+        if (!applied[i].empty() && want[i].empty()) must_revert = true;
+      }
+      if (must_revert) {
+        const std::string errs = revert();
+        if (!errs.empty()) throw Error(ErrorKind::kIo, "reverting to the original: " + errs);
+      }
+      std::vector<remote::AgentLink*> watched;
+      for (size_t i = 0; i < s.axes.size(); ++i) {
+        const Knob& k = *s.axes[i].knob;
+        if (want[i].empty() || want[i] == applied[i]) continue;
+        any_applied = true;  // a partial apply is journaled too: revert it either way
+        for (const auto& [end, agent] : agents_of(s, k)) {
+          json::object args = where_args(s, end);
+          args["knob"] = k.name;
+          args["value"] = want[i];
+          json::object r = agent->call("tune_apply", args, 120);
+          if (wire::opt_u64(r, "watchdog_s", 0) > 0) watched.push_back(agent);
+        }
+        applied[i] = want[i];
+      }
+      // Every end changed: confirm each watched host still answers.
+      for (remote::AgentLink* agent : watched) {
+        json::object c = agent->call("tune_confirm", {}, s.confirm_s);
+        if (!wire::get_bool(c, "confirmed")) {
+          throw Error(ErrorKind::kIo,
+                      fmt::format("{} = {} cut {} off for more than {} s; its agent "
+                                  "reverted by itself",
+                                  knob_name, labels[slot.value], agent->name(), s.confirm_s),
+                      "leave that value out, or check the path carries it (MTU: every hop)");
         }
       }
-      note(fmt::format("round {}/{}: {} = {}{}", slot.round, s.rounds, k.name, value,
-                       orig ? " (original)" : ""));
+      const bool orig = slot.value == 0;
+      const std::string& label = labels[slot.value];
+      note(fmt::format("round {}/{}: {}{}{}", slot.round, s.rounds, grid ? "" : knob_name + " = ",
+                       label, orig ? " (original)" : ""));
       RunRecord run;
-      run.label = fmt::format("tune {} {}={}{} r{}", session, k.name, value, orig ? " (orig)" : "",
-                              slot.round);
+      run.label = fmt::format("tune {} {}{}{} r{}", session, grid ? "" : knob_name + "=", label,
+                              orig ? " (orig)" : "", slot.round);
       run.server = s.server_name;
       run.client = s.client_name;
-      const pipeline::Plan p = slot_plan(s, aplan, value, orig);
+      const pipeline::Plan p = slot_plan(s, aplan, pick);
       run.plan_json = pipeline::plan_to_json(p);
       run.version = kVersion;
       const int64_t run_id = store.begin_run(run);
       run_ids.push_back(run_id);
-      sessions.link(session, run_id, slot.round, value, orig);
-      Collector collector(store, run_id, k, slot.value, by_layer, values.size());
+      sessions.link(session, run_id, slot.round, label, orig);
+      Collector collector(store, run_id, knobs, slot.value, by_layer, combos.size());
       try {
         pipeline::run_stages(
             p,
@@ -631,7 +852,7 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
     if (!revert_error.empty()) {
       error += fmt::format(" (and reverting failed: {})", revert_error);
     }
-    sessions.end(session, status, original, target, "", error);
+    sessions.end(session, status, labels.front(), target, "", error);
     if (!revert_error.empty()) {
       // Not "interrupted, all is well": the host may still carry a value.
       throw Error(ErrorKind::kIo, error,
@@ -642,15 +863,26 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
   }
   std::vector<LayerSamples> layers;
   for (auto& [name, by_value] : by_layer) {
-    by_value.resize(values.size());
+    by_value.resize(combos.size());
     layers.push_back({name, by_value});
   }
-  TuneResult r = analyze(k.name, values, layers, s.rounds);
-  r.endpoint = k.endpoint;
+  TuneResult r = analyze(knob_name, labels, layers, s.rounds);
+  r.endpoint = endpoint;
   r.target = target;
-  r.original = original;
+  r.original = labels.front();
   r.run_ids = run_ids;
-  sessions.end(session, status, original, target, result_json(r), error);
+  if (grid) {
+    r.grid = s.grid == Grid::kCross ? "cross" : "one-at-a-time";
+    for (const auto& a : s.axes) r.knobs.push_back(a.knob->name);
+    for (const auto& c : combos) {
+      std::vector<std::string> set;
+      for (size_t i = 0; i < c.size(); ++i) {
+        set.push_back(c[i] == 0 ? originals[i] : s.axes[i].values[c[i] - 1]);
+      }
+      r.settings.push_back(set);
+    }
+  }
+  sessions.end(session, status, labels.front(), target, result_json(r), error);
   if (samples_out) *samples_out = std::move(layers);
   return r;
 }
@@ -660,11 +892,12 @@ TuneResult load_session(Store& store, const std::string& which,
   SessionTable sessions(store.path());
   auto row = which == "latest" ? sessions.rows(
                                      "SELECT id, knob, endpoint, original, target, values_json, "
-                                     "rounds, status FROM tune_sessions ORDER BY id DESC LIMIT 1",
+                                     "rounds, status, result_json FROM tune_sessions ORDER BY id "
+                                     "DESC LIMIT 1",
                                      {})
                                : sessions.rows(
                                      "SELECT id, knob, endpoint, original, target, values_json, "
-                                     "rounds, status FROM tune_sessions WHERE id = ?",
+                                     "rounds, status, result_json FROM tune_sessions WHERE id = ?",
                                      {which});
   if (row.empty()) {
     throw Error(ErrorKind::kUsage,
@@ -673,7 +906,14 @@ TuneResult load_session(Store& store, const std::string& which,
                 "sessions are numbered as `tune` prints them (\"tune session N stored in ...\")");
   }
   const auto& r0 = row.front();
-  const Knob& knob = find_knob(r0[1]);
+  // A grid's knobs are stored joined with " x ".
+  std::vector<const Knob*> knobs;
+  for (size_t start = 0;;) {
+    const size_t x = r0[1].find(" x ", start);
+    knobs.push_back(&find_knob(r0[1].substr(start, x - start)));
+    if (x == std::string::npos) break;
+    start = x + 3;
+  }
   std::vector<std::string> values = {r0[3]};
   const json::value tried = json::parse(r0[5]);
   for (const auto& v : tried.as_array()) values.emplace_back(v.as_string());
@@ -693,7 +933,7 @@ TuneResult load_session(Store& store, const std::string& which,
     const RunRecord run = store.load_run(run_id);
     for (const auto& stage : run.stages) {
       for (const auto& smp : stage.samples) {
-        if (!smp.error.empty() || !affects_sample(knob, stage.layer, stage.where, smp.op)) continue;
+        if (!smp.error.empty() || !affects_any(knobs, stage.layer, stage.where, smp.op)) continue;
         auto& slot = by_layer[layer_key(stage.layer, stage.where, smp)];
         slot.resize(values.size());
         slot[index].push_back(smp.rate());
@@ -702,7 +942,19 @@ TuneResult load_session(Store& store, const std::string& which,
   }
   std::vector<LayerSamples> layers;
   for (auto& [name, by_value] : by_layer) layers.push_back({name, by_value});
-  TuneResult r = analyze(knob.name, values, layers, std::stoi(r0[6]));
+  TuneResult r = analyze(r0[1], values, layers, std::stoi(r0[6]));
+  if (knobs.size() > 1 && !r0[8].empty()) {
+    // The grid's axes as the session stored them.
+    const json::object stored = json::parse(r0[8]).as_object();
+    r.grid = wire::opt_string(stored, "grid");
+    for (const auto& k : wire::get_array(stored, "knobs")) r.knobs.emplace_back(k.as_string());
+    for (const auto& c : wire::get_array(stored, "combinations")) {
+      std::vector<std::string> set;
+      for (const auto& v : wire::get_array(c.as_object(), "settings"))
+        set.emplace_back(v.as_string());
+      r.settings.push_back(std::move(set));
+    }
+  }
   r.endpoint = r0[2];
   r.target = r0[4];
   r.original = r0[3];

@@ -31,13 +31,27 @@ struct Slot {
   int round = 0;
   size_t value = 0;
 };
-// Interleaved: for each round, the original then every value in order.
+// Interleaved: for each round, the original then every value in order
+// (a grid: every combination in order).
 std::vector<Slot> schedule(size_t values_with_original, int rounds);
+
+// Several knobs at once: each slot of the schedule is one combination of
+// their values. kCross tries every combination (the interactions show:
+// smb2 max read may only pay with aio on); kOneAtATime moves one knob at a
+// time with the others at their original (1 + the sum of the value counts
+// instead of their product), for many knobs.
+enum class Grid { kCross, kOneAtATime };
+
+// Per axis the value indices (0 = original) of every combination, the
+// all-original one first; `counts` are the axes' value counts with the original.
+std::vector<std::vector<size_t>> combinations(const std::vector<size_t>& counts, Grid grid);
 
 // The plan that runs only the stages `knob` affects (shares of other
 // protocols and media left out); throws Error(kConfig) when the plan has no
-// stage the knob affects.
+// stage the knob affects. Several knobs: each must have a stage; the plan
+// runs the stages of any of them.
 pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan);
+pipeline::Plan affected_plan(const std::vector<const Knob*>& knobs, const pipeline::Plan& plan);
 
 // Samples of one layer ("smb disk read 100 MB") per value index.
 struct LayerSamples {
@@ -62,8 +76,15 @@ struct LayerResult {
 };
 
 struct TuneResult {
+  // One knob: its name, endpoint, target and original value, and `values`
+  // are its values. A grid: the names joined with " x ", and every value is a
+  // combination's label "a=1 b=2" (originals by their value).
   std::string knob, endpoint, target, original;
   std::vector<std::string> values;  // index 0 = original
+  std::vector<std::string> knobs;   // a grid's knobs, in axis order
+  // Per value (combination): per knob of `knobs` its value; empty for one knob.
+  std::vector<std::vector<std::string>> settings;
+  std::string grid;  // "" for one knob, else "cross" | "one-at-a-time"
   int rounds = 0;
   std::vector<LayerResult> layers;
   // The recommended value: the one significantly better on some affected
@@ -85,9 +106,14 @@ std::string result_json(const TuneResult& r);
 // A self-contained HTML page: per layer, value on the x axis, every sample a dot.
 std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& layers);
 
-struct SweepSetup {
+struct Axis {
   const Knob* knob = nullptr;
   std::vector<std::string> values;  // normalised, without the original
+};
+
+struct SweepSetup {
+  std::vector<Axis> axes;  // one knob, or a grid of several
+  Grid grid = Grid::kCross;
   int rounds = 3;
   pipeline::Plan plan;  // the full plan; affected_plan() picks the stages
   remote::AgentLink* server = nullptr;
@@ -98,6 +124,7 @@ struct SweepSetup {
   // console; then each agent reverts by itself unless confirmed in time.
   bool console = false;
   uint64_t confirm_s = 20;
+  std::string afp_conf, afp_restart;  // netatalk knobs (Where)
 };
 
 // The exact commands of a sweep, changing nothing: asks the knob's agent.

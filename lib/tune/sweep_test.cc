@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include <set>
+
 #include "core/error.h"
 
 namespace cp::tune {
@@ -113,6 +115,58 @@ TEST(Analyze, JsonCarriesTheRecommendationAndEveryValue) {
   for (size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1))
     ++dots;
   EXPECT_EQ(dots, 18u);  // every sample a dot
+}
+
+TEST(Grid, CrossTriesEveryCombinationOnceOriginalFirst) {
+  const auto c = combinations({2, 3}, Grid::kCross);
+  ASSERT_EQ(c.size(), 6u);
+  EXPECT_EQ(c.front(), (std::vector<size_t>{0, 0}));
+  std::set<std::vector<size_t>> seen(c.begin(), c.end());
+  EXPECT_EQ(seen.size(), 6u);
+  for (const auto& x : c) {
+    EXPECT_LT(x[0], 2u);
+    EXPECT_LT(x[1], 3u);
+  }
+}
+
+TEST(Grid, OneAtATimeMovesOneKnobWithTheOthersAtTheirOriginal) {
+  const auto c = combinations({2, 3}, Grid::kOneAtATime);
+  const std::vector<std::vector<size_t>> want = {{0, 0}, {1, 0}, {0, 1}, {0, 2}};
+  EXPECT_EQ(c, want);
+  for (const auto& x : c) EXPECT_LE((x[0] > 0) + (x[1] > 0), 1);
+}
+
+TEST(Grid, AffectedPlanRunsTheStagesOfEveryKnob) {
+  pipeline::Plan p = affected_plan(
+      std::vector<const Knob*>{&find_knob("server.readahead"), &find_knob("samba.smb2_max_read")},
+      lab_like_plan());
+  std::vector<std::string> names;
+  for (const auto& s : p.shares) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"ftp-disk", "smb-ram", "smb-disk"}));
+  // Every knob must have a stage of its own.
+  EXPECT_THROW(affected_plan(std::vector<const Knob*>{&find_knob("samba.smb2_max_read"),
+                                                      &find_knob("client.afp_depth")},
+                             lab_like_plan()),
+               Error);
+}
+
+TEST(Analyze, HolmCorrectsOverEveryComparisonOfEveryLayer) {
+  // Two layers, two values: four comparisons in one family.
+  LayerSamples a{"a", {around(500e6, 9), around(900e6, 9), around(500e6, 9)}};
+  LayerSamples b{"b", {around(500e6, 9), around(500e6, 9), around(900e6, 9)}};
+  TuneResult r = analyze("x", {"o", "v1", "v2"}, {a, b}, 3);
+  const double p = r.layers[0].values[1].p;
+  // The smallest of four raw p values is multiplied by four.
+  EXPECT_NEAR(r.layers[0].values[1].p_holm, std::min(1.0, 4 * p), 1e-12);
+  EXPECT_TRUE(r.layers[0].values[1].better);
+  EXPECT_TRUE(r.layers[1].values[2].better);
+}
+
+TEST(Analyze, AGridRecommendsTheBestCombinationByItsLabel) {
+  LayerSamples l{"smb ram read",
+                 {around(500e6, 9), around(600e6, 9), around(520e6, 9), around(1000e6, 9)}};
+  TuneResult r = analyze("a x b", {"a=1 b=1", "a=2 b=1", "a=1 b=2", "a=2 b=2"}, {l}, 3);
+  EXPECT_EQ(r.recommended, "a=2 b=2");
 }
 
 }  // namespace

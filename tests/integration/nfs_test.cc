@@ -102,11 +102,21 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
     ASSERT_NE(f, nullptr) << path;
     EXPECT_FALSE(f->at("layer").as_string().empty()) << path;
   }
-  // NFSv3 reads from RAM fill the 1 Gbit/s link: the verdict names the network,
-  // not NFS. (NFSv4 writes go through libnfs 4.0's small WRITEs; no layer is asserted.)
-  const json::object* ram_read = finding(doc, "nfs ram read");
-  ASSERT_NE(ram_read, nullptr);
-  EXPECT_NE(ram_read->at("layer").as_string(), "nfs") << ram_read->at("text").as_string();
+  // NFSv4 reads and writes from RAM fill the 1 Gbit/s link: the verdict names
+  // the network, neither NFS nor the client. NFSv4 writes go out in WRITEs of
+  // the full request size (the driver's own COMPOUNDs, not libnfs 4.0's
+  // ~3.8 KiB ones), so no client limit is on record.
+  for (const std::string path : {"nfs ram read", "nfs ram write"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_NE(f->at("layer").as_string(), "nfs") << f->at("text").as_string();
+    EXPECT_NE(f->at("layer").as_string(), "probe") << f->at("text").as_string();
+  }
+  EXPECT_EQ(query_int(db, "SELECT count(*) " + nfs_samples +
+                              " AND json_extract(details_json, '$.share') = 'nfs-ram'"
+                              " AND json_extract(details_json, '$.properties.write_size_limit')"
+                              " = 'none'"),
+            2 * 3);
 }
 
 // `lab throttle --nfsd-cpu 10%`: Ganesha at a tenth of a core; the verdict

@@ -226,6 +226,45 @@ TEST_F(Protocols, SlowServerDisk) {
   EXPECT_NEAR(median_mbps(doc, "disk:server:read:50000000"), 50, 10);
   const double ram_share = median_mbps(doc, "ftp:ram:read:50000000");
   EXPECT_GT(ram_share, 3 * disk_share) << "FTP from RAM " << ram_share << " MB/s";
+  // The server agent found each share's directory where the plan said it is.
+  ASSERT_NE(row(doc, "ftp:ram:read:50000000"), nullptr);
+  EXPECT_EQ(str(*row(doc, "ftp:ram:read:50000000"), "server_fs"), "tmpfs");
+  ASSERT_NE(row(doc, "ftp:disk:read:50000000"), nullptr);
+  EXPECT_EQ(str(*row(doc, "ftp:disk:read:50000000"), "server_fs"), "ext4");
+  // ... on the disk the disk stage measured, so the disk verdict above stands.
+  std::string measured;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (h.at("role").as_string() == "server") {
+      measured = str(h.at("facts").at("disk_dir").at("device").as_object(), "disk");
+    }
+  }
+  EXPECT_FALSE(measured.empty());
+  EXPECT_EQ(str(*row(doc, "ftp:disk:read:50000000"), "server_disk"), measured);
+  EXPECT_EQ(finding(doc, "config"), nullptr);
+}
+
+// A share declared `medium = ram` whose directory is the lab's ext4 disk: its
+// rows measure that disk too, so no protocol verdict rests on them and a
+// config finding names the share's real filesystem.
+TEST_F(Protocols, RamShareOnADiskIsNotTakenForRam) {
+  TempDir t;
+  const std::string plan =
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 10MB\ncount = 2\n" +
+      share("ftp-mislabelled", "ftp://" + lab_names().server_data_address + "/disk",
+            info_.server_disk_share, "ram");
+  const json::object doc = diagnose(t, plan, t.file("runs.db"));
+  ASSERT_FALSE(doc.empty());
+  const json::object* r = row(doc, "ftp:ram:read:10000000");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(str(*r, "server_fs"), "ext4");
+  EXPECT_TRUE(r->contains("medium_mismatch"));
+  const json::object* f = finding(doc, "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "undecided") << str(*f, "text");
+  EXPECT_EQ(str(*f, "undecided_reason"), "medium");
+  const json::object* cfg = finding(doc, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(str(*cfg, "layer"), "config");
 }
 
 // Each broken share alone with a good one (one share per protocol and medium

@@ -2,8 +2,12 @@
 // known-good value of a knob the lab was mis-tuned with, and every way a
 // sweep can end (done, orchestrator killed, agent killed) leaving the knob's
 // value and the Samba config byte-identical to before.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -14,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -191,6 +196,350 @@ TEST_F(Tune, SmbMaxReadSweepFindsTheKnownGoodValueAndPutsTheConfigBack) {
   EXPECT_EQ(slurp(smb_conf_), conf_before);
   EXPECT_FALSE(std::filesystem::exists(dropin_));
   EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+// SMB1: `max xmit` under `server min/max protocol = NT1` with the client
+// offering NT1 only. Every sample says NT1 was negotiated and carries the
+// slot's max xmit as the server announced it; smb.conf comes back
+// byte-identical.
+TEST_F(Tune, MaxXmitSweepRunsUnderNt1RecordsItAndPutsTheConfigBack) {
+  TempDir t;
+  const std::string conf_before = slurp(smb_conf_);
+  RunResult orig = run_command({"testparm", "-s", "--parameter-name=max xmit", smb_conf_});
+  ASSERT_EQ(orig.exit_code, 0) << orig.err;
+  std::string xmit_before = orig.out;
+  while (!xmit_before.empty() && xmit_before.back() == '\n') xmit_before.pop_back();
+  const std::string db = t.file("tune.db");
+  RunResult r = chokepoint({"tune", "--lab", "--knob", "samba.max_xmit=4096,65535", "--rounds", "2",
+                            "--count", "2", "--size", "10MB", "--db", db, "--json", "-q"},
+                           900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), xmit_before);
+  // 2 rounds x (original + 2 values), every sample of every run over NT1.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 6);
+  EXPECT_GT(query_int(db, "SELECT count(*) FROM samples"), 0);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples WHERE error = '' AND "
+                      "json_extract(details_json, '$.properties.dialect') IS NOT 'NT1'"),
+            0);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = s.run_id "
+                      "WHERE json_extract(s.details_json, '$.properties.max_xmit') IS NOT "
+                      "t.value"),
+            0);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(dropin_));
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+// Two knobs: every combination (cross) runs with its values applied at
+// once, each visible in what the server announced (max read/write sizes),
+// and one Holm family over all comparisons. Both Samba knobs share the
+// drop-in, which is gone at the end.
+TEST_F(Tune, GridOfTwoKnobsRunsEveryCombinationWithItsValues) {
+  TempDir t;
+  const std::string conf_before = slurp(smb_conf_);
+  const std::string db = t.file("tune.db");
+  RunResult r = chokepoint(
+      {"tune", "--lab", "--knob", "samba.smb2_max_read=1M", "--knob", "samba.smb2_max_write=1M",
+       "--rounds", "2", "--count", "2", "--size", "10MB", "--db", db, "--json", "-q"},
+      900);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("grid").as_string(), "cross");
+  const json::array& combos = res.at("combinations").as_array();
+  ASSERT_EQ(combos.size(), 4u);
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& c : combos) {
+    const json::array& set = c.at("settings").as_array();
+    ASSERT_EQ(set.size(), 2u);
+    seen.insert({std::string(set[0].as_string()), std::string(set[1].as_string())});
+  }
+  EXPECT_EQ(seen.size(), 4u);
+  size_t comparisons = 0;
+  for (const auto& l : res.at("layers").as_array()) {
+    ASSERT_EQ(l.at("values").as_array().size(), 4u);
+    for (const auto& v : l.at("values").as_array()) {
+      EXPECT_GE(v.at("p_holm").to_number<double>(), v.at("p").to_number<double>());
+    }
+    comparisons += 3;
+  }
+  EXPECT_GT(comparisons, 3u);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 8);
+  // Each run's samples: the server announced the combination's sizes.
+  for (size_t i = 0; i < combos.size(); ++i) {
+    const json::array& set = combos[i].at("settings").as_array();
+    const std::string label(combos[i].at("label").as_string());
+    EXPECT_EQ(
+        query_int(db, fmt::format("SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = "
+                                  "s.run_id WHERE t.value = '{}' AND (json_extract(s.details_json, "
+                                  "'$.properties.max_read_size') IS NOT '{}' OR "
+                                  "json_extract(s.details_json, '$.properties.max_write_size') IS "
+                                  "NOT '{}')",
+                                  label, std::string(set[0].as_string()),
+                                  std::string(set[1].as_string()))),
+        0)
+        << label;
+    EXPECT_EQ(
+        query_int(db, fmt::format("SELECT count(*) FROM tune_runs WHERE value = '{}'", label)), 2)
+        << label;
+  }
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(dropin_));
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+  // One knob at a time: the original and one combination per value.
+  RunResult one =
+      chokepoint({"tune", "--lab", "--knob", "samba.smb2_max_read=1M", "--knob",
+                  "samba.smb2_max_write=1M", "--grid", "one-at-a-time", "--rounds", "1", "--count",
+                  "1", "--size", "10MB", "--db", t.file("one.db"), "--json", "-q"},
+                 900);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const json::object o = json::parse(one.out).as_array().at(0).as_object();
+  EXPECT_EQ(o.at("grid").as_string(), "one-at-a-time");
+  const json::array& oc = o.at("combinations").as_array();
+  ASSERT_EQ(oc.size(), 3u);
+  for (const auto& c : oc) {
+    const json::array& set = c.at("settings").as_array();
+    const json::array& first = oc[0].at("settings").as_array();
+    EXPECT_LE((set[0] != first[0]) + (set[1] != first[1]), 1);
+  }
+  EXPECT_EQ(slurp(smb_conf_), conf_before);
+  EXPECT_FALSE(std::filesystem::exists(journal_));
+}
+
+// A non-root user on the client: the readahead of its disk needs root.
+// Without a sudo rule the sweep is refused before anything changes; with
+// `USER ALL=(root) NOPASSWD: /usr/sbin/blockdev` it runs through `sudo -n`
+// and puts the value back.
+TEST_F(Tune, NonRootKnobUsesSudoWithARuleAndIsRefusedWithout) {
+  TempDir t;
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json::object doc = json::parse(st.out).as_object();
+  const json::object& client = doc.at("client").as_object();
+  const json::object& server = doc.at("server").as_object();
+  const std::string lab_ssh(doc.at("ssh_config").as_string());
+  const std::string identity(doc.at("identity").as_string());
+  const std::string known(doc.at("known_hosts").as_string());
+  const std::string client_loop(client.at("loop_device").as_string());
+  const std::string client_disk(client.at("disk").at("dir").as_string());
+  const std::string client_ram(client.at("ram").at("dir").as_string());
+  const std::string client_alias(client.at("alias").as_string());
+  const std::string user = fmt::format("cptune-{}", lab_instance());
+  // Not under the TempDir: sshd reads ~/.ssh as the user, who cannot enter a 0700 dir.
+  const std::string home = "/var/tmp/" + user + "-home";
+  const std::string sudoers = fmt::format("/etc/sudoers.d/chokepoint-test-{}", lab_instance());
+  struct Cleanup {
+    std::string user, sudoers, home;
+    ~Cleanup() {
+      ::unlink(sudoers.c_str());
+      std::error_code ec;
+      std::filesystem::remove_all(home, ec);
+      // The user's agent ends with its SSH channel; then the user can go.
+      for (int i = 0; i < 50 && run_command({"userdel", user}).exit_code == 8; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+      run_command({"userdel", "-f", user});
+    }
+  } cleanup{user, sudoers, home};
+  run_command({"userdel", "-f", user});
+  ASSERT_EQ(run_command({"useradd", "--no-create-home", "--home-dir", home, "--shell", "/bin/sh",
+                         "--comment", "chokepoint tune test", user})
+                .exit_code,
+            0);
+  // '*': no password, yet not locked ('!'), which sshd without PAM refuses.
+  ASSERT_EQ(run_command({"usermod", "-p", "*", user}).exit_code, 0);
+  std::filesystem::remove_all(home);
+  std::filesystem::create_directories(home + "/.ssh");
+  std::filesystem::copy_file(identity + ".pub", home + "/.ssh/authorized_keys");
+  ASSERT_EQ(run_command({"chown", "-R", user + ":" + user, home}).exit_code, 0);
+  // Its directories inside the client host (its own mount namespace).
+  const std::string disk_dir = client_disk + "/" + user, ram_dir = client_ram + "/" + user;
+  RunResult mk =
+      run_command({"ssh", "-F", lab_ssh, client_alias,
+                   fmt::format("mkdir -p {0} {1} && chown {2}: {0} {1}", disk_dir, ram_dir, user)});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  write_file(t.file("ssh_config"),
+             fmt::format("Host tuner\n  HostName {}\n  User {}\n  IdentityFile {}\n"
+                         "  IdentitiesOnly yes\n  UserKnownHostsFile {}\n"
+                         "  StrictHostKeyChecking yes\n"
+                         "Host server\n  HostName {}\n  User root\n  IdentityFile {}\n"
+                         "  IdentitiesOnly yes\n  UserKnownHostsFile {}\n"
+                         "  StrictHostKeyChecking yes\n",
+                         std::string(client.at("mgmt_address").as_string()), user, identity, known,
+                         std::string(server.at("mgmt_address").as_string()), identity, known));
+  write_file(t.file("plan.ini"),
+             fmt::format("[server]\nram_dir = {}\ndisk_dir = {}\n[client]\nram_dir = {}\n"
+                         "disk_dir = {}\n",
+                         std::string(server.at("ram").at("dir").as_string()),
+                         std::string(server.at("disk").at("dir").as_string()), ram_dir, disk_dir));
+  // The user logs in (a refusal below is then the knob's, not the login's).
+  RunResult login = run_command({"ssh", "-F", t.file("ssh_config"), "tuner", "id", "-u"});
+  ASSERT_EQ(login.exit_code, 0) << login.err;
+  EXPECT_NE(login.out, "0\n");
+  auto getra_client = [&] {
+    std::string s = run_command({"blockdev", "--getra", client_loop}).out;
+    while (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  };
+  const std::string ra = getra_client();
+  const std::string user_journal = home + "/.local/state/chokepoint/tune-journal-" +
+                                   std::string(client.at("hostname").as_string()) + ".json";
+  const std::vector<std::string> args = {"tune",
+                                         "--server",
+                                         "server",
+                                         "--client",
+                                         "tuner",
+                                         "--ssh-config",
+                                         t.file("ssh_config"),
+                                         "--plan",
+                                         t.file("plan.ini"),
+                                         "--knob",
+                                         "client.readahead=1M",
+                                         "--rounds",
+                                         "1",
+                                         "--count",
+                                         "1",
+                                         "--size",
+                                         "10MB",
+                                         "--json",
+                                         "-q"};
+  // No rule: refused (exit 1), nothing changed, no session stored.
+  std::vector<std::string> no_rule = args;
+  no_rule.insert(no_rule.end(), {"--db", t.file("none.db")});
+  RunResult refused = chokepoint(no_rule, 600);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_EQ(getra_client(), ra);
+  EXPECT_FALSE(std::filesystem::exists(user_journal));
+  if (std::filesystem::exists(t.file("none.db"))) {
+    EXPECT_EQ(query_int(t.file("none.db"),
+                        "SELECT count(*) FROM sqlite_master WHERE name = "
+                        "'tune_sessions'") == 0 ||
+                  query_int(t.file("none.db"), "SELECT count(*) FROM tune_sessions") == 0,
+              true);
+  }
+  // With the rule: runs through sudo -n, measures 1 MiB, puts it back.
+  write_file(sudoers, user + " ALL=(root) NOPASSWD: /usr/sbin/blockdev\n");
+  ASSERT_EQ(::chmod(sudoers.c_str(), 0440), 0);
+  std::vector<std::string> with_rule = args;
+  with_rule.insert(with_rule.end(), {"--db", t.file("tune.db")});
+  RunResult ok = chokepoint(with_rule, 600);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const json::object res = json::parse(ok.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), std::to_string(std::stoll(ra) * 512));
+  EXPECT_EQ(query_int(t.file("tune.db"),
+                      "SELECT json_extract(h.facts_json, '$.disk_dir.device.read_ahead_kb') FROM "
+                      "hosts h JOIN tune_runs t ON t.run_id = h.run_id WHERE h.role = 'client' AND "
+                      "t.is_original = 0"),
+            1024);
+  EXPECT_EQ(getra_client(), ra);
+  EXPECT_FALSE(std::filesystem::exists(user_journal));
+}
+
+// netatalk's knobs against the project's AFP test server standing in for
+// afpd (Debian 12 has no netatalk): the server reads `server quantum` from
+// afp.conf at start, and the restart command stops it by PID and starts it
+// again on the same port. Both ends are local agents; no lab needed.
+TEST(TuneLocal, NetatalkServerQuantumRestartsTheServerAndPutsAfpConfBack) {
+  if (geteuid() != 0) GTEST_SKIP() << "local agents tune as root";
+  TempDir t;
+  const std::string peer = std::filesystem::path(CHOKEPOINT_BIN).parent_path() / "afp_test_peer";
+  ASSERT_TRUE(std::filesystem::exists(peer)) << peer;
+  const std::string vol = fmt::format("/dev/shm/chokepoint-tune-afp-{}", getpid());
+  std::filesystem::remove_all(vol);
+  std::filesystem::create_directories(vol);
+  struct Cleanup {
+    std::string vol, pid_file;
+    ~Cleanup() {
+      // The last server started by the restart command: stopped by its PID.
+      std::ifstream in(pid_file);
+      int pid = 0;
+      if (in >> pid && pid > 1) ::kill(pid, SIGTERM);
+      std::error_code ec;
+      std::filesystem::remove_all(vol, ec);
+    }
+  } cleanup{vol, t.file("peer.pid")};
+  // A free port, for the server's every start.
+  int port = 0;
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  const std::string conf = t.file("afp.conf");
+  const std::string conf_text =
+      "; afp.conf of the tune test\n[Global]\n  log level = default:warn\n\n[vol]\n  path = " +
+      vol + "\n";
+  write_file(conf, conf_text);
+  const std::string pid_file = t.file("peer.pid");
+  write_file(
+      t.file("restart.sh"),
+      fmt::format("#!/bin/sh\n"
+                  "# Stops the running server by its PID, starts it again.\n"
+                  "if [ -f {0} ]; then\n"
+                  "  kill \"$(cat {0})\"\n"
+                  "  i=0; while [ -f {0} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                  "fi\n"
+                  "setsid {1} --dir {2} --port {3} --afp-conf {4} --pid-file {0} "
+                  "</dev/null >/dev/null 2>&1 &\n"
+                  "i=0; while [ ! -f {0} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+                  "[ -f {0} ]\n",
+                  pid_file, peer, vol, port, conf));
+  ASSERT_EQ(run_command({"sh", t.file("restart.sh")}).exit_code, 0);
+  write_file(t.file("password"), "bench\n");
+  ASSERT_EQ(::chmod(t.file("password").c_str(), 0600), 0);
+  const std::string db = t.file("tune.db");
+  RunResult r =
+      chokepoint({"tune",
+                  "--server",
+                  "local",
+                  "--client",
+                  "local",
+                  "--share",
+                  fmt::format("afp-vol=afp://127.0.0.1:{}/vol,server_dir={},medium=ram,user=bench,"
+                              "password_file={}",
+                              port, vol, t.file("password")),
+                  "--knob",
+                  "netatalk.server_quantum=256K",
+                  "--afp-conf",
+                  conf,
+                  "--afp-restart",
+                  "sh " + t.file("restart.sh"),
+                  "--rounds",
+                  "2",
+                  "--count",
+                  "1",
+                  "--size",
+                  "10MB",
+                  "--db",
+                  db,
+                  "--json",
+                  "-q"},
+                 600);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  EXPECT_EQ(res.at("original").as_string(), "1048576");  // netatalk's default: the file sets none
+  EXPECT_EQ(res.at("target").as_string(), conf);
+  // Every sample measured against the quantum of its slot, as the server
+  // announced it after its restart.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 4);
+  EXPECT_GT(query_int(db, "SELECT count(*) FROM samples WHERE error = ''"), 0);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = s.run_id "
+                      "WHERE json_extract(s.details_json, '$.properties.quantum') IS NOT "
+                      "t.value"),
+            0);
+  EXPECT_EQ(slurp(conf), conf_text);
+  // Restarted once more by the revert: a server runs, with the original quantum.
+  EXPECT_TRUE(std::filesystem::exists(pid_file));
 }
 
 TEST_F(Tune, DryRunChangesNothing) {

@@ -6,10 +6,13 @@ to it (schemas/agent-protocol.md: a sentinel line, then 4-byte big-endian
 length + JSON frames), sends each kind of request on local files, loopback TCP
 and the null protocol driver, and validates every frame it answers with
 against schemas/agent-messages.schema.json; a result's data also against
-$defs/result_<request type> where the schema has one. Exits non-zero, naming
-the message and the schema path, on the first frame that does not conform.
+$defs/result_<request type> where the schema has one. With CODEC_MESSAGES
+(tests/schema/codec_messages.cc), also holds every request and result the
+message codecs (core/messages_json.h) build to the same schema. Exits
+non-zero, naming the message and the schema path, on the first frame that does
+not conform.
 
-usage: agent_messages_test.py AGENT_BINARY SCHEMA_FILE
+usage: agent_messages_test.py AGENT_BINARY SCHEMA_FILE [CODEC_MESSAGES]
 """
 import atexit
 import json
@@ -55,6 +58,40 @@ class Agent:
             frames.append(f)
             if f.get("type") in ("result", "error") and f.get("id") == rid:
                 return frames
+
+
+# The requests and results core/messages_json.h has a codec for.
+CODEC_REQUESTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file",
+                  "file_info", "remove_file", "transfer", "sweep"}
+CODEC_RESULTS = {"disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
+                 "transfer", "sweep"}
+
+
+def check_codecs(binary, validator, defs):
+    out = subprocess.run([binary], check=True, capture_output=True, text=True).stdout
+    requests, results = set(), set()
+    for line in out.splitlines():
+        m = json.loads(line)
+        if "result" in m:
+            kind = m["result"]
+            if f"result_{kind}" not in defs:
+                raise SystemExit(f"codec result '{kind}': the schema has no $defs/result_{kind}")
+            sub = dict(defs[f"result_{kind}"])
+            sub["$defs"] = defs
+            errors = list(jsonschema.Draft202012Validator(sub).iter_errors(m["data"]))
+            results.add(kind)
+        else:
+            kind = m["type"]
+            errors = list(validator.iter_errors(m))
+            requests.add(kind)
+        if errors:
+            e = errors[0]
+            raise SystemExit(f"codec message {line[:300]} breaks the schema at "
+                             f"{list(e.absolute_path)}: {e.message}")
+    if requests != CODEC_REQUESTS or results != CODEC_RESULTS:
+        raise SystemExit(f"codec_messages printed requests {sorted(requests)} and results "
+                         f"{sorted(results)}, not every codec's")
+    return len(requests) + len(results)
 
 
 def main():
@@ -152,8 +189,9 @@ def main():
                      and k[len("result_"):] not in checked)
     if missing:
         raise SystemExit(f"no request exercised $defs for: {missing}")
+    codecs = check_codecs(sys.argv[3], validator, defs) if len(sys.argv) > 3 else 0
     print(f"ok: {sum(checked.values())} results checked against their $defs, "
-          f"every frame against the schema")
+          f"every frame against the schema; {codecs} codec message kinds too")
 
 
 if __name__ == "__main__":

@@ -8,14 +8,15 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/units.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
-using remote::AgentLink;
+using remote::AgentPort;
 
 namespace {
 
@@ -29,7 +30,7 @@ void disk_stage(StageContext& ctx, const std::string& where) {
   const Plan& plan = ctx.plan;
   RunObserver& obs = ctx.obs;
   const CancelToken& cancel = ctx.cancel;
-  AgentLink& agent = where == kServer ? ctx.agents.server : ctx.agents.client;
+  AgentPort& agent = where == kServer ? ctx.agents.server : ctx.agents.client;
   const std::string& dir = where == kServer ? plan.server.disk_dir : plan.client.disk_dir;
   StageRecord rec;
   rec.layer = "disk";
@@ -63,11 +64,13 @@ void disk_stage(StageContext& ctx, const std::string& where) {
           // A distinct file per sample: a second copy of one file would come
           // from the page cache.
           const std::string file = fmt::format("{}-{}-{}.dat", where, size, i);
-          json::object args{{"dir", dir}, {"op", op}, {"name", file}, {"block", plan.disk_block}};
-          if (std::string(op) == "write")
-            args["size"] = size;
-          else
-            args["delete_after"] = true;
+          const bool write = std::string(op) == "write";
+          const msg::DiskRequest req{dir,
+                                     op,
+                                     file,
+                                     write ? size : 0,
+                                     plan.disk_block,
+                                     /*delete_after=*/!write};
           SampleRecord s;
           s.seq = ++seq;
           s.op = op;
@@ -76,25 +79,21 @@ void disk_stage(StageContext& ctx, const std::string& where) {
           auto progress = [&](uint64_t b, double t) {
             obs.on_progress({label, i, plan.disk_count, b, t, false});
           };
-          json::object r;
+          msg::DiskResult r;
           try {
-            r = agent.call("disk", args, kCallTimeout, progress, &cancel);
+            r = ask<msg::DiskResult>(agent, "disk", req, kCallTimeout, progress, &cancel);
           } catch (const Error& e) {
             if (e.kind() == ErrorKind::kCancelled) throw;
             s.error = e.what();
             obs.on_sample(stage.id(), s);
             throw;
           }
-          s.bytes = wire::get_u64(r, "bytes");
-          s.seconds = wire::get_double(r, "seconds");
-          s.cache_possible = wire::get_bool(r, "cache_possible");
-          s.details_json =
-              json::serialize(json::object{{"file", file},
-                                           {"method", wire::get_string(r, "method")},
-                                           {"direct", wire::get_bool(r, "direct")},
-                                           {"huge_page", wire::opt_bool(r, "huge_page", false)},
-                                           {"block", plan.disk_block}});
-          s.cpu_json = json::serialize(json::object{{where, wire::get_object(r, "cpu")}});
+          s.bytes = r.bytes;
+          s.seconds = r.seconds;
+          s.cache_possible = r.cache_possible;
+          s.details_json = json::serialize(msg::to_json(
+              msg::DiskDetails{file, r.method, r.direct, r.huge_page, plan.disk_block}));
+          s.cpu_json = sample_cpu_json({{where, r.cpu}});
           flag_stall(plan, s, {&agent}, 0, obs);
           obs.on_sample(stage.id(), s);
           obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});

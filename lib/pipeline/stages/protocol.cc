@@ -7,15 +7,17 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/units.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
-using remote::AgentLink;
+using remote::AgentPort;
 
 namespace {
 
@@ -36,7 +38,7 @@ double path_rate(const Agents& a) {
 // The SMB session the client holds, as smbd reports it: dialect, signing,
 // encryption (libsmbclient does not tell its caller). {"smb_negotiated":
 // "unknown: why"} when the server cannot say.
-json::object smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
+std::map<std::string, std::string> smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
   try {
     json::object st = a.server.call("smb_status", {{"conf", plan.server.samba_conf}}, 60);
     for (const auto& v : wire::get_array(st, "sessions")) {
@@ -48,7 +50,7 @@ json::object smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
           client.find(":" + a.client_address + ":") == std::string::npos) {
         continue;
       }
-      json::object out;
+      std::map<std::string, std::string> out;
       for (const char* k : {"dialect", "signing", "encryption"}) {
         std::string val = wire::get_string(sess, k);
         out[std::string("smb_") + k] = (val.empty() || val == "-") ? "none" : val;
@@ -78,27 +80,42 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   StageRecord rec;
   rec.layer = share.driver;
   rec.where = share.medium;
+  // The sizes this share runs and its series' length, under the plan's budget.
+  std::vector<uint64_t> dropped;
+  const double tcp_rate = path_rate(a);
+  const std::vector<uint64_t> run_sizes = budgeted_proto_sizes(plan, tcp_rate, &dropped);
+  if (!dropped.empty()) {
+    std::string list;
+    for (uint64_t d : dropped) list += (list.empty() ? "" : ", ") + format_size(d);
+    obs.on_note(fmt::format(
+        "{}: {} files left out: {} of them would not fit in the {:.0f} s budget at TCP's {} "
+        "([protocol] sizes or budget keeps them)",
+        share.name, list, kMinProtoSamples, plan.proto_budget, format_mbps(tcp_rate)));
+  }
   json::array sizes;
-  for (auto s : plan.proto_sizes) sizes.push_back(s);
+  for (auto s : run_sizes) sizes.push_back(s);
   rec.params_json = json::serialize(json::object{{"share", share.name},
                                                  {"url", share.url},
                                                  {"server_dir", share.server_dir},
                                                  {"medium", share.medium},
                                                  {"sizes", sizes},
                                                  {"count", plan.proto_count},
+                                                 {"budget", plan.proto_budget},
                                                  {"block", plan.proto_block}});
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
-  json::object share_msg = share_message(share, a);
+  msg::ShareRef share_ref = share_message(share, a);
   // smb: the path's rate from the TCP stage (the faster direction's median),
   // so that connections=auto covers a call's round trip (transfer/smb.cc);
   // an option the share sets itself wins.
   if (const double rate = path_rate(a);
       share.driver == "smb" && rate > 0 && !share.options.count("path_rate")) {
-    share_msg["options"].as_object()["path_rate"] = fmt::format("{:.0f}bit", rate * 8);
+    share_ref.options["path_rate"] = fmt::format("{:.0f}bit", rate * 8);
   }
   const bool has_server = !share.server_dir.empty();
-  json::object negotiated;  // SMB: what smbd says it agreed with this client
+  std::map<std::string, std::string> negotiated;  // SMB: what smbd says it agreed with this client
+  // The share directory's filesystem on the server and the disk under it ("" unknown).
+  std::string server_fs, server_disk;
   run_series(
       ctx, rec, fmt::format("{} stage ({})", share.driver, share.name),
       [&](StageScope& stage) {
@@ -107,23 +124,34 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
         if (!share.server_dir.empty()) {
           prefix = share_run_prefix(a, share, obs);
           uint64_t biggest = 0;
-          for (auto s : plan.proto_sizes) biggest = std::max(biggest, s);
-          a.server.call("check_space",
-                        {{"dir", share.server_dir},
-                         {"bytes", biggest},
-                         {"hint",
-                          "free some space on the share, or use smaller files ([protocol] "
-                          "sizes)"}},
-                        30);
+          for (auto s : run_sizes) biggest = std::max(biggest, s);
+          const json::object space =
+              a.server.call("check_space",
+                            {{"dir", share.server_dir},
+                             {"bytes", biggest},
+                             {"hint",
+                              "free some space on the share, or use smaller files ([protocol] "
+                              "sizes)"}},
+                            30);
+          server_fs = wire::opt_string(space, "fs_type");
+          if (const auto* d = space.if_contains("disk"); d && d->is_string()) {
+            server_disk = std::string(d->as_string());
+          }
         }
         int seq = 0;
-        for (uint64_t size : plan.proto_sizes) {
+        for (uint64_t size : run_sizes) {
           for (const char* op : {"read", "write"}) {
             const bool read = std::string(op) == "read";
             const std::string label =
                 fmt::format("{} {} {} {}", share.driver, share.medium, op, format_size(size));
+            const double series_start = monotonic_seconds();
             for (int i = 1; i <= plan.proto_count; ++i) {
               cancel.check();
+              if (proto_series_done(plan, i - 1, monotonic_seconds() - series_start)) {
+                obs.on_note(fmt::format("{}: {} of {} samples in the {:.0f} s budget", label, i - 1,
+                                        plan.proto_count, plan.proto_budget));
+                break;
+              }
               // Named after the share too: a file a failed stage could not remove
               // never collides with the next share's.
               const std::string file = fmt::format("{}-{}-{}-{}.dat", share.name, op, size, i);
@@ -135,35 +163,31 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
               std::string expect;
               if (read) {
                 if (!share.server_dir.empty()) {
-                  json::object m = a.server.call("make_file",
-                                                 {{"dir", share.server_dir},
-                                                  {"name", file},
-                                                  {"size", size},
-                                                  {"evict", evict},
-                                                  {"shared", true}},
-                                                 kCallTimeout, {}, &cancel);
-                  expect = wire::get_string(m, "checksum");
+                  const msg::FileRequest make{share.server_dir, file, size, 1u << 20, evict,
+                                              /*shared=*/true};
+                  expect =
+                      ask<msg::FileResult>(a.server, "make_file", make, kCallTimeout, {}, &cancel)
+                          .checksum;
                 }
               } else {
-                json::object m = a.client.call(
-                    "make_file", {{"dir", client_dir}, {"name", file}, {"size", size}},
-                    kCallTimeout, {}, &cancel);
-                expect = wire::get_string(m, "checksum");
+                const msg::FileRequest make{client_dir, file, size};
+                expect =
+                    ask<msg::FileResult>(a.client, "make_file", make, kCallTimeout, {}, &cancel)
+                        .checksum;
               }
               if (!share.server_dir.empty()) a.server.call("cpu_start", {}, 30);
-              json::object r;
+              const msg::TransferRequest transfer{share_ref,
+                                                  op,
+                                                  prefix + file,
+                                                  client_dir,
+                                                  file,
+                                                  size,
+                                                  plan.proto_block,
+                                                  /*delete_after=*/true};
+              msg::TransferResult r;
               try {
-                r = a.client.call(
-                    "transfer",
-                    {{"share", share_msg},
-                     {"op", op},
-                     {"remote", prefix + file},
-                     {"dir", client_dir},
-                     {"name", file},
-                     {"size", size},
-                     {"block", plan.proto_block},
-                     {"delete_after", true}},
-                    kCallTimeout,
+                r = ask<msg::TransferResult>(
+                    a.client, "transfer", transfer, kCallTimeout,
                     [&](uint64_t b, double t) {
                       obs.on_progress({label, i, plan.proto_count, b, t, false});
                     },
@@ -176,34 +200,38 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                 try {
                   if (has_server) {
                     a.server.call("cpu_stop", {}, 30);
-                    a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+                    a.server.call("remove_file",
+                                  msg::to_json(msg::FileRequest{share.server_dir, file}), 30);
                   }
-                  a.client.call("remove_file", {{"dir", client_dir}, {"name", file}}, 30);
+                  a.client.call("remove_file", msg::to_json(msg::FileRequest{client_dir, file}),
+                                30);
                 } catch (const Error& cleanup) {
                   if (cleanup.kind() == ErrorKind::kCancelled) throw;
                 }
                 throw;
               }
-              json::object server_cpu;
-              std::string arrived = wire::get_string(r, "checksum");
+              std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
+              std::string arrived = r.checksum;
               if (!share.server_dir.empty()) {
-                server_cpu = a.server.call("cpu_stop", {}, 30);
+                cpu.emplace_back(kServer,
+                                 msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
                 if (!read) {
-                  json::object info =
-                      a.server.call("file_info", {{"dir", share.server_dir}, {"name", file}},
-                                    kCallTimeout, {}, &cancel);
-                  arrived = wire::get_string(info, "checksum");
-                  if (wire::get_u64(info, "bytes") != size) {
-                    s.error = fmt::format("the server holds {} bytes of {}, not {}",
-                                          wire::get_u64(info, "bytes"), file, size);
+                  const auto info = ask<msg::FileResult>(a.server, "file_info",
+                                                         msg::FileRequest{share.server_dir, file},
+                                                         kCallTimeout, {}, &cancel);
+                  arrived = info.checksum;
+                  if (info.bytes != size) {
+                    s.error = fmt::format("the server holds {} bytes of {}, not {}", info.bytes,
+                                          file, size);
                   }
                 }
-                a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+                a.server.call("remove_file", msg::to_json(msg::FileRequest{share.server_dir, file}),
+                              30);
               } else {
-                arrived = expect = wire::get_string(r, "checksum");
+                arrived = expect = r.checksum;
               }
-              s.bytes = wire::get_u64(r, "bytes");
-              s.seconds = wire::get_double(r, "seconds");
+              s.bytes = r.bytes;
+              s.seconds = r.seconds;
               if (s.error.empty() && s.bytes != size) {
                 s.error = fmt::format("moved {} bytes of {}, not {}", s.bytes, file, size);
               }
@@ -211,19 +239,17 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                 s.error = fmt::format("checksum mismatch on {}: sent {}, arrived {}", file, expect,
                                       arrived);
               }
-              json::object props = wire::get_object(r, "properties");
+              msg::TransferDetails details{file, share.name, expect, r.properties};
               if (share.driver == "smb" && has_server) {
                 if (negotiated.empty()) negotiated = smb_negotiated(plan, a, obs);
-                for (const auto& [k, v] : negotiated) props[k] = v;
-                if (negotiated.contains("smb_dialect")) props.erase("negotiated");  // now known
+                for (const auto& [k, v] : negotiated) details.properties[k] = v;
+                if (negotiated.count("smb_dialect"))
+                  details.properties.erase("negotiated");  // now known
               }
-              s.details_json = json::serialize(json::object{{"file", file},
-                                                            {"share", share.name},
-                                                            {"checksum", expect},
-                                                            {"properties", props}});
-              json::object cpu{{"client", wire::get_object(r, "cpu")}};
-              if (!server_cpu.empty()) cpu["server"] = server_cpu;
-              s.cpu_json = json::serialize(cpu);
+              details.server_fs = server_fs;
+              details.server_disk = server_disk;
+              s.details_json = json::serialize(msg::to_json(details));
+              s.cpu_json = sample_cpu_json(cpu);
               const bool stalled =
                   flag_stall(plan, s, {&a.client}, 0, obs);  // the transfer was its last call
               obs.on_sample(stage.id(), s);

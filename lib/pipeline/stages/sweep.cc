@@ -7,14 +7,14 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/units.h"
-#include "core/wire.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
-using remote::AgentLink;
+using remote::AgentPort;
 
 // The transfer-size sweep of one share: for each request size, sequential
 // and random reads of one laid-out file, then sequential and random writes.
@@ -36,7 +36,7 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
                                                  {"sizes", sizes},
                                                  {"bytes", plan.sweep_bytes},
                                                  {"file", plan.sweep_file}});
-  const json::object share_msg = share_message(share, a);
+  const msg::ShareRef share_ref = share_message(share, a);
   const bool has_server = !share.server_dir.empty();
   run_series(
       ctx, rec, fmt::format("{} sweep ({})", share.driver, share.name), [&](StageScope& stage) {
@@ -45,11 +45,9 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
         if (has_server) {
           prefix = share_run_prefix(a, share, obs);
           a.server.call("make_file",
-                        {{"dir", share.server_dir},
-                         {"name", source},
-                         {"size", plan.sweep_file},
-                         {"evict", share.medium == "disk"},
-                         {"shared", true}},
+                        msg::to_json(msg::FileRequest{share.server_dir, source, plan.sweep_file,
+                                                      1u << 20, share.medium == "disk",
+                                                      /*shared=*/true}),
                         kCallTimeout, {}, &cancel);
         }
         std::set<std::string> unsupported;
@@ -67,16 +65,11 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
             s.size = request;
             s.started_at = wall_seconds();
             if (has_server) a.server.call("cpu_start", {}, 30);
-            json::object r;
+            const msg::SweepRequest req{share_ref, prefix + file,    pattern,
+                                        request,   plan.sweep_bytes, plan.sweep_file};
+            msg::SweepResult r;
             try {
-              r = a.client.call("sweep",
-                                {{"share", share_msg},
-                                 {"remote", prefix + file},
-                                 {"pattern", pattern},
-                                 {"request", request},
-                                 {"bytes", plan.sweep_bytes},
-                                 {"file_size", plan.sweep_file}},
-                                kCallTimeout, {}, &cancel);
+              r = ask<msg::SweepResult>(a.client, "sweep", req, kCallTimeout, {}, &cancel);
             } catch (const Error& e) {
               if (e.kind() == ErrorKind::kCancelled) throw;
               if (has_server) a.server.call("cpu_stop", {}, 30);
@@ -90,18 +83,21 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
               obs.on_sample(stage.id(), s);
               throw;
             }
-            json::object cpu{{"client", wire::get_object(r, "cpu")}};
+            std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
             if (has_server) {
-              cpu["server"] = a.server.call("cpu_stop", {}, 30);
-              if (write)
-                a.server.call("remove_file", {{"dir", share.server_dir}, {"name", file}}, 30);
+              cpu.emplace_back(kServer,
+                               msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
+              if (write) {
+                a.server.call("remove_file", msg::to_json(msg::FileRequest{share.server_dir, file}),
+                              30);
+              }
             }
             s.seq = ++seq;
-            s.bytes = wire::get_u64(r, "bytes");
-            s.seconds = wire::get_double(r, "seconds");
-            s.details_json = json::serialize(
-                json::object{{"share", share.name}, {"pattern", pattern}, {"request", request}});
-            s.cpu_json = json::serialize(cpu);
+            s.bytes = r.bytes;
+            s.seconds = r.seconds;
+            s.details_json =
+                json::serialize(msg::to_json(msg::SweepDetails{share.name, pattern, request}));
+            s.cpu_json = sample_cpu_json(cpu);
             obs.on_sample(stage.id(), s);
             obs.on_progress(
                 {fmt::format("{} sweep {} {}", share.driver, pattern, format_size(request)), seq,
@@ -109,7 +105,8 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
           }
         }
         if (has_server)
-          a.server.call("remove_file", {{"dir", share.server_dir}, {"name", source}}, 30);
+          a.server.call("remove_file", msg::to_json(msg::FileRequest{share.server_dir, source}),
+                        30);
       });
 }
 

@@ -9,14 +9,15 @@
 #include <future>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/units.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
-using remote::AgentLink;
+using remote::AgentPort;
 
 // One direction of TCP: the server agent listens, the client agent connects
 // and sends (client->server) or receives (server->client). The receiver's
@@ -36,8 +37,8 @@ void tcp_stage(StageContext& ctx, bool upload) {
   const std::string label = "tcp " + rec.where;
   run_series(ctx, rec, "TCP stage " + rec.where, [&](StageScope& stage) {
     const std::string bind = a.data_address.find(':') != std::string::npos ? "::" : "0.0.0.0";
-    json::object l = a.server.call("tcp_listen", {{"bind", bind}}, 30);
-    const uint64_t port = wire::get_u64(l, "port");
+    const uint64_t port =
+        ask<msg::TcpListenResult>(a.server, "tcp_listen", msg::TcpListenRequest{bind}, 30).port;
     for (int i = 1; i <= plan.tcp_count; ++i) {
       cancel.check();
       const std::string token = fmt::format("{}-{}-{}", upload ? "up" : "down", i, getpid());
@@ -50,21 +51,18 @@ void tcp_stage(StageContext& ctx, bool upload) {
       // (the run's Ctrl-C reaches it as the link's default token too).
       CancelToken sample_cancel;
       auto server_side = std::async(std::launch::async, [&] {
-        return a.server.call("tcp_result", {{"token", token}, {"timeout", plan.tcp_seconds + 60}},
-                             plan.tcp_seconds + 90, {}, &sample_cancel);
+        return ask<msg::TcpResult>(a.server, "tcp_result",
+                                   msg::TcpResultRequest{token, plan.tcp_seconds + 60},
+                                   plan.tcp_seconds + 90, {}, &sample_cancel);
       });
-      json::object client_r, server_r;
+      msg::TcpResult client_r, server_r;
       std::string failure;
       try {
-        client_r = a.client.call(
-            "tcp_run",
-            {{"host", a.data_address},
-             {"port", port},
-             {"token", token},
-             {"mode", upload ? "send" : "recv"},
-             {"seconds", plan.tcp_seconds},
-             {"buffer", plan.tcp_buffer}},
-            kCallTimeout,
+        const msg::TcpRunRequest run{
+            a.data_address,   port,           token, upload ? "send" : "recv",
+            plan.tcp_seconds, plan.tcp_buffer};
+        client_r = ask<msg::TcpResult>(
+            a.client, "tcp_run", run, kCallTimeout,
             [&](uint64_t b, double t) {
               obs.on_progress({label, i, plan.tcp_count, b, t, false});
             },
@@ -91,18 +89,14 @@ void tcp_stage(StageContext& ctx, bool upload) {
         obs.on_sample(stage.id(), s);
         throw Error(ErrorKind::kRemote, failure);
       }
-      const json::object& receiver = upload ? server_r : client_r;
-      const json::object& sender = upload ? client_r : server_r;
-      s.bytes = wire::get_u64(receiver, "bytes");
-      s.seconds = wire::get_double(receiver, "seconds");
+      const msg::TcpResult& receiver = upload ? server_r : client_r;
+      const msg::TcpResult& sender = upload ? client_r : server_r;
+      s.bytes = receiver.bytes;
+      s.seconds = receiver.seconds;
       s.details_json = json::serialize(
-          json::object{{"sender", upload ? kClient : kServer},
-                       {"sender_bytes", wire::get_u64(sender, "bytes")},
-                       {"sender_seconds", wire::get_double(sender, "seconds")},
-                       {"tcp_info", wire::get_object(sender, "tcp_info")},
-                       {"receiver_tcp_info", wire::get_object(receiver, "tcp_info")}});
-      s.cpu_json = json::serialize(json::object{{kServer, wire::get_object(server_r, "cpu")},
-                                                {kClient, wire::get_object(client_r, "cpu")}});
+          msg::to_json(msg::TcpDetails{upload ? kClient : kServer, sender.bytes, sender.seconds,
+                                       sender.tcp_info, receiver.tcp_info}));
+      s.cpu_json = sample_cpu_json({{kServer, server_r.cpu}, {kClient, client_r.cpu}});
       const bool stalled =
           flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
       obs.on_sample(stage.id(), s);

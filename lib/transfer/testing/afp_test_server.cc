@@ -684,10 +684,12 @@ class AfpTestServer::Session {
 };
 
 AfpTestServer::AfpTestServer(TestServerConfig config) : config_(std::move(config)) {
-  server_ = std::make_unique<LoopbackServer>([this](int fd, const std::atomic<bool>& stop) {
-    Session s(*this, fd, stop);
-    s.run();
-  });
+  server_ = std::make_unique<LoopbackServer>(
+      [this](int fd, const std::atomic<bool>& stop) {
+        Session s(*this, fd, stop);
+        s.run();
+      },
+      config_.port);
 }
 
 AfpTestServer::~AfpTestServer() { server_.reset(); }

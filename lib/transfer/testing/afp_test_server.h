@@ -28,6 +28,7 @@ struct TestServerConfig {
   std::vector<std::pair<std::string, std::string>> volumes;
   std::map<std::string, std::string> users;  // user -> password
   uint32_t quantum = 1u << 20;
+  uint16_t port = 0;  // 0: an ephemeral port
   // Pipelining probe: hold FPReadExt/FPWriteExt replies until this many are
   // queued, another kind of request arrives, or the client is idle for
   // hold_idle_ms (the last only keeps a short tail from stalling).

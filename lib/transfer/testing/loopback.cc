@@ -13,13 +13,17 @@
 
 namespace cp::transfer::testing {
 
-LoopbackServer::LoopbackServer(ServeFn serve) : serve_(std::move(serve)) {
+LoopbackServer::LoopbackServer(ServeFn serve, uint16_t port) : serve_(std::move(serve)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw std::runtime_error("socket() failed");
+  if (port != 0) {
+    const int one = 1;
+    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
+  a.sin_port = htons(port);
   socklen_t len = sizeof a;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::listen(listen_fd_, 8) != 0 ||

@@ -21,7 +21,9 @@ class LoopbackServer {
  public:
   // serve(fd, stop) handles one connection; the fd is closed after it returns.
   using ServeFn = std::function<void(int fd, const std::atomic<bool>& stop)>;
-  explicit LoopbackServer(ServeFn serve);
+  // port 0: an ephemeral one; else that port (SO_REUSEADDR: a restarted
+  // server takes it back while the old connections sit in TIME_WAIT).
+  explicit LoopbackServer(ServeFn serve, uint16_t port = 0);
   ~LoopbackServer();  // stops accepting, ends and waits for the connections being served
   LoopbackServer(const LoopbackServer&) = delete;
   LoopbackServer& operator=(const LoopbackServer&) = delete;

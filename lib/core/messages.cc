@@ -1,0 +1,522 @@
+#include "core/messages_json.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include "core/error.h"
+
+namespace cp::msg {
+namespace json = boost::json;
+namespace {
+
+// Reads the fields of one object. From the peer, a required field that is
+// missing or any field of the wrong type throws Error(kPeer) naming the
+// message and field; from storage, such fields keep their defaults. A null
+// counts as absent (facts mark what a host could not tell with null).
+class In {
+ public:
+  In(const json::value& v, Source src, std::string_view what) : src_(src), what_(what) {
+    if (v.is_object()) {
+      o_ = &v.as_object();
+    } else if (src_ == Source::kPeer) {
+      throw Error(ErrorKind::kPeer, fmt::format("message '{}' is not a JSON object", what_),
+                  "the orchestrator and agent builds differ: redeploy the agent");
+    }
+  }
+
+  template <class T>
+  In& need(const char* key, T& out) {
+    if (const json::value* v = find(key, true)) read(key, *v, out);
+    return *this;
+  }
+  template <class T>
+  In& opt(const char* key, T& out) {
+    if (const json::value* v = find(key, false)) read(key, *v, out);
+    return *this;
+  }
+
+ private:
+  const json::value* find(const char* key, bool required) {
+    if (!o_) return nullptr;
+    auto it = o_->find(key);
+    if (it == o_->end() || it->value().is_null()) {
+      if (required) bad(key, "missing");
+      return nullptr;
+    }
+    return &it->value();
+  }
+  void bad(const char* key, std::string_view problem) {
+    if (src_ == Source::kStored) return;
+    throw Error(ErrorKind::kPeer, fmt::format("message '{}': field '{}' {}", what_, key, problem),
+                "the orchestrator and agent builds differ: redeploy the agent");
+  }
+
+  void read(const char* key, const json::value& v, std::string& out) {
+    if (v.is_string())
+      out = std::string(v.as_string());
+    else
+      bad(key, "must be a string");
+  }
+  void read(const char* key, const json::value& v, bool& out) {
+    if (v.is_bool())
+      out = v.as_bool();
+    else
+      bad(key, "must be true or false");
+  }
+  void read(const char* key, const json::value& v, uint64_t& out) {
+    if (v.is_uint64())
+      out = v.as_uint64();
+    else if (v.is_int64() && v.as_int64() >= 0)
+      out = static_cast<uint64_t>(v.as_int64());
+    else if (src_ == Source::kStored && v.is_double() && v.as_double() >= 0)
+      out = static_cast<uint64_t>(v.as_double());
+    else
+      bad(key, "must be a non-negative integer");
+  }
+  void read(const char* key, const json::value& v, int64_t& out) {
+    if (v.is_int64())
+      out = v.as_int64();
+    else if (v.is_uint64() && v.as_uint64() <= uint64_t(INT64_MAX))
+      out = static_cast<int64_t>(v.as_uint64());
+    else if (src_ == Source::kStored && v.is_double())
+      out = static_cast<int64_t>(v.as_double());
+    else
+      bad(key, "must be an integer");
+  }
+  void read(const char* key, const json::value& v, double& out) {
+    if (v.is_double())
+      out = v.as_double();
+    else if (v.is_int64())
+      out = static_cast<double>(v.as_int64());
+    else if (v.is_uint64())
+      out = static_cast<double>(v.as_uint64());
+    else
+      bad(key, "must be a number");
+  }
+  // {name: text}; entries that are null (not known) are left out.
+  void read(const char* key, const json::value& v, std::map<std::string, std::string>& out) {
+    if (!v.is_object()) return bad(key, "must be an object");
+    for (const auto& [k, e] : v.as_object()) {
+      if (e.is_string())
+        out[std::string(k)] = std::string(e.as_string());
+      else if (!e.is_null())
+        bad(key, "must hold strings");
+    }
+  }
+  void read(const char* key, const json::value& v, CpuSummary& out) {
+    if (!v.is_object()) return bad(key, "must be an object");
+    out = cpu_summary_from_json(v);
+  }
+  // A nested message.
+  template <class T>
+  void read(const char* key, const json::value& v, T& out) {
+    from_json(v, out, src_, fmt::format("{}.{}", what_, key));
+  }
+
+  const json::object* o_ = nullptr;
+  Source src_;
+  std::string what_;
+};
+
+json::object strings(const std::map<std::string, std::string>& m) {
+  json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
+}  // namespace
+
+json::value parse_stored(std::string_view text) {
+  if (text.empty()) return nullptr;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  return ec ? json::value(nullptr) : v;
+}
+
+// ---- disk ------------------------------------------------------------------
+
+json::object to_json(const DiskRequest& m) {
+  json::object o{{"dir", m.dir}, {"op", m.op}, {"name", m.name}, {"block", m.block}};
+  if (m.op == "write") o["size"] = m.size;
+  if (m.delete_after) o["delete_after"] = true;
+  return o;
+}
+void from_json(const json::value& v, DiskRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("dir", m.dir)
+      .need("op", m.op)
+      .need("name", m.name)
+      .opt("size", m.size)
+      .opt("block", m.block)
+      .opt("delete_after", m.delete_after);
+}
+
+json::object to_json(const DiskResult& m) {
+  return {{"bytes", m.bytes},          {"seconds", m.seconds},
+          {"direct", m.direct},        {"cache_possible", m.cache_possible},
+          {"method", m.method},        {"huge_page", m.huge_page},
+          {"cpu", msg::to_json(m.cpu)}};
+}
+void from_json(const json::value& v, DiskResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .need("direct", m.direct)
+      .need("cache_possible", m.cache_possible)
+      .need("method", m.method)
+      .opt("huge_page", m.huge_page)
+      .need("cpu", m.cpu);
+}
+
+json::object to_json(const DiskDetails& m) {
+  return {{"file", m.file},
+          {"method", m.method},
+          {"direct", m.direct},
+          {"huge_page", m.huge_page},
+          {"block", m.block}};
+}
+void from_json(const json::value& v, DiskDetails& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("file", m.file)
+      .opt("method", m.method)
+      .opt("direct", m.direct)
+      .opt("huge_page", m.huge_page)
+      .opt("block", m.block);
+}
+
+// ---- TCP -------------------------------------------------------------------
+
+json::object to_json(const TcpListenRequest& m) { return {{"bind", m.bind}}; }
+void from_json(const json::value& v, TcpListenRequest& m, Source src, std::string_view what) {
+  In(v, src, what).need("bind", m.bind);
+}
+
+json::object to_json(const TcpListenResult& m) { return {{"port", m.port}}; }
+void from_json(const json::value& v, TcpListenResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("port", m.port);
+}
+
+json::object to_json(const TcpRunRequest& m) {
+  return {{"host", m.host}, {"port", m.port},       {"token", m.token},
+          {"mode", m.mode}, {"seconds", m.seconds}, {"buffer", m.buffer}};
+}
+void from_json(const json::value& v, TcpRunRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("host", m.host)
+      .need("port", m.port)
+      .need("token", m.token)
+      .need("mode", m.mode)
+      .need("seconds", m.seconds)
+      .opt("buffer", m.buffer);
+}
+
+json::object to_json(const TcpResultRequest& m) {
+  return {{"token", m.token}, {"timeout", m.timeout}};
+}
+void from_json(const json::value& v, TcpResultRequest& m, Source src, std::string_view what) {
+  In(v, src, what).need("token", m.token).opt("timeout", m.timeout);
+}
+
+json::object to_json(const TcpInfo& m) {
+  return {{"available", m.available},
+          {"retransmits", m.retransmits},
+          {"rtt_us", m.rtt_us},
+          {"rttvar_us", m.rttvar_us},
+          {"snd_cwnd", m.snd_cwnd},
+          {"snd_mss", m.snd_mss},
+          {"pmtu", m.pmtu},
+          {"busy_s", m.busy_s},
+          {"rwnd_limited_s", m.rwnd_limited_s},
+          {"sndbuf_limited_s", m.sndbuf_limited_s},
+          {"delivery_rate", m.delivery_rate},
+          {"rtt_idle_us", m.rtt_idle_us}};
+}
+void from_json(const json::value& v, TcpInfo& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("available", m.available)
+      .opt("retransmits", m.retransmits)
+      .opt("rtt_us", m.rtt_us)
+      .opt("rttvar_us", m.rttvar_us)
+      .opt("snd_cwnd", m.snd_cwnd)
+      .opt("snd_mss", m.snd_mss)
+      .opt("pmtu", m.pmtu)
+      .opt("busy_s", m.busy_s)
+      .opt("rwnd_limited_s", m.rwnd_limited_s)
+      .opt("sndbuf_limited_s", m.sndbuf_limited_s)
+      .opt("delivery_rate", m.delivery_rate)
+      .opt("rtt_idle_us", m.rtt_idle_us);
+}
+
+json::object to_json(const TcpResult& m) {
+  return {{"bytes", m.bytes},
+          {"seconds", m.seconds},
+          {"sender", m.sender},
+          {"tcp_info", to_json(m.tcp_info)},
+          {"cpu", msg::to_json(m.cpu)}};
+}
+void from_json(const json::value& v, TcpResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .opt("sender", m.sender)
+      .need("tcp_info", m.tcp_info)
+      .need("cpu", m.cpu);
+}
+
+json::object to_json(const TcpDetails& m) {
+  return {{"sender", m.sender},
+          {"sender_bytes", m.sender_bytes},
+          {"sender_seconds", m.sender_seconds},
+          {"tcp_info", to_json(m.tcp_info)},
+          {"receiver_tcp_info", to_json(m.receiver_tcp_info)}};
+}
+void from_json(const json::value& v, TcpDetails& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("sender", m.sender)
+      .opt("sender_bytes", m.sender_bytes)
+      .opt("sender_seconds", m.sender_seconds)
+      .opt("tcp_info", m.tcp_info)
+      .opt("receiver_tcp_info", m.receiver_tcp_info);
+}
+
+// ---- share files -----------------------------------------------------------
+
+json::object to_json(const FileRequest& m) {
+  json::object o{{"dir", m.dir}, {"name", m.name}};
+  if (m.size) o["size"] = m.size;
+  if (m.block != (1u << 20)) o["block"] = m.block;
+  if (m.evict) o["evict"] = true;
+  if (m.shared) o["shared"] = true;
+  return o;
+}
+void from_json(const json::value& v, FileRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("dir", m.dir)
+      .need("name", m.name)
+      .opt("size", m.size)
+      .opt("block", m.block)
+      .opt("evict", m.evict)
+      .opt("shared", m.shared);
+}
+
+json::object to_json(const FileResult& m) {
+  return {{"bytes", m.bytes}, {"seconds", m.seconds}, {"checksum", m.checksum}};
+}
+void from_json(const json::value& v, FileResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("bytes", m.bytes).need("seconds", m.seconds).need("checksum", m.checksum);
+}
+
+// ---- protocol samples ------------------------------------------------------
+
+json::object to_json(const ShareRef& m) {
+  json::object o{{"name", m.name}, {"url", m.url}, {"driver", m.driver}, {"user", m.user}};
+  if (!m.password.empty()) o["password"] = m.password;
+  o["options"] = strings(m.options);
+  return o;
+}
+void from_json(const json::value& v, ShareRef& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("name", m.name)
+      .need("url", m.url)
+      .need("driver", m.driver)
+      .opt("user", m.user)
+      .opt("password", m.password)
+      .opt("options", m.options);
+}
+
+json::object to_json(const TransferRequest& m) {
+  return {{"share", to_json(m.share)},
+          {"op", m.op},
+          {"remote", m.remote},
+          {"dir", m.dir},
+          {"name", m.name},
+          {"size", m.size},
+          {"block", m.block},
+          {"delete_after", m.delete_after}};
+}
+void from_json(const json::value& v, TransferRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("share", m.share)
+      .need("op", m.op)
+      .need("remote", m.remote)
+      .need("dir", m.dir)
+      .need("name", m.name)
+      .opt("size", m.size)
+      .opt("block", m.block)
+      .opt("delete_after", m.delete_after);
+}
+
+json::object to_json(const TransferResult& m) {
+  return {{"bytes", m.bytes},
+          {"seconds", m.seconds},
+          {"checksum", m.checksum},
+          {"properties", strings(m.properties)},
+          {"cpu", msg::to_json(m.cpu)}};
+}
+void from_json(const json::value& v, TransferResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .need("checksum", m.checksum)
+      .need("properties", m.properties)
+      .need("cpu", m.cpu);
+}
+
+json::object to_json(const TransferDetails& m) {
+  return {{"file", m.file},
+          {"share", m.share},
+          {"checksum", m.checksum},
+          {"server_fs", m.server_fs},
+          {"server_disk", m.server_disk},
+          {"properties", strings(m.properties)}};
+}
+void from_json(const json::value& v, TransferDetails& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("file", m.file)
+      .opt("share", m.share)
+      .opt("checksum", m.checksum)
+      .opt("server_fs", m.server_fs)
+      .opt("server_disk", m.server_disk)
+      .opt("properties", m.properties);
+}
+
+json::object to_json(const SweepRequest& m) {
+  return {{"share", to_json(m.share)}, {"remote", m.remote}, {"pattern", m.pattern},
+          {"request", m.request},      {"bytes", m.bytes},   {"file_size", m.file_size}};
+}
+void from_json(const json::value& v, SweepRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("share", m.share)
+      .need("remote", m.remote)
+      .need("pattern", m.pattern)
+      .need("request", m.request)
+      .need("bytes", m.bytes)
+      .need("file_size", m.file_size);
+}
+
+json::object to_json(const SweepResult& m) {
+  return {{"bytes", m.bytes},
+          {"seconds", m.seconds},
+          {"checksum", m.checksum},
+          {"cpu", msg::to_json(m.cpu)}};
+}
+void from_json(const json::value& v, SweepResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .opt("checksum", m.checksum)
+      .need("cpu", m.cpu);
+}
+
+json::object to_json(const SweepDetails& m) {
+  return {{"share", m.share}, {"pattern", m.pattern}, {"request", m.request}};
+}
+void from_json(const json::value& v, SweepDetails& m, Source src, std::string_view what) {
+  In(v, src, what).opt("share", m.share).opt("pattern", m.pattern).opt("request", m.request);
+}
+
+// ---- facts -----------------------------------------------------------------
+
+json::object to_json(const FactsRequest& m) {
+  json::object o{
+      {"ram_dir", m.ram_dir}, {"disk_dir", m.disk_dir}, {"peer_address", m.peer_address}};
+  if (!m.samba_conf.empty()) o["samba_conf"] = m.samba_conf;
+  return o;
+}
+void from_json(const json::value& v, FactsRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("ram_dir", m.ram_dir)
+      .opt("disk_dir", m.disk_dir)
+      .opt("peer_address", m.peer_address)
+      .opt("samba_conf", m.samba_conf);
+}
+
+json::object to_json(const NetFacts& m) {
+  return {{"name", m.name},
+          {"address", m.address},
+          {"mtu", m.mtu},
+          {"speed_mbit", m.speed_mbit},
+          {"shaped_rate_bit", m.shaped_rate_bit}};
+}
+void from_json(const json::value& v, NetFacts& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("name", m.name)
+      .opt("address", m.address)
+      .opt("mtu", m.mtu)
+      .opt("speed_mbit", m.speed_mbit)
+      .opt("shaped_rate_bit", m.shaped_rate_bit);
+}
+
+namespace {
+// The nested parts of the facts the verdict reads (probe/sysinfo.h has the
+// whole shape); in this namespace so that In finds their readers.
+struct DeviceFacts {
+  std::string disk;
+  int64_t read_ahead_kb = -1;
+};
+struct DirFacts {
+  std::string fs_type;
+  DeviceFacts device;
+};
+struct SambaFacts {
+  std::map<std::string, std::string> global;
+  bool known = false;
+};
+struct AgentFacts {
+  std::string role, arch;
+};
+
+void from_json(const json::value& v, DeviceFacts& m, Source src, std::string_view what) {
+  In(v, src, what).opt("disk", m.disk).opt("read_ahead_kb", m.read_ahead_kb);
+}
+void from_json(const json::value& v, DirFacts& m, Source src, std::string_view what) {
+  In(v, src, what).opt("fs_type", m.fs_type).opt("device", m.device);
+}
+void from_json(const json::value& v, SambaFacts& m, Source src, std::string_view what) {
+  m.known =
+      v.is_object() && v.as_object().contains("global") && v.as_object().at("global").is_object();
+  In(v, src, what).opt("global", m.global);
+}
+void from_json(const json::value& v, AgentFacts& m, Source src, std::string_view what) {
+  In(v, src, what).opt("role", m.role).opt("arch", m.arch);
+}
+}  // namespace
+
+json::object to_json(const HostFacts& m) {
+  json::object device{{"disk", m.disk_device}};
+  if (m.read_ahead_kb >= 0) device["read_ahead_kb"] = m.read_ahead_kb;
+  json::object o{{"hostname", m.hostname},           {"boot_id", m.boot_id},
+                 {"memory_bytes", m.memory_bytes},   {"net", to_json(m.net)},
+                 {"disk_dir", {{"device", device}}}, {"tcp_sysctls", strings(m.tcp_sysctls)}};
+  if (!m.ram_fs.empty()) o["ram_dir"] = {{"fs_type", m.ram_fs}};
+  if (m.samba_known) o["samba"] = {{"global", strings(m.samba_global)}};
+  o["agent"] = {{"role", m.agent_role}, {"arch", m.agent_arch}};
+  return o;
+}
+// Facts describe a host: a part it could not tell is null or absent, never an
+// error, so they are read leniently whatever their source.
+void from_json(const json::value& v, HostFacts& m, Source src, std::string_view what) {
+  if (src == Source::kPeer && !v.is_object()) In check(v, src, what);  // throws: not an object
+  DirFacts ram, disk;
+  SambaFacts samba;
+  AgentFacts agent;
+  In(v, Source::kStored, what)
+      .opt("hostname", m.hostname)
+      .opt("boot_id", m.boot_id)
+      .opt("memory_bytes", m.memory_bytes)
+      .opt("net", m.net)
+      .opt("ram_dir", ram)
+      .opt("disk_dir", disk)
+      .opt("tcp_sysctls", m.tcp_sysctls)
+      .opt("samba", samba)
+      .opt("agent", agent);
+  m.ram_fs = ram.fs_type;
+  m.disk_device = disk.device.disk;
+  m.read_ahead_kb = disk.device.read_ahead_kb;
+  m.samba_known = samba.known;
+  m.samba_global = std::move(samba.global);
+  m.agent_role = agent.role;
+  m.agent_arch = agent.arch;
+}
+
+}  // namespace cp::msg

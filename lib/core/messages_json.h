@@ -1,0 +1,66 @@
+// The codecs of core/messages.h: one to_json / from_json pair per message.
+// Only .cc files include this header (it pulls in Boost.JSON).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <string_view>
+
+#include "core/messages.h"
+
+namespace cp::msg {
+
+// kPeer: a message from the other end of the wire: a required field missing or
+// any field mistyped throws Error(kPeer) naming `what` and the field.
+// kStored: JSON this program stored earlier (details, facts): whatever is
+// missing or mistyped keeps its default, so older runs stay readable.
+enum class Source { kPeer, kStored };
+
+#define CP_MESSAGE_CODEC(T)                \
+  boost::json::object to_json(const T& m); \
+  void from_json(const boost::json::value& v, T& m, Source src, std::string_view what);
+
+CP_MESSAGE_CODEC(DiskRequest)
+CP_MESSAGE_CODEC(DiskResult)
+CP_MESSAGE_CODEC(DiskDetails)
+CP_MESSAGE_CODEC(TcpListenRequest)
+CP_MESSAGE_CODEC(TcpListenResult)
+CP_MESSAGE_CODEC(TcpRunRequest)
+CP_MESSAGE_CODEC(TcpResultRequest)
+CP_MESSAGE_CODEC(TcpInfo)
+CP_MESSAGE_CODEC(TcpResult)
+CP_MESSAGE_CODEC(TcpDetails)
+CP_MESSAGE_CODEC(FileRequest)
+CP_MESSAGE_CODEC(FileResult)
+CP_MESSAGE_CODEC(ShareRef)
+CP_MESSAGE_CODEC(TransferRequest)
+CP_MESSAGE_CODEC(TransferResult)
+CP_MESSAGE_CODEC(TransferDetails)
+CP_MESSAGE_CODEC(SweepRequest)
+CP_MESSAGE_CODEC(SweepResult)
+CP_MESSAGE_CODEC(SweepDetails)
+CP_MESSAGE_CODEC(FactsRequest)
+CP_MESSAGE_CODEC(NetFacts)
+CP_MESSAGE_CODEC(HostFacts)
+
+#undef CP_MESSAGE_CODEC
+
+// A message from the peer (`what`: its type, for the error), strictly.
+template <class T>
+T decode(const boost::json::value& v, std::string_view what) {
+  T m;
+  from_json(v, m, Source::kPeer, what);
+  return m;
+}
+
+// Stored JSON text read back leniently: empty or damaged text gives defaults.
+boost::json::value parse_stored(std::string_view text);
+template <class T>
+T read_stored(std::string_view text) {
+  T m;
+  from_json(parse_stored(text), m, Source::kStored, "");
+  return m;
+}
+
+}  // namespace cp::msg

@@ -1,0 +1,281 @@
+#include "core/messages.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "core/error.h"
+#include "core/messages_json.h"
+
+namespace cp::msg {
+namespace {
+
+namespace json = boost::json;
+
+// Encodes, serialises, parses and decodes as the peer would: every field survives.
+template <class T>
+T round_trip(const T& m) {
+  return decode<T>(json::parse(json::serialize(to_json(m))), "test");
+}
+
+CpuSummary some_cpu() {
+  CpuSummary c;
+  c.seconds = 2.5;
+  c.core_busy_pct = {80, 5};
+  ProcLoad p;
+  p.pid = 7;
+  p.comm = "smbd";
+  p.cpu_pct = 99;
+  c.top.push_back(p);
+  return c;
+}
+
+TcpInfo some_tcp_info() {
+  TcpInfo t;
+  t.available = true;
+  t.retransmits = 12;
+  t.rtt_us = 250;
+  t.rttvar_us = 30;
+  t.snd_cwnd = 40;
+  t.snd_mss = 1448;
+  t.pmtu = 1500;
+  t.busy_s = 1.25;
+  t.rwnd_limited_s = 0.5;
+  t.sndbuf_limited_s = 0.25;
+  t.delivery_rate = 117000000;
+  t.rtt_idle_us = 90;
+  return t;
+}
+
+ShareRef some_share() {
+  return {"s1", "smb://h/share", "smb", "u", "secret", {{"connections", "2"}, {"seal", "no"}}};
+}
+
+TEST(Messages, DiskRequestAndResultRoundTrip) {
+  DiskRequest q{"/d", "write", "f.dat", 4096 * 3, 8192, false};
+  DiskRequest q2 = round_trip(q);
+  EXPECT_EQ(q2.dir, "/d");
+  EXPECT_EQ(q2.op, "write");
+  EXPECT_EQ(q2.name, "f.dat");
+  EXPECT_EQ(q2.size, 4096u * 3);
+  EXPECT_EQ(q2.block, 8192u);
+  DiskRequest r{"/d", "read", "f.dat", 0, 1u << 20, true};
+  EXPECT_TRUE(round_trip(r).delete_after);
+
+  DiskResult d{123, 0.5, true, true, "O_DIRECT", true, some_cpu()};
+  DiskResult d2 = round_trip(d);
+  EXPECT_EQ(d2.bytes, 123u);
+  EXPECT_DOUBLE_EQ(d2.seconds, 0.5);
+  EXPECT_TRUE(d2.direct);
+  EXPECT_TRUE(d2.cache_possible);
+  EXPECT_EQ(d2.method, "O_DIRECT");
+  EXPECT_TRUE(d2.huge_page);
+  EXPECT_DOUBLE_EQ(d2.cpu.seconds, 2.5);
+  ASSERT_EQ(d2.cpu.top.size(), 1u);
+  EXPECT_EQ(d2.cpu.top[0].comm, "smbd");
+
+  DiskDetails s{"f.dat", "fsync+fadvise", false, true, 1u << 20};
+  DiskDetails s2 = read_stored<DiskDetails>(json::serialize(to_json(s)));
+  EXPECT_EQ(s2.file, "f.dat");
+  EXPECT_EQ(s2.method, "fsync+fadvise");
+  EXPECT_FALSE(s2.direct);
+  EXPECT_TRUE(s2.huge_page);
+  EXPECT_EQ(s2.block, 1u << 20);
+}
+
+TEST(Messages, TcpMessagesRoundTrip) {
+  EXPECT_EQ(round_trip(TcpListenRequest{"::"}).bind, "::");
+  EXPECT_EQ(round_trip(TcpListenResult{40001}).port, 40001u);
+  TcpRunRequest run{"198.18.0.1", 40001, "up-1-9", "send", 2.5, 65536};
+  TcpRunRequest run2 = round_trip(run);
+  EXPECT_EQ(run2.host, "198.18.0.1");
+  EXPECT_EQ(run2.port, 40001u);
+  EXPECT_EQ(run2.token, "up-1-9");
+  EXPECT_EQ(run2.mode, "send");
+  EXPECT_DOUBLE_EQ(run2.seconds, 2.5);
+  EXPECT_EQ(run2.buffer, 65536u);
+  TcpResultRequest res{"tok", 12.5};
+  EXPECT_EQ(round_trip(res).token, "tok");
+  EXPECT_DOUBLE_EQ(round_trip(res).timeout, 12.5);
+
+  TcpResult t{1000, 1.5, true, some_tcp_info(), some_cpu()};
+  TcpResult t2 = round_trip(t);
+  EXPECT_EQ(t2.bytes, 1000u);
+  EXPECT_DOUBLE_EQ(t2.seconds, 1.5);
+  EXPECT_TRUE(t2.sender);
+  const TcpInfo& i = t2.tcp_info;
+  EXPECT_TRUE(i.available);
+  EXPECT_EQ(i.retransmits, 12u);
+  EXPECT_EQ(i.rtt_us, 250u);
+  EXPECT_EQ(i.rttvar_us, 30u);
+  EXPECT_EQ(i.snd_cwnd, 40u);
+  EXPECT_EQ(i.snd_mss, 1448u);
+  EXPECT_EQ(i.pmtu, 1500u);
+  EXPECT_DOUBLE_EQ(i.busy_s, 1.25);
+  EXPECT_DOUBLE_EQ(i.rwnd_limited_s, 0.5);
+  EXPECT_DOUBLE_EQ(i.sndbuf_limited_s, 0.25);
+  EXPECT_EQ(i.delivery_rate, 117000000u);
+  EXPECT_EQ(i.rtt_idle_us, 90u);
+  EXPECT_EQ(t2.cpu.core_busy_pct.size(), 2u);
+
+  TcpDetails d{"client", 1000, 1.4, some_tcp_info(), TcpInfo{}};
+  TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
+  EXPECT_EQ(d2.sender, "client");
+  EXPECT_EQ(d2.sender_bytes, 1000u);
+  EXPECT_DOUBLE_EQ(d2.sender_seconds, 1.4);
+  EXPECT_EQ(d2.tcp_info.retransmits, 12u);
+  EXPECT_FALSE(d2.receiver_tcp_info.available);
+}
+
+TEST(Messages, FileMessagesRoundTrip) {
+  FileRequest f{"/srv", "a.dat", 5000, 65536, true, true};
+  FileRequest f2 = round_trip(f);
+  EXPECT_EQ(f2.dir, "/srv");
+  EXPECT_EQ(f2.name, "a.dat");
+  EXPECT_EQ(f2.size, 5000u);
+  EXPECT_EQ(f2.block, 65536u);
+  EXPECT_TRUE(f2.evict);
+  EXPECT_TRUE(f2.shared);
+  FileResult r{5000, 0.1, "abcdef0123456789"};
+  FileResult r2 = round_trip(r);
+  EXPECT_EQ(r2.bytes, 5000u);
+  EXPECT_DOUBLE_EQ(r2.seconds, 0.1);
+  EXPECT_EQ(r2.checksum, "abcdef0123456789");
+}
+
+TEST(Messages, TransferAndSweepRoundTrip) {
+  TransferRequest t{some_share(), "read", "run-x/a.dat", "/ram", "a.dat", 1u << 20, 65536, true};
+  TransferRequest t2 = round_trip(t);
+  EXPECT_EQ(t2.share.name, "s1");
+  EXPECT_EQ(t2.share.url, "smb://h/share");
+  EXPECT_EQ(t2.share.driver, "smb");
+  EXPECT_EQ(t2.share.user, "u");
+  EXPECT_EQ(t2.share.password, "secret");
+  EXPECT_EQ(t2.share.options, some_share().options);
+  EXPECT_EQ(t2.op, "read");
+  EXPECT_EQ(t2.remote, "run-x/a.dat");
+  EXPECT_EQ(t2.dir, "/ram");
+  EXPECT_EQ(t2.name, "a.dat");
+  EXPECT_EQ(t2.size, 1u << 20);
+  EXPECT_EQ(t2.block, 65536u);
+  EXPECT_TRUE(t2.delete_after);
+
+  TransferResult r{1u << 20, 0.2, "cafe", {{"dialect", "SMB3_11"}}, some_cpu()};
+  TransferResult r2 = round_trip(r);
+  EXPECT_EQ(r2.bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(r2.seconds, 0.2);
+  EXPECT_EQ(r2.checksum, "cafe");
+  EXPECT_EQ(r2.properties.at("dialect"), "SMB3_11");
+  EXPECT_EQ(r2.cpu.top.size(), 1u);
+
+  TransferDetails d{"a.dat", "s1", "cafe", {{"io_size", "65536"}}, "tmpfs", "sda"};
+  TransferDetails d2 = read_stored<TransferDetails>(json::serialize(to_json(d)));
+  EXPECT_EQ(d2.server_fs, "tmpfs");
+  EXPECT_EQ(d2.server_disk, "sda");
+  EXPECT_EQ(d2.file, "a.dat");
+  EXPECT_EQ(d2.share, "s1");
+  EXPECT_EQ(d2.checksum, "cafe");
+  EXPECT_EQ(d2.properties.at("io_size"), "65536");
+
+  SweepRequest s{some_share(), "run-x/s.dat", "randread", 4096, 1u << 20, 2u << 20};
+  SweepRequest s2 = round_trip(s);
+  EXPECT_EQ(s2.share.driver, "smb");
+  EXPECT_EQ(s2.remote, "run-x/s.dat");
+  EXPECT_EQ(s2.pattern, "randread");
+  EXPECT_EQ(s2.request, 4096u);
+  EXPECT_EQ(s2.bytes, 1u << 20);
+  EXPECT_EQ(s2.file_size, 2u << 20);
+  SweepResult sr{1u << 20, 0.3, "", some_cpu()};
+  SweepResult sr2 = round_trip(sr);
+  EXPECT_EQ(sr2.bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(sr2.seconds, 0.3);
+  EXPECT_DOUBLE_EQ(sr2.cpu.seconds, 2.5);
+  SweepDetails sd{"s1", "seqwrite", 65536};
+  SweepDetails sd2 = read_stored<SweepDetails>(json::serialize(to_json(sd)));
+  EXPECT_EQ(sd2.share, "s1");
+  EXPECT_EQ(sd2.pattern, "seqwrite");
+  EXPECT_EQ(sd2.request, 65536u);
+}
+
+TEST(Messages, FactsRoundTrip) {
+  FactsRequest q{"/ram", "/disk", "198.18.0.2", "/etc/lab/smb.conf"};
+  FactsRequest q2 = round_trip(q);
+  EXPECT_EQ(q2.ram_dir, "/ram");
+  EXPECT_EQ(q2.disk_dir, "/disk");
+  EXPECT_EQ(q2.peer_address, "198.18.0.2");
+  EXPECT_EQ(q2.samba_conf, "/etc/lab/smb.conf");
+
+  HostFacts h;
+  h.hostname = "srv";
+  h.boot_id = "b-1";
+  h.memory_bytes = 8ull << 30;
+  h.net = {"veth0", "198.18.0.1", 9000, 10000, 1e9};
+  h.ram_fs = "tmpfs";
+  h.disk_device = "loop3";
+  h.read_ahead_kb = 128;
+  h.tcp_sysctls = {{"net.core.rmem_max", "212992"}};
+  h.samba_known = true;
+  h.samba_global = {{"aio read size", "1"}};
+  h.agent_role = "server";
+  h.agent_arch = "aarch64";
+  HostFacts h2 = round_trip(h);
+  EXPECT_EQ(h2.hostname, "srv");
+  EXPECT_EQ(h2.boot_id, "b-1");
+  EXPECT_EQ(h2.memory_bytes, 8ull << 30);
+  EXPECT_EQ(h2.net.name, "veth0");
+  EXPECT_EQ(h2.net.address, "198.18.0.1");
+  EXPECT_EQ(h2.net.mtu, 9000);
+  EXPECT_DOUBLE_EQ(h2.net.speed_mbit, 10000);
+  EXPECT_DOUBLE_EQ(h2.net.shaped_rate_bit, 1e9);
+  EXPECT_EQ(h2.ram_fs, "tmpfs");
+  EXPECT_EQ(h2.disk_device, "loop3");
+  EXPECT_EQ(h2.read_ahead_kb, 128);
+  EXPECT_EQ(h2.tcp_sysctls, h.tcp_sysctls);
+  EXPECT_TRUE(h2.samba_known);
+  EXPECT_EQ(h2.samba_global, h.samba_global);
+  EXPECT_EQ(h2.agent_role, "server");
+  EXPECT_EQ(h2.agent_arch, "aarch64");
+}
+
+// What probe/sysinfo.cc sends: parts a host could not tell are null.
+TEST(Messages, FactsWithNullPartsDecodeToDefaults) {
+  json::value v = json::parse(R"({"hostname":"c","net":null,"disk_dir":{"device":null},
+      "tcp_sysctls":{"net.core.rmem_max":null,"net.ipv4.tcp_rmem":"4096 1 2"},"samba":null})");
+  HostFacts h = decode<HostFacts>(v, "facts");
+  EXPECT_EQ(h.hostname, "c");
+  EXPECT_EQ(h.net.mtu, 0);
+  EXPECT_EQ(h.read_ahead_kb, -1);
+  EXPECT_EQ(h.tcp_sysctls.size(), 1u);
+  EXPECT_FALSE(h.samba_known);
+}
+
+TEST(Messages, PeerMessageMissingARequiredFieldIsAPeerError) {
+  json::value v = json::parse(R"({"dir":"/d","name":"f"})");
+  try {
+    decode<DiskRequest>(v, "disk");
+    FAIL() << "decoded a disk request without op";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+}
+
+TEST(Messages, PeerMessageWithAMistypedFieldIsAPeerError) {
+  json::value v = json::parse(R"({"bytes":"many","seconds":1,"checksum":"x"})");
+  EXPECT_THROW(decode<FileResult>(v, "file_info"), Error);
+  json::value nested = json::parse(R"({"bytes":1,"seconds":1,"sender":true,
+      "tcp_info":{"available":"yes"},"cpu":{}})");
+  EXPECT_THROW(decode<TcpResult>(nested, "tcp_run"), Error);
+  EXPECT_THROW(decode<TcpResult>(json::value(3), "tcp_run"), Error);
+}
+
+TEST(Messages, StoredDetailsThatAreDamagedReadAsDefaults) {
+  EXPECT_EQ(read_stored<DiskDetails>("").file, "");
+  EXPECT_EQ(read_stored<TcpDetails>("{not json").sender_bytes, 0u);
+  TcpDetails d = read_stored<TcpDetails>(R"({"sender_bytes":"x","tcp_info":{"rtt_us":5}})");
+  EXPECT_EQ(d.sender_bytes, 0u);
+  EXPECT_EQ(d.tcp_info.rtt_us, 5u);
+  EXPECT_FALSE(d.tcp_info.available);
+}
+
+}  // namespace
+}  // namespace cp::msg
