@@ -7,6 +7,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,10 @@ uint64_t rate_of(std::string_view kind, const Attr* options) {
 std::optional<std::vector<uint64_t>> dump_rates(int ifindex, uint16_t type) {
   const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   if (fd < 0) return std::nullopt;
+  // The kernel answers a dump at once; an emulator that drops the request
+  // (qemu-user translates no qdisc messages) must not hang the facts.
+  const timeval wait{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   struct {
     nlmsghdr h;
     tcmsg t;
