@@ -110,6 +110,20 @@ TEST_F(AgentLinkTest, DiskWriteReadInsideItsOwnRunDir) {
       30);
   EXPECT_EQ(wire::get_u64(r, "bytes"), 3u << 20);
   EXPECT_FALSE(fs::exists(run_dir + "/a.dat"));
+  // The read says whether a cache may have served it, and why exactly when so.
+  EXPECT_EQ(wire::get_bool(r, "cache_possible"), !wire::get_bool(r, "direct"));
+  EXPECT_EQ(wire::get_string(r, "cache_reason").empty(), !wire::get_bool(r, "cache_possible"));
+
+  // A file laid out and evicted for a protocol server: on this filesystem (not
+  // ZFS) nothing keeps it cached; without `evict` nothing is claimed.
+  json::object m = link_->call(
+      "make_file", {{"dir", dir_.string()}, {"name", "m.dat"}, {"size", 1u << 20}, {"evict", true}},
+      30);
+  EXPECT_FALSE(wire::get_bool(m, "cache_possible"));
+  EXPECT_EQ(wire::get_string(m, "cache_reason"), "");
+  json::object k =
+      link_->call("make_file", {{"dir", dir_.string()}, {"name", "k.dat"}, {"size", 4096}}, 30);
+  EXPECT_FALSE(k.contains("cache_possible"));
 
   link_->call("cleanup", {}, 10);
   EXPECT_FALSE(fs::exists(run_dir));

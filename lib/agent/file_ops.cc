@@ -11,6 +11,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "probe/platform.h"
 
 namespace cp::agent {
 namespace fileio {
@@ -80,7 +81,7 @@ FileResult make_pattern_file(const std::string& path, uint64_t size, uint32_t bl
   if (::fsync(fd.get()) != 0) {
     throw Error(ErrorKind::kIo, fmt::format("cannot fsync '{}': {}", path, errno_text(errno)));
   }
-  if (evict) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  if (evict) probe::os::evict_file_cache(fd.get());
   guard.armed = false;
   return {size, monotonic_seconds() - start, sum.hex()};
 }
@@ -97,7 +98,7 @@ FileResult checksum_file(const std::string& path, uint32_t block, bool evict,
     sum.update(buf.data(), n);
     r.bytes += n;
   }
-  if (evict) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  if (evict) probe::os::evict_file_cache(fd.get());
   r.seconds = monotonic_seconds() - start;
   r.checksum = sum.hex();
   return r;

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "analysis/ladder.h"
 #include "app/recorded_plan.h"
@@ -372,11 +373,10 @@ int diagnose(const std::vector<std::string>& args) {
     server_spec.host = lab->server.alias;
     client_spec.host = lab->client.alias;
     server_spec.ssh_config = client_spec.ssh_config = lab->ssh_config;
-    base.server.ram_dir = lab->server.ram_dir;
-    base.server.disk_dir = lab->server.disk_dir;
+    // An unprivileged server login works in the shares it owns (lab.h).
+    std::tie(base.server.ram_dir, base.server.disk_dir) = lab::diagnosis_dirs(*lab, lab->server);
     base.server.disk_dir_set = true;
-    base.client.ram_dir = lab->client.ram_dir;
-    base.client.disk_dir = lab->client.disk_dir;
+    std::tie(base.client.ram_dir, base.client.disk_dir) = lab::diagnosis_dirs(*lab, lab->client);
     base.data_address = lab->server.data_address;
     base.server.samba_conf = lab::server_files(*lab).smb_conf;
     lab_state = *lab;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,8 +34,42 @@ struct Pipe {
   }
 };
 
+// Whether execvp would find `program`: a path with a '/' as it is, else the
+// first executable file of that name in $PATH (execvp's default when unset).
+// 0, or the errno execvp would give. Checked before spawning because
+// posix_spawnp reports a failed exec only where the C library spawns with
+// CLONE_VFORK: qemu-user (the aarch64 tests) and some libcs fork instead, and
+// a missing program then looks like a child that exited 127.
+int find_executable(const std::string& program) {
+  auto check = [](const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EACCES;
+    return ::access(path.c_str(), X_OK) == 0 ? 0 : errno;
+  };
+  if (program.find('/') != std::string::npos) return check(program);
+  const char* env = std::getenv("PATH");
+  const std::string path = env != nullptr ? env : "/bin:/usr/bin";
+  int first = ENOENT;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t end = path.find(':', pos);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end == pos ? "." : path.substr(pos, end - pos);
+    pos = end + 1;
+    const int rc = check(dir + "/" + program);
+    if (rc == 0) return 0;
+    if (rc == EACCES && first == ENOENT) first = EACCES;  // as execvp: EACCES wins over ENOENT
+  }
+  return first;
+}
+
 pid_t spawn(const std::vector<std::string>& argv, int in, int out, int err) {
   CP_CHECK(!argv.empty());
+  if (const int rc = find_executable(argv[0]); rc != 0) {
+    throw Error(ErrorKind::kIo, fmt::format("cannot run '{}': {}", argv[0], errno_text(rc)),
+                "install it (scripts/install-deps.sh installs what chokepoint needs)");
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, in, 0);
@@ -194,10 +229,14 @@ Child::Child(const std::vector<std::string>& argv) {
 
 namespace {
 
-// Fields 3.. of /proc/PID/stat (after the last ')': comm may hold spaces or ')').
+// Fields 3.. of /proc/PID/task/PID/stat (after the last ')': comm may hold
+// spaces or ')'): the main thread's, whose state and start time are the
+// process's. Not /proc/PID/stat, which qemu-user (the aarch64 tests) fakes for
+// its own pid with a start time per calling thread, so that one thread of a
+// live process saw another's record as of a gone process.
 std::optional<std::string> stat_fields(int64_t pid) {
   if (pid <= 0) return std::nullopt;
-  auto stat = read_file(fmt::format("/proc/{}/stat", pid));
+  auto stat = read_file(fmt::format("/proc/{}/task/{}/stat", pid, pid));
   if (!stat) return std::nullopt;
   size_t close = stat->rfind(')');
   if (close == std::string::npos) return std::nullopt;

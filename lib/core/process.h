@@ -32,8 +32,9 @@ std::string shell_join(const std::vector<std::string>& argv);
 std::string shell_quote(const std::string& word);
 
 // Who a process is, to tell a live owner from a gone one (a reused pid does
-// not count): field 22 of /proc/PID/stat (start time, clock ticks after
-// boot); nullopt when the process does not exist or is a zombie.
+// not count): field 22 of its main thread's stat, /proc/PID/task/PID/stat,
+// which is /proc/PID/stat's (start time, clock ticks after boot); nullopt when
+// the process does not exist or is a zombie.
 std::optional<int64_t> process_start_ticks(int64_t pid);
 // /proc/sys/kernel/random/boot_id ("" when unreadable): ticks of another boot mean nothing.
 std::string boot_id();

@@ -1,7 +1,12 @@
 #include "core/process.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <optional>
+#include <thread>
 
 #include "core/error.h"
 
@@ -23,8 +28,38 @@ TEST(Process, RunCheckedQuotesStderr) {
   }
 }
 
+// The start time that tells a live process from a reused pid is the same
+// whichever thread asks (qemu-user fakes /proc/self/stat per thread), and a
+// reaped child has none.
+TEST(Process, StartTicksAreTheProcesssFromEveryThread) {
+  const std::optional<int64_t> main_ticks = process_start_ticks(getpid());
+  ASSERT_TRUE(main_ticks.has_value());
+  std::optional<int64_t> other;
+  std::thread([&] { other = process_start_ticks(getpid()); }).join();
+  EXPECT_EQ(other, main_ticks);
+  Child gone({"true"});
+  const int64_t pid = gone.pid();
+  ASSERT_EQ(gone.wait(10), 0);
+  EXPECT_FALSE(process_start_ticks(pid).has_value());
+}
+
 TEST(Process, MissingProgramIsAnError) {
   EXPECT_THROW(run_command({"/nonexistent/program"}), Error);
+}
+
+// Found (or not) before spawning, so it holds where the spawn forks instead of
+// vforking (qemu-user): a name on no PATH dir, and a file that is not executable.
+TEST(Process, ProgramNotOnPathOrNotExecutableIsAnError) {
+  EXPECT_THROW(run_command({"chokepoint-no-such-program-here"}), Error);
+  char tmpl[] = "/tmp/cp_process_test_XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  ::chmod(tmpl, 0644);
+  EXPECT_THROW(run_command({tmpl}), Error);
+  ::unlink(tmpl);
+  // A program on PATH still runs.
+  EXPECT_EQ(run_command({"true"}).exit_code, 0);
 }
 
 TEST(Process, TimeoutKills) { EXPECT_THROW(run_command({"sleep", "5"}, "", 0.2), Error); }

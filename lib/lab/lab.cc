@@ -307,7 +307,11 @@ void create(LabState& s, const std::string& delay_mode) {
     sys::make_dirs(h->disk_dir, 0755);
   }
   keygen(s.identity, "chokepoint-lab");
-  sys::write_file(s.dir + "/authorized_keys", read_required(s.identity + ".pub"), 0600);
+  // 0644: sshd reads it as the user logging in, which may be the unprivileged
+  // share user (--server-login user); it holds a public key only.
+  sys::write_file(s.dir + "/authorized_keys", read_required(s.identity + ".pub"), 0644);
+  // That user's home (its agent cache); owned by it once servers::start made it.
+  if (server_login_is_user(s)) sys::make_dirs(server_home(s), 0700);
   for (const LabHost* h : {&s.server, &s.client}) {
     const HostFiles f = host_files(s, *h);
     keygen(f.host_key, h->hostname);
@@ -637,7 +641,9 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
     }
     if (cur) require_instance(*cur, instance, dir);
     // A lab of another server profile is rebuilt (its server host changes).
-    if (cur && healthy(*cur, nullptr) && cur->options.server_profile == opts.server_profile) {
+    // So is one whose server login changes (its user, home and ssh_config).
+    if (cur && healthy(*cur, nullptr) && cur->options.server_profile == opts.server_profile &&
+        server_login_is_user(*cur) == (opts.server_login == "user")) {
       // Retune in place; the hosts, their disks and sessions stay.
       cur->dir = dir;
       if (cur->sw.netns.empty() && (opts.path_rate_bits > 0 || opts.server_mtu > 0 ||

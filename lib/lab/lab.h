@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cp::lab {
@@ -39,6 +40,11 @@ struct LabOptions {
   // BusyBox (and what the orchestrator uploads), like a NAS appliance, with
   // the ram and disk dirs at their usual paths (nas_root.h).
   std::string server_profile;
+  // Whom the server's SSH sessions log in as (lab up --server-login): "" or
+  // "root"; "user": the lab's share user (cplab[-N]), who owns the shares but
+  // has no privilege, like a NAS's admin account without root. Its home is
+  // <dir>/server/home (server_home()); `diagnose --lab` then works in the shares.
+  std::string server_login;
 };
 
 // One share the server host exports: each protocol serves each medium.
@@ -120,6 +126,15 @@ std::string default_dir();  // default_dir(default_instance())
 inline constexpr const char* kTestInstanceEnv = "CHOKEPOINT_TEST_LAB_INSTANCE";
 inline constexpr int kDefaultTestInstance = 9;
 int test_instance();
+
+// The server's SSH login is the unprivileged share user (LabOptions::server_login).
+bool server_login_is_user(const LabState& state);
+// <dir>/server/home: the share user's home (its agent cache) when it logs in.
+std::string server_home(const LabState& state);
+// The directories `diagnose --lab` measures on `host` ({ram, disk}): the
+// host's tmpfs and ext4, or, for an unprivileged server login, the shares on
+// them (the directories that user may write).
+std::pair<std::string, std::string> diagnosis_dirs(const LabState& state, const LabHost& host);
 
 // Brings lab `instance` up in `dir` ("": default_dir(instance)), or, when a
 // healthy lab is already up there, re-applies rate/mtu/delay in place without

@@ -201,7 +201,7 @@ std::string lab_usage() {
   return fmt::format(
       "usage: chokepoint lab up [--rate R] [--path-rate R] [--delay D] [--mtu M] [--server-mtu M]\n"
       "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
-      "                         [--ram-size S] [--server-profile nas]\n"
+      "                         [--ram-size S] [--server-profile nas] [--server-login user]\n"
       "       chokepoint lab status [--json]\n"
       "       chokepoint lab throttle [--smbd-cpu P] [--nfsd-cpu P] [--server-disk-read R] "
       "[--server-disk-write R] [--clear]\n"
@@ -231,6 +231,10 @@ std::string lab_usage() {
       "  --server-profile nas   the server's SSH sessions run in a root filesystem holding\n"
       "                  only BusyBox (a NAS without Debian's libraries); changing it\n"
       "                  rebuilds the lab\n"
+      "  --server-login user   the server's SSH sessions log in as the share user, who owns\n"
+      "                  the shares but has no root (a NAS admin account); `diagnose --lab`\n"
+      "                  then works in the shares; root is the default; changing it\n"
+      "                  rebuilds the lab\n"
       "`up` on a running lab re-applies all but the sizes in place (what is not given\n"
       "returns to its default), and restarts whatever daemon is down.\n"
       "\n"
@@ -259,7 +263,8 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
       "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
                                                           "ram size")(
       "samba", po::value<std::vector<std::string>>(), "smb.conf [global] parameter")(
-      "server-profile", po::value<std::string>(), "the server host's kind");
+      "server-profile", po::value<std::string>(), "the server host's kind")(
+      "server-login", po::value<std::string>(), "whom the server's SSH sessions log in as");
   add_instance_option(desc);
   const po::variables_map vm = parse("up", desc, args);
   UpArgs a;
@@ -281,6 +286,7 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
   if (vm.count("client-mtu")) a.options.client_mtu = vm["client-mtu"].as<int>();
   if (vm.count("samba")) a.options.samba_params = vm["samba"].as<std::vector<std::string>>();
   if (vm.count("server-profile")) a.options.server_profile = vm["server-profile"].as<std::string>();
+  if (vm.count("server-login")) a.options.server_login = vm["server-login"].as<std::string>();
   if (vm.count("delay")) {
     a.options.delay_s =
         as_usage([&] { return parse_duration(vm["delay"].as<std::string>(), "--delay"); });

@@ -90,6 +90,8 @@ TEST(LabCliTest, UpAllOptions) {
 TEST(LabCliTest, ServerProfileNasIsTheOnlyProfile) {
   EXPECT_EQ(parse_up_args({}).options.server_profile, "");
   EXPECT_EQ(parse_up_args({"--server-profile", "nas"}).options.server_profile, "nas");
+  EXPECT_EQ(parse_up_args({}).options.server_login, "");
+  EXPECT_EQ(parse_up_args({"--server-login", "user"}).options.server_login, "user");
   EXPECT_EQ(kind_of({"--server-profile", "qnap"}), ErrorKind::kUsage);
 }
 

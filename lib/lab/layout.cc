@@ -156,6 +156,18 @@ ServerFiles server_files(const LabState& state) {
   return f;
 }
 
+bool server_login_is_user(const LabState& state) { return state.options.server_login == "user"; }
+
+std::string server_home(const LabState& state) { return state.dir + "/server/home"; }
+
+std::pair<std::string, std::string> diagnosis_dirs(const LabState& state, const LabHost& host) {
+  if (host.role == "server" && server_login_is_user(state)) {
+    const ServerFiles f = server_files(state);
+    return {f.ram_share, f.disk_share};
+  }
+  return {host.ram_dir, host.disk_dir};
+}
+
 std::vector<std::string> samba_dirs(const ServerFiles& f) {
   std::vector<std::string> dirs;
   for (const char* d : {"private", "lock", "state", "cache", "run", "ncalrpc"}) {
@@ -224,6 +236,11 @@ void validate(const LabOptions& o) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("--server-profile '{}' is not a profile of the lab", o.server_profile),
                 "give nas (a BusyBox-only server root), or leave it out for a Debian server");
+  }
+  if (!o.server_login.empty() && o.server_login != "root" && o.server_login != "user") {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("--server-login '{}' is not a login of the lab", o.server_login),
+                "give user (the unprivileged share user) or root (the default)");
   }
   if (!(o.delay_s >= 0) || o.delay_s > 10) {
     throw Error(ErrorKind::kConfig, fmt::format("--delay {} s is out of range", o.delay_s),
@@ -697,12 +714,14 @@ std::string ssh_config_text(const LabState& s) {
     out += fmt::format(
         "\nHost {}\n"
         "  HostName {}\n"
-        "  User root\n"
+        "  User {}\n"
         "  IdentityFile {}\n"
         "  IdentitiesOnly yes\n"
         "  UserKnownHostsFile {}\n"
         "  StrictHostKeyChecking yes\n",
-        h->alias, h->mgmt_address, s.identity, s.known_hosts);
+        h->alias, h->mgmt_address,
+        h == &s.server && server_login_is_user(s) ? s.share_user : std::string("root"), s.identity,
+        s.known_hosts);
   }
   return out;
 }
@@ -764,7 +783,8 @@ json::object options_to_json(const LabOptions& o) {
           {"server_mtu", o.server_mtu},         {"client_mtu", o.client_mtu},
           {"path_rate_bits", o.path_rate_bits}, {"delay_s", o.delay_s},
           {"disk_bytes", o.disk_bytes},         {"ram_bytes", o.ram_bytes},
-          {"samba_params", std::move(samba)},   {"server_profile", o.server_profile}};
+          {"samba_params", std::move(samba)},   {"server_profile", o.server_profile},
+          {"server_login", o.server_login}};
 }
 
 // Typed reads that name the file and the field on failure.
@@ -944,6 +964,7 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   if (o.has("path_rate_bits")) s.options.path_rate_bits = o.u64("path_rate_bits");
   if (o.has("samba_params")) s.options.samba_params = o.strings("samba_params");
   if (o.has("server_profile")) s.options.server_profile = o.str("server_profile");
+  if (o.has("server_login")) s.options.server_login = o.str("server_login");
   if (r.has("switch")) {
     const Reader w = r.object("switch");
     s.sw.netns = w.str("netns");

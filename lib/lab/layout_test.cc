@@ -413,6 +413,35 @@ TEST(LayoutTest, NasProfileChrootsOnlyTheServersSessions) {
   EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
 }
 
+// --server-login user: the server's ssh_config entry logs in as the share
+// user (the client's stays root), diagnose works in the shares that user owns,
+// it survives lab.json, and no other login is taken.
+TEST(LayoutTest, UserLoginLogsTheServerInAsTheShareUserAndDiagnosesItsShares) {
+  LabOptions o;
+  o.server_login = "user";
+  EXPECT_NO_THROW(validate(o));
+  const LabState s = plan(o, "/l", 3);
+  const std::string cfg = ssh_config_text(s);
+  const size_t server_at = cfg.find("Host " + s.server.alias + "\n");
+  const size_t client_at = cfg.find("Host " + s.client.alias + "\n");
+  ASSERT_NE(server_at, std::string::npos);
+  ASSERT_NE(client_at, std::string::npos);
+  EXPECT_EQ(cfg.find("  User " + s.share_user + "\n", server_at), cfg.find("  User ", server_at));
+  EXPECT_EQ(cfg.find("  User root\n", client_at), cfg.find("  User ", client_at));
+  EXPECT_EQ(diagnosis_dirs(s, s.server),
+            std::make_pair(s.server.ram_dir + "/share", s.server.disk_dir + "/share"));
+  EXPECT_EQ(diagnosis_dirs(s, s.client), std::make_pair(s.client.ram_dir, s.client.disk_dir));
+  EXPECT_EQ(server_home(s), "/l/server/home");
+  EXPECT_TRUE(server_login_is_user(state_from_json(state_to_json(s), "lab.json")));
+  // Root (the default) keeps the hosts' own dirs.
+  const LabState root = plan(LabOptions{}, "/l", 3);
+  EXPECT_FALSE(server_login_is_user(root));
+  EXPECT_EQ(diagnosis_dirs(root, root.server),
+            std::make_pair(root.server.ram_dir, root.server.disk_dir));
+  o.server_login = "admin";
+  EXPECT_EQ(kind_of([&] { validate(o); }), ErrorKind::kConfig);
+}
+
 TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   LabOptions o;
   o.samba_params = {"smb2 max read = 16384", "server signing = mandatory"};

@@ -47,6 +47,8 @@ void make_nas_root(const LabState& s) {
   sys::make_dirs(r + "/tmp", 01777);
   ::chmod((r + "/tmp").c_str(), 01777);
   for (const std::string& d : {s.server.ram_dir, s.server.disk_dir}) sys::make_dirs(r + d, 0755);
+  // The unprivileged login's home (--server-login user), bound there like the dirs.
+  if (server_login_is_user(s)) sys::make_dirs(r + server_home(s), 0755);
   run_checked({"cp", kBusybox, r + "/bin/busybox"});
   run_checked({"chroot", r, "/bin/busybox", "--install", "-s"});
   sys::write_file(
@@ -60,18 +62,20 @@ void make_nas_root(const LabState& s) {
 
 std::vector<std::string> nas_mount_argv(const LabState& s) {
   CP_CHECK(s.server.sshd_pid > 0);
-  return {"nsenter",
-          "-t",
-          std::to_string(s.server.sshd_pid),
-          "-m",
-          "--",
-          "sh",
-          "-c",
-          kMountScript,
-          "cp-lab-nas",
-          nas_root_dir(s),
-          s.server.ram_dir,
-          s.server.disk_dir};
+  std::vector<std::string> argv{"nsenter",
+                                "-t",
+                                std::to_string(s.server.sshd_pid),
+                                "-m",
+                                "--",
+                                "sh",
+                                "-c",
+                                kMountScript,
+                                "cp-lab-nas",
+                                nas_root_dir(s),
+                                s.server.ram_dir,
+                                s.server.disk_dir};
+  if (server_login_is_user(s)) argv.push_back(server_home(s));
+  return argv;
 }
 
 }  // namespace cp::lab

@@ -28,7 +28,8 @@ void make_nas_root(const LabState& state);
 
 // The mounts the root needs, made inside the server host's mount namespace
 // (nsenter into its sshd, after it started): proc, /sys and /dev (recursive
-// binds), and the host's ram and disk dirs at their own paths.
+// binds), and the host's ram and disk dirs (and the unprivileged login's home,
+// with --server-login user) at their own paths.
 std::vector<std::string> nas_mount_argv(const LabState& state);
 
 }  // namespace cp::lab

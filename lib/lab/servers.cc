@@ -62,6 +62,11 @@ std::string random_password() {
 }
 
 void ensure_user(LabState& s, const ServerFiles& f, const std::function<void()>& save) {
+  // A share user that logs in over SSH (--server-login user) needs a shell and a
+  // home of its own; otherwise it has neither.
+  const bool login = server_login_is_user(s);
+  const std::string home = login ? server_home(s) : f.ftp_root;
+  const std::string shell = login ? "/bin/sh" : "/usr/sbin/nologin";
   const passwd* pw = getpwnam(s.share_user.c_str());
   if (pw) {
     const std::string gecos = pw->pw_gecos ? pw->pw_gecos : "";
@@ -74,12 +79,12 @@ void ensure_user(LabState& s, const ServerFiles& f, const std::function<void()>&
                               s.share_user));
     }
     // Left by a lab that did not come down: the lab's own, so adopt it.
-    run_checked({"usermod", "--home", f.ftp_root, s.share_user});
+    run_checked({"usermod", "--home", home, "--shell", shell, s.share_user});
   } else {
-    run_checked({"useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
-                 f.ftp_root, "--shell", "/usr/sbin/nologin", "--comment", kShareUserComment,
-                 s.share_user});
+    run_checked({"useradd", "--system", "--user-group", "--no-create-home", "--home-dir", home,
+                 "--shell", shell, "--comment", kShareUserComment, s.share_user});
   }
+  if (login) run_checked({"chown", s.share_user + ":" + s.share_user, home});
   s.share_user_created = true;
   save();
 }

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/mountinfo.h"
 #include "core/text.h"
+#include "probe/platform.h"
 
 namespace cp::probe {
 namespace {
@@ -290,33 +291,6 @@ double process_cpu_limit_pct(int pid, const std::string& proc_root, const std::s
   return CgroupLimits(proc_root, fs_root).of_pid(pid);
 }
 
-std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
-  std::vector<CpuTimes> cores;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    if (line.size() < 4 || line.substr(0, 3) != "cpu" || line[3] < '0' || line[3] > '9') continue;
-    std::vector<std::string_view> f = split_ws(line);
-    size_t index = 0;
-    auto [p, ec] = std::from_chars(f[0].data() + 3, f[0].data() + f[0].size(), index);
-    if (ec != std::errc() || p != f[0].data() + f[0].size() || index > 65535) continue;
-    // user nice system idle iowait irq softirq steal guest guest_nice (older kernels: fewer)
-    uint64_t v[8] = {};
-    bool ok = f.size() >= 5;
-    for (size_t k = 0; ok && k < 8 && k + 1 < f.size(); ++k) ok = to_u64(f[k + 1], &v[k]);
-    if (!ok) continue;
-    if (cores.size() <= index) cores.resize(index + 1);
-    cores[index].busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-    cores[index].total = cores[index].busy + v[3] + v[4];
-    cores[index].system = v[2];
-    cores[index].softirq = v[5] + v[6];
-  }
-  return cores;
-}
-
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
                     uint64_t* start_ticks, int* ppid) {
   // "pid (comm) state ppid ...": comm may hold anything, so it ends at the LAST ')'.
@@ -408,11 +382,7 @@ struct CpuSampler::Impl {
   std::map<int, LimitDir> limit_dirs;
 
   // Reads /proc/stat; empty when unreadable.
-  std::vector<CpuTimes> read_stat() {
-    std::string text;
-    if (!read_file(proc_root + "/stat", &text)) return {};
-    return parse_proc_stat(text);
-  }
+  std::vector<CpuTimes> read_stat() { return os::read_core_times(proc_root); }
 
   // Closes the interval ending now. Caller holds mu.
   void close_interval_locked(const std::vector<CpuTimes>& now, double t) {

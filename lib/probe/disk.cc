@@ -18,6 +18,7 @@
 #include "core/mountinfo.h"
 #include "core/text.h"
 #include "probe/io_buffer.h"
+#include "probe/platform.h"
 
 namespace cp::probe {
 namespace {
@@ -86,12 +87,7 @@ class FileGuard {
   bool remove_;
 };
 
-bool set_direct(int fd, bool on) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0) return false;
-  flags = on ? (flags | O_DIRECT) : (flags & ~O_DIRECT);
-  return fcntl(fd, F_SETFL, flags) == 0;
-}
+bool set_direct(int fd, bool on) { return os::set_direct_io(fd, on); }
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -200,7 +196,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
   if (::fsync(fd) != 0) throw io_error("cannot fsync", path, errno);
   const double end = monotonic_seconds();
   // Drop what the buffered part left in the page cache so a following read is honest.
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  os::evict_file_cache(fd);
   if (file.close() != 0) throw io_error("cannot close", path, errno);
   file.keep();
 
@@ -209,6 +205,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
   r.seconds = end - start;
   r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
   r.cache_possible = !r.direct;
+  if (r.cache_possible) r.cache_reason = "no O_DIRECT (the filesystem refused it)";
   r.method = method_name(r.direct);
   r.huge_page = buf.huge_backed();
   return r;
@@ -224,7 +221,7 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
   FileGuard file(fd, path, /*remove=*/false);
   bool direct = allow_direct && set_direct(fd, true);
   // Without O_DIRECT, evict cached pages first so the device serves the reads.
-  if (!direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (!direct) os::evict_file_cache(fd);
   uint64_t direct_bytes = 0;
 
   const double start = monotonic_seconds();
@@ -238,7 +235,7 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
       if (err == EINTR) continue;
       if (err == EINVAL && direct && set_direct(fd, false)) {
         direct = false;
-        ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        os::evict_file_cache(fd);
         continue;
       }
       throw io_error("cannot read", path, err);
@@ -254,10 +251,23 @@ DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken&
   r.bytes = done;
   r.seconds = end - start;
   r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
-  r.cache_possible = !r.direct;
   r.method = method_name(r.direct);
   r.huge_page = buf.huge_backed();
+  // A filesystem with its own cache (ZFS's ARC) may have served it even so.
+  const os::CacheVerdict v = cache_verdict_of(path, done, r.direct);
+  r.cache_possible = v.cache_possible;
+  r.cache_reason = v.reason;
   return r;
+}
+
+os::CacheVerdict cache_verdict_of(const std::string& path, uint64_t bytes, bool bypassed) {
+  std::string fs;
+  try {
+    fs = fs_type(path);
+  } catch (const Error&) {
+  }
+  const uint64_t cache_max = fs == "zfs" ? os::read_arc_stats().value_or(os::ArcStats{}).c_max : 0;
+  return os::read_cache_verdict(fs, bypassed, bytes, cache_max);
 }
 
 FsSpace fs_space(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "probe/platform.h"
 #include "probe/progress.h"
 
 namespace cp::probe {
@@ -26,6 +27,9 @@ struct DiskResult {
   bool direct = false;          // O_DIRECT was used for the bulk of it
   bool cache_possible = false;  // no O_DIRECT: the page cache may have served/absorbed part
   std::string method;           // "O_DIRECT" or "fsync+fadvise"
+  // Why cache_possible (reads: also ZFS, whose ARC O_DIRECT and fadvise leave in
+  // place, os::read_cache_verdict); "" when it is false.
+  std::string cache_reason;
   // The buffer sat on a transparent huge page (io_buffer.h): with O_DIRECT, each `block`
   // request could reach the device whole instead of split at its segment limit.
   bool huge_page = false;
@@ -45,9 +49,17 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
                       bool allow_direct = true);
 
 // Reads `path` to EOF in `block`-byte reads: O_DIRECT where possible, else
-// fadvise(DONTNEED) first and cache_possible = true. Errors as disk_write.
+// fadvise(DONTNEED) first and cache_possible = true; on ZFS cache_possible
+// unless the file is larger than the ARC's c_max (cache_reason says which).
+// Errors as disk_write.
 DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
                      const Progress& progress, bool allow_direct = true);
+
+// Whether a cache may still serve a read of `bytes` of `path` after the cache
+// was bypassed (`bypassed`: O_DIRECT was used, or the pages were evicted after
+// an fsync), by the rules of its filesystem (os::read_cache_verdict: on ZFS
+// the ARC keeps files up to its c_max).
+os::CacheVerdict cache_verdict_of(const std::string& path, uint64_t bytes, bool bypassed);
 
 struct FsSpace {
   uint64_t total = 0;  // bytes

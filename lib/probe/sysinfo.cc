@@ -30,6 +30,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "probe/disk.h"
+#include "probe/platform.h"
 
 namespace cp::probe {
 
@@ -54,18 +55,6 @@ std::optional<int64_t> read_int(const std::string& path) {
 
 json::value str_or_null(const std::string& s) {
   return s.empty() ? json::value(nullptr) : json::value(s);
-}
-
-bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
-
-std::string base_name(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string dir_name(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
 // A positive byte rate from tc JSON (a number, or an object holding "rate"), bytes/s.
@@ -104,14 +93,19 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
-// Shaping configured on interface `name`, bit/s; null when none or tc is unavailable.
+// Shaping configured on interface `name`, bit/s; null when none.
 json::value shaped_rate(const std::string& name) {
+  // Without iproute2's tc (BusyBox's has no -j and prints no rates), from the kernel.
+  auto from_kernel = [&]() -> json::value {
+    const std::optional<uint64_t> bits = os::shaped_rate_bits(name);
+    return bits ? json::value(*bits) : json::value(nullptr);
+  };
   const std::string tc = find_program("tc");
-  if (tc.empty()) return nullptr;
+  if (tc.empty()) return from_kernel();
   std::optional<uint64_t> rate;
   try {
     RunResult q = run_command({tc, "-j", "qdisc", "show", "dev", name}, "", 10);
-    if (q.exit_code != 0) return nullptr;
+    if (q.exit_code != 0) return from_kernel();
     rate = parse_tc_qdisc_rate(q.out);
     if (q.out.find("\"htb\"") != std::string::npos) {
       RunResult c = run_command({tc, "class", "show", "dev", name}, "", 10);
@@ -298,6 +292,10 @@ json::value dir_facts(const char* role, const std::string& path, bool with_devic
   if (with_device) {
     o["mount_source"] = str_or_null(mount.source);
     o["device"] = dir_device_facts(path);
+    // ZFS keeps its own cache (the ARC): its ceiling decides which files a read
+    // may find there (os::read_cache_verdict). The dataset is mount_source.
+    o["zfs"] = o["fs_type"].is_string() ? zfs_facts(std::string(o["fs_type"].as_string()), "/proc")
+                                        : json::value(nullptr);
   }
   return o;
 }
@@ -378,9 +376,11 @@ std::string smbd_config_from_cmdline(std::string_view cmdline) {
 }
 
 std::string samba_config_path(const std::string& planned, std::string* how,
-                              const std::string& proc_root) {
+                              const std::string& proc_root, bool* served_here) {
+  if (served_here != nullptr) *served_here = false;
   if (!planned.empty()) {
     *how = "plan";
+    if (served_here != nullptr) *served_here = true;
     return planned;
   }
   // The running smbd's own: in our network namespace first (a lab's other host or
@@ -403,6 +403,10 @@ std::string samba_config_path(const std::string& planned, std::string* how,
       n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
       const bool local =
           !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
+      // Without the right to read its namespace (no root), assume this host's.
+      if (served_here != nullptr && (local || (n < 0 && (errno == EACCES || errno == EPERM)))) {
+        *served_here = true;
+      }
       if (!best_how.empty() && (best_local || !local)) continue;
       std::string conf = smbd_config_from_cmdline(cmdline);
       best = conf;
@@ -486,41 +490,19 @@ json::value dir_device_facts(const std::string& path) {
 }
 
 json::value block_device_facts(unsigned maj, unsigned min, const std::string& sys_root) {
-  char resolved[PATH_MAX];
-  const std::string link = fmt::format("{}/dev/block/{}:{}", sys_root, maj, min);
-  if (::realpath(link.c_str(), resolved) == nullptr) return nullptr;
-  const std::string dev_dir = resolved;
-  const bool partition = file_exists(dev_dir + "/partition");
-  // A partition's directory sits inside its disk's; the queue belongs to the disk.
-  const std::string disk_dir = partition ? dir_name(dev_dir) : dev_dir;
-  json::object o;
-  o["name"] = base_name(dev_dir);
-  o["disk"] = base_name(disk_dir);
-  o["partition"] = partition;
-  const std::string queue = disk_dir + "/queue/";
-  if (auto ra = read_int(queue + "read_ahead_kb")) {
-    o["read_ahead_kb"] = *ra;
-  } else {
-    o["read_ahead_kb"] = nullptr;
-  }
-  std::string sched;
-  if (read_file(queue + "scheduler", &sched)) sched = parse_scheduler(sched);
-  o["scheduler"] = str_or_null(sched);
-  const std::string rot = read_line(queue + "rotational");
-  o["rotational"] = rot == "1" ? json::value(true) : rot == "0" ? json::value(false) : nullptr;
-  o["backing_file"] = str_or_null(read_line(disk_dir + "/loop/backing_file"));
+  const std::optional<os::BlockDevice> d = os::block_device(maj, min, sys_root);
+  if (!d) return nullptr;
   json::array slaves;
-  if (DIR* d = ::opendir((disk_dir + "/slaves").c_str())) {
-    std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
-      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-    }
-    ::closedir(d);
-    std::sort(names.begin(), names.end());
-    for (auto& n : names) slaves.emplace_back(n);
-  }
-  o["slaves"] = std::move(slaves);
-  return o;
+  for (const std::string& n : d->slaves) slaves.emplace_back(n);
+  return json::object{
+      {"name", d->name},
+      {"disk", d->disk},
+      {"partition", d->partition},
+      {"read_ahead_kb", d->read_ahead_kb ? json::value(*d->read_ahead_kb) : json::value(nullptr)},
+      {"scheduler", str_or_null(d->scheduler)},
+      {"rotational", d->rotational ? json::value(*d->rotational) : json::value(nullptr)},
+      {"backing_file", str_or_null(d->backing_file)},
+      {"slaves", std::move(slaves)}};
 }
 
 std::optional<uint64_t> parse_tc_qdisc_rate(std::string_view tc_json) {
@@ -600,6 +582,23 @@ std::string parse_os_release(std::string_view text) {
   return {};
 }
 
+json::array degraded_facts_json(const std::vector<os::DegradedFact>& facts) {
+  json::array a;
+  for (const os::DegradedFact& d : facts) {
+    a.push_back({{"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
+  }
+  return a;
+}
+
+json::value zfs_facts(const std::string& fs_type, const std::string& proc_root) {
+  if (fs_type != "zfs") return nullptr;
+  const std::optional<os::ArcStats> arc = os::read_arc_stats(proc_root);
+  json::object o;
+  o["arc_c_max_bytes"] = arc ? json::value(arc->c_max) : json::value(nullptr);
+  o["arc_size_bytes"] = arc ? json::value(arc->size) : json::value(nullptr);
+  return o;
+}
+
 json::object collect_facts(const FactsRequest& req) {
   json::object f;
   // The directories first: they are the only failures that throw.
@@ -627,6 +626,19 @@ json::object collect_facts(const FactsRequest& req) {
   f["disk_dir"] = std::move(disk);
   f["tcp_sysctls"] = tcp_sysctl_facts();
   f["samba"] = samba_facts(req.samba_conf);
+  f["euid"] = static_cast<uint64_t>(::geteuid());
+  // What this agent measured with a lesser method, for want of a privilege.
+  std::string disk_fs;
+  if (const json::object* d = f["disk_dir"].if_object()) {
+    if (const json::value* t = d->if_contains("fs_type"); t && t->is_string()) {
+      disk_fs = std::string(t->as_string());
+    }
+  }
+  std::string how;
+  bool samba = false;  // the plan names smbd's config, or one runs in this host
+  const std::string smb_conf = samba_config_path(req.samba_conf, &how, "/proc", &samba);
+  f["degraded"] = degraded_facts_json(
+      os::degraded_facts(os::privilege_context(disk_fs, samba, how == "default" ? "" : smb_conf)));
   return f;
 }
 

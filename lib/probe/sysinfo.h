@@ -4,6 +4,7 @@
 // Only .cc files include this header (it pulls in Boost.JSON).
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
@@ -11,6 +12,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "probe/platform.h"
 
 namespace cp::probe {
 
@@ -29,14 +33,27 @@ struct FactsRequest {
 //   "net": {"peer", "name", "address", "mtu", "speed_mbit", "shaped_rate_bit"[, "error"]},
 //   "ram_dir":  {"path", "fs_type", "total_bytes", "avail_bytes"},
 //   "disk_dir": {"path", "fs_type", "total_bytes", "avail_bytes", "mount_source",
-//                "device": block_device_facts(...)},
+//                "device": block_device_facts(...),
+//                "zfs": zfs_facts(fs_type) (null unless ZFS; the dataset is mount_source)},
 //   "tcp_sysctls": tcp_sysctl_facts(),
-//   "samba": samba_facts(req.samba_conf)
+//   "samba": samba_facts(req.samba_conf),
+//   "euid": the agent's effective uid (0: root),
+//   "degraded": degraded_facts_json(os::degraded_facts(...)): [{"fact", "method",
+//               "privilege"}], each fact measured with a lesser method for want of a
+//               privilege, and what would restore it (empty when nothing is degraded)
 // }
 // "net"/"ram_dir"/"disk_dir" are null when not asked for. Missing pieces are null, never
 // an exception; only a missing ram_dir/disk_dir directory throws
 // Error(kConfig, "ram_dir '/x' does not exist", hint).
 boost::json::object collect_facts(const FactsRequest& req);
+
+// [{"fact", "method", "privilege"}, ...] in order.
+boost::json::array degraded_facts_json(const std::vector<os::DegradedFact>& facts);
+
+// {"arc_c_max_bytes", "arc_size_bytes"} (each null when arcstats is unreadable)
+// for a ZFS filesystem (`fs_type` "zfs"), from <proc_root>/spl/kstat/zfs/arcstats;
+// null for any other filesystem.
+boost::json::value zfs_facts(const std::string& fs_type, const std::string& proc_root = "/proc");
 
 // The TCP tunables a verdict or a comparison cites, read under `proc_root`:
 // {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem",
@@ -64,8 +81,10 @@ std::string smbd_config_from_cmdline(std::string_view cmdline);
 // path first; else the one the running smbd uses (a NAS keeps it elsewhere, a
 // lab passes -s), preferring an smbd in this network namespace; else smbd's
 // compiled-in CONFIGFILE; else /etc/samba/smb.conf. Reads under proc_root.
+// `served_here` (when given): the plan names it, or an smbd runs in this network
+// namespace (or in one this process may not read: without root, assumed so).
 std::string samba_config_path(const std::string& planned, std::string* how,
-                              const std::string& proc_root = "/proc");
+                              const std::string& proc_root = "/proc", bool* served_here = nullptr);
 
 // The [global] section of smb.conf or testparm text: parameter names
 // lower-cased with inner whitespace made one space, values trimmed;

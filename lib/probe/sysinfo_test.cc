@@ -341,8 +341,20 @@ TEST(SambaConfig, PlanFirstThenTheRunningSmbd) {
   std::ofstream(dir.path() + "/77/cmdline") << std::string("smbd\0-s\0/nas/etc/smb.conf\0", 27);
   ::mkdir((dir.path() + "/78").c_str(), 0755);
   std::ofstream(dir.path() + "/78/comm") << "bash\n";
-  EXPECT_EQ(samba_config_path("", &how, dir.path()), "/nas/etc/smb.conf");
+  bool here = true;
+  EXPECT_EQ(samba_config_path("", &how, dir.path(), &here), "/nas/etc/smb.conf");
   EXPECT_EQ(how, "running smbd (pid 77)");
+  // Its namespace is not known to be this one: Samba is not served here.
+  EXPECT_FALSE(here);
+  samba_config_path("/etc/x.conf", &how, dir.path(), &here);
+  EXPECT_TRUE(here);
+  // In this network namespace (the links' targets are what readlink gives): served here.
+  std::filesystem::create_directories(dir.path() + "/self/ns");
+  std::filesystem::create_directories(dir.path() + "/77/ns");
+  std::filesystem::create_symlink("net:[4026531840]", dir.path() + "/self/ns/net");
+  std::filesystem::create_symlink("net:[4026531840]", dir.path() + "/77/ns/net");
+  samba_config_path("", &how, dir.path(), &here);
+  EXPECT_TRUE(here);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "probe/tcp_info.h"
+#include "probe/platform.h"
 
 namespace cp::probe {
 
@@ -222,7 +222,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
                      const Abort& abort, const Progress& progress, const std::string& peer) {
   TcpResult r;
   r.sender = true;
-  r.rtt_idle_us = read_tcp_info(fd).rtt_us;  // before any payload: the idle path
+  r.rtt_idle_us = os::read_tcp_info(fd).rtt_us;  // before any payload: the idle path
   uint64_t bytes = 0;
   const double start = monotonic_seconds();
   const double deadline = coarse_seconds() + seconds;
@@ -261,7 +261,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
   }
   r.seconds = monotonic_seconds() - start;
   r.bytes = bytes;
-  r.info = read_tcp_info(fd);
+  r.info = os::read_tcp_info(fd);
   return r;
 }
 
@@ -269,7 +269,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
 TcpResult run_receiver(int fd, unsigned char* buf, size_t len, const Abort& abort,
                        const Progress& progress, const std::string& peer) {
   TcpResult r;
-  r.rtt_idle_us = read_tcp_info(fd).rtt_us;  // before any payload: the idle path
+  r.rtt_idle_us = os::read_tcp_info(fd).rtt_us;  // before any payload: the idle path
   uint64_t bytes = 0;
   bool started = false;
   double first = 0;
@@ -303,7 +303,7 @@ TcpResult run_receiver(int fd, unsigned char* buf, size_t len, const Abort& abor
   const double end = monotonic_seconds();
   r.bytes = bytes;
   r.seconds = started ? end - first : 0;
-  r.info = read_tcp_info(fd);
+  r.info = os::read_tcp_info(fd);
   return r;
 }
 

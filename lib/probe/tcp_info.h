@@ -1,5 +1,6 @@
-// Kernel TCP_INFO for the TCP probe. Kept apart from tcp.cc because the
-// kernel's <linux/tcp.h> (which has the newer fields) clashes with
+// Linux's struct tcp_info, behind os::read_tcp_info (platform.h; its
+// implementation is probe/linux/tcp_info.cc). Kept apart from tcp.cc because
+// the kernel's <linux/tcp.h> (which has the newer fields) clashes with
 // <netinet/tcp.h>, which Asio includes.
 #pragma once
 
@@ -9,11 +10,9 @@
 
 namespace cp::probe {
 
-// TCP_INFO of the connected socket `fd`; available = false when the kernel refuses.
-TcpInfoSummary read_tcp_info(int fd);
-
 // Summary of the first `len` bytes of a kernel struct tcp_info, as getsockopt
-// returned them: older kernels return fewer bytes, and fields beyond `len` stay 0.
+// returned them: older kernels return fewer bytes, and fields beyond `len` stay 0;
+// available = false when even tcpi_rtt is missing.
 TcpInfoSummary summarize_tcp_info(const void* data, size_t len);
 
 // sizeof(struct tcp_info) in the kernel headers this was built with, and the

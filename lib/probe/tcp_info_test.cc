@@ -1,5 +1,7 @@
 #include "probe/tcp_info.h"
 
+#include "probe/platform.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -20,12 +22,14 @@ TEST(TcpInfo, OnlyFieldsTheKernelFilledAreUsed) {
   EXPECT_EQ(old.busy_s, 0);
   EXPECT_EQ(old.rwnd_limited_s, 0);
   EXPECT_EQ(old.sndbuf_limited_s, 0);
-  TcpInfoSummary none = summarize_tcp_info(raw.data(), 8);
+  // qemu-user's answer: 4 bytes, as for an int option.
+  TcpInfoSummary none = summarize_tcp_info(raw.data(), 4);
+  EXPECT_FALSE(none.available);
   EXPECT_EQ(none.rtt_us, 0u);
   EXPECT_EQ(none.snd_mss, 0u);
 }
 
-TEST(TcpInfo, NotASocket) { EXPECT_FALSE(read_tcp_info(-1).available); }
+TEST(TcpInfo, NotASocket) { EXPECT_FALSE(os::read_tcp_info(-1).available); }
 
 }  // namespace
 }  // namespace cp::probe

@@ -8,6 +8,7 @@
 
 #include "core/cpu_message.h"
 #include "core/json_util.h"
+#include "report/report.h"
 
 namespace cp::report {
 namespace {
@@ -164,6 +165,12 @@ std::string export_json(const RunRecord& run) {
     row["cpu"] = t.cpus[i];
     samples.push_back(std::move(row));
   }
+  // Facts an agent without some privilege measured another way (report.h).
+  json::array degraded;
+  for (const DegradedFact& d : degraded_facts(run)) {
+    degraded.push_back(
+        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
+  }
   json::object doc{{"run",
                     {{"id", run.id},
                      {"label", run.label},
@@ -172,7 +179,8 @@ std::string export_json(const RunRecord& run) {
                      {"client", run.client},
                      {"started_at", run.started_at},
                      {"finished_at", run.finished_at},
-                     {"version", run.version}}},
+                     {"version", run.version},
+                     {"degraded", degraded}}},
                    {"columns", columns},
                    {"samples", samples}};
   return json::serialize(doc) + "\n";

@@ -16,8 +16,10 @@ namespace cp::report {
 // order they first appear. Sizes in bytes, times in seconds, rates in bytes/s.
 std::string export_csv(const RunRecord& run);
 
-// The same rows as JSON: {"run": {...}, "columns": [...], "samples": [{column: value,
-// "details": {...}, "cpu": {...}}]}, with details and CPU summaries whole.
+// The same rows as JSON: {"run": {..., "degraded": [{"role", "fact", "method",
+// "privilege"}]}, "columns": [...], "samples": [{column: value, "details": {...},
+// "cpu": {...}}]}, with details and CPU summaries whole; "degraded" is
+// report::degraded_facts(run).
 std::string export_json(const RunRecord& run);
 
 // One CSV field: quoted when it holds a comma, quote, CR or LF.

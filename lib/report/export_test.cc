@@ -123,5 +123,23 @@ TEST(Export, JsonHasTheSameRowsAndWholeDetails) {
   EXPECT_EQ(columns[0].as_string(), "run_id");
 }
 
+TEST(Export, JsonNamesTheRunsDegradedFacts) {
+  RunRecord run = testing::seed_run();
+  run.hosts[0].facts_json =
+      R"({"hostname":"nas","degraded":[{"fact":"disk_cache_bypass","method":"flagged",)"
+      R"("privilege":"root: zfs set primarycache=metadata"}]})";
+  auto doc = boost::json::parse(export_json(run)).as_object();
+  const auto& d = doc.at("run").at("degraded").as_array();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].at("role").as_string(), "server");
+  EXPECT_EQ(d[0].at("fact").as_string(), "disk_cache_bypass");
+  EXPECT_EQ(d[0].at("privilege").as_string(), "root: zfs set primarycache=metadata");
+  EXPECT_TRUE(boost::json::parse(export_json(testing::seed_run()))
+                  .at("run")
+                  .at("degraded")
+                  .as_array()
+                  .empty());
+}
+
 }  // namespace
 }  // namespace cp::report

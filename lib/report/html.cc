@@ -1,5 +1,7 @@
 #include "report/html.h"
 
+#include "report/report.h"
+
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
@@ -207,7 +209,22 @@ std::string hosts_table(const RunRecord& run) {
         esc(get({"disk_dir", "device", "name"})),
         esc(get({"disk_dir", "device", "read_ahead_kb"})));
   }
-  return out + "</table>\n";
+  out += "</table>\n";
+  // What an agent without some privilege measured another way (report.h).
+  const std::vector<DegradedFact> degraded = degraded_facts(run);
+  if (!degraded.empty()) {
+    out +=
+        "<table class=\"degraded\"><tr><th>host</th><th>degraded fact</th><th>measured "
+        "instead</th><th>restored by</th></tr>";
+    for (const DegradedFact& d : degraded) {
+      out += fmt::format(
+          "<tr data-role=\"{}\" data-fact=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+          "</tr>",
+          esc(d.role), esc(d.fact), esc(d.role), esc(d.fact), esc(d.method), esc(d.privilege));
+    }
+    out += "</table>\n";
+  }
+  return out;
 }
 
 std::string ladder_table(const analysis::Analysis& a) {

@@ -105,6 +105,19 @@ TEST(Html, EmptyRunStillRenders) {
   EXPECT_EQ(html.find("<svg"), std::string::npos);
 }
 
+// Each degraded fact is a row keyed by host and fact; a run without any has no table.
+TEST(Html, DegradedFactsGetARowEach) {
+  RunRecord run = testing::SeedRun(7, "").stage("tcp", "server->client", "send", 0, {100}).build();
+  EXPECT_EQ(run_html(run, analysis::analyze(run)).find("class=\"degraded\""), std::string::npos);
+  run.hosts[0].facts_json =
+      R"({"hostname":"nas","degraded":[{"fact":"process_netns","method":"m","privilege":"p"},)"
+      R"({"fact":"smb_negotiated","method":"m","privilege":"p"}]})";
+  const std::string html = run_html(run, analysis::analyze(run));
+  expect_self_contained(html);
+  EXPECT_NE(html.find("<tr data-role=\"server\" data-fact=\"process_netns\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr data-role=\"server\" data-fact=\"smb_negotiated\">"), std::string::npos);
+}
+
 TEST(Html, LabelsAreEscaped) {
   RunRecord run =
       testing::SeedRun(6, "<b>x</b>").stage("tcp", "server->client", "send", 0, {100}).build();

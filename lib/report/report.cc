@@ -111,6 +111,37 @@ json::object cpu_use_json(const analysis::CpuUse& u) {
 
 }  // namespace
 
+std::vector<DegradedFact> degraded_facts(const RunRecord& run) {
+  std::vector<DegradedFact> out;
+  for (const auto& h : run.hosts) {
+    json::value f = parse_json_or_null(h.facts_json);
+    const json::value* d = f.is_object() ? f.as_object().if_contains("degraded") : nullptr;
+    if (d == nullptr || !d->is_array()) continue;
+    for (const json::value& e : d->as_array()) {
+      if (!e.is_object()) continue;
+      auto text = [&](const char* k) {
+        const json::value* v = e.as_object().if_contains(k);
+        return v && v->is_string() ? std::string(v->as_string()) : std::string();
+      };
+      out.push_back({h.role, text("fact"), text("method"), text("privilege")});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+json::array degraded_json(const RunRecord& run) {
+  json::array a;
+  for (const DegradedFact& d : degraded_facts(run)) {
+    a.push_back(
+        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
+  }
+  return a;
+}
+
+}  // namespace
+
 std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& o) {
   std::string out;
   out += fmt::format("{}chokepoint run {}{}  {}  {}{}\n", bold(o), run.id, reset(o),
@@ -118,6 +149,11 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                      run.label.empty() ? "" : fmt::format("  label \"{}\"", run.label));
   if (!run.error.empty()) out += fmt::format("  {}error:{} {}\n", red(o), reset(o), run.error);
   for (const auto& h : run.hosts) out += host_line(h) + "\n";
+  // What an agent without some privilege measured another way.
+  for (const DegradedFact& d : degraded_facts(run)) {
+    out += fmt::format("  {:<7} degraded {}: {} (restore: {})\n", d.role, d.fact, d.method,
+                       d.privilege);
+  }
   out += fmt::format(
       "\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples; vs beneath: ratio of "
       "medians, its 95 % interval)\n",
@@ -288,6 +324,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
         {"version", run.version},
         {"plan", parse_json_or_null(run.plan_json)}}},
       {"hosts", hosts},
+      {"degraded", degraded_json(run)},
       {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
       {"ladder", ladder},
       {"verdict", {{"headline", a.headline}, {"findings", findings}}},

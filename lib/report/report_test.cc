@@ -198,5 +198,29 @@ TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
   EXPECT_EQ(t.find("SMB from RAM seqread"), std::string::npos);  // not a ladder row
 }
 
+// A server agent without root lists what it measured another way; the report's
+// JSON carries each entry with its host, and a host without the list adds none.
+TEST(Report, DegradedFactsOfEachHostAreListedWithThePrivilegeThatRestoresThem) {
+  RunRecord run = sample_run();
+  run.hosts[0].facts_json =
+      R"({"hostname":"nas","euid":1000,"degraded":[)"
+      R"({"fact":"process_netns","method":"counted here","privilege":"root"},)"
+      R"({"fact":"smb_negotiated","method":"not recorded","privilege":"root, smbstatus"}]})";
+  const std::vector<DegradedFact> d = degraded_facts(run);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].role, "server");
+  EXPECT_EQ(d[0].fact, "process_netns");
+  EXPECT_EQ(d[1].fact, "smb_negotiated");
+  EXPECT_EQ(d[1].privilege, "root, smbstatus");
+  analysis::Analysis a = analysis::analyze(run);
+  auto doc = boost::json::parse(run_json(run, a)).as_object();
+  const auto& list = doc.at("degraded").as_array();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1].at("role").as_string(), "server");
+  EXPECT_EQ(list[1].at("fact").as_string(), "smb_negotiated");
+  EXPECT_EQ(list[1].at("method").as_string(), "not recorded");
+  EXPECT_TRUE(degraded_facts(sample_run()).empty());
+}
+
 }  // namespace
 }  // namespace cp::report

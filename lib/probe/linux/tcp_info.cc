@@ -1,3 +1,4 @@
+// Linux: struct tcp_info from getsockopt(TCP_INFO) (platform.h).
 #include "probe/tcp_info.h"
 
 #include <linux/tcp.h>
@@ -6,6 +7,8 @@
 
 #include <cstring>
 
+#include "probe/platform.h"
+
 namespace cp::probe {
 
 TcpInfoSummary summarize_tcp_info(const void* data, size_t len) {
@@ -13,9 +16,12 @@ TcpInfoSummary summarize_tcp_info(const void* data, size_t len) {
   std::memset(&ti, 0, sizeof ti);
   std::memcpy(&ti, data, len < sizeof ti ? len : sizeof ti);
   TcpInfoSummary s;
-  s.available = true;
   // A field is valid only when the kernel filled all of it.
 #define CP_HAS(field) (len >= offsetof(struct tcp_info, field) + sizeof(ti.field))
+  // Every kernel since 2.6 fills the RTT; a shorter reply is no tcp_info (qemu-user
+  // answers TCP_INFO like an int option: 4 bytes, the state bytes only).
+  if (!CP_HAS(tcpi_rtt)) return s;
+  s.available = true;
   if (CP_HAS(tcpi_snd_mss)) s.snd_mss = ti.tcpi_snd_mss;
   if (CP_HAS(tcpi_pmtu)) s.pmtu = ti.tcpi_pmtu;
   if (CP_HAS(tcpi_rtt)) s.rtt_us = ti.tcpi_rtt;
@@ -33,7 +39,7 @@ TcpInfoSummary summarize_tcp_info(const void* data, size_t len) {
   return s;
 }
 
-TcpInfoSummary read_tcp_info(int fd) {
+TcpInfoSummary os::read_tcp_info(int fd) {
   struct tcp_info ti;
   std::memset(&ti, 0, sizeof ti);
   socklen_t len = sizeof ti;
