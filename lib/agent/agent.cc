@@ -493,11 +493,8 @@ json::object Agent::do_disk(const Request& r) {
                                               "not '{}'",
                                               q.op));
   }
-  json::object out = msg::to_json(msg::DiskResult{d.bytes, d.seconds, d.direct, d.cache_possible,
-                                                  d.method, d.huge_page, cpu.stop()});
-  // Why a cache may have served it (no O_DIRECT, ZFS's ARC); not in msg::DiskResult yet.
-  out["cache_reason"] = d.cache_reason;
-  return out;
+  return msg::to_json(msg::DiskResult{d.bytes, d.seconds, d.direct, d.cache_possible, d.method,
+                                      d.huge_page, cpu.stop(), d.cache_reason});
 }
 
 json::object Agent::do_tcp_listen(const Request& r) {
@@ -590,17 +587,15 @@ json::object Agent::do_make_file(const Request& r) {
   const auto q = decode<msg::FileRequest>(r);
   if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
   const std::string path = local_path(q.dir, q.name, r.type);
-  json::object out = msg::to_json(make_pattern_file(path, q.size, block_of(q.block), q.evict,
-                                                    q.shared ? 0644 : 0600, r.cancel));
-  // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it;
-  // not in msg::FileResult yet.
+  msg::FileResult made =
+      make_pattern_file(path, q.size, block_of(q.block), q.evict, q.shared ? 0644 : 0600, r.cancel);
+  // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it.
   if (q.evict) {
-    const probe::os::CacheVerdict v =
-        probe::cache_verdict_of(path, wire::get_u64(out, "bytes"), true);
-    out["cache_possible"] = v.cache_possible;
-    out["cache_reason"] = v.reason;
+    const probe::os::CacheVerdict v = probe::cache_verdict_of(path, made.bytes, true);
+    made.cache_possible = v.cache_possible;
+    made.cache_reason = v.reason;
   }
-  return out;
+  return msg::to_json(made);
 }
 
 json::object Agent::do_file_info(const Request& r) {

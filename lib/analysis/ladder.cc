@@ -345,7 +345,16 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       }
       ac.row.samples.push_back(s.rate());
       ac.row.sample_ids.push_back(s.id);
-      if (s.cache_possible) ac.row.cache_possible++;
+      if (s.cache_possible) {
+        ac.row.cache_possible++;
+        if (ac.row.cache_possible_why.empty()) {
+          ac.row.cache_possible_why =
+              st.layer == "disk" ? msg::read_stored<msg::DiskDetails>(s.details_json).cache_reason
+              : is_protocol(st.layer)
+                  ? msg::read_stored<msg::TransferDetails>(s.details_json).cache_reason
+                  : "";
+        }
+      }
       const json::object cpu = parse_json_object(s.cpu_json);
       add_cpu(ac.row, cpu);
       for (const auto& [host, v] : cpu) {
@@ -1422,13 +1431,19 @@ void judge_cache(Analysis& a) {
                         format_size(mem)),
             {r.key}));
       } else {
-        reasons.push_back(fmt::format(
-            "{} of {} samples of {} ran without O_DIRECT (the filesystem refused it){}, so the "
-            "page cache may have served them",
-            r.cache_possible, r.rate.n, r.label,
-            mem > 0 ? fmt::format(" and the {} files fit in the {}'s {} of RAM",
-                                  format_size(r.size), role, format_size(mem))
-                    : ""));
+        const std::string fits = mem > 0
+                                     ? fmt::format(" and the {} files fit in the {}'s {} of RAM",
+                                                   format_size(r.size), role, format_size(mem))
+                                     : "";
+        // The agent's own reason where it gave one (ZFS's ARC keeps what
+        // eviction drops), else the one a disk sample without O_DIRECT has.
+        reasons.push_back(
+            r.cache_possible_why.empty()
+                ? fmt::format("{} of {} samples of {} ran without O_DIRECT (the filesystem "
+                              "refused it){}, so the page cache may have served them",
+                              r.cache_possible, r.rate.n, r.label, fits)
+                : fmt::format("{} of {} samples of {}: {}{}, so a cache may have served them",
+                              r.cache_possible, r.rate.n, r.label, r.cache_possible_why, fits));
       }
     }
     auto faster = [&](const Row& beneath) {

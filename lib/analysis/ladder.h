@@ -112,12 +112,13 @@ struct Row {
   std::string layer;  // "link" | "tcp" | "disk"
   std::string where;
   std::string op;
-  uint64_t size = 0;          // disk file size
-  Summary rate;               // bytes/s over the successful samples
-  size_t failed = 0;          // failed samples
-  size_t cache_possible = 0;  // samples flagged cache_possible
-  std::string below;          // key of the layer beneath, or ""
-  double ratio = 0;           // rate.median / below's median; 0 when none
+  uint64_t size = 0;               // disk file size
+  Summary rate;                    // bytes/s over the successful samples
+  size_t failed = 0;               // failed samples
+  size_t cache_possible = 0;       // samples flagged cache_possible
+  std::string cache_possible_why;  // the agent's reason for the first of them ("" none given)
+  std::string below;               // key of the layer beneath, or ""
+  double ratio = 0;                // rate.median / below's median; 0 when none
   // The ratio's 95 % bootstrap interval (ratio of medians): its noise.
   double ratio_lo = 0, ratio_hi = 0;
   // The layer beneath had no row of this size: the size it was held against.

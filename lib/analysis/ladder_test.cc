@@ -1130,6 +1130,35 @@ TEST(Ladder, DiskShareOnTheMeasuredDiskKeepsItsVerdict) {
   EXPECT_EQ(finding(a, "config"), nullptr);
 }
 
+// A disk share on ZFS: the agent evicted each file, but the ARC keeps it, so
+// the server's make_file flags every read cache_possible with its reason. The
+// protocol-from-disk figure then rests on no verdict.
+TEST(Ladder, ProtocolReadsTheServerSaysACacheMayServeRestOnNoVerdict) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
+                              R"("memory_bytes":8000000000})")
+          .host("client", 1500, 1000)
+          .disk("server", "read", 100'000'000, {300, 301, 302})
+          .tcp("server->client", {117, 117, 118})
+          .proto("ftp", "ram", "read", {110, 111, 112})
+          .proto_details(R"({"cache_reason":"ZFS: the ARC (up to 4 GiB) keeps it"})")
+          .proto("ftp", "disk", "read", {100, 101, 102})
+          .build();
+  for (auto& st : run.stages)
+    if (st.layer == "ftp" && st.where == "disk")
+      for (auto& smp : st.samples) smp.cache_possible = true;
+  Analysis a = analyze(run);
+  const Row* r = find_row(a, "ftp:disk:read:100000000");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->cache_suspected);
+  EXPECT_FALSE(r->cache_possible_why.empty());
+  const Finding* f = finding(a, "ftp disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "cache");
+}
+
 TEST(Ladder, DiskShareWriteFasterThanTheDiskRestsOnNoVerdict) {
   // The server disk throttled to 40 MB/s; buffered writes land in the page cache.
   RunRecord run = RunBuilder()

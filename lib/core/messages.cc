@@ -152,10 +152,10 @@ void from_json(const json::value& v, DiskRequest& m, Source src, std::string_vie
 }
 
 json::object to_json(const DiskResult& m) {
-  return {{"bytes", m.bytes},          {"seconds", m.seconds},
-          {"direct", m.direct},        {"cache_possible", m.cache_possible},
-          {"method", m.method},        {"huge_page", m.huge_page},
-          {"cpu", msg::to_json(m.cpu)}};
+  return {{"bytes", m.bytes},           {"seconds", m.seconds},
+          {"direct", m.direct},         {"cache_possible", m.cache_possible},
+          {"method", m.method},         {"huge_page", m.huge_page},
+          {"cpu", msg::to_json(m.cpu)}, {"cache_reason", m.cache_reason}};
 }
 void from_json(const json::value& v, DiskResult& m, Source src, std::string_view what) {
   In(v, src, what)
@@ -165,15 +165,13 @@ void from_json(const json::value& v, DiskResult& m, Source src, std::string_view
       .need("cache_possible", m.cache_possible)
       .need("method", m.method)
       .opt("huge_page", m.huge_page)
-      .need("cpu", m.cpu);
+      .need("cpu", m.cpu)
+      .opt("cache_reason", m.cache_reason);
 }
 
 json::object to_json(const DiskDetails& m) {
-  return {{"file", m.file},
-          {"method", m.method},
-          {"direct", m.direct},
-          {"huge_page", m.huge_page},
-          {"block", m.block}};
+  return {{"file", m.file},           {"method", m.method}, {"direct", m.direct},
+          {"huge_page", m.huge_page}, {"block", m.block},   {"cache_reason", m.cache_reason}};
 }
 void from_json(const json::value& v, DiskDetails& m, Source src, std::string_view what) {
   In(v, src, what)
@@ -181,7 +179,8 @@ void from_json(const json::value& v, DiskDetails& m, Source src, std::string_vie
       .opt("method", m.method)
       .opt("direct", m.direct)
       .opt("huge_page", m.huge_page)
-      .opt("block", m.block);
+      .opt("block", m.block)
+      .opt("cache_reason", m.cache_reason);
 }
 
 // ---- TCP -------------------------------------------------------------------
@@ -300,10 +299,20 @@ void from_json(const json::value& v, FileRequest& m, Source src, std::string_vie
 }
 
 json::object to_json(const FileResult& m) {
-  return {{"bytes", m.bytes}, {"seconds", m.seconds}, {"checksum", m.checksum}};
+  json::object o{{"bytes", m.bytes}, {"seconds", m.seconds}, {"checksum", m.checksum}};
+  if (m.cache_possible) {
+    o["cache_possible"] = true;
+    o["cache_reason"] = m.cache_reason;
+  }
+  return o;
 }
 void from_json(const json::value& v, FileResult& m, Source src, std::string_view what) {
-  In(v, src, what).need("bytes", m.bytes).need("seconds", m.seconds).need("checksum", m.checksum);
+  In(v, src, what)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .need("checksum", m.checksum)
+      .opt("cache_possible", m.cache_possible)
+      .opt("cache_reason", m.cache_reason);
 }
 
 // ---- protocol samples ------------------------------------------------------
@@ -368,6 +377,7 @@ json::object to_json(const TransferDetails& m) {
           {"checksum", m.checksum},
           {"server_fs", m.server_fs},
           {"server_disk", m.server_disk},
+          {"cache_reason", m.cache_reason},
           {"properties", strings(m.properties)}};
 }
 void from_json(const json::value& v, TransferDetails& m, Source src, std::string_view what) {
@@ -377,6 +387,7 @@ void from_json(const json::value& v, TransferDetails& m, Source src, std::string
       .opt("checksum", m.checksum)
       .opt("server_fs", m.server_fs)
       .opt("server_disk", m.server_disk)
+      .opt("cache_reason", m.cache_reason)
       .opt("properties", m.properties);
 }
 

@@ -35,6 +35,7 @@ struct DiskResult {
   std::string method;           // how the probe did its I/O ("o_direct", "buffered+fadvise", ...)
   bool huge_page = false;       // the buffer is a huge page
   CpuSummary cpu;               // this end's CPU during the sample
+  std::string cache_reason;     // why a cache may have served it ("" when none may)
 };
 
 // What a disk sample stores beside its figures.
@@ -44,6 +45,7 @@ struct DiskDetails {
   bool direct = false;
   bool huge_page = false;
   uint64_t block = 0;
+  std::string cache_reason;  // DiskResult's
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------
@@ -116,6 +118,10 @@ struct FileResult {
   uint64_t bytes = 0;
   double seconds = 0;
   std::string checksum;  // XXH3-64 hex
+  // make_file with evict: a cache of the filesystem's own (ZFS's ARC) may
+  // still serve the file, and why.
+  bool cache_possible = false;
+  std::string cache_reason;
 };
 
 // ---- protocol samples (transfer, sweep) ------------------------------------
@@ -159,6 +165,7 @@ struct TransferDetails {
   // disk under it ("sda"); "" unknown (check_space's reply).
   std::string server_fs;
   std::string server_disk;
+  std::string cache_reason;  // the server's make_file: why a cache may serve the file
 };
 
 struct SweepRequest {

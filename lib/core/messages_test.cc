@@ -141,6 +141,12 @@ TEST(Messages, FileMessagesRoundTrip) {
   EXPECT_EQ(r2.bytes, 5000u);
   EXPECT_DOUBLE_EQ(r2.seconds, 0.1);
   EXPECT_EQ(r2.checksum, "abcdef0123456789");
+  EXPECT_FALSE(r2.cache_possible);
+  // An evicted file a filesystem cache may still serve (ZFS's ARC) says so.
+  FileResult z{5000, 0.1, "abcdef0123456789", true, "ZFS ARC"};
+  FileResult z2 = round_trip(z);
+  EXPECT_TRUE(z2.cache_possible);
+  EXPECT_EQ(z2.cache_reason, "ZFS ARC");
 }
 
 TEST(Messages, TransferAndSweepRoundTrip) {

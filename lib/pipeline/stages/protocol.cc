@@ -160,14 +160,17 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
               s.op = op;
               s.size = size;
               s.started_at = wall_seconds();
-              std::string expect;
+              std::string expect, cache_reason;
               if (read) {
                 if (!share.server_dir.empty()) {
                   const msg::FileRequest make{share.server_dir, file, size, 1u << 20, evict,
                                               /*shared=*/true};
-                  expect =
-                      ask<msg::FileResult>(a.server, "make_file", make, kCallTimeout, {}, &cancel)
-                          .checksum;
+                  const msg::FileResult made =
+                      ask<msg::FileResult>(a.server, "make_file", make, kCallTimeout, {}, &cancel);
+                  expect = made.checksum;
+                  // Evicted, yet the server's filesystem (ZFS's ARC) may still serve it.
+                  s.cache_possible = made.cache_possible;
+                  if (made.cache_possible) cache_reason = made.cache_reason;
                 }
               } else {
                 const msg::FileRequest make{client_dir, file, size};
@@ -247,6 +250,7 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
                   details.properties.erase("negotiated");  // now known
               }
               details.server_fs = server_fs;
+              details.cache_reason = cache_reason;
               details.server_disk = server_disk;
               s.details_json = json::serialize(msg::to_json(details));
               s.cpu_json = sample_cpu_json(cpu);
