@@ -9,9 +9,9 @@
 #include <climits>
 #include <cstdlib>
 
+#include "core/text.h"
 #include "probe/platform.h"
 #include "probe/sysinfo.h"
-#include "core/text.h"
 
 namespace cp::probe::os {
 

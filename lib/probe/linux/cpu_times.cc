@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "core/mountinfo.h"
+#include "core/text.h"
 #include "probe/cpu.h"
 #include "probe/platform.h"
-#include "core/text.h"
 
 namespace cp::probe {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/mountinfo.h"
-#include "probe/platform.h"
 #include "core/text.h"
+#include "probe/platform.h"
 
 namespace cp::probe::os {
 
