@@ -35,197 +35,11 @@ bool to_u64(std::string_view s, uint64_t* v) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-struct ProcSample {
-  std::string comm;
-  int ppid = 0;
-  uint64_t jiffies = 0;
-  uint64_t start_ticks = 0;
-  // Per thread: time on a CPU and time runnable but waiting for one, ns (schedstat);
-  // empty when not visible.
-  std::map<int, std::pair<uint64_t, uint64_t>> thread_ns;
-};
-
-// Every task's schedstat of process `pid`; false when any is unreadable or malformed
-// (then per-thread figures are not used for it).
-bool scan_threads(const std::string& proc_root, int pid,
-                  std::map<int, std::pair<uint64_t, uint64_t>>* out) {
-  const std::string dir_path = fmt::format("{}/{}/task", proc_root, pid);
-  DIR* dir = ::opendir(dir_path.c_str());
-  if (dir == nullptr) return false;
-  std::string text;
-  bool ok = true;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    int tid = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
-    if (ec != std::errc() || p != name.data() + name.size() || tid <= 0) continue;
-    uint64_t ns = 0, wait = 0;
-    // A thread may exit between readdir and read: skip it.
-    if (!read_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
-    if (!parse_schedstat(text, &ns, &wait)) {
-      ok = false;
-      break;
-    }
-    (*out)[tid] = {ns, wait};
-  }
-  ::closedir(dir);
-  if (!ok) out->clear();
-  return ok && !out->empty();
-}
-
-std::map<int, ProcSample> scan_processes(const std::string& proc_root) {
-  std::map<int, ProcSample> out;
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (dir == nullptr) return out;
-  std::string text;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    int pid = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || p != name.data() + name.size() || pid <= 0) continue;
-    // A process may exit between readdir and read: just skip it.
-    if (!read_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) continue;
-    ProcSample s;
-    if (!parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks, &s.ppid)) continue;
-    scan_threads(proc_root, pid, &s.thread_ns);
-    out[pid] = std::move(s);
-  }
-  ::closedir(dir);
-  return out;
-}
-
-// This sampler's own pid as <proc_root>/self names it; getpid() on the real /proc.
-int self_pid(const std::string& proc_root) {
-  char buf[32];
-  ssize_t n = ::readlink((proc_root + "/self").c_str(), buf, sizeof buf - 1);
-  int pid = 0;
-  if (n > 0) {
-    auto [p, ec] = std::from_chars(buf, buf + n, pid);
-    if (ec == std::errc() && p == buf + n) return pid;
-  }
-  return proc_root == "/proc" ? static_cast<int>(::getpid()) : 0;
-}
-
 // Busy % of a core between two snapshots; -1 when the counters did not advance.
 double busy_pct(const CpuTimes& a, const CpuTimes& b) {
   if (b.total <= a.total || b.busy < a.busy) return -1;
   return std::min(
       100.0, 100.0 * static_cast<double>(b.busy - a.busy) / static_cast<double>(b.total - a.total));
-}
-
-bool contains(const std::vector<std::string>& v, std::string_view x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
-// "net:[4026531993]", or "" when the link cannot be read (the process is gone, or we
-// may not look: only root may read another user's).
-std::string read_link(const std::string& path) {
-  char buf[256];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
-// Process CPU limits from cgroup files, read once per cgroup dir.
-class CgroupLimits {
- public:
-  CgroupLimits(std::string proc_root, std::string fs_root)
-      : proc_root_(std::move(proc_root)), fs_root_(std::move(fs_root)) {
-    std::string text;
-    if (read_file(proc_root_ + "/self/mountinfo", &text)) mounts_ = parse_cgroup_mounts(text);
-  }
-
-  bool any() const { return !mounts_.empty(); }
-
-  // The tightest limit; `dir`, when given, gets the cgroup dir that sets it.
-  double of_pid(int pid, std::string* dir = nullptr) {
-    if (mounts_.empty()) return 0;
-    std::string text;
-    if (!read_file(fmt::format("{}/{}/cgroup", proc_root_, pid), &text)) return 0;
-    double best = 0;
-    for (const PidCgroup& c : parse_pid_cgroup(text)) {
-      const bool v2 = c.hierarchy == "0" && c.controllers.empty();
-      if (!v2 && !contains(c.controllers, "cpu")) continue;
-      for (const CgroupMount& m : mounts_) {
-        if (m.v2 != v2 || (!v2 && !contains(m.controllers, "cpu"))) continue;
-        std::string where;
-        std::optional<double> limit = of_cgroup(m, c.path, &where);
-        if (!limit) continue;  // this mount shows another part of the hierarchy
-        if (*limit > 0 && (best == 0 || *limit < best)) {
-          best = *limit;
-          if (dir != nullptr) *dir = where;
-        }
-        break;
-      }
-    }
-    return best;
-  }
-
- private:
-  // The tightest limit of `path` and its ancestors as seen through `m`; nullopt when
-  // `path` lies outside what `m` shows.
-  std::optional<double> of_cgroup(const CgroupMount& m, const std::string& path, std::string* dir) {
-    std::string rel;
-    if (m.root == "/") {
-      rel = path;
-    } else if (path == m.root) {
-      rel = "";
-    } else if (path.rfind(m.root + "/", 0) == 0) {
-      rel = path.substr(m.root.size());
-    } else {
-      return std::nullopt;
-    }
-    while (!rel.empty() && rel.back() == '/') rel.pop_back();
-    double best = 0;
-    for (;;) {
-      const std::string here = fs_root_ + m.mount_point + rel;
-      const double limit = of_dir(m, here);
-      if (limit > 0 && (best == 0 || limit < best)) {
-        best = limit;
-        *dir = here;
-      }
-      if (rel.empty()) break;
-      rel.resize(rel.rfind('/'));
-    }
-    return best;
-  }
-
-  double of_dir(const CgroupMount& m, const std::string& dir) {
-    auto it = cache_.find(dir);
-    if (it != cache_.end()) return it->second;
-    double limit = 0;
-    std::string a, b;
-    if (m.v2) {
-      if (read_file(dir + "/cpu.max", &a)) limit = parse_cpu_max(a);
-    } else if (read_file(dir + "/cpu.cfs_quota_us", &a) &&
-               read_file(dir + "/cpu.cfs_period_us", &b)) {
-      limit = parse_cfs_limit(a, b);
-    }
-    return cache_[dir] = std::max(limit, 0.0);
-  }
-
-  std::string proc_root_, fs_root_;
-  std::vector<CgroupMount> mounts_;
-  std::map<std::string, double> cache_;
-};
-
-// A cgroup's CFS periods and how many of them it was throttled in (cpu.stat:
-// nr_periods, nr_throttled; the same keys in v1 and v2).
-struct ThrottleStat {
-  uint64_t periods = 0, throttled = 0;
-};
-std::optional<ThrottleStat> read_throttle(const std::string& dir) {
-  std::string text;
-  if (!read_file(dir + "/cpu.stat", &text)) return std::nullopt;
-  ThrottleStat t;
-  bool periods = false, throttled = false;
-  for (std::string_view line : split(text, '\n')) {
-    const std::vector<std::string_view> f = split_ws(line);
-    if (f.size() != 2) continue;
-    if (f[0] == "nr_periods") periods = to_u64(f[1], &t.periods);
-    if (f[0] == "nr_throttled") throttled = to_u64(f[1], &t.throttled);
-  }
-  if (!periods || !throttled) return std::nullopt;
-  return t;
 }
 
 }  // namespace
@@ -288,7 +102,7 @@ double parse_cpu_max(std::string_view text) {
 }
 
 double process_cpu_limit_pct(int pid, const std::string& proc_root, const std::string& fs_root) {
-  return CgroupLimits(proc_root, fs_root).of_pid(pid);
+  return os::CpuLimits(proc_root, fs_root).of_pid(pid);
 }
 
 bool parse_pid_stat(std::string_view text, std::string* comm, uint64_t* jiffies,
@@ -363,13 +177,13 @@ struct CpuSampler::Impl {
   std::vector<CpuTimes> last;
   std::vector<double> max_pct;  // per core, over closed intervals; -1 = none yet
   int intervals = 0;
-  std::map<int, ProcSample> procs_start;
+  std::map<int, os::ProcessTimes> procs_start;
   // This process's threads as last seen by the sampling thread: a thread that
   // ends inside the window (a TCP sample's connection thread) keeps its time.
   int me = 0;
   std::map<int, std::pair<uint64_t, uint64_t>> self_seen;
   // Each CPU-limited cgroup's throttling counters at start, by dir.
-  std::map<std::string, ThrottleStat> throttle_start;
+  std::map<std::string, os::ThrottleStat> throttle_start;
   // Each process's CPU-limiting cgroup dir ("" when none), kept across samples:
   // reading every process's cgroup at every start() cost ~10 ms of ~30 with 250
   // processes. A process is known by pid and start time (a pid reused is
@@ -406,7 +220,7 @@ struct CpuSampler::Impl {
       std::vector<CpuTimes> now = read_stat();
       const double t = monotonic_seconds();
       std::map<int, std::pair<uint64_t, uint64_t>> threads;
-      if (me > 0) scan_threads(proc_root, me, &threads);
+      if (me > 0) os::read_thread_times(proc_root, me, &threads);
       lock.lock();
       if (stopping) return;
       close_interval_locked(now, t);
@@ -439,12 +253,12 @@ void CpuSampler::start() {
     throw Error(ErrorKind::kIo, fmt::format("cannot read CPU times from {}/stat", m.proc_root),
                 "chokepoint needs a Linux /proc to measure CPU load");
   }
-  auto procs = scan_processes(m.proc_root);
+  auto procs = os::read_processes(m.proc_root);
   // The throttling counters of every cgroup that limits a process's CPU: a
   // quota that binds shows as throttled periods, even when competing load keeps
   // the process from using all of it.
-  std::map<std::string, ThrottleStat> throttle;
-  CgroupLimits limits(m.proc_root, m.fs_root);
+  std::map<std::string, os::ThrottleStat> throttle;
+  os::CpuLimits limits(m.proc_root, m.fs_root);
   if (limits.any()) {
     // Only the sampling thread touches limit_dirs, and it is not running here.
     std::map<int, Impl::LimitDir> dirs;
@@ -458,7 +272,7 @@ void CpuSampler::start() {
         if (limits.of_pid(pid, &d.dir) <= 0) d.dir.clear();
       }
       if (d.dir.empty() || throttle.count(d.dir)) continue;
-      if (auto t = read_throttle(d.dir)) throttle[d.dir] = *t;
+      if (auto t = os::read_throttle(d.dir)) throttle[d.dir] = *t;
     }
     m.limit_dirs = std::move(dirs);  // processes gone are forgotten
   }
@@ -471,7 +285,7 @@ void CpuSampler::start() {
     m.first = m.last = std::move(first);
     m.max_pct.assign(m.first.size(), -1);
     m.intervals = 0;
-    m.me = self_pid(m.proc_root);
+    m.me = os::self_pid(m.proc_root);
     m.self_seen.clear();
     if (auto it = procs.find(m.me); it != procs.end()) m.self_seen = it->second.thread_ns;
     m.procs_start = std::move(procs);
@@ -500,7 +314,7 @@ CpuSummary CpuSampler::stop() {
   if (m.thread.joinable()) m.thread.join();
   std::vector<CpuTimes> now = m.read_stat();
   const double t_end = monotonic_seconds();
-  auto procs_end = scan_processes(m.proc_root);
+  auto procs_end = os::read_processes(m.proc_root);
 
   std::lock_guard lock(m.mu);
   m.running = false;
@@ -547,7 +361,7 @@ CpuSummary CpuSampler::stop() {
     for (const auto& [tid, times] : m.self_seen) self->second.thread_ns.try_emplace(tid, times);
   }
   // The role of each process: its own comm and those of its ancestors.
-  auto role_of = [&](int pid, const ProcSample& p) {
+  auto role_of = [&](int pid, const os::ProcessTimes& p) {
     if (pid == me) return std::string("agent");
     std::vector<std::string> ancestors;
     int up = p.ppid;
@@ -618,7 +432,7 @@ CpuSummary CpuSampler::stop() {
   };
   std::sort(s.top.begin(), s.top.end(), busiest_first);
   // The busiest, then those near their cgroup's limit among the rest.
-  CgroupLimits limits(m.proc_root, m.fs_root);
+  os::CpuLimits limits(m.proc_root, m.fs_root);
   std::vector<ProcLoad> kept;
   for (size_t i = 0; i < s.top.size(); ++i) {
     ProcLoad& p = s.top[i];
@@ -641,15 +455,15 @@ CpuSummary CpuSampler::stop() {
     std::string dir;
     limits.of_pid(p.pid, &dir);
     auto it = m.throttle_start.find(dir);
-    const auto now = it == m.throttle_start.end() ? std::nullopt : read_throttle(dir);
+    const auto now = it == m.throttle_start.end() ? std::nullopt : os::read_throttle(dir);
     if (now && now->periods > it->second.periods && now->throttled >= it->second.throttled) {
       p.throttled_pct = 100.0 * static_cast<double>(now->throttled - it->second.throttled) /
                         static_cast<double>(now->periods - it->second.periods);
     }
   }
-  const std::string own_netns = read_link(m.proc_root + "/self/ns/net");
+  const std::string own_netns = os::process_netns(m.proc_root, 0);
   for (ProcLoad& p : kept) {
-    const std::string netns = read_link(fmt::format("{}/{}/ns/net", m.proc_root, p.pid));
+    const std::string netns = os::process_netns(m.proc_root, p.pid);
     p.other_netns = !own_netns.empty() && !netns.empty() && netns != own_netns;
   }
   std::sort(kept.begin(), kept.end(), busiest_first);

@@ -362,9 +362,7 @@ MountEntry mount_of(const std::string& path) {
   const std::string resolved = real_path_of(path);
   struct stat st;
   if (::stat(resolved.c_str(), &st) != 0) throw io_error("cannot stat", path, errno);
-  const std::optional<std::string> text = read_file("/proc/self/mountinfo");
-  if (!text) return {};
-  return mountinfo_lookup(*text, resolved, st.st_dev);
+  return os::mount_entry(resolved, st.st_dev);
 }
 
 std::string fs_type(const std::string& path) {

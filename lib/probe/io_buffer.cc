@@ -1,4 +1,5 @@
 #include "probe/io_buffer.h"
+#include "probe/platform.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -44,13 +45,7 @@ IoBuffer::IoBuffer(size_t size) : size_(size) {
 
 IoBuffer::~IoBuffer() { ::munmap(data_, mapped_); }
 
-bool IoBuffer::huge_backed() const {
-  // Streamed: the agent's smaps runs to half a megabyte (libsmbclient maps hundreds of
-  // libraries), and only one mapping's lines are wanted.
-  std::ifstream smaps("/proc/self/smaps");
-  const long kib = anon_huge_kib(smaps, reinterpret_cast<uintptr_t>(data_));
-  return kib >= 0 && static_cast<size_t>(kib) * 1024 >= mapped_;
-}
+bool IoBuffer::huge_backed() const { return os::huge_page_backed(data_, mapped_); }
 
 long anon_huge_kib(std::istream& smaps, uintptr_t start) {
   // A mapping's header line is "start-end perms offset dev inode [path]"; its fields

@@ -6,6 +6,10 @@
 //
 // Linux implementations: probe/linux/<probe>.cc, one file per probe:
 //   cpu_times.cc     per-core busy time                 (/proc/stat)
+//   processes.cc     per-process and per-thread CPU     (/proc/PID/stat, task/TID/schedstat)
+//   cpu_limits.cc    a process's CPU quota, throttling  (cgroup v1/v2 cpu controller)
+//   host.cc          CPU model, memory, boot id, NIC speed, sysctls (/proc, /sys)
+//   mounts.cc        a directory's mount, huge-page buffers (/proc/self/mountinfo, smaps)
 //   tcp_info.cc      a connection's kernel TCP state    (getsockopt TCP_INFO)
 //   page_cache.cc    bypassing and evicting the cache   (O_DIRECT, posix_fadvise)
 //   block_device.cc  the disk behind a directory        (/sys/dev/block)
@@ -17,13 +21,20 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "probe/cpu.h"
 #include "probe/tcp.h"
+
+namespace cp::probe {
+struct MountEntry;  // probe/disk.h
+}  // namespace cp::probe
 
 namespace cp::probe::os {
 
@@ -31,6 +42,80 @@ namespace cp::probe::os {
 // Per-core cumulative times, indexed by core number (an offline core stays {0, 0});
 // empty when they cannot be read. Under `proc_root` (tests give a fake tree).
 std::vector<CpuTimes> read_core_times(const std::string& proc_root);
+
+// --- Processes (processes.cc) ---------------------------------------------------
+// One process's CPU counters at a moment.
+struct ProcessTimes {
+  std::string comm;
+  int ppid = 0;
+  uint64_t jiffies = 0;      // user + system time, clock ticks
+  uint64_t start_ticks = 0;  // start time since boot, clock ticks (with the pid: identity)
+  // Per thread: time on a CPU and time runnable but waiting for one, ns;
+  // empty when not visible.
+  std::map<int, std::pair<uint64_t, uint64_t>> thread_ns;
+};
+// Every process under `proc_root` that can be read (one that exits meanwhile is skipped).
+std::map<int, ProcessTimes> read_processes(const std::string& proc_root);
+// Every thread's {on-CPU, waiting} ns of process `pid`; false (and `out` empty)
+// when any is unreadable or malformed.
+bool read_thread_times(const std::string& proc_root, int pid,
+                       std::map<int, std::pair<uint64_t, uint64_t>>* out);
+// This process's pid as `proc_root` names it (tests give a fake tree: 0 there).
+int self_pid(const std::string& proc_root);
+// Every process whose name is `comm`, with its command line (NUL-separated) and
+// whether it runs in this process's network namespace (unknown without the
+// right to look: netns_denied).
+struct NamedProcess {
+  int pid = 0;
+  std::string cmdline;
+  bool local_netns = false;
+  bool netns_denied = false;
+};
+std::vector<NamedProcess> processes_named(const std::string& proc_root, std::string_view comm);
+// Process `pid`'s network namespace ("net:[4026531993]"; pid 0: this process's),
+// "" when it may not be read (another user's, without root) or is gone.
+std::string process_netns(const std::string& proc_root, int pid);
+
+// --- CPU limits (cpu_limits.cc) -------------------------------------------------
+// A process's CPU limit set by its group (Linux: the cgroup CFS quota, v1 or v2),
+// % of one core; each group's files are read once per object.
+class CpuLimits {
+ public:
+  CpuLimits(std::string proc_root, std::string fs_root);
+  bool any() const { return !mounts_.empty(); }
+  // The tightest limit of `pid`'s groups, 0 when none; `dir`, when given, gets
+  // the group (its directory) that sets it.
+  double of_pid(int pid, std::string* dir = nullptr);
+
+ private:
+  std::optional<double> of_cgroup(const CgroupMount& m, const std::string& path, std::string* dir);
+  double of_dir(const CgroupMount& m, const std::string& dir);
+  std::string proc_root_, fs_root_;
+  std::vector<CgroupMount> mounts_;
+  std::map<std::string, double> cache_;
+};
+// A group's CPU periods and how many of them it was throttled in (Linux:
+// cpu.stat nr_periods, nr_throttled; the same keys in v1 and v2).
+struct ThrottleStat {
+  uint64_t periods = 0, throttled = 0;
+};
+std::optional<ThrottleStat> read_throttle(const std::string& group_dir);
+
+// --- Host (host.cc) -------------------------------------------------------------
+std::string cpu_model();  // "" when unknown
+uint64_t memory_bytes();  // 0 when unknown
+std::string boot_id();    // the running kernel's random id: equal on both ends = one machine
+int64_t link_speed_mbit(const std::string& ifname);  // 0 when the driver does not say
+// A kernel tunable by its sysctl name ("net.ipv4.tcp_rmem") under `proc_root`;
+// nullopt when it does not exist or cannot be read.
+std::optional<std::string> sysctl(const std::string& proc_root, std::string_view key);
+
+// --- Mounts and memory (mounts.cc) ----------------------------------------------
+// The mount holding `real_path` (a resolved path) on device `dev`; empty when
+// the mount table cannot be read.
+MountEntry mount_entry(const std::string& real_path, dev_t dev);
+// Whether the `len` bytes at `addr` (one mapping) sit on huge pages.
+bool huge_page_backed(const void* addr, size_t len);
 
 // --- TCP (tcp_info.cc) ----------------------------------------------------------
 // The kernel's view of connected TCP socket `fd`; available = false when the

@@ -38,21 +38,6 @@ namespace json = boost::json;
 
 namespace {
 
-// Trimmed contents of a one-line file, "" when unreadable.
-std::string read_line(const std::string& path) {
-  std::string text;
-  if (!read_file(path, &text)) return {};
-  return std::string(trim(text));
-}
-
-std::optional<int64_t> read_int(const std::string& path) {
-  std::string s = read_line(path);
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 json::value str_or_null(const std::string& s) {
   return s.empty() ? json::value(nullptr) : json::value(s);
 }
@@ -201,9 +186,7 @@ json::object net_facts(const std::string& peer) {
     std::memcpy(req.ifr_name, name.c_str(), name.size() + 1);
     if (::ioctl(fd, SIOCGIFMTU, &req) == 0) o["mtu"] = req.ifr_mtu;
     // -1 (or EINVAL) when the driver does not know, as for lo and many virtual NICs.
-    if (auto speed = read_int("/sys/class/net/" + name + "/speed"); speed && *speed > 0) {
-      o["speed_mbit"] = *speed;
-    }
+    if (const int64_t speed = os::link_speed_mbit(name); speed > 0) o["speed_mbit"] = speed;
     o["shaped_rate_bit"] = shaped_rate(name);
   }
   ::close(fd);
@@ -216,43 +199,6 @@ std::string read_os() {
     return parse_os_release(text);
   }
   return {};
-}
-
-std::string read_cpu_model() {
-  std::string text;
-  if (!read_file("/proc/cpuinfo", &text)) return {};
-  // x86: "model name"; some ARM kernels: "Hardware" or "Processor"; s390: "machine".
-  for (const char* key : {"model name", "Hardware", "Processor", "cpu model", "machine"}) {
-    size_t pos = 0;
-    while ((pos = text.find(key, pos)) != std::string::npos) {
-      const bool line_start = pos == 0 || text[pos - 1] == '\n';
-      const size_t colon = text.find(':', pos);
-      const size_t eol = text.find('\n', pos);
-      pos += std::strlen(key);
-      if (!line_start || colon == std::string::npos || (eol != std::string::npos && colon > eol)) {
-        continue;
-      }
-      if (trim(std::string_view(text).substr(pos, colon - pos)).empty()) {
-        std::string value(trim(std::string_view(text).substr(
-            colon + 1, (eol == std::string::npos ? text.size() : eol) - colon - 1)));
-        if (!value.empty()) return value;
-      }
-    }
-  }
-  return {};
-}
-
-uint64_t read_memory_bytes() {
-  std::string text;
-  if (read_file("/proc/meminfo", &text)) {
-    size_t pos = text.find("MemTotal:");
-    if (pos != std::string::npos) {
-      uint64_t kib = std::strtoull(text.c_str() + pos + 9, nullptr, 10);
-      if (kib > 0) return kib * 1024;
-    }
-  }
-  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 json::value dir_facts(const char* role, const std::string& path, bool with_device) {
@@ -323,11 +269,8 @@ json::object tcp_sysctl_facts(const std::string& proc_root) {
   for (const char* key : {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
                           "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
                           "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}) {
-    std::string file = proc_root + "/sys/" + key;
-    std::replace(file.begin() + static_cast<std::ptrdiff_t>(proc_root.size() + 5), file.end(), '.',
-                 '/');
-    std::string text;
-    o[key] = read_file(file, &text) ? str_or_null(squeeze_spaces(text)) : json::value(nullptr);
+    const std::optional<std::string> value = os::sysctl(proc_root, key);
+    o[key] = value ? str_or_null(squeeze_spaces(*value)) : json::value(nullptr);
   }
   return o;
 }
@@ -385,35 +328,15 @@ std::string samba_config_path(const std::string& planned, std::string* how,
   }
   // The running smbd's own: in our network namespace first (a lab's other host or
   // a container may run another).
-  char buf[256];
-  ssize_t n = ::readlink((proc_root + "/self/ns/net").c_str(), buf, sizeof buf);
-  const std::string own_netns = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
   std::string best, best_how;
   bool best_local = false;
-  if (DIR* dir = ::opendir(proc_root.c_str())) {
-    while (dirent* e = ::readdir(dir)) {
-      std::string_view name = e->d_name;
-      int pid = 0;
-      auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-      if (ec != std::errc() || p != name.data() + name.size()) continue;
-      const std::string base = fmt::format("{}/{}", proc_root, pid);
-      if (read_line(base + "/comm") != "smbd") continue;
-      std::string cmdline;
-      if (!read_file(base + "/cmdline", &cmdline)) continue;
-      n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
-      const bool local =
-          !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
-      // Without the right to read its namespace (no root), assume this host's.
-      if (served_here != nullptr && (local || (n < 0 && (errno == EACCES || errno == EPERM)))) {
-        *served_here = true;
-      }
-      if (!best_how.empty() && (best_local || !local)) continue;
-      std::string conf = smbd_config_from_cmdline(cmdline);
-      best = conf;
-      best_how = fmt::format("running smbd (pid {})", pid);
-      best_local = local;
-    }
-    ::closedir(dir);
+  for (const os::NamedProcess& p : os::processes_named(proc_root, "smbd")) {
+    // Without the right to read its namespace (no root), assume this host's.
+    if (served_here != nullptr && (p.local_netns || p.netns_denied)) *served_here = true;
+    if (!best_how.empty() && (best_local || !p.local_netns)) continue;
+    best = smbd_config_from_cmdline(p.cmdline);
+    best_how = fmt::format("running smbd (pid {})", p.pid);
+    best_local = p.local_netns;
   }
   if (!best.empty()) {
     *how = best_how;
@@ -612,13 +535,13 @@ json::object collect_facts(const FactsRequest& req) {
   const bool have_uname = ::uname(&u) == 0;
   f["kernel"] = have_uname ? str_or_null(u.release) : nullptr;
   f["arch"] = have_uname ? str_or_null(u.machine) : nullptr;
-  f["cpu_model"] = str_or_null(read_cpu_model());
+  f["cpu_model"] = str_or_null(os::cpu_model());
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   f["cpu_cores"] = cores > 0 ? json::value(cores) : json::value(nullptr);
   // The running kernel's random id: two ends with the same one share a machine (a lab
   // in namespaces, containers), so their CPUs are one pool.
-  f["boot_id"] = str_or_null(read_line("/proc/sys/kernel/random/boot_id"));
-  const uint64_t mem = read_memory_bytes();
+  f["boot_id"] = str_or_null(os::boot_id());
+  const uint64_t mem = os::memory_bytes();
   f["memory_bytes"] = mem > 0 ? json::value(mem) : json::value(nullptr);
   f["net"] =
       req.peer_address.empty() ? json::value(nullptr) : json::value(net_facts(req.peer_address));
