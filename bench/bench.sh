@@ -42,8 +42,16 @@ cleanup() {
 trap cleanup EXIT
 
 $CP lab up --rate "$RATE" >/dev/null
+# The lab's names and addresses ($CHOKEPOINT_LAB_INSTANCE's lab: cp-server-N, ...).
+ST=$($CP lab status --json)
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+LAB=$(echo "$ST" | field 'd["dir"]')
+SERVER_NS=$(echo "$ST" | field 'd["server"]["netns"]')
+CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
+SERVER_HOST=$(echo "$ST" | field 'd["server"]["alias"]')
+ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
 SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
-DISK_DIR=$($CP lab status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["server"]["disk"]["dir"])' 2>/dev/null || echo "$LAB/server/disk")
+DISK_DIR=$(echo "$ST" | field 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 median() { python3 -c 'import sys,statistics; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.3f}')" "$1" "$2"; }
@@ -54,14 +62,14 @@ ours_row() {  # ours_row JSON KEY -> median bytes/s of that ladder row
 echo "chokepoint benchmark: lab at rate $RATE, $ROUNDS rounds, $(date -u +%FT%TZ)"
 
 # --- TCP: iperf3 vs our TCP stage, alternating rounds --------------------------
-ip netns exec cp-server iperf3 -s -B 198.18.0.1 -p 5299 >/dev/null 2>&1 &
+ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
 IPERF_PID=$!
 sleep 1
 printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\n[protocol]\nenabled = no\n' >"$WORK/tcp.ini"
 declare -a ip_down ip_up our_down our_up
 for ((i = 0; i < ROUNDS; i++)); do
-  ip_down+=("$(ip netns exec cp-client iperf3 -c 198.18.0.1 -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
-  ip_up+=("$(ip netns exec cp-client iperf3 -c 198.18.0.1 -p 5299 -t 10 -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  ip_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  ip_up+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
   $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcp.ini" --json -q >"$WORK/tcp.json"
   our_down+=("$(ours_row "$WORK/tcp.json" 'tcp:server->client:send')")
   our_up+=("$(ours_row "$WORK/tcp.json" 'tcp:client->server:send')")
@@ -136,7 +144,7 @@ fi
 printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
 ours_lab() { $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q; }
 fio_lab() {
-  "${SSH[@]}" cp-server sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" \
+  "${SSH[@]}" "$SERVER_HOST" sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" \
     ${2:-} | fio_kib_to_bytes
 }
 fio_lab_huge() { fio_lab "$1" --iomem=shmhuge; }
