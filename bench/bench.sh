@@ -50,6 +50,7 @@ SERVER_NS=$(echo "$ST" | field 'd["server"]["netns"]')
 CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
 SERVER_HOST=$(echo "$ST" | field 'd["server"]["alias"]')
 ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
+SHARE_USER=$(echo "$ST" | field 'd["servers"].get("share_user", "cplab")')
 SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
 DISK_DIR=$(echo "$ST" | field 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
@@ -133,7 +134,7 @@ fio_kib_to_bytes() { python3 -c 'import sys; v=sys.stdin.read().split(); print(i
 HUGEPAGES_WAS=$(cat /proc/sys/vm/nr_hugepages)
 SHM_GROUP_WAS=$(cat /proc/sys/vm/hugetlb_shm_group)
 echo $((HUGEPAGES_WAS + 4)) >/proc/sys/vm/nr_hugepages
-id -g cplab >/proc/sys/vm/hugetlb_shm_group
+id -g "$SHARE_USER" >/proc/sys/vm/hugetlb_shm_group
 HUGE_FIO=yes
 if (($(cat /proc/sys/vm/nr_hugepages) < HUGEPAGES_WAS + 2)); then
   HUGE_FIO=
