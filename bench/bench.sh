@@ -44,16 +44,15 @@ trap cleanup EXIT
 $CP lab up --rate "$RATE" >/dev/null
 # The lab's names and addresses ($CHOKEPOINT_LAB_INSTANCE's lab: cp-server-N, ...).
 ST=$($CP lab status --json)
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-LAB=$(echo "$ST" | field 'd["dir"]')
-SERVER_NS=$(echo "$ST" | field 'd["server"]["netns"]')
-CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
-SERVER_HOST=$(echo "$ST" | field 'd["server"]["alias"]')
-ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
-SHARE_USER=$(echo "$ST" | field 'd["servers"].get("share_user", "cplab")')
-SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
-DISK_DIR=$(echo "$ST" | field 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+LAB=$(echo "$ST" | json 'd["dir"]')
+SERVER_NS=$(echo "$ST" | json 'd["server"]["netns"]')
+CLIENT_NS=$(echo "$ST" | json 'd["client"]["netns"]')
+SERVER_HOST=$(echo "$ST" | json 'd["server"]["alias"]')
+ADDR=$(echo "$ST" | json 'd["server"]["data_address"]')
+SHARE_USER=$(echo "$ST" | json 'd["servers"].get("share_user", "cplab")')
+SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
+DISK_DIR=$(echo "$ST" | json 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
 median() { python3 -c 'import sys,statistics; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.3f}')" "$1" "$2"; }
 ours_row() {  # ours_row JSON KEY -> median bytes/s of that ladder row

@@ -345,26 +345,27 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       }
       ac.row.samples.push_back(s.rate());
       ac.row.sample_ids.push_back(s.id);
-      if (s.cache_possible) {
-        ac.row.cache_possible++;
-        if (ac.row.cache_possible_why.empty()) {
-          ac.row.cache_possible_why =
-              st.layer == "disk" ? msg::read_stored<msg::DiskDetails>(s.details_json).cache_reason
-              : is_protocol(st.layer)
-                  ? msg::read_stored<msg::TransferDetails>(s.details_json).cache_reason
-                  : "";
-        }
+      // The agent's reason for the row's first sample a cache may have served.
+      const bool want_why = s.cache_possible && ac.row.cache_possible_why.empty();
+      if (s.cache_possible) ac.row.cache_possible++;
+      if (want_why && st.layer == "disk") {
+        ac.row.cache_possible_why = msg::read_stored<msg::DiskDetails>(s.details_json).cache_reason;
       }
       const json::object cpu = parse_json_object(s.cpu_json);
       add_cpu(ac.row, cpu);
       for (const auto& [host, v] : cpu) {
         ac.cpu[std::string(host)].add(msg::cpu_summary_from_json(v));
       }
-      if (is_protocol(st.layer) && ac.row.properties.empty()) {
+      // Protocol samples' details, read once: the driver's properties and the
+      // share's filesystem from the first, a cache reason where one is wanted.
+      if (is_protocol(st.layer) && (ac.row.properties.empty() || want_why)) {
         msg::TransferDetails td = msg::read_stored<msg::TransferDetails>(s.details_json);
-        ac.row.properties = std::move(td.properties);
-        ac.row.server_fs = td.server_fs;
-        ac.row.server_disk = td.server_disk;
+        if (want_why) ac.row.cache_possible_why = td.cache_reason;
+        if (ac.row.properties.empty()) {
+          ac.row.properties = std::move(td.properties);
+          ac.row.server_fs = td.server_fs;
+          ac.row.server_disk = td.server_disk;
+        }
       }
       if (st.layer == "tcp") {
         const msg::TcpInfo t = msg::read_stored<msg::TcpDetails>(s.details_json).tcp_info;
@@ -1503,7 +1504,7 @@ bool ram_backed(const std::string& fs) { return fs == "tmpfs" || fs == "ramfs"; 
 // never touches a disk, and a client RAM dir on a disk puts the client's disk
 // under every protocol row. Unknown filesystems ("", "unknown") are not judged.
 void judge_medium(Analysis& a) {
-  std::set<std::string> said;
+  std::map<std::string, size_t> said;  // reason -> its config finding
   auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
   for (auto& r : a.rows) {
     if (!is_protocol(r.layer) || r.rate.n == 0) continue;
@@ -1538,12 +1539,12 @@ void judge_medium(Analysis& a) {
     }
     if (reason.empty()) continue;
     r.medium_reason = reason;
-    if (said.insert(reason).second) {
+    if (auto it = said.find(reason); it != said.end()) {
+      a.findings[it->second].rows.push_back(r.key);
+    } else {
+      said[reason] = a.findings.size();
       a.findings.push_back(
           make_finding("config", "config", fmt::format("{}: {}.", reason, fix), {r.key}));
-    } else {
-      for (auto& f : a.findings)
-        if (f.path == "config" && f.text.rfind(reason, 0) == 0) f.rows.push_back(r.key);
     }
   }
 }

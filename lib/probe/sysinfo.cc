@@ -1,7 +1,6 @@
 #include "probe/sysinfo.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>

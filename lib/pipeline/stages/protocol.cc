@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/stats.h"
 #include "core/units.h"
 #include "core/wire.h"
 #include "remote/agent_port.h"
@@ -26,11 +27,7 @@ namespace {
 double path_rate(const Agents& a) {
   double best = 0;
   for (const auto& [where, rates] : a.tcp_rates) {
-    if (rates.empty()) continue;
-    std::vector<double> v = rates;
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    best = std::max(best, n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+    if (!rates.empty()) best = std::max(best, summarize(rates).median);
   }
   return best;
 }
@@ -77,12 +74,13 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   RunObserver& obs = ctx.obs;
   const CancelToken& cancel = ctx.cancel;
   Agents& a = ctx.agents;
+  // The path's rate from the TCP stage (the faster direction's median), bytes/s.
+  const double tcp_rate = path_rate(a);
   StageRecord rec;
   rec.layer = share.driver;
   rec.where = share.medium;
   // The sizes this share runs and its series' length, under the plan's budget.
   std::vector<uint64_t> dropped;
-  const double tcp_rate = path_rate(a);
   const std::vector<uint64_t> run_sizes = budgeted_proto_sizes(plan, tcp_rate, &dropped);
   if (!dropped.empty()) {
     std::string list;
@@ -108,9 +106,8 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   // smb: the path's rate from the TCP stage (the faster direction's median),
   // so that connections=auto covers a call's round trip (transfer/smb.cc);
   // an option the share sets itself wins.
-  if (const double rate = path_rate(a);
-      share.driver == "smb" && rate > 0 && !share.options.count("path_rate")) {
-    share_ref.options["path_rate"] = fmt::format("{:.0f}bit", rate * 8);
+  if (share.driver == "smb" && tcp_rate > 0 && !share.options.count("path_rate")) {
+    share_ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   const bool has_server = !share.server_dir.empty();
   std::map<std::string, std::string> negotiated;  // SMB: what smbd says it agreed with this client

@@ -17,50 +17,58 @@
 
 namespace cp::probe::os {
 
+namespace {
+
+// Calls f(n) for every entry of `dir` whose name is a positive number (pids
+// under /proc, tids under task/); false when `dir` cannot be opened.
+template <class F>
+bool for_each_numbered(const std::string& dir_path, F f) {
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) return false;
+  while (dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    int n = 0;
+    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+    if (ec != std::errc() || p != name.data() + name.size() || n <= 0) continue;
+    if (!f(n)) break;
+  }
+  ::closedir(dir);
+  return true;
+}
+
+}  // namespace
+
 bool read_thread_times(const std::string& proc_root, int pid,
                        std::map<int, std::pair<uint64_t, uint64_t>>* out) {
   const std::string dir_path = fmt::format("{}/{}/task", proc_root, pid);
-  DIR* dir = ::opendir(dir_path.c_str());
-  if (dir == nullptr) return false;
   std::string text;
   bool ok = true;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    int tid = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
-    if (ec != std::errc() || p != name.data() + name.size() || tid <= 0) continue;
-    uint64_t ns = 0, wait = 0;
-    // A thread may exit between readdir and read: skip it.
-    if (!read_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) continue;
-    if (!parse_schedstat(text, &ns, &wait)) {
-      ok = false;
-      break;
-    }
-    (*out)[tid] = {ns, wait};
+  if (!for_each_numbered(dir_path, [&](int tid) {
+        uint64_t ns = 0, wait = 0;
+        // A thread may exit between readdir and read: skip it.
+        if (!read_file(fmt::format("{}/{}/schedstat", dir_path, tid), &text)) return true;
+        if (!parse_schedstat(text, &ns, &wait)) return ok = false;
+        (*out)[tid] = {ns, wait};
+        return true;
+      })) {
+    return false;
   }
-  ::closedir(dir);
   if (!ok) out->clear();
   return ok && !out->empty();
 }
 
 std::map<int, ProcessTimes> read_processes(const std::string& proc_root) {
   std::map<int, ProcessTimes> out;
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (dir == nullptr) return out;
   std::string text;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    int pid = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || p != name.data() + name.size() || pid <= 0) continue;
+  for_each_numbered(proc_root, [&](int pid) {
     // A process may exit between readdir and read: just skip it.
-    if (!read_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) continue;
+    if (!read_file(fmt::format("{}/{}/stat", proc_root, pid), &text)) return true;
     ProcessTimes s;
-    if (!parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks, &s.ppid)) continue;
+    if (!parse_pid_stat(text, &s.comm, &s.jiffies, &s.start_ticks, &s.ppid)) return true;
     read_thread_times(proc_root, pid, &s.thread_ns);
     out[pid] = std::move(s);
-  }
-  ::closedir(dir);
+    return true;
+  });
   return out;
 }
 
@@ -78,27 +86,21 @@ int self_pid(const std::string& proc_root) {
 std::vector<NamedProcess> processes_named(const std::string& proc_root, std::string_view comm) {
   std::vector<NamedProcess> out;
   const std::string own_netns = process_netns(proc_root, 0);
-  DIR* dir = ::opendir(proc_root.c_str());
-  if (dir == nullptr) return out;
   std::string text;
-  while (dirent* e = ::readdir(dir)) {
-    std::string_view name = e->d_name;
-    int pid = 0;
-    auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (ec != std::errc() || p != name.data() + name.size() || pid <= 0) continue;
+  for_each_numbered(proc_root, [&](int pid) {
     const std::string base = fmt::format("{}/{}", proc_root, pid);
-    if (!read_file(base + "/comm", &text) || trim(text) != comm) continue;
+    if (!read_file(base + "/comm", &text) || trim(text) != comm) return true;
     NamedProcess np;
     np.pid = pid;
-    if (!read_file(base + "/cmdline", &np.cmdline)) continue;
+    if (!read_file(base + "/cmdline", &np.cmdline)) return true;
     char buf[256];
     const ssize_t n = ::readlink((base + "/ns/net").c_str(), buf, sizeof buf);
     np.netns_denied = n < 0 && (errno == EACCES || errno == EPERM);
     np.local_netns =
         !own_netns.empty() && n > 0 && std::string(buf, static_cast<size_t>(n)) == own_netns;
     out.push_back(std::move(np));
-  }
-  ::closedir(dir);
+    return true;
+  });
   return out;
 }
 
