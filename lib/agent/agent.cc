@@ -29,6 +29,7 @@
 #include "agent/file_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "core/messages_json.h"
 #include "core/process.h"
 #include "core/units.h"
@@ -343,13 +344,12 @@ json::object Agent::do_hello(const Request&) {
           {"drivers", std::move(drivers)}};
 }
 
-// The facts are the probe's whole description of the host (probe/sysinfo.h);
-// the orchestrator reads them through msg::HostFacts.
+// The probe's whole description of the host (core/facts_message.h).
 json::object Agent::do_facts(const Request& r) {
   const auto q = decode<msg::FactsRequest>(r);
   probe::FactsRequest f{q.ram_dir, q.disk_dir, q.peer_address};
   f.samba_conf = q.samba_conf;
-  return probe::collect_facts(f);
+  return msg::to_json(probe::collect_facts(f));
 }
 
 json::object Agent::do_prepare(const Request& r) {
@@ -463,9 +463,7 @@ json::object Agent::do_check_space(const Request& r) {
   // ... and the disk under it ("sda", "md2"; null for tmpfs), so the runner can
   // tell a disk share on another disk than the one the disk stage measured.
   json::value disk = nullptr;
-  if (json::value d = probe::dir_device_facts(dir); d.is_object()) {
-    if (const auto* name = d.as_object().if_contains("disk")) disk = *name;
-  }
+  if (const auto d = probe::dir_device_facts(dir)) disk = d->disk;
   return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}, {"disk", disk}};
 }
 

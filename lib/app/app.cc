@@ -29,7 +29,7 @@
 #include "app/tune_command.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/json_util.h"
+#include "core/facts_message_json.h"
 #include "core/units.h"
 #include "core/version.h"
 #include "lab/lab.h"
@@ -161,9 +161,9 @@ class Recorder : public pipeline::RunObserver {
   void on_agent_stats(const std::string& role, uint64_t max_rss_kb) override {
     for (auto& h : hosts_) {
       if (h.role != role) continue;
-      boost::json::object f = parse_json_object(h.facts_json);
-      f["agent_max_rss_kb"] = max_rss_kb;
-      h.facts_json = boost::json::serialize(f);
+      msg::Facts f = msg::read_stored<msg::Facts>(h.facts_json);
+      f.agent_max_rss_kb = max_rss_kb;
+      h.facts_json = boost::json::serialize(msg::to_json(f));
       store_.add_host(run_, h);
     }
   }

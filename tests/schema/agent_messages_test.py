@@ -60,10 +60,11 @@ class Agent:
                 return frames
 
 
-# The requests and results core/messages_json.h has a codec for.
+# The requests and results core/messages_json.h has a codec for (the facts result's:
+# core/facts_message_json.h).
 CODEC_REQUESTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file",
                   "file_info", "remove_file", "transfer", "sweep"}
-CODEC_RESULTS = {"disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
+CODEC_RESULTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
                  "transfer", "sweep"}
 
 
