@@ -346,10 +346,7 @@ json::object Agent::do_hello(const Request&) {
 
 // The probe's whole description of the host (core/facts_message.h).
 json::object Agent::do_facts(const Request& r) {
-  const auto q = decode<msg::FactsRequest>(r);
-  probe::FactsRequest f{q.ram_dir, q.disk_dir, q.peer_address};
-  f.samba_conf = q.samba_conf;
-  return msg::to_json(probe::collect_facts(f));
+  return msg::to_json(probe::collect_facts(decode<msg::FactsRequest>(r)));
 }
 
 json::object Agent::do_prepare(const Request& r) {

@@ -10,18 +10,15 @@
 #include <vector>
 
 #include "core/facts_message.h"
+#include "core/messages.h"
 #include "probe/platform.h"
 
 namespace cp::probe {
 
-struct FactsRequest {
-  std::string ram_dir;       // directory for RAM-backed files (tmpfs), or empty
-  std::string disk_dir;      // directory on the disk under test, or empty
-  std::string peer_address;  // the other host, to find the interface that reaches it, or empty
-  // The smb.conf of the Samba server to describe (a lab's smbd runs with
-  // its own); empty: /etc/samba/smb.conf when it exists.
-  std::string samba_conf = {};
-};
+// What to describe: ram_dir / disk_dir (or empty), the peer whose route to
+// find (or empty), the smb.conf of the Samba server (empty: the one
+// samba_config_path finds). The agent's request as it arrives.
+using msg::FactsRequest;
 
 // The host's facts (core/facts_message.h): hostname, OS, kernel, CPU, memory,
 // boot id; `net` the interface that reaches req.peer_address (unset when none
