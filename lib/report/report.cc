@@ -11,6 +11,7 @@
 #include "core/facts_message_json.h"
 #include "core/json_util.h"
 #include "core/units.h"
+#include "report/sample_json.h"
 
 namespace cp::report {
 namespace {
@@ -282,18 +283,11 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
   for (const auto& st : run.stages) {
     json::array samples;
     for (const auto& s : st.samples) {
-      samples.push_back({{"id", s.id},
-                         {"seq", s.seq},
-                         {"op", s.op},
-                         {"size", s.size},
-                         {"bytes", s.bytes},
-                         {"seconds", s.seconds},
-                         {"bytes_per_s", s.rate()},
-                         {"started_at", s.started_at},
-                         {"cache_possible", s.cache_possible},
-                         {"error", s.error},
-                         {"details", parse_json_or_null(s.details_json)},
-                         {"cpu", parse_json_or_null(s.cpu_json)}});
+      json::object sample{{"id", s.id}};
+      for (auto& [k, v] : sample_measure_json(s)) sample[k] = std::move(v);
+      sample["details"] = parse_json_or_null(s.details_json);
+      sample["cpu"] = parse_json_or_null(s.cpu_json);
+      samples.push_back(std::move(sample));
     }
     stages.push_back({{"id", st.id},
                       {"layer", st.layer},
