@@ -203,7 +203,7 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(sd2.request, 65536u);
 }
 
-TEST(Messages, FactsRequestRoundTrip) {
+TEST(Messages, FactsRoundTrip) {
   FactsRequest q{"/ram", "/disk", "198.18.0.2", "/etc/lab/smb.conf"};
   FactsRequest q2 = round_trip(q);
   EXPECT_EQ(q2.ram_dir, "/ram");

@@ -60,12 +60,13 @@ class Agent:
                 return frames
 
 
-# The requests and results core/messages_json.h has a codec for (the facts result's:
-# core/facts_message_json.h).
+# The requests and results core/messages_json.h has a codec for.
 CODEC_REQUESTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file",
                   "file_info", "remove_file", "transfer", "sweep"}
-CODEC_RESULTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
+CODEC_RESULTS = {"disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
                  "transfer", "sweep"}
+# The facts result's codec: core/facts_message_json.h.
+CODEC_RESULTS.add("facts")
 
 
 def check_codecs(binary, validator, defs):
