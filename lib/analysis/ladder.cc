@@ -854,6 +854,10 @@ std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& laye
 // Row keys that a finding already explained (TCP) or named CPU-bound.
 struct Said {
   std::set<std::string> tcp, cpu;
+  // Rows a protocol verdict of their own judged, CPU included: no second
+  // finding names the CPU for them when that verdict did not (busy cores do
+  // not cap a row at its ceiling beneath).
+  std::set<std::string> judged;
 };
 
 // ---------------------------------------------------------------------------
@@ -1405,6 +1409,7 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
 }
 
 void protocol_verdict(Analysis& a, Said& said, const Row& r) {
+  said.judged.insert(r.key);
   a.findings.push_back(protocol_finding(a, said, r, true));
 }
 
@@ -1458,6 +1463,12 @@ void judge_cache(Analysis& a) {
       const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
       for (const Row* beneath : {d, ram}) {
         if (!beneath || !faster(*beneath)) continue;
+        // The protocol over RAM held by one of the endpoint's processes at its
+        // quota or a thread at a core is no ceiling of the protocol: both rows
+        // wait on that CPU, whose share swings between series, so beating it
+        // says nothing about a cache.
+        if (beneath == ram && (ram->cpu_bound.kind == "quota" || ram->cpu_bound.kind == "thread"))
+          continue;
         reasons.push_back(fmt::format(
             "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
             mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),
@@ -1641,6 +1652,7 @@ Analysis analyze(const RunRecord& run) {
   // TCP against the link, where no path verdict already said it.
   for (const auto& r : a.rows) {
     if (r.layer != "tcp" || r.rate.n == 0 || said.tcp.count(r.key)) continue;
+    said.tcp.insert(r.key);
     TcpExplanation e = explain_tcp(r, a);
     Finding f = make_finding("tcp", e.layer, e.text, {},
                              e.layer == "undecided" ? "" : tcp_cap_key(a, r, e.layer));
@@ -1666,10 +1678,11 @@ Analysis analyze(const RunRecord& run) {
   }
   std::vector<Finding> protocols = std::move(a.findings);
   a.findings = std::move(before_protocols);
-  // A CPU-bound row that no verdict named yet.
+  // A CPU-bound row that no verdict judged yet (a TCP or protocol verdict that
+  // did not name the CPU weighed it already: at its ceiling, or undecided).
   for (const auto& r : a.rows) {
     if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || r.cpu_bound.empty() ||
-        said.cpu.count(r.key)) {
+        said.cpu.count(r.key) || said.tcp.count(r.key) || said.judged.count(r.key)) {
       continue;
     }
     Finding f = make_finding("cpu", "cpu",

@@ -1670,5 +1670,65 @@ TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   EXPECT_TRUE(analyze(seed_run()).has_verdict());
 }
 
+// Matrix round 2, NFSv4 with the server disk throttled to 50 MB/s while other
+// jobs keep every core busy and Ganesha works over half a core: NFS from disk
+// reads at the disk's figure, so the disk caps it, and no second finding names
+// the CPU for that row (busy cores do not cap a row at its ceiling beneath);
+// nor for a TCP row its own verdict left undecided.
+TEST(Ladder, ARowItsOwnVerdictJudgedGetsNoSecondCpuFinding) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .disk("server", "read", 100'000'000, {50.6, 50.4, 50.8})
+                      .proto("nfs", "ram", "read", {420, 430, 426}, 60, "ganesha.nfsd")
+                      .proto("nfs", "disk", "read", {49.4, 49.6, 49.5}, 60, "ganesha.nfsd")
+                      .build();
+  set_cpu(run, "nfs", "disk",
+          R"({"server":{"seconds":3,"total_busy_pct":100,"agent_pct":10,"server_pct":60,)"
+          R"("other_pct":98,"top":[)"
+          R"({"comm":"cc1plus","role":"other","cpu_pct":98,"top_thread_pct":98},)"
+          R"({"comm":"ganesha.nfsd","role":"server","cpu_pct":60,"top_thread_pct":30}]}})");
+  Analysis a = analyze(run);
+  const Row* r = find_row(a, "nfs:disk:read:100000000");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->cpu_bound.kind, "all cores");  // the premise: busy cores, own work busy too
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk") << f->text;
+  for (const Finding& x : a.findings) {
+    if (x.path == "cpu") {
+      EXPECT_NE(x.cap, "nfs:disk:read:100000000") << x.text;
+    }
+  }
+}
+
+// Matrix round 2, NFSv4 with a 20 % CPU quota on the client's agent: both NFS
+// rows wait on that quota, whose share swings between series, so NFS from disk
+// beating NFS from RAM is no sign of a cache: the quota caps it.
+TEST(Ladder, FromDiskFasterThanAQuotaBoundRamRowIsNoCache) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {900, 910, 890})
+                      .proto("nfs", "ram", "read", {289, 295, 280, 291})
+                      .proto("nfs", "disk", "read", {372, 380, 365, 370})
+                      .build();
+  const std::string quota =
+      R"({"client":{"seconds":2,"total_busy_pct":60,"top":[)"
+      R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":21,"top_thread_pct":15,)"
+      R"("cpu_limit_pct":20}]}})";
+  set_cpu(run, "nfs", "ram", quota);
+  set_cpu(run, "nfs", "disk", quota);
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "quota");
+  EXPECT_TRUE(f->lower_bound);
+}
+
 }  // namespace
 }  // namespace cp::analysis
