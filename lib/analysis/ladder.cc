@@ -1214,11 +1214,18 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
         cpu_text(r.cpu_bound, a));
     return finish();
   }
+  // Nothing beneath was measured (its stage disabled or failed): a figure with
+  // no ceiling to hold it against names no layer.
   if (!b) {
-    f.layer = r.layer;
-    f.cap = r.key;
-    f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against)", path,
-                         what, mbps(r.rate.median));
+    const std::string missing =
+        r.where == "ram" ? fmt::format("TCP {}", read ? "server -> client" : "client -> server")
+                         : fmt::format("the server disk ({}s) and {} from RAM", r.op, proto);
+    undecided(f, "unmeasured", {r.layer, r.where == "ram" ? "tcp" : "server disk"},
+              fmt::format("{}: {} moves {}, but {} was not measured (its stage was disabled or "
+                          "failed), so nothing shows whether a layer beneath holds it: run the "
+                          "{} stage too",
+                          path, what, mbps(r.rate.median), missing,
+                          r.where == "ram" ? "TCP" : "disk (and a RAM share's)"));
     return finish();
   }
   const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
@@ -1373,6 +1380,18 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
           "{} from RAM caps it: {}",
           path, what, mbps(r.rate.median), pct(r.ratio), proto, context, size_note, proto, why);
     }
+    return finish();
+  }
+  // Below the protocol over RAM with the server disk unmeasured (the disk stage
+  // disabled or failed): the disk alone may be what holds it.
+  if (!disk) {
+    undecided(f, "unmeasured", {"server disk", r.layer + " + disk"},
+              fmt::format("{}: {} moves {}, only {} of {} from RAM ({}), but the server disk's "
+                          "{}s were not measured (the disk stage was disabled or failed): the "
+                          "disk alone may hold it; run the disk stage too",
+                          path, what, mbps(r.rate.median), pct(r.ratio), proto,
+                          mbps(b->rate.median), r.op));
+    f.cap = "";
     return finish();
   }
   // Below both: the two together cost more than either alone, unless the files

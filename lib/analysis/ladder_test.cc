@@ -1730,5 +1730,41 @@ TEST(Ladder, FromDiskFasterThanAQuotaBoundRamRowIsNoCache) {
   EXPECT_TRUE(f->lower_bound);
 }
 
+// The TCP stage disabled or failed: a protocol over RAM has nothing beneath to
+// be held against, so no layer is named (it used to name the protocol).
+TEST(Ladder, ProtocolWithNothingMeasuredBeneathNamesNoLayer) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .proto("nfs", "ram", "read", {420, 430, 426})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "unmeasured");
+  EXPECT_EQ(f->cap, "");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"nfs", "tcp"}));
+}
+
+// The disk stage disabled (or failed) while the server disk is throttled to
+// 50 MB/s: NFS from disk far below NFS from RAM used to be `nfs + disk`, but
+// the disk alone may hold it: undecided until the disk is measured.
+TEST(Ladder, FromDiskBelowRamWithTheServerDiskUnmeasuredIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .proto("nfs", "ram", "read", {420, 430, 426})
+                      .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "unmeasured");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"server disk", "nfs + disk"}));
+}
+
 }  // namespace
 }  // namespace cp::analysis
