@@ -237,7 +237,13 @@ void detect_link(const RunRecord& run, Analysis& a) {
     const auto f = msg::read_stored<msg::HostFacts>(h.facts_json);
     const int mtu = static_cast<int>(f.net.mtu);
     (h.role == "server" ? a.server_mtu : a.client_mtu) = mtu;
-    (h.role == "server" ? a.server : a.client) = read_host_facts(f);
+    HostFacts& hf = h.role == "server" ? a.server : a.client;
+    hf = read_host_facts(f);
+    // The disk dir's filesystem, read from the stored facts as the agent sent them.
+    const json::object raw = parse_json_object(h.facts_json);
+    if (const json::value* fs = path(raw, {"disk_dir", "fs_type"}); fs && fs->is_string()) {
+      hf.disk_fs = std::string(fs->as_string());
+    }
     a.same_machine = !a.server.boot_id.empty() && a.server.boot_id == a.client.boot_id;
     if (planned > 0) continue;
     const std::string& ifname = f.net.name;
@@ -885,6 +891,17 @@ void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* s
     if (!r) continue;
     if (r == tcp && find_row(a, "link")) f.rows.push_back("link");
     f.rows.push_back(r->key);
+  }
+  // A "disk" row that measured RAM: the real disk is unmeasured and may be
+  // slower than any layer here, so the path cannot tell.
+  for (const Row* r : {src_disk, dst_disk}) {
+    if (!r || r->medium_reason.empty()) continue;
+    f.layer = "undecided";
+    f.undecided_reason = "medium";
+    f.candidates = {r->where + " disk"};
+    f.text = fmt::format("{}: cannot tell what caps it: {}.", name, r->medium_reason);
+    a.findings.push_back(f);
+    return;
   }
   const Layer& cap = layers[0];
   std::string others;
@@ -1537,6 +1554,25 @@ void judge_medium(Analysis& a) {
   std::map<std::string, size_t> said;  // reason -> its config finding
   auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
   for (auto& r : a.rows) {
+    if (r.layer == "disk" && r.rate.n > 0) {
+      // A disk stage on tmpfs/ramfs measured RAM (tmpfs takes O_DIRECT since
+      // Linux 6.6, so no sample says "cache"): no verdict may call it a disk.
+      const std::string& fs = (r.where == "server" ? a.server : a.client).disk_fs;
+      if (!ram_backed(fs)) continue;
+      r.medium_reason =
+          fmt::format("the {}'s disk_dir is on {}: the {} disk rows measured RAM, not a disk",
+                      r.where, fs, r.where);
+      const std::string fix =
+          fmt::format("set [{}] disk_dir to a directory on the disk under test", r.where);
+      if (auto it = said.find(r.medium_reason); it != said.end()) {
+        a.findings[it->second].rows.push_back(r.key);
+      } else {
+        said[r.medium_reason] = a.findings.size();
+        a.findings.push_back(make_finding("config", "config",
+                                          fmt::format("{}: {}.", r.medium_reason, fix), {r.key}));
+      }
+      continue;
+    }
     if (!is_protocol(r.layer) || r.rate.n == 0) continue;
     std::string reason, fix;
     if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {

@@ -1766,5 +1766,37 @@ TEST(Ladder, FromDiskBelowRamWithTheServerDiskUnmeasuredIsUndecided) {
   EXPECT_EQ(f->candidates, (std::vector<std::string>{"server disk", "nfs + disk"}));
 }
 
+// Matrix round 2: the client's disk_dir on tmpfs. tmpfs takes O_DIRECT (Linux
+// 6.6 on), so its "disk" samples look uncached, yet they measured RAM: a config
+// finding names it, and the path writing to that "disk" cannot tell its cap
+// (the real disk, unmeasured, may be slower than anything here).
+TEST(Ladder, ADiskRowOnTmpfsIsNoDisk) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"ext4"}})")
+          .raw_host("client",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"tmpfs"}})")
+          .disk("server", "read", 100'000'000, {630, 640, 620})
+          .disk("client", "write", 100'000'000, {1537, 1540, 1530})
+          .disk("client", "read", 100'000'000, {2849, 2850, 2840})
+          .tcp("server->client", {1600, 1610, 1590})
+          .tcp("client->server", {1800, 1810, 1790})
+          .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "disk:client:write:100000000")->medium_reason.empty());
+  EXPECT_TRUE(find_row(a, "disk:server:read:100000000")->medium_reason.empty());
+  const Finding* cfg = finding(a, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(cfg->rows.size(), 2u);
+  for (const char* path : {"server -> client", "client -> server"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "undecided") << f->text;
+    EXPECT_EQ(f->undecided_reason, "medium") << path;
+    EXPECT_EQ(f->candidates, (std::vector<std::string>{"client disk"})) << path;
+  }
+}
+
 }  // namespace
 }  // namespace cp::analysis
