@@ -1360,7 +1360,9 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     context += fmt::format("{}the server disk {} {}", context.empty() ? "" : ", ",
                            read ? "reads" : "writes", mbps(disk->rate.median));
   }
-  if (level == Level::kCeiling) {
+  // Faster than the layer beneath is at its ceiling too: past the cache rule,
+  // only a protocol over RAM that a CPU held (no ceiling of its own) is beaten.
+  if (level == Level::kCeiling || level == Level::kFaster) {
     if (b->layer == "disk") {
       f.layer = "server disk";
       f.cap = b->key;

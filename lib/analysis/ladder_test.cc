@@ -1798,5 +1798,26 @@ TEST(Ladder, ADiskRowOnTmpfsIsNoDisk) {
   }
 }
 
+// As above with the NFS server's thread at a core over RAM and not from disk:
+// the disk row beats a CPU-held row beneath, which puts it at that row's
+// ceiling (what caps NFS over RAM caps it), never below it (`nfs + disk`).
+TEST(Ladder, FromDiskFasterThanAThreadBoundRamRowTakesItsVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {900, 910, 890})
+                      .proto("nfs", "ram", "read", {289, 295, 280, 291}, 97, "ganesha.nfsd")
+                      .proto("nfs", "disk", "read", {372, 380, 365, 370}, 60, "ganesha.nfsd")
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "thread");
+  EXPECT_EQ(f->cpu.process, "ganesha.nfsd");
+}
+
 }  // namespace
 }  // namespace cp::analysis
