@@ -294,5 +294,20 @@ TEST_F(Verdict, ClientDiskDirOnTmpfsIsNoDisk) {
   EXPECT_EQ(str(*cfg, "layer"), "config");
 }
 
+// Only one direction slow: the server disk's writes throttled to 50 MB/s
+// (cgroup blkio: direct and synced writes, as the disk stage's are): the put
+// path (client -> server) names the server disk's writes.
+TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
+  RunResult th = chokepoint({"lab", "throttle", "--server-disk-write", "50MB/s"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  const json::object doc =
+      diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* up = finding(doc, "client -> server");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(str(*up, "layer"), "server disk") << str(*up, "text");
+  EXPECT_EQ(str(*up, "cap"), "disk:server:write:100000000");
+}
+
 }  // namespace
 }  // namespace cp::itest
