@@ -1501,12 +1501,12 @@ void judge_cache(Analysis& a) {
       const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
       for (const Row* beneath : {d, ram}) {
         if (!beneath || !faster(*beneath)) continue;
-        // The protocol over RAM held by one of the endpoint's processes at its
-        // quota or a thread at a core is no ceiling of the protocol: both rows
-        // wait on that CPU, whose share swings between series, so beating it
-        // says nothing about a cache.
-        if (beneath == ram && (ram->cpu_bound.kind == "quota" || ram->cpu_bound.kind == "thread"))
-          continue;
+        // A protocol over RAM that a CPU held (one of the endpoint's processes at
+        // its quota, a thread at a core, every core busy) is no ceiling of the
+        // protocol: both rows wait on that CPU, whose share swings between
+        // series, and no page cache serves a disk share faster than tmpfs
+        // serves a RAM share, so beating it says nothing about a cache.
+        if (beneath == ram && !ram->cpu_bound.empty()) continue;
         reasons.push_back(fmt::format(
             "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
             mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),

@@ -1819,5 +1819,34 @@ TEST(Ladder, FromDiskFasterThanAThreadBoundRamRowTakesItsVerdict) {
   EXPECT_EQ(f->cpu.process, "ganesha.nfsd");
 }
 
+// Matrix round 2, NFSv3 with the server disk's writes throttled on a machine
+// whose every core is busy (the endpoints' work over half a core): NFS from
+// disk reads beat NFS from RAM, held by the busy cores, which is no cache sign;
+// what caps NFS over RAM (the CPU) caps it.
+TEST(Ladder, FromDiskFasterThanARamRowOnBusyCoresIsNoCache) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {2400, 2410, 2390})
+                      .proto("nfs", "ram", "read", {434, 440, 425, 431})
+                      .proto("nfs", "disk", "read", {554, 560, 548, 551})
+                      .build();
+  const std::string busy =
+      R"({"server":{"seconds":2,"total_busy_pct":100,"agent_pct":40,"server_pct":45,)"
+      R"("other_pct":100,"top":[{"comm":"cc1plus","role":"other","cpu_pct":100,)"
+      R"("top_thread_pct":60},{"comm":"ganesha.nfsd","role":"server","cpu_pct":45,)"
+      R"("top_thread_pct":20}]}})";
+  set_cpu(run, "nfs", "ram", busy);
+  set_cpu(run, "nfs", "disk", busy);
+  Analysis a = analyze(run);
+  ASSERT_EQ(find_row(a, "nfs:ram:read:100000000")->cpu_bound.kind, "all cores");
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "all cores");
+}
+
 }  // namespace
 }  // namespace cp::analysis
