@@ -1401,6 +1401,17 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     }
     return finish();
   }
+  // Below the protocol over RAM with the server disk measured on RAM (the disk
+  // stage's disk_dir on tmpfs): the real disk is unmeasured, as below.
+  if (disk && !disk->medium_reason.empty()) {
+    undecided(
+        f, "medium", {"server disk", r.layer + " + disk"},
+        fmt::format("{}: cannot tell what caps it: {} moves {}, only {} of {} from RAM, "
+                    "and {}",
+                    path, what, mbps(r.rate.median), pct(r.ratio), proto, disk->medium_reason));
+    f.cap = "";
+    return finish();
+  }
   // Below the protocol over RAM with the server disk unmeasured (the disk stage
   // disabled or failed): the disk alone may be what holds it.
   if (!disk) {

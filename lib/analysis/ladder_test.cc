@@ -1848,5 +1848,28 @@ TEST(Ladder, FromDiskFasterThanARamRowOnBusyCoresIsNoCache) {
   EXPECT_EQ(f->cpu.kind, "all cores");
 }
 
+// The server's disk_dir on tmpfs while the NFS disk share is on a real disk:
+// NFS from disk below NFS from RAM cannot be `nfs + disk` against a "disk" row
+// that measured RAM.
+TEST(Ladder, FromDiskBelowRamWithTheServerDiskStageOnTmpfsIsUndecided) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"tmpfs"}})")
+          .raw_host("client",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"ext4"}})")
+          .tcp("server->client", {1100, 1105, 1098})
+          .disk("server", "read", 100'000'000, {2800, 2810, 2790})
+          .proto("nfs", "ram", "read", {420, 430, 426})
+          .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_EQ(f->cap, "");
+}
+
 }  // namespace
 }  // namespace cp::analysis
