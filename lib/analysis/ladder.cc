@@ -223,6 +223,7 @@ HostFacts read_host_facts(const msg::Facts& f) {
     h.shaped_bits = static_cast<double>(f.net->shaped_rate_bit.value_or(0));
   }
   if (f.ram_dir) h.ram_fs = f.ram_dir->fs_type.value_or("");
+  if (f.disk_dir) h.disk_fs = f.disk_dir->fs_type.value_or("");
   if (f.disk_dir && f.disk_dir->device) {
     h.disk_device = f.disk_dir->device->disk;
     h.read_ahead_kb = f.disk_dir->device->read_ahead_kb.value_or(-1);
@@ -867,6 +868,10 @@ std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& laye
 // Row keys that a finding already explained (TCP) or named CPU-bound.
 struct Said {
   std::set<std::string> tcp, cpu;
+  // Rows a protocol verdict of their own judged, CPU included: no second
+  // finding names the CPU for them when that verdict did not (busy cores do
+  // not cap a row at its ceiling beneath).
+  std::set<std::string> judged;
 };
 
 // ---------------------------------------------------------------------------
@@ -894,6 +899,17 @@ void path_verdict(Analysis& a, Said& said, const std::string& name, const Row* s
     if (!r) continue;
     if (r == tcp && find_row(a, "link")) f.rows.push_back("link");
     f.rows.push_back(r->key);
+  }
+  // A "disk" row that measured RAM: the real disk is unmeasured and may be
+  // slower than any layer here, so the path cannot tell.
+  for (const Row* r : {src_disk, dst_disk}) {
+    if (!r || r->medium_reason.empty()) continue;
+    f.layer = "undecided";
+    f.undecided_reason = "medium";
+    f.candidates = {r->where + " disk"};
+    f.text = fmt::format("{}: cannot tell what caps it: {}.", name, r->medium_reason);
+    a.findings.push_back(f);
+    return;
   }
   const Layer& cap = layers[0];
   std::string others;
@@ -1223,11 +1239,18 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
         cpu_text(r.cpu_bound, a));
     return finish();
   }
+  // Nothing beneath was measured (its stage disabled or failed): a figure with
+  // no ceiling to hold it against names no layer.
   if (!b) {
-    f.layer = r.layer;
-    f.cap = r.key;
-    f.text = fmt::format("{}: {} moves {} (no layer beneath was measured to hold it against)", path,
-                         what, mbps(r.rate.median));
+    const std::string missing =
+        r.where == "ram" ? fmt::format("TCP {}", read ? "server -> client" : "client -> server")
+                         : fmt::format("the server disk ({}s) and {} from RAM", r.op, proto);
+    undecided(f, "unmeasured", {r.layer, r.where == "ram" ? "tcp" : "server disk"},
+              fmt::format("{}: {} moves {}, but {} was not measured (its stage was disabled or "
+                          "failed), so nothing shows whether a layer beneath holds it: run the "
+                          "{} stage too",
+                          path, what, mbps(r.rate.median), missing,
+                          r.where == "ram" ? "TCP" : "disk (and a RAM share's)"));
     return finish();
   }
   const std::string below_name = b->layer == "tcp" ? "TCP" : b->label;
@@ -1345,7 +1368,9 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     context += fmt::format("{}the server disk {} {}", context.empty() ? "" : ", ",
                            read ? "reads" : "writes", mbps(disk->rate.median));
   }
-  if (level == Level::kCeiling) {
+  // Faster than the layer beneath is at its ceiling too: past the cache rule,
+  // only a protocol over RAM that a CPU held (no ceiling of its own) is beaten.
+  if (level == Level::kCeiling || level == Level::kFaster) {
     if (b->layer == "disk") {
       f.layer = "server disk";
       f.cap = b->key;
@@ -1384,6 +1409,29 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     }
     return finish();
   }
+  // Below the protocol over RAM with the server disk measured on RAM (the disk
+  // stage's disk_dir on tmpfs): the real disk is unmeasured, as below.
+  if (disk && !disk->medium_reason.empty()) {
+    undecided(
+        f, "medium", {"server disk", r.layer + " + disk"},
+        fmt::format("{}: cannot tell what caps it: {} moves {}, only {} of {} from RAM, "
+                    "and {}",
+                    path, what, mbps(r.rate.median), pct(r.ratio), proto, disk->medium_reason));
+    f.cap = "";
+    return finish();
+  }
+  // Below the protocol over RAM with the server disk unmeasured (the disk stage
+  // disabled or failed): the disk alone may be what holds it.
+  if (!disk) {
+    undecided(f, "unmeasured", {"server disk", r.layer + " + disk"},
+              fmt::format("{}: {} moves {}, only {} of {} from RAM ({}), but the server disk's "
+                          "{}s were not measured (the disk stage was disabled or failed): the "
+                          "disk alone may hold it; run the disk stage too",
+                          path, what, mbps(r.rate.median), pct(r.ratio), proto,
+                          mbps(b->rate.median), r.op));
+    f.cap = "";
+    return finish();
+  }
   // Below both: the two together cost more than either alone, unless the files
   // are too short for the path's round trips (held against the disk, which has
   // none; the protocol over RAM pays them too) or the load may explain it.
@@ -1418,6 +1466,7 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
 }
 
 void protocol_verdict(Analysis& a, Said& said, const Row& r) {
+  said.judged.insert(r.key);
   a.findings.push_back(protocol_finding(a, said, r, true));
 }
 
@@ -1471,6 +1520,12 @@ void judge_cache(Analysis& a) {
       const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
       for (const Row* beneath : {d, ram}) {
         if (!beneath || !faster(*beneath)) continue;
+        // A protocol over RAM that a CPU held (one of the endpoint's processes at
+        // its quota, a thread at a core, every core busy) is no ceiling of the
+        // protocol: both rows wait on that CPU, whose share swings between
+        // series, and no page cache serves a disk share faster than tmpfs
+        // serves a RAM share, so beating it says nothing about a cache.
+        if (beneath == ram && !ram->cpu_bound.empty()) continue;
         reasons.push_back(fmt::format(
             "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
             mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),
@@ -1520,6 +1575,25 @@ void judge_medium(Analysis& a) {
   std::map<std::string, size_t> said;  // reason -> its config finding
   auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
   for (auto& r : a.rows) {
+    if (r.layer == "disk" && r.rate.n > 0) {
+      // A disk stage on tmpfs/ramfs measured RAM (tmpfs takes O_DIRECT since
+      // Linux 6.6, so no sample says "cache"): no verdict may call it a disk.
+      const std::string& fs = (r.where == "server" ? a.server : a.client).disk_fs;
+      if (!ram_backed(fs)) continue;
+      r.medium_reason =
+          fmt::format("the {}'s disk_dir is on {}: the {} disk rows measured RAM, not a disk",
+                      r.where, fs, r.where);
+      const std::string fix =
+          fmt::format("set [{}] disk_dir to a directory on the disk under test", r.where);
+      if (auto it = said.find(r.medium_reason); it != said.end()) {
+        a.findings[it->second].rows.push_back(r.key);
+      } else {
+        said[r.medium_reason] = a.findings.size();
+        a.findings.push_back(make_finding("config", "config",
+                                          fmt::format("{}: {}.", r.medium_reason, fix), {r.key}));
+      }
+      continue;
+    }
     if (!is_protocol(r.layer) || r.rate.n == 0) continue;
     std::string reason, fix;
     if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
@@ -1654,6 +1728,7 @@ Analysis analyze(const RunRecord& run) {
   // TCP against the link, where no path verdict already said it.
   for (const auto& r : a.rows) {
     if (r.layer != "tcp" || r.rate.n == 0 || said.tcp.count(r.key)) continue;
+    said.tcp.insert(r.key);
     TcpExplanation e = explain_tcp(r, a);
     Finding f = make_finding("tcp", e.layer, e.text, {},
                              e.layer == "undecided" ? "" : tcp_cap_key(a, r, e.layer));
@@ -1679,10 +1754,11 @@ Analysis analyze(const RunRecord& run) {
   }
   std::vector<Finding> protocols = std::move(a.findings);
   a.findings = std::move(before_protocols);
-  // A CPU-bound row that no verdict named yet.
+  // A CPU-bound row that no verdict judged yet (a TCP or protocol verdict that
+  // did not name the CPU weighed it already: at its ceiling, or undecided).
   for (const auto& r : a.rows) {
     if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || r.cpu_bound.empty() ||
-        said.cpu.count(r.key)) {
+        said.cpu.count(r.key) || said.tcp.count(r.key) || said.judged.count(r.key)) {
       continue;
     }
     Finding f = make_finding("cpu", "cpu",

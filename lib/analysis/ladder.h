@@ -225,6 +225,7 @@ struct HostFacts {
   int mtu = 0;
   std::string ram_fs;       // the filesystem of ram_dir: "tmpfs" ("" unknown)
   std::string disk_device;  // the disk behind disk_dir: "sda"
+  std::string disk_fs;      // the filesystem of disk_dir: "ext4" ("" unknown)
   int64_t read_ahead_kb = -1;
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
   std::string boot_id;       // the kernel's boot id: equal on both ends = one machine

@@ -1670,5 +1670,206 @@ TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   EXPECT_TRUE(analyze(seed_run()).has_verdict());
 }
 
+// Matrix round 2, NFSv4 with the server disk throttled to 50 MB/s while other
+// jobs keep every core busy and Ganesha works over half a core: NFS from disk
+// reads at the disk's figure, so the disk caps it, and no second finding names
+// the CPU for that row (busy cores do not cap a row at its ceiling beneath);
+// nor for a TCP row its own verdict left undecided.
+TEST(Ladder, ARowItsOwnVerdictJudgedGetsNoSecondCpuFinding) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .disk("server", "read", 100'000'000, {50.6, 50.4, 50.8})
+                      .proto("nfs", "ram", "read", {420, 430, 426}, 60, "ganesha.nfsd")
+                      .proto("nfs", "disk", "read", {49.4, 49.6, 49.5}, 60, "ganesha.nfsd")
+                      .build();
+  set_cpu(run, "nfs", "disk",
+          R"({"server":{"seconds":3,"total_busy_pct":100,"agent_pct":10,"server_pct":60,)"
+          R"("other_pct":98,"top":[)"
+          R"({"comm":"cc1plus","role":"other","cpu_pct":98,"top_thread_pct":98},)"
+          R"({"comm":"ganesha.nfsd","role":"server","cpu_pct":60,"top_thread_pct":30}]}})");
+  Analysis a = analyze(run);
+  const Row* r = find_row(a, "nfs:disk:read:100000000");
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->cpu_bound.kind, "all cores");  // the premise: busy cores, own work busy too
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk") << f->text;
+  for (const Finding& x : a.findings) {
+    if (x.path == "cpu") {
+      EXPECT_NE(x.cap, "nfs:disk:read:100000000") << x.text;
+    }
+  }
+}
+
+// Matrix round 2, NFSv4 with a 20 % CPU quota on the client's agent: both NFS
+// rows wait on that quota, whose share swings between series, so NFS from disk
+// beating NFS from RAM is no sign of a cache: the quota caps it.
+TEST(Ladder, FromDiskFasterThanAQuotaBoundRamRowIsNoCache) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {900, 910, 890})
+                      .proto("nfs", "ram", "read", {289, 295, 280, 291})
+                      .proto("nfs", "disk", "read", {372, 380, 365, 370})
+                      .build();
+  const std::string quota =
+      R"({"client":{"seconds":2,"total_busy_pct":60,"top":[)"
+      R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":21,"top_thread_pct":15,)"
+      R"("cpu_limit_pct":20}]}})";
+  set_cpu(run, "nfs", "ram", quota);
+  set_cpu(run, "nfs", "disk", quota);
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "quota");
+  EXPECT_TRUE(f->lower_bound);
+}
+
+// The TCP stage disabled or failed: a protocol over RAM has nothing beneath to
+// be held against, so no layer is named (it used to name the protocol).
+TEST(Ladder, ProtocolWithNothingMeasuredBeneathNamesNoLayer) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .proto("nfs", "ram", "read", {420, 430, 426})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "unmeasured");
+  EXPECT_EQ(f->cap, "");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"nfs", "tcp"}));
+}
+
+// The disk stage disabled (or failed) while the server disk is throttled to
+// 50 MB/s: NFS from disk far below NFS from RAM used to be `nfs + disk`, but
+// the disk alone may hold it: undecided until the disk is measured.
+TEST(Ladder, FromDiskBelowRamWithTheServerDiskUnmeasuredIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .proto("nfs", "ram", "read", {420, 430, 426})
+                      .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
+                      .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "unmeasured");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"server disk", "nfs + disk"}));
+}
+
+// Matrix round 2: the client's disk_dir on tmpfs. tmpfs takes O_DIRECT (Linux
+// 6.6 on), so its "disk" samples look uncached, yet they measured RAM: a config
+// finding names it, and the path writing to that "disk" cannot tell its cap
+// (the real disk, unmeasured, may be slower than anything here).
+TEST(Ladder, ADiskRowOnTmpfsIsNoDisk) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"ext4"}})")
+          .raw_host("client",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"tmpfs"}})")
+          .disk("server", "read", 100'000'000, {630, 640, 620})
+          .disk("client", "write", 100'000'000, {1537, 1540, 1530})
+          .disk("client", "read", 100'000'000, {2849, 2850, 2840})
+          .tcp("server->client", {1600, 1610, 1590})
+          .tcp("client->server", {1800, 1810, 1790})
+          .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "disk:client:write:100000000")->medium_reason.empty());
+  EXPECT_TRUE(find_row(a, "disk:server:read:100000000")->medium_reason.empty());
+  const Finding* cfg = finding(a, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(cfg->rows.size(), 2u);
+  for (const char* path : {"server -> client", "client -> server"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "undecided") << f->text;
+    EXPECT_EQ(f->undecided_reason, "medium") << path;
+    EXPECT_EQ(f->candidates, (std::vector<std::string>{"client disk"})) << path;
+  }
+}
+
+// As above with the NFS server's thread at a core over RAM and not from disk:
+// the disk row beats a CPU-held row beneath, which puts it at that row's
+// ceiling (what caps NFS over RAM caps it), never below it (`nfs + disk`).
+TEST(Ladder, FromDiskFasterThanAThreadBoundRamRowTakesItsVerdict) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {900, 910, 890})
+                      .proto("nfs", "ram", "read", {289, 295, 280, 291}, 97, "ganesha.nfsd")
+                      .proto("nfs", "disk", "read", {372, 380, 365, 370}, 60, "ganesha.nfsd")
+                      .build();
+  Analysis a = analyze(run);
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "thread");
+  EXPECT_EQ(f->cpu.process, "ganesha.nfsd");
+}
+
+// Matrix round 2, NFSv3 with the server disk's writes throttled on a machine
+// whose every core is busy (the endpoints' work over half a core): NFS from
+// disk reads beat NFS from RAM, held by the busy cores, which is no cache sign;
+// what caps NFS over RAM (the CPU) caps it.
+TEST(Ladder, FromDiskFasterThanARamRowOnBusyCoresIsNoCache) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1040, 1050, 1045})
+                      .disk("server", "read", 100'000'000, {2400, 2410, 2390})
+                      .proto("nfs", "ram", "read", {434, 440, 425, 431})
+                      .proto("nfs", "disk", "read", {554, 560, 548, 551})
+                      .build();
+  const std::string busy =
+      R"({"server":{"seconds":2,"total_busy_pct":100,"agent_pct":40,"server_pct":45,)"
+      R"("other_pct":100,"top":[{"comm":"cc1plus","role":"other","cpu_pct":100,)"
+      R"("top_thread_pct":60},{"comm":"ganesha.nfsd","role":"server","cpu_pct":45,)"
+      R"("top_thread_pct":20}]}})";
+  set_cpu(run, "nfs", "ram", busy);
+  set_cpu(run, "nfs", "disk", busy);
+  Analysis a = analyze(run);
+  ASSERT_EQ(find_row(a, "nfs:ram:read:100000000")->cpu_bound.kind, "all cores");
+  EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "all cores");
+}
+
+// The server's disk_dir on tmpfs while the NFS disk share is on a real disk:
+// NFS from disk below NFS from RAM cannot be `nfs + disk` against a "disk" row
+// that measured RAM.
+TEST(Ladder, FromDiskBelowRamWithTheServerDiskStageOnTmpfsIsUndecided) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"tmpfs"}})")
+          .raw_host("client",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"disk_dir":{"fs_type":"ext4"}})")
+          .tcp("server->client", {1100, 1105, 1098})
+          .disk("server", "read", 100'000'000, {2800, 2810, 2790})
+          .proto("nfs", "ram", "read", {420, 430, 426})
+          .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
+          .build();
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided") << f->text;
+  EXPECT_EQ(f->undecided_reason, "medium");
+  EXPECT_EQ(f->cap, "");
+}
+
 }  // namespace
 }  // namespace cp::analysis

@@ -173,5 +173,102 @@ TEST_F(Verdict, ShortFilesOnALongPathAreUndecidedNotTheProtocol) {
   }
 }
 
+// The server disk throttled to 50 MB/s while the plan leaves the disk stage out:
+// NFS from disk reads far below NFS from RAM, which once read as `nfs + disk`
+// ("reading and serving together cost more"); the disk alone may hold it, so
+// the verdict cannot tell and says what was not measured.
+TEST_F(Verdict, FromDiskWithTheServerDiskUnmeasuredIsUndecided) {
+  RunResult th = chokepoint({"lab", "throttle", "--server-disk-read", "50MB/s"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 100MB\ncount = 3\n" +
+               share("nfs", "ram") + share("nfs", "disk"));
+  ASSERT_FALSE(doc.empty());
+  const json::object* f = finding(doc, "nfs disk read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(str(*f, "layer"), "undecided") << str(*f, "text");
+  EXPECT_EQ(str(*f, "undecided_reason"), "unmeasured") << str(*f, "text");
+  EXPECT_EQ(str(*f, "cap"), "");
+}
+
+// A read-only NFS export (the lab's /ro): every read succeeds, the first write
+// is refused. The run is partial (exit 3), the NFS stage failed, the reads keep
+// their row and verdict, and no write figure exists to be taken for a rate.
+TEST_F(Verdict, ReadOnlyShareFailsItsWritesLoudly) {
+  // The export's directory beside the RAM share's (lab layout: <ram>/share, <ram>/ro).
+  ASSERT_NE(lab_.share("nfs", "ram"), nullptr);
+  const std::string& ram_dir = lab_.share("nfs", "ram")->server_dir;
+  const std::string ro_dir = ram_dir.substr(0, ram_dir.rfind('/')) + "/ro";
+  TempDir t;
+  write_file(t.file("plan.ini"),
+             "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 20MB\ncount = 3\n"
+             "[share nfs-ro]\nurl = nfs://" +
+                 lab_names().server_data_address + "/ro\nserver_dir = " + ro_dir +
+                 "\nmedium = ram\nuser = " + lab_.share_user + "\n");
+  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
+                            t.file("plan.ini"), "--json", "-q"},
+                           900);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  ASSERT_FALSE(r.out.empty()) << r.err;
+  const json::object doc = json::parse(r.out).as_object();
+  EXPECT_EQ(str(doc.at("run").as_object(), "status"), "partial");
+  bool saw_nfs = false;
+  for (const auto& v : doc.at("stages").as_array()) {
+    const json::object& st = v.as_object();
+    if (str(st, "layer") != "nfs") continue;
+    saw_nfs = true;
+    EXPECT_EQ(str(st, "status"), "failed");
+  }
+  EXPECT_TRUE(saw_nfs);
+  EXPECT_EQ(query_int(t.file("runs.db"),
+                      "SELECT count(*) FROM samples WHERE op = 'write' AND error = ''"),
+            0);
+  EXPECT_GE(query_int(t.file("runs.db"),
+                      "SELECT count(*) FROM samples WHERE op = 'write' AND error != ''"),
+            1);
+  const json::object* read = finding(doc, "nfs ram read");
+  ASSERT_NE(read, nullptr);
+  EXPECT_FALSE(str(*read, "layer").empty());
+  EXPECT_EQ(finding(doc, "nfs ram write"), nullptr);
+}
+
+// The client's disk_dir on its tmpfs: tmpfs takes O_DIRECT, so the "disk"
+// samples look uncached, yet they measured RAM. A config finding names it and
+// the paths through that "disk" are undecided (medium), never capped by it.
+TEST_F(Verdict, ClientDiskDirOnTmpfsIsNoDisk) {
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  const json::object lab = json::parse(st.out).as_object();
+  const std::string client_ram = std::string(lab.at("client").at("ram").at("dir").as_string());
+  const json::object doc = diagnose("[client]\ndisk_dir = " + client_ram +
+                                    "\n[disk]\nsizes = 50MB\ncount = 2\nsettle = 0\n[tcp]\ncount = "
+                                    "2\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"server -> client", "client -> server"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(str(*f, "layer"), "undecided") << str(*f, "text");
+    EXPECT_EQ(str(*f, "undecided_reason"), "medium") << str(*f, "text");
+  }
+  const json::object* cfg = finding(doc, "config");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(str(*cfg, "layer"), "config");
+}
+
+// Only one direction slow: the server disk's writes throttled to 50 MB/s
+// (cgroup blkio: direct and synced writes, as the disk stage's are): the put
+// path (client -> server) names the server disk's writes.
+TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
+  RunResult th = chokepoint({"lab", "throttle", "--server-disk-write", "50MB/s"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  const json::object doc =
+      diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* up = finding(doc, "client -> server");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(str(*up, "layer"), "server disk") << str(*up, "text");
+  EXPECT_EQ(str(*up, "cap"), "disk:server:write:100000000");
+}
+
 }  // namespace
 }  // namespace cp::itest
