@@ -22,7 +22,9 @@
 #     that of the same command on an empty file run just before it (start,
 #     login, open, close: what an empty file costs), so the same interval for
 #     all (the data and what a byte more costs), at the price of more noise;
-#     nfs-cp prints no rate, so its transfer figure is this one;
+#     nfs-cp prints no rate, so its transfer figure is this one (and our
+#     nfs rows get this figure too: like with like, without the open's and
+#     close's round trips, which ours counts and nfs-cp's does not);
 #   command: the whole command's wall time (process start, login, transfer,
 #     exit). Ours loads libsmbclient, libcurl and OpenSSL at every start,
 #     which the agent does once, so this row flatters the peers.
@@ -61,6 +63,7 @@
 #   [--smb-base k=v]...     (a second configuration of it in the same rounds)
 #   [--base-bench PATH] [--no-nfs]
 #   [--nfs-option k=v]...   (our nfs driver's share options, e.g. depth=1)
+#   [--protocols "ftp smb nfs afp"]   (which rows run; --no-nfs / --no-afp take one out)
 # CHOKEPOINT_TRANSFER_BENCH: another build's transfer_bench as "ours" (a before/after).
 # ("0" = unshaped). A lab that was up is retuned to each rate and put back at
 # its own rate afterwards; one that was not is brought up and taken down.
@@ -79,6 +82,7 @@ BASE_OPTS=()
 BASE_TB=
 DO_NFS=1
 NFS_OPTS=()
+PROTOCOLS="ftp smb nfs afp"
 usage() {
   echo "usage: $0 [--runs N] [--size 100MB] [--rates \"1gbit 0\"] [--delays \"0 2ms 10ms\"]" \
     "[--afp-delay 5ms] [--afp-depths \"1 2 4 8 16 32\"] [--no-afp] [--no-lab]" \
@@ -100,10 +104,14 @@ while (($#)); do
     --base-bench) BASE_TB=$(realpath "$2"); shift 2 ;;
     --no-nfs) DO_NFS=0; shift ;;
     --nfs-option) NFS_OPTS+=(--option "$2"); shift 2 ;;
+    --protocols) PROTOCOLS=${2//,/ }; shift 2 ;;
     *) usage ;;
   esac
 done
 [ "$(id -u)" -eq 0 ] || { echo "protocols.sh: needs root (the lab)" >&2; exit 1; }
+has() { [[ " $PROTOCOLS " == *" $1 "* ]]; }  # has PROTO: its rows run
+has nfs || DO_NFS=0
+has afp || DO_AFP=0
 cmake --build build -j2 --target chokepoint transfer_bench afp_test_peer >/dev/null
 CP=./build/bin/chokepoint
 TB=${CHOKEPOINT_TRANSFER_BENCH:-$(pwd)/build/bin/transfer_bench}
@@ -148,6 +156,7 @@ field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 # each tool's own clock (transfer), from outside (wall less the empty file's),
 # and the whole command.
 report() {  # report KEY PEER [WHO]: from X/N/T[KEY-WHO] and [KEY-peer], F and R[KEY-WHO] (WHO: ours)
+  has "${1%%-*}" || return 0
   local who=${3:-ours}
   python3 - "$BYTES" "$1${3:+-$3}" "$2" "${X[$1-$who]}" "${X[$1-peer]}" "${N[$1-$who]:-}" "${N[$1-peer]:-}" "${T[$1-$who]}" "${T[$1-peer]}" "${F[$1-$who]:-}" "${R[$1-$who]:-}" <<'PY'
 import statistics, sys
@@ -198,7 +207,7 @@ for RATE in $RATES; do
   head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
   OURS_HINT=$(hint_of "$TB")
   BASE_HINT=$(hint_of "$BASE_TB")
-  on_server "mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
+  on_server "rm -rf '$RAM/bench' && mkdir -p '$RAM/bench' && chown '$USER_:' '$RAM/bench' && cat > '$RAM/bench/master.dat'" < "$WORK/src.dat"
   : > "$WORK/empty.dat"
   on_server "touch '$RAM/bench/empty.dat' && chown '$USER_:' '$RAM/bench/empty.dat'"
 
@@ -252,11 +261,13 @@ PY
     e=$(ms)
     T[$key]+="$(python3 -c "print(($e-$s)/1e9)") "
     X[$key]+="$(python3 -c "print(max(($e-$s-($e0-$s0))/1e9, 1e-6))") "
+    N[$key]+="$(python3 -c "print(max(($e-$s-($e0-$s0))/1e9, 1e-6))") "  # its own clock is this one
   }
   check_puts() {  # check_puts "NAMES": what arrived on the server is the source; then the round's files go
     local want got f
     want=$(sha256sum < "$WORK/src.dat" | cut -d' ' -f1)
     for f in $1; do
+      case $f in fp-*) has ftp || continue ;; sp-*) has smb || continue ;; esac
       got=$(on_server "sha256sum < '$RAM/bench/$f.dat'" | cut -d' ' -f1)
       [ "$got" = "$want" ] || { echo "protocols.sh: $f.dat on the server differs from the source" >&2; exit 1; }
     done
@@ -271,6 +282,7 @@ PY
   # the outside figure), then on the round's file.
   # xfer PROTO OP WHO FILE (ftp|smb, get|put, ours|base|peer, the remote name)
   xfer() {
+    has "$1" || return 0
     local proto=$1 op=$2 who=$3 f=$4 key=$1-$2-$3
     local tb=$TB hint=$OURS_HINT opts=()
     if [ "$who" = base ]; then tb=$BASE_TB hint=$BASE_HINT; fi
@@ -330,6 +342,8 @@ PY
       for who in $nfs_order; do
         f=n$v-$who-$i.dat
         if [ $who = ours ]; then
+          rm -f "$WORK/e-$i.dat"
+          empty nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" get bench/empty.dat "$WORK/e-$i.dat"
           timed nfs-get-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" get "bench/$f" "$WORK/$f"
         else
           rm -f "$WORK/e-$i.dat"
@@ -345,6 +359,7 @@ PY
       case $who in
         ours3 | ours4)
           v=${who#ours}
+          empty nfs-put-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" put "$WORK/empty.dat" "bench/eo$v-$i.dat"
           timed nfs-put-v$v-ours in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" --option version=$v "${NFS_OPTS[@]}" put "$WORK/src.dat" "bench/np$v-ours-$i.dat" ;;
         peer)
           timed_nfscp nfs-put-v3-peer "$WORK/src.dat" "$(nfs_url "bench/np3-peer-$i.dat" 3)" "$WORK/empty.dat" "$(nfs_url "bench/e-$i.dat" 3)" ;;
@@ -352,6 +367,7 @@ PY
     done
     X[nfs-put-v4-peer]=${X[nfs-put-v3-peer]}
     T[nfs-put-v4-peer]=${T[nfs-put-v3-peer]}
+    N[nfs-put-v4-peer]=${N[nfs-put-v3-peer]}
     check_puts "$put_files np3-ours-$i np3-peer-$i np4-ours-$i"
   done
   on_server "rm -rf '$RAM/bench'"
@@ -366,6 +382,7 @@ PY
   [ "$BASE_TB" != "$TB" ] && rows+=" ftp-get:base ftp-put:base"
   for kw in $rows; do
     k=${kw%:*} w=${kw#*:}
+    has "${k%%-*}" || continue
     python3 - "$BYTES" "$k$([ "$w" = base ] && echo -base)" "${X[$k-$w]}" "${X[$k-peer]}" "${N[$k-$w]:-}" "${N[$k-peer]:-}" <<'PY'
 import sys
 n, key = int(sys.argv[1]), sys.argv[2]

@@ -34,6 +34,7 @@
 #include "lab/sys.h"
 #include "lab/throttle.h"
 #include "transfer/driver.h"
+#include "transfer/protocols.h"
 
 namespace cp::transfer {
 namespace {
@@ -557,6 +558,14 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
         EXPECT_EQ(props.at("write_size_limit"), "none");
         EXPECT_EQ(std::stoull(props.at("request_size")), 1u << 20);
         EXPECT_GE(std::stoull(props.at("in_flight_bytes")), 2u << 20);
+        // depth=auto (the default): chosen from the connection's round trip,
+        // never below the minimum, and what the file kept out follows it.
+        EXPECT_EQ(props.at("depth_option"), "auto");
+        EXPECT_EQ(props.at("depth_chosen"), "auto");
+        EXPECT_GT(std::stod(props.at("path_rtt_ms")), 0);
+        EXPECT_GE(std::stoull(props.at("depth")), kNfsMinDepth);
+        EXPECT_LE(std::stoull(props.at("in_flight_bytes")),
+                  std::stoull(props.at("depth")) * std::stoull(props.at("request_size")));
 
         const std::string data = pattern(size, ++seed);
         const std::string rpath =

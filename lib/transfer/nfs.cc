@@ -29,10 +29,20 @@
 // them; else the share's user, looked up on this host (like a Linux client,
 // which sends its local ids); else the agent's own. A password is not used.
 //
+// Depth: a request's round trip is idle time unless others are out, so the
+// default depth=auto sizes the requests in flight to the path once mounted:
+// twice the bytes the path holds (the least RTT the kernel timed on the
+// mount's connection x option path_rate, which the protocol stage sets from
+// the TCP stage; 10 Gbit/s when unknown) plus two requests, at least 4,
+// within 32 MiB (nfs_auto_depth). Properties: depth_chosen, path_rtt_ms,
+// path_rate, and per file in_flight_bytes (the most it kept out).
+//
 // Share options: version=3|4 (default 4, as Linux mounts today),
 // request_size (bytes per READ/WRITE, default 1MiB, the Linux client's
-// default rsize/wsize; READs at most 1 MiB, what libnfs takes), depth (requests in flight, default
-// 4), uid, gid, timeout (seconds without an answer before a call fails, default 30).
+// default rsize/wsize; READs at most 1 MiB, what libnfs takes), depth
+// (requests in flight: auto, the default, or 1-1024), path_rate (for
+// depth=auto), uid, gid, timeout (seconds without an answer before a call
+// fails, default 30).
 #include <nfsc/libnfs.h>
 // After libnfs.h: the raw headers use its types.
 #include <nfsc/libnfs-raw-nfs4.h>
@@ -43,11 +53,16 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/tcp.h>  // struct tcp_info with tcpi_min_rtt
 #include <malloc.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -85,7 +100,9 @@ NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) 
     if (key == "version") {
       o.version = std::stoi(value);
     } else if (key == "depth") {
-      o.depth = static_cast<unsigned>(std::stoul(value));
+      o.depth = value == "auto" ? 0 : static_cast<unsigned>(std::stoul(value));
+    } else if (key == "path_rate") {
+      o.path_rate = static_cast<double>(parse_rate_bits(value, what)) / 8;
     } else if (key == "request_size") {
       o.request_size = parse_size(value, what);
     } else if (key == "uid" || key == "gid") {
@@ -95,6 +112,19 @@ NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) 
     }
   }
   return o;
+}
+
+unsigned nfs_auto_depth(double rtt_s, uint64_t request_size, double rate) {
+  CP_CHECK(request_size > 0);
+  if (rate <= 0) rate = kNfsAssumedRate;
+  unsigned n = kNfsMinDepth;
+  if (rtt_s > 0) {
+    const double path_bytes = rtt_s * rate;
+    n = std::max(n, 2 + static_cast<unsigned>(std::ceil(2 * path_bytes / double(request_size))));
+  }
+  const auto by_memory =
+      static_cast<unsigned>(std::max<uint64_t>(kNfsAutoMemory / request_size, 1));
+  return std::max(1u, std::min({n, by_memory, kNfsMaxDepth}));
 }
 
 Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
@@ -391,6 +421,24 @@ void keep_heap_for(uint64_t call_bytes, uint64_t in_flight_bytes) {
   mallopt(M_TRIM_THRESHOLD, static_cast<int>(flight_kept));
 }
 
+// The path's round trip as the kernel timed it on a connection (seconds, 0
+// unknown): the least sample (tcpi_min_rtt: every answer since the
+// handshake, the mount's included), else the smoothed RTT now. The kernel's
+// figure, free of this process's scheduling on a busy host.
+double connection_rtt(int fd) {
+  if (fd < 0) return 0;
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return 0;
+  double rtt = ti.tcpi_rtt > 0 ? ti.tcpi_rtt / 1e6 : 0;
+  if (len >= offsetof(tcp_info, tcpi_min_rtt) + sizeof ti.tcpi_min_rtt && ti.tcpi_min_rtt > 0 &&
+      ti.tcpi_min_rtt != ~0u) {
+    const double least = ti.tcpi_min_rtt / 1e6;
+    rtt = rtt > 0 ? std::min(rtt, least) : least;
+  }
+  return rtt;
+}
+
 constexpr uint64_t kLibnfsMaxXfer = 1 << 20;  // NFS_MAX_XFER_SIZE, bytes
 
 struct FileRecord {  // what one file kept in flight, for properties()
@@ -493,10 +541,16 @@ class NfsSession : public Session {
     if (rc != 0) fail(rc, Step::kConnect, where_);
     read_max_ = nfs_get_readmax(nfs_);
     write_max_ = nfs_get_writemax(nfs_);
+    path_rtt_ = connection_rtt(nfs_get_fd(nfs_));
+    depth_ = opts_.depth
+                 ? opts_.depth
+                 : nfs_auto_depth(path_rtt_,
+                                  std::max(request_size(Mode::kRead), request_size(Mode::kWrite)),
+                                  opts_.path_rate);
     // A call's buffer: its data and the RPC around it (4 KiB, libnfs's
     // ZDR_ENCODEBUF_MINSIZE, and the 4 KiB its READ decode may add).
     const uint64_t call = std::max(request_size(Mode::kRead), request_size(Mode::kWrite)) + 8192;
-    keep_heap_for(call, call * opts_.depth);
+    keep_heap_for(call, call * depth_);
   }
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
@@ -565,7 +619,13 @@ class NfsSession : public Session {
         // figure a lower bound): libnfs's own NFSv4 WRITEs, when the driver
         // cannot send its own (write4_async).
         {"write_size_limit", write_cap_ ? std::to_string(write_cap_) : std::string("none")},
-        {"depth_option", std::to_string(opts_.depth)}};
+        {"depth_option", opts_.depth ? std::to_string(opts_.depth) : std::string("auto")},
+        // depth=auto: from the path's round trip (the least the kernel timed
+        // on this connection) and rate (option path_rate, else assumed).
+        {"depth_chosen", opts_.depth ? "option" : "auto"},
+        {"path_rtt_ms", path_rtt_ > 0 ? fmt::format("{:.3f}", path_rtt_ * 1000) : "unknown"},
+        {"path_rate",
+         opts_.path_rate > 0 ? fmt::format("{:.0f}", opts_.path_rate * 8) : "unknown"}};
     if (write_cap_) {
       p["write_size_limit_reason"] = "libnfs 4.0 encodes an NFSv4 WRITE COMPOUND in a 4 KiB buffer";
     }
@@ -616,7 +676,7 @@ class NfsSession : public Session {
   // NFSv4 writes: whether the driver sends its WRITEs itself (write4_async).
   bool own_v4_writes() const { return opts_.version == 4 && own_v4_writes_; }
   void no_own_v4_writes() { own_v4_writes_ = false; }
-  unsigned depth() const { return opts_.depth; }
+  unsigned depth() const { return depth_; }
   nfs_context* ctx() const { return nfs_; }
 
   // Runs libnfs until `done()` or a failure of the connection; throws
@@ -680,6 +740,8 @@ class NfsSession : public Session {
   NfsOptions opts_;
   Place where_;
   uint64_t read_max_ = 0, write_max_ = 0;
+  double path_rtt_ = 0;     // seconds, 0 unknown
+  unsigned depth_ = 1;      // requests in flight (the option, or chosen by depth=auto)
   uint64_t write_cap_ = 0;  // NFSv4 writes: the largest libnfs encodes (0: not hit)
 #ifdef CP_LIBNFS_4_0_0
   bool own_v4_writes_ = true;
@@ -1018,10 +1080,15 @@ constexpr OptionSpec kNfsOptions[] = {
      .help = "bytes per READ/WRITE (the Linux client's rsize/wsize), capped at the server's"},
     {.name = "depth",
      .type = OptionType::kCount,
-     .fallback = "4",
+     .fallback = "auto",
      .min = 1,
      .max = kNfsMaxDepth,
-     .help = "READ/WRITE requests in flight"},
+     .words = "auto",
+     .help = "READ/WRITE requests in flight; auto: twice what the path holds (its round trip x "
+             "path_rate) plus two, at least 4, within 32 MiB"},
+    {.name = "path_rate",
+     .type = OptionType::kRate,
+     .help = "the path's rate, for depth=auto (unknown: 10 Gbit/s is assumed)"},
     {.name = "uid",
      .type = OptionType::kCount,
      .max = 0x7fffffff,

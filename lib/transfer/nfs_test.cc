@@ -28,7 +28,8 @@ TEST(NfsOptions, DefaultsAreTheLinuxClientsSizes) {
   const NfsOptions o = parse_nfs_options({});
   EXPECT_EQ(o.version, 4);
   EXPECT_EQ(o.request_size, 1u << 20);
-  EXPECT_GT(o.depth, 1u);
+  EXPECT_EQ(o.depth, 0u);  // auto: sized to the path at mount
+  EXPECT_EQ(o.path_rate, 0);
   EXPECT_EQ(o.uid, -1);
   EXPECT_EQ(o.gid, -1);
 }
@@ -39,13 +40,41 @@ TEST(NfsOptions, ReadsEveryOption) {
                                           {"depth", "4"},
                                           {"uid", "1001"},
                                           {"gid", "1002"},
-                                          {"timeout", "5s"}});
+                                          {"timeout", "5s"},
+                                          {"path_rate", "1gbit"}});
   EXPECT_EQ(o.version, 3);
   EXPECT_EQ(o.request_size, 256u << 10);
   EXPECT_EQ(o.depth, 4u);
   EXPECT_EQ(o.uid, 1001);
   EXPECT_EQ(o.gid, 1002);
   EXPECT_DOUBLE_EQ(o.timeout_s, 5);
+  EXPECT_DOUBLE_EQ(o.path_rate, 125e6);  // bytes/s
+  EXPECT_EQ(parse_nfs_options({{"depth", "auto"}}).depth, 0u);
+}
+
+TEST(NfsAutoDepth, AShortOrUnknownPathKeepsTheMinimum) {
+  EXPECT_EQ(nfs_auto_depth(0, 1 << 20, 0), kNfsMinDepth);            // RTT unknown
+  EXPECT_EQ(nfs_auto_depth(0.0001, 1 << 20, 125e6), kNfsMinDepth);   // 0.1 ms at 1 Gbit/s
+  EXPECT_EQ(nfs_auto_depth(0.0002, 1 << 20, 1.25e9), kNfsMinDepth);  // 0.2 ms at 10 Gbit/s
+}
+
+TEST(NfsAutoDepth, CoversTwiceThePathsBytesPlusTwoRequests) {
+  // 10 ms at 1 Gbit/s: 1.25 MB on the path, 2.5 MB = 3 requests of 1 MiB, + 2.
+  EXPECT_EQ(nfs_auto_depth(0.010, 1 << 20, 125e6), 5u);
+  // 2 ms at 10 Gbit/s: 2.5 MB, 5 MB = 5 requests, + 2.
+  EXPECT_EQ(nfs_auto_depth(0.002, 1 << 20, 1.25e9), 7u);
+  // Smaller requests: more of them for the same bytes (10 ms, 1 Gbit/s, 256 KiB).
+  EXPECT_EQ(nfs_auto_depth(0.010, 256 << 10, 125e6), 2 + 10u);
+  // The rate unknown: 10 Gbit/s is assumed (1 ms: 1.25 MB, twice = 3 requests, + 2).
+  EXPECT_EQ(nfs_auto_depth(0.001, 1 << 20, 0), nfs_auto_depth(0.001, 1 << 20, kNfsAssumedRate));
+  EXPECT_EQ(nfs_auto_depth(0.001, 1 << 20, 0), 5u);
+}
+
+TEST(NfsAutoDepth, StaysWithinItsMemoryBound) {
+  // 100 ms at 10 Gbit/s would want ~240 requests of 1 MiB: 32 MiB of them.
+  EXPECT_EQ(nfs_auto_depth(0.100, 1 << 20, 1.25e9), kNfsAutoMemory / (1 << 20));
+  // Requests larger than the bound: one.
+  EXPECT_EQ(nfs_auto_depth(0.100, 64ull << 20, 1.25e9), 1u);
 }
 
 TEST(NfsOptions, RejectsUnknownOptionsAndBadValues) {

@@ -96,14 +96,27 @@ inline constexpr uint64_t kNfsMaxRequest = 16 << 20;
 struct NfsOptions {
   int version = 4;                  // 3 or 4
   uint64_t request_size = 1 << 20;  // bytes per READ/WRITE (capped at the server's rsize/wsize)
-  // Requests in flight on the connection: 4 MiB at the default size, enough
-  // for 1 Gbit/s at 10 ms RTT, while the agent stays within its memory bound
-  // (each write is held twice, in the driver's buffer and in libnfs's
-  // encoded request).
-  unsigned depth = 4;
+  // Requests in flight on the connection; 0 = "auto" (the default): sized to
+  // the path after the mount (nfs_auto_depth).
+  unsigned depth = 0;
+  double path_rate = 0;    // option path_rate, bytes/s, for depth=auto; 0 unknown
   int uid = -1, gid = -1;  // AUTH_SYS ids; -1: the share user's, else the agent's
   double timeout_s = 30;   // seconds without an answer before a call fails
 };
+// Option depth=auto: how many READs/WRITEs of `request_size` bytes to keep in
+// flight on a path with round trip `rtt_s` (seconds, the least the kernel
+// timed on the mount's connection; <= 0 unknown) and rate `rate` (bytes/s;
+// <= 0 unknown: kNfsAssumedRate). Twice the path's bytes in flight (rtt x
+// rate; TCP's slow start overshoots to twice that, and the receiver's
+// autotuning sizes its window so too) plus two requests (one being handed to
+// the reader or filled by the writer, one being answered); never below
+// kNfsMinDepth (a LAN: the Linux client too keeps several 1 MiB requests
+// out), never above kNfsAutoMemory bytes of requests (the agent holds each
+// write twice, in its slot and in libnfs's encoded call).
+inline constexpr unsigned kNfsMinDepth = 4;
+inline constexpr uint64_t kNfsAutoMemory = 32ull << 20;
+inline constexpr double kNfsAssumedRate = 10e9 / 8;  // 10 Gbit/s, a fast NAS link, bytes/s
+unsigned nfs_auto_depth(double rtt_s, uint64_t request_size, double rate);
 // The nfs share options; Error(kConfig) naming an unknown option or a bad value.
 NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
 // The cp::Error for a failed libnfs call: -status as errno, libnfs's text

@@ -75,6 +75,15 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
                               " AND CAST(json_extract(details_json, "
                               "'$.properties.in_flight_bytes') AS INTEGER) > 0"),
             2 * 2 * 3);
+  // depth=auto (the default) was sized from the TCP stage's rate, which the
+  // protocol stage passed as path_rate, and the connection's round trip.
+  EXPECT_EQ(query_int(db, "SELECT count(*) " + nfs_samples +
+                              " AND json_extract(details_json, '$.properties.depth_chosen') = "
+                              "'auto' AND CAST(json_extract(details_json, "
+                              "'$.properties.path_rate') AS REAL) > 0 AND "
+                              "CAST(json_extract(details_json, '$.properties.path_rtt_ms') AS "
+                              "REAL) > 0"),
+            2 * 2 * 3);
 
   // Ladder rows and a verdict for each NFS path, as for the other protocols.
   for (const std::string key : {"nfs:ram:read:50000000", "nfs:ram:write:50000000",

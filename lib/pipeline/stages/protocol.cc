@@ -103,10 +103,12 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
   msg::ShareRef share_ref = share_message(share, a);
-  // smb: the path's rate from the TCP stage (the faster direction's median),
-  // so that connections=auto covers a call's round trip (transfer/smb.cc);
-  // an option the share sets itself wins.
-  if (share.driver == "smb" && tcp_rate > 0 && !share.options.count("path_rate")) {
+  // smb and nfs: the path's rate from the TCP stage (the faster direction's
+  // median), so that smb's connections=auto covers a call's round trip and
+  // nfs's depth=auto the path's bytes (transfer/smb.cc, nfs.cc); an option
+  // the share sets itself wins.
+  if ((share.driver == "smb" || share.driver == "nfs") && tcp_rate > 0 &&
+      !share.options.count("path_rate")) {
     share_ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   const bool has_server = !share.server_dir.empty();
