@@ -69,7 +69,6 @@ FileResult transfer_write(transfer::Session& session, const std::string& local_p
                           const std::string& remote, uint32_t block, const CancelToken& cancel,
                           const ProgressFn& progress) {
   Fd in(local_path, O_RDONLY);
-  std::vector<char> buf(block);
   Checksum sum;
   FileResult r;
   const off_t size = ::lseek(in.get(), 0, SEEK_END);
@@ -77,10 +76,15 @@ FileResult transfer_write(transfer::Session& session, const std::string& local_p
   const double start = monotonic_seconds();
   Ticker ticker(progress, start);
   auto file = session.open(remote, transfer::Mode::kWrite, static_cast<uint64_t>(size));
-  while (size_t n = read_some(in.get(), buf.data(), buf.size(), local_path)) {
+  // The local file is read straight into the driver's request buffers
+  // (write_buffer), as a copy program's read-then-send would.
+  for (;;) {
     cancel.check();
-    sum.update(buf.data(), n);
-    file->write(buf.data(), n);
+    const std::span<char> room = file->write_buffer(block);
+    const size_t n = read_some(in.get(), room.data(), room.size(), local_path);
+    if (n == 0) break;
+    sum.update(room.data(), n);
+    file->commit_write(n);
     r.bytes += n;
     ticker.tick(r.bytes);
   }

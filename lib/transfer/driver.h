@@ -55,8 +55,19 @@ class File {
   virtual void pwrite(const char* buf, size_t n, uint64_t offset);
   // Writes all n bytes (may buffer up to the driver's bounded window).
   virtual void write(const char* buf, size_t n) = 0;
+  // Writing without a copy: a buffer for the file's next bytes (at most `max`,
+  // at least 1), which the caller fills and hands over with commit_write(n),
+  // n <= its size; nothing else may come between the two. A driver that
+  // stages data in request buffers of its own gives the free part of one, so
+  // the bytes are not copied again; the default is a buffer of this File
+  // that commit_write passes to write().
+  virtual std::span<char> write_buffer(size_t max);
+  virtual void commit_write(size_t n);
   // Flushes, waits for every outstanding request, closes; throws on failure.
   virtual void close() = 0;
+
+ private:
+  std::vector<char> staged_;  // the default write_buffer's
 };
 
 // A logged-in connection to a share.

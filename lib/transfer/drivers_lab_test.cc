@@ -144,6 +144,24 @@ std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed
   return sum.hex() + "/" + std::to_string(size);
 }
 
+// The same as put, the way the client agent writes: each piece (at most
+// `piece` bytes) filled straight into the driver's write_buffer.
+std::string put_in_place(Session& s, const std::string& rel, uint64_t size, uint64_t seed,
+                         size_t piece) {
+  Checksum sum;
+  auto f = s.open(rel, Mode::kWrite, size);
+  for (uint64_t off = 0; off < size;) {
+    const std::span<char> room =
+        f->write_buffer(static_cast<size_t>(std::min<uint64_t>(piece, size - off)));
+    fill_pattern(room.data(), room.size(), seed, off);
+    sum.update(room.data(), room.size());
+    f->commit_write(room.size());
+    off += room.size();
+  }
+  f->close();
+  return sum.hex() + "/" + std::to_string(size);
+}
+
 // Reads `rel` to its end in 1 MiB blocks (telling the driver to expect
 // `size_hint` bytes, 0: nothing); the checksum of what came.
 std::string get(Session& s, const std::string& rel, uint64_t size_hint = 0) {
@@ -597,6 +615,11 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
       for (uint64_t at : {8192, 0, 4096}) w->pwrite(blocks.data() + at, 4096, at);
       w->close();
       EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), checksum_of(blocks));
+      // Into the driver's own WRITE buffers (write_buffer), in pieces that do
+      // not line up with its requests and a size that ends mid-request.
+      const std::string in_place = fmt::format("{}/v{}/in-place.dat", run_, version);
+      const std::string sent_in_place = put_in_place(*s, in_place, kMB10 + 12345, 91, 300 << 10);
+      EXPECT_EQ(server_checksum(share_dir(medium) + "/" + in_place), sent_in_place);
     }
     // Calls larger than libnfs takes in an answer (1 MiB): reads ask 1 MiB,
     // and what is read back is what was written.

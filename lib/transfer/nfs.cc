@@ -455,6 +455,10 @@ class NfsFile : public File {
   size_t read(char* buf, size_t n) override;
   size_t pread(char* buf, size_t n, uint64_t offset) override;
   void write(const char* buf, size_t n) override;
+  // The free part of the request being staged: the caller's bytes land in
+  // the WRITE's own buffer (no copy in write()).
+  std::span<char> write_buffer(size_t max) override;
+  void commit_write(size_t n) override;
   void pwrite(const char* buf, size_t n, uint64_t offset) override;
   void close() override;
 
@@ -466,6 +470,7 @@ class NfsFile : public File {
   void check(Slot& s, Step step);
   void note();
   size_t free_write_slot();
+  void staged(size_t n);
 
   NfsSession& s_;
   nfsfh* fh_;
@@ -959,6 +964,18 @@ size_t NfsFile::free_write_slot() {
 
 void NfsFile::write(const char* buf, size_t n) {
   CP_CHECK(mode_ == Mode::kWrite && fh_);
+  while (n > 0) {  // write_buffer refuses a file whose earlier write failed
+    const std::span<char> room = write_buffer(n);
+    std::memcpy(room.data(), buf, room.size());
+    buf += room.size();
+    n -= room.size();
+    staged(room.size());
+  }
+  s_.record({"write", s_.request_size(Mode::kWrite), s_.depth(), peak_, fl_->max_answer});
+}
+
+std::span<char> NfsFile::write_buffer(size_t max) {
+  CP_CHECK(mode_ == Mode::kWrite && fh_ && max > 0);
   if (failed_) {
     throw Error(ErrorKind::kIo,
                 fmt::format("NFS: an earlier write to {}/{} failed; the file is incomplete",
@@ -966,29 +983,35 @@ void NfsFile::write(const char* buf, size_t n) {
                 "see the first error; remove the file and write it again");
   }
   const uint64_t req = s_.request_size(Mode::kWrite);
-  while (n > 0) {
-    if (stage_ == SIZE_MAX) {
-      stage_ = free_write_slot();
-      Slot& sl = fl_->slots[stage_];
-      sl.buf.resize(req);
-      sl.offset = next_;
-      sl.want = 0;
-      sl.done = 0;
-    }
+  if (stage_ == SIZE_MAX) {
+    stage_ = free_write_slot();
     Slot& sl = fl_->slots[stage_];
-    const size_t k = static_cast<size_t>(std::min<uint64_t>(n, req - sl.want));
-    std::memcpy(sl.buf.data() + sl.want, buf, k);
-    sl.want += k;
-    next_ += k;
-    buf += k;
-    n -= k;
-    if (sl.want == req) {
-      order_.push_back(stage_);
-      issue(stage_);
-      stage_ = SIZE_MAX;
-    }
+    sl.buf.resize(req);
+    sl.offset = next_;
+    sl.want = 0;
+    sl.done = 0;
   }
-  s_.record({"write", req, s_.depth(), peak_, fl_->max_answer});
+  Slot& sl = fl_->slots[stage_];
+  return {sl.buf.data() + sl.want, static_cast<size_t>(std::min<uint64_t>(max, req - sl.want))};
+}
+
+void NfsFile::commit_write(size_t n) {
+  staged(n);
+  s_.record({"write", s_.request_size(Mode::kWrite), s_.depth(), peak_, fl_->max_answer});
+}
+
+// `n` bytes were put into the staging slot's free part: a full slot goes out.
+void NfsFile::staged(size_t n) {
+  CP_CHECK(stage_ != SIZE_MAX);
+  Slot& sl = fl_->slots[stage_];
+  CP_CHECK(sl.want + n <= sl.buf.size());
+  sl.want += n;
+  next_ += n;
+  if (sl.want == sl.buf.size()) {
+    order_.push_back(stage_);
+    issue(stage_);
+    stage_ = SIZE_MAX;
+  }
 }
 
 void NfsFile::pwrite(const char* buf, size_t n, uint64_t offset) {

@@ -150,6 +150,17 @@ void File::pwrite(const char*, size_t, uint64_t) {
   throw Error(ErrorKind::kUnsupported, "this protocol driver writes sequentially only");
 }
 
+std::span<char> File::write_buffer(size_t max) {
+  CP_CHECK(max > 0);
+  staged_.resize(max);
+  return {staged_.data(), max};
+}
+
+void File::commit_write(size_t n) {
+  CP_CHECK(n <= staged_.size());
+  write(staged_.data(), n);
+}
+
 std::span<const DriverSpec* const> driver_specs() { return kDrivers; }
 
 const std::vector<std::string>& driver_names() {

@@ -2,6 +2,8 @@
 // every driver, the listing `chokepoint drivers` prints.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <functional>
 #include <optional>
 #include <set>
@@ -146,6 +148,26 @@ TEST(Registry, ReadmeHoldsTheListingVerbatim) {
   ASSERT_TRUE(readme.has_value()) << CP_README;
   EXPECT_NE(readme->find("```\n" + describe_drivers() + "```\n"), std::string::npos)
       << "update README.md's Driver options block from `chokepoint drivers`";
+}
+
+// A driver without request buffers of its own: write_buffer lends the File's
+// buffer and commit_write passes exactly the committed bytes to write().
+TEST(File, DefaultWriteBufferHandsTheCommittedBytesToWrite) {
+  struct Recorder : File {
+    std::string written;
+    size_t read(char*, size_t) override { return 0; }
+    void write(const char* buf, size_t n) override { written.append(buf, n); }
+    void close() override {}
+  } f;
+  std::span<char> room = f.write_buffer(8);
+  ASSERT_EQ(room.size(), 8u);
+  std::memcpy(room.data(), "abcdefgh", 8);
+  f.commit_write(5);
+  room = f.write_buffer(3);
+  ASSERT_EQ(room.size(), 3u);
+  std::memcpy(room.data(), "xyz", 3);
+  f.commit_write(3);
+  EXPECT_EQ(f.written, "abcdexyz");
 }
 
 }  // namespace
