@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "core/error.h"
+#include "core/messages.h"
 #include "core/wire.h"
 #include "remote/agent_link.h"
 
@@ -56,6 +58,38 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
   agent.join();
   close(sv[1]);
   fs::remove_all(dir);
+}
+
+// Whether a sweep cell can run is the driver table's word: a random read
+// through FTP (no random_access) is unsupported before any connection is
+// tried (port 1 on loopback is closed: a connection would fail otherwise).
+TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) {
+  auto role = make_client_role();
+  CancelToken cancel;
+  msg::SweepRequest req;
+  req.share = {"s", "ftp://127.0.0.1:1/x", "ftp", "", "", {}};
+  req.remote = "f.dat";
+  req.request = 4096;
+  req.bytes = 1u << 20;
+  req.file_size = 4u << 20;
+  for (const char* pattern : {"randread", "randwrite"}) {
+    SCOPED_TRACE(pattern);
+    req.pattern = pattern;
+    try {
+      role->sweep(req, {cancel, {}, {}});
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    }
+  }
+  // A sequential read is not refused by the table: it tries the server.
+  req.pattern = "seqread";
+  try {
+    role->sweep(req, {cancel, {}, {}});
+    ADD_FAILURE() << "port 1 answered";
+  } catch (const Error& e) {
+    EXPECT_NE(e.kind(), ErrorKind::kUnsupported);
+  }
 }
 
 }  // namespace

@@ -433,5 +433,58 @@ TEST(ScriptedRunnerTest, TcpFigureIsTheReceiversAndTheDetailsHoldTheSendersSocke
   EXPECT_EQ(ud.receiver_tcp_info.rtt_us, 222u);
 }
 
+// The sweep asks the agent only for the cells the driver's table says it can
+// do: the null driver has no random reads or writes, so however willing the
+// agent, it is asked for sequential cells only (each pattern noted once).
+TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTheAgent) {
+  Plan plan = disk_only_plan();
+  plan.disk_enabled = false;
+  plan.proto_enabled = true;  // the sweep runs after each share's protocol stage
+  plan.proto_sizes = {1u << 20};
+  plan.proto_count = 1;
+  plan.sweep = true;
+  plan.sweep_sizes = {4096, 65536};
+  plan.sweep_bytes = 1u << 20;
+  SharePlan share;
+  share.name = "nothing";
+  share.url = "null:";
+  share.driver = "null";
+  share.medium = "ram";
+  plan.shares.push_back(share);
+  std::vector<std::string> asked;
+  ScriptedAgent server("server",
+                       [&](const std::string&, const json::object&) { return json::object{}; });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object& args) {
+    if (type == "make_file") {
+      return msg::to_json(msg::FileResult{1u << 20, 0.1, "c", false, ""});
+    }
+    if (type == "transfer") {
+      msg::TransferResult r;
+      r.bytes = 1u << 20;
+      r.seconds = 0.1;
+      r.checksum = "c";
+      return msg::to_json(r);
+    }
+    if (type != "sweep") return json::object{};
+    const auto req = msg::decode<msg::SweepRequest>(args, "sweep");
+    asked.push_back(req.pattern);
+    msg::SweepResult r;
+    r.bytes = req.bytes;
+    r.seconds = 0.1;
+    return msg::to_json(r);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
+  EXPECT_EQ(asked, (std::vector<std::string>{"seqread", "seqwrite", "seqread", "seqwrite"}));
+  ASSERT_EQ(rec.stages.size(), 2u);  // the share's protocol stage, then its sweep
+  EXPECT_EQ(rec.stages[0].status, kComplete) << rec.stages[0].error;
+  EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
+  EXPECT_EQ(rec.samples[2].size(), 4u);
+  int skipped = 0;
+  for (const auto& n : rec.notes) skipped += n.find("skipped") != std::string::npos;
+  EXPECT_EQ(skipped, 2);
+}
+
 }  // namespace
 }  // namespace cp::pipeline
