@@ -57,18 +57,18 @@ class AgentLinkTest : public ::testing::Test {
 };
 
 TEST_F(AgentLinkTest, HandshakeAndHello) {
-  json::object hello = link_->handshake(10);
-  EXPECT_EQ(wire::get_string(hello, "build"), "test-build");
-  EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
-  EXPECT_EQ(wire::get_u64(hello, "pid"), uint64_t(getpid()));
+  const msg::Hello& hello = link_->handshake(10);
+  EXPECT_EQ(hello.build, "test-build");
+  EXPECT_EQ(hello.proto, wire::kProtocolVersion);
+  EXPECT_EQ(hello.pid, getpid());
 }
 
 // The agent without a client role is the static server agent: it says so in
 // hello and refuses the protocol clients' requests with a typed error.
 TEST_F(AgentLinkTest, ServerAgentSaysItsRoleAndRefusesTransfers) {
-  json::object hello = link_->handshake(10);
-  EXPECT_EQ(wire::get_string(hello, "role"), "server");
-  EXPECT_TRUE(wire::get_array(hello, "drivers").empty());
+  const msg::Hello& hello = link_->handshake(10);
+  EXPECT_EQ(hello.role, "server");
+  EXPECT_TRUE(hello.drivers.empty());
   link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
   const json::object share{{"name", "s"}, {"url", "null:"}, {"driver", "null"}};
   for (const char* type : {"transfer", "sweep"}) {

@@ -33,10 +33,9 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
   fs::create_directories(dir);
   {
     remote::AgentLink link(remote::make_fd_stream(sv[0], sv[0], "test"), "test agent");
-    json::object hello = link.handshake(10);
-    EXPECT_EQ(wire::get_string(hello, "role"), "full");
-    std::vector<std::string> drivers;
-    for (const auto& d : wire::get_array(hello, "drivers")) drivers.emplace_back(d.as_string());
+    const msg::Hello& hello = link.handshake(10);
+    EXPECT_EQ(hello.role, "full");
+    const std::vector<std::string>& drivers = hello.drivers;
     for (const char* d : {"null", "ftp", "smb", "afp"}) {
       EXPECT_NE(std::find(drivers.begin(), drivers.end(), d), drivers.end()) << d;
     }

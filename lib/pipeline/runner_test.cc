@@ -257,7 +257,7 @@ TEST_F(RunnerTest, CancelMarksTheStageInterrupted) {
 
 // An agent whose answers a test scripts: `answer` gets each request's type and
 // fields (and may throw an Error, as a link does for a failed or lost agent).
-// What every run asks (facts, prepare, cleanup) has a default answer.
+// What every run asks (facts, prepare, check_space, cleanup) has a default answer.
 class ScriptedAgent : public remote::AgentPort {
  public:
   using Answer = std::function<json::object(const std::string& type, const json::object& args)>;
@@ -274,18 +274,20 @@ class ScriptedAgent : public remote::AgentPort {
       return msg::to_json(f);
     }
     if (type == "prepare") {
-      json::object dirs;
-      for (const auto& d : args.at("dirs").as_array()) {
-        dirs[d.as_string()] = std::string(d.as_string()) + "/chokepoint-run-x";
+      msg::PrepareResult made;
+      for (const auto& d : msg::decode<msg::PrepareRequest>(args, "prepare").dirs) {
+        made.dirs[d] = d + "/chokepoint-run-x";
       }
-      return {{"dirs", dirs}, {"swept", json::array{}}};
+      return msg::to_json(made);
     }
-    if (type == "cleanup") return {{"max_rss_kb", 1}};
+    if (type == "check_space")
+      return msg::to_json(msg::CheckSpaceResult{1u << 30, 1u << 30, "tmpfs", ""});
+    if (type == "cleanup") return msg::to_json(msg::AgentStats{1});
     return answer_(type, args);
   }
   double last_call_max_silence() const override { return silence; }
   const std::string& name() const override { return name_; }
-  const json::object& hello() const override { return hello_; }
+  const msg::Hello& hello() const override { return hello_; }
 
   std::vector<std::string> calls;
   double silence = 0;  // what the "link" says of the last call
@@ -293,7 +295,12 @@ class ScriptedAgent : public remote::AgentPort {
  private:
   std::string name_;
   Answer answer_;
-  json::object hello_{{"role", "full"}, {"arch", "x86_64"}};
+  msg::Hello hello_ = [] {
+    msg::Hello h;
+    h.role = "full";
+    h.arch = "x86_64";
+    return h;
+  }();
 };
 
 Plan disk_only_plan() {

@@ -45,7 +45,7 @@ std::string server_agent(const Arch& a) {
 struct RunningAgent {
   std::unique_ptr<Child> child;
   std::unique_ptr<remote::AgentLink> link;
-  json::object hello;
+  msg::Hello hello;
 };
 
 RunningAgent start(std::vector<std::string> argv, const std::string& name) {
@@ -92,9 +92,9 @@ TEST_P(StaticServerAgent, ServesAWireProtocolSession) {
   if (!a.emulator.empty()) argv.push_back(a.emulator);
   argv.push_back(server_agent(a));
   RunningAgent server = start(argv, "server " + a.name);
-  EXPECT_EQ(wire::get_string(server.hello, "arch"), a.name);
-  EXPECT_EQ(wire::get_string(server.hello, "role"), "server");
-  EXPECT_TRUE(wire::get_array(server.hello, "drivers").empty());
+  EXPECT_EQ(server.hello.arch, a.name);
+  EXPECT_EQ(server.hello.role, "server");
+  EXPECT_TRUE(server.hello.drivers.empty());
 
   json::object facts = server.link->call("facts", {{"peer_address", "127.0.0.1"}}, 120);
   EXPECT_GE(wire::get_u64(facts, "cpu_cores"), 1u);
