@@ -468,7 +468,6 @@ json::object Agent::do_disk(const Request& r) {
   cpu.start();
   probe::DiskResult d;
   if (q.op == "write") {
-    if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
     d = probe::disk_write(path, q.size, block, r.cancel, progress);
   } else if (q.op == "read") {
     d = probe::disk_read(path, block, r.cancel, progress);

@@ -15,8 +15,7 @@
 
 #include "agent/agent.h"
 #include "core/error.h"
-#include "core/messages.h"
-#include "core/wire.h"
+#include "core/messages_json.h"
 #include "remote/agent_link.h"
 
 namespace cp::agent {
@@ -40,7 +39,7 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
       EXPECT_NE(std::find(drivers.begin(), drivers.end(), d), drivers.end()) << d;
     }
     json::object p = link.call("prepare", {{"dirs", json::array{dir.string()}}}, 10);
-    const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir.string());
+    const std::string run_dir = msg::decode<msg::PrepareResult>(p, "prepare").dirs.at(dir.string());
     json::object r = link.call("transfer",
                                {{"dir", dir.string()},
                                 {"op", "read"},
@@ -49,7 +48,7 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
                                 {"size", 1u << 20},
                                 {"share", {{"name", "s"}, {"url", "null:"}, {"driver", "null"}}}},
                                30);
-    EXPECT_EQ(wire::get_u64(r, "bytes"), 1u << 20);
+    EXPECT_EQ(msg::decode<msg::TransferResult>(r, "transfer").bytes, 1u << 20);
     EXPECT_EQ(fs::file_size(run_dir + "/got.dat"), 1u << 20);
     link.call("cleanup", {}, 10);
     EXPECT_FALSE(fs::exists(run_dir));

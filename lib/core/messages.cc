@@ -175,13 +175,16 @@ json::object to_json(const DiskRequest& m) {
   return o;
 }
 void from_json(const json::value& v, DiskRequest& m, Source src, std::string_view what) {
-  In(v, src, what)
-      .need("dir", m.dir)
+  In in(v, src, what);
+  in.need("dir", m.dir)
       .need("op", m.op)
       .need("name", m.name)
-      .opt("size", m.size)
       .opt("block", m.block)
       .opt("delete_after", m.delete_after);
+  if (m.op == "write")
+    in.need("size", m.size);  // a write says how much
+  else
+    in.opt("size", m.size);
 }
 
 json::object to_json(const DiskResult& m) {

@@ -429,6 +429,18 @@ TEST(Messages, PeerMessageMissingARequiredFieldIsAPeerError) {
   }
 }
 
+// A disk write says how much to write; a read needs no size.
+TEST(Messages, DiskWriteWithoutASizeIsAPeerError) {
+  try {
+    decode<DiskRequest>(json::parse(R"({"dir":"/d","op":"write","name":"f"})"), "disk");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+  EXPECT_EQ(decode<DiskRequest>(json::parse(R"({"dir":"/d","op":"read","name":"f"})"), "disk").size,
+            0u);
+}
+
 TEST(Messages, PeerMessageWithAMistypedFieldIsAPeerError) {
   json::value v = json::parse(R"({"bytes":"many","seconds":1,"checksum":"x"})");
   EXPECT_THROW(decode<FileResult>(v, "file_info"), Error);
