@@ -49,13 +49,13 @@ class ScriptedStream : public ByteStream {
     wire::Decoder d;
     d.feed(data);
     while (auto m = d.next()) {
-      in_ += wire::encode(
-          {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
+      in_ += wire::encode({{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", answer_}});
     }
   }
   std::string stderr_text() override { return "bash: chokepoint-agent: not found"; }
   bool eof_when_done_ = true;
   std::string written_;
+  json::object answer_ = hello_data();  // what every request is answered with
 
  private:
   std::string in_;
@@ -70,6 +70,21 @@ TEST(AgentLink, SkipsLoginNoiseBeforeTheSentinel) {
   const msg::Hello& hello = link.handshake(5);
   EXPECT_EQ(hello.proto, wire::kProtocolVersion);
   EXPECT_EQ(hello.build, "b1");
+}
+
+// The hello is read through its codec: one without the agent's role (not a
+// chokepoint agent of this build) is the peer's error at the handshake.
+TEST(AgentLink, AHelloMissingItsRoleIsAPeerError) {
+  auto s = std::make_unique<ScriptedStream>(wire::sentinel_line("b1"));
+  s->eof_when_done_ = false;
+  s->answer_.erase("role");
+  AgentLink link(std::move(s), "srv");
+  try {
+    link.handshake(5);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
 }
 
 TEST(AgentLink, RefusesAnotherProtocolVersion) {
