@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "agent/agent.h"
 #include "agent/client_role.h"
@@ -491,6 +492,47 @@ TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTh
   int skipped = 0;
   for (const auto& n : rec.notes) skipped += n.find("skipped") != std::string::npos;
   EXPECT_EQ(skipped, 2);
+}
+
+// The TCP stage's rate goes to the drivers whose table declares a path_rate
+// option (smb), as that option, unless the share sets it; others get none.
+TEST(ScriptedRunnerTest, PathRateGoesToDriversThatDeclareTheOption) {
+  Plan plan = disk_only_plan();
+  plan.disk_enabled = false;
+  plan.proto_enabled = true;
+  plan.proto_sizes = {1u << 20};
+  plan.proto_count = 1;
+  for (const auto& [name, url, driver] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"s", "smb://h/s", "smb"},
+                                                                      {"n", "null:", "null"}}) {
+    SharePlan share;
+    share.name = name;
+    share.url = url;
+    share.driver = driver;
+    share.medium = "ram";
+    plan.shares.push_back(share);
+  }
+  std::map<std::string, std::map<std::string, std::string>> options;  // share -> what it got
+  ScriptedAgent server("server",
+                       [&](const std::string&, const json::object&) { return json::object{}; });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object& args) {
+    if (type == "make_file") return msg::to_json(msg::FileResult{1u << 20, 0.1, "c", false, ""});
+    if (type != "transfer") return json::object{};
+    const auto req = msg::decode<msg::TransferRequest>(args, "transfer");
+    options[req.share.name] = req.share.options;
+    msg::TransferResult r;
+    r.bytes = 1u << 20;
+    r.seconds = 0.1;
+    r.checksum = "c";
+    return msg::to_json(r);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  Agents a{server, client, "srv", "cli", "198.18.0.1"};
+  a.tcp_rates["client->server"] = {12.5e6};  // 100 Mbit/s
+  run_stages(plan, a, rec, cancel);
+  EXPECT_EQ(options["s"].at("path_rate"), "100000000bit");
+  EXPECT_EQ(options["n"].count("path_rate"), 0u);
 }
 
 }  // namespace

@@ -126,6 +126,8 @@ const DriverSpec& driver_spec(std::string_view name);
 // The driver whose URL prefix starts `url`; throws Error(kConfig) naming the
 // URL forms every driver takes.
 const DriverSpec& driver_for_url(std::string_view url);
+// The option `name` the spec declares; null when it has none.
+const OptionSpec* find_option(const DriverSpec& spec, std::string_view name);
 // Checks share options against the spec: each one known, of its type, in its
 // range or among its words. Throws Error(kConfig) naming the option, the
 // driver and what it takes.

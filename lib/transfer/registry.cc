@@ -193,14 +193,14 @@ const DriverSpec& driver_for_url(std::string_view url) {
                   " (`chokepoint drivers` lists each one's options)");
 }
 
-namespace {
-
 const OptionSpec* find_option(const DriverSpec& spec, std::string_view name) {
   for (const auto& candidate : spec.options) {
     if (candidate.name == name) return &candidate;
   }
   return nullptr;
 }
+
+namespace {
 
 // `value` of option `o` in its unit; nullopt for one of its words. Throws
 // the one error every driver gives for a value of the wrong type or range.

@@ -13,6 +13,7 @@
 #include "core/stats.h"
 #include "core/units.h"
 #include "remote/agent_port.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 
@@ -101,10 +102,17 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
   msg::ShareRef share_ref = share_message(share, a);
-  // smb: the path's rate from the TCP stage (the faster direction's median),
-  // so that connections=auto covers a call's round trip (transfer/smb.cc);
-  // an option the share sets itself wins.
-  if (share.driver == "smb" && tcp_rate > 0 && !share.options.count("path_rate")) {
+  // A driver whose table declares a path_rate option (smb) gets the path's
+  // rate from the TCP stage (the faster direction's median), so that
+  // connections=auto covers a call's round trip (transfer/smb.cc); an option
+  // the share sets itself wins.
+  // (A driver this build lacks fails the stage below, at the agent.)
+  const auto specs = transfer::driver_specs();
+  const auto spec = std::find_if(specs.begin(), specs.end(), [&](const transfer::DriverSpec* d) {
+    return d->name == share.driver;
+  });
+  if (spec != specs.end() && transfer::find_option(**spec, "path_rate") && tcp_rate > 0 &&
+      !share.options.count("path_rate")) {
     share_ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   const bool has_server = !share.server_dir.empty();
