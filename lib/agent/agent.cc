@@ -29,6 +29,7 @@
 #include "agent/file_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "core/messages_json.h"
 #include "core/process.h"
 #include "core/units.h"
@@ -332,13 +333,9 @@ json::object Agent::do_hello(const Request&) {
   return msg::to_json(h);
 }
 
-// The facts are the probe's whole description of the host (probe/sysinfo.h);
-// the orchestrator reads them through msg::HostFacts.
+// The probe's whole description of the host (core/facts_message.h).
 json::object Agent::do_facts(const Request& r) {
-  const auto q = decode<msg::FactsRequest>(r);
-  probe::FactsRequest f{q.ram_dir, q.disk_dir, q.peer_address};
-  f.samba_conf = q.samba_conf;
-  return probe::collect_facts(f);
+  return msg::to_json(probe::collect_facts(decode<msg::FactsRequest>(r)));
 }
 
 json::object Agent::do_prepare(const Request& r) {
@@ -446,11 +443,7 @@ json::object Agent::do_check_space(const Request& r) {
   // ... and the disk under it ("sda", "md2"; null for tmpfs), so the runner can
   // tell a disk share on another disk than the one the disk stage measured.
   msg::CheckSpaceResult out{s.total, s.avail, fs, ""};
-  if (json::value d = probe::dir_device_facts(dir); d.is_object()) {
-    if (const auto* name = d.as_object().if_contains("disk"); name && name->is_string()) {
-      out.disk = std::string(name->as_string());
-    }
-  }
+  if (const auto d = probe::dir_device_facts(dir)) out.disk = d->disk;
   return msg::to_json(out);
 }
 

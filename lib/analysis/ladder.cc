@@ -14,6 +14,7 @@
 
 #include "core/bootstrap.h"
 #include "core/cpu_message.h"
+#include "core/facts_message_json.h"
 #include "core/json_util.h"
 #include "core/messages_json.h"
 #include "core/units.h"
@@ -209,20 +210,33 @@ uint64_t max_of_sysctl(const std::string& text) {
 
 namespace {
 
-HostFacts read_host_facts(const msg::HostFacts& f) {
+// What the rules cite of one host's stored facts.
+HostFacts read_host_facts(const msg::Facts& f) {
   HostFacts h;
-  h.hostname = f.hostname;
-  h.boot_id = f.boot_id;
-  h.nic_bits = f.net.speed_mbit * 1e6;
-  h.shaped_bits = f.net.shaped_rate_bit;
-  h.memory_bytes = f.memory_bytes;
-  h.mtu = static_cast<int>(f.net.mtu);
-  h.ram_fs = f.ram_fs;
-  h.disk_device = f.disk_device;
-  h.read_ahead_kb = f.read_ahead_kb;
-  h.tcp_sysctls = f.tcp_sysctls;
-  h.samba_known = f.samba_known;
-  h.samba = f.samba_global;
+  h.hostname = f.hostname.value_or("");
+  h.boot_id = f.boot_id.value_or("");
+  h.memory_bytes = f.memory_bytes.value_or(0);
+  if (f.net) {
+    h.nic_name = f.net->name.value_or("");
+    h.mtu = static_cast<int>(f.net->mtu.value_or(0));
+    h.nic_bits = static_cast<double>(f.net->speed_mbit.value_or(0)) * 1e6;
+    h.shaped_bits = static_cast<double>(f.net->shaped_rate_bit.value_or(0));
+  }
+  if (f.ram_dir) h.ram_fs = f.ram_dir->fs_type.value_or("");
+  if (f.disk_dir && f.disk_dir->device) {
+    h.disk_device = f.disk_dir->device->disk;
+    h.read_ahead_kb = f.disk_dir->device->read_ahead_kb.value_or(-1);
+  }
+  for (const msg::NamedValue& v : f.tcp_sysctls) {
+    if (v.value) h.tcp_sysctls[v.name] = *v.value;
+  }
+  // A config that could not be read tells no parameter.
+  h.samba_known = f.samba && f.samba->error.empty();
+  if (h.samba_known) {
+    for (const msg::NamedValue& v : f.samba->global) {
+      if (v.value) h.samba[v.name] = *v.value;
+    }
+  }
   return h;
 }
 
@@ -234,15 +248,14 @@ void detect_link(const RunRecord& run, Analysis& a) {
     a.link_source = "set in the plan";
   }
   for (const auto& h : run.hosts) {
-    const auto f = msg::read_stored<msg::HostFacts>(h.facts_json);
-    const int mtu = static_cast<int>(f.net.mtu);
-    (h.role == "server" ? a.server_mtu : a.client_mtu) = mtu;
-    (h.role == "server" ? a.server : a.client) = read_host_facts(f);
+    const HostFacts facts = read_host_facts(msg::read_stored<msg::Facts>(h.facts_json));
+    (h.role == "server" ? a.server_mtu : a.client_mtu) = facts.mtu;
+    (h.role == "server" ? a.server : a.client) = facts;
     a.same_machine = !a.server.boot_id.empty() && a.server.boot_id == a.client.boot_id;
     if (planned > 0) continue;
-    const std::string& ifname = f.net.name;
-    double shaped = f.net.shaped_rate_bit;
-    double speed = f.net.speed_mbit * 1e6;
+    const std::string ifname = facts.nic_name;
+    double shaped = facts.shaped_bits;
+    double speed = facts.nic_bits;
     double bits = shaped > 0 ? shaped : speed;
     if (bits <= 0) continue;
     if (a.link_bits == 0 || bits < a.link_bits) {

@@ -228,7 +228,8 @@ struct HostFacts {
   int64_t read_ahead_kb = -1;
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
   std::string boot_id;       // the kernel's boot id: equal on both ends = one machine
-  double nic_bits = 0;       // the data interface's speed, bit/s (0 unknown)
+  std::string nic_name;      // the data interface ("eth0"; "" unknown)
+  double nic_bits = 0;       // its speed, bit/s (0 unknown)
   double shaped_bits = 0;    // a tc rate shaping it, bit/s (0 none)
   bool samba_known = false;  // a Samba config was read
   std::map<std::string, std::string> samba;  // its [global] parameters

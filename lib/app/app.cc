@@ -1,6 +1,5 @@
 #include "app/app.h"
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
@@ -26,10 +25,11 @@
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
+#include "app/signals.h"
 #include "app/tune_command.h"
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/json_util.h"
+#include "core/facts_message_json.h"
 #include "core/messages_json.h"
 #include "core/units.h"
 #include "core/version.h"
@@ -49,18 +49,8 @@ namespace {
 
 namespace po = boost::program_options;
 
-CancelToken g_cancel;
-std::atomic<int> g_signals{0};
-
 // The first SIGINT/SIGTERM/SIGHUP cancels the run; a second exits at once.
-void on_signal(int) {
-  if (g_signals.fetch_add(1) >= 1) {
-    static const char msg[] = "\nchokepoint: second signal: exiting now\n";
-    [[maybe_unused]] ssize_t n = write(2, msg, sizeof msg - 1);
-    _exit(kExitInterrupted);
-  }
-  g_cancel.cancel();
-}
+CancelToken g_cancel;
 
 // Ctrl-C ends a run within 2 s whatever the agents do. The orderly path
 // (cancel, kCancelGrace per agent, channels closed) takes about 1 s; when it
@@ -162,9 +152,9 @@ class Recorder : public pipeline::RunObserver {
   void on_agent_stats(const std::string& role, uint64_t max_rss_kb) override {
     for (auto& h : hosts_) {
       if (h.role != role) continue;
-      boost::json::object f = parse_json_object(h.facts_json);
-      f["agent_max_rss_kb"] = max_rss_kb;
-      h.facts_json = boost::json::serialize(f);
+      msg::Facts f = msg::read_stored<msg::Facts>(h.facts_json);
+      f.agent_max_rss_kb = max_rss_kb;
+      h.facts_json = boost::json::serialize(msg::to_json(f));
       store_.add_host(run_, h);
     }
   }
@@ -431,13 +421,7 @@ int diagnose(const std::vector<std::string>& args) {
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
   if (!disk_dir_note.empty()) progress.note(disk_dir_note);
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  install_stop_signals(g_cancel, /*exit_on_second=*/true);
   CancelWatchdog watchdog(store.path(), run_id);
 
   std::string status = kComplete, error;

@@ -1,6 +1,5 @@
 #include "app/tune_command.h"
 
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/signals.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/messages_json.h"
@@ -32,8 +32,9 @@ namespace {
 namespace po = boost::program_options;
 namespace json = boost::json;
 
+// Signals cancel the sweep, which then puts every knob back (a second
+// signal must not cut that short: no exit on it).
 CancelToken g_tune_cancel;
-void on_tune_signal(int) { g_tune_cancel.cancel(); }
 
 std::string list_text() {
   std::string out;
@@ -335,13 +336,7 @@ int tune_command(const std::vector<std::string>& args) {
   auto note = [&](const std::string& line) {
     if (!quiet) std::cerr << line << "\n";
   };
-  struct sigaction sa {};
-  sa.sa_handler = on_tune_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  install_stop_signals(g_tune_cancel, /*exit_on_second=*/false);
 
   auto server = remote::Endpoint::open(h.server, note);
   auto client = remote::Endpoint::open(h.client, note);

@@ -12,7 +12,7 @@ namespace {
 // Reads the fields of one object. From the peer, a required field that is
 // missing or any field of the wrong type throws Error(kPeer) naming the
 // message and field; from storage, such fields keep their defaults. A null
-// counts as absent (facts mark what a host could not tell with null).
+// counts as absent.
 class In {
  public:
   In(const json::value& v, Source src, std::string_view what) : src_(src), what_(what) {
@@ -705,94 +705,6 @@ void from_json(const json::value& v, FactsRequest& m, Source src, std::string_vi
       .opt("disk_dir", m.disk_dir)
       .opt("peer_address", m.peer_address)
       .opt("samba_conf", m.samba_conf);
-}
-
-json::object to_json(const NetFacts& m) {
-  return {{"name", m.name},
-          {"address", m.address},
-          {"mtu", m.mtu},
-          {"speed_mbit", m.speed_mbit},
-          {"shaped_rate_bit", m.shaped_rate_bit}};
-}
-void from_json(const json::value& v, NetFacts& m, Source src, std::string_view what) {
-  In(v, src, what)
-      .opt("name", m.name)
-      .opt("address", m.address)
-      .opt("mtu", m.mtu)
-      .opt("speed_mbit", m.speed_mbit)
-      .opt("shaped_rate_bit", m.shaped_rate_bit);
-}
-
-namespace {
-// The nested parts of the facts the verdict reads (probe/sysinfo.h has the
-// whole shape); in this namespace so that In finds their readers.
-struct DeviceFacts {
-  std::string disk;
-  int64_t read_ahead_kb = -1;
-};
-struct DirFacts {
-  std::string fs_type;
-  DeviceFacts device;
-};
-struct SambaFacts {
-  std::map<std::string, std::string> global;
-  bool known = false;
-};
-struct AgentFacts {
-  std::string role, arch;
-};
-
-void from_json(const json::value& v, DeviceFacts& m, Source src, std::string_view what) {
-  In(v, src, what).opt("disk", m.disk).opt("read_ahead_kb", m.read_ahead_kb);
-}
-void from_json(const json::value& v, DirFacts& m, Source src, std::string_view what) {
-  In(v, src, what).opt("fs_type", m.fs_type).opt("device", m.device);
-}
-void from_json(const json::value& v, SambaFacts& m, Source src, std::string_view what) {
-  m.known =
-      v.is_object() && v.as_object().contains("global") && v.as_object().at("global").is_object();
-  In(v, src, what).opt("global", m.global);
-}
-void from_json(const json::value& v, AgentFacts& m, Source src, std::string_view what) {
-  In(v, src, what).opt("role", m.role).opt("arch", m.arch);
-}
-}  // namespace
-
-json::object to_json(const HostFacts& m) {
-  json::object device{{"disk", m.disk_device}};
-  if (m.read_ahead_kb >= 0) device["read_ahead_kb"] = m.read_ahead_kb;
-  json::object o{{"hostname", m.hostname},           {"boot_id", m.boot_id},
-                 {"memory_bytes", m.memory_bytes},   {"net", to_json(m.net)},
-                 {"disk_dir", {{"device", device}}}, {"tcp_sysctls", strings(m.tcp_sysctls)}};
-  if (!m.ram_fs.empty()) o["ram_dir"] = {{"fs_type", m.ram_fs}};
-  if (m.samba_known) o["samba"] = {{"global", strings(m.samba_global)}};
-  o["agent"] = {{"role", m.agent_role}, {"arch", m.agent_arch}};
-  return o;
-}
-// Facts describe a host: a part it could not tell is null or absent, never an
-// error, so they are read leniently whatever their source.
-void from_json(const json::value& v, HostFacts& m, Source src, std::string_view what) {
-  if (src == Source::kPeer && !v.is_object()) In check(v, src, what);  // throws: not an object
-  DirFacts ram, disk;
-  SambaFacts samba;
-  AgentFacts agent;
-  In(v, Source::kStored, what)
-      .opt("hostname", m.hostname)
-      .opt("boot_id", m.boot_id)
-      .opt("memory_bytes", m.memory_bytes)
-      .opt("net", m.net)
-      .opt("ram_dir", ram)
-      .opt("disk_dir", disk)
-      .opt("tcp_sysctls", m.tcp_sysctls)
-      .opt("samba", samba)
-      .opt("agent", agent);
-  m.ram_fs = ram.fs_type;
-  m.disk_device = disk.device.disk;
-  m.read_ahead_kb = disk.device.read_ahead_kb;
-  m.samba_known = samba.known;
-  m.samba_global = std::move(samba.global);
-  m.agent_role = agent.role;
-  m.agent_arch = agent.arch;
 }
 
 }  // namespace cp::msg

@@ -346,38 +346,12 @@ struct SweepDetails {
 
 // ---- facts -----------------------------------------------------------------
 
+// Its answer, the host's facts: core/facts_message.h.
 struct FactsRequest {
   std::string ram_dir;
   std::string disk_dir;
   std::string peer_address;  // the other end, to find the interface that reaches it
   std::string samba_conf;    // "": the running smbd's
-};
-
-// What the orchestrator and the verdict read of a host's facts (the agent's
-// `facts` answer, stored whole per host; probe/sysinfo.h describes all of it).
-struct NetFacts {
-  std::string name;            // interface toward the peer
-  std::string address;         // its address
-  int64_t mtu = 0;             // bytes
-  double speed_mbit = 0;       // link speed, Mbit/s (0: unknown)
-  double shaped_rate_bit = 0;  // a tc rate on it, bit/s (0: none)
-};
-
-struct HostFacts {
-  std::string hostname;
-  std::string boot_id;
-  uint64_t memory_bytes = 0;
-  NetFacts net;
-  std::string ram_fs;          // ram_dir's filesystem ("tmpfs"), "" when unknown
-  std::string disk_device;     // disk_dir's whole disk ("sda"), "" when unknown
-  int64_t read_ahead_kb = -1;  // its read-ahead, KiB; -1 when unknown
-  std::map<std::string, std::string> tcp_sysctls;
-  bool samba_known = false;  // samba.global was read
-  std::map<std::string, std::string> samba_global;
-  // Which agent served the end ("full" | "server") and the machine it ran on;
-  // the runner adds these from the agent's hello.
-  std::string agent_role;
-  std::string agent_arch;
 };
 
 }  // namespace cp::msg

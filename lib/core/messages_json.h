@@ -13,7 +13,7 @@ namespace cp::msg {
 
 // kPeer: a message from the other end of the wire: a required field missing or
 // any field mistyped throws Error(kPeer) naming `what` and the field.
-// kStored: JSON this program stored earlier (details, facts): whatever is
+// kStored: JSON this program stored earlier (details): whatever is
 // missing or mistyped keeps its default, so older runs stay readable.
 enum class Source { kPeer, kStored };
 
@@ -62,8 +62,6 @@ CP_MESSAGE_CODEC(SweepRequest)
 CP_MESSAGE_CODEC(SweepResult)
 CP_MESSAGE_CODEC(SweepDetails)
 CP_MESSAGE_CODEC(FactsRequest)
-CP_MESSAGE_CODEC(NetFacts)
-CP_MESSAGE_CODEC(HostFacts)
 
 #undef CP_MESSAGE_CODEC
 

@@ -374,49 +374,6 @@ TEST(Messages, FactsRoundTrip) {
   EXPECT_EQ(q2.disk_dir, "/disk");
   EXPECT_EQ(q2.peer_address, "198.18.0.2");
   EXPECT_EQ(q2.samba_conf, "/etc/lab/smb.conf");
-
-  HostFacts h;
-  h.hostname = "srv";
-  h.boot_id = "b-1";
-  h.memory_bytes = 8ull << 30;
-  h.net = {"veth0", "198.18.0.1", 9000, 10000, 1e9};
-  h.ram_fs = "tmpfs";
-  h.disk_device = "loop3";
-  h.read_ahead_kb = 128;
-  h.tcp_sysctls = {{"net.core.rmem_max", "212992"}};
-  h.samba_known = true;
-  h.samba_global = {{"aio read size", "1"}};
-  h.agent_role = "server";
-  h.agent_arch = "aarch64";
-  HostFacts h2 = round_trip(h);
-  EXPECT_EQ(h2.hostname, "srv");
-  EXPECT_EQ(h2.boot_id, "b-1");
-  EXPECT_EQ(h2.memory_bytes, 8ull << 30);
-  EXPECT_EQ(h2.net.name, "veth0");
-  EXPECT_EQ(h2.net.address, "198.18.0.1");
-  EXPECT_EQ(h2.net.mtu, 9000);
-  EXPECT_DOUBLE_EQ(h2.net.speed_mbit, 10000);
-  EXPECT_DOUBLE_EQ(h2.net.shaped_rate_bit, 1e9);
-  EXPECT_EQ(h2.ram_fs, "tmpfs");
-  EXPECT_EQ(h2.disk_device, "loop3");
-  EXPECT_EQ(h2.read_ahead_kb, 128);
-  EXPECT_EQ(h2.tcp_sysctls, h.tcp_sysctls);
-  EXPECT_TRUE(h2.samba_known);
-  EXPECT_EQ(h2.samba_global, h.samba_global);
-  EXPECT_EQ(h2.agent_role, "server");
-  EXPECT_EQ(h2.agent_arch, "aarch64");
-}
-
-// What probe/sysinfo.cc sends: parts a host could not tell are null.
-TEST(Messages, FactsWithNullPartsDecodeToDefaults) {
-  json::value v = json::parse(R"({"hostname":"c","net":null,"disk_dir":{"device":null},
-      "tcp_sysctls":{"net.core.rmem_max":null,"net.ipv4.tcp_rmem":"4096 1 2"},"samba":null})");
-  HostFacts h = decode<HostFacts>(v, "facts");
-  EXPECT_EQ(h.hostname, "c");
-  EXPECT_EQ(h.net.mtu, 0);
-  EXPECT_EQ(h.read_ahead_kb, -1);
-  EXPECT_EQ(h.tcp_sysctls.size(), 1u);
-  EXPECT_FALSE(h.samba_known);
 }
 
 TEST(Messages, PeerMessageMissingARequiredFieldIsAPeerError) {

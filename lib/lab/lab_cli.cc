@@ -197,60 +197,115 @@ int cmd_down(const std::vector<std::string>& args, std::ostream& out) {
 
 }  // namespace
 
-std::string lab_usage() {
+namespace {
+
+// One entry per lab subcommand: its usage line, its help and its handler;
+// `lab --help`, `lab <sub> --help`, the dispatch and the unknown-subcommand
+// error all come from here.
+struct LabSubcommand {
+  const char* name;
+  const char* usage;  // after "chokepoint lab "
+  const char* help;   // what it does and its options
+  int (*run)(const std::vector<std::string>& args, std::ostream& out);
+};
+
+const std::vector<LabSubcommand>& lab_subcommands() {
+  static const std::vector<LabSubcommand> table = {
+      {"up",
+       "up [--rate R] [--path-rate R] [--delay D] [--mtu M] [--server-mtu M]\n"
+       "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
+       "                         [--ram-size S] [--server-profile nas] [--server-login user]",
+       "up options:\n"
+       "  --rate R        the hosts' own data interfaces, like 1gbit; 0 = unshaped (default)\n"
+       "  --path-rate R   on the path: tbf on the switch's ports (both directions), the\n"
+       "                  hosts' interfaces staying unshaped; 0 = none (default)\n"
+       "  --delay D       one-way delay each way on the path, like 5ms (RTT 2xD): netem on\n"
+       "                  the switch's ports, or the lab's delay line where there is no netem\n"
+       "  --mtu M         both hosts' data MTU in bytes (default 1500)\n"
+       "  --server-mtu M, --client-mtu M   one host's own (the switch takes the largest)\n"
+       "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts\n"
+       "  --disk-size S   each host's ext4 disk (default 3GiB)\n"
+       "  --ram-size S    each host's tmpfs (default 2GiB)\n"
+       "  --server-profile nas   the server's SSH sessions run in a root filesystem holding\n"
+       "                  only BusyBox (a NAS without Debian's libraries); changing it\n"
+       "                  rebuilds the lab\n"
+       "  --server-login user   the server's SSH sessions log in as the share user, who owns\n"
+       "                  the shares but has no root (a NAS admin account); `diagnose --lab`\n"
+       "                  then works in the shares; root is the default; changing it\n"
+       "                  rebuilds the lab\n"
+       "`up` on a running lab re-applies all but the sizes in place (what is not given\n"
+       "returns to its default), and restarts whatever daemon is down.\n",
+       cmd_up},
+      {"status", "status [--json]",
+       "status exits 0 when the lab is up and healthy, 3 when no lab is up, 4 when a\n"
+       "part of it is down (sshd, vsftpd, smbd, ganesha, the delay line: `lab up` restarts it).\n"
+       "  --json          the same as one JSON document (names, addresses, shares, shaping)\n",
+       cmd_status},
+      {"throttle",
+       "throttle [--smbd-cpu P] [--nfsd-cpu P] [--server-disk-read R] "
+       "[--server-disk-write R] [--clear]",
+       "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
+       "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
+       "  --nfsd-cpu P           CPU quota for the NFS server (ganesha.nfsd), likewise\n"
+       "  --server-disk-read R   read limit on the server's disk, like 50MB/s; off removes it\n"
+       "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
+       "  --clear                remove every throttle\n",
+       cmd_throttle},
+      {"down", "down",
+       "down removes everything the lab made (daemons stopped by PID, namespaces, loop\n"
+       "disks, cgroups, the share user it created) and its dir; with no lab it does nothing.\n",
+       cmd_down},
+  };
+  return table;
+}
+
+std::string instance_text() {
   return fmt::format(
-      "usage: chokepoint lab up [--rate R] [--path-rate R] [--delay D] [--mtu M] [--server-mtu M]\n"
-      "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
-      "                         [--ram-size S] [--server-profile nas] [--server-login user]\n"
-      "       chokepoint lab status [--json]\n"
-      "       chokepoint lab throttle [--smbd-cpu P] [--nfsd-cpu P] [--server-disk-read R] "
-      "[--server-disk-write R] [--clear]\n"
-      "       chokepoint lab down\n"
       "Every subcommand takes --instance N (default ${} or 0): labs 1..{} run beside\n"
-      "the default lab 0 with their own names (cp-server-N), addresses, dir and user.\n"
-      "\n"
-      "A two-host lab on this machine (root only): network namespaces cp-server and\n"
-      "cp-client whose data interfaces are joined by a third namespace, the switch\n"
-      "cp-switch (where --path-rate and --delay act), each host with its own sshd\n"
-      "(reachable over a separate management link), tmpfs and ext4-on-loop disk. The server\n"
-      "also runs vsftpd and smbd on its data address, each exporting shares ram\n"
-      "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password);\n"
-      "vsftpd also offers explicit TLS (ftps://) with a self-signed certificate.\n"
-      "\n"
-      "up options:\n"
-      "  --rate R        the hosts' own data interfaces, like 1gbit; 0 = unshaped (default)\n"
-      "  --path-rate R   on the path: tbf on the switch's ports (both directions), the\n"
-      "                  hosts' interfaces staying unshaped; 0 = none (default)\n"
-      "  --delay D       one-way delay each way on the path, like 5ms (RTT 2xD): netem on\n"
-      "                  the switch's ports, or the lab's delay line where there is no netem\n"
-      "  --mtu M         both hosts' data MTU in bytes (default 1500)\n"
-      "  --server-mtu M, --client-mtu M   one host's own (the switch takes the largest)\n"
-      "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts\n"
-      "  --disk-size S   each host's ext4 disk (default 3GiB)\n"
-      "  --ram-size S    each host's tmpfs (default 2GiB)\n"
-      "  --server-profile nas   the server's SSH sessions run in a root filesystem holding\n"
-      "                  only BusyBox (a NAS without Debian's libraries); changing it\n"
-      "                  rebuilds the lab\n"
-      "  --server-login user   the server's SSH sessions log in as the share user, who owns\n"
-      "                  the shares but has no root (a NAS admin account); `diagnose --lab`\n"
-      "                  then works in the shares; root is the default; changing it\n"
-      "                  rebuilds the lab\n"
-      "`up` on a running lab re-applies all but the sizes in place (what is not given\n"
-      "returns to its default), and restarts whatever daemon is down.\n"
-      "\n"
-      "status exits 0 when the lab is up and healthy, 3 when no lab is up, 4 when a\n"
-      "part of it is down (sshd, vsftpd, smbd, ganesha, the delay line: `lab up` restarts it).\n"
-      "\n"
-      "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
-      "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
-      "  --nfsd-cpu P           CPU quota for the NFS server (ganesha.nfsd), likewise\n"
-      "  --server-disk-read R   read limit on the server's disk, like 50MB/s; off removes it\n"
-      "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
-      "  --clear                remove every throttle\n"
-      "\n"
+      "the default lab 0 with their own names (cp-server-N), addresses, dir and user.\n",
+      kInstanceEnv, kMaxInstance);
+}
+
+std::string where_text() {
+  return fmt::format(
       "The lab lives in {} (instance N: {}-N; or ${}); `chokepoint diagnose --lab`\n"
       "tests it (instance ${}).\n",
-      kInstanceEnv, kMaxInstance, kDefaultDir, kDefaultDir, kDirEnv, kInstanceEnv);
+      kDefaultDir, kDefaultDir, kDirEnv, kInstanceEnv);
+}
+
+constexpr const char* kLabAbout =
+    "A two-host lab on this machine (root only): network namespaces cp-server and\n"
+    "cp-client whose data interfaces are joined by a third namespace, the switch\n"
+    "cp-switch (where --path-rate and --delay act), each host with its own sshd\n"
+    "(reachable over a separate management link), tmpfs and ext4-on-loop disk. The server\n"
+    "also runs vsftpd and smbd on its data address, each exporting shares ram\n"
+    "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password);\n"
+    "vsftpd also offers explicit TLS (ftps://) with a self-signed certificate.\n";
+
+const LabSubcommand* find_subcommand(const std::string& name) {
+  for (const LabSubcommand& c : lab_subcommands())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string lab_usage() {
+  std::string out;
+  for (const LabSubcommand& c : lab_subcommands()) {
+    out += fmt::format("{}chokepoint lab {}\n", out.empty() ? "usage: " : "       ", c.usage);
+  }
+  out += instance_text() + "\n" + kLabAbout;
+  for (const LabSubcommand& c : lab_subcommands()) out += std::string("\n") + c.help;
+  return out + "\n" + where_text();
+}
+
+std::string lab_usage(const std::string& sub) {
+  const LabSubcommand* c = find_subcommand(sub);
+  if (!c) return lab_usage();
+  std::string out = fmt::format("usage: chokepoint lab {}\n", c->usage);
+  if (sub == "up") out += std::string("\n") + kLabAbout;
+  return out + "\n" + c->help + "\n" + instance_text() + where_text();
 }
 
 UpArgs parse_up_args(const std::vector<std::string>& args) {
@@ -374,18 +429,18 @@ int run_lab_command(const std::vector<std::string>& args, std::ostream& out, std
     if (args.empty()) {
       throw Error(ErrorKind::kUsage, "lab: say what to do: up, status, throttle or down", kSeeHelp);
     }
+    const std::string& sub = args.front();
     if (wants_help(args)) {
-      out << lab_usage();
+      out << lab_usage(sub);
       return 0;
     }
-    const std::string& sub = args.front();
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (sub == "up") return cmd_up(rest, out);
-    if (sub == "status") return cmd_status(rest, out);
-    if (sub == "throttle") return cmd_throttle(rest, out);
-    if (sub == "down") return cmd_down(rest, out);
+    if (const LabSubcommand* c = find_subcommand(sub)) return c->run(rest, out);
+    std::string names;
+    for (const LabSubcommand& c : lab_subcommands())
+      names += std::string(names.empty() ? "" : ", ") + c.name;
     throw Error(ErrorKind::kUsage, fmt::format("lab: unknown subcommand '{}'", sub),
-                "use up, status, throttle or down");
+                "use one of " + names);
   } catch (const Error& e) {
     err << "chokepoint lab: " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? 2 : 1;

@@ -47,7 +47,10 @@ double parse_cpu_share(const std::string& text, const std::string& what);
 // "50MB/s" (or "50MB") -> 50000000 bytes/s; "off" or "0" -> 0. Throws Error(kUsage).
 uint64_t parse_bytes_rate(const std::string& text, const std::string& what);
 
-// The usage text printed by --help.
+// The usage text printed by `lab --help`: every subcommand.
 std::string lab_usage();
+// `lab <sub> --help`: that subcommand's usage and options (all of them for
+// a word that is not a subcommand).
+std::string lab_usage(const std::string& sub);
 
 }  // namespace cp::lab

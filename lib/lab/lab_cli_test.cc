@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
@@ -189,6 +191,26 @@ TEST(LabCliTest, HelpPrintsUsage) {
     EXPECT_NE(o.out.find("chokepoint lab up [--rate R]"), std::string::npos);
     EXPECT_NE(o.out.find("--disk-size"), std::string::npos);
   }
+}
+
+// Each subcommand's --help is its own usage and options, not another's.
+TEST(LabCliTest, EachSubcommandHasItsOwnHelp) {
+  const std::map<std::string, std::string> own = {{"up", "--server-profile"},
+                                                  {"status", "--json"},
+                                                  {"throttle", "--smbd-cpu"},
+                                                  {"down", "usage: chokepoint lab down"}};
+  for (const auto& [sub, option] : own) {
+    const Outcome o = run({sub, "--help"});
+    EXPECT_EQ(o.code, 0) << sub;
+    EXPECT_EQ(o.out.rfind("usage: chokepoint lab " + sub, 0), 0u) << o.out;
+    EXPECT_NE(o.out.find(option), std::string::npos) << sub;
+    for (const auto& [other, other_option] : own) {
+      if (other != sub && other_option.rfind("--", 0) == 0) {
+        EXPECT_EQ(o.out.find(other_option), std::string::npos) << sub << " shows " << other_option;
+      }
+    }
+  }
+  EXPECT_EQ(run({"sideways"}).code, 2);
 }
 
 TEST(LabCliTest, StatusWithoutLabSaysSoAndExitsNoLab) {

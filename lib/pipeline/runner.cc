@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "core/messages_json.h"
 #include "pipeline/stage.h"
 #include "remote/agent_port.h"
@@ -51,26 +52,28 @@ const StageKind kStages[] = {
 
 void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken& cancel) {
   // Facts: the client's path to the server's data address first, then the
-  // server's path back to the client's address on that path.
-  // The facts are stored whole (probe/sysinfo.h); what the run needs of them
-  // is read through msg::HostFacts.
-  json::object cf = a.client.call(
-      "facts",
-      msg::to_json(msg::FactsRequest{plan.client.ram_dir, plan.client.disk_dir, a.data_address}),
-      60);
-  a.client_address = msg::decode<msg::HostFacts>(cf, "facts").net.address;
-  json::object sf =
+  // server's path back to the client's address on that path. They are decoded
+  // (core/facts_message.h) and stored whole.
+  msg::Facts cf = msg::decode<msg::Facts>(
+      a.client.call("facts",
+                    msg::to_json(msg::FactsRequest{plan.client.ram_dir, plan.client.disk_dir,
+                                                   a.data_address}),
+                    60),
+      "facts");
+  a.client_address = cf.net && cf.net->address ? *cf.net->address : "";
+  msg::Facts sf = msg::decode<msg::Facts>(
       a.server.call("facts",
                     msg::to_json(msg::FactsRequest{plan.server.ram_dir, plan.server.disk_dir,
                                                    a.client_address, plan.server.samba_conf}),
-                    60);
+                    60),
+      "facts");
   // Which agent serves each end: the static server agent ("server") or the
   // full one, and the machine it runs on (from its hello).
   for (auto [facts, link] : {std::pair{&sf, &a.server}, std::pair{&cf, &a.client}}) {
-    (*facts)["agent"] = {{"role", link->hello().role}, {"arch", link->hello().arch}};
+    facts->agent = msg::AgentFacts{link->hello().role, link->hello().arch};
   }
-  obs.on_host({kServer, a.server_name, json::serialize(sf)});
-  obs.on_host({kClient, a.client_name, json::serialize(cf)});
+  obs.on_host({kServer, a.server_name, json::serialize(msg::to_json(sf))});
+  obs.on_host({kClient, a.client_name, json::serialize(msg::to_json(cf))});
 
   prepare_dirs(a.server, {{plan.server.ram_dir, plan.server.disk_dir}, false, a.run_id}, obs,
                kServer);

@@ -19,6 +19,7 @@
 #include "agent/agent.h"
 #include "agent/client_role.h"
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "core/messages_json.h"
 #include "remote/agent_link.h"
 #include "remote/agent_port.h"
@@ -100,7 +101,12 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   ASSERT_EQ(rec.hosts.size(), 2u);
   EXPECT_EQ(rec.hosts[0].role, "server");
   EXPECT_EQ(rec.hosts[0].address, "srv");
-  EXPECT_NE(rec.hosts[1].facts_json.find("\"net\""), std::string::npos);
+  // The client's facts are stored whole, with its route and the agent that served it.
+  const auto cf = msg::read_stored<msg::Facts>(rec.hosts[1].facts_json);
+  ASSERT_TRUE(cf.net.has_value());
+  EXPECT_TRUE(cf.net->address.has_value());
+  ASSERT_TRUE(cf.agent.has_value());
+  EXPECT_EQ(cf.agent->role, "full");
   ASSERT_EQ(rec.stages.size(), 4u);
   EXPECT_EQ(rec.stages[0].layer + ":" + rec.stages[0].where, "disk:server");
   EXPECT_EQ(rec.stages[1].layer + ":" + rec.stages[1].where, "disk:client");
@@ -269,9 +275,10 @@ class ScriptedAgent : public remote::AgentPort {
     if (cancel) cancel->check();
     calls.push_back(type);
     if (type == "facts") {
-      msg::HostFacts f;
+      msg::Facts f;
       f.hostname = name_;
-      f.net.address = name_ == "server" ? "198.18.0.1" : "198.18.0.2";
+      f.net = msg::NetFacts{};
+      f.net->address = name_ == "server" ? "198.18.0.1" : "198.18.0.2";
       return msg::to_json(f);
     }
     if (type == "prepare") {

@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +16,6 @@
 namespace cp::probe {
 namespace {
 
-namespace json = boost::json;
 using testing::TempDir;
 
 // An excerpt of a real OpenZFS 2.1 /proc/spl/kstat/zfs/arcstats (kstat header,
@@ -54,15 +51,17 @@ TEST(Zfs, ArcstatsGiveTheArcsSizeAndCeiling) {
 TEST(Zfs, FactsOfAZfsDiskDirNameTheArcFromProc) {
   TempDir proc;
   write(proc.file("spl/kstat/zfs/arcstats"), kArcstats);
-  const json::value z = zfs_facts("zfs", proc.path());
-  ASSERT_TRUE(z.is_object());
-  EXPECT_EQ(z.at("arc_c_max_bytes").as_uint64(), 8326086656u);
-  EXPECT_EQ(z.at("arc_size_bytes").as_uint64(), 3991658088u);
+  const auto z = zfs_facts("zfs", proc.path());
+  ASSERT_TRUE(z.has_value());
+  EXPECT_EQ(z->arc_c_max_bytes, 8326086656u);
+  EXPECT_EQ(z->arc_size_bytes, 3991658088u);
   // ZFS without a readable arcstats: the figures are unknown, not zero.
   TempDir empty;
-  EXPECT_TRUE(zfs_facts("zfs", empty.path()).at("arc_c_max_bytes").is_null());
+  const auto unknown = zfs_facts("zfs", empty.path());
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_FALSE(unknown->arc_c_max_bytes.has_value());
   // Any other filesystem has no ZFS facts.
-  EXPECT_TRUE(zfs_facts("ext4", proc.path()).is_null());
+  EXPECT_FALSE(zfs_facts("ext4", proc.path()).has_value());
 }
 
 TEST(CacheVerdict, ZfsReadsAreCachePossibleUnlessLargerThanTheArcCeiling) {
@@ -144,14 +143,13 @@ TEST(Degraded, FactsCarryTheListAndTheAgentsUid) {
   TempDir d;
   FactsRequest r;
   r.disk_dir = d.path();
-  const json::object f = collect_facts(r);
-  EXPECT_EQ(f.at("euid").to_number<int64_t>(), static_cast<int64_t>(::geteuid()));
-  ASSERT_TRUE(f.at("degraded").is_array());
-  for (const auto& e : f.at("degraded").as_array()) {
-    EXPECT_FALSE(e.at("privilege").as_string().empty());
-  }
+  const msg::Facts f = collect_facts(r);
+  EXPECT_EQ(f.euid, static_cast<uint64_t>(::geteuid()));
+  for (const msg::DegradedFact& e : f.degraded) EXPECT_FALSE(e.privilege.empty()) << e.fact;
   // The disk dir is not ZFS here.
-  EXPECT_TRUE(f.at("disk_dir").at("zfs").is_null());
+  ASSERT_TRUE(f.disk_dir.has_value());
+  EXPECT_TRUE(f.disk_dir->with_device);
+  EXPECT_FALSE(f.disk_dir->zfs.has_value());
 }
 
 TEST(CoreTimes, ReadFromProcStat) {

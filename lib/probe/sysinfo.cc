@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/json/parse.hpp>
+#include <boost/json.hpp>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -37,8 +37,8 @@ namespace json = boost::json;
 
 namespace {
 
-json::value str_or_null(const std::string& s) {
-  return s.empty() ? json::value(nullptr) : json::value(s);
+std::optional<std::string> unless_empty(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::string>(s);
 }
 
 // A positive byte rate from tc JSON (a number, or an object holding "rate"), bytes/s.
@@ -77,13 +77,10 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
-// Shaping configured on interface `name`, bit/s; null when none.
-json::value shaped_rate(const std::string& name) {
+// Shaping configured on interface `name`, bit/s; nullopt when none.
+std::optional<uint64_t> shaped_rate(const std::string& name) {
   // Without iproute2's tc (BusyBox's has no -j and prints no rates), from the kernel.
-  auto from_kernel = [&]() -> json::value {
-    const std::optional<uint64_t> bits = os::shaped_rate_bits(name);
-    return bits ? json::value(*bits) : json::value(nullptr);
-  };
+  auto from_kernel = [&] { return os::shaped_rate_bits(name); };
   const std::string tc = find_program("tc");
   if (tc.empty()) return from_kernel();
   std::optional<uint64_t> rate;
@@ -98,9 +95,9 @@ json::value shaped_rate(const std::string& name) {
       }
     }
   } catch (const Error&) {
-    return nullptr;
+    return std::nullopt;
   }
-  return rate ? json::value(*rate) : json::value(nullptr);
+  return rate;
 }
 
 bool same_address(const sockaddr* a, const sockaddr_storage& b) {
@@ -129,19 +126,14 @@ std::string address_text(const sockaddr_storage& ss) {
 
 // The interface the kernel would use to reach `peer`: a connected UDP socket sends
 // nothing but gets the source address the route picks.
-json::object net_facts(const std::string& peer) {
-  json::object o;
-  o["peer"] = peer;
-  o["name"] = nullptr;
-  o["address"] = nullptr;
-  o["mtu"] = nullptr;
-  o["speed_mbit"] = nullptr;
-  o["shaped_rate_bit"] = nullptr;
+msg::NetFacts net_facts(const std::string& peer) {
+  msg::NetFacts o;
+  o.peer = peer;
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   if (int rc = ::getaddrinfo(peer.c_str(), "9", &hints, &res); rc != 0) {
-    o["error"] = fmt::format("cannot resolve '{}': {}", peer, gai_strerror(rc));
+    o.error = fmt::format("cannot resolve '{}': {}", peer, gai_strerror(rc));
     return o;
   }
   int fd = -1;
@@ -164,10 +156,10 @@ json::object net_facts(const std::string& peer) {
   }
   ::freeaddrinfo(res);
   if (fd < 0) {
-    o["error"] = fmt::format("no route to '{}': {}", peer, errno_text(err));
+    o.error = fmt::format("no route to '{}': {}", peer, errno_text(err));
     return o;
   }
-  o["address"] = address_text(local);
+  o.address = address_text(local);
   std::string name;
   ifaddrs* ifs = nullptr;
   if (::getifaddrs(&ifs) == 0) {
@@ -180,13 +172,13 @@ json::object net_facts(const std::string& peer) {
     ::freeifaddrs(ifs);
   }
   if (!name.empty() && name.size() < IFNAMSIZ) {
-    o["name"] = name;
+    o.name = name;
     ifreq req{};
     std::memcpy(req.ifr_name, name.c_str(), name.size() + 1);
-    if (::ioctl(fd, SIOCGIFMTU, &req) == 0) o["mtu"] = req.ifr_mtu;
+    if (::ioctl(fd, SIOCGIFMTU, &req) == 0) o.mtu = req.ifr_mtu;
     // -1 (or EINVAL) when the driver does not know, as for lo and many virtual NICs.
-    if (const int64_t speed = os::link_speed_mbit(name); speed > 0) o["speed_mbit"] = speed;
-    o["shaped_rate_bit"] = shaped_rate(name);
+    if (const int64_t speed = os::link_speed_mbit(name); speed > 0) o.speed_mbit = speed;
+    o.shaped_rate_bit = shaped_rate(name);
   }
   ::close(fd);
   return o;
@@ -200,8 +192,9 @@ std::string read_os() {
   return {};
 }
 
-json::value dir_facts(const char* role, const std::string& path, bool with_device) {
-  if (path.empty()) return nullptr;
+std::optional<msg::DirFacts> dir_facts(const char* role, const std::string& path,
+                                       bool with_device) {
+  if (path.empty()) return std::nullopt;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
@@ -217,30 +210,27 @@ json::value dir_facts(const char* role, const std::string& path, bool with_devic
     throw Error(ErrorKind::kConfig, fmt::format("{} '{}' is not a directory", role, path),
                 fmt::format("set {} to a directory", role));
   }
-  json::object o;
-  o["path"] = path;
-  o["fs_type"] = nullptr;
-  o["total_bytes"] = nullptr;
-  o["avail_bytes"] = nullptr;
+  msg::DirFacts o;
+  o.path = path;
   MountEntry mount;
   try {
-    o["fs_type"] = fs_type(path);
+    o.fs_type = fs_type(path);
     mount = mount_of(path);
   } catch (const Error&) {
   }
   try {
     FsSpace space = fs_space(path);
-    o["total_bytes"] = space.total;
-    o["avail_bytes"] = space.avail;
+    o.total_bytes = space.total;
+    o.avail_bytes = space.avail;
   } catch (const Error&) {
   }
+  o.with_device = with_device;
   if (with_device) {
-    o["mount_source"] = str_or_null(mount.source);
-    o["device"] = dir_device_facts(path);
+    o.mount_source = unless_empty(mount.source);
+    o.device = dir_device_facts(path);
     // ZFS keeps its own cache (the ARC): its ceiling decides which files a read
     // may find there (os::read_cache_verdict). The dataset is mount_source.
-    o["zfs"] = o["fs_type"].is_string() ? zfs_facts(std::string(o["fs_type"].as_string()), "/proc")
-                                        : json::value(nullptr);
+    if (o.fs_type) o.zfs = zfs_facts(*o.fs_type, "/proc");
   }
   return o;
 }
@@ -263,19 +253,19 @@ std::string squeeze_spaces(std::string_view s) {
 
 }  // namespace
 
-json::object tcp_sysctl_facts(const std::string& proc_root) {
-  json::object o;
+msg::NamedValues tcp_sysctl_facts(const std::string& proc_root) {
+  msg::NamedValues o;
   for (const char* key : {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
                           "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
                           "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}) {
     const std::optional<std::string> value = os::sysctl(proc_root, key);
-    o[key] = value ? str_or_null(squeeze_spaces(*value)) : json::value(nullptr);
+    o.push_back({key, value ? unless_empty(squeeze_spaces(*value)) : std::nullopt});
   }
   return o;
 }
 
-json::object parse_samba_globals(std::string_view text) {
-  json::object o;
+msg::NamedValues parse_samba_globals(std::string_view text) {
+  msg::NamedValues o;
   bool in_global = false;
   for (const IniLine& l : read_ini(text, {.comment_chars = "#;", .continuation = true})) {
     if (l.text.front() == '[') {  // a header smbd cannot read leaves [global] too
@@ -284,7 +274,13 @@ json::object parse_samba_globals(std::string_view text) {
     }
     if (!in_global || l.kind != IniLine::Kind::kEntry) continue;
     const std::string name = lower(squeeze_spaces(l.key));
-    if (!name.empty()) o[name] = l.value;
+    if (name.empty()) continue;
+    auto same = [&](const msg::NamedValue& v) { return v.name == name; };
+    if (auto it = std::find_if(o.begin(), o.end(), same); it != o.end()) {
+      it->value = l.value;
+    } else {
+      o.push_back({name, l.value});
+    }
   }
   return o;
 }
@@ -362,21 +358,22 @@ std::string samba_config_path(const std::string& planned, std::string* how,
   return "/etc/samba/smb.conf";
 }
 
-json::value samba_facts(const std::string& conf_path) {
+std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
   std::string how;
-  const std::string path = samba_config_path(conf_path, &how);
+  msg::SambaFacts f;
+  f.config_path = samba_config_path(conf_path, &how);
   std::string text;
-  if (!read_file(path, &text)) {
-    if (how == "default" || how == "smbd -b") return nullptr;
-    return json::object{{"config_path", path},
-                        {"error", fmt::format("cannot read {}: {}", path, errno_text(errno))}};
+  if (!read_file(f.config_path, &text)) {
+    if (how == "default" || how == "smbd -b") return std::nullopt;
+    f.error = fmt::format("cannot read {}: {}", f.config_path, errno_text(errno));
+    return f;
   }
   std::string source = "file";
   if (const std::string testparm = find_program("testparm"); !testparm.empty()) {
     try {
       // testparm resolves includes and drops defaults, so two configs that
       // mean the same hash the same. It exits 1 on warnings yet prints.
-      RunResult r = run_command({testparm, "-s", "--suppress-prompt", path}, "", 20);
+      RunResult r = run_command({testparm, "-s", "--suppress-prompt", f.config_path}, "", 20);
       if (r.out.find("[global]") != std::string::npos) {
         text = r.out;
         source = "testparm";
@@ -384,47 +381,45 @@ json::value samba_facts(const std::string& conf_path) {
     } catch (const Error&) {
     }
   }
-  return json::object{{"config_path", path},
-                      {"found_by", how},
-                      {"source", source},
-                      {"sha256", sha256_hex(text)},
-                      {"global", parse_samba_globals(text)}};
+  f.found_by = how;
+  f.source = source;
+  f.sha256 = sha256_hex(text);
+  f.global = parse_samba_globals(text);
+  return f;
 }
 
-json::value dir_device_facts(const std::string& path) {
+std::optional<msg::BlockDeviceFacts> dir_device_facts(const std::string& path) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return nullptr;
-  json::value device = block_device_facts(major(st.st_dev), minor(st.st_dev));
-  if (!device.is_null()) return device;
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  auto device = block_device_facts(major(st.st_dev), minor(st.st_dev));
+  if (device) return device;
   // btrfs and friends give files an anonymous st_dev: try the device the mount names.
   MountEntry mount;
   try {
     mount = mount_of(path);
   } catch (const Error&) {
-    return nullptr;
+    return std::nullopt;
   }
   struct stat src;
   if (mount.source.rfind("/dev/", 0) == 0 && ::stat(mount.source.c_str(), &src) == 0 &&
       S_ISBLK(src.st_mode)) {
     return block_device_facts(major(src.st_rdev), minor(src.st_rdev));
   }
-  return nullptr;
+  return std::nullopt;
 }
 
-json::value block_device_facts(unsigned maj, unsigned min, const std::string& sys_root) {
+std::optional<msg::BlockDeviceFacts> block_device_facts(unsigned maj, unsigned min,
+                                                        const std::string& sys_root) {
   const std::optional<os::BlockDevice> d = os::block_device(maj, min, sys_root);
-  if (!d) return nullptr;
-  json::array slaves;
-  for (const std::string& n : d->slaves) slaves.emplace_back(n);
-  return json::object{
-      {"name", d->name},
-      {"disk", d->disk},
-      {"partition", d->partition},
-      {"read_ahead_kb", d->read_ahead_kb ? json::value(*d->read_ahead_kb) : json::value(nullptr)},
-      {"scheduler", str_or_null(d->scheduler)},
-      {"rotational", d->rotational ? json::value(*d->rotational) : json::value(nullptr)},
-      {"backing_file", str_or_null(d->backing_file)},
-      {"slaves", std::move(slaves)}};
+  if (!d) return std::nullopt;
+  return msg::BlockDeviceFacts{d->name,
+                               d->disk,
+                               d->partition,
+                               d->read_ahead_kb,
+                               unless_empty(d->scheduler),
+                               d->rotational,
+                               unless_empty(d->backing_file),
+                               d->slaves};
 }
 
 std::optional<uint64_t> parse_tc_qdisc_rate(std::string_view tc_json) {
@@ -504,62 +499,52 @@ std::string parse_os_release(std::string_view text) {
   return {};
 }
 
-json::array degraded_facts_json(const std::vector<os::DegradedFact>& facts) {
-  json::array a;
-  for (const os::DegradedFact& d : facts) {
-    a.push_back({{"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
-  }
-  return a;
+std::vector<msg::DegradedFact> degraded_facts(const std::vector<os::DegradedFact>& facts) {
+  std::vector<msg::DegradedFact> out;
+  for (const os::DegradedFact& d : facts) out.push_back({d.fact, d.method, d.privilege});
+  return out;
 }
 
-json::value zfs_facts(const std::string& fs_type, const std::string& proc_root) {
-  if (fs_type != "zfs") return nullptr;
-  const std::optional<os::ArcStats> arc = os::read_arc_stats(proc_root);
-  json::object o;
-  o["arc_c_max_bytes"] = arc ? json::value(arc->c_max) : json::value(nullptr);
-  o["arc_size_bytes"] = arc ? json::value(arc->size) : json::value(nullptr);
+std::optional<msg::ZfsFacts> zfs_facts(const std::string& fs_type, const std::string& proc_root) {
+  if (fs_type != "zfs") return std::nullopt;
+  msg::ZfsFacts o;
+  if (const std::optional<os::ArcStats> arc = os::read_arc_stats(proc_root)) {
+    o.arc_c_max_bytes = arc->c_max;
+    o.arc_size_bytes = arc->size;
+  }
   return o;
 }
 
-json::object collect_facts(const FactsRequest& req) {
-  json::object f;
+msg::Facts collect_facts(const FactsRequest& req) {
+  msg::Facts f;
   // The directories first: they are the only failures that throw.
-  json::value ram = dir_facts("ram_dir", req.ram_dir, false);
-  json::value disk = dir_facts("disk_dir", req.disk_dir, true);
+  f.ram_dir = dir_facts("ram_dir", req.ram_dir, false);
+  f.disk_dir = dir_facts("disk_dir", req.disk_dir, true);
 
   char host[HOST_NAME_MAX + 1] = {};
-  f["hostname"] = ::gethostname(host, sizeof host - 1) == 0 ? str_or_null(host) : nullptr;
-  f["os"] = str_or_null(read_os());
+  if (::gethostname(host, sizeof host - 1) == 0) f.hostname = unless_empty(host);
+  f.os = unless_empty(read_os());
   utsname u{};
-  const bool have_uname = ::uname(&u) == 0;
-  f["kernel"] = have_uname ? str_or_null(u.release) : nullptr;
-  f["arch"] = have_uname ? str_or_null(u.machine) : nullptr;
-  f["cpu_model"] = str_or_null(os::cpu_model());
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  f["cpu_cores"] = cores > 0 ? json::value(cores) : json::value(nullptr);
+  if (::uname(&u) == 0) {
+    f.kernel = unless_empty(u.release);
+    f.arch = unless_empty(u.machine);
+  }
+  f.cpu_model = unless_empty(os::cpu_model());
+  if (const long cores = ::sysconf(_SC_NPROCESSORS_ONLN); cores > 0) f.cpu_cores = cores;
   // The running kernel's random id: two ends with the same one share a machine (a lab
   // in namespaces, containers), so their CPUs are one pool.
-  f["boot_id"] = str_or_null(os::boot_id());
-  const uint64_t mem = os::memory_bytes();
-  f["memory_bytes"] = mem > 0 ? json::value(mem) : json::value(nullptr);
-  f["net"] =
-      req.peer_address.empty() ? json::value(nullptr) : json::value(net_facts(req.peer_address));
-  f["ram_dir"] = std::move(ram);
-  f["disk_dir"] = std::move(disk);
-  f["tcp_sysctls"] = tcp_sysctl_facts();
-  f["samba"] = samba_facts(req.samba_conf);
-  f["euid"] = static_cast<uint64_t>(::geteuid());
+  f.boot_id = unless_empty(os::boot_id());
+  if (const uint64_t mem = os::memory_bytes(); mem > 0) f.memory_bytes = mem;
+  if (!req.peer_address.empty()) f.net = net_facts(req.peer_address);
+  f.tcp_sysctls = tcp_sysctl_facts();
+  f.samba = samba_facts(req.samba_conf);
+  f.euid = static_cast<uint64_t>(::geteuid());
   // What this agent measured with a lesser method, for want of a privilege.
-  std::string disk_fs;
-  if (const json::object* d = f["disk_dir"].if_object()) {
-    if (const json::value* t = d->if_contains("fs_type"); t && t->is_string()) {
-      disk_fs = std::string(t->as_string());
-    }
-  }
+  const std::string disk_fs = f.disk_dir && f.disk_dir->fs_type ? *f.disk_dir->fs_type : "";
   std::string how;
   bool samba = false;  // the plan names smbd's config, or one runs in this host
   const std::string smb_conf = samba_config_path(req.samba_conf, &how, "/proc", &samba);
-  f["degraded"] = degraded_facts_json(
+  f.degraded = degraded_facts(
       os::degraded_facts(os::privilege_context(disk_fs, samba, how == "default" ? "" : smb_conf)));
   return f;
 }

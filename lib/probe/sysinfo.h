@@ -1,12 +1,7 @@
 // Facts about a host, stored with each run so a verdict can be read against
-// the hardware and configuration it was measured on.
-//
-// Only .cc files include this header (it pulls in Boost.JSON).
+// the hardware and configuration it was measured on. They are built here as
+// the typed message core/facts_message.h; the probing itself is in linux/.
 #pragma once
-
-#include <boost/json/array.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/value.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -14,62 +9,50 @@
 #include <string_view>
 #include <vector>
 
+#include "core/facts_message.h"
+#include "core/messages.h"
 #include "probe/platform.h"
 
 namespace cp::probe {
 
-struct FactsRequest {
-  std::string ram_dir;       // directory for RAM-backed files (tmpfs), or empty
-  std::string disk_dir;      // directory on the disk under test, or empty
-  std::string peer_address;  // the other host, to find the interface that reaches it, or empty
-  // The smb.conf of the Samba server to describe (a lab's smbd runs with
-  // its own); empty: /etc/samba/smb.conf when it exists.
-  std::string samba_conf = {};
-};
+// What to describe: ram_dir / disk_dir (or empty), the peer whose route to
+// find (or empty), the smb.conf of the Samba server (empty: the one
+// samba_config_path finds). The agent's request as it arrives.
+using msg::FactsRequest;
 
-// {
-//   "hostname", "os" (PRETTY_NAME), "kernel" (uname -r), "arch" (uname -m), "cpu_model",
-//   "cpu_cores" (online), "memory_bytes",
-//   "net": {"peer", "name", "address", "mtu", "speed_mbit", "shaped_rate_bit"[, "error"]},
-//   "ram_dir":  {"path", "fs_type", "total_bytes", "avail_bytes"},
-//   "disk_dir": {"path", "fs_type", "total_bytes", "avail_bytes", "mount_source",
-//                "device": block_device_facts(...),
-//                "zfs": zfs_facts(fs_type) (null unless ZFS; the dataset is mount_source)},
-//   "tcp_sysctls": tcp_sysctl_facts(),
-//   "samba": samba_facts(req.samba_conf),
-//   "euid": the agent's effective uid (0: root),
-//   "degraded": degraded_facts_json(os::degraded_facts(...)): [{"fact", "method",
-//               "privilege"}], each fact measured with a lesser method for want of a
-//               privilege, and what would restore it (empty when nothing is degraded)
-// }
-// "net"/"ram_dir"/"disk_dir" are null when not asked for. Missing pieces are null, never
-// an exception; only a missing ram_dir/disk_dir directory throws
+// The host's facts (core/facts_message.h): hostname, OS, kernel, CPU, memory,
+// boot id; `net` the interface that reaches req.peer_address (unset when none
+// is given); `ram_dir` / `disk_dir` (unset when not asked for; the disk_dir with
+// its mount source, block device and ZFS ARC); TCP sysctls, Samba config, the
+// agent's euid and what it measured with a lesser method for want of a
+// privilege. What the host cannot tell is unset, never an exception; only a
+// missing ram_dir/disk_dir directory throws
 // Error(kConfig, "ram_dir '/x' does not exist", hint).
-boost::json::object collect_facts(const FactsRequest& req);
+msg::Facts collect_facts(const FactsRequest& req);
 
-// [{"fact", "method", "privilege"}, ...] in order.
-boost::json::array degraded_facts_json(const std::vector<os::DegradedFact>& facts);
+// The facts of os::degraded_facts, in order.
+std::vector<msg::DegradedFact> degraded_facts(const std::vector<os::DegradedFact>& facts);
 
-// {"arc_c_max_bytes", "arc_size_bytes"} (each null when arcstats is unreadable)
-// for a ZFS filesystem (`fs_type` "zfs"), from <proc_root>/spl/kstat/zfs/arcstats;
-// null for any other filesystem.
-boost::json::value zfs_facts(const std::string& fs_type, const std::string& proc_root = "/proc");
+// The ARC's ceiling and size (each unset when arcstats is unreadable) for a ZFS
+// filesystem (`fs_type` "zfs"), from <proc_root>/spl/kstat/zfs/arcstats;
+// nullopt for any other filesystem.
+std::optional<msg::ZfsFacts> zfs_facts(const std::string& fs_type,
+                                       const std::string& proc_root = "/proc");
 
-// The TCP tunables a verdict or a comparison cites, read under `proc_root`:
-// {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.tcp_wmem",
-//  "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
-//  "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}: each the file's
-// text with runs of whitespace made one space, or null when unreadable.
-boost::json::object tcp_sysctl_facts(const std::string& proc_root = "/proc");
+// The TCP tunables a verdict or a comparison cites, read under `proc_root`, in
+// this order: net.ipv4.tcp_rmem ("4096 131072 6291456"), net.ipv4.tcp_wmem,
+// net.core.rmem_max, net.core.wmem_max, net.ipv4.tcp_congestion_control,
+// net.ipv4.tcp_window_scaling, net.ipv4.tcp_mtu_probing: each the file's text
+// with runs of whitespace made one space, unset when unreadable.
+msg::NamedValues tcp_sysctl_facts(const std::string& proc_root = "/proc");
 
-// The effective Samba configuration, so runs can be compared:
-// {"config_path", "source" ("testparm" | "file"), "sha256" (of the text),
-//  "global": {parameter: value} of its [global] section}. The text is
-// `testparm -s --suppress-prompt PATH` when testparm exists (includes
-// resolved, defaults omitted), else the file. `conf_path` empty means
-// /etc/samba/smb.conf; null when that does not exist. A given path that
-// cannot be read gives {"config_path", "error"}.
-boost::json::value samba_facts(const std::string& conf_path);
+// The effective Samba configuration, so runs can be compared: its path, how it
+// was found, "source" ("testparm" | "file"), the text's sha256 and its [global]
+// parameters. The text is `testparm -s --suppress-prompt PATH` when testparm
+// exists (includes resolved, defaults omitted), else the file. `conf_path`
+// empty means the one samba_config_path finds; nullopt when that does not
+// exist. A given path that cannot be read gives {config_path, error}.
+std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path);
 
 // The config file a running smbd was started with, from its command line
 // (NUL-separated, as /proc/PID/cmdline): `-s FILE`, `-sFILE`, `--configfile=FILE`
@@ -86,27 +69,27 @@ std::string smbd_config_from_cmdline(std::string_view cmdline);
 std::string samba_config_path(const std::string& planned, std::string* how,
                               const std::string& proc_root = "/proc", bool* served_here = nullptr);
 
-// The [global] section of smb.conf or testparm text: parameter names
-// lower-cased with inner whitespace made one space, values trimmed;
-// '#'/';' comments and '\' continuation lines handled; a later line
-// wins. Empty when there is no [global] section.
-boost::json::object parse_samba_globals(std::string_view text);
+// The [global] section of smb.conf or testparm text, in the text's order:
+// parameter names lower-cased with inner whitespace made one space, values
+// trimmed; '#'/';' comments and '\' continuation lines handled; a later line
+// sets the value where the first stood. Empty when there is no [global] section.
+msg::NamedValues parse_samba_globals(std::string_view text);
 
 // SHA-256 of `text` as 64 hex digits.
 std::string sha256_hex(std::string_view text);
 
-// The block device major:minor (a file's st_dev) as sysfs under `sys_root` describes it:
-// {"name" ("sda1"), "disk" ("sda"; itself unless a partition), "partition", "read_ahead_kb",
-//  "scheduler" (the active one), "rotational", "backing_file" (loop devices, else null),
-//  "slaves" (device-mapper/md members)}; null when sysfs knows no such block device
-// (tmpfs, NFS, btrfs subvolumes: anonymous devices).
-boost::json::value block_device_facts(unsigned major, unsigned minor,
-                                      const std::string& sys_root = "/sys");
+// The block device major:minor (a file's st_dev) as sysfs under `sys_root`
+// describes it (name "sda1", disk "sda": itself unless a partition, read-ahead,
+// active scheduler, rotational, a loop device's backing file, device-mapper/md
+// members); nullopt when sysfs knows no such block device (tmpfs, NFS, btrfs
+// subvolumes: anonymous devices).
+std::optional<msg::BlockDeviceFacts> block_device_facts(unsigned major, unsigned minor,
+                                                        const std::string& sys_root = "/sys");
 
 // block_device_facts for the filesystem holding directory `path` (its st_dev,
-// else the block device its mount names: btrfs subvolumes); null when none
+// else the block device its mount names: btrfs subvolumes); nullopt when none
 // (tmpfs, NFS) or `path` cannot be read.
-boost::json::value dir_device_facts(const std::string& path);
+std::optional<msg::BlockDeviceFacts> dir_device_facts(const std::string& path);
 
 // Lowest shaping rate, bit/s, set by a tbf, netem ("rate") or cake ("bandwidth") qdisc in
 // the output of `tc -j qdisc show dev IF`; nullopt when none sets one or the text is not

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "probe/test_util.h"
 
 namespace cp::probe {
@@ -25,7 +26,7 @@ TEST(Sysinfo, FactsOfThisMachine) {
   TempDir disk;
   FactsRequest req;
   req.disk_dir = disk.path();
-  json::object f = collect_facts(req);
+  json::object f = msg::to_json(collect_facts(req));
   for (const char* key : {"hostname", "os", "kernel", "arch", "cpu_model", "cpu_cores",
                           "memory_bytes", "net", "ram_dir", "disk_dir", "tcp_sysctls", "samba"}) {
     EXPECT_TRUE(f.contains(key)) << key;
@@ -65,7 +66,7 @@ TEST(Sysinfo, FactsOfThisMachine) {
 TEST(Sysinfo, LoopbackPeerUsesLo) {
   FactsRequest req;
   req.peer_address = "127.0.0.1";
-  json::object f = collect_facts(req);
+  json::object f = msg::to_json(collect_facts(req));
   ASSERT_TRUE(f["net"].is_object());
   const json::object& net = f["net"].as_object();
   EXPECT_EQ(net.at("name"), json::value("lo")) << json::serialize(net);
@@ -79,7 +80,7 @@ TEST(Sysinfo, LoopbackPeerUsesLo) {
 TEST(Sysinfo, UnresolvablePeerIsNullNotAnError) {
   FactsRequest req;
   req.peer_address = "bad host!";  // glibc refuses the name without asking DNS
-  json::object f = collect_facts(req);
+  json::object f = msg::to_json(collect_facts(req));
   ASSERT_TRUE(f["net"].is_object());
   EXPECT_TRUE(f["net"].as_object().at("name").is_null());
   EXPECT_TRUE(f["net"].as_object().at("error").is_string());
@@ -98,7 +99,7 @@ TEST(Sysinfo, TmpfsRamDir) {
   }
   FactsRequest req;
   req.ram_dir = ram;
-  json::object f = collect_facts(req);
+  json::object f = msg::to_json(collect_facts(req));
   ASSERT_TRUE(f["ram_dir"].is_object());
   const json::object& r = f["ram_dir"].as_object();
   EXPECT_EQ(r.at("fs_type"), json::value("tmpfs"));
@@ -155,31 +156,31 @@ TEST(Sysinfo, BlockDeviceFromFakeSysfs) {
   ASSERT_EQ(::symlink("../../devices/virtual/loop0", (s + "/dev/block/7:0").c_str()), 0);
   ASSERT_EQ(::symlink("../../devices/virtual/dm-0", (s + "/dev/block/253:0").c_str()), 0);
 
-  json::value part = block_device_facts(8, 1, s);
-  ASSERT_TRUE(part.is_object());
-  EXPECT_EQ(part.at("name"), json::value("sda1"));
-  EXPECT_EQ(part.at("disk"), json::value("sda"));
-  EXPECT_EQ(part.at("partition"), json::value(true));
-  EXPECT_EQ(part.at("read_ahead_kb"), json::value(128));
-  EXPECT_EQ(part.at("scheduler"), json::value("mq-deadline"));
-  EXPECT_EQ(part.at("rotational"), json::value(true));
-  EXPECT_TRUE(part.at("backing_file").is_null());
+  const auto part = block_device_facts(8, 1, s);
+  ASSERT_TRUE(part.has_value());
+  EXPECT_EQ(part->name, "sda1");
+  EXPECT_EQ(part->disk, "sda");
+  EXPECT_TRUE(part->partition);
+  EXPECT_EQ(part->read_ahead_kb, 128);
+  EXPECT_EQ(part->scheduler, "mq-deadline");
+  EXPECT_EQ(part->rotational, true);
+  EXPECT_FALSE(part->backing_file.has_value());
 
-  json::value loop = block_device_facts(7, 0, s);
-  ASSERT_TRUE(loop.is_object());
-  EXPECT_EQ(loop.at("name"), json::value("loop0"));
-  EXPECT_EQ(loop.at("disk"), json::value("loop0"));
-  EXPECT_EQ(loop.at("partition"), json::value(false));
-  EXPECT_TRUE(loop.at("read_ahead_kb").is_null());
-  EXPECT_EQ(loop.at("scheduler"), json::value("none"));
-  EXPECT_EQ(loop.at("rotational"), json::value(false));
-  EXPECT_EQ(loop.at("backing_file"), json::value("/var/lib/disk.img"));
+  const auto loop = block_device_facts(7, 0, s);
+  ASSERT_TRUE(loop.has_value());
+  EXPECT_EQ(loop->name, "loop0");
+  EXPECT_EQ(loop->disk, "loop0");
+  EXPECT_FALSE(loop->partition);
+  EXPECT_FALSE(loop->read_ahead_kb.has_value());
+  EXPECT_EQ(loop->scheduler, "none");
+  EXPECT_EQ(loop->rotational, false);
+  EXPECT_EQ(loop->backing_file, "/var/lib/disk.img");
 
-  json::value dm = block_device_facts(253, 0, s);
-  ASSERT_TRUE(dm.is_object());
-  EXPECT_EQ(json::serialize(dm.at("slaves")), R"(["sda2","sdb"])");
+  const auto dm = block_device_facts(253, 0, s);
+  ASSERT_TRUE(dm.has_value());
+  EXPECT_EQ(dm->slaves, (std::vector<std::string>{"sda2", "sdb"}));
 
-  EXPECT_TRUE(block_device_facts(0, 42, s).is_null());
+  EXPECT_FALSE(block_device_facts(0, 42, s).has_value());
 }
 
 TEST(Sysinfo, ParseTcQdiscRate) {
@@ -243,20 +244,26 @@ TEST(Sysinfo, TcpSysctlsFromFakeProc) {
   write(proc.file("sys/net/ipv4/tcp_rmem"), "4096\t131072\t6291456\n");
   write(proc.file("sys/net/core/wmem_max"), "212992\n");
   write(proc.file("sys/net/ipv4/tcp_congestion_control"), "cubic\n");
-  json::object o = tcp_sysctl_facts(proc.path());
-  EXPECT_EQ(o.at("net.ipv4.tcp_rmem"), json::value("4096 131072 6291456"));
-  EXPECT_EQ(o.at("net.core.wmem_max"), json::value("212992"));
-  EXPECT_EQ(o.at("net.ipv4.tcp_congestion_control"), json::value("cubic"));
-  EXPECT_TRUE(o.at("net.ipv4.tcp_wmem").is_null());
-  EXPECT_TRUE(o.at("net.ipv4.tcp_mtu_probing").is_null());
-  EXPECT_EQ(o.size(), 7u);
+  const msg::NamedValues o = tcp_sysctl_facts(proc.path());
+  ASSERT_EQ(o.size(), 7u);
+  EXPECT_EQ(o[0].name, "net.ipv4.tcp_rmem");
+  EXPECT_EQ(o[0].value, "4096 131072 6291456");
+  EXPECT_EQ(o[3].name, "net.core.wmem_max");
+  EXPECT_EQ(o[3].value, "212992");
+  EXPECT_EQ(o[4].name, "net.ipv4.tcp_congestion_control");
+  EXPECT_EQ(o[4].value, "cubic");
+  EXPECT_EQ(o[1].name, "net.ipv4.tcp_wmem");
+  EXPECT_FALSE(o[1].value.has_value());
+  EXPECT_EQ(o[6].name, "net.ipv4.tcp_mtu_probing");
+  EXPECT_FALSE(o[6].value.has_value());
 }
 
 TEST(Sysinfo, TcpSysctlsOfThisMachine) {
-  json::object o = tcp_sysctl_facts();
-  ASSERT_TRUE(o.at("net.ipv4.tcp_rmem").is_string()) << json::serialize(o);
+  const msg::NamedValues o = tcp_sysctl_facts();
+  const std::string* found = msg::find_value(o, "net.ipv4.tcp_rmem");
+  ASSERT_NE(found, nullptr);
   // Three numbers: min, default, max.
-  const std::string rmem(o.at("net.ipv4.tcp_rmem").as_string());
+  const std::string rmem = *found;
   EXPECT_EQ(std::count(rmem.begin(), rmem.end(), ' '), 2) << rmem;
 }
 
@@ -275,13 +282,17 @@ TEST(Sysinfo, ParseSambaGlobals) {
       "  path = /srv\n"
       "[global]\n"
       "  max xmit = 65535\n";
-  json::object g = parse_samba_globals(conf);
-  EXPECT_EQ(g.at("workgroup"), json::value("LAB"));
-  EXPECT_EQ(g.at("smb2 max read"), json::value("1048576"));
-  EXPECT_EQ(g.at("server string"), json::value("a long name"));
-  EXPECT_EQ(g.at("aio read size"), json::value("1"));  // the later line wins
-  EXPECT_EQ(g.at("max xmit"), json::value("65535"));   // a second [global] adds to it
-  EXPECT_FALSE(g.contains("path"));
+  const msg::NamedValues g = parse_samba_globals(conf);
+  // In the text's order; a repeated parameter keeps its first place.
+  std::vector<std::string> names;
+  for (const auto& v : g) names.push_back(v.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"workgroup", "smb2 max read", "server string",
+                                             "aio read size", "max xmit"}));
+  EXPECT_EQ(g[0].value, "LAB");
+  EXPECT_EQ(g[1].value, "1048576");
+  EXPECT_EQ(g[2].value, "a long name");
+  EXPECT_EQ(g[3].value, "1");      // the later line wins
+  EXPECT_EQ(g[4].value, "65535");  // a second [global] adds to it
   EXPECT_TRUE(parse_samba_globals("[share]\npath = /x\n").empty());
 }
 
@@ -294,30 +305,35 @@ TEST(Sysinfo, SambaFactsOfAGivenConfig) {
   TempDir dir;
   write(dir.file("smb.conf"),
         "[global]\n  smb2 max read = 65536\n  aio read size = 16384\n[data]\n  path = /tmp\n");
-  json::value v = samba_facts(dir.file("smb.conf"));
-  ASSERT_TRUE(v.is_object()) << json::serialize(v);
-  const json::object& o = v.as_object();
-  EXPECT_EQ(o.at("config_path"), json::value(dir.file("smb.conf")));
-  ASSERT_TRUE(o.at("sha256").is_string());
-  EXPECT_EQ(o.at("sha256").as_string().size(), 64u);
+  const auto v = samba_facts(dir.file("smb.conf"));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->config_path, dir.file("smb.conf"));
+  EXPECT_EQ(v->found_by, "plan");
+  EXPECT_TRUE(v->error.empty()) << v->error;
+  EXPECT_EQ(v->sha256.size(), 64u);
   // testparm (when installed) and the file agree on what the config sets
   // (testparm leaves out parameters at their default, e.g. smb2 max read = 8388608).
-  EXPECT_EQ(o.at("global").as_object().at("smb2 max read"), json::value("65536"));
-  EXPECT_EQ(o.at("global").as_object().at("aio read size"), json::value("16384"));
-  const std::string first(o.at("sha256").as_string());
+  ASSERT_NE(msg::find_value(v->global, "smb2 max read"), nullptr);
+  EXPECT_EQ(*msg::find_value(v->global, "smb2 max read"), "65536");
+  ASSERT_NE(msg::find_value(v->global, "aio read size"), nullptr);
+  EXPECT_EQ(*msg::find_value(v->global, "aio read size"), "16384");
+  const std::string first = v->sha256;
   // A changed parameter changes the hash.
   write(dir.file("smb.conf"),
         "[global]\n  smb2 max read = 4194304\n  aio read size = 16384\n[data]\n  path = /tmp\n");
-  json::value w = samba_facts(dir.file("smb.conf"));
-  EXPECT_NE(w.as_object().at("sha256"), json::value(first));
-  EXPECT_EQ(w.as_object().at("global").as_object().at("smb2 max read"), json::value("4194304"));
+  const auto w = samba_facts(dir.file("smb.conf"));
+  ASSERT_TRUE(w.has_value());
+  EXPECT_NE(w->sha256, first);
+  ASSERT_NE(msg::find_value(w->global, "smb2 max read"), nullptr);
+  EXPECT_EQ(*msg::find_value(w->global, "smb2 max read"), "4194304");
 }
 
 TEST(Sysinfo, SambaFactsOfAMissingConfig) {
-  json::value v = samba_facts("/no/such/smb.conf");
-  ASSERT_TRUE(v.is_object());
-  EXPECT_NE(std::string(v.as_object().at("error").as_string()).find("/no/such/smb.conf"),
-            std::string::npos);
+  const auto v = samba_facts("/no/such/smb.conf");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->config_path, "/no/such/smb.conf");
+  EXPECT_FALSE(v->error.empty());
+  EXPECT_TRUE(v->global.empty());
 }
 
 TEST(SambaConfig, FromTheRunningSmbdsCommandLine) {

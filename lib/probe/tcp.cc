@@ -1,8 +1,6 @@
 #include "probe/tcp.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -570,43 +568,35 @@ std::vector<std::string> TcpServer::rejections() const {
 
 namespace {
 
-// Non-blocking connect polled in short slices, so neither an unreachable host (minutes of
-// SYN retries) nor a cancel is missed. False with *err set when this address failed.
-bool connect_with_timeout(tcp::socket& sock, const tcp::endpoint& ep, const CancelToken& cancel,
-                          int* err) {
-  boost::system::error_code ec;
-  sock.open(ep.protocol(), ec);
-  if (ec) {
-    *err = ec.value();
-    return false;
-  }
-  auto give_up = [&](int e) {
-    *err = e;
-    sock.close(ec);
-    return false;
-  };
-  const int fd = sock.native_handle();
-  sock.non_blocking(true, ec);
-  if (::connect(fd, ep.data(), static_cast<socklen_t>(ep.size())) != 0) {
-    if (errno != EINPROGRESS) return give_up(errno);
-    const double deadline = monotonic_seconds() + kConnectTimeout;
-    for (;;) {
-      if (cancel.cancelled()) {
-        sock.close(ec);
-        cancel.check();
-      }
-      pollfd p{fd, POLLOUT, 0};
-      int rc = ::poll(&p, 1, 100);
-      if (rc > 0) break;
-      if (rc < 0 && errno != EINTR) return give_up(errno);
-      if (monotonic_seconds() > deadline) return give_up(ETIMEDOUT);
+// Asio's asynchronous connect, run in short slices, so neither an unreachable
+// host (minutes of SYN retries) nor a cancel is missed. False with *err set
+// when this address failed.
+bool connect_with_timeout(asio::io_context& io, tcp::socket& sock, const tcp::endpoint& ep,
+                          const CancelToken& cancel, int* err) {
+  boost::system::error_code result = asio::error::would_block;
+  io.restart();
+  sock.async_connect(ep, [&](const boost::system::error_code& ec) { result = ec; });
+  const double deadline = monotonic_seconds() + kConnectTimeout;
+  boost::system::error_code ignored;
+  while (result == asio::error::would_block) {
+    io.run_for(std::chrono::milliseconds(100));
+    if (result != asio::error::would_block) break;
+    if (cancel.cancelled() || monotonic_seconds() > deadline) {
+      sock.close(ignored);  // completes the connect with operation_aborted
+      io.run();
+      cancel.check();
+      *err = ETIMEDOUT;
+      return false;
     }
-    int so_error = 0;
-    socklen_t len = sizeof so_error;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
-    if (so_error != 0) return give_up(so_error);
   }
-  sock.non_blocking(false, ec);
+  if (result) {
+    *err = result.value();
+    sock.close(ignored);
+    return false;
+  }
+  // The transfer uses blocking send/recv on the descriptor: undo the
+  // O_NONBLOCK Asio set for the asynchronous connect.
+  sock.native_non_blocking(false, ignored);
   return true;
 }
 
@@ -629,7 +619,7 @@ TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& tok
   std::string peer;
   int err = ECONNREFUSED;
   for (const auto& entry : endpoints) {
-    if (connect_with_timeout(sock, entry.endpoint(), cancel, &err)) {
+    if (connect_with_timeout(io, sock, entry.endpoint(), cancel, &err)) {
       peer = endpoint_text(entry.endpoint());
       break;
     }

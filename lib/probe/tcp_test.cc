@@ -6,8 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -249,6 +251,44 @@ TEST(Tcp, StoppingTheServerFailsTheRunningSample) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
   }
+}
+
+// A listener whose accept queue is full drops further SYNs, so a connect to
+// it hangs in SYN retries: a cancel still ends it (kCancelled, not kIo).
+TEST(Tcp, CancelEndsAConnectThatHangs) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  // Fill the accept queue (never accepted).
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(c);
+  }
+  ::usleep(200 * 1000);  // let the handshakes that can complete do so
+  CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    cancel.cancel();
+  });
+  std::optional<ErrorKind> kind;
+  try {
+    tcp_run("127.0.0.1", ntohs(addr.sin_port), "x", TcpMode::kSend, 1, kDefaultTcpBuffer, cancel,
+            nullptr);
+  } catch (const Error& e) {
+    kind = e.kind();
+  }
+  canceller.join();
+  EXPECT_EQ(kind, ErrorKind::kCancelled);
+  for (int c : fillers) ::close(c);
+  ::close(listener);
 }
 
 TEST(Tcp, ConnectionErrorsAndBadArguments) {

@@ -9,6 +9,7 @@
 #include "core/cpu_message.h"
 #include "core/json_util.h"
 #include "report/report.h"
+#include "report/sample_json.h"
 
 namespace cp::report {
 namespace {
@@ -91,16 +92,8 @@ Table build(const RunRecord& run) {
                        {"layer", st.layer},
                        {"where", st.where},
                        {"stage_status", st.status},
-                       {"sample_id", s.id},
-                       {"seq", s.seq},
-                       {"op", s.op},
-                       {"size", s.size},
-                       {"bytes", s.bytes},
-                       {"seconds", s.seconds},
-                       {"bytes_per_s", s.rate()},
-                       {"started_at", s.started_at},
-                       {"cache_possible", s.cache_possible},
-                       {"error", s.error}};
+                       {"sample_id", s.id}};
+      for (auto& [k, v] : sample_measure_json(s)) row[k] = std::move(v);
       json::value cpu = parse_json_or_null(s.cpu_json);
       add_cpu(cpu, "server", row);
       add_cpu(cpu, "client", row);

@@ -3,10 +3,11 @@
 #include "report/report.h"
 
 #include <fmt/format.h>
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <type_traits>
 
 #include "core/clock.h"
 #include "core/units.h"
@@ -14,8 +15,6 @@
 
 namespace cp::report {
 namespace {
-
-namespace json = boost::json;
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1000px;
@@ -180,34 +179,28 @@ std::string hosts_table(const RunRecord& run) {
   std::string out =
       "<table><tr><th>role</th><th>host</th><th>kernel</th><th>CPU</th><th>memory</th>"
       "<th>interface</th><th>disk</th></tr>";
-  for (const auto& h : run.hosts) {
-    boost::system::error_code ec;
-    json::value f = json::parse(h.facts_json, ec);
-    auto get = [&](std::initializer_list<const char*> keys) -> std::string {
-      if (ec || !f.is_object()) return "?";
-      const json::value* v = &f;
-      for (const char* k : keys) {
-        if (!v->is_object()) return "?";
-        v = v->as_object().if_contains(k);
-        if (!v) return "?";
-      }
-      if (v->is_null()) return "?";
-      return v->is_string() ? std::string(v->as_string()) : json::serialize(*v);
-    };
-    std::string mem = get({"memory_bytes"});
-    if (!ec && f.is_object()) {
-      if (const auto* m = f.as_object().if_contains("memory_bytes"); m && m->is_number()) {
-        mem = format_size(m->to_number<uint64_t>());
-      }
+  // "?" for what the host did not tell (or a run from before the fact).
+  auto text = [](const auto& v) -> std::string {
+    if (!v) return "?";
+    if constexpr (std::is_same_v<std::decay_t<decltype(*v)>, std::string>) {
+      return *v;
+    } else {
+      return std::to_string(*v);
     }
+  };
+  for (const auto& h : run.hosts) {
+    const msg::Facts f = stored_facts(h).value_or(msg::Facts{});
+    const msg::NetFacts net = f.net.value_or(msg::NetFacts{});
+    const msg::BlockDeviceFacts* dev =
+        f.disk_dir && f.disk_dir->device ? &*f.disk_dir->device : nullptr;
     out += fmt::format(
         "<tr><td>{}</td><td>{} ({})</td><td>{}</td><td>{} cores, {}</td><td>{}</td>"
         "<td>{} mtu {}, {} Mbit/s</td><td>{}, readahead {} KiB</td></tr>",
-        esc(h.role), esc(h.address), esc(get({"hostname"})), esc(get({"kernel"})),
-        esc(get({"cpu_cores"})), esc(get({"cpu_model"})), esc(mem), esc(get({"net", "name"})),
-        esc(get({"net", "mtu"})), esc(get({"net", "speed_mbit"})),
-        esc(get({"disk_dir", "device", "name"})),
-        esc(get({"disk_dir", "device", "read_ahead_kb"})));
+        esc(h.role), esc(h.address), esc(text(f.hostname)), esc(text(f.kernel)),
+        esc(text(f.cpu_cores)), esc(text(f.cpu_model)),
+        esc(f.memory_bytes ? format_size(*f.memory_bytes) : "?"), esc(text(net.name)),
+        esc(text(net.mtu)), esc(text(net.speed_mbit)), esc(dev ? dev->name : "?"),
+        esc(text(dev ? dev->read_ahead_kb : std::nullopt)));
   }
   out += "</table>\n";
   // What an agent without some privilege measured another way (report.h).

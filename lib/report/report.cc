@@ -8,8 +8,10 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/facts_message_json.h"
 #include "core/json_util.h"
 #include "core/units.h"
+#include "report/sample_json.h"
 
 namespace cp::report {
 namespace {
@@ -22,29 +24,20 @@ const char* bold(const TextOptions& o) { return o.color ? "\033[1m" : ""; }
 const char* red(const TextOptions& o) { return o.color ? "\033[1;31m" : ""; }
 const char* reset(const TextOptions& o) { return o.color ? "\033[0m" : ""; }
 
+// A fact as the host line shows it: "?" when the host did not tell.
+std::string shown(const std::optional<std::string>& v) { return v.value_or("?"); }
+std::string shown(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
+
 std::string host_line(const HostRecord& h) {
-  json::value f = parse_json_or_null(h.facts_json);
-  if (!f.is_object()) return fmt::format("  {:<7} {}", h.role, h.address);
-  const auto& o = f.as_object();
-  auto s = [&](const char* k) -> std::string {
-    auto it = o.find(k);
-    if (it == o.end()) return "?";
-    if (it->value().is_string()) return std::string(it->value().as_string());
-    return json::serialize(it->value());
-  };
+  const std::optional<msg::Facts> f = stored_facts(h);
+  if (!f) return fmt::format("  {:<7} {}", h.role, h.address);
   std::string net;
-  if (auto it = o.find("net"); it != o.end() && it->value().is_object()) {
-    const auto& n = it->value().as_object();
-    auto g = [&](const char* k) {
-      auto i = n.find(k);
-      return i == n.end() || i->value().is_null() ? std::string("?")
-             : i->value().is_string()             ? std::string(i->value().as_string())
-                                                  : json::serialize(i->value());
-    };
-    net = fmt::format(", {} mtu {} speed {} Mbit/s", g("name"), g("mtu"), g("speed_mbit"));
+  if (f->net) {
+    net = fmt::format(", {} mtu {} speed {} Mbit/s", shown(f->net->name), shown(f->net->mtu),
+                      shown(f->net->speed_mbit));
   }
-  return fmt::format("  {:<7} {} ({}, {}, kernel {}, {} cores{})", h.role, h.address, s("hostname"),
-                     s("os"), s("kernel"), s("cpu_cores"), net);
+  return fmt::format("  {:<7} {} ({}, {}, kernel {}, {} cores{})", h.role, h.address,
+                     shown(f->hostname), shown(f->os), shown(f->kernel), shown(f->cpu_cores), net);
 }
 
 // The transfer-size sweep as QuickBench printed it: a row per request size,
@@ -111,19 +104,21 @@ json::object cpu_use_json(const analysis::CpuUse& u) {
 
 }  // namespace
 
+std::optional<msg::Facts> stored_facts(const HostRecord& h) {
+  const json::value v = msg::parse_stored(h.facts_json);
+  if (!v.is_object()) return std::nullopt;
+  msg::Facts f;
+  msg::from_json(v, f, msg::Source::kStored, "facts");
+  return f;
+}
+
 std::vector<DegradedFact> degraded_facts(const RunRecord& run) {
   std::vector<DegradedFact> out;
   for (const auto& h : run.hosts) {
-    json::value f = parse_json_or_null(h.facts_json);
-    const json::value* d = f.is_object() ? f.as_object().if_contains("degraded") : nullptr;
-    if (d == nullptr || !d->is_array()) continue;
-    for (const json::value& e : d->as_array()) {
-      if (!e.is_object()) continue;
-      auto text = [&](const char* k) {
-        const json::value* v = e.as_object().if_contains(k);
-        return v && v->is_string() ? std::string(v->as_string()) : std::string();
-      };
-      out.push_back({h.role, text("fact"), text("method"), text("privilege")});
+    const std::optional<msg::Facts> f = stored_facts(h);
+    if (!f) continue;
+    for (const msg::DegradedFact& d : f->degraded) {
+      out.push_back({h.role, d.fact, d.method, d.privilege});
     }
   }
   return out;
@@ -288,18 +283,11 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
   for (const auto& st : run.stages) {
     json::array samples;
     for (const auto& s : st.samples) {
-      samples.push_back({{"id", s.id},
-                         {"seq", s.seq},
-                         {"op", s.op},
-                         {"size", s.size},
-                         {"bytes", s.bytes},
-                         {"seconds", s.seconds},
-                         {"bytes_per_s", s.rate()},
-                         {"started_at", s.started_at},
-                         {"cache_possible", s.cache_possible},
-                         {"error", s.error},
-                         {"details", parse_json_or_null(s.details_json)},
-                         {"cpu", parse_json_or_null(s.cpu_json)}});
+      json::object sample{{"id", s.id}};
+      for (auto& [k, v] : sample_measure_json(s)) sample[k] = std::move(v);
+      sample["details"] = parse_json_or_null(s.details_json);
+      sample["cpu"] = parse_json_or_null(s.cpu_json);
+      samples.push_back(std::move(sample));
     }
     stages.push_back({{"id", st.id},
                       {"layer", st.layer},

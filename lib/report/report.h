@@ -1,10 +1,12 @@
 // Renders runs for people (terminal text) and programs (JSON).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/ladder.h"
+#include "core/facts_message.h"
 #include "core/model.h"
 #include "store/store.h"
 
@@ -25,6 +27,10 @@ struct DegradedFact {
 };
 // In host order, then the agent's order; empty for runs from before the list.
 std::vector<DegradedFact> degraded_facts(const RunRecord& run);
+
+// A host's stored facts read back through their codec (fields a run from before
+// them lacks are unset); nullopt when the column holds no JSON object.
+std::optional<msg::Facts> stored_facts(const HostRecord& h);
 
 // The ladder table and the verdict (and the degraded facts, under the hosts).
 std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& opt);

@@ -222,5 +222,22 @@ TEST(Report, DegradedFactsOfEachHostAreListedWithThePrivilegeThatRestoresThem) {
   EXPECT_TRUE(degraded_facts(sample_run()).empty());
 }
 
+// Reports read a host's stored facts through their codec: a run from before a
+// field reads it as unknown, a column that holds no JSON object as no facts.
+TEST(Report, StoredFactsReadBackThroughTheCodec) {
+  HostRecord h{"server", "nas", R"({"hostname":"nas","os":null,"net":{"mtu":9000}})"};
+  const std::optional<msg::Facts> f = stored_facts(h);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->hostname, "nas");
+  EXPECT_FALSE(f->os.has_value());
+  EXPECT_FALSE(f->euid.has_value());
+  ASSERT_TRUE(f->net.has_value());
+  EXPECT_EQ(f->net->mtu, 9000);
+  EXPECT_FALSE(f->net->speed_mbit.has_value());
+  for (const char* damaged : {"", "{not json", "[1,2]"}) {
+    EXPECT_FALSE(stored_facts({"server", "nas", damaged}).has_value()) << damaged;
+  }
+}
+
 }  // namespace
 }  // namespace cp::report

@@ -81,15 +81,15 @@ std::string disk_under(const Knob& knob, const std::string& dir) {
                 fmt::format("knob {}: cannot stat {}: {}", knob.name, dir, std::strerror(errno)),
                 "set disk_dir in the plan's [" + knob.endpoint + "] section");
   }
-  json::value dev = probe::block_device_facts(major(st.st_dev), minor(st.st_dev));
-  if (!dev.is_object() || !dev.as_object().contains("disk")) {
+  const auto dev = probe::block_device_facts(major(st.st_dev), minor(st.st_dev));
+  if (!dev) {
     throw Error(ErrorKind::kUnsupported,
                 fmt::format("knob {}: {} is not on a block device this host's sysfs knows "
                             "(tmpfs, NFS, a btrfs subvolume)",
                             knob.name, dir),
                 "point disk_dir at a directory on the disk you mean to tune");
   }
-  return std::string(dev.as_object().at("disk").as_string());
+  return dev->disk;
 }
 
 std::string sysctl_path(const std::string& key) {

@@ -53,51 +53,39 @@ bool wait_until(const std::function<bool()>& done, double timeout_s) {
   return false;
 }
 
-class LabFaults : public ::testing::Test {
- protected:
+class LabFaults : public LabSuite<LabFaults> {
+ public:
+  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
   static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-    if (up_ok_) info_ = read_info();
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+    LabSuite::SetUpTestSuite();
+    if (lab_is_up()) info_ = read_info();
   }
 
+ protected:
+  // The hosts and the two shares the faults act on; empty fields when the
+  // lab's status cannot be read (the tests then fail on them).
   static LabInfo read_info() {
     LabInfo info;
-    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-    if (st.exit_code != 0) return info;
-    const json::object doc = json::parse(st.out).as_object();
-    info.ssh_config = std::string(doc.at("ssh_config").as_string());
-    for (auto [key, h] : {std::pair{"server", &info.server}, std::pair{"client", &info.client}}) {
-      const json::object& o = doc.at(key).as_object();
-      h->netns = std::string(o.at("netns").as_string());
-      h->ssh_alias = std::string(o.at("alias").as_string());
-      h->ram_dir = std::string(o.at("ram").at("dir").as_string());
-      h->disk_dir = std::string(o.at("disk").at("dir").as_string());
+    LabStatus lab;
+    try {
+      lab = lab_status();
+    } catch (const std::exception&) {
+      return info;
     }
-    const json::object& servers = doc.at("servers").as_object();
-    for (const auto& v : servers.at("shares").as_array()) {
-      const json::object& s = v.as_object();
-      const std::string proto(s.at("protocol").as_string()), medium(s.at("medium").as_string());
-      if (proto == "ftp" && medium == "disk") {
-        info.ftp_disk_url = std::string(s.at("url").as_string());
-        info.ftp_disk_dir = std::string(s.at("server_dir").as_string());
-      }
-      if (proto == "smb" && medium == "ram") {
-        info.smb_ram_url = std::string(s.at("url").as_string());
-        info.smb_ram_dir = std::string(s.at("server_dir").as_string());
-      }
+    info.ssh_config = lab.ssh_config;
+    for (auto [from, to] :
+         {std::pair{&lab.server, &info.server}, std::pair{&lab.client, &info.client}})
+      *to = Host{from->netns, from->alias, from->ram_dir, from->disk_dir};
+    if (const LabShare* s = lab.share("ftp", "disk")) {
+      info.ftp_disk_url = s->url;
+      info.ftp_disk_dir = s->server_dir;
     }
-    info.user = std::string(servers.at("share_user").as_string());
-    info.password_file = std::string(servers.at("share_password_file").as_string());
+    if (const LabShare* s = lab.share("smb", "ram")) {
+      info.smb_ram_url = s->url;
+      info.smb_ram_dir = s->server_dir;
+    }
+    info.user = lab.share_user;
+    info.password_file = lab.share_password_file;
     return info;
   }
 
@@ -155,13 +143,8 @@ class LabFaults : public ::testing::Test {
     EXPECT_TRUE(wait_until([] { return agents_on(info_.client).empty(); }, 15));
   }
 
-  static bool up_ok_;
-  static std::string up_error_;
-  static LabInfo info_;
+  static inline LabInfo info_;
 };
-bool LabFaults::up_ok_ = false;
-std::string LabFaults::up_error_;
-LabInfo LabFaults::info_;
 
 struct Fault {
   std::string name;

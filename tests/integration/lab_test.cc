@@ -21,33 +21,15 @@ namespace {
 
 namespace json = boost::json;
 
-class Lab : public ::testing::Test {
+class Lab : public LabSuite<Lab> {
+ public:
+  static std::vector<std::string> lab_up_options() { return {}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r = chokepoint({"lab", "up"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
-  }
-
-  // Runs a command on a lab host through the system's ssh client.
   static RunResult on_host(const std::string& host, const std::string& command) {
-    return run_command(
-        {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", host, command}, "", 60);
+    return on_lab_host(host, command);
   }
-
-  static bool up_ok_;
-  static std::string up_error_;
 };
-bool Lab::up_ok_ = false;
-std::string Lab::up_error_;
 
 std::string plan_text(const std::string& extra) {
   return "[disk]\nsizes = 10MB, 32MB\ncount = 3\nsettle = 500ms\n[tcp]\nseconds = 2\ncount = 2\n"
@@ -130,8 +112,7 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
 }
 
 TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
-  RunResult up = chokepoint({"lab", "up", "--rate", "200mbit"}, 300);
-  ASSERT_EQ(up.exit_code, 0) << up.err;
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "200mbit"}));
   TempDir t;
   write_file(t.file("plan.ini"),
              "[disk]\nsizes = 10MB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 3\ncount = 3\n"
@@ -139,7 +120,6 @@ TEST_F(Lab, ShapedLinkVerdictNamesTheNetwork) {
   const std::string db = t.file("runs.db");
   RunResult r =
       chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json"});
-  chokepoint({"lab", "up", "--rate", "0"}, 300);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = json::parse(r.out).as_object();
   EXPECT_DOUBLE_EQ(doc.at("link").at("nominal_bits_per_s").as_double(), 200e6);
@@ -243,8 +223,7 @@ TEST_F(Lab, UnknownHostKeyIsRefusedUntilAccepted) {
 // tcp_info sees a smoothed RTT of at least twice the delay, each way; the
 // path shaping leaves the hosts' own interfaces unshaped in their facts.
 TEST_F(Lab, DelayShowsInTheTcpStagesRtt) {
-  RunResult up = chokepoint({"lab", "up", "--delay", "5ms", "--path-rate", "1gbit"}, 300);
-  ASSERT_EQ(up.exit_code, 0) << up.err;
+  ASSERT_NO_FATAL_FAILURE(reshape({"--delay", "5ms", "--path-rate", "1gbit"}));
   RunResult st = chokepoint({"lab", "status", "--json"});
   EXPECT_EQ(st.exit_code, 0) << st.err;
   const json::value status = json::parse(st.out);
@@ -255,7 +234,6 @@ TEST_F(Lab, DelayShowsInTheTcpStagesRtt) {
              "[disk]\nenabled = no\n[tcp]\nseconds = 2\ncount = 2\n[protocol]\nenabled = no\n");
   RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
                             t.file("plan.ini"), "--json", "-q"});
-  chokepoint({"lab", "up"}, 300);  // back to the unshaped lab for the other tests
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json::value doc = json::parse(r.out);
   int samples = 0;

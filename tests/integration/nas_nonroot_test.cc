@@ -21,36 +21,21 @@ namespace {
 
 namespace json = boost::json;
 
-class NasLabWithoutRoot : public ::testing::Test {
+class NasLabWithoutRoot : public LabSuite<NasLabWithoutRoot> {
+ public:
+  static std::vector<std::string> lab_up_options() {
+    return {"--server-profile", "nas", "--server-login", "user"};
+  }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r =
-        chokepoint({"lab", "up", "--server-profile", "nas", "--server-login", "user"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up --server-profile nas --server-login user failed: " << up_error_;
-  }
   static RunResult on_server(const std::string& command) {
-    return run_command({"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes",
-                        lab_names().server_netns, command},
-                       "", 60);
+    return on_lab_host(lab_names().server_netns, command);
   }
   static uid_t share_uid() {
     const passwd* pw = getpwnam(lab_names().share_user.c_str());
     return pw ? pw->pw_uid : 0;
   }
-  static bool up_ok_;
-  static std::string up_error_;
 };
-bool NasLabWithoutRoot::up_ok_ = false;
-std::string NasLabWithoutRoot::up_error_;
 
 TEST_F(NasLabWithoutRoot, ServerSessionsAreTheShareUserWhoCannotWriteTheDiskRoot) {
   ASSERT_NE(share_uid(), 0u);

@@ -18,31 +18,15 @@ namespace {
 
 namespace json = boost::json;
 
-class NasLab : public ::testing::Test {
+class NasLab : public LabSuite<NasLab> {
+ public:
+  static std::vector<std::string> lab_up_options() { return {"--server-profile", "nas"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r = chokepoint({"lab", "up", "--server-profile", "nas"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up --server-profile nas failed: " << up_error_;
-  }
   static RunResult on_server(const std::string& command) {
-    return run_command({"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes",
-                        lab_names().server_netns, command},
-                       "", 60);
+    return on_lab_host(lab_names().server_netns, command);
   }
-  static bool up_ok_;
-  static std::string up_error_;
 };
-bool NasLab::up_ok_ = false;
-std::string NasLab::up_error_;
 
 TEST_F(NasLab, ServerSessionsSeeOnlyBusyBox) {
   // sh is BusyBox; there is no C library to load and no real bash.

@@ -15,20 +15,6 @@ namespace {
 
 namespace json = boost::json;
 
-const json::object* ladder_row(const json::object& doc, const std::string& key) {
-  if (!doc.contains("ladder")) return nullptr;
-  for (const auto& r : doc.at("ladder").as_array())
-    if (r.at("key").as_string() == key) return &r.as_object();
-  return nullptr;
-}
-
-const json::object* finding(const json::object& doc, const std::string& path) {
-  if (!doc.contains("verdict")) return nullptr;
-  for (const auto& f : doc.at("verdict").at("findings").as_array())
-    if (f.at("path").as_string() == path) return &f.as_object();
-  return nullptr;
-}
-
 TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
   if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
   RunResult up = chokepoint({"lab", "up", "--rate", "1gbit"}, 300);
@@ -98,7 +84,7 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
     EXPECT_GT(row->at("median_bytes_per_s").to_number<double>(), 1e6) << key;
   }
   for (const std::string path : {"nfs ram read", "nfs ram write", "nfs disk read"}) {
-    const json::object* f = finding(doc, path);
+    const json::object* f = verdict_finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
     EXPECT_FALSE(f->at("layer").as_string().empty()) << path;
   }
@@ -107,7 +93,7 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
   // the full request size (the driver's own COMPOUNDs, not libnfs 4.0's
   // ~3.8 KiB ones), so no client limit is on record.
   for (const std::string path : {"nfs ram read", "nfs ram write"}) {
-    const json::object* f = finding(doc, path);
+    const json::object* f = verdict_finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
     EXPECT_NE(f->at("layer").as_string(), "nfs") << f->at("text").as_string();
     EXPECT_NE(f->at("layer").as_string(), "probe") << f->at("text").as_string();
@@ -156,7 +142,7 @@ TEST(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
                            900);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json::object doc = json::parse(r.out).as_object();
-  const json::object* f = finding(doc, "nfs ram read");
+  const json::object* f = verdict_finding(doc, "nfs ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->at("layer").as_string(), "cpu") << f->at("text").as_string();
   ASSERT_TRUE(f->contains("cpu")) << f->at("text").as_string();

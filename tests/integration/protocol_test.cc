@@ -30,49 +30,37 @@ struct LabInfo {
   int smbd_pid = 0;
 };
 
-class Protocols : public ::testing::Test {
+class Protocols : public LabSuite<Protocols> {
+ public:
+  // Unshaped: TCP runs as fast as the machine allows, far above what the
+  // throttled layers can do.
+  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    // Unshaped: TCP runs as fast as the machine allows, far above what the
-    // throttled layers can do.
-    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+    LabSuite::SetUp();
+    if (!ready()) return;
     ASSERT_NO_FATAL_FAILURE(info_ = read_info());
   }
   // Always, so no throttle outlives its test, even a failed one.
   void TearDown() override {
-    if (geteuid() == 0 && up_ok_) {
+    if (geteuid() == 0 && lab_is_up()) {
       RunResult r = chokepoint({"lab", "throttle", "--clear"}, 120);
       EXPECT_EQ(r.exit_code, 0) << r.err;
     }
+    LabSuite::TearDown();
   }
 
   static LabInfo read_info() {
     LabInfo info;
-    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-    EXPECT_EQ(st.exit_code, 0) << st.err;
-    if (st.exit_code != 0) return info;
-    const json::object doc = json::parse(st.out).as_object();
-    const json::object& servers = doc.at("servers").as_object();
-    for (const auto& v : servers.at("shares").as_array()) {
-      const json::object& s = v.as_object();
-      std::string& dir =
-          s.at("medium").as_string() == "ram" ? info.server_ram_share : info.server_disk_share;
-      dir = std::string(s.at("server_dir").as_string());
-    }
-    info.user = std::string(servers.at("share_user").as_string());
-    info.password_file = std::string(servers.at("share_password_file").as_string());
-    info.server_sshd_pid = static_cast<int>(doc.at("server").at("sshd_pid").to_number<int64_t>());
-    info.smbd_pid = static_cast<int>(servers.at("smbd_pid").to_number<int64_t>());
+    LabStatus lab;
+    EXPECT_NO_THROW(lab = lab_status());
+    for (const LabShare& s : lab.shares)
+      (s.medium == "ram" ? info.server_ram_share : info.server_disk_share) = s.server_dir;
+    info.user = lab.share_user;
+    info.password_file = lab.share_password_file;
+    info.server_sshd_pid = lab.server.sshd_pid;
+    info.smbd_pid = lab.smbd_pid;
     std::optional<lab::LabState> state = lab::load(lab_dir());
     EXPECT_TRUE(state.has_value());
     if (state) info.ro_share = lab::server_files(*state).ro_share;
@@ -92,8 +80,7 @@ class Protocols : public ::testing::Test {
   }
 
   static RunResult on_host(const std::string& host, const std::string& command) {
-    return run_command(
-        {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", host, command}, "", 60);
+    return on_lab_host(host, command);
   }
 
   // Runs diagnose on the lab with `plan`; its JSON report. `expect_exit`:
@@ -108,18 +95,11 @@ class Protocols : public ::testing::Test {
     return json::parse(r.out).as_object();
   }
 
-  static bool up_ok_;
-  static std::string up_error_;
   LabInfo info_;
 };
-bool Protocols::up_ok_ = false;
-std::string Protocols::up_error_;
 
 const json::object* row(const json::object& doc, const std::string& key) {
-  if (!doc.contains("ladder")) return nullptr;
-  for (const auto& r : doc.at("ladder").as_array())
-    if (r.at("key").as_string() == key) return &r.as_object();
-  return nullptr;
+  return ladder_row(doc, key);
 }
 
 double median_mbps(const json::object& doc, const std::string& key) {
@@ -129,10 +109,7 @@ double median_mbps(const json::object& doc, const std::string& key) {
 }
 
 const json::object* finding(const json::object& doc, const std::string& path) {
-  if (!doc.contains("verdict")) return nullptr;
-  for (const auto& f : doc.at("verdict").at("findings").as_array())
-    if (f.at("path").as_string() == path) return &f.as_object();
-  return nullptr;
+  return verdict_finding(doc, path);
 }
 
 std::string str(const json::object& o, const char* key) {

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <boost/json.hpp>
+
 #include "lab/lab.h"
 #include "lab/sys.h"
 
@@ -157,6 +159,102 @@ std::vector<int> lab_pids_matching(const std::string& needle) {
     }
   }
   return out;
+}
+
+namespace {
+namespace json = boost::json;
+
+std::string at_string(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (!v || !v->is_string())
+    throw std::runtime_error("lab status --json: no string field '" + std::string(key) + "'");
+  return std::string(v->as_string());
+}
+}  // namespace
+
+const LabShare* LabStatus::share(std::string_view protocol, std::string_view medium) const {
+  for (const LabShare& s : shares)
+    if (s.protocol == protocol && s.medium == medium) return &s;
+  return nullptr;
+}
+
+std::string LabStatus::plan_section(const std::string& name, std::string_view protocol,
+                                    std::string_view medium, const std::string& extra) const {
+  const LabShare* s = share(protocol, medium);
+  if (!s) return "";
+  return "[share " + name + "]\nurl = " + s->url + "\nserver_dir = " + s->server_dir +
+         "\nmedium = " + s->medium + "\nuser = " + share_user +
+         "\npassword_file = " + share_password_file + "\n" + extra;
+}
+
+LabStatus lab_status() {
+  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+  if (st.exit_code != 0) throw std::runtime_error("lab status --json failed: " + st.err);
+  const json::object doc = json::parse(st.out).as_object();
+  LabStatus out;
+  out.dir = at_string(doc, "dir");
+  out.ssh_config = at_string(doc, "ssh_config");
+  for (auto [key, h] : {std::pair{"server", &out.server}, std::pair{"client", &out.client}}) {
+    const json::object& o = doc.at(key).as_object();
+    h->netns = at_string(o, "netns");
+    h->alias = at_string(o, "alias");
+    h->hostname = at_string(o, "hostname");
+    h->ram_dir = at_string(o.at("ram").as_object(), "dir");
+    h->disk_dir = at_string(o.at("disk").as_object(), "dir");
+    if (const json::value* loop = o.if_contains("loop_device"); loop && loop->is_string())
+      h->loop_device = std::string(loop->as_string());
+    if (const json::value* pid = o.if_contains("sshd_pid"); pid && pid->is_number())
+      h->sshd_pid = static_cast<int>(pid->to_number<int64_t>());
+  }
+  const json::object& servers = doc.at("servers").as_object();
+  for (const auto& v : servers.at("shares").as_array()) {
+    const json::object& s = v.as_object();
+    out.shares.push_back({at_string(s, "protocol"), at_string(s, "medium"), at_string(s, "url"),
+                          at_string(s, "server_dir")});
+  }
+  out.share_user = at_string(servers, "share_user");
+  out.share_password_file = at_string(servers, "share_password_file");
+  if (const json::value* pid = servers.if_contains("smbd_pid"); pid && pid->is_number())
+    out.smbd_pid = static_cast<int>(pid->to_number<int64_t>());
+  if (const json::value* a = servers.if_contains("nfsd_alive"); a && a->is_bool())
+    out.nfsd_alive = a->as_bool();
+  return out;
+}
+
+RunResult on_lab_host(const std::string& alias, const std::string& command, double timeout_s) {
+  return run_command(
+      {"ssh", "-F", lab_dir() + "/ssh_config", "-o", "BatchMode=yes", alias, command}, "",
+      timeout_s);
+}
+
+RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::string& db,
+                       const std::vector<std::string>& extra) {
+  write_file(dir.file("plan.ini"), plan);
+  std::vector<std::string> args{"diagnose",           "--lab",  "--db", db, "--plan",
+                                dir.file("plan.ini"), "--json", "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return chokepoint(args, 900);
+}
+
+const json::object* ladder_row(const json::object& report, std::string_view key) {
+  const json::value* ladder = report.if_contains("ladder");
+  if (!ladder || !ladder->is_array()) return nullptr;
+  for (const auto& r : ladder->as_array())
+    if (r.as_object().at("key").as_string() == key) return &r.as_object();
+  return nullptr;
+}
+
+const json::object* verdict_finding(const json::object& report, std::string_view path) {
+  const json::value* verdict = report.if_contains("verdict");
+  if (!verdict || !verdict->is_object()) return nullptr;
+  for (const auto& f : verdict->as_object().at("findings").as_array())
+    if (f.as_object().at("path").as_string() == path) return &f.as_object();
+  return nullptr;
+}
+
+std::string text_field(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->as_string()) : "";
 }
 
 }  // namespace cp::itest

@@ -1,8 +1,15 @@
 // Helpers for end-to-end tests: run the built chokepoint, read its database.
 #pragma once
 
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json/object.hpp>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/process.h"
@@ -55,5 +62,98 @@ bool alive(int pid);
 
 // Entries of `dir` named chokepoint-run-* (what agents leave behind).
 int run_dirs_in(const std::string& dir);
+
+// What `lab status --json` says about the tests' lab, as the suites use it.
+struct LabHost {
+  std::string netns, alias, hostname, ram_dir, disk_dir, loop_device;
+  int sshd_pid = 0;
+};
+struct LabShare {
+  std::string protocol, medium, url, server_dir;
+};
+struct LabStatus {
+  std::string dir, ssh_config;
+  LabHost server, client;
+  std::vector<LabShare> shares;
+  std::string share_user, share_password_file;
+  int smbd_pid = 0;
+  bool nfsd_alive = false;
+
+  // The lab's share of `protocol` on `medium` ("ram" or "disk"); nullptr when it has none.
+  const LabShare* share(std::string_view protocol, std::string_view medium) const;
+  // A plan's [share <name>] section for that share, as the share user with the
+  // lab's password file; empty when the lab has no such share.
+  std::string plan_section(const std::string& name, std::string_view protocol,
+                           std::string_view medium, const std::string& extra = "") const;
+};
+// `lab status --json` of the tests' lab; throws std::runtime_error naming
+// what failed (the command's error, a field missing).
+LabStatus lab_status();
+
+// Runs `command` on a lab host (its ssh alias, e.g. LabStatus::server.alias)
+// through the system's ssh client with the lab's ssh_config.
+RunResult on_lab_host(const std::string& alias, const std::string& command, double timeout_s = 60);
+
+// Runs diagnose on the tests' lab with `plan` (written into `dir`) into
+// `db`, with --json -q and `extra` arguments.
+RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::string& db,
+                       const std::vector<std::string>& extra = {});
+
+// Parts of diagnose's JSON report: the ladder row `key`, the verdict's
+// finding for `path`; nullptr when absent.
+const boost::json::object* ladder_row(const boost::json::object& report, std::string_view key);
+const boost::json::object* verdict_finding(const boost::json::object& report,
+                                           std::string_view path);
+// A string field of `o`; empty when absent or not a string.
+std::string text_field(const boost::json::object& o, std::string_view key);
+
+// A test suite on the tests' own lab: `lab up <Derived::lab_up_options()>`
+// once before its first test and `lab down` after its last. As root, a lab
+// that did not come up fails every test (it never skips there). A test that
+// reshapes the lab (`reshape`) gets it back as the suite brought it up in
+// TearDown. A Derived SetUp/TearDown calls these first, and its SetUp returns
+// when `!ready()`.
+template <class Derived>
+class LabSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (geteuid() != 0) return;
+    std::vector<std::string> args{"lab", "up"};
+    for (const std::string& o : Derived::lab_up_options()) args.push_back(o);
+    RunResult r = chokepoint(args, 300);
+    up_ok_ = r.exit_code == 0;
+    up_error_ = r.err + r.out;
+  }
+  static void TearDownTestSuite() {
+    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
+  }
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
+    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+  }
+  void TearDown() override {
+    if (!reshaped_ || !up_ok_) return;
+    std::vector<std::string> args{"lab", "up"};
+    for (const std::string& o : Derived::lab_up_options()) args.push_back(o);
+    RunResult r = chokepoint(args, 300);
+    EXPECT_EQ(r.exit_code, 0) << "restoring the suite's lab: " << r.err;
+  }
+  // Whether the test can go on after SetUp (the lab is up, nothing skipped).
+  bool ready() const { return up_ok_ && !IsSkipped() && !HasFatalFailure(); }
+  static bool lab_is_up() { return up_ok_; }
+
+  // `lab up <options>` for this test alone (it re-applies in place).
+  void reshape(std::vector<std::string> options) {
+    reshaped_ = true;
+    options.insert(options.begin(), {"lab", "up"});
+    RunResult r = chokepoint(options, 300);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  }
+
+ private:
+  static inline bool up_ok_ = false;
+  static inline std::string up_error_;
+  bool reshaped_ = false;
+};
 
 }  // namespace cp::itest

@@ -38,50 +38,34 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-class Tune : public ::testing::Test {
+class Tune : public LabSuite<Tune> {
+ public:
+  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
-    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-    ASSERT_EQ(st.exit_code, 0) << st.err;
-    const json::object doc = json::parse(st.out).as_object();
-    const json::object& server = doc.at("server").as_object();
-    loop_ = std::string(server.at("loop_device").as_string());
-    hostname_ = std::string(server.at("hostname").as_string());
-    smb_conf_ = std::string(doc.at("dir").as_string()) + "/server/samba/smb.conf";
-    dropin_ = std::string(doc.at("dir").as_string()) + "/server/samba/chokepoint-tune.conf";
+    LabSuite::SetUp();
+    if (!ready()) return;
+    LabStatus lab;
+    ASSERT_NO_THROW(lab = lab_status());
+    loop_ = lab.server.loop_device;
+    hostname_ = lab.server.hostname;
+    smb_conf_ = lab.dir + "/server/samba/smb.conf";
+    dropin_ = lab.dir + "/server/samba/chokepoint-tune.conf";
     lab_readahead_ = getra();
-    const json::object& servers = doc.at("servers").as_object();
-    for (const auto& v : servers.at("shares").as_array()) {
-      const json::object& sh = v.as_object();
-      if (sh.at("protocol").as_string() != "ftp" || sh.at("medium").as_string() != "disk") continue;
-      ftp_disk_share_ = fmt::format(
-          "ftp-disk={},server_dir={},medium=disk,user={},password_file={}",
-          std::string(sh.at("url").as_string()), std::string(sh.at("server_dir").as_string()),
-          std::string(servers.at("share_user").as_string()),
-          std::string(servers.at("share_password_file").as_string()));
-    }
+    if (lab.share("ftp", "disk"))
+      ftp_disk_share_ =
+          fmt::format("ftp-disk={},server_dir={},medium=disk,user={},password_file={}",
+                      lab.share("ftp", "disk")->url, lab.share("ftp", "disk")->server_dir,
+                      lab.share_user, lab.share_password_file);
     // The agent runs as root inside the host, on this filesystem.
     journal_ = std::string(getpwnam("root")->pw_dir) + "/.local/state/chokepoint/tune-journal-" +
                hostname_ + ".json";
   }
   void TearDown() override {
-    if (geteuid() != 0 || !up_ok_) return;
-    if (!lab_readahead_.empty()) run_command({"blockdev", "--setra", lab_readahead_, loop_});
-    if (reshaped_) {
-      RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
+    if (lab_is_up() && geteuid() == 0 && !lab_readahead_.empty())
+      run_command({"blockdev", "--setra", lab_readahead_, loop_});
+    LabSuite::TearDown();
   }
   std::string getra() {
     RunResult r = run_command({"blockdev", "--getra", loop_});
@@ -113,9 +97,6 @@ class Tune : public ::testing::Test {
     return v.as_array().at(0).as_object();
   }
 
-  static inline bool up_ok_ = false;
-  static inline std::string up_error_;
-  bool reshaped_ = false;
   std::string loop_, hostname_, smb_conf_, dropin_, lab_readahead_, journal_;
   std::string ftp_disk_share_;  // --share flag for the lab's FTP share on the server disk
 };
@@ -180,9 +161,7 @@ TEST_F(Tune, ReadaheadSweepAppliesEachValueInTurnAndPutsItBack) {
 
 // The lab's smbd started with smb2 max read = 16384: 8 MiB is known-good.
 TEST_F(Tune, SmbMaxReadSweepFindsTheKnownGoodValueAndPutsTheConfigBack) {
-  reshaped_ = true;
-  RunResult up = chokepoint({"lab", "up", "--rate", "0", "--samba", "smb2 max read = 16384"}, 300);
-  ASSERT_EQ(up.exit_code, 0) << up.err;
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "smb2 max read = 16384"}));
   TempDir t;
   const std::string conf_before = slurp(smb_conf_);
   json::object r = sweep_json({"--knob", "samba.smb2_max_read=8M"}, t.file("tune.db"));

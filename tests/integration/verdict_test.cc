@@ -15,85 +15,42 @@ namespace {
 
 namespace json = boost::json;
 
-class Verdict : public ::testing::Test {
+class Verdict : public LabSuite<Verdict> {
+ public:
+  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
+
  protected:
-  static void SetUpTestSuite() {
-    if (geteuid() != 0) return;
-    RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-    up_ok_ = r.exit_code == 0;
-    up_error_ = r.err + r.out;
-  }
-  static void TearDownTestSuite() {
-    if (geteuid() == 0) chokepoint({"lab", "down"}, 300);
-  }
   void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-    ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
-    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-    ASSERT_EQ(st.exit_code, 0) << st.err;
-    const json::object doc = json::parse(st.out).as_object();
-    const json::object& servers = doc.at("servers").as_object();
-    for (const auto& v : servers.at("shares").as_array()) {
-      const json::object& s = v.as_object();
-      (s.at("medium").as_string() == "ram" ? ram_dir_ : disk_dir_) =
-          std::string(s.at("server_dir").as_string());
-    }
-    user_ = std::string(servers.at("share_user").as_string());
-    password_file_ = std::string(servers.at("share_password_file").as_string());
+    LabSuite::SetUp();
+    if (!ready()) return;
+    ASSERT_NO_THROW(lab_ = lab_status());
   }
   // Every test leaves the lab as it found it: unshaped, default MTU and Samba.
   void TearDown() override {
-    if (geteuid() != 0 || !up_ok_) return;
-    chokepoint({"lab", "throttle", "--clear"}, 120);
-    if (reshaped_) {
-      RunResult r = chokepoint({"lab", "up", "--rate", "0"}, 300);
-      EXPECT_EQ(r.exit_code, 0) << r.err;
-    }
-  }
-  // Reshapes the lab for one test (`lab up` re-applies in place).
-  void reshape(std::vector<std::string> options) {
-    reshaped_ = true;
-    options.insert(options.begin(), {"lab", "up"});
-    RunResult r = chokepoint(options, 300);
-    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    if (lab_is_up() && geteuid() == 0) chokepoint({"lab", "throttle", "--clear"}, 120);
+    LabSuite::TearDown();
   }
 
   std::string share(const std::string& proto, const std::string& medium) const {
-    return "[share " + proto + "-" + medium + "]\nurl = " + proto + "://" +
-           lab_names().server_data_address + "/" + medium +
-           "\nserver_dir = " + (medium == "ram" ? ram_dir_ : disk_dir_) + "\nmedium = " + medium +
-           "\nuser = " + user_ + "\npassword_file = " + password_file_ + "\n";
+    return lab_.plan_section(proto + "-" + medium, proto, medium);
   }
 
   // Runs diagnose on the lab with `plan`; its JSON report.
   static json::object diagnose(const std::string& plan) {
     TempDir t;
-    write_file(t.file("plan.ini"), plan);
-    RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
-                              t.file("plan.ini"), "--json", "-q"},
-                             900);
+    RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
     EXPECT_FALSE(r.out.empty()) << r.err;
     if (r.out.empty()) return {};
     return json::parse(r.out).as_object();
   }
 
   static const json::object* finding(const json::object& doc, const std::string& path) {
-    if (!doc.contains("verdict")) return nullptr;
-    for (const auto& f : doc.at("verdict").at("findings").as_array())
-      if (f.at("path").as_string() == path) return &f.as_object();
-    return nullptr;
+    return verdict_finding(doc, path);
   }
-  static std::string str(const json::object& o, const char* key) {
-    return o.contains(key) && o.at(key).is_string() ? std::string(o.at(key).as_string()) : "";
-  }
+  static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
 
-  static bool up_ok_;
-  static std::string up_error_;
-  bool reshaped_ = false;
-  std::string ram_dir_, disk_dir_, user_, password_file_;
+  LabStatus lab_;
 };
-bool Verdict::up_ok_ = false;
-std::string Verdict::up_error_;
 
 // The unshaped lab: both hosts share this machine's cores, and moving files
 // between tmpfs shares over a veth is CPU work: a saturated thread (FTP: the
@@ -121,7 +78,9 @@ TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
     if (f->contains("cpu")) {
       const json::object& cpu = f->at("cpu").as_object();
       // One machine: the lab's hosts report the same kernel boot id.
-      if (str(cpu, "kind") == "all cores") EXPECT_EQ(str(cpu, "host"), "both");
+      if (str(cpu, "kind") == "all cores") {
+        EXPECT_EQ(str(cpu, "host"), "both");
+      }
     }
     for (const auto& h : f->at("hints").as_array()) {
       EXPECT_EQ(std::string(h.as_string()).find("aio"), std::string::npos) << h;

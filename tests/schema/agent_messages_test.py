@@ -93,7 +93,8 @@ def check_codecs(binary, validator, defs):
             e = errors[0]
             raise SystemExit(f"codec message {line[:300]} breaks the schema at "
                              f"{list(e.absolute_path)}: {e.message}")
-    if requests != CODEC_REQUESTS or results != CODEC_RESULTS:
+    # Every codec printed, the facts result's (core/facts_message_json.h) among them.
+    if requests != CODEC_REQUESTS or results != CODEC_RESULTS | {"facts"}:
         raise SystemExit(f"codec_messages printed requests {sorted(requests)} and results "
                          f"{sorted(results)}, not every codec's")
     return requests, results

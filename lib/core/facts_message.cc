@@ -1,0 +1,272 @@
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+
+#include "core/error.h"
+#include "core/facts_message_json.h"
+
+namespace cp::msg {
+namespace json = boost::json;
+namespace {
+
+// ---- writing: nullopt is null ----------------------------------------------
+
+template <class T>
+json::value or_null(const std::optional<T>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::object named_values(const NamedValues& values) {
+  json::object o;
+  for (const NamedValue& v : values) o[v.name] = or_null(v.value);
+  return o;
+}
+
+json::object to_json(const NetFacts& m) {
+  json::object o{{"peer", m.peer},
+                 {"name", or_null(m.name)},
+                 {"address", or_null(m.address)},
+                 {"mtu", or_null(m.mtu)},
+                 {"speed_mbit", or_null(m.speed_mbit)},
+                 {"shaped_rate_bit", or_null(m.shaped_rate_bit)}};
+  if (!m.error.empty()) o["error"] = m.error;
+  return o;
+}
+
+json::object to_json(const BlockDeviceFacts& m) {
+  json::array slaves;
+  for (const std::string& s : m.slaves) slaves.emplace_back(s);
+  return {{"name", m.name},
+          {"disk", m.disk},
+          {"partition", m.partition},
+          {"read_ahead_kb", or_null(m.read_ahead_kb)},
+          {"scheduler", or_null(m.scheduler)},
+          {"rotational", or_null(m.rotational)},
+          {"backing_file", or_null(m.backing_file)},
+          {"slaves", std::move(slaves)}};
+}
+
+json::object to_json(const ZfsFacts& m) {
+  return {{"arc_c_max_bytes", or_null(m.arc_c_max_bytes)},
+          {"arc_size_bytes", or_null(m.arc_size_bytes)}};
+}
+
+json::object to_json(const DirFacts& m) {
+  json::object o{{"path", m.path},
+                 {"fs_type", or_null(m.fs_type)},
+                 {"total_bytes", or_null(m.total_bytes)},
+                 {"avail_bytes", or_null(m.avail_bytes)}};
+  if (m.with_device) {
+    o["mount_source"] = or_null(m.mount_source);
+    o["device"] = m.device ? json::value(to_json(*m.device)) : json::value(nullptr);
+    o["zfs"] = m.zfs ? json::value(to_json(*m.zfs)) : json::value(nullptr);
+  }
+  return o;
+}
+
+json::object to_json(const SambaFacts& m) {
+  if (!m.error.empty()) return {{"config_path", m.config_path}, {"error", m.error}};
+  return {{"config_path", m.config_path},
+          {"found_by", m.found_by},
+          {"source", m.source},
+          {"sha256", m.sha256},
+          {"global", named_values(m.global)}};
+}
+
+template <class T>
+json::value object_or_null(const std::optional<T>& v) {
+  return v ? json::value(to_json(*v)) : json::value(nullptr);
+}
+
+// ---- reading: leniently, absent / null / mistyped keep the default ---------
+
+const json::value* field(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v == nullptr || v->is_null() ? nullptr : v;
+}
+
+void get(const json::object& o, const char* key, std::string& out) {
+  if (const json::value* v = field(o, key); v && v->is_string()) out = v->as_string();
+}
+void get(const json::object& o, const char* key, std::optional<std::string>& out) {
+  if (const json::value* v = field(o, key); v && v->is_string()) out = std::string(v->as_string());
+}
+void get(const json::object& o, const char* key, bool& out) {
+  if (const json::value* v = field(o, key); v && v->is_bool()) out = v->as_bool();
+}
+void get(const json::object& o, const char* key, std::optional<bool>& out) {
+  if (const json::value* v = field(o, key); v && v->is_bool()) out = v->as_bool();
+}
+// Integers as stored; a double (another writer's) is truncated, a negative
+// one is no uint64.
+void get(const json::object& o, const char* key, std::optional<int64_t>& out) {
+  const json::value* v = field(o, key);
+  if (v == nullptr) return;
+  if (v->is_int64()) out = v->as_int64();
+  if (v->is_uint64() && v->as_uint64() <= uint64_t(INT64_MAX)) out = int64_t(v->as_uint64());
+  if (v->is_double()) out = static_cast<int64_t>(v->as_double());
+}
+void get(const json::object& o, const char* key, std::optional<uint64_t>& out) {
+  const json::value* v = field(o, key);
+  if (v == nullptr) return;
+  if (v->is_uint64()) out = v->as_uint64();
+  if (v->is_int64() && v->as_int64() >= 0) out = uint64_t(v->as_int64());
+  if (v->is_double() && v->as_double() >= 0) out = static_cast<uint64_t>(v->as_double());
+}
+void get(const json::object& o, const char* key, NamedValues& out) {
+  const json::value* v = field(o, key);
+  if (v == nullptr || !v->is_object()) return;
+  for (const auto& [name, value] : v->as_object()) {
+    NamedValue nv{std::string(name), std::nullopt};
+    if (value.is_string()) nv.value = std::string(value.as_string());
+    out.push_back(std::move(nv));
+  }
+}
+void get(const json::object& o, const char* key, std::vector<std::string>& out) {
+  const json::value* v = field(o, key);
+  if (v == nullptr || !v->is_array()) return;
+  for (const json::value& e : v->as_array()) {
+    if (e.is_string()) out.emplace_back(e.as_string());
+  }
+}
+
+// The nested objects' readers, declared before get() reads them.
+void read(const json::object& o, NetFacts& m);
+void read(const json::object& o, BlockDeviceFacts& m);
+void read(const json::object& o, ZfsFacts& m);
+void read(const json::object& o, DirFacts& m);
+void read(const json::object& o, SambaFacts& m);
+void read(const json::object& o, AgentFacts& m);
+
+// A nested object: set when the key holds one.
+template <class T>
+void get(const json::object& o, const char* key, std::optional<T>& out) {
+  const json::value* v = field(o, key);
+  if (v == nullptr || !v->is_object()) return;
+  out.emplace();
+  read(v->as_object(), *out);
+}
+
+void read(const json::object& o, NetFacts& m) {
+  get(o, "peer", m.peer);
+  get(o, "name", m.name);
+  get(o, "address", m.address);
+  get(o, "mtu", m.mtu);
+  get(o, "speed_mbit", m.speed_mbit);
+  get(o, "shaped_rate_bit", m.shaped_rate_bit);
+  get(o, "error", m.error);
+}
+
+void read(const json::object& o, BlockDeviceFacts& m) {
+  get(o, "name", m.name);
+  get(o, "disk", m.disk);
+  get(o, "partition", m.partition);
+  get(o, "read_ahead_kb", m.read_ahead_kb);
+  get(o, "scheduler", m.scheduler);
+  get(o, "rotational", m.rotational);
+  get(o, "backing_file", m.backing_file);
+  get(o, "slaves", m.slaves);
+}
+
+void read(const json::object& o, ZfsFacts& m) {
+  get(o, "arc_c_max_bytes", m.arc_c_max_bytes);
+  get(o, "arc_size_bytes", m.arc_size_bytes);
+}
+
+void read(const json::object& o, DirFacts& m) {
+  get(o, "path", m.path);
+  get(o, "fs_type", m.fs_type);
+  get(o, "total_bytes", m.total_bytes);
+  get(o, "avail_bytes", m.avail_bytes);
+  m.with_device = o.contains("mount_source") || o.contains("device") || o.contains("zfs");
+  get(o, "mount_source", m.mount_source);
+  get(o, "device", m.device);
+  get(o, "zfs", m.zfs);
+}
+
+void read(const json::object& o, SambaFacts& m) {
+  get(o, "config_path", m.config_path);
+  get(o, "error", m.error);
+  get(o, "found_by", m.found_by);
+  get(o, "source", m.source);
+  get(o, "sha256", m.sha256);
+  get(o, "global", m.global);
+}
+
+void read(const json::object& o, AgentFacts& m) {
+  get(o, "role", m.role);
+  get(o, "arch", m.arch);
+}
+
+}  // namespace
+
+const std::string* find_value(const NamedValues& values, std::string_view name) {
+  for (const NamedValue& v : values) {
+    if (v.name == name) return v.value ? &*v.value : nullptr;
+  }
+  return nullptr;
+}
+
+json::object to_json(const Facts& m) {
+  json::array degraded;
+  for (const DegradedFact& d : m.degraded) {
+    degraded.push_back({{"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
+  }
+  json::object o{{"hostname", or_null(m.hostname)},
+                 {"os", or_null(m.os)},
+                 {"kernel", or_null(m.kernel)},
+                 {"arch", or_null(m.arch)},
+                 {"cpu_model", or_null(m.cpu_model)},
+                 {"cpu_cores", or_null(m.cpu_cores)},
+                 {"boot_id", or_null(m.boot_id)},
+                 {"memory_bytes", or_null(m.memory_bytes)},
+                 {"net", object_or_null(m.net)},
+                 {"ram_dir", object_or_null(m.ram_dir)},
+                 {"disk_dir", object_or_null(m.disk_dir)},
+                 {"tcp_sysctls", named_values(m.tcp_sysctls)},
+                 {"samba", object_or_null(m.samba)},
+                 {"euid", or_null(m.euid)},
+                 {"degraded", std::move(degraded)}};
+  if (m.agent) o["agent"] = {{"role", m.agent->role}, {"arch", m.agent->arch}};
+  if (m.agent_max_rss_kb) o["agent_max_rss_kb"] = *m.agent_max_rss_kb;
+  return o;
+}
+
+void from_json(const json::value& v, Facts& m, Source src, std::string_view what) {
+  if (!v.is_object()) {
+    if (src == Source::kPeer) {
+      throw Error(ErrorKind::kPeer, fmt::format("message '{}' is not a JSON object", what),
+                  "the orchestrator and agent builds differ: redeploy the agent");
+    }
+    return;
+  }
+  const json::object& o = v.as_object();
+  get(o, "hostname", m.hostname);
+  get(o, "os", m.os);
+  get(o, "kernel", m.kernel);
+  get(o, "arch", m.arch);
+  get(o, "cpu_model", m.cpu_model);
+  get(o, "cpu_cores", m.cpu_cores);
+  get(o, "boot_id", m.boot_id);
+  get(o, "memory_bytes", m.memory_bytes);
+  get(o, "net", m.net);
+  get(o, "ram_dir", m.ram_dir);
+  get(o, "disk_dir", m.disk_dir);
+  get(o, "tcp_sysctls", m.tcp_sysctls);
+  get(o, "samba", m.samba);
+  get(o, "euid", m.euid);
+  if (const json::value* d = field(o, "degraded"); d && d->is_array()) {
+    for (const json::value& e : d->as_array()) {
+      if (!e.is_object()) continue;
+      DegradedFact f;
+      get(e.as_object(), "fact", f.fact);
+      get(e.as_object(), "method", f.method);
+      get(e.as_object(), "privilege", f.privilege);
+      m.degraded.push_back(std::move(f));
+    }
+  }
+  get(o, "agent", m.agent);
+  get(o, "agent_max_rss_kb", m.agent_max_rss_kb);
+}
+
+}  // namespace cp::msg

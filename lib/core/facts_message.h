@@ -1,0 +1,114 @@
+// A host's facts, typed: the agent's answer to `facts` (probe/sysinfo.cc
+// fills it), which the runner decodes and stores whole per host and the
+// verdict, report, export and HTML read back. One codec (facts_message_json.h,
+// for .cc files only) writes and reads it; field names are the wire's
+// (schemas/agent-messages.schema.json, $defs/result_facts).
+//
+// Unknown is not zero: a fact the host could not tell is nullopt (null on the
+// wire), and a stored run that predates a field reads it as nullopt too.
+// Light header: no Boost.JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cp::msg {
+
+// One name = text pair kept in the order the host listed it (a config file's,
+// a fixed list's); value nullopt: the host could not read it.
+struct NamedValue {
+  std::string name;
+  std::optional<std::string> value;
+};
+using NamedValues = std::vector<NamedValue>;
+
+// The value of `name`, or nullptr when absent or unknown.
+const std::string* find_value(const NamedValues& values, std::string_view name);
+
+// The interface that reaches the other end.
+struct NetFacts {
+  std::string peer;                 // the address asked about
+  std::optional<std::string> name;  // interface ("eth0")
+  std::optional<std::string> address;
+  std::optional<int64_t> mtu;               // bytes
+  std::optional<int64_t> speed_mbit;        // link speed, Mbit/s (lo, most virtual NICs: unknown)
+  std::optional<uint64_t> shaped_rate_bit;  // the lowest tc rate on it, bit/s (none: nullopt)
+  std::string error;                        // why no route was found ("": none)
+};
+
+// A block device as sysfs describes it.
+struct BlockDeviceFacts {
+  std::string name;  // "sda1"
+  std::string disk;  // "sda": itself unless a partition
+  bool partition = false;
+  std::optional<int64_t> read_ahead_kb;  // KiB
+  std::optional<std::string> scheduler;  // the active one
+  std::optional<bool> rotational;
+  std::optional<std::string> backing_file;  // loop devices
+  std::vector<std::string> slaves;          // device-mapper / md members
+};
+
+// ZFS's own cache (the ARC), for a disk_dir on ZFS.
+struct ZfsFacts {
+  std::optional<uint64_t> arc_c_max_bytes;  // its ceiling
+  std::optional<uint64_t> arc_size_bytes;   // what it holds now
+};
+
+// ram_dir or disk_dir.
+struct DirFacts {
+  std::string path;
+  std::optional<std::string> fs_type;  // "tmpfs", "ext4", "zfs"
+  std::optional<uint64_t> total_bytes, avail_bytes;
+  // disk_dir only: the mount, the block device under it and ZFS's ARC (each
+  // nullopt when unknown or not so); a ram_dir leaves them out of its JSON.
+  bool with_device = false;
+  std::optional<std::string> mount_source;  // the dataset on ZFS
+  std::optional<BlockDeviceFacts> device;
+  std::optional<ZfsFacts> zfs;
+};
+
+// The Samba configuration the host's smbd runs with.
+struct SambaFacts {
+  std::string config_path;
+  std::string error;     // it could not be read (then only config_path is set)
+  std::string found_by;  // "plan", "running smbd (pid N)", "smbd -b", "default"
+  std::string source;    // "testparm" | "file"
+  std::string sha256;    // of the text, hex
+  NamedValues global;    // its [global] parameters, lower-case names
+};
+
+// A fact measured with a lesser method for want of a privilege.
+struct DegradedFact {
+  std::string fact;       // stable name: "process_netns", "disk_cache_bypass", ...
+  std::string method;     // what was done instead
+  std::string privilege;  // what would restore the full method
+};
+
+struct AgentFacts {
+  std::string role;  // "full" | "server"
+  std::string arch;  // "x86_64"
+};
+
+struct Facts {
+  std::optional<std::string> hostname, os, kernel, arch, cpu_model;
+  std::optional<int64_t> cpu_cores;  // online
+  // The running kernel's random id: two ends with the same one share a machine.
+  std::optional<std::string> boot_id;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<NetFacts> net;  // nullopt: not asked (no peer address)
+  std::optional<DirFacts> ram_dir, disk_dir;
+  NamedValues tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
+  std::optional<SambaFacts> samba;
+  std::optional<uint64_t> euid;  // the agent's effective uid (0: root)
+  std::vector<DegradedFact> degraded;
+  // Added by the orchestrator, not the agent: which agent served the end and
+  // the machine it ran on (from its hello), and the agent's peak memory after
+  // the run, KiB.
+  std::optional<AgentFacts> agent;
+  std::optional<uint64_t> agent_max_rss_kb;
+};
+
+}  // namespace cp::msg
