@@ -44,8 +44,6 @@ namespace cp::agent {
 namespace {
 
 namespace json = boost::json;
-using wire::get_string;
-using wire::get_u64;
 
 int g_signal_pipe = -1;
 
@@ -105,14 +103,11 @@ std::string pid_namespace() {
   return ec ? std::string() : target.string();
 }
 
-json::object owner_record(int64_t run_id) {
-  return {{"pid", getpid()},
-          {"start_ticks", process_start_ticks(getpid()).value_or(0)},
-          {"boot_id", boot_id()},
-          {"host", host_name()},
-          {"pid_ns", pid_namespace()},
-          {"run", run_id},
-          {"started_at", wall_seconds()}};
+msg::OwnerRecord owner_record(int64_t run_id) {
+  return {getpid(),        process_start_ticks(getpid()).value_or(0),
+          boot_id(),       host_name(),
+          pid_namespace(), run_id,
+          wall_seconds()};
 }
 
 // Why the owner of run directory `dir` is gone ("" when it may be alive).
@@ -127,29 +122,28 @@ std::string owner_gone(const std::string& dir) {
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  boost::system::error_code ec;
-  json::value v = json::parse(ss.str(), ec);
-  if (ec || !v.is_object()) return {};  // being written right now, or not ours to judge
-  const json::object& o = v.as_object();
-  if (wire::opt_string(o, "host") != host_name() ||
-      wire::opt_string(o, "pid_ns") != pid_namespace()) {
+  const json::value v = msg::parse_stored(ss.str());
+  if (!v.is_object()) return {};  // being written right now, or not ours to judge
+  msg::OwnerRecord o;
+  msg::from_json(v, o, msg::Source::kStored, kOwnerFile);
+  if (o.host != host_name() || o.pid_ns != pid_namespace()) {
     return {};  // another host's (a shared filesystem) or another pid namespace's
   }
-  const int64_t pid = static_cast<int64_t>(wire::opt_u64(o, "pid", 0));
-  if (wire::opt_string(o, "boot_id") != boot_id()) {
-    return fmt::format("its agent (pid {}) ran before the last reboot", pid);
+  if (o.boot_id != boot_id()) {
+    return fmt::format("its agent (pid {}) ran before the last reboot", o.pid);
   }
-  auto ticks = process_start_ticks(pid);
-  if (!ticks || *ticks != static_cast<int64_t>(wire::opt_u64(o, "start_ticks", 0))) {
-    return fmt::format("its agent (pid {}, run {}) is gone", pid, wire::opt_u64(o, "run", 0));
+  auto ticks = process_start_ticks(o.pid);
+  if (!ticks || *ticks != o.start_ticks) {
+    return fmt::format("its agent (pid {}, run {}) is gone", o.pid, o.run);
   }
   return {};
 }
 
 }  // namespace
 
-json::array sweep_run_dirs(const std::string& base, json::array* kept) {
-  json::array removed;
+std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
+                                             std::vector<msg::RunDirEntry>* kept) {
+  std::vector<msg::RunDirEntry> removed;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
     const std::string name = e.path().filename().string();
@@ -157,16 +151,16 @@ json::array sweep_run_dirs(const std::string& base, json::array* kept) {
     const std::string dir = e.path().string();
     const std::string why = owner_gone(dir);
     if (why.empty()) {
-      if (kept) kept->push_back(json::object{{"path", dir}});
+      if (kept) kept->push_back({dir, "", ""});
       continue;
     }
     std::error_code rm;
     std::filesystem::remove_all(dir, rm);
     if (rm) {
-      if (kept) kept->push_back({{"path", dir}, {"error", rm.message()}});
+      if (kept) kept->push_back({dir, "", rm.message()});
       continue;
     }
-    removed.push_back({{"path", dir}, {"reason", why}});
+    removed.push_back({dir, why, ""});
   }
   return removed;
 }
@@ -315,33 +309,28 @@ void Agent::reply(uint64_t id, json::object data) {
 void Agent::fail(uint64_t id, const Error& e) {
   send({{"type", "error"},
         {"id", id},
-        {"error", {{"kind", to_string(e.kind())}, {"message", e.what()}, {"hint", e.hint()}}}});
+        {"error", msg::to_json(msg::ErrorInfo{to_string(e.kind()), e.what(), e.hint()})}});
 }
 
 ProgressFn Agent::progress_to(uint64_t id) {
   return [this, id, last = 0.0](uint64_t bytes, double secs) mutable {
     if (secs - last < 0.5) return;
     last = secs;
-    send({{"type", "progress"}, {"id", id}, {"bytes", bytes}, {"seconds", secs}});
+    json::object frame = msg::to_json(msg::Progress{bytes, secs});
+    frame["type"] = "progress";
+    frame["id"] = id;
+    send(std::move(frame));
   };
 }
 
 json::object Agent::do_hello(const Request&) {
   utsname u{};
   uname(&u);
-  json::array drivers;
-  if (client_) {
-    for (const auto& d : client_->drivers()) drivers.push_back(json::string(d));
-  }
-  return {{"version", options_.version},
-          {"build", options_.build_id},
-          {"proto", wire::kProtocolVersion},
-          {"pid", getpid()},
-          {"hostname", u.nodename},
-          {"os", u.sysname},
-          {"arch", u.machine},
-          {"role", client_ ? "full" : "server"},
-          {"drivers", std::move(drivers)}};
+  msg::Hello h{
+      options_.version, options_.build_id, wire::kProtocolVersion,      getpid(), u.nodename,
+      u.sysname,        u.machine,         client_ ? "full" : "server", {}};
+  if (client_) h.drivers = client_->drivers();
+  return msg::to_json(h);
 }
 
 // The probe's whole description of the host (core/facts_message.h).
@@ -350,14 +339,11 @@ json::object Agent::do_facts(const Request& r) {
 }
 
 json::object Agent::do_prepare(const Request& r) {
-  const json::object& req = r.msg;
-  json::object made;
-  json::array swept;
-  const bool shared = wire::opt_bool(req, "shared", false);
-  for (const auto& v : wire::get_array(req, "dirs")) {
-    if (!v.is_string())
-      throw Error(ErrorKind::kPeer, "message 'prepare': field 'dirs' must hold strings");
-    std::string base(v.as_string());
+  const auto q = decode<msg::PrepareRequest>(r);
+  msg::PrepareResult out;
+  auto& made = out.dirs;
+  const bool shared = q.shared;
+  for (const std::string& base : q.dirs) {
     if (run_dirs_.count(base)) {
       // Prepared already (a share behind the disk stage's own disk_dir): a
       // share needs it open to the protocol server's user too.
@@ -378,7 +364,7 @@ json::object Agent::do_prepare(const Request& r) {
                            "ram_dir, disk_dir)");
     }
     // Run directories of agents that were killed (SIGKILL, a crash, a reboot).
-    for (auto& s : sweep_run_dirs(base, nullptr)) swept.push_back(std::move(s));
+    for (auto& s : sweep_run_dirs(base, nullptr)) out.swept.push_back(std::move(s));
     std::string templ = base + "/" + kRunDirPrefix + "XXXXXX";
     if (!mkdtemp(templ.data())) {
       throw Error(ErrorKind::kIo,
@@ -394,7 +380,7 @@ json::object Agent::do_prepare(const Request& r) {
     // The owner record first, so no later sweep takes a live run's files.
     {
       std::ofstream out(templ + "/" + kOwnerFile);
-      out << json::serialize(owner_record(static_cast<int64_t>(wire::opt_u64(req, "run", 0))));
+      out << json::serialize(msg::to_json(owner_record(q.run)));
       if (!out.flush()) {
         std::error_code ec;
         std::filesystem::remove_all(templ, ec);
@@ -406,18 +392,15 @@ json::object Agent::do_prepare(const Request& r) {
     run_dirs_[base] = templ;
     made[base] = templ;
   }
-  return {{"dirs", made}, {"swept", swept}};
+  return msg::to_json(out);
 }
 
 json::object Agent::do_sweep_orphans(const Request& r) {
-  json::array removed, kept;
-  for (const auto& v : wire::get_array(r.msg, "dirs")) {
-    if (!v.is_string()) {
-      throw Error(ErrorKind::kPeer, "message 'sweep_orphans': field 'dirs' must hold strings");
-    }
-    for (auto& s : sweep_run_dirs(std::string(v.as_string()), &kept)) removed.push_back(s);
+  msg::SweepOrphansResult out;
+  for (const std::string& dir : decode<msg::SweepOrphansRequest>(r).dirs) {
+    for (auto& s : sweep_run_dirs(dir, &out.kept)) out.removed.push_back(std::move(s));
   }
-  return {{"removed", removed}, {"kept", kept}};
+  return msg::to_json(out);
 }
 
 const std::string& Agent::run_dir(const std::string& base) {
@@ -434,10 +417,10 @@ std::string Agent::local_path(const std::string& dir, const std::string& name,
 }
 
 json::object Agent::do_check_space(const Request& r) {
-  const json::object& req = r.msg;
-  const std::string base = get_string(req, "dir");
+  const auto q = decode<msg::CheckSpaceRequest>(r);
+  const std::string& base = q.dir;
   const std::string& dir = run_dir(base);
-  const uint64_t need = get_u64(req, "bytes");
+  const uint64_t need = q.bytes;
   probe::FsSpace s = probe::fs_space(dir);
   // Refuse when the stage would leave less than 10 % of the filesystem free.
   const double left = double(s.avail) - double(need);
@@ -446,9 +429,9 @@ json::object Agent::do_check_space(const Request& r) {
                 fmt::format("not enough space in '{}': the stage needs {} and {} of {} is free; "
                             "that would leave under 10 % free",
                             base, format_size(need), format_size(s.avail), format_size(s.total)),
-                wire::opt_string(req, "hint",
-                                 "free some space, or use smaller or fewer files ([disk] sizes, "
-                                 "count)"));
+                !q.hint.empty() ? q.hint
+                                : "free some space, or use smaller or fewer files ([disk] sizes, "
+                                  "count)");
   }
   // The directory's filesystem, so the runner can tell a "ram" share on a disk.
   std::string fs;
@@ -459,9 +442,9 @@ json::object Agent::do_check_space(const Request& r) {
   }
   // ... and the disk under it ("sda", "md2"; null for tmpfs), so the runner can
   // tell a disk share on another disk than the one the disk stage measured.
-  json::value disk = nullptr;
-  if (const auto d = probe::dir_device_facts(dir)) disk = d->disk;
-  return {{"total", s.total}, {"avail", s.avail}, {"fs_type", fs}, {"disk", disk}};
+  msg::CheckSpaceResult out{s.total, s.avail, fs, ""};
+  if (const auto d = probe::dir_device_facts(dir)) out.disk = d->disk;
+  return msg::to_json(out);
 }
 
 json::object Agent::do_disk(const Request& r) {
@@ -478,7 +461,6 @@ json::object Agent::do_disk(const Request& r) {
   cpu.start();
   probe::DiskResult d;
   if (q.op == "write") {
-    if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
     d = probe::disk_write(path, q.size, block, r.cancel, progress);
   } else if (q.op == "read") {
     d = probe::disk_read(path, block, r.cancel, progress);
@@ -530,7 +512,7 @@ json::object Agent::do_smb_status(const Request& r) {
   std::vector<std::string> argv{"smbstatus", "--json"};
   // The running smbd's config when the plan names none (its state dirs follow it).
   std::string how;
-  const std::string conf = probe::samba_config_path(wire::opt_string(r.msg, "conf"), &how);
+  const std::string conf = probe::samba_config_path(decode<msg::SmbStatusRequest>(r).conf, &how);
   if (how != "default") {
     argv.push_back("-s");
     argv.push_back(conf);
@@ -545,7 +527,7 @@ json::object Agent::do_smb_status(const Request& r) {
         "install Samba 4.16 or later on the server, or run the agent as a user that may "
         "read smbd's state");
   }
-  json::array sessions;
+  msg::SmbStatusResult out;
   auto it = v.as_object().find("sessions");
   if (it != v.as_object().end() && it->value().is_object()) {
     for (const auto& [id, sv] : it->value().as_object()) {
@@ -560,15 +542,12 @@ json::object Agent::do_smb_status(const Request& r) {
         }
         return cur->is_string() ? std::string(cur->as_string()) : std::string();
       };
-      sessions.push_back({{"client", text({"hostname"})},
-                          {"dialect", text({"session_dialect"})},
-                          {"signing", text({"signing", "cipher"})},
-                          {"signing_degree", text({"signing", "degree"})},
-                          {"encryption", text({"encryption", "cipher"})},
-                          {"encryption_degree", text({"encryption", "degree"})}});
+      out.sessions.push_back({text({"hostname"}), text({"session_dialect"}),
+                              text({"signing", "cipher"}), text({"signing", "degree"}),
+                              text({"encryption", "cipher"}), text({"encryption", "degree"})});
     }
   }
-  return {{"sessions", sessions}};
+  return msg::to_json(out);
 }
 
 uint32_t block_of(uint64_t block) {
@@ -602,8 +581,7 @@ json::object Agent::do_file_info(const Request& r) {
 json::object Agent::do_remove_file(const Request& r) {
   const auto q = decode<msg::FileRequest>(r);
   const std::string path = local_path(q.dir, q.name, r.type);
-  const bool existed = ::unlink(path.c_str()) == 0;
-  return {{"removed", existed}};
+  return msg::to_json(msg::RemoveFileResult{::unlink(path.c_str()) == 0});
 }
 
 json::object Agent::do_cpu_start(const Request&) {
@@ -648,22 +626,22 @@ json::object Agent::do_close_shares(const Request&) {
   return {};
 }
 
-json::object Agent::do_stats(const Request&) { return {{"max_rss_kb", max_rss_kb()}}; }
+json::object Agent::do_stats(const Request&) { return msg::to_json(msg::AgentStats{max_rss_kb()}); }
 
 json::object Agent::do_cleanup(const Request&) {
   cleanup();
-  return {{"max_rss_kb", max_rss_kb()}};
+  return msg::to_json(msg::AgentStats{max_rss_kb()});
 }
 
 json::object Agent::do_tune(const Request& r) { return tune::handle_tune_request(r.type, r.msg); }
 
 json::object Agent::handle(const json::object& req, const CancelToken& cancel) {
-  const std::string type = get_string(req, "type");
-  const Request r{req, type, get_u64(req, "id"), cancel};
+  const wire::Envelope env = wire::envelope(req);
+  const Request r{req, env.type, env.id, cancel};
   for (const Op& op : kOps) {
-    if (op.type == type) return (this->*op.handler)(r);
+    if (op.type == env.type) return (this->*op.handler)(r);
   }
-  throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", type),
+  throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", env.type),
               "the orchestrator and agent builds differ: redeploy the agent");
 }
 
@@ -678,12 +656,13 @@ void Agent::worker_loop() {
       req = std::move(queue_.front());
       queue_.pop_front();
       current_ = token = std::make_shared<CancelToken>();
-      current_id_ = get_u64(req, "id");
+      current_id_ = wire::envelope(req).id;
     }
-    const uint64_t id = get_u64(req, "id");
-    if (get_string(req, "type") == "bye") {
+    const wire::Envelope env = wire::envelope(req);
+    const uint64_t id = env.id;
+    if (env.type == "bye") {
       cleanup();
-      reply(id, {{"max_rss_kb", max_rss_kb()}});
+      reply(id, msg::to_json(msg::AgentStats{max_rss_kb()}));
       std::lock_guard<std::mutex> lock(mu_);
       bye_ = true;
       stopping_ = true;
@@ -768,7 +747,7 @@ int Agent::run() {
     try {
       decoder.feed(std::string_view(buf, static_cast<size_t>(got)));
       while (auto msg = decoder.next()) {
-        if (get_string(*msg, "type") == "cancel") {
+        if (wire::envelope(*msg).type == "cancel") {
           std::lock_guard<std::mutex> lock(mu_);
           if (current_) current_->cancel();
           continue;

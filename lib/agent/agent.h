@@ -4,11 +4,12 @@
 // made when its channel closes, on `bye`, or on SIGINT/SIGTERM.
 #pragma once
 
-#include <boost/json/array.hpp>
-
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include "core/messages.h"
 
 namespace cp::agent {
 
@@ -25,10 +26,11 @@ struct AgentOptions {
 // Removes the run directories (chokepoint-run-*) in `base` whose owner
 // agent is gone: its pid no longer runs with the recorded start time on this
 // host and boot, or (no owner record) nothing changed in it for an hour.
-// Returns [{path, reason}] of those removed; `kept` (optional) gets [{path}]
-// of the others (a live run's, another host's on a shared filesystem, or one
-// that could not be removed, with its error).
-boost::json::array sweep_run_dirs(const std::string& base, boost::json::array* kept);
+// Returns those removed (path, reason); `kept` (optional) gets the others (a
+// live run's, another host's on a shared filesystem, or one that could not be
+// removed, with its error).
+std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
+                                             std::vector<msg::RunDirEntry>* kept);
 
 // Serves until the peer closes in_fd, says bye, or a signal arrives.
 // Returns the process exit code (0 on a clean end).

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/process.h"
 #include "core/wire.h"
 #include "remote/agent_link.h"
@@ -27,6 +28,11 @@ namespace json = boost::json;
 namespace {
 
 namespace fs = std::filesystem;
+
+// The run dir a prepare answer names for `base`, read through its codec.
+std::string run_dir_of(const json::object& prepared, const std::string& base) {
+  return msg::decode<msg::PrepareResult>(prepared, "prepare").dirs.at(base);
+}
 
 class AgentLinkTest : public ::testing::Test {
  protected:
@@ -57,18 +63,18 @@ class AgentLinkTest : public ::testing::Test {
 };
 
 TEST_F(AgentLinkTest, HandshakeAndHello) {
-  json::object hello = link_->handshake(10);
-  EXPECT_EQ(wire::get_string(hello, "build"), "test-build");
-  EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
-  EXPECT_EQ(wire::get_u64(hello, "pid"), uint64_t(getpid()));
+  const msg::Hello& hello = link_->handshake(10);
+  EXPECT_EQ(hello.build, "test-build");
+  EXPECT_EQ(hello.proto, wire::kProtocolVersion);
+  EXPECT_EQ(hello.pid, getpid());
 }
 
 // The agent without a client role is the static server agent: it says so in
 // hello and refuses the protocol clients' requests with a typed error.
 TEST_F(AgentLinkTest, ServerAgentSaysItsRoleAndRefusesTransfers) {
-  json::object hello = link_->handshake(10);
-  EXPECT_EQ(wire::get_string(hello, "role"), "server");
-  EXPECT_TRUE(wire::get_array(hello, "drivers").empty());
+  const msg::Hello& hello = link_->handshake(10);
+  EXPECT_EQ(hello.role, "server");
+  EXPECT_TRUE(hello.drivers.empty());
   link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
   const json::object share{{"name", "s"}, {"url", "null:"}, {"driver", "null"}};
   for (const char* type : {"transfer", "sweep"}) {
@@ -94,25 +100,27 @@ TEST_F(AgentLinkTest, ServerAgentSaysItsRoleAndRefusesTransfers) {
 TEST_F(AgentLinkTest, DiskWriteReadInsideItsOwnRunDir) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
-  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  const std::string run_dir = run_dir_of(p, dir_.string());
   EXPECT_EQ(fs::path(run_dir).parent_path(), dir_);
   ASSERT_TRUE(fs::is_directory(run_dir));
 
   json::object w = link_->call(
       "disk", {{"dir", dir_.string()}, {"op", "write"}, {"name", "a.dat"}, {"size", 3u << 20}}, 30);
-  EXPECT_EQ(wire::get_u64(w, "bytes"), 3u << 20);
-  EXPECT_GT(wire::get_double(w, "seconds"), 0);
-  EXPECT_TRUE(wire::get_object(w, "cpu").contains("core_busy_pct"));
+  const auto written = msg::decode<msg::DiskResult>(w, "disk");
+  EXPECT_EQ(written.bytes, 3u << 20);
+  EXPECT_GT(written.seconds, 0);
+  EXPECT_FALSE(written.cpu.core_busy_pct.empty());
   EXPECT_EQ(fs::file_size(run_dir + "/a.dat"), 3u << 20);
 
   json::object r = link_->call(
       "disk", {{"dir", dir_.string()}, {"op", "read"}, {"name", "a.dat"}, {"delete_after", true}},
       30);
-  EXPECT_EQ(wire::get_u64(r, "bytes"), 3u << 20);
+  const auto read = msg::decode<msg::DiskResult>(r, "disk");
+  EXPECT_EQ(read.bytes, 3u << 20);
   EXPECT_FALSE(fs::exists(run_dir + "/a.dat"));
   // The read says whether a cache may have served it, and why exactly when so.
-  EXPECT_EQ(wire::get_bool(r, "cache_possible"), !wire::get_bool(r, "direct"));
-  EXPECT_EQ(wire::get_string(r, "cache_reason").empty(), !wire::get_bool(r, "cache_possible"));
+  EXPECT_EQ(read.cache_possible, !read.direct);
+  EXPECT_EQ(read.cache_reason.empty(), !read.cache_possible);
 
   // A file laid out and evicted for a protocol server: on this filesystem (not
   // ZFS) nothing keeps it cached; without `evict` nothing is claimed.
@@ -120,8 +128,9 @@ TEST_F(AgentLinkTest, DiskWriteReadInsideItsOwnRunDir) {
       "make_file", {{"dir", dir_.string()}, {"name", "m.dat"}, {"size", 1u << 20}, {"evict", true}},
       30);
   // (msg::FileResult sends cache_possible only when true.)
-  EXPECT_FALSE(wire::opt_bool(m, "cache_possible", false));
-  EXPECT_EQ(wire::opt_string(m, "cache_reason"), "");
+  const auto made = msg::decode<msg::FileResult>(m, "make_file");
+  EXPECT_FALSE(made.cache_possible);
+  EXPECT_EQ(made.cache_reason, "");
   json::object k =
       link_->call("make_file", {{"dir", dir_.string()}, {"name", "k.dat"}, {"size", 4096}}, 30);
   EXPECT_FALSE(k.contains("cache_possible"));
@@ -201,7 +210,7 @@ TEST_F(AgentLinkTest, ARequestItsCodecRefusesIsAPeerErrorAndTheAgentKeepsServing
 TEST_F(AgentLinkTest, CancelStopsAWriteAndRemovesTheFile) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
-  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  const std::string run_dir = run_dir_of(p, dir_.string());
   CancelToken cancel;
   std::thread canceller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -228,7 +237,7 @@ TEST_F(AgentLinkTest, CancelStopsAWriteAndRemovesTheFile) {
 TEST_F(AgentLinkTest, ChannelCloseCleansUp) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
-  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  const std::string run_dir = run_dir_of(p, dir_.string());
   link_->call("disk", {{"dir", dir_.string()}, {"op", "write"}, {"name", "f"}, {"size", 4096}}, 10);
   link_.reset();
   agent_.join();
@@ -297,8 +306,8 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}, {"run", 8}}, 10);
   std::set<std::string> swept;
-  for (const auto& v : wire::get_array(p, "swept")) {
-    swept.insert(fs::path(wire::get_string(v.as_object(), "path")).filename());
+  for (const auto& v : msg::decode<msg::PrepareResult>(p, "prepare").swept) {
+    swept.insert(fs::path(v.path).filename());
   }
   EXPECT_EQ(swept, (std::set<std::string>{"chokepoint-run-gone01", "chokepoint-run-old001"}));
   EXPECT_FALSE(fs::exists(dir_ / "chokepoint-run-gone01"));
@@ -307,16 +316,16 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
   EXPECT_TRUE(fs::exists(dir_ / "chokepoint-run-new001"));
   EXPECT_TRUE(fs::exists(dir_ / "not-ours"));
   // Its own run dir carries its owner record: this (in-process) agent's pid and the run.
-  const std::string mine = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  const std::string mine = run_dir_of(p, dir_.string());
   std::ifstream in(mine + "/.chokepoint-owner");
   std::stringstream ss;
   ss << in.rdbuf();
-  json::object owner = json::parse(ss.str()).as_object();
-  EXPECT_EQ(wire::get_u64(owner, "pid"), uint64_t(getpid()));
-  EXPECT_EQ(wire::get_u64(owner, "run"), 8u);
+  const auto owner = msg::read_stored<msg::OwnerRecord>(ss.str());
+  EXPECT_EQ(owner.pid, getpid());
+  EXPECT_EQ(owner.run, 8);
   // A second agent's sweep keeps this live run's directory.
   json::object s = link_->call("sweep_orphans", {{"dirs", json::array{dir_.string()}}}, 10);
-  EXPECT_TRUE(wire::get_array(s, "removed").empty());
+  EXPECT_TRUE(msg::decode<msg::SweepOrphansResult>(s, "sweep_orphans").removed.empty());
   EXPECT_TRUE(fs::exists(mine));
 }
 
@@ -326,11 +335,11 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
 TEST_F(AgentLinkTest, PrepareOpensAnAlreadyPreparedDirToAShare) {
   link_->handshake(10);
   json::object p = link_->call("prepare", {{"dirs", json::array{dir_.string()}}}, 10);
-  const std::string mine = wire::get_string(wire::get_object(p, "dirs"), dir_.string());
+  const std::string mine = run_dir_of(p, dir_.string());
   EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::none);
   json::object q =
       link_->call("prepare", {{"dirs", json::array{dir_.string()}}, {"shared", true}}, 10);
-  EXPECT_EQ(wire::get_string(wire::get_object(q, "dirs"), dir_.string()), mine);
+  EXPECT_EQ(run_dir_of(q, dir_.string()), mine);
   EXPECT_EQ(fs::status(mine).permissions() & fs::perms::others_all, fs::perms::others_all);
 }
 

@@ -89,15 +89,23 @@ msg::TransferResult DriverClientRole::transfer(const msg::TransferRequest& req,
 }
 
 msg::SweepResult DriverClientRole::sweep(const msg::SweepRequest& req, const ClientCall& call) {
+  const SweepPattern pattern = parse_sweep_pattern(req.pattern);
+  // What the driver can do is its table's word (transfer/driver.h), before any connection.
+  const bool write = pattern == SweepPattern::kSeqWrite || pattern == SweepPattern::kRandWrite;
+  const bool random = pattern == SweepPattern::kRandRead || pattern == SweepPattern::kRandWrite;
+  if (const char* lacks = transfer::driver_spec(req.share.driver).caps.lacks(write, random)) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("the {} driver has no {}", req.share.driver, lacks),
+                "`chokepoint drivers` lists what each driver does");
+  }
   transfer::Session& session = session_for(req.share, call.cancel);
   if (req.request == 0 || req.request > (16u << 20)) {
     throw Error(ErrorKind::kConfig, "sweep request size is outside 1 B .. 16 MiB");
   }
   probe::CpuSampler cpu;
   cpu.start();
-  FileResult r =
-      sweep_cell(session, req.remote, parse_sweep_pattern(req.pattern),
-                 static_cast<uint32_t>(req.request), req.bytes, req.file_size, call.cancel);
+  FileResult r = sweep_cell(session, req.remote, pattern, static_cast<uint32_t>(req.request),
+                            req.bytes, req.file_size, call.cancel);
   return {r.bytes, r.seconds, r.checksum, cpu.stop()};
 }
 

@@ -14,7 +14,8 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "core/wire.h"
+#include "core/error.h"
+#include "core/messages_json.h"
 #include "remote/agent_link.h"
 
 namespace cp::agent {
@@ -31,15 +32,14 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
   fs::create_directories(dir);
   {
     remote::AgentLink link(remote::make_fd_stream(sv[0], sv[0], "test"), "test agent");
-    json::object hello = link.handshake(10);
-    EXPECT_EQ(wire::get_string(hello, "role"), "full");
-    std::vector<std::string> drivers;
-    for (const auto& d : wire::get_array(hello, "drivers")) drivers.emplace_back(d.as_string());
+    const msg::Hello& hello = link.handshake(10);
+    EXPECT_EQ(hello.role, "full");
+    const std::vector<std::string>& drivers = hello.drivers;
     for (const char* d : {"null", "ftp", "smb", "afp"}) {
       EXPECT_NE(std::find(drivers.begin(), drivers.end(), d), drivers.end()) << d;
     }
     json::object p = link.call("prepare", {{"dirs", json::array{dir.string()}}}, 10);
-    const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), dir.string());
+    const std::string run_dir = msg::decode<msg::PrepareResult>(p, "prepare").dirs.at(dir.string());
     json::object r = link.call("transfer",
                                {{"dir", dir.string()},
                                 {"op", "read"},
@@ -48,7 +48,7 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
                                 {"size", 1u << 20},
                                 {"share", {{"name", "s"}, {"url", "null:"}, {"driver", "null"}}}},
                                30);
-    EXPECT_EQ(wire::get_u64(r, "bytes"), 1u << 20);
+    EXPECT_EQ(msg::decode<msg::TransferResult>(r, "transfer").bytes, 1u << 20);
     EXPECT_EQ(fs::file_size(run_dir + "/got.dat"), 1u << 20);
     link.call("cleanup", {}, 10);
     EXPECT_FALSE(fs::exists(run_dir));
@@ -56,6 +56,38 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
   agent.join();
   close(sv[1]);
   fs::remove_all(dir);
+}
+
+// Whether a sweep cell can run is the driver table's word: a random read
+// through FTP (no random_access) is unsupported before any connection is
+// tried (port 1 on loopback is closed: a connection would fail otherwise).
+TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) {
+  auto role = make_client_role();
+  CancelToken cancel;
+  msg::SweepRequest req;
+  req.share = {"s", "ftp://127.0.0.1:1/x", "ftp", "", "", {}};
+  req.remote = "f.dat";
+  req.request = 4096;
+  req.bytes = 1u << 20;
+  req.file_size = 4u << 20;
+  for (const char* pattern : {"randread", "randwrite"}) {
+    SCOPED_TRACE(pattern);
+    req.pattern = pattern;
+    try {
+      role->sweep(req, {cancel, {}, {}});
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    }
+  }
+  // A sequential read is not refused by the table: it tries the server.
+  req.pattern = "seqread";
+  try {
+    role->sweep(req, {cancel, {}, {}});
+    ADD_FAILURE() << "port 1 answered";
+  } catch (const Error& e) {
+    EXPECT_NE(e.kind(), ErrorKind::kUnsupported);
+  }
 }
 
 }  // namespace

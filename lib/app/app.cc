@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
+#include "core/messages_json.h"
 #include "core/units.h"
 #include "core/version.h"
 #include "lab/lab.h"
@@ -509,8 +510,6 @@ int clean(const std::vector<std::string>& args) {
   }
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
-  boost::json::array dir_list;
-  for (const auto& d : dirs) dir_list.push_back(boost::json::string(d));
 
   remote::EndpointSpec spec;
   spec.role = "clean";
@@ -525,9 +524,12 @@ int clean(const std::vector<std::string>& args) {
       auto ep =
           remote::Endpoint::open(spec, [](const std::string& line) { std::cerr << line << "\n"; });
       // Directories missing on that host have nothing to sweep.
-      boost::json::object r = ep->agent().call("sweep_orphans", {{"dirs", dir_list}}, 120);
-      entry["removed"] = r["removed"];
-      entry["kept"] = r["kept"];
+      // The answer through its codec, printed as the agent's entries are.
+      const boost::json::object r = msg::to_json(msg::decode<msg::SweepOrphansResult>(
+          ep->agent().call("sweep_orphans", msg::to_json(msg::SweepOrphansRequest{dirs}), 120),
+          "sweep_orphans"));
+      entry["removed"] = r.at("removed");
+      entry["kept"] = r.at("kept");
     } catch (const Error& e) {
       entry["error"] = describe(e);
       rc = kExitFailed;

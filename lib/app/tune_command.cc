@@ -15,8 +15,8 @@
 #include "app/signals.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/units.h"
-#include "core/wire.h"
 #include "lab/lab.h"
 #include "lab/layout.h"
 #include "pipeline/plan.h"
@@ -163,33 +163,29 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
     // Starting the agent reverts a journal no live session holds; the
     // request reports that and reverts anything left.
     auto ep = remote::Endpoint::open(spec, [](const std::string&) {});
-    json::object r = ep->agent().call("tune_revert", {}, 120);
-    json::array restored;
-    for (const char* key : {"reverted_at_start", "reverted"}) {
-      for (const auto& e : wire::get_array(r, key)) restored.push_back(e);
-    }
-    const std::string start_err = wire::opt_string(r, "at_start_error");
-    if (!start_err.empty()) rc = 1;
+    const auto r =
+        msg::decode<msg::TuneRevertResult>(ep->agent().call("tune_revert", {}, 120), "tune_revert");
+    std::vector<msg::RevertedKnob> restored = r.reverted_at_start;
+    restored.insert(restored.end(), r.reverted.begin(), r.reverted.end());
+    if (!r.at_start_error.empty()) rc = 1;
+    json::array restored_json;
+    for (const auto& e : restored) restored_json.push_back(msg::to_json(e));
     if (!as_json) {
       if (restored.empty()) {
-        std::cout << fmt::format("{}: nothing to revert ({})\n", spec.host,
-                                 wire::get_string(r, "journal"));
+        std::cout << fmt::format("{}: nothing to revert ({})\n", spec.host, r.journal);
       }
       for (const auto& e : restored) {
-        const auto& o = e.as_object();
-        const std::string err = wire::get_string(o, "error");
-        if (!err.empty()) rc = 1;
-        std::cout << fmt::format("{}: {} on {} {} {}\n", spec.host, wire::get_string(o, "knob"),
-                                 wire::get_string(o, "target"),
-                                 err.empty() ? "restored to" : "NOT restored to",
-                                 wire::get_string(o, "original") + (err.empty() ? "" : ": " + err));
+        if (!e.error.empty()) rc = 1;
+        std::cout << fmt::format("{}: {} on {} {} {}\n", spec.host, e.knob, e.target,
+                                 e.error.empty() ? "restored to" : "NOT restored to",
+                                 e.original + (e.error.empty() ? "" : ": " + e.error));
       }
-      if (!start_err.empty()) std::cout << spec.host << ": " << start_err << "\n";
+      if (!r.at_start_error.empty()) std::cout << spec.host << ": " << r.at_start_error << "\n";
     }
     report.push_back(json::object{{"host", spec.host},
-                                  {"restored", restored},
-                                  {"error", start_err},
-                                  {"journal", wire::get_string(r, "journal")}});
+                                  {"restored", std::move(restored_json)},
+                                  {"error", r.at_start_error},
+                                  {"journal", r.journal}});
   }
   if (as_json) std::cout << json::serialize(report) << "\n";
   return rc;

@@ -103,6 +103,26 @@ class In {
         bad(key, "must hold strings");
     }
   }
+  void read(const char* key, const json::value& v, std::vector<std::string>& out) {
+    if (!v.is_array()) return bad(key, "must be an array");
+    for (const auto& e : v.as_array()) {
+      if (e.is_string())
+        out.emplace_back(e.as_string());
+      else
+        bad(key, "must hold strings");
+    }
+  }
+  // An array of nested messages.
+  template <class T>
+  void read(const char* key, const json::value& v, std::vector<T>& out) {
+    if (!v.is_array()) return bad(key, "must be an array");
+    const auto& a = v.as_array();
+    for (size_t i = 0; i < a.size(); ++i) {
+      T e;
+      from_json(a[i], e, src_, fmt::format("{}.{}[{}]", what_, key, i));
+      out.push_back(std::move(e));
+    }
+  }
   void read(const char* key, const json::value& v, CpuSummary& out) {
     if (!v.is_object()) return bad(key, "must be an object");
     out = cpu_summary_from_json(v);
@@ -124,6 +144,19 @@ json::object strings(const std::map<std::string, std::string>& m) {
   return o;
 }
 
+json::array strings(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& e : v) a.emplace_back(e);
+  return a;
+}
+
+template <class T>
+json::array array_of(const std::vector<T>& v) {
+  json::array a;
+  for (const auto& e : v) a.emplace_back(to_json(e));
+  return a;
+}
+
 }  // namespace
 
 json::value parse_stored(std::string_view text) {
@@ -142,13 +175,16 @@ json::object to_json(const DiskRequest& m) {
   return o;
 }
 void from_json(const json::value& v, DiskRequest& m, Source src, std::string_view what) {
-  In(v, src, what)
-      .need("dir", m.dir)
+  In in(v, src, what);
+  in.need("dir", m.dir)
       .need("op", m.op)
       .need("name", m.name)
-      .opt("size", m.size)
       .opt("block", m.block)
       .opt("delete_after", m.delete_after);
+  if (m.op == "write")
+    in.need("size", m.size);  // a write says how much
+  else
+    in.opt("size", m.size);
 }
 
 json::object to_json(const DiskResult& m) {
@@ -313,6 +349,235 @@ void from_json(const json::value& v, FileResult& m, Source src, std::string_view
       .need("checksum", m.checksum)
       .opt("cache_possible", m.cache_possible)
       .opt("cache_reason", m.cache_reason);
+}
+
+json::object to_json(const RemoveFileResult& m) { return {{"removed", m.removed}}; }
+void from_json(const json::value& v, RemoveFileResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("removed", m.removed);
+}
+
+// ---- run directories -------------------------------------------------------
+
+json::object to_json(const PrepareRequest& m) {
+  json::object o{{"dirs", strings(m.dirs)}, {"run", m.run}};
+  if (m.shared) o["shared"] = true;
+  return o;
+}
+void from_json(const json::value& v, PrepareRequest& m, Source src, std::string_view what) {
+  In(v, src, what).need("dirs", m.dirs).opt("shared", m.shared).opt("run", m.run);
+}
+
+json::object to_json(const RunDirEntry& m) {
+  json::object o{{"path", m.path}};
+  if (!m.reason.empty()) o["reason"] = m.reason;
+  if (!m.error.empty()) o["error"] = m.error;
+  return o;
+}
+void from_json(const json::value& v, RunDirEntry& m, Source src, std::string_view what) {
+  In(v, src, what).need("path", m.path).opt("reason", m.reason).opt("error", m.error);
+}
+
+json::object to_json(const PrepareResult& m) {
+  return {{"dirs", strings(m.dirs)}, {"swept", array_of(m.swept)}};
+}
+void from_json(const json::value& v, PrepareResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("dirs", m.dirs).opt("swept", m.swept);
+}
+
+json::object to_json(const SweepOrphansRequest& m) { return {{"dirs", strings(m.dirs)}}; }
+void from_json(const json::value& v, SweepOrphansRequest& m, Source src, std::string_view what) {
+  In(v, src, what).need("dirs", m.dirs);
+}
+
+json::object to_json(const SweepOrphansResult& m) {
+  return {{"removed", array_of(m.removed)}, {"kept", array_of(m.kept)}};
+}
+void from_json(const json::value& v, SweepOrphansResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("removed", m.removed).need("kept", m.kept);
+}
+
+json::object to_json(const OwnerRecord& m) {
+  return {{"pid", m.pid},
+          {"start_ticks", m.start_ticks},
+          {"boot_id", m.boot_id},
+          {"host", m.host},
+          {"pid_ns", m.pid_ns},
+          {"run", m.run},
+          {"started_at", m.started_at}};
+}
+void from_json(const json::value& v, OwnerRecord& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("pid", m.pid)
+      .opt("start_ticks", m.start_ticks)
+      .opt("boot_id", m.boot_id)
+      .opt("host", m.host)
+      .opt("pid_ns", m.pid_ns)
+      .opt("run", m.run)
+      .opt("started_at", m.started_at);
+}
+
+json::object to_json(const CheckSpaceRequest& m) {
+  json::object o{{"dir", m.dir}, {"bytes", m.bytes}};
+  if (!m.hint.empty()) o["hint"] = m.hint;
+  return o;
+}
+void from_json(const json::value& v, CheckSpaceRequest& m, Source src, std::string_view what) {
+  In(v, src, what).need("dir", m.dir).need("bytes", m.bytes).opt("hint", m.hint);
+}
+
+json::object to_json(const CheckSpaceResult& m) {
+  json::object o{{"total", m.total}, {"avail", m.avail}, {"fs_type", m.fs_type}};
+  o["disk"] = m.disk.empty() ? json::value(nullptr) : json::value(m.disk);  // null: none
+  return o;
+}
+void from_json(const json::value& v, CheckSpaceResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("total", m.total)
+      .need("avail", m.avail)
+      .opt("fs_type", m.fs_type)
+      .opt("disk", m.disk);
+}
+
+// ---- the agent itself ------------------------------------------------------
+
+json::object to_json(const Hello& m) {
+  return {{"version", m.version}, {"build", m.build},       {"proto", m.proto},
+          {"pid", m.pid},         {"hostname", m.hostname}, {"os", m.os},
+          {"arch", m.arch},       {"role", m.role},         {"drivers", strings(m.drivers)}};
+}
+void from_json(const json::value& v, Hello& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("version", m.version)
+      .need("build", m.build)
+      .need("proto", m.proto)
+      .need("pid", m.pid)
+      .opt("hostname", m.hostname)
+      .opt("os", m.os)
+      .opt("arch", m.arch)
+      .need("role", m.role)
+      .opt("drivers", m.drivers);
+}
+
+json::object to_json(const AgentStats& m) { return {{"max_rss_kb", m.max_rss_kb}}; }
+void from_json(const json::value& v, AgentStats& m, Source src, std::string_view what) {
+  In(v, src, what).need("max_rss_kb", m.max_rss_kb);
+}
+
+json::object to_json(const SmbStatusRequest& m) {
+  json::object o;
+  if (!m.conf.empty()) o["conf"] = m.conf;
+  return o;
+}
+void from_json(const json::value& v, SmbStatusRequest& m, Source src, std::string_view what) {
+  In(v, src, what).opt("conf", m.conf);
+}
+
+json::object to_json(const SmbSessionStatus& m) {
+  return {{"client", m.client},         {"dialect", m.dialect},
+          {"signing", m.signing},       {"signing_degree", m.signing_degree},
+          {"encryption", m.encryption}, {"encryption_degree", m.encryption_degree}};
+}
+void from_json(const json::value& v, SmbSessionStatus& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("client", m.client)
+      .need("dialect", m.dialect)
+      .need("signing", m.signing)
+      .opt("signing_degree", m.signing_degree)
+      .need("encryption", m.encryption)
+      .opt("encryption_degree", m.encryption_degree);
+}
+
+json::object to_json(const SmbStatusResult& m) { return {{"sessions", array_of(m.sessions)}}; }
+void from_json(const json::value& v, SmbStatusResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("sessions", m.sessions);
+}
+
+// ---- frames ----------------------------------------------------------------
+
+json::object to_json(const Progress& m) { return {{"bytes", m.bytes}, {"seconds", m.seconds}}; }
+void from_json(const json::value& v, Progress& m, Source src, std::string_view what) {
+  In(v, src, what).need("bytes", m.bytes).need("seconds", m.seconds);
+}
+
+json::object to_json(const ErrorInfo& m) {
+  return {{"kind", m.kind}, {"message", m.message}, {"hint", m.hint}};
+}
+void from_json(const json::value& v, ErrorInfo& m, Source src, std::string_view what) {
+  In(v, src, what).need("kind", m.kind).need("message", m.message).opt("hint", m.hint);
+}
+
+// ---- tuning ----------------------------------------------------------------
+
+json::object to_json(const TuneRequest& m) {
+  return {{"knob", m.knob},
+          {"value", m.value},
+          {"disk_dir", m.disk_dir},
+          {"samba_conf", m.samba_conf},
+          {"data_address", m.data_address},
+          {"console", m.console},
+          {"confirm_s", m.confirm_s},
+          {"afp_conf", m.afp_conf},
+          {"afp_restart", m.afp_restart}};
+}
+void from_json(const json::value& v, TuneRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("knob", m.knob)
+      .need("value", m.value)
+      .opt("disk_dir", m.disk_dir)
+      .opt("samba_conf", m.samba_conf)
+      .opt("data_address", m.data_address)
+      .opt("console", m.console)
+      .opt("confirm_s", m.confirm_s)
+      .opt("afp_conf", m.afp_conf)
+      .opt("afp_restart", m.afp_restart);
+}
+
+json::object to_json(const TunePlanResult& m) {
+  json::object o{{"target", m.target},        {"original", m.original},
+                 {"apply", strings(m.apply)}, {"revert", strings(m.revert)},
+                 {"journal", m.journal},      {"cuts_ssh", m.cuts_ssh}};
+  if (m.watchdog_s) o["watchdog_s"] = m.watchdog_s;
+  return o;
+}
+void from_json(const json::value& v, TunePlanResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("target", m.target)
+      .need("original", m.original)
+      .need("apply", m.apply)
+      .need("revert", m.revert)
+      .need("journal", m.journal)
+      .opt("cuts_ssh", m.cuts_ssh)
+      .opt("watchdog_s", m.watchdog_s);
+}
+
+json::object to_json(const TuneConfirmResult& m) { return {{"confirmed", m.confirmed}}; }
+void from_json(const json::value& v, TuneConfirmResult& m, Source src, std::string_view what) {
+  In(v, src, what).need("confirmed", m.confirmed);
+}
+
+json::object to_json(const RevertedKnob& m) {
+  return {{"knob", m.knob}, {"target", m.target}, {"original", m.original}, {"error", m.error}};
+}
+void from_json(const json::value& v, RevertedKnob& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("knob", m.knob)
+      .need("target", m.target)
+      .need("original", m.original)
+      .opt("error", m.error);
+}
+
+json::object to_json(const TuneRevertResult& m) {
+  return {{"reverted", array_of(m.reverted)},
+          {"reverted_at_start", array_of(m.reverted_at_start)},
+          {"at_start_error", m.at_start_error},
+          {"journal", m.journal}};
+}
+void from_json(const json::value& v, TuneRevertResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("reverted", m.reverted)
+      .opt("reverted_at_start", m.reverted_at_start)
+      .opt("at_start_error", m.at_start_error)
+      .need("journal", m.journal);
 }
 
 // ---- protocol samples ------------------------------------------------------

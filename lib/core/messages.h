@@ -1,5 +1,6 @@
-// The agent's typed messages: a struct per request and result of the disk,
-// TCP, file, transfer (protocol sample), sweep and facts requests, and the
+// The agent's typed messages: a struct per request and result (disk, TCP,
+// files, run directories, transfer and sweep samples, facts, the agent's own
+// hello/stats/smb_status, tuning), the progress and error frames, and the
 // details a stage stores with each sample. Each has one codec
 // (messages_json.h, for .cc files only): the agent decodes requests and builds
 // replies through it, the runner's stages encode requests and decode replies,
@@ -122,6 +123,159 @@ struct FileResult {
   // still serve the file, and why.
   bool cache_possible = false;
   std::string cache_reason;
+};
+
+struct RemoveFileResult {
+  bool removed = false;  // the file was there
+};
+
+// ---- run directories (prepare, sweep_orphans, check_space) -----------------
+
+struct PrepareRequest {
+  std::vector<std::string> dirs;  // base dirs to make a private run dir in
+  bool shared = false;            // behind a share: open to the protocol server's user
+  int64_t run = 0;                // the orchestrator's run id, for the owner record
+};
+
+// A run directory an earlier agent left: removed (with why its owner is
+// gone) or kept (alive, or `error` when it could not be removed).
+struct RunDirEntry {
+  std::string path;
+  std::string reason;  // removed: why its owner is gone
+  std::string error;   // kept: why it could not be removed ("" when alive)
+};
+
+struct PrepareResult {
+  std::map<std::string, std::string> dirs;  // base dir -> the run dir made in it
+  std::vector<RunDirEntry> swept;           // orphans removed on the way
+};
+
+struct SweepOrphansRequest {
+  std::vector<std::string> dirs;
+};
+
+struct SweepOrphansResult {
+  std::vector<RunDirEntry> removed;
+  std::vector<RunDirEntry> kept;
+};
+
+// The record a run directory holds of its agent (a file, read back by later
+// agents: stored JSON, read leniently).
+struct OwnerRecord {
+  int64_t pid = 0;
+  int64_t start_ticks = 0;  // the process's start, clock ticks since boot
+  std::string boot_id;
+  std::string host;
+  std::string pid_ns;  // the /proc/self/ns/pid link
+  int64_t run = 0;
+  double started_at = 0;  // wall s
+};
+
+struct CheckSpaceRequest {
+  std::string dir;     // a prepared base dir
+  uint64_t bytes = 0;  // what the stage will write there
+  std::string hint;    // the fix to name when it does not fit ("": the disk stage's)
+};
+
+struct CheckSpaceResult {
+  uint64_t total = 0;   // bytes of the filesystem
+  uint64_t avail = 0;   // bytes free to the agent
+  std::string fs_type;  // "tmpfs", "ext4"; "unknown"
+  std::string disk;     // the disk under it ("sda"); "" for none (tmpfs) or unknown
+};
+
+// ---- the agent itself (hello, stats, cleanup, bye, smb_status) -------------
+
+struct Hello {
+  std::string version;
+  std::string build;
+  int64_t proto = 0;
+  int64_t pid = 0;
+  std::string hostname;
+  std::string os;
+  std::string arch;
+  std::string role;                  // "full" | "server" (no protocol clients)
+  std::vector<std::string> drivers;  // the transfer drivers it has
+};
+
+// The stats, cleanup and bye answers.
+struct AgentStats {
+  uint64_t max_rss_kb = 0;  // the agent's peak RSS, KiB
+};
+
+struct SmbStatusRequest {
+  std::string conf;  // smb.conf; "": the running smbd's
+};
+
+// One session as smbd reports it (`smbstatus --json`); "" where it says nothing.
+struct SmbSessionStatus {
+  std::string client;  // "ipv4:198.18.0.2:41234"
+  std::string dialect;
+  std::string signing;
+  std::string signing_degree;
+  std::string encryption;
+  std::string encryption_degree;
+};
+
+struct SmbStatusResult {
+  std::vector<SmbSessionStatus> sessions;
+};
+
+// ---- frames around the answers (progress, error) ---------------------------
+
+struct Progress {
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+// An error frame's "error": the agent's Error.
+struct ErrorInfo {
+  std::string kind;  // core/error.h to_string(ErrorKind)
+  std::string message;
+  std::string hint;
+};
+
+// ---- tuning (tune_plan, tune_apply, tune_confirm, tune_revert) -------------
+
+// tune_plan and tune_apply: a knob, its value, and where on the host it acts.
+struct TuneRequest {
+  std::string knob;
+  std::string value;
+  std::string disk_dir;
+  std::string samba_conf;
+  std::string data_address;
+  bool console = false;  // a change that may cut SSH is allowed (a console is at hand)
+  std::string afp_conf;
+  std::string afp_restart;
+  uint64_t confirm_s = 20;  // tune_apply: s the orchestrator has to confirm (cuts_ssh)
+};
+
+struct TunePlanResult {
+  std::string target;
+  std::string original;
+  std::vector<std::string> apply;   // the commands, as shown
+  std::vector<std::string> revert;  // likewise
+  std::string journal;
+  bool cuts_ssh = false;
+  uint64_t watchdog_s = 0;  // tune_apply of a cuts_ssh change: the watchdog's s; 0 none
+};
+
+struct TuneConfirmResult {
+  bool confirmed = false;  // false: the watchdog reverted already
+};
+
+struct RevertedKnob {
+  std::string knob;
+  std::string target;
+  std::string original;
+  std::string error;  // "" when restored
+};
+
+struct TuneRevertResult {
+  std::vector<RevertedKnob> reverted;
+  std::vector<RevertedKnob> reverted_at_start;  // a killed session's, at agent start
+  std::string at_start_error;
+  std::string journal;
 };
 
 // ---- protocol samples (transfer, sweep) ------------------------------------

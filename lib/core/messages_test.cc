@@ -4,6 +4,9 @@
 
 #include <boost/json.hpp>
 
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 #include "core/messages_json.h"
 
@@ -203,6 +206,167 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(sd2.request, 65536u);
 }
 
+TEST(Messages, RunDirectoryMessagesRoundTrip) {
+  const PrepareRequest q = round_trip(PrepareRequest{{"/ram", "/disk"}, true, 42});
+  EXPECT_EQ(q.dirs, (std::vector<std::string>{"/ram", "/disk"}));
+  EXPECT_TRUE(q.shared);
+  EXPECT_EQ(q.run, 42);
+  EXPECT_FALSE(round_trip(PrepareRequest{{"/x"}, false, 0}).shared);
+
+  PrepareResult p;
+  p.dirs = {{"/ram", "/ram/chokepoint-run-a"}};
+  p.swept = {{"/ram/chokepoint-run-old", "its agent (pid 9, run 3) is gone", ""}};
+  const PrepareResult p2 = round_trip(p);
+  EXPECT_EQ(p2.dirs.at("/ram"), "/ram/chokepoint-run-a");
+  ASSERT_EQ(p2.swept.size(), 1u);
+  EXPECT_EQ(p2.swept[0].path, "/ram/chokepoint-run-old");
+  EXPECT_EQ(p2.swept[0].reason, "its agent (pid 9, run 3) is gone");
+
+  EXPECT_EQ(round_trip(SweepOrphansRequest{{"/a", "/b"}}).dirs.size(), 2u);
+  SweepOrphansResult o;
+  o.removed = {{"/a/chokepoint-run-1", "ran before the last reboot", ""}};
+  o.kept = {{"/a/chokepoint-run-2", "", ""}, {"/a/chokepoint-run-3", "", "Permission denied"}};
+  const SweepOrphansResult o2 = round_trip(o);
+  ASSERT_EQ(o2.removed.size(), 1u);
+  EXPECT_EQ(o2.removed[0].reason, "ran before the last reboot");
+  ASSERT_EQ(o2.kept.size(), 2u);
+  EXPECT_EQ(o2.kept[0].error, "");
+  EXPECT_EQ(o2.kept[1].error, "Permission denied");
+
+  const OwnerRecord w{1234, 5678, "boot-1", "host-a", "pid:[4026531836]", 7, 1.7e9};
+  const OwnerRecord w2 = read_stored<OwnerRecord>(json::serialize(to_json(w)));
+  EXPECT_EQ(w2.pid, 1234);
+  EXPECT_EQ(w2.start_ticks, 5678);
+  EXPECT_EQ(w2.boot_id, "boot-1");
+  EXPECT_EQ(w2.host, "host-a");
+  EXPECT_EQ(w2.pid_ns, "pid:[4026531836]");
+  EXPECT_EQ(w2.run, 7);
+  EXPECT_DOUBLE_EQ(w2.started_at, 1.7e9);
+
+  const CheckSpaceRequest c = round_trip(CheckSpaceRequest{"/srv", 1u << 30, "free some"});
+  EXPECT_EQ(c.dir, "/srv");
+  EXPECT_EQ(c.bytes, 1u << 30);
+  EXPECT_EQ(c.hint, "free some");
+  const CheckSpaceResult f = round_trip(CheckSpaceResult{100, 60, "ext4", "sda"});
+  EXPECT_EQ(f.total, 100u);
+  EXPECT_EQ(f.avail, 60u);
+  EXPECT_EQ(f.fs_type, "ext4");
+  EXPECT_EQ(f.disk, "sda");
+  // No disk under it (tmpfs) goes as null and comes back empty.
+  EXPECT_TRUE(to_json(CheckSpaceResult{1, 1, "tmpfs", ""}).at("disk").is_null());
+  EXPECT_EQ(round_trip(CheckSpaceResult{1, 1, "tmpfs", ""}).disk, "");
+}
+
+TEST(Messages, AgentMessagesRoundTrip) {
+  const Hello h = round_trip(
+      Hello{"1.0", "abc", 1, 4321, "cp-server", "Linux", "aarch64", "full", {"null", "smb"}});
+  EXPECT_EQ(h.version, "1.0");
+  EXPECT_EQ(h.build, "abc");
+  EXPECT_EQ(h.proto, 1);
+  EXPECT_EQ(h.pid, 4321);
+  EXPECT_EQ(h.hostname, "cp-server");
+  EXPECT_EQ(h.os, "Linux");
+  EXPECT_EQ(h.arch, "aarch64");
+  EXPECT_EQ(h.role, "full");
+  EXPECT_EQ(h.drivers, (std::vector<std::string>{"null", "smb"}));
+
+  EXPECT_EQ(round_trip(AgentStats{5120}).max_rss_kb, 5120u);
+  EXPECT_EQ(round_trip(SmbStatusRequest{"/etc/samba/smb.conf"}).conf, "/etc/samba/smb.conf");
+  EXPECT_EQ(round_trip(SmbStatusRequest{}).conf, "");
+  SmbStatusResult st;
+  st.sessions = {{"ipv4:198.18.0.2:41234", "SMB3_11", "AES-128-GMAC", "partial", "-", "none"}};
+  const SmbStatusResult st2 = round_trip(st);
+  ASSERT_EQ(st2.sessions.size(), 1u);
+  EXPECT_EQ(st2.sessions[0].client, "ipv4:198.18.0.2:41234");
+  EXPECT_EQ(st2.sessions[0].dialect, "SMB3_11");
+  EXPECT_EQ(st2.sessions[0].signing, "AES-128-GMAC");
+  EXPECT_EQ(st2.sessions[0].signing_degree, "partial");
+  EXPECT_EQ(st2.sessions[0].encryption, "-");
+  EXPECT_EQ(st2.sessions[0].encryption_degree, "none");
+  EXPECT_TRUE(round_trip(RemoveFileResult{true}).removed);
+
+  const Progress g = round_trip(Progress{1u << 20, 0.75});
+  EXPECT_EQ(g.bytes, 1u << 20);
+  EXPECT_DOUBLE_EQ(g.seconds, 0.75);
+  const ErrorInfo e = round_trip(ErrorInfo{"config", "no such dir", "create it"});
+  EXPECT_EQ(e.kind, "config");
+  EXPECT_EQ(e.message, "no such dir");
+  EXPECT_EQ(e.hint, "create it");
+}
+
+TEST(Messages, TuneMessagesRoundTrip) {
+  TuneRequest q;
+  q.knob = "server.mtu";
+  q.value = "9000";
+  q.disk_dir = "/d";
+  q.samba_conf = "/etc/samba/smb.conf";
+  q.data_address = "198.18.0.1";
+  q.console = true;
+  q.afp_conf = "/etc/netatalk/afp.conf";
+  q.afp_restart = "systemctl restart netatalk";
+  q.confirm_s = 7;
+  const TuneRequest q2 = round_trip(q);
+  EXPECT_EQ(q2.knob, "server.mtu");
+  EXPECT_EQ(q2.value, "9000");
+  EXPECT_EQ(q2.disk_dir, "/d");
+  EXPECT_EQ(q2.samba_conf, "/etc/samba/smb.conf");
+  EXPECT_EQ(q2.data_address, "198.18.0.1");
+  EXPECT_TRUE(q2.console);
+  EXPECT_EQ(q2.afp_conf, "/etc/netatalk/afp.conf");
+  EXPECT_EQ(q2.afp_restart, "systemctl restart netatalk");
+  EXPECT_EQ(q2.confirm_s, 7u);
+  // Without confirm_s the agent's default holds.
+  EXPECT_EQ(decode<TuneRequest>(json::parse(R"({"knob":"k","value":"v"})"), "tune_plan").confirm_s,
+            20u);
+
+  const TunePlanResult p = round_trip(TunePlanResult{"eth0",
+                                                     "1500",
+                                                     {"ip link set eth0 mtu 9000"},
+                                                     {"ip link set eth0 mtu 1500"},
+                                                     "/var/lib/j",
+                                                     true,
+                                                     20});
+  EXPECT_EQ(p.target, "eth0");
+  EXPECT_EQ(p.original, "1500");
+  EXPECT_EQ(p.apply, (std::vector<std::string>{"ip link set eth0 mtu 9000"}));
+  EXPECT_EQ(p.revert, (std::vector<std::string>{"ip link set eth0 mtu 1500"}));
+  EXPECT_EQ(p.journal, "/var/lib/j");
+  EXPECT_TRUE(p.cuts_ssh);
+  EXPECT_EQ(p.watchdog_s, 20u);
+  EXPECT_FALSE(to_json(TunePlanResult{}).contains("watchdog_s"));  // none armed
+
+  EXPECT_TRUE(round_trip(TuneConfirmResult{true}).confirmed);
+  const TuneRevertResult r = round_trip(TuneRevertResult{
+      {{"server.mtu", "eth0", "1500", ""}}, {{"samba.x", "smb.conf", "1", "busy"}}, "", "/j"});
+  ASSERT_EQ(r.reverted.size(), 1u);
+  EXPECT_EQ(r.reverted[0].knob, "server.mtu");
+  EXPECT_EQ(r.reverted[0].target, "eth0");
+  EXPECT_EQ(r.reverted[0].original, "1500");
+  ASSERT_EQ(r.reverted_at_start.size(), 1u);
+  EXPECT_EQ(r.reverted_at_start[0].error, "busy");
+  EXPECT_EQ(r.journal, "/j");
+}
+
+// An array field holding the wrong kind, from the peer, is the peer's error.
+TEST(Messages, PeerArrayOfTheWrongKindIsAPeerError) {
+  for (const char* text : {R"({"dirs":["/a",3]})", R"({"dirs":"/a"})"}) {
+    SCOPED_TRACE(text);
+    try {
+      decode<PrepareRequest>(json::parse(text), "prepare");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    }
+  }
+  try {
+    decode<SweepOrphansResult>(json::parse(R"({"removed":[{"reason":"x"}],"kept":[]})"),
+                               "sweep_orphans");
+    ADD_FAILURE() << "an entry without its path accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+}
+
 TEST(Messages, FactsRoundTrip) {
   FactsRequest q{"/ram", "/disk", "198.18.0.2", "/etc/lab/smb.conf"};
   FactsRequest q2 = round_trip(q);
@@ -220,6 +384,18 @@ TEST(Messages, PeerMessageMissingARequiredFieldIsAPeerError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kPeer);
   }
+}
+
+// A disk write says how much to write; a read needs no size.
+TEST(Messages, DiskWriteWithoutASizeIsAPeerError) {
+  try {
+    decode<DiskRequest>(json::parse(R"({"dir":"/d","op":"write","name":"f"})"), "disk");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+  EXPECT_EQ(decode<DiskRequest>(json::parse(R"({"dir":"/d","op":"read","name":"f"})"), "disk").size,
+            0u);
 }
 
 TEST(Messages, PeerMessageWithAMistypedFieldIsAPeerError) {

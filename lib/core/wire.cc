@@ -171,6 +171,8 @@ const json::array& get_array(const json::object& msg, std::string_view name) {
   return v.as_array();
 }
 
+Envelope envelope(const json::object& msg) { return {get_string(msg, "type"), get_u64(msg, "id")}; }
+
 std::string opt_string(const json::object& msg, std::string_view name, std::string fallback) {
   return msg.contains(name) ? get_string(msg, name) : fallback;
 }

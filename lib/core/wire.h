@@ -54,8 +54,17 @@ class Decoder {
   size_t pos_ = 0;
 };
 
+// The envelope of a message Decoder returned (it checked both fields).
+struct Envelope {
+  std::string type;
+  uint64_t id = 0;
+};
+Envelope envelope(const json::object& msg);
+
 // Field accessors for validated reads of peer messages: each throws
 // Error(kPeer) "message '<type>': field '<name>' missing / must be a <kind>".
+// The envelope and the tests use them; message bodies are read through the
+// codecs of core/messages_json.h.
 const json::value& field(const json::object& msg, std::string_view name);
 std::string get_string(const json::object& msg, std::string_view name);
 uint64_t get_u64(const json::object& msg, std::string_view name);

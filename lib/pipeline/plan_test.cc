@@ -5,6 +5,10 @@
 
 #include <boost/json.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
 #include "transfer/driver.h"
 
@@ -289,6 +293,31 @@ TEST(Plan, OptionValuesOutsideTheDeclaredRangeAreRefused) {
                                                "options=") +
                                        bad),
                  Error);
+  }
+}
+
+// An smb option out of its declared range is refused when the plan is read,
+// with the table's hint (what the option takes), as for every driver.
+TEST(Plan, AnOutOfRangeSmbOptionIsRefusedAtPlanReadWithTheTablesHint) {
+  const std::string base =
+      "[share nas]\nurl = smb://nas/ram\nserver_dir = /srv/ram\nmedium = ram\n";
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"io_size", "65MiB"}, {"connections", "0"}, {"timeout", "0"}}) {
+    SCOPED_TRACE(key + "=" + value);
+    std::string table_hint;
+    try {
+      transfer::check_options(transfer::driver_spec("smb"), {{key, value}});
+    } catch (const Error& e) {
+      table_hint = e.hint();
+    }
+    ASSERT_FALSE(table_hint.empty());
+    try {
+      parse_plan(base + "options = " + key + "=" + value + "\n", "p");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+      EXPECT_EQ(e.hint(), table_hint);
+    }
   }
 }
 

@@ -8,7 +8,6 @@
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
-#include "core/wire.h"
 #include "pipeline/stage.h"
 #include "remote/agent_port.h"
 
@@ -71,22 +70,15 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   // Which agent serves each end: the static server agent ("server") or the
   // full one, and the machine it runs on (from its hello).
   for (auto [facts, link] : {std::pair{&sf, &a.server}, std::pair{&cf, &a.client}}) {
-    facts->agent = msg::AgentFacts{wire::opt_string(link->hello(), "role"),
-                                   wire::opt_string(link->hello(), "arch")};
+    facts->agent = msg::AgentFacts{link->hello().role, link->hello().arch};
   }
   obs.on_host({kServer, a.server_name, json::serialize(msg::to_json(sf))});
   obs.on_host({kClient, a.client_name, json::serialize(msg::to_json(cf))});
 
-  note_swept(a.server.call("prepare",
-                           {{"dirs", json::array{plan.server.ram_dir, plan.server.disk_dir}},
-                            {"run", a.run_id}},
-                           30),
-             obs, kServer);
-  note_swept(a.client.call("prepare",
-                           {{"dirs", json::array{plan.client.ram_dir, plan.client.disk_dir}},
-                            {"run", a.run_id}},
-                           30),
-             obs, kClient);
+  prepare_dirs(a.server, {{plan.server.ram_dir, plan.server.disk_dir}, false, a.run_id}, obs,
+               kServer);
+  prepare_dirs(a.client, {{plan.client.ram_dir, plan.client.disk_dir}, false, a.run_id}, obs,
+               kClient);
 
   StageContext ctx{plan, a, obs, cancel};
   for (const StageKind& kind : kStages) {
@@ -96,8 +88,8 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   // whose channel closed does so when it wakes or exits, or the next run's sweep does.
   for (auto [role, link] : {std::pair{kServer, &a.server}, std::pair{kClient, &a.client}}) {
     try {
-      json::object r = link->call("cleanup", {}, 60);
-      obs.on_agent_stats(role, wire::get_u64(r, "max_rss_kb"));
+      obs.on_agent_stats(
+          role, msg::decode<msg::AgentStats>(link->call("cleanup", {}, 60), "cleanup").max_rss_kb);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kCancelled) throw;
       obs.on_note(fmt::format("{} agent could not clean up: {}", role, describe(e)));

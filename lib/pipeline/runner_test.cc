@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #include "agent/agent.h"
 #include "agent/client_role.h"
@@ -263,7 +264,7 @@ TEST_F(RunnerTest, CancelMarksTheStageInterrupted) {
 
 // An agent whose answers a test scripts: `answer` gets each request's type and
 // fields (and may throw an Error, as a link does for a failed or lost agent).
-// What every run asks (facts, prepare, cleanup) has a default answer.
+// What every run asks (facts, prepare, check_space, cleanup) has a default answer.
 class ScriptedAgent : public remote::AgentPort {
  public:
   using Answer = std::function<json::object(const std::string& type, const json::object& args)>;
@@ -281,18 +282,20 @@ class ScriptedAgent : public remote::AgentPort {
       return msg::to_json(f);
     }
     if (type == "prepare") {
-      json::object dirs;
-      for (const auto& d : args.at("dirs").as_array()) {
-        dirs[d.as_string()] = std::string(d.as_string()) + "/chokepoint-run-x";
+      msg::PrepareResult made;
+      for (const auto& d : msg::decode<msg::PrepareRequest>(args, "prepare").dirs) {
+        made.dirs[d] = d + "/chokepoint-run-x";
       }
-      return {{"dirs", dirs}, {"swept", json::array{}}};
+      return msg::to_json(made);
     }
-    if (type == "cleanup") return {{"max_rss_kb", 1}};
+    if (type == "check_space")
+      return msg::to_json(msg::CheckSpaceResult{1u << 30, 1u << 30, "tmpfs", ""});
+    if (type == "cleanup") return msg::to_json(msg::AgentStats{1});
     return answer_(type, args);
   }
   double last_call_max_silence() const override { return silence; }
   const std::string& name() const override { return name_; }
-  const json::object& hello() const override { return hello_; }
+  const msg::Hello& hello() const override { return hello_; }
 
   std::vector<std::string> calls;
   double silence = 0;  // what the "link" says of the last call
@@ -300,7 +303,12 @@ class ScriptedAgent : public remote::AgentPort {
  private:
   std::string name_;
   Answer answer_;
-  json::object hello_{{"role", "full"}, {"arch", "x86_64"}};
+  msg::Hello hello_ = [] {
+    msg::Hello h;
+    h.role = "full";
+    h.arch = "x86_64";
+    return h;
+  }();
 };
 
 Plan disk_only_plan() {
@@ -438,6 +446,100 @@ TEST(ScriptedRunnerTest, TcpFigureIsTheReceiversAndTheDetailsHoldTheSendersSocke
   EXPECT_EQ(ud.sender, "client");
   EXPECT_EQ(ud.tcp_info.rtt_us, 444u);
   EXPECT_EQ(ud.receiver_tcp_info.rtt_us, 222u);
+}
+
+// The sweep asks the agent only for the cells the driver's table says it can
+// do: the null driver has no random reads or writes, so however willing the
+// agent, it is asked for sequential cells only (each pattern noted once).
+TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTheAgent) {
+  Plan plan = disk_only_plan();
+  plan.disk_enabled = false;
+  plan.proto_enabled = true;  // the sweep runs after each share's protocol stage
+  plan.proto_sizes = {1u << 20};
+  plan.proto_count = 1;
+  plan.sweep = true;
+  plan.sweep_sizes = {4096, 65536};
+  plan.sweep_bytes = 1u << 20;
+  SharePlan share;
+  share.name = "nothing";
+  share.url = "null:";
+  share.driver = "null";
+  share.medium = "ram";
+  plan.shares.push_back(share);
+  std::vector<std::string> asked;
+  ScriptedAgent server("server",
+                       [&](const std::string&, const json::object&) { return json::object{}; });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object& args) {
+    if (type == "make_file") {
+      return msg::to_json(msg::FileResult{1u << 20, 0.1, "c", false, ""});
+    }
+    if (type == "transfer") {
+      msg::TransferResult r;
+      r.bytes = 1u << 20;
+      r.seconds = 0.1;
+      r.checksum = "c";
+      return msg::to_json(r);
+    }
+    if (type != "sweep") return json::object{};
+    const auto req = msg::decode<msg::SweepRequest>(args, "sweep");
+    asked.push_back(req.pattern);
+    msg::SweepResult r;
+    r.bytes = req.bytes;
+    r.seconds = 0.1;
+    return msg::to_json(r);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
+  EXPECT_EQ(asked, (std::vector<std::string>{"seqread", "seqwrite", "seqread", "seqwrite"}));
+  ASSERT_EQ(rec.stages.size(), 2u);  // the share's protocol stage, then its sweep
+  EXPECT_EQ(rec.stages[0].status, kComplete) << rec.stages[0].error;
+  EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
+  EXPECT_EQ(rec.samples[2].size(), 4u);
+  int skipped = 0;
+  for (const auto& n : rec.notes) skipped += n.find("skipped") != std::string::npos;
+  EXPECT_EQ(skipped, 2);
+}
+
+// The TCP stage's rate goes to the drivers whose table declares a path_rate
+// option (smb), as that option, unless the share sets it; others get none.
+TEST(ScriptedRunnerTest, PathRateGoesToDriversThatDeclareTheOption) {
+  Plan plan = disk_only_plan();
+  plan.disk_enabled = false;
+  plan.proto_enabled = true;
+  plan.proto_sizes = {1u << 20};
+  plan.proto_count = 1;
+  for (const auto& [name, url, driver] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"s", "smb://h/s", "smb"},
+                                                                      {"n", "null:", "null"}}) {
+    SharePlan share;
+    share.name = name;
+    share.url = url;
+    share.driver = driver;
+    share.medium = "ram";
+    plan.shares.push_back(share);
+  }
+  std::map<std::string, std::map<std::string, std::string>> options;  // share -> what it got
+  ScriptedAgent server("server",
+                       [&](const std::string&, const json::object&) { return json::object{}; });
+  ScriptedAgent client("client", [&](const std::string& type, const json::object& args) {
+    if (type == "make_file") return msg::to_json(msg::FileResult{1u << 20, 0.1, "c", false, ""});
+    if (type != "transfer") return json::object{};
+    const auto req = msg::decode<msg::TransferRequest>(args, "transfer");
+    options[req.share.name] = req.share.options;
+    msg::TransferResult r;
+    r.bytes = 1u << 20;
+    r.seconds = 0.1;
+    r.checksum = "c";
+    return msg::to_json(r);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  Agents a{server, client, "srv", "cli", "198.18.0.1"};
+  a.tcp_rates["client->server"] = {12.5e6};  // 100 Mbit/s
+  run_stages(plan, a, rec, cancel);
+  EXPECT_EQ(options["s"].at("path_rate"), "100000000bit");
+  EXPECT_EQ(options["n"].count("path_rate"), 0u);
 }
 
 }  // namespace

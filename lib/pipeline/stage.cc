@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
-#include "core/wire.h"
 #include "remote/agent_port.h"
 
 namespace cp::pipeline {
@@ -74,16 +73,14 @@ bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const Agent
   return true;
 }
 
-// The orphan sweep the agent did in `prepare` (run dirs of agents that are gone).
-void note_swept(const json::object& prepared, RunObserver& obs, const std::string& who) {
-  auto it = prepared.find("swept");
-  if (it == prepared.end() || !it->value().is_array()) return;
-  for (const auto& v : it->value().as_array()) {
-    if (!v.is_object()) continue;
-    obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who,
-                            wire::get_string(v.as_object(), "path"),
-                            wire::get_string(v.as_object(), "reason")));
+msg::PrepareResult prepare_dirs(AgentPort& agent, const msg::PrepareRequest& req, RunObserver& obs,
+                                const std::string& who) {
+  auto made = ask<msg::PrepareResult>(agent, "prepare", req, 30);
+  // The orphan sweep the agent did on the way (run dirs of agents that are gone).
+  for (const auto& s : made.swept) {
+    obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who, s.path, s.reason));
   }
+  return made;
 }
 
 msg::ShareRef share_message(const SharePlan& share, const Agents& a) {
@@ -102,11 +99,16 @@ std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSum
 // The server agent's run directory inside the share (made writable for the
 // protocol server's user); its name, with a '/', prefixes remote paths.
 std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs) {
-  json::object p = a.server.call(
-      "prepare", {{"dirs", json::array{share.server_dir}}, {"shared", true}, {"run", a.run_id}},
-      30);
-  note_swept(p, obs, kServer);
-  const std::string made = wire::get_string(wire::get_object(p, "dirs"), share.server_dir);
+  const msg::PrepareResult p =
+      prepare_dirs(a.server, {{share.server_dir}, /*shared=*/true, a.run_id}, obs, kServer);
+  const auto it = p.dirs.find(share.server_dir);
+  if (it == p.dirs.end()) {
+    throw Error(
+        ErrorKind::kPeer,
+        fmt::format("{}: prepare made no run directory in '{}'", a.server.name(), share.server_dir),
+        "the orchestrator and agent builds differ: redeploy the agent");
+  }
+  const std::string& made = it->second;
   return made.substr(made.rfind('/') + 1) + "/";
 }
 

@@ -76,8 +76,10 @@ void sweep_stage(StageContext& ctx, const SharePlan& share);
 // left out of the figures. Returns whether it flagged it.
 bool flag_stall(const Plan& plan, SampleRecord& s,
                 const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
-// Notes the run dirs of gone agents that a `prepare` answer says were swept.
-void note_swept(const boost::json::object& prepared, RunObserver& obs, const std::string& who);
+// Asks `agent` to prepare run directories; notes those of gone agents it
+// swept on the way (`who`: kServer | kClient).
+msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequest& req,
+                                RunObserver& obs, const std::string& who);
 // The share as the agent's transfer/sweep requests carry it (password included).
 msg::ShareRef share_message(const SharePlan& share, const Agents& a);
 // A sample's CPU column: each end's summary by role ("server", "client"), in this order.

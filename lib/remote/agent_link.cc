@@ -5,9 +5,26 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/wire.h"
 
 namespace cp::remote {
+
+namespace {
+
+// A frame's own fields through their codec: a missing or mistyped one is the
+// peer's error, named with the link.
+template <class T>
+T decode_frame(const json::value& v, const char* what, const std::string& link) {
+  try {
+    return msg::decode<T>(v, what);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kPeer, fmt::format("{}: bad message from agent: {}", link, e.what()),
+                e.hint());
+  }
+}
+
+}  // namespace
 
 struct AgentLink::DecoderBox {
   wire::Decoder decoder;
@@ -33,7 +50,7 @@ void AgentLink::closed(const std::string& during) {
                     "happens again");
 }
 
-json::object AgentLink::handshake(double timeout_s) {
+const msg::Hello& AgentLink::handshake(double timeout_s) {
   std::string line;
   size_t skipped = 0;
   const double deadline = monotonic_seconds() + timeout_s;
@@ -73,7 +90,13 @@ json::object AgentLink::handshake(double timeout_s) {
     }
     line.clear();
   }
-  hello_ = call("hello", {}, timeout_s);
+  try {
+    hello_ = msg::decode<msg::Hello>(call("hello", {}, timeout_s), "hello");
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kPeer) throw;
+    throw Error(ErrorKind::kPeer, fmt::format("{}: bad hello from agent: {}", name_, e.what()),
+                e.hint());
+  }
   return hello_;
 }
 
@@ -159,16 +182,19 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
       }
       throw;
     }
-    const std::string mtype = wire::get_string(msg, "type");
-    const uint64_t mid = wire::get_u64(msg, "id");
+    const wire::Envelope env = wire::envelope(msg);
+    const std::string& mtype = env.type;
+    const uint64_t mid = env.id;
     if (mtype == "heartbeat") continue;  // alive; any id (it may still finish an abandoned one)
     if (mtype == "progress" && mid == id) {
-      if (progress) progress(wire::get_u64(msg, "bytes"), wire::get_double(msg, "seconds"));
+      const auto p = decode_frame<msg::Progress>(msg, "progress", name_);
+      if (progress) progress(p.bytes, p.seconds);
       continue;
     }
     if (mtype == "error" && (mid == id || mid == 0)) {
-      const auto& err = wire::get_object(msg, "error");
-      const std::string kind = wire::get_string(err, "kind");
+      const json::value* ev = msg.if_contains("error");
+      const auto err = decode_frame<msg::ErrorInfo>(ev ? *ev : json::value(), "error", name_);
+      const std::string& kind = err.kind;
       if (cancelled_at > 0 || kind == "cancelled") {
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       }
@@ -177,12 +203,19 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
                           ErrorKind::kUnsupported}) {
         if (kind == to_string(c)) k = c;
       }
-      throw Error(k, fmt::format("{}: {}", name_, wire::get_string(err, "message")),
-                  wire::opt_string(err, "hint"));
+      throw Error(k, fmt::format("{}: {}", name_, err.message), err.hint);
     }
     if (mtype == "result" && mid == id) {
       if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
-      return wire::get_object(msg, "data");
+      const json::value* data = msg.if_contains("data");
+      if (!data || !data->is_object()) {
+        throw Error(ErrorKind::kPeer,
+                    fmt::format("{}: bad message from agent: message 'result': field 'data' "
+                                "missing or not an object",
+                                name_),
+                    "the orchestrator and agent builds differ: redeploy the agent");
+      }
+      return data->as_object();
     }
     // A late answer to an earlier, abandoned request: skip it.
     if (mid < id) continue;

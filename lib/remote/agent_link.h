@@ -32,8 +32,8 @@ class AgentLink : public AgentPort {
   ~AgentLink() override;
 
   // Waits for the sentinel (skipping up to 64 KiB of login noise), checks
-  // the protocol version, and says hello; returns the agent's hello data.
-  json::object handshake(double timeout_s);
+  // the protocol version, and says hello; returns the agent's hello.
+  const msg::Hello& handshake(double timeout_s);
 
   // One request. `timeout_s` is an inactivity limit (the silence limit
   // replaces it when set): progress and heartbeat messages from the agent
@@ -61,7 +61,7 @@ class AgentLink : public AgentPort {
   bool abandoned() const { return !abandoned_.empty(); }
 
   const std::string& name() const override { return name_; }
-  const json::object& hello() const override { return hello_; }
+  const msg::Hello& hello() const override { return hello_; }
 
  private:
   json::object next_message(double timeout_s, const CancelToken* cancel, double* cancelled_at,
@@ -73,7 +73,7 @@ class AgentLink : public AgentPort {
   struct DecoderBox;
   std::unique_ptr<DecoderBox> decoder_;
   uint64_t next_id_ = 1;
-  json::object hello_;
+  msg::Hello hello_;
   double silence_limit_ = 0;
   const CancelToken* default_cancel_ = nullptr;
   WaitFn wait_;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/wire.h"
 #include "remote/endpoint.h"
 #include "remote/ssh.h"
@@ -22,6 +23,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // A stream that replays fixed bytes and answers every request with `reply`.
+// A hello answer as an agent sends it (msg::Hello's codec).
+json::object hello_data() {
+  msg::Hello h;
+  h.version = "test";
+  h.build = "b1";
+  h.proto = wire::kProtocolVersion;
+  h.pid = 1;
+  h.role = "server";
+  return msg::to_json(h);
+}
+
 class ScriptedStream : public ByteStream {
  public:
   explicit ScriptedStream(std::string bytes) : in_(std::move(bytes)) {}
@@ -37,14 +49,13 @@ class ScriptedStream : public ByteStream {
     wire::Decoder d;
     d.feed(data);
     while (auto m = d.next()) {
-      in_ += wire::encode({{"type", "result"},
-                           {"id", wire::get_u64(*m, "id")},
-                           {"data", {{"proto", wire::kProtocolVersion}}}});
+      in_ += wire::encode({{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", answer_}});
     }
   }
   std::string stderr_text() override { return "bash: chokepoint-agent: not found"; }
   bool eof_when_done_ = true;
   std::string written_;
+  json::object answer_ = hello_data();  // what every request is answered with
 
  private:
   std::string in_;
@@ -56,8 +67,24 @@ TEST(AgentLink, SkipsLoginNoiseBeforeTheSentinel) {
   auto s = std::make_unique<ScriptedStream>(bytes);
   s->eof_when_done_ = false;
   AgentLink link(std::move(s), "srv");
-  json::object hello = link.handshake(5);
-  EXPECT_EQ(wire::get_u64(hello, "proto"), uint64_t(wire::kProtocolVersion));
+  const msg::Hello& hello = link.handshake(5);
+  EXPECT_EQ(hello.proto, wire::kProtocolVersion);
+  EXPECT_EQ(hello.build, "b1");
+}
+
+// The hello is read through its codec: one without the agent's role (not a
+// chokepoint agent of this build) is the peer's error at the handshake.
+TEST(AgentLink, AHelloMissingItsRoleIsAPeerError) {
+  auto s = std::make_unique<ScriptedStream>(wire::sentinel_line("b1"));
+  s->eof_when_done_ = false;
+  s->answer_.erase("role");
+  AgentLink link(std::move(s), "srv");
+  try {
+    link.handshake(5);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
 }
 
 TEST(AgentLink, RefusesAnotherProtocolVersion) {
@@ -102,9 +129,8 @@ class SilentAfterHello : public ByteStream {
     d.feed(data);
     while (auto m = d.next()) {
       if (wire::get_string(*m, "type") == "hello") {
-        in_ += wire::encode({{"type", "result"},
-                             {"id", wire::get_u64(*m, "id")},
-                             {"data", {{"proto", wire::kProtocolVersion}}}});
+        in_ += wire::encode(
+            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
       }
     }
   }
@@ -181,9 +207,8 @@ class HeartbeatsOnly : public ByteStream {
     while (auto m = d.next()) {
       const std::string type = wire::get_string(*m, "type");
       if (type == "hello") {
-        in_ += wire::encode({{"type", "result"},
-                             {"id", wire::get_u64(*m, "id")},
-                             {"data", {{"proto", wire::kProtocolVersion}}}});
+        in_ += wire::encode(
+            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
       } else if (type != "cancel") {
         id_ = wire::get_u64(*m, "id");
       }
@@ -230,8 +255,8 @@ TEST(LocalEndpoint, RunsTheAgentBinary) {
   auto ep = Endpoint::open({"client", "local"}, [&](const std::string& l) { log.push_back(l); });
   EXPECT_EQ(ep->deployment(), "local");
   EXPECT_EQ(ep->default_data_address(), "127.0.0.1");
-  EXPECT_GT(wire::get_u64(ep->agent().hello(), "pid"), 0u);
-  EXPECT_NE(wire::get_u64(ep->agent().hello(), "pid"), uint64_t(getpid()));
+  EXPECT_GT(ep->agent().hello().pid, 0);
+  EXPECT_NE(ep->agent().hello().pid, getpid());
 }
 
 TEST(LocalEndpoint, MissingAgentBinarySaysHowToFix) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "core/messages.h"
 
 namespace cp::remote {
 
@@ -32,7 +33,7 @@ class AgentPort {
   // For messages ("server (cp-server)").
   virtual const std::string& name() const = 0;
   // The agent's hello answer.
-  virtual const boost::json::object& hello() const = 0;
+  virtual const msg::Hello& hello() const = 0;
 };
 
 }  // namespace cp::remote

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,10 @@ struct Capabilities {
   bool write = true;
   bool random_access = false;  // pread at offsets (the transfer-size sweep's random reads)
   bool random_write = false;   // pwrite at offsets (its random writes)
+  // What it lacks to read or write (at random offsets when `random`) in
+  // words ("random reads"); null when it can. The sweep's stage and the agent
+  // both ask this before a cell.
+  const char* lacks(bool write, bool random) const;
 };
 
 enum class Mode { kRead, kWrite };
@@ -132,6 +137,8 @@ const DriverSpec& driver_spec(std::string_view name);
 // The driver whose URL prefix starts `url`; throws Error(kConfig) naming the
 // URL forms every driver takes.
 const DriverSpec& driver_for_url(std::string_view url);
+// The option `name` the spec declares; null when it has none.
+const OptionSpec* find_option(const DriverSpec& spec, std::string_view name);
 // Checks share options against the spec: each one known, of its type, in its
 // range or among its words. Throws Error(kConfig) naming the option, the
 // driver and what it takes.
@@ -140,6 +147,15 @@ void check_options(const DriverSpec& spec, const std::map<std::string, std::stri
 // it has none). Naming an undeclared option is a bug (CHECK).
 std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
                          std::string_view name);
+// A declared numeric option (kCount, kSize, kSeconds, kRate) read in its unit
+// (a count, bytes, seconds, bit/s): `options`' value, else its declared
+// default; nullopt when neither gives a number (no default, or one of its
+// words like "auto"). A value of the wrong type or out of range throws the
+// same Error(kConfig) as check_options: the table is the one home of the
+// ranges. Naming an undeclared or non-numeric option is a bug (CHECK).
+std::optional<double> option_number(const DriverSpec& spec,
+                                    const std::map<std::string, std::string>& options,
+                                    std::string_view name);
 // The table as text, for `chokepoint drivers` and the README: each driver's
 // URL forms, capabilities and options with their defaults and help.
 std::string describe_drivers();

@@ -142,6 +142,15 @@ class CheckedDriver : public Driver {
 
 }  // namespace
 
+const char* Capabilities::lacks(bool write, bool random) const {
+  if (write) {
+    if (!this->write) return "writes";
+    return random && !random_write ? "random writes" : nullptr;
+  }
+  if (!read) return "reads";
+  return random && !random_access ? "random reads" : nullptr;
+}
+
 size_t File::pread(char*, size_t, uint64_t) {
   throw Error(ErrorKind::kUnsupported, "this protocol driver reads sequentially only");
 }
@@ -195,37 +204,62 @@ const DriverSpec& driver_for_url(std::string_view url) {
                   " (`chokepoint drivers` lists each one's options)");
 }
 
+const OptionSpec* find_option(const DriverSpec& spec, std::string_view name) {
+  for (const auto& candidate : spec.options) {
+    if (candidate.name == name) return &candidate;
+  }
+  return nullptr;
+}
+
+namespace {
+
+// `value` of option `o` in its unit; nullopt for one of its words. Throws
+// the one error every driver gives for a value of the wrong type or range.
+std::optional<double> checked_value(const DriverSpec& spec, const OptionSpec& o,
+                                    const std::string& value) {
+  if (is_word(o, value)) return std::nullopt;
+  const std::optional<double> v = value_of(o, value);
+  if (!v || !in_range(o, *v)) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{} share option '{}' is '{}'", spec.name, o.name, value),
+                fmt::format("give {} ({})", takes(o), o.help));
+  }
+  return v;
+}
+
+}  // namespace
+
 void check_options(const DriverSpec& spec, const std::map<std::string, std::string>& options) {
   for (const auto& [key, value] : options) {
-    const OptionSpec* o = nullptr;
-    for (const auto& candidate : spec.options) {
-      if (candidate.name == key) o = &candidate;
-    }
+    const OptionSpec* o = find_option(spec, key);
     if (!o) {
       throw Error(ErrorKind::kConfig, fmt::format("unknown {} share option '{}'", spec.name, key),
                   spec.options.empty()
                       ? fmt::format("the {} driver takes no options", spec.name)
                       : fmt::format("{} shares take: {}", spec.name, option_names(spec)));
     }
-    if (is_word(*o, value)) continue;
-    const std::optional<double> v = value_of(*o, value);
-    if (!v || !in_range(*o, *v)) {
-      throw Error(ErrorKind::kConfig,
-                  fmt::format("{} share option '{}' is '{}'", spec.name, key, value),
-                  fmt::format("give {} ({})", takes(*o), o->help));
-    }
+    checked_value(spec, *o, value);
   }
 }
 
 std::string option_value(const DriverSpec& spec, const std::map<std::string, std::string>& options,
                          std::string_view name) {
-  const OptionSpec* o = nullptr;
-  for (const auto& candidate : spec.options) {
-    if (candidate.name == name) o = &candidate;
-  }
+  const OptionSpec* o = find_option(spec, name);
   CP_CHECK(o != nullptr);
   const auto it = options.find(std::string(name));
   return it != options.end() ? it->second : std::string(o->fallback);
+}
+
+std::optional<double> option_number(const DriverSpec& spec,
+                                    const std::map<std::string, std::string>& options,
+                                    std::string_view name) {
+  const OptionSpec* o = find_option(spec, name);
+  CP_CHECK(o != nullptr);
+  CP_CHECK(o->type == OptionType::kCount || o->type == OptionType::kSize ||
+           o->type == OptionType::kSeconds || o->type == OptionType::kRate);
+  const std::string value = option_value(spec, options, name);
+  if (value.empty()) return std::nullopt;
+  return checked_value(spec, *o, value);
 }
 
 std::string describe_drivers() {

@@ -142,6 +142,24 @@ TEST(Registry, OptionValueFallsBackToTheDeclaredDefault) {
   EXPECT_EQ(option_value(driver_spec("ftp"), {}, "connect_timeout"), "15s");
 }
 
+TEST(Registry, OptionNumberReadsTheValueInItsUnitOrTheDefault) {
+  const DriverSpec& smb = driver_spec("smb");
+  EXPECT_EQ(option_number(smb, {{"io_size", "4MiB"}}, "io_size"), 4.0 * (1 << 20));  // bytes
+  EXPECT_EQ(option_number(smb, {}, "io_size"), std::nullopt);                        // no default
+  EXPECT_EQ(option_number(smb, {}, "connections"), std::nullopt);  // default: auto
+  EXPECT_EQ(option_number(smb, {{"connections", "4"}}, "connections"), 4.0);
+  EXPECT_EQ(option_number(smb, {}, "timeout"), 30.0);                         // the declared 30s
+  EXPECT_EQ(option_number(smb, {{"path_rate", "1gbit"}}, "path_rate"), 1e9);  // bit/s
+  EXPECT_EQ(kind_of([&] {
+              option_number(smb, {{"connections", "17"}}, "connections");
+            }),
+            ErrorKind::kConfig);
+  EXPECT_EQ(kind_of([&] {
+              option_number(smb, {{"timeout", "soon"}}, "timeout");
+            }),
+            ErrorKind::kConfig);
+}
+
 // README's "Driver options" block is this output, verbatim.
 TEST(Registry, ReadmeHoldsTheListingVerbatim) {
   std::optional<std::string> readme = read_file(CP_README);

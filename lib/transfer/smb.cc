@@ -496,17 +496,14 @@ class SmbSession : public Session {
       creds_.workgroup = creds_.user.substr(0, semi);  // "DOMAIN;user"
       creds_.user = creds_.user.substr(semi + 1);
     }
-    const std::string io = option(share, "io_size");
-    io_size_ = io.empty() ? 0 : parse_size(io, "smb option 'io_size'");
-    if (!io.empty() && (io_size_ < 4096 || io_size_ > (64u << 20))) {
-      throw Error(ErrorKind::kConfig,
-                  fmt::format("smb option io_size={} is out of range", io_size_),
-                  "give 4KiB to 64MiB");
-    }
+    // Types and ranges are the table's (kSmbOptions at the bottom): a value
+    // outside them throws the same error as at plan read, for every driver.
+    io_size_ =
+        static_cast<uint64_t>(option_number(kSmbDriver, share.options, "io_size").value_or(0));
     encrypt_ = option(share, "encrypt");
     min_protocol_ = option(share, "min_protocol");
     max_protocol_ = option(share, "max_protocol");
-    const double timeout = parse_duration(option(share, "timeout"), "smb option 'timeout'");
+    const double timeout = *option_number(kSmbDriver, share.options, "timeout");
     where_.server = host_port(url_, 445);
     where_.share = share_name_;
     where_.user = creds_.user.empty() ? "guest" : creds_.user;
@@ -515,26 +512,12 @@ class SmbSession : public Session {
         url_.host.find(':') != std::string::npos ? "[" + url_.host + "]" : url_.host;
     base_ = "smb://" + host + percent_encode_path(url_.path);
 
-    if (encrypt_ != "none" && encrypt_ != "request" && encrypt_ != "require" &&
-        encrypt_ != "default") {
-      throw Error(ErrorKind::kConfig, fmt::format("smb option encrypt={} is unknown", encrypt_),
-                  "give default, none, request or require");
-    }
     timeout_ = timeout;
-    const std::string conns = option(share, "connections");
-    auto_connections_ = conns == "auto";
-    connections_ = !auto_connections_ && conns.size() <= 2 &&
-                           std::all_of(conns.begin(), conns.end(), ::isdigit)
-                       ? static_cast<unsigned>(std::stoul(conns))
-                       : 0;
-    if (!auto_connections_ && (connections_ < 1 || connections_ > kSmbMaxConnections)) {
-      throw Error(ErrorKind::kConfig,
-                  fmt::format("smb option connections={} is out of range", conns),
-                  fmt::format("give auto or 1 to {} (connections moving one file's data at once)",
-                              kSmbMaxConnections));
-    }
-    const std::string rate = option(share, "path_rate");
-    path_rate_ = rate.empty() ? 0 : parse_rate_bits(rate, "smb option 'path_rate'") / 8.0;
+    // connections: a count, or the word auto (nullopt).
+    const std::optional<double> conns = option_number(kSmbDriver, share.options, "connections");
+    auto_connections_ = !conns;
+    connections_ = conns ? static_cast<unsigned>(*conns) : 0;
+    path_rate_ = option_number(kSmbDriver, share.options, "path_rate").value_or(0) / 8.0;
     ctx_ = make_context();
     // The sizes the server accepts, on a connection of its own (see the top).
     limits_ =

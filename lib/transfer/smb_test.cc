@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "transfer/driver.h"
@@ -189,6 +192,42 @@ TEST(SmbDriver, RefusesBadUrlsAndOptions) {
   s.options["io_size"] = "1MiB";
   s.options["encrypt"] = "maybe";
   EXPECT_THROW(d->connect(s, cancel), Error);
+}
+
+// smb.cc reads its options through the table (option_number): a value out
+// of the declared range gives the error check_options gives at plan read,
+// even to a caller that skipped the check (the raw driver, not make_driver's).
+TEST(SmbDriver, OutOfRangeOptionsGiveTheTablesErrorWithoutThePlan) {
+  const DriverSpec& spec = driver_spec("smb");
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"io_size", "1k"},
+                                                        {"io_size", "65MiB"},
+                                                        {"connections", "0"},
+                                                        {"connections", "17"},
+                                                        {"timeout", "0"},
+                                                        {"path_rate", "fast"}}) {
+    SCOPED_TRACE(key + "=" + value);
+    Share s;
+    s.url = "smb://127.0.0.1/share";
+    s.options[key] = value;
+    std::string table_what, table_hint;
+    try {
+      check_options(spec, s.options);
+      ADD_FAILURE() << "the table accepted it";
+    } catch (const Error& e) {
+      table_what = e.what();
+      table_hint = e.hint();
+    }
+    CancelToken cancel;
+    try {
+      spec.make()->connect(s, cancel);
+      ADD_FAILURE() << "the driver accepted it";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+      EXPECT_EQ(std::string(e.what()), table_what);
+      EXPECT_EQ(e.hint(), table_hint);
+    }
+  }
 }
 
 // connections=auto: one connection on a short path; on a long one a call

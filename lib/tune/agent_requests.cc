@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/wire.h"
+#include "core/messages_json.h"
 #include "tune/apply.h"
 
 namespace cp::tune {
@@ -43,18 +43,15 @@ Journal& journal() {
   return *g_journal;
 }
 
-json::array actions_json(const std::vector<Action>& actions) {
-  json::array a;
-  for (const auto& x : actions) a.push_back(json::value(x.display()));
+std::vector<std::string> shown(const std::vector<Action>& actions) {
+  std::vector<std::string> a;
+  for (const auto& x : actions) a.push_back(x.display());
   return a;
 }
 
-json::array reverted_json(const std::vector<Reverted>& rs) {
-  json::array a;
-  for (const auto& r : rs) {
-    a.push_back(json::object{
-        {"knob", r.knob}, {"target", r.target}, {"original", r.original}, {"error", r.error}});
-  }
+std::vector<msg::RevertedKnob> reverted_of(const std::vector<Reverted>& rs) {
+  std::vector<msg::RevertedKnob> a;
+  for (const auto& r : rs) a.push_back({r.knob, r.target, r.original, r.error});
   return a;
 }
 
@@ -65,22 +62,17 @@ bool is_tune_request(const std::string& type) { return type.rfind("tune_", 0) ==
 json::object handle_tune_request(const std::string& type, const json::object& req) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (type == "tune_plan" || type == "tune_apply") {
-    const Knob& knob = find_knob(wire::get_string(req, "knob"));
-    const std::string value = normalize_value(knob, wire::get_string(req, "value"));
-    Where where{wire::opt_string(req, "disk_dir"),     wire::opt_string(req, "samba_conf"),
-                wire::opt_string(req, "data_address"), wire::opt_bool(req, "console", false),
-                wire::opt_string(req, "afp_conf"),     wire::opt_string(req, "afp_restart")};
+    const auto q = msg::decode<msg::TuneRequest>(req, type);
+    const Knob& knob = find_knob(q.knob);
+    const std::string value = normalize_value(knob, q.value);
+    Where where{q.disk_dir, q.samba_conf, q.data_address, q.console, q.afp_conf, q.afp_restart};
     Resolved r =
         type == "tune_plan" ? resolve(knob, value, where) : journal().apply(knob, value, where);
-    json::object out{{"target", r.target},
-                     {"original", r.original},
-                     {"apply", actions_json(r.apply)},
-                     {"revert", actions_json(r.revert)},
-                     {"journal", journal().path()}};
-    out["cuts_ssh"] = r.cuts_ssh;
+    msg::TunePlanResult out{
+        r.target, r.original, shown(r.apply), shown(r.revert), journal().path(), r.cuts_ssh, 0};
     if (type == "tune_apply" && r.cuts_ssh) {
       // Seconds the orchestrator has to confirm it still reaches this host.
-      const uint64_t seconds = std::max<uint64_t>(1, wire::opt_u64(req, "confirm_s", 20));
+      const uint64_t seconds = std::max<uint64_t>(1, q.confirm_s);
       Watchdog& w = watchdog();
       uint64_t gen;
       {
@@ -110,31 +102,29 @@ json::object handle_tune_request(const std::string& type, const json::object& re
         std::lock_guard<std::mutex> again(w.mu);
         w.fired = true;
       }).detach();
-      out["watchdog_s"] = seconds;
+      out.watchdog_s = seconds;
     }
     if (type == "tune_apply") {
       // The journal's original is the one before the session's first change.
       for (const auto& e : journal().entries()) {
-        if (e.knob == knob.name && e.target == r.target) out["original"] = e.original;
+        if (e.knob == knob.name && e.target == r.target) out.original = e.original;
       }
     }
-    return out;
+    return msg::to_json(out);
   }
   if (type == "tune_confirm") {
     Watchdog& w = watchdog();
     std::lock_guard<std::mutex> wl(w.mu);
     w.confirmed = w.armed;
     w.cv.notify_all();
-    return {{"confirmed", !w.fired}};
+    return msg::to_json(msg::TuneConfirmResult{!w.fired});
   }
   if (type == "tune_revert") {
-    json::object out{{"reverted", reverted_json(journal().revert_all())},
-                     {"reverted_at_start", reverted_json(g_at_start)},
-                     {"at_start_error", g_at_start_error},
-                     {"journal", journal().path()}};
+    const msg::TuneRevertResult out{reverted_of(journal().revert_all()), reverted_of(g_at_start),
+                                    g_at_start_error, journal().path()};
     g_at_start.clear();
     g_at_start_error.clear();
-    return out;
+    return msg::to_json(out);
   }
   throw Error(ErrorKind::kPeer, fmt::format("unknown message type '{}'", type),
               "the orchestrator and agent builds differ: redeploy the agent");

@@ -11,11 +11,11 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/model.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "core/version.h"
-#include "core/wire.h"
 #include "pipeline/runner.h"
 #include "remote/agent_link.h"
 #include "report/html.h"
@@ -198,12 +198,28 @@ std::vector<std::pair<std::string, remote::AgentLink*>> agents_of(const SweepSet
   return {{"server", s.server}, {"client", s.client}};
 }
 
-json::object where_args(const SweepSetup& s, const std::string& end) {
+// The tune_plan / tune_apply request of knob `k` at `value` on `end`.
+msg::TuneRequest tune_request(const SweepSetup& s, const std::string& end, const Knob& k,
+                              const std::string& value) {
   const auto& ep = end == "server" ? s.plan.server : s.plan.client;
-  return {{"disk_dir", ep.disk_dir},        {"samba_conf", s.plan.server.samba_conf},
-          {"data_address", s.data_address}, {"console", s.console},
-          {"confirm_s", s.confirm_s},       {"afp_conf", s.afp_conf},
-          {"afp_restart", s.afp_restart}};
+  msg::TuneRequest q;
+  q.knob = k.name;
+  q.value = value;
+  q.disk_dir = ep.disk_dir;
+  q.samba_conf = s.plan.server.samba_conf;
+  q.data_address = s.data_address;
+  q.console = s.console;
+  q.confirm_s = s.confirm_s;
+  q.afp_conf = s.afp_conf;
+  q.afp_restart = s.afp_restart;
+  return q;
+}
+
+// One tune request to `agent`, its answer through its codec.
+template <class Result>
+Result ask_tune(remote::AgentLink* agent, const std::string& type, const json::object& args,
+                double timeout_s) {
+  return msg::decode<Result>(agent->call(type, args, timeout_s), type);
 }
 
 bool on_host(const Knob& k) { return k.mechanism != Mechanism::kClientOption; }
@@ -618,35 +634,27 @@ std::string dry_run_axis(const SweepSetup& s, const Axis& axis, const pipeline::
   std::string original_apply;
   for (const auto& [end, agent] : agents_of(s, k)) {
     for (size_t i = 0; i < axis.values.size(); ++i) {
-      json::object args = where_args(s, end);
-      args["knob"] = k.name;
-      args["value"] = axis.values[i];
-      json::object r = agent->call("tune_plan", args, 60);
+      const auto r = ask_tune<msg::TunePlanResult>(
+          agent, "tune_plan", msg::to_json(tune_request(s, end, k, axis.values[i])), 60);
       if (i == 0) {
-        out += fmt::format("on the {}: {}, now {}{}\n", end, wire::get_string(r, "target"),
-                           wire::get_string(r, "original"),
-                           wire::opt_bool(r, "cuts_ssh", false)
+        out += fmt::format("on the {}: {}, now {}{}\n", end, r.target, r.original,
+                           r.cuts_ssh
                                ? fmt::format(" (carries SSH: reverts by itself unless confirmed "
                                              "within {} s)",
                                              s.confirm_s)
                                : "");
-        out += fmt::format("journal first: {}\n", wire::get_string(r, "journal"));
-        for (const auto& a : wire::get_array(r, "revert")) {
-          revert += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
-        }
+        out += fmt::format("journal first: {}\n", r.journal);
+        for (const auto& a : r.revert) revert += fmt::format("  {}: {}\n", end, a);
         if (!k.with.empty()) {
           // The original slots apply the original value, under the companions.
-          json::object o = args;
-          o["value"] = wire::get_string(r, "original");
-          const json::object at_original = agent->call("tune_plan", o, 60);
-          for (const auto& a : wire::get_array(at_original, "apply")) {
-            original_apply += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
+          const auto at_original = ask_tune<msg::TunePlanResult>(
+              agent, "tune_plan", msg::to_json(tune_request(s, end, k, r.original)), 60);
+          for (const auto& a : at_original.apply) {
+            original_apply += fmt::format("  {}: {}\n", end, a);
           }
         }
       }
-      for (const auto& a : wire::get_array(r, "apply")) {
-        apply[i] += fmt::format("  {}: {}\n", end, std::string(a.as_string()));
-      }
+      for (const auto& a : r.apply) apply[i] += fmt::format("  {}: {}\n", end, a);
     }
   }
   for (size_t i = 0; i < axis.values.size(); ++i) {
@@ -707,13 +715,11 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
       std::vector<std::string> seen;
       const auto ends = agents_of(s, k);
       for (const auto& [end, agent] : ends) {
-        json::object args = where_args(s, end);
-        args["knob"] = k.name;
-        args["value"] = axis.values.front();
-        json::object r = agent->call("tune_plan", args, 60);
-        const std::string t = wire::get_string(r, "target");
+        const auto r = ask_tune<msg::TunePlanResult>(
+            agent, "tune_plan", msg::to_json(tune_request(s, end, k, axis.values.front())), 60);
+        const std::string& t = r.target;
         target += (target.empty() ? "" : ", ") + (ends.size() > 1 ? end + " " + t : t);
-        const std::string o = wire::get_string(r, "original");
+        const std::string& o = r.original;
         if (std::find(seen.begin(), seen.end(), o) == seen.end()) seen.push_back(o);
       }
       for (const auto& o : seen) original += (original.empty() ? "" : "/") + o;
@@ -755,10 +761,9 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
     if (!any_applied) return {};
     std::string errors;
     for (const auto& [end, agent] : host_agents(s)) {
-      json::object r = agent->call("tune_revert", {}, 120);
-      for (const auto& e : wire::get_array(r, "reverted")) {
-        const std::string err = wire::get_string(e.as_object(), "error");
-        if (!err.empty()) errors += end + ": " + err + "; ";
+      const auto r = ask_tune<msg::TuneRevertResult>(agent, "tune_revert", {}, 120);
+      for (const auto& e : r.reverted) {
+        if (!e.error.empty()) errors += end + ": " + e.error + "; ";
       }
     }
     any_applied = false;
@@ -791,18 +796,15 @@ TuneResult run_sweep(const SweepSetup& s, Store& store, const CancelToken& cance
         if (want[i].empty() || want[i] == applied[i]) continue;
         any_applied = true;  // a partial apply is journaled too: revert it either way
         for (const auto& [end, agent] : agents_of(s, k)) {
-          json::object args = where_args(s, end);
-          args["knob"] = k.name;
-          args["value"] = want[i];
-          json::object r = agent->call("tune_apply", args, 120);
-          if (wire::opt_u64(r, "watchdog_s", 0) > 0) watched.push_back(agent);
+          const auto r = ask_tune<msg::TunePlanResult>(
+              agent, "tune_apply", msg::to_json(tune_request(s, end, k, want[i])), 120);
+          if (r.watchdog_s > 0) watched.push_back(agent);
         }
         applied[i] = want[i];
       }
       // Every end changed: confirm each watched host still answers.
       for (remote::AgentLink* agent : watched) {
-        json::object c = agent->call("tune_confirm", {}, s.confirm_s);
-        if (!wire::get_bool(c, "confirmed")) {
+        if (!ask_tune<msg::TuneConfirmResult>(agent, "tune_confirm", {}, s.confirm_s).confirmed) {
           throw Error(ErrorKind::kIo,
                       fmt::format("{} = {} cut {} off for more than {} s; its agent "
                                   "reverted by itself",
@@ -944,15 +946,26 @@ TuneResult load_session(Store& store, const std::string& which,
   for (auto& [name, by_value] : by_layer) layers.push_back({name, by_value});
   TuneResult r = analyze(r0[1], values, layers, std::stoi(r0[6]));
   if (knobs.size() > 1 && !r0[8].empty()) {
-    // The grid's axes as the session stored them.
-    const json::object stored = json::parse(r0[8]).as_object();
-    r.grid = wire::opt_string(stored, "grid");
-    for (const auto& k : wire::get_array(stored, "knobs")) r.knobs.emplace_back(k.as_string());
-    for (const auto& c : wire::get_array(stored, "combinations")) {
-      std::vector<std::string> set;
-      for (const auto& v : wire::get_array(c.as_object(), "settings"))
-        set.emplace_back(v.as_string());
-      r.settings.push_back(std::move(set));
+    // The grid's axes as the session stored them (result_json above wrote
+    // them; what is missing or mistyped in an older row is left out).
+    const json::value stored = msg::parse_stored(r0[8]);
+    auto texts = [](const json::value* v) {
+      std::vector<std::string> out;
+      if (v && v->is_array()) {
+        for (const auto& e : v->as_array())
+          if (e.is_string()) out.emplace_back(e.as_string());
+      }
+      return out;
+    };
+    if (const json::object* o = stored.if_object()) {
+      if (const auto* g = o->if_contains("grid"); g && g->is_string()) r.grid = g->as_string();
+      r.knobs = texts(o->if_contains("knobs"));
+      if (const auto* cs = o->if_contains("combinations"); cs && cs->is_array()) {
+        for (const auto& c : cs->as_array()) {
+          r.settings.push_back(
+              texts(c.is_object() ? c.as_object().if_contains("settings") : nullptr));
+        }
+      }
     }
   }
   r.endpoint = r0[2];

@@ -121,5 +121,50 @@ int main() {
          to_json(TransferResult{1u << 20, 0.2, "0123456789abcdef", {{"dialect", "3.1.1"}}, cpu()}));
   request("sweep", to_json(SweepRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
   result("sweep", to_json(SweepResult{1u << 20, 0.3, "", cpu()}));
+  result("remove_file", to_json(RemoveFileResult{true}));
+  // Run directories.
+  request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));
+  result("prepare", to_json(PrepareResult{{{"/ram", "/ram/chokepoint-run-a"}},
+                                          {{"/ram/chokepoint-run-b", "its agent is gone", ""}}}));
+  request("sweep_orphans", to_json(SweepOrphansRequest{{"/ram"}}));
+  result("sweep_orphans",
+         to_json(SweepOrphansResult{{{"/ram/chokepoint-run-b", "its agent is gone", ""}},
+                                    {{"/ram/chokepoint-run-c", "", ""},
+                                     {"/ram/chokepoint-run-d", "", "Permission denied"}}}));
+  request("check_space", to_json(CheckSpaceRequest{"/srv", 1u << 30, "free some space"}));
+  result("check_space", to_json(CheckSpaceResult{1u << 40, 1u << 39, "ext4", "sda"}));
+  result("check_space", to_json(CheckSpaceResult{1u << 30, 1u << 29, "tmpfs", ""}));
+  // The agent itself.
+  request("hello", {});
+  result("hello", to_json(Hello{"1.0", "abc", 1, 42, "h", "Linux", "x86_64", "full", {"null"}}));
+  request("smb_status", to_json(SmbStatusRequest{"/etc/samba/smb.conf"}));
+  result("smb_status",
+         to_json(SmbStatusResult{{{"ipv4:198.18.0.2:1", "SMB3_11", "-", "none", "-", "none"}}}));
+  for (const char* type : {"stats", "cleanup", "bye"}) {
+    request(type, {});
+    result(type, to_json(AgentStats{4096}));
+  }
+  // The frames around answers.
+  request("progress", to_json(Progress{1u << 20, 0.5}));
+  request("error", {{"error", to_json(ErrorInfo{"config", "no such directory", "create it"})}});
+  // Tuning.
+  TuneRequest tune;
+  tune.knob = "server.mtu";
+  tune.value = "9000";
+  tune.console = true;
+  tune.confirm_s = 20;
+  request("tune_plan", to_json(tune));
+  request("tune_apply", to_json(tune));
+  const TunePlanResult planned{
+      "eth0", "1500", {"ip link set eth0 mtu 9000"}, {"ip link set eth0 mtu 1500"}, "/j", true, 0};
+  result("tune_plan", to_json(planned));
+  TunePlanResult applied = planned;
+  applied.watchdog_s = 20;
+  result("tune_apply", to_json(applied));
+  request("tune_confirm", {});
+  result("tune_confirm", to_json(TuneConfirmResult{true}));
+  request("tune_revert", {});
+  result("tune_revert",
+         to_json(TuneRevertResult{{{"server.mtu", "eth0", "1500", ""}}, {}, "", "/j"}));
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "core/process.h"
 #include "core/wire.h"
 #include "remote/agent_link.h"
@@ -45,7 +46,7 @@ std::string server_agent(const Arch& a) {
 struct RunningAgent {
   std::unique_ptr<Child> child;
   std::unique_ptr<remote::AgentLink> link;
-  json::object hello;
+  msg::Hello hello;
 };
 
 RunningAgent start(std::vector<std::string> argv, const std::string& name) {
@@ -92,9 +93,9 @@ TEST_P(StaticServerAgent, ServesAWireProtocolSession) {
   if (!a.emulator.empty()) argv.push_back(a.emulator);
   argv.push_back(server_agent(a));
   RunningAgent server = start(argv, "server " + a.name);
-  EXPECT_EQ(wire::get_string(server.hello, "arch"), a.name);
-  EXPECT_EQ(wire::get_string(server.hello, "role"), "server");
-  EXPECT_TRUE(wire::get_array(server.hello, "drivers").empty());
+  EXPECT_EQ(server.hello.arch, a.name);
+  EXPECT_EQ(server.hello.role, "server");
+  EXPECT_TRUE(server.hello.drivers.empty());
 
   json::object facts = server.link->call("facts", {{"peer_address", "127.0.0.1"}}, 120);
   EXPECT_GE(wire::get_u64(facts, "cpu_cores"), 1u);
@@ -104,27 +105,30 @@ TEST_P(StaticServerAgent, ServesAWireProtocolSession) {
       fs::temp_directory_path() / ("static-agent-" + a.name + "-" + std::to_string(getpid()));
   fs::create_directories(base);
   json::object p = server.link->call("prepare", {{"dirs", json::array{base.string()}}}, 30);
-  const std::string run_dir = wire::get_string(wire::get_object(p, "dirs"), base.string());
+  const std::string run_dir = msg::decode<msg::PrepareResult>(p, "prepare").dirs.at(base.string());
   ASSERT_TRUE(fs::is_directory(run_dir));
   json::object w = server.link->call(
       "disk", {{"dir", base.string()}, {"op", "write"}, {"name", "d.dat"}, {"size", 4u << 20}},
       120);
-  EXPECT_EQ(wire::get_u64(w, "bytes"), 4u << 20);
+  EXPECT_EQ(msg::decode<msg::DiskResult>(w, "disk").bytes, 4u << 20);
   EXPECT_EQ(fs::file_size(run_dir + "/d.dat"), 4u << 20);
   json::object r =
       server.link->call("disk", {{"dir", base.string()}, {"op", "read"}, {"name", "d.dat"}}, 120);
-  EXPECT_EQ(wire::get_u64(r, "bytes"), 4u << 20);
+  EXPECT_EQ(msg::decode<msg::DiskResult>(r, "disk").bytes, 4u << 20);
   // A share file laid out and checked, as for the protocol stages.
   json::object m = server.link->call(
       "make_file", {{"dir", base.string()}, {"name", "s.dat"}, {"size", 1u << 20}}, 120);
   json::object fi =
       server.link->call("file_info", {{"dir", base.string()}, {"name", "s.dat"}}, 120);
-  EXPECT_EQ(wire::get_string(fi, "checksum"), wire::get_string(m, "checksum"));
+  EXPECT_EQ(msg::decode<msg::FileResult>(fi, "file_info").checksum,
+            msg::decode<msg::FileResult>(m, "make_file").checksum);
 
   // TCP on loopback: the full agent (this machine's) sends to the server agent.
   RunningAgent client = start({CHOKEPOINT_BIN_DIR "/chokepoint-agent"}, "client");
   const uint64_t port =
-      wire::get_u64(server.link->call("tcp_listen", {{"bind", "127.0.0.1"}}, 30), "port");
+      msg::decode<msg::TcpListenResult>(
+          server.link->call("tcp_listen", {{"bind", "127.0.0.1"}}, 30), "tcp_listen")
+          .port;
   auto result = std::async(std::launch::async, [&] {
     return server.link->call("tcp_result", {{"token", "t1"}, {"timeout", 60}}, 120);
   });
@@ -133,8 +137,9 @@ TEST_P(StaticServerAgent, ServesAWireProtocolSession) {
       {{"host", "127.0.0.1"}, {"port", port}, {"token", "t1"}, {"mode", "send"}, {"seconds", 0.5}},
       120);
   json::object got = result.get();
-  EXPECT_GT(wire::get_u64(sent, "bytes"), 0u);
-  EXPECT_EQ(wire::get_u64(got, "bytes"), wire::get_u64(sent, "bytes"));
+  const uint64_t sent_bytes = msg::decode<msg::TcpResult>(sent, "tcp_run").bytes;
+  EXPECT_GT(sent_bytes, 0u);
+  EXPECT_EQ(msg::decode<msg::TcpResult>(got, "tcp_result").bytes, sent_bytes);
 
   server.link->call("cleanup", {}, 60);
   EXPECT_FALSE(fs::exists(run_dir));

@@ -46,7 +46,9 @@ void disk_stage(StageContext& ctx, const std::string& where) {
     uint64_t biggest = 0;
     for (auto s : plan.disk_sizes) biggest = std::max(biggest, s);
     // All files of one size exist at once (written, then read back).
-    agent.call("check_space", {{"dir", dir}, {"bytes", biggest * uint64_t(plan.disk_count)}}, 30);
+    ask<msg::CheckSpaceResult>(agent, "check_space",
+                               msg::CheckSpaceRequest{dir, biggest * uint64_t(plan.disk_count), ""},
+                               30);
     int seq = 0;
     for (uint64_t size : plan.disk_sizes) {
       for (const char* op : {"write", "read"}) {

@@ -12,8 +12,8 @@
 #include "core/messages_json.h"
 #include "core/stats.h"
 #include "core/units.h"
-#include "core/wire.h"
 #include "remote/agent_port.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 
@@ -37,19 +37,18 @@ double path_rate(const Agents& a) {
 // "unknown: why"} when the server cannot say.
 std::map<std::string, std::string> smb_negotiated(const Plan& plan, Agents& a, RunObserver& obs) {
   try {
-    json::object st = a.server.call("smb_status", {{"conf", plan.server.samba_conf}}, 60);
-    for (const auto& v : wire::get_array(st, "sessions")) {
-      if (!v.is_object()) continue;
-      const auto& sess = v.as_object();
-      const std::string client = wire::get_string(sess, "client");
+    const auto st = ask<msg::SmbStatusResult>(a.server, "smb_status",
+                                              msg::SmbStatusRequest{plan.server.samba_conf}, 60);
+    for (const auto& sess : st.sessions) {
       // "ipv4:198.18.0.2:41234": this client's address between the colons.
       if (!a.client_address.empty() &&
-          client.find(":" + a.client_address + ":") == std::string::npos) {
+          sess.client.find(":" + a.client_address + ":") == std::string::npos) {
         continue;
       }
       std::map<std::string, std::string> out;
-      for (const char* k : {"dialect", "signing", "encryption"}) {
-        std::string val = wire::get_string(sess, k);
+      for (const auto& [k, val] :
+           {std::pair{"dialect", sess.dialect}, std::pair{"signing", sess.signing},
+            std::pair{"encryption", sess.encryption}}) {
         out[std::string("smb_") + k] = (val.empty() || val == "-") ? "none" : val;
       }
       return out;
@@ -103,11 +102,17 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
   const bool evict = share.medium == "disk";
   const std::string& client_dir = plan.client.ram_dir;
   msg::ShareRef share_ref = share_message(share, a);
-  // smb and nfs: the path's rate from the TCP stage (the faster direction's
-  // median), so that smb's connections=auto covers a call's round trip and
-  // nfs's depth=auto the path's bytes (transfer/smb.cc, nfs.cc); an option
-  // the share sets itself wins.
-  if ((share.driver == "smb" || share.driver == "nfs") && tcp_rate > 0 &&
+  // A driver whose table declares a path_rate option (smb, nfs) gets the
+  // path's rate from the TCP stage (the faster direction's median), so that
+  // smb's connections=auto covers a call's round trip and nfs's depth=auto
+  // the path's bytes (transfer/smb.cc, nfs.cc); an option the share sets
+  // itself wins.
+  // (A driver this build lacks fails the stage below, at the agent.)
+  const auto specs = transfer::driver_specs();
+  const auto spec = std::find_if(specs.begin(), specs.end(), [&](const transfer::DriverSpec* d) {
+    return d->name == share.driver;
+  });
+  if (spec != specs.end() && transfer::find_option(**spec, "path_rate") && tcp_rate > 0 &&
       !share.options.count("path_rate")) {
     share_ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
@@ -124,18 +129,14 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
           prefix = share_run_prefix(a, share, obs);
           uint64_t biggest = 0;
           for (auto s : run_sizes) biggest = std::max(biggest, s);
-          const json::object space =
-              a.server.call("check_space",
-                            {{"dir", share.server_dir},
-                             {"bytes", biggest},
-                             {"hint",
-                              "free some space on the share, or use smaller files ([protocol] "
-                              "sizes)"}},
-                            30);
-          server_fs = wire::opt_string(space, "fs_type");
-          if (const auto* d = space.if_contains("disk"); d && d->is_string()) {
-            server_disk = std::string(d->as_string());
-          }
+          const auto space = ask<msg::CheckSpaceResult>(
+              a.server, "check_space",
+              msg::CheckSpaceRequest{share.server_dir, biggest,
+                                     "free some space on the share, or use smaller files "
+                                     "([protocol] sizes)"},
+              30);
+          server_fs = space.fs_type;
+          server_disk = space.disk;
         }
         int seq = 0;
         for (uint64_t size : run_sizes) {

@@ -5,20 +5,30 @@
 #include <boost/json.hpp>
 
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "core/units.h"
 #include "remote/agent_port.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 
 namespace json = boost::json;
 using remote::AgentPort;
 
+namespace {
+
+constexpr const char* kSweepPatterns[] = {"seqread", "randread", "seqwrite", "randwrite"};
+
+}  // namespace
+
 // The transfer-size sweep of one share: for each request size, sequential
 // and random reads of one laid-out file, then sequential and random writes.
-// Patterns the driver cannot do (random access over FTP) are skipped with a note.
+// Patterns the driver's table says it cannot do (random access over FTP:
+// transfer/driver.h Capabilities) are skipped with a note, without asking the
+// agent; one the agent still refuses as unsupported is skipped the same way.
 void sweep_stage(StageContext& ctx, const SharePlan& share) {
   const Plan& plan = ctx.plan;
   RunObserver& obs = ctx.obs;
@@ -51,10 +61,21 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
                         kCallTimeout, {}, &cancel);
         }
         std::set<std::string> unsupported;
+        const transfer::Capabilities caps = transfer::driver_spec(share.driver).caps;
+        for (const char* pattern : kSweepPatterns) {
+          const std::string_view p = pattern;
+          if (const char* lacks = caps.lacks(p.ends_with("write"), p.starts_with("rand"))) {
+            unsupported.insert(pattern);
+            obs.on_note(
+                fmt::format("{} sweep: {} skipped: the {} driver has no {} (`chokepoint "
+                            "drivers` lists what each driver does)",
+                            share.name, pattern, share.driver, lacks));
+          }
+        }
         int seq = 0;
         const int cells = static_cast<int>(plan.sweep_sizes.size() * 4);
         for (uint64_t request : plan.sweep_sizes) {
-          for (const char* pattern : {"seqread", "randread", "seqwrite", "randwrite"}) {
+          for (const char* pattern : kSweepPatterns) {
             cancel.check();
             if (unsupported.count(pattern)) continue;
             const bool write = std::string(pattern).find("write") != std::string::npos;
