@@ -557,7 +557,8 @@ int clean(const std::vector<std::string>& args) {
       std::cout << host << ": kept " << ko.at("path").as_string().c_str()
                 << (ko.contains("error") ? std::string(" (cannot remove: ") +
                                                ko.at("error").as_string().c_str() + ")"
-                                         : std::string(" (its agent is still running)"))
+                                         : std::string(" (its agent still runs, or it has no "
+                                                       "owner record and changed within the hour)"))
                 << "\n";
     }
     if (removed.empty()) std::cout << host << ": nothing left behind\n";

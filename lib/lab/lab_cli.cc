@@ -146,7 +146,7 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
   const int instance = instance_of(vm);
   std::optional<LabState> s = load(default_dir(instance));
   if (!s) {
-    out << (as_json ? no_lab_json() : no_lab_text());
+    out << (as_json ? no_lab_json(instance) : no_lab_text(instance));
     return kExitNoLab;
   }
   const LabStatus st = gather_status(*s);
@@ -162,7 +162,7 @@ int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
   if (!change) {
     std::optional<LabState> s = load(default_dir(instance));
     if (!s) {
-      out << no_lab_text();
+      out << no_lab_text(instance);
       return 0;
     }
     out << fmt::format("throttles on the lab in {}: {}\n", s->dir, throttle_text(s->throttle));
@@ -278,9 +278,10 @@ constexpr const char* kLabAbout =
     "cp-client whose data interfaces are joined by a third namespace, the switch\n"
     "cp-switch (where --path-rate and --delay act), each host with its own sshd\n"
     "(reachable over a separate management link), tmpfs and ext4-on-loop disk. The server\n"
-    "also runs vsftpd and smbd on its data address, each exporting shares ram\n"
-    "(tmpfs) and disk (ext4) to the user cplab (password in <lab dir>/share_password);\n"
-    "vsftpd also offers explicit TLS (ftps://) with a self-signed certificate.\n";
+    "also runs vsftpd, smbd and NFS-Ganesha on its data address, each exporting shares\n"
+    "ram (tmpfs) and disk (ext4) to the user cplab (instance N: cplab-N; password in\n"
+    "<lab dir>/share_password); vsftpd also offers explicit TLS (ftps://) with a\n"
+    "self-signed certificate.\n";
 
 const LabSubcommand* find_subcommand(const std::string& name) {
   for (const LabSubcommand& c : lab_subcommands())

@@ -25,7 +25,13 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr const char* kNoLab = "no lab is up; start one with `chokepoint lab up`";
+std::string no_lab_message(int instance) {
+  return instance == 0 ? std::string("no lab is up; start one with `chokepoint lab up`")
+                       : fmt::format(
+                             "no lab is up (instance {}); start one with "
+                             "`chokepoint lab up --instance {}`",
+                             instance, instance);
+}
 
 uint64_t as_u64(const json::value* v) {
   if (!v) return 0;
@@ -415,10 +421,12 @@ std::string status_json(const LabStatus& st) {
   return json::serialize(obj) + "\n";
 }
 
-std::string no_lab_text() { return std::string(kNoLab) + "\n"; }
+std::string no_lab_text(int instance) { return no_lab_message(instance) + "\n"; }
 
-std::string no_lab_json() {
-  return json::serialize(json::object{{"up", false}, {"message", kNoLab}}) + "\n";
+std::string no_lab_json(int instance) {
+  return json::serialize(json::object{
+             {"up", false}, {"instance", instance}, {"message", no_lab_message(instance)}}) +
+         "\n";
 }
 
 void parse_qdiscs(std::string_view tc_json, HostStatus* out) {

@@ -73,9 +73,10 @@ std::string status_text(const LabStatus& status);
 // "" when the lab has no servers.
 std::string shares_text(const LabState& state);
 std::string status_json(const LabStatus& status);
-// For `status` when there is no lab (exit kExitNoLab).
-std::string no_lab_text();
-std::string no_lab_json();
+// For `status` when there is no lab (exit kExitNoLab): the `lab up` that
+// starts that instance's lab; the JSON also names the instance.
+std::string no_lab_text(int instance = 0);
+std::string no_lab_json(int instance = 0);
 
 // Parsers of tool output, exposed for tests.
 // `tc -j qdisc show dev X`: fills qdisc, rate_bits, burst_bytes, delay_s.

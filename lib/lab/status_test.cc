@@ -212,6 +212,14 @@ TEST(StatusTest, NoLab) {
   const json::value v = json::parse(no_lab_json());
   EXPECT_FALSE(v.as_object().at("up").as_bool());
   EXPECT_NE(std::string(v.as_object().at("message").as_string()).find("lab up"), std::string::npos);
+  EXPECT_EQ(v.as_object().at("instance").as_int64(), 0);
+}
+
+// Another instance's status names that instance, so its `lab up` starts the right lab.
+TEST(StatusTest, NoLabOfAnotherInstanceNamesIt) {
+  const json::value v = json::parse(no_lab_json(7));
+  EXPECT_FALSE(v.as_object().at("up").as_bool());
+  EXPECT_EQ(v.as_object().at("instance").as_int64(), 7);
 }
 
 }  // namespace

@@ -331,6 +331,16 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
   return plan;
 }
 
+std::map<std::string, std::vector<std::string>> plan_keys() {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [section, setters] : keys()) {
+    for (const auto& [key, _] : setters) {
+      if (key != "password") out[section].push_back(key);
+    }
+  }
+  return out;
+}
+
 std::string driver_for_url(const std::string& url, const std::string& where) {
   try {
     return std::string(transfer::driver_for_url(url).name);

@@ -127,6 +127,11 @@ bool proto_series_done(const Plan& plan, int done, double elapsed);
 // protocol over one medium. Throws Error(kConfig) naming the share.
 void validate(const Plan& plan);
 
+// The keys parse_plan accepts, per section ("share" for every [share NAME]),
+// in name order; "password" (refused with a hint) is left out. README's plan
+// table and examples/plan.ini are held to it (plan_test.cc).
+std::map<std::string, std::vector<std::string>> plan_keys();
+
 // The effective plan as JSON text (stored with each run; no secrets in it).
 std::string plan_to_json(const Plan& plan);
 

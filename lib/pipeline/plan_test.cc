@@ -5,11 +5,16 @@
 
 #include <boost/json.hpp>
 
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "transfer/driver.h"
 
 namespace cp::pipeline {
@@ -379,6 +384,173 @@ TEST(PlanDrivers, EachShareSchemeNamesItsDriver) {
   EXPECT_EQ(driver_for_url("afp://nas/vol", "t"), "afp");
   EXPECT_EQ(driver_for_url("/mnt/nas", "t"), "path");
   EXPECT_THROW(driver_for_url("nfs4://nas/x", "t"), Error);
+}
+
+}  // namespace
+}  // namespace cp::pipeline
+
+// The plan files users copy (examples/) and the plan table they read
+// (README.md, "Plan file") are held to what parse_plan takes.
+namespace cp::pipeline {
+namespace {
+
+const std::string kSource = CP_SOURCE_DIR;
+
+// The effective plan without its file name, for comparing values.
+std::string values_of(const Plan& p) {
+  boost::json::object o = boost::json::parse(plan_to_json(p)).as_object();
+  o.erase("source");
+  return boost::json::serialize(o);
+}
+
+TEST(PlanExamples, EveryExamplePlanLoadsAndValidates) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kSource + "/examples")) {
+    if (e.path().extension() != ".ini") continue;
+    ++n;
+    try {
+      Plan p = load_plan(e.path().string());
+      settle_server_disk_dir(p);
+      validate(p);
+    } catch (const Error& err) {
+      ADD_FAILURE() << describe(err);
+    }
+  }
+  EXPECT_GE(n, 1) << "no examples/*.ini";
+}
+
+// examples/plan.ini says "the values shown are the defaults".
+TEST(PlanExamples, ReferencePlanSetsOnlyTheDefaults) {
+  const Plan p = load_plan(kSource + "/examples/plan.ini");
+  EXPECT_TRUE(p.shares.empty());
+  EXPECT_EQ(values_of(p), values_of(Plan{}));
+}
+
+// Each key of each section, set or commented out ("# key = value"), under
+// its section's header (also commented out for the sample share).
+std::map<std::string, std::set<std::string>> keys_in_reference(const std::string& text) {
+  static const std::regex header(R"(^\[(\w+)[^\]]*\])"), entry(R"(^(\w+)\s*=)");
+  std::map<std::string, std::set<std::string>> out;
+  std::string section;
+  for (std::string_view raw : split(text, '\n')) {
+    const size_t start = raw.find_first_not_of("# \t");
+    if (start == std::string_view::npos) continue;
+    const std::string line(raw.substr(start));
+    std::smatch m;
+    if (std::regex_search(line, m, header)) {
+      section = m[1];
+    } else if (!section.empty() && std::regex_search(line, m, entry)) {
+      out[section].insert(m[1]);
+    }
+  }
+  return out;
+}
+
+TEST(PlanExamples, ReferencePlanNamesEveryKeyAndNoOther) {
+  const std::optional<std::string> text = read_file(kSource + "/examples/plan.ini");
+  ASSERT_TRUE(text.has_value());
+  const auto shown = keys_in_reference(*text);
+  std::map<std::string, std::set<std::string>> taken;
+  for (const auto& [section, keys] : plan_keys()) taken[section].insert(keys.begin(), keys.end());
+  EXPECT_EQ(shown, taken);
+}
+
+// README's plan table: per row the sections (first column, kept from the
+// row above when empty), the keys and their defaults.
+struct ReadmeRow {
+  std::vector<std::string> sections, keys, defaults;
+  bool literal_defaults = false;  // every default is a value, not prose
+};
+
+// Splits a cell at commas outside backticks; `literal` says whether every
+// item is a value (`1MiB`, 10, yes) rather than prose ("detected").
+std::vector<std::string> cell_items(std::string_view cell, bool* literal) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : cell) {
+    if (c == '`') quoted = !quoted;
+    if (c == ',' && !quoted) {
+      out.emplace_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.emplace_back(trim(cur));
+  static const std::regex value(R"(^(`[^`]+`|[0-9]+|yes|no)$)");
+  *literal = true;
+  for (std::string& s : out) {
+    if (!std::regex_match(s, value)) *literal = false;
+    if (s.size() >= 2 && s.front() == '`') s = s.substr(1, s.size() - 2);
+  }
+  return out;
+}
+
+std::vector<ReadmeRow> readme_plan_table() {
+  const std::optional<std::string> text = read_file(kSource + "/README.md");
+  EXPECT_TRUE(text.has_value());
+  if (!text) return {};
+  const size_t begin = text->find("\n## Plan file\n");
+  const size_t end = text->find("\n### Driver options\n");
+  EXPECT_NE(begin, std::string::npos);
+  EXPECT_NE(end, std::string::npos);
+  if (begin == std::string::npos || end == std::string::npos) return {};
+  static const std::regex section(R"(`\[(\w+)[^\]]*\]`)"), key("`(\\w+)`");
+  std::vector<ReadmeRow> rows;
+  std::vector<std::string> sections;
+  for (std::string_view line : split(std::string_view(*text).substr(begin, end - begin), '\n')) {
+    if (!line.starts_with("| ") && !line.starts_with("| |") && !line.starts_with("||")) continue;
+    std::vector<std::string_view> cells = split(line, '|');
+    if (cells.size() < 5) continue;
+    const std::string first(cells[1]), second(cells[2]);
+    if (first.find("section") != std::string::npos || second.find("---") != std::string::npos ||
+        first.find("---") != std::string::npos) {
+      continue;  // the header and its rule
+    }
+    if (!trim(first).empty()) {
+      sections.clear();
+      for (std::sregex_iterator it(first.begin(), first.end(), section), e; it != e; ++it) {
+        sections.push_back((*it)[1]);
+      }
+    }
+    ReadmeRow row;
+    row.sections = sections;
+    for (std::sregex_iterator it(second.begin(), second.end(), key), e; it != e; ++it) {
+      row.keys.push_back((*it)[1]);
+    }
+    row.defaults = cell_items(trim(cells[3]), &row.literal_defaults);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(PlanReadme, PlanTableListsExactlyTheKeysThePlanTakes) {
+  std::map<std::string, std::set<std::string>> documented, taken;
+  for (const ReadmeRow& r : readme_plan_table()) {
+    for (const auto& s : r.sections) documented[s].insert(r.keys.begin(), r.keys.end());
+  }
+  for (const auto& [section, keys] : plan_keys()) taken[section].insert(keys.begin(), keys.end());
+  EXPECT_EQ(documented, taken);
+}
+
+TEST(PlanReadme, PlanTableDefaultsAreTheProgramsDefaults) {
+  int checked = 0;
+  for (const ReadmeRow& r : readme_plan_table()) {
+    if (!r.literal_defaults || r.defaults.size() != r.keys.size()) continue;
+    for (const auto& s : r.sections) {
+      for (size_t i = 0; i < r.keys.size(); ++i) {
+        const std::string text = fmt::format("[{}]\n{} = {}\n", s, r.keys[i], r.defaults[i]);
+        try {
+          EXPECT_EQ(values_of(parse_plan(text, "README")), values_of(Plan{})) << text;
+        } catch (const Error& e) {
+          ADD_FAILURE() << text << describe(e);
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 20);
 }
 
 }  // namespace
