@@ -579,15 +579,29 @@ LabHealth check_health(const LabState& s) {
 
 namespace {
 
-// Gives the server host `want` (the whole throttle): every change starts from
+// The "MAJ:MIN" of `host`'s loop disk; throws Error(kIo) when it is gone.
+std::string loop_device_number(const LabHost& host) {
+  struct stat st;
+  if (stat(host.loop_device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+    throw Error(
+        ErrorKind::kIo,
+        fmt::format("the {} disk {} is not a block device", host.hostname, host.loop_device),
+        "`chokepoint lab down`, then `chokepoint lab up`");
+  }
+  return fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
+}
+
+// Gives the hosts `want` (the whole throttle): every change starts from
 // no cgroups (the processes go back to their hierarchy's root), then the
 // wanted limits are built afresh and recorded.
 void set_throttle(LabState& s, LabThrottle want) {
   remove_throttle_cgroups(s.throttle);
   s.throttle = LabThrottle{};
   save(s);
-  if (want.smbd_cpu <= 0 && want.nfsd_cpu <= 0 && want.disk_read_bps == 0 &&
-      want.disk_write_bps == 0) {
+  const bool server_disk = want.disk_read_bps > 0 || want.disk_write_bps > 0;
+  const bool client_disk = want.client_disk_read_bps > 0 || want.client_disk_write_bps > 0;
+  if (want.smbd_cpu <= 0 && want.nfsd_cpu <= 0 && want.client_cpu <= 0 && !server_disk &&
+      !client_disk) {
     return;
   }
   if (want.nfsd_cpu > 0 && !ganesha::alive(s)) {
@@ -598,21 +612,21 @@ void set_throttle(LabState& s, LabThrottle want) {
     throw Error(ErrorKind::kIo, fmt::format("smbd of {} is not running", s.server.hostname),
                 "`chokepoint lab up` starts it again");
   }
-  struct stat st;
-  if (stat(s.server.loop_device.c_str(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-    throw Error(ErrorKind::kIo,
-                fmt::format("the server's disk {} is not a block device", s.server.loop_device),
-                "`chokepoint lab down`, then `chokepoint lab up`");
-  }
-  const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
+  const std::string device = server_disk ? loop_device_number(s.server) : "";
+  ClientTargets client;
+  if (client_disk) client.device = loop_device_number(s.client);
   std::vector<int> server_pids, smbd_pids, nfsd_pids;
   for (pid_t p : sys::netns_pids(s.server.netns)) {
     server_pids.push_back(p);
     if (sys::process_comm(p) == "smbd") smbd_pids.push_back(p);
     if (sys::process_comm(p) == "ganesha.nfsd") nfsd_pids.push_back(p);
   }
-  const ThrottlePlan plan = plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
-                                          instance_names(s.instance).cgroup_name, nfsd_pids);
+  // The client's sshd among them: the sessions it forks later (the agent)
+  // start in its cgroups.
+  for (pid_t p : sys::netns_pids(s.client.netns)) client.pids.push_back(p);
+  const ThrottlePlan plan =
+      plan_throttle(cgroup_layout(), want, device, smbd_pids, server_pids,
+                    instance_names(s.instance).cgroup_name, nfsd_pids, client);
   s.throttle = want;
   s.throttle.cgroups = plan.cgroups;
   save(s);  // first, so `down` removes even a half-applied throttle
@@ -740,6 +754,9 @@ LabState throttle(const ThrottleRequest& req, int instance, const std::string& d
   if (req.nfsd_cpu) want.nfsd_cpu = *req.nfsd_cpu;
   if (req.disk_read_bps) want.disk_read_bps = *req.disk_read_bps;
   if (req.disk_write_bps) want.disk_write_bps = *req.disk_write_bps;
+  if (req.client_cpu) want.client_cpu = *req.client_cpu;
+  if (req.client_disk_read_bps) want.client_disk_read_bps = *req.client_disk_read_bps;
+  if (req.client_disk_write_bps) want.client_disk_write_bps = *req.client_disk_write_bps;
   set_throttle(s, want);
   return s;
 }

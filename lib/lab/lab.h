@@ -77,11 +77,17 @@ struct LabHost {
 
 // What `lab throttle` set; all zero: nothing throttled.
 struct LabThrottle {
-  double smbd_cpu = 0;               // smbd's CPU quota, fraction of one core (0.2 = 20 %)
-  double nfsd_cpu = 0;               // ganesha.nfsd's CPU quota, fraction of one core
-  uint64_t disk_read_bps = 0;        // server disk read limit, bytes/s
-  uint64_t disk_write_bps = 0;       // server disk write limit, bytes/s
-  std::vector<std::string> cgroups;  // cgroup dirs made for them, removed by clear and down
+  double smbd_cpu = 0;          // smbd's CPU quota, fraction of one core (0.2 = 20 %)
+  double nfsd_cpu = 0;          // ganesha.nfsd's CPU quota, fraction of one core
+  uint64_t disk_read_bps = 0;   // server disk read limit, bytes/s
+  uint64_t disk_write_bps = 0;  // server disk write limit, bytes/s
+  // The client end (a weak client is a common cause): a CPU quota on every
+  // process of the client host (its sshd, so the agents its sessions start),
+  // and limits on the client's loop disk.
+  double client_cpu = 0;               // fraction of one core
+  uint64_t client_disk_read_bps = 0;   // client disk read limit, bytes/s
+  uint64_t client_disk_write_bps = 0;  // client disk write limit, bytes/s
+  std::vector<std::string> cgroups;    // cgroup dirs made for them, removed by clear and down
 };
 
 // The switch between the hosts' data ends: a network namespace whose two
@@ -175,19 +181,24 @@ LabHealth check_health(const LabState& state);
 
 // What `lab throttle` asks for; unset fields keep their current setting.
 struct ThrottleRequest {
-  std::optional<double> smbd_cpu;          // fraction of one core; 0 removes the quota
-  std::optional<double> nfsd_cpu;          // ganesha.nfsd's, likewise
-  std::optional<uint64_t> disk_read_bps;   // bytes/s; 0 removes the limit
-  std::optional<uint64_t> disk_write_bps;  // bytes/s; 0 removes the limit
-  bool clear = false;                      // remove every throttle first
-  std::optional<int> instance;             // `lab throttle --instance N` (the CLI's only)
+  std::optional<double> smbd_cpu;                 // fraction of one core; 0 removes the quota
+  std::optional<double> nfsd_cpu;                 // ganesha.nfsd's, likewise
+  std::optional<uint64_t> disk_read_bps;          // bytes/s; 0 removes the limit
+  std::optional<uint64_t> disk_write_bps;         // bytes/s; 0 removes the limit
+  std::optional<double> client_cpu;               // the client host's, fraction of one core
+  std::optional<uint64_t> client_disk_read_bps;   // client disk, bytes/s; 0 removes it
+  std::optional<uint64_t> client_disk_write_bps;  // likewise
+  bool clear = false;                             // remove every throttle first
+  std::optional<int> instance;                    // `lab throttle --instance N` (the CLI's only)
 };
 
 // Applies `req` to the running lab in `dir` with cgroups: smbd's processes
 // (and the children they fork later) get a CPU quota (v1 cpu.cfs_quota_us,
 // v2 cpu.max); the server host's processes (sshd and its sessions, agents,
 // vsftpd, smbd) get read/write limits on the server's loop device (v1
-// blkio.throttle.*_bps_device, v2 io.max). Records the result in lab.json.
+// blkio.throttle.*_bps_device, v2 io.max); the client host's processes (its
+// sshd, so every session and agent it starts later) a CPU quota and limits
+// on the client's loop device. Records the result in lab.json.
 // Throws Error(kConfig) when no lab is up, kUnsupported when the kernel has
 // no cgroup controller for it.
 LabState throttle(const ThrottleRequest& req, int instance, const std::string& dir = "");

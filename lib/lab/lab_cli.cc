@@ -157,8 +157,9 @@ int cmd_status(const std::vector<std::string>& args, std::ostream& out) {
 int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
   const ThrottleRequest req = parse_throttle_args(args);
   const int instance = req.instance ? *req.instance : default_instance();
-  const bool change =
-      req.clear || req.smbd_cpu || req.nfsd_cpu || req.disk_read_bps || req.disk_write_bps;
+  const bool change = req.clear || req.smbd_cpu || req.nfsd_cpu || req.disk_read_bps ||
+                      req.disk_write_bps || req.client_cpu || req.client_disk_read_bps ||
+                      req.client_disk_write_bps;
   if (!change) {
     std::optional<LabState> s = load(default_dir(instance));
     if (!s) {
@@ -171,7 +172,8 @@ int cmd_throttle(const std::vector<std::string>& args, std::ostream& out) {
   const LabState s = throttle(req, instance);
   out << fmt::format("throttles on the lab in {}: {}\n", s.dir, throttle_text(s.throttle));
   for (const std::string& c : s.throttle.cgroups) out << "  cgroup " << c << "\n";
-  if (s.throttle.disk_write_bps > 0 && !cgroup_layout().blkio_v1.empty()) {
+  if ((s.throttle.disk_write_bps > 0 || s.throttle.client_disk_write_bps > 0) &&
+      !cgroup_layout().blkio_v1.empty()) {
     out << "note: cgroup v1 charges only direct and synced writes to the limit; buffered writes "
            "reach the disk at full speed when the kernel flushes them\n";
   }
@@ -243,12 +245,17 @@ const std::vector<LabSubcommand>& lab_subcommands() {
        cmd_status},
       {"throttle",
        "throttle [--smbd-cpu P] [--nfsd-cpu P] [--server-disk-read R] "
-       "[--server-disk-write R] [--clear]",
+       "[--server-disk-write R] [--client-cpu P] [--client-disk-read R] [--client-disk-write R] "
+       "[--clear]",
        "throttle options (cgroups; `throttle` alone shows them; `down` clears them):\n"
        "  --smbd-cpu P           CPU quota for smbd, like 20% of one core; off removes it\n"
        "  --nfsd-cpu P           CPU quota for the NFS server (ganesha.nfsd), likewise\n"
        "  --server-disk-read R   read limit on the server's disk, like 50MB/s; off removes it\n"
        "  --server-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
+       "  --client-cpu P         CPU quota for everything the client's sshd starts (the\n"
+       "                         client agent), like 20% of one core; off removes it\n"
+       "  --client-disk-read R   read limit on the client's disk, like 50MB/s; off removes it\n"
+       "  --client-disk-write R  write limit on it (cgroup v1: direct and synced writes only)\n"
        "  --clear                remove every throttle\n",
        cmd_throttle},
       {"down", "down",
@@ -400,6 +407,9 @@ ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
       "nfsd-cpu", po::value<std::string>(), "ganesha.nfsd CPU quota")(
       "server-disk-read", po::value<std::string>(), "server disk read limit")(
       "server-disk-write", po::value<std::string>(), "server disk write limit")(
+      "client-cpu", po::value<std::string>(), "client host CPU quota")(
+      "client-disk-read", po::value<std::string>(), "client disk read limit")(
+      "client-disk-write", po::value<std::string>(), "client disk write limit")(
       "clear", "remove every throttle");
   add_instance_option(desc);
   const po::variables_map vm = parse("throttle", desc, args);
@@ -417,6 +427,16 @@ ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
   if (vm.count("server-disk-write")) {
     r.disk_write_bps =
         parse_bytes_rate(vm["server-disk-write"].as<std::string>(), "--server-disk-write");
+  }
+  if (vm.count("client-cpu"))
+    r.client_cpu = parse_cpu_share(vm["client-cpu"].as<std::string>(), "--client-cpu");
+  if (vm.count("client-disk-read")) {
+    r.client_disk_read_bps =
+        parse_bytes_rate(vm["client-disk-read"].as<std::string>(), "--client-disk-read");
+  }
+  if (vm.count("client-disk-write")) {
+    r.client_disk_write_bps =
+        parse_bytes_rate(vm["client-disk-write"].as<std::string>(), "--client-disk-write");
   }
   return r;
 }

@@ -180,7 +180,16 @@ TEST(LabCliTest, ThrottleArguments) {
   for (const char* bad : {"fast", "100", "MB/s"}) {
     EXPECT_THROW(parse_bytes_rate(bad, "--server-disk-read"), Error) << bad;
   }
+  r = parse_throttle_args(
+      {"--client-cpu", "25%", "--client-disk-read", "50MB/s", "--client-disk-write", "off"});
+  EXPECT_EQ(r.client_cpu, std::optional<double>(0.25));
+  EXPECT_EQ(r.client_disk_read_bps, std::optional<uint64_t>(50'000'000));
+  EXPECT_EQ(r.client_disk_write_bps, std::optional<uint64_t>(0));
+  EXPECT_FALSE(r.smbd_cpu.has_value());
+  EXPECT_FALSE(r.disk_read_bps.has_value());
   EXPECT_EQ(run({"throttle", "--smbd-cpu", "lots"}).code, 2);
+  EXPECT_EQ(run({"throttle", "--client-cpu", "20"}).code, 2);
+  EXPECT_EQ(run({"throttle", "--client-disk-read", "fast"}).code, 2);
   EXPECT_EQ(run({"throttle", "--gpu", "1"}).code, 2);
 }
 

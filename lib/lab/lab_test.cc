@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
@@ -643,6 +645,63 @@ TEST(LabRootTest, DownWithoutLabIsANoOp) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root";
   EXPECT_NO_THROW(down(kInstance, test_dir("absent")));
   EXPECT_FALSE(load(test_dir("absent")).has_value());
+}
+
+// `lab throttle --client-cpu/--client-disk-read`: a session sshd starts on the
+// client host after the throttle (as an agent's is) runs in the client's cpu
+// and blkio cgroups, whose control files carry the limits on the client's own
+// loop device; `--clear` and `down` remove the groups.
+TEST_F(LabTest, ClientThrottleHoldsLaterSessionsAndIsCleared) {
+  const LabState s = up(small_options(), kInstance, dir_);
+  ThrottleRequest req;
+  req.client_cpu = 0.3;
+  req.client_disk_read_bps = 20'000'000;
+  const LabState t = throttle(req, kInstance, dir_);
+  EXPECT_DOUBLE_EQ(t.throttle.client_cpu, 0.3);
+  EXPECT_EQ(t.throttle.client_disk_read_bps, 20'000'000u);
+  const CgroupLayout l = cgroup_layout();
+  ASSERT_FALSE(t.throttle.cgroups.empty());
+  struct stat st;
+  ASSERT_EQ(stat(s.client.loop_device.c_str(), &st), 0);
+  const std::string device = fmt::format("{}:{}", major(st.st_rdev), minor(st.st_rdev));
+  // The session's own cgroup lines, as the kernel reports them for a new process.
+  const std::string in = ssh(t, t.client.alias, "cat /proc/self/cgroup");
+  const std::string server_in = ssh(t, t.server.alias, "cat /proc/self/cgroup");
+  for (const std::string& dir : t.throttle.cgroups) {
+    const std::string rel = dir.substr(cgroup_root_of(dir).size());
+    EXPECT_NE(in.find(":" + rel + "\n"), std::string::npos) << rel << " not in:\n" << in;
+    EXPECT_EQ(server_in.find(rel), std::string::npos) << server_in;
+  }
+  if (!l.cpu_v1.empty()) {
+    const std::string cpu_dir = l.cpu_v1 + "/" + kNames.cgroup_name + "-client";
+    EXPECT_EQ(sys::read_file(cpu_dir + "/cpu.cfs_quota_us").value_or(""), "30000\n");
+  }
+  if (!l.blkio_v1.empty()) {
+    const std::string io_dir = l.blkio_v1 + "/" + kNames.cgroup_name + "-client";
+    EXPECT_EQ(sys::read_file(io_dir + "/blkio.throttle.read_bps_device").value_or(""),
+              device + " 20000000\n");
+  }
+  const StatusOutcome so = cli_status(dir_);
+  EXPECT_DOUBLE_EQ(so.doc.at("servers").at("throttle").at("client_cpu").to_number<double>(), 0.3);
+  // off removes one limit and keeps the other.
+  ThrottleRequest off;
+  off.client_cpu = 0;
+  const LabState t2 = throttle(off, kInstance, dir_);
+  EXPECT_EQ(t2.throttle.client_cpu, 0);
+  EXPECT_EQ(t2.throttle.client_disk_read_bps, 20'000'000u);
+  for (const std::string& dir : t.throttle.cgroups) {
+    const bool kept = std::find(t2.throttle.cgroups.begin(), t2.throttle.cgroups.end(), dir) !=
+                      t2.throttle.cgroups.end();
+    EXPECT_EQ(sys::exists(dir), kept) << dir;
+  }
+  ThrottleRequest clear;
+  clear.clear = true;
+  EXPECT_TRUE(throttle(clear, kInstance, dir_).throttle.cgroups.empty());
+  for (const std::string& dir : t.throttle.cgroups) EXPECT_FALSE(sys::exists(dir)) << dir;
+  // Throttled again, `down` removes them with the lab.
+  const LabState t3 = throttle(req, kInstance, dir_);
+  down(kInstance, dir_);
+  for (const std::string& dir : t3.throttle.cgroups) EXPECT_FALSE(sys::exists(dir)) << dir;
 }
 
 }  // namespace

@@ -921,6 +921,9 @@ std::string state_to_json(const LabState& s) {
                                {"nfsd_cpu", s.throttle.nfsd_cpu},
                                {"disk_read_bps", s.throttle.disk_read_bps},
                                {"disk_write_bps", s.throttle.disk_write_bps},
+                               {"client_cpu", s.throttle.client_cpu},
+                               {"client_disk_read_bps", s.throttle.client_disk_read_bps},
+                               {"client_disk_write_bps", s.throttle.client_disk_write_bps},
                                {"cgroups", std::move(cgroups)}};
   return json::serialize(o) + "\n";
 }
@@ -988,6 +991,14 @@ LabState state_from_json(std::string_view text, const std::string& where) {
     if (t.has("nfsd_cpu")) s.throttle.nfsd_cpu = t.num("nfsd_cpu");
     s.throttle.disk_read_bps = t.u64("disk_read_bps");
     s.throttle.disk_write_bps = t.u64("disk_write_bps");
+    // Absent in a lab.json from before the client throttles.
+    if (t.has("client_cpu")) s.throttle.client_cpu = t.num("client_cpu");
+    if (t.has("client_disk_read_bps")) {
+      s.throttle.client_disk_read_bps = t.u64("client_disk_read_bps");
+    }
+    if (t.has("client_disk_write_bps")) {
+      s.throttle.client_disk_write_bps = t.u64("client_disk_write_bps");
+    }
     s.throttle.cgroups = t.strings("cgroups");
   }
   return s;

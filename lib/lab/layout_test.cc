@@ -804,6 +804,9 @@ TEST(LayoutTest, StateJsonCarriesSharesServersAndThrottle) {
   s.share_user_created = true;
   s.throttle.smbd_cpu = 0.25;
   s.throttle.disk_read_bps = 50'000'000;
+  s.throttle.client_cpu = 0.3;
+  s.throttle.client_disk_read_bps = 40'000'000;
+  s.throttle.client_disk_write_bps = 20'000'000;
   s.throttle.cgroups = {"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"};
   const LabState r = state_from_json(state_to_json(s), "lab.json");
   ASSERT_EQ(r.server.shares.size(), 6u);
@@ -819,6 +822,9 @@ TEST(LayoutTest, StateJsonCarriesSharesServersAndThrottle) {
   EXPECT_EQ(r.share_password_file, s.share_password_file);
   EXPECT_DOUBLE_EQ(r.throttle.smbd_cpu, 0.25);
   EXPECT_EQ(r.throttle.disk_read_bps, 50'000'000u);
+  EXPECT_DOUBLE_EQ(r.throttle.client_cpu, 0.3);
+  EXPECT_EQ(r.throttle.client_disk_read_bps, 40'000'000u);
+  EXPECT_EQ(r.throttle.client_disk_write_bps, 20'000'000u);
   EXPECT_EQ(r.throttle.cgroups, s.throttle.cgroups);
 }
 

@@ -160,6 +160,29 @@ TEST(StatusTest, JsonCarriesTheSameFacts) {
   EXPECT_TRUE(o.at("down").as_array().empty());
 }
 
+// `lab status` shows the client's throttles beside the server's, in its text
+// and as numbers in its JSON.
+TEST(StatusTest, ShowsTheClientThrottles) {
+  LabStatus st = sample(true);
+  st.state.throttle.smbd_cpu = 0.2;
+  st.state.throttle.client_cpu = 0.25;
+  st.state.throttle.client_disk_read_bps = 50'000'000;
+  st.state.throttle.client_disk_write_bps = 10'000'000;
+  st.state.throttle.cgroups = {"/sys/fs/cgroup/cpu/chokepoint-lab-client"};
+  const std::string t = status_text(st);
+  EXPECT_NE(t.find("throttle   smbd CPU 20% of a core; client CPU 25% of a core; client disk read "
+                   "50 MB/s; client disk write 10 MB/s"),
+            std::string::npos)
+      << t;
+  const json::value v = json::parse(status_json(st));
+  const json::object& th = v.at("servers").at("throttle").as_object();
+  EXPECT_DOUBLE_EQ(th.at("client_cpu").to_number<double>(), 0.25);
+  EXPECT_EQ(th.at("client_disk_read_bps").to_number<uint64_t>(), 50'000'000u);
+  EXPECT_EQ(th.at("client_disk_write_bps").to_number<uint64_t>(), 10'000'000u);
+  EXPECT_DOUBLE_EQ(th.at("smbd_cpu").to_number<double>(), 0.2);
+  EXPECT_EQ(th.at("cgroups").as_array().size(), 1u);
+}
+
 TEST(StatusTest, JsonReportsThePathAndWhatIsDown) {
   LabStatus st = sample(false);
   st.down = {"client-sshd", "delay-line"};

@@ -71,11 +71,16 @@ CgroupLayout cgroup_layout() {
 ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
                            const std::vector<int>& server_pids, const std::string& name,
-                           const std::vector<int>& nfsd_pids) {
+                           const std::vector<int>& nfsd_pids, const ClientTargets& client) {
   CP_CHECK(name.rfind(kCgroupPrefix, 0) == 0);
   ThrottlePlan p;
-  const bool cpu = want.smbd_cpu > 0 || want.nfsd_cpu > 0;
-  const bool io = want.disk_read_bps > 0 || want.disk_write_bps > 0;
+  const bool server_io = want.disk_read_bps > 0 || want.disk_write_bps > 0;
+  const bool client_io = want.client_disk_read_bps > 0 || want.client_disk_write_bps > 0;
+  const bool server_cpu = want.smbd_cpu > 0 || want.nfsd_cpu > 0;
+  const bool cpu = server_cpu || want.client_cpu > 0;
+  const bool io = server_io || client_io;
+  CP_CHECK(!server_io || !device.empty());
+  CP_CHECK(!client_io || !client.device.empty());
   const bool cpu_v1 = cpu && !l.cpu_v1.empty();
   const bool io_v1 = io && !l.blkio_v1.empty();
   const bool cpu_v2 = cpu && !cpu_v1 && !l.v2.empty() && has(l.v2_controllers, "cpu");
@@ -83,13 +88,16 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
   if (cpu && !cpu_v1 && !cpu_v2) {
     throw Error(
         ErrorKind::kUnsupported,
-        "cannot limit a file server's CPU: this machine has no cgroup cpu controller (neither a v1 "
-        "cpu hierarchy nor cpu in cgroup v2's cgroup.controllers)",
+        fmt::format("cannot limit {}'s CPU: this machine has no cgroup cpu controller (neither a "
+                    "v1 cpu hierarchy nor cpu in cgroup v2's cgroup.controllers)",
+                    server_cpu ? "a file server" : "the client host"),
         "enable the cpu controller (v2: echo +cpu > <cgroup2 mount>/cgroup.subtree_control)");
   }
   if (io && !io_v1 && !io_v2) {
     throw Error(ErrorKind::kUnsupported,
-                "cannot limit the server disk: this machine has no cgroup blkio/io controller",
+                fmt::format("cannot limit the {} disk: this machine has no cgroup blkio/io "
+                            "controller",
+                            server_io ? "server" : "client"),
                 "enable the io controller (v2: echo +io > <cgroup2 mount>/cgroup.subtree_control)");
   }
   auto move_all = [&](const std::vector<int>& pids, const std::string& dir, bool skip_smbd) {
@@ -104,12 +112,15 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
   auto quota_of = [](double share) {
     return std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(share * kCfsPeriodUs)));
   };
-  // Each quota'd server in a group of its own: smbd, ganesha.nfsd.
+  // Each quota'd server in a group of its own: smbd, ganesha.nfsd; the client
+  // host's processes in a third.
   const struct {
     const char* leaf;
     double share;
     const std::vector<int>& pids;
-  } quotas[] = {{"smbd", want.smbd_cpu, smbd_pids}, {"nfsd", want.nfsd_cpu, nfsd_pids}};
+  } quotas[] = {{"smbd", want.smbd_cpu, smbd_pids},
+                {"nfsd", want.nfsd_cpu, nfsd_pids},
+                {"client", want.client_cpu, client.pids}};
   if (cpu_v1) {
     for (const auto& q : quotas) {
       if (q.share <= 0) continue;
@@ -123,34 +134,49 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
     }
   }
   if (io_v1) {
-    const std::string dir = l.blkio_v1 + "/" + name + "-server";
-    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
-    // "MAJ:MIN 0" removes a rule, so both files are always written.
-    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
-                     fmt::format("{} {}", device, want.disk_read_bps)});
-    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.write_bps_device",
-                     fmt::format("{} {}", device, want.disk_write_bps)});
-    move_all(server_pids, dir, false);
-    p.cgroups.push_back(dir);
+    // One blkio group per host, each limiting that host's own loop device.
+    const struct {
+      bool wanted;
+      const char* leaf;
+      const std::string& device;
+      uint64_t read_bps, write_bps;
+      const std::vector<int>& pids;
+    } disks[] = {
+        {server_io, "server", device, want.disk_read_bps, want.disk_write_bps, server_pids},
+        {client_io, "client", client.device, want.client_disk_read_bps, want.client_disk_write_bps,
+         client.pids}};
+    for (const auto& d : disks) {
+      if (!d.wanted) continue;
+      const std::string dir = l.blkio_v1 + "/" + name + "-" + d.leaf;
+      p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+      // "MAJ:MIN 0" removes a rule, so both files are always written.
+      p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
+                       fmt::format("{} {}", d.device, d.read_bps)});
+      p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.write_bps_device",
+                       fmt::format("{} {}", d.device, d.write_bps)});
+      move_all(d.pids, dir, false);
+      p.cgroups.push_back(dir);
+    }
   }
   if (cpu_v2 || io_v2) {
     // v2: a process sits in one cgroup only, and only leaves hold processes:
-    // <base>/smbd (cpu.max) and <base>/server (the rest); io.max on <base>
-    // covers both.
+    // <base>/smbd, <base>/nfsd (cpu.max), <base>/client (its cpu.max and
+    // io.max) and <base>/server (the server's other processes); the server's
+    // io.max on <base> covers smbd and nfsd too.
     const std::string base = l.v2 + "/" + name;
     std::string controllers = cpu_v2 ? "+cpu" : "";
     if (io_v2) controllers += controllers.empty() ? "+io" : " +io";
     p.ops.push_back({CgroupOp::kWrite, l.v2 + "/cgroup.subtree_control", controllers});
     p.ops.push_back({CgroupOp::kMkdir, base, ""});
     p.ops.push_back({CgroupOp::kWrite, base + "/cgroup.subtree_control", controllers});
-    if (io_v2) {
+    if (io_v2 && server_io) {
       p.ops.push_back({CgroupOp::kWrite, base + "/io.max",
                        fmt::format("{} rbps={} wbps={}", device, bps_text(want.disk_read_bps),
                                    bps_text(want.disk_write_bps))});
     }
     if (cpu_v2) {
       for (const auto& q : quotas) {
-        if (q.share <= 0) continue;
+        if (q.share <= 0 || q.leaf == std::string_view("client")) continue;
         const std::string leaf = base + "/" + q.leaf;
         p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
         p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
@@ -159,12 +185,30 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
         p.cgroups.push_back(leaf);
       }
     }
-    p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
-    // With the cpu quota in v2 smbd stays in its own leaf; io.max still covers it.
-    if (io_v2 || !cpu_v2) {
-      move_all(server_pids, base + "/server", cpu_v2);
+    const bool client_cpu_v2 = cpu_v2 && want.client_cpu > 0;
+    const bool client_io_v2 = io_v2 && client_io;
+    if (client_cpu_v2 || client_io_v2) {
+      const std::string leaf = base + "/client";
+      p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
+      if (client_cpu_v2) {
+        p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
+                         fmt::format("{} {}", quota_of(want.client_cpu), kCfsPeriodUs)});
+      }
+      if (client_io_v2) {
+        p.ops.push_back(
+            {CgroupOp::kWrite, leaf + "/io.max",
+             fmt::format("{} rbps={} wbps={}", client.device, bps_text(want.client_disk_read_bps),
+                         bps_text(want.client_disk_write_bps))});
+      }
+      move_all(client.pids, leaf, false);
+      p.cgroups.push_back(leaf);
     }
-    p.cgroups.push_back(base + "/server");
+    if ((cpu_v2 && server_cpu) || (io_v2 && server_io)) {
+      p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
+      // With the cpu quota in v2 smbd stays in its own leaf; io.max still covers it.
+      if (io_v2 && server_io) move_all(server_pids, base + "/server", cpu_v2);
+      p.cgroups.push_back(base + "/server");
+    }
     p.cgroups.push_back(base);
   }
   return p;
@@ -218,6 +262,16 @@ std::string throttle_text(const LabThrottle& t) {
   }
   if (t.disk_write_bps > 0) {
     parts.push_back("server disk write " + format_mbps(static_cast<double>(t.disk_write_bps)));
+  }
+  if (t.client_cpu > 0) {
+    parts.push_back(fmt::format("client CPU {:g}% of a core", t.client_cpu * 100));
+  }
+  if (t.client_disk_read_bps > 0) {
+    parts.push_back("client disk read " + format_mbps(static_cast<double>(t.client_disk_read_bps)));
+  }
+  if (t.client_disk_write_bps > 0) {
+    parts.push_back("client disk write " +
+                    format_mbps(static_cast<double>(t.client_disk_write_bps)));
   }
   if (parts.empty()) return "none";
   std::string out;

@@ -1,7 +1,8 @@
 // `chokepoint lab throttle`: cgroup limits on the server host's smbd (CPU) and
-// on its disk (read/write bytes/s on its loop device), for tests that must
-// see the verdict name the SMB layer or the server disk, and for users'
-// experiments. cgroup v1 where the machine has it (cpu.cfs_quota_us,
+// on its disk (read/write bytes/s on its loop device), and on the client host
+// (the CPU of everything its sshd starts, its loop disk), for tests that must
+// see the verdict name the SMB layer, a disk or the client's CPU, and for
+// users' experiments. cgroup v1 where the machine has it (cpu.cfs_quota_us,
 // blkio.throttle.*_bps_device), else v2 (cpu.max, io.max). lab.h declares
 // throttle(); this header holds the pure planning parts, for tests.
 #pragma once
@@ -49,18 +50,27 @@ struct ThrottlePlan {
   std::vector<std::string> cgroups;  // the dirs it makes, deepest first (for LabThrottle::cgroups)
 };
 
+// The client host's part: its loop device ("MAJ:MIN"; needed only for a
+// client disk limit) and every process in it (its sshd among them).
+struct ClientTargets {
+  std::string device;
+  std::vector<int> pids;
+};
+
 // The operations that give `want` (the whole throttle wanted, not a change)
 // to the server host: smbd's processes get the CPU quota (ganesha.nfsd's,
 // `nfsd_pids`, a quota of their own), all of
 // `server_pids` (which include smbd's) the disk limits on `device`
-// ("MAJ:MIN"). Throws Error(kUnsupported) naming the missing controller.
+// ("MAJ:MIN"); `client`'s processes the client CPU quota and the client disk
+// limits. Throws Error(kUnsupported) naming the missing controller.
 // The cgroups are named from `name` (an instance's InstanceNames::cgroup_name,
 // which starts with kCgroupPrefix).
 ThrottlePlan plan_throttle(const CgroupLayout& layout, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
                            const std::vector<int>& server_pids,
                            const std::string& name = kCgroupPrefix,
-                           const std::vector<int>& nfsd_pids = {});
+                           const std::vector<int>& nfsd_pids = {},
+                           const ClientTargets& client = {});
 
 // Carries out the plan; throws Error(kIo) naming the file that refused.
 // A process that exited before it could be moved is not an error.
@@ -75,7 +85,8 @@ std::string cgroup_root_of(const std::string& dir);
 // the lab's. Throws Error(kIo) listing what it could not remove.
 void remove_throttle_cgroups(const LabThrottle& t);
 
-// "smbd CPU 20% of a core; server disk read 50 MB/s" or "none".
+// "smbd CPU 20% of a core; server disk read 50 MB/s; client CPU 25% of a
+// core" or "none".
 std::string throttle_text(const LabThrottle& t);
 
 }  // namespace cp::lab

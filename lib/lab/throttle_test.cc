@@ -171,5 +171,100 @@ TEST(ThrottleTest, RootsAndText) {
   EXPECT_EQ(throttle_text(t), "smbd CPU 20% of a core; server disk read 50 MB/s");
 }
 
+// The client end: its CPU quota on every process of the client host (its sshd,
+// so the agent a later session starts), its disk limits on its own device, each
+// host in cgroups of its own.
+TEST(ThrottleTest, V1ClientCpuAndDiskGoToTheClientHostOnly) {
+  LabThrottle want;
+  want.client_cpu = 0.25;
+  want.client_disk_read_bps = 50'000'000;
+  const ClientTargets client{"7:4", {60, 61}};
+  const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "", {101}, {50, 101},
+                                       "chokepoint-lab-7", {}, client);
+  EXPECT_EQ(ops_text(p),
+            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-7-client\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cpu.cfs_period_us = 100000\n"
+            "write /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cpu.cfs_quota_us = 25000\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cgroup.procs = 60\n"
+            "move /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cgroup.procs = 61\n"
+            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-7-client\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-7-client/blkio.throttle.read_bps_device = "
+            "7:4 50000000\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-7-client/blkio.throttle.write_bps_device = "
+            "7:4 0\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-7-client/cgroup.procs = 60\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-7-client/cgroup.procs = 61\n");
+  EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-7-client",
+                                                 "/sys/fs/cgroup/blkio/chokepoint-lab-7-client"}));
+  for (const std::string& c : p.cgroups) EXPECT_FALSE(cgroup_root_of(c).empty()) << c;
+}
+
+TEST(ThrottleTest, V1ServerAndClientDisksEachLimitTheirOwnDevice) {
+  LabThrottle want;
+  want.disk_write_bps = 10'000'000;
+  want.client_disk_write_bps = 20'000'000;
+  const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:3", {101},
+                                       {50, 101}, "chokepoint-lab", {}, {"7:4", {60}});
+  EXPECT_EQ(ops_text(p),
+            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-server\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.read_bps_device = "
+            "7:3 0\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.write_bps_device = "
+            "7:3 10000000\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 50\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 101\n"
+            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-client\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-client/blkio.throttle.read_bps_device = "
+            "7:4 0\n"
+            "write /sys/fs/cgroup/blkio/chokepoint-lab-client/blkio.throttle.write_bps_device = "
+            "7:4 20000000\n"
+            "move /sys/fs/cgroup/blkio/chokepoint-lab-client/cgroup.procs = 60\n");
+}
+
+TEST(ThrottleTest, V2ClientGetsALeafWithItsCpuMaxAndIoMax) {
+  LabThrottle want;
+  want.client_cpu = 0.2;
+  want.client_disk_write_bps = 30'000'000;
+  const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kPureV2, "cpu io"), want, "", {101},
+                                       {50, 101}, "chokepoint-lab", {}, {"7:4", {60}});
+  EXPECT_EQ(ops_text(p),
+            "write /sys/fs/cgroup/cgroup.subtree_control = +cpu +io\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab\n"
+            "write /sys/fs/cgroup/chokepoint-lab/cgroup.subtree_control = +cpu +io\n"
+            "mkdir /sys/fs/cgroup/chokepoint-lab/client\n"
+            "write /sys/fs/cgroup/chokepoint-lab/client/cpu.max = 20000 100000\n"
+            "write /sys/fs/cgroup/chokepoint-lab/client/io.max = 7:4 rbps=max wbps=30000000\n"
+            "move /sys/fs/cgroup/chokepoint-lab/client/cgroup.procs = 60\n");
+  // No server leaf: the server host is not throttled.
+  EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/chokepoint-lab/client",
+                                                 "/sys/fs/cgroup/chokepoint-lab"}));
+}
+
+TEST(ThrottleTest, ClientCpuWithoutACpuControllerIsUnsupported) {
+  LabThrottle want;
+  want.client_cpu = 0.2;
+  try {
+    plan_throttle(parse_cgroup_layout(kPureV2, "io"), want, "", {}, {}, "chokepoint-lab", {},
+                  {"", {60}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  }
+  LabThrottle disk;
+  disk.client_disk_read_bps = 1'000'000;
+  EXPECT_THROW(plan_throttle(parse_cgroup_layout(kPureV2, "cpu"), disk, "", {}, {},
+                             "chokepoint-lab", {}, {"7:4", {60}}),
+               Error);
+}
+
+TEST(ThrottleTest, TextNamesTheClientsThrottles) {
+  LabThrottle t;
+  t.client_cpu = 0.25;
+  t.client_disk_read_bps = 50'000'000;
+  t.client_disk_write_bps = 20'000'000;
+  EXPECT_EQ(throttle_text(t),
+            "client CPU 25% of a core; client disk read 50 MB/s; client disk write 20 MB/s");
+}
+
 }  // namespace
 }  // namespace cp::lab

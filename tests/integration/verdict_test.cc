@@ -270,5 +270,55 @@ TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
   EXPECT_EQ(str(*up, "cap"), "disk:server:write:100000000");
 }
 
+// A weak client: the client agent held to 25 % of a core (a CPU quota on
+// everything the client's sshd starts). FTP from RAM runs far below TCP, and
+// the verdict names the client's quota on chokepoint's own agent, with the
+// figure a lower bound, never the FTP layer or the server.
+TEST_F(Verdict, ClientAgentCpuQuotaHoldsTheProtocolRows) {
+  RunResult th = chokepoint({"lab", "throttle", "--client-cpu", "25%"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" +
+               share("ftp", "ram"));
+  ASSERT_FALSE(doc.empty());
+  for (const auto& [path, cap] : {std::pair{"ftp ram read", "ftp:ram:read:100000000"},
+                                  std::pair{"ftp ram write", "ftp:ram:write:100000000"}}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
+    EXPECT_EQ(str(*f, "cap"), cap);
+    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+    const json::object& cpu = f->at("cpu").as_object();
+    EXPECT_EQ(str(cpu, "host"), "client") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "role"), "agent") << str(*f, "text");
+    // The kernel's comm: "chokepoint-agent" cut to 15 characters.
+    EXPECT_EQ(str(cpu, "process").rfind("chokepoint-agen", 0), 0u) << str(*f, "text");
+    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 25.0);
+    // The client's own probe is the cap: the figure is what the client does,
+    // a lower bound of the protocol's.
+    EXPECT_TRUE(f->at("lower_bound").as_bool()) << str(*f, "text");
+  }
+}
+
+// The client's disk reads limited to 50 MB/s: the put path (client -> server)
+// reads the client disk and names it; the get path (server -> client) writes
+// it, unlimited, and never names it.
+TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
+  RunResult th = chokepoint({"lab", "throttle", "--client-disk-read", "50MB/s"}, 120);
+  ASSERT_EQ(th.exit_code, 0) << th.err;
+  const json::object doc =
+      diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* up = finding(doc, "client -> server");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(str(*up, "layer"), "client disk") << str(*up, "text");
+  EXPECT_EQ(str(*up, "cap"), "disk:client:read:100000000");
+  const json::object* down = finding(doc, "server -> client");
+  ASSERT_NE(down, nullptr);
+  EXPECT_NE(str(*down, "layer"), "client disk") << str(*down, "text");
+  EXPECT_EQ(str(*down, "cap").rfind("disk:client", 0), std::string::npos) << str(*down, "text");
+}
+
 }  // namespace
 }  // namespace cp::itest
