@@ -697,6 +697,7 @@ json::object to_json(const FactsRequest& m) {
   json::object o{
       {"ram_dir", m.ram_dir}, {"disk_dir", m.disk_dir}, {"peer_address", m.peer_address}};
   if (!m.samba_conf.empty()) o["samba_conf"] = m.samba_conf;
+  if (!m.samba) o["samba"] = false;
   return o;
 }
 void from_json(const json::value& v, FactsRequest& m, Source src, std::string_view what) {
@@ -704,7 +705,8 @@ void from_json(const json::value& v, FactsRequest& m, Source src, std::string_vi
       .opt("ram_dir", m.ram_dir)
       .opt("disk_dir", m.disk_dir)
       .opt("peer_address", m.peer_address)
-      .opt("samba_conf", m.samba_conf);
+      .opt("samba_conf", m.samba_conf)
+      .opt("samba", m.samba);
 }
 
 }  // namespace cp::msg

@@ -352,6 +352,10 @@ struct FactsRequest {
   std::string disk_dir;
   std::string peer_address;  // the other end, to find the interface that reaches it
   std::string samba_conf;    // "": the running smbd's
+  // Whether to read the Samba configuration and count smbd's privileges: the
+  // file server's end only (a client's facts would name whatever smbd the
+  // machine runs for something else, or a lab's other host's).
+  bool samba = true;
 };
 
 }  // namespace cp::msg

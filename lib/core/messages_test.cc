@@ -374,6 +374,9 @@ TEST(Messages, FactsRoundTrip) {
   EXPECT_EQ(q2.disk_dir, "/disk");
   EXPECT_EQ(q2.peer_address, "198.18.0.2");
   EXPECT_EQ(q2.samba_conf, "/etc/lab/smb.conf");
+  EXPECT_TRUE(q2.samba);  // absent on the wire: the server's default
+  FactsRequest client{"/ram", "/disk", "198.18.0.1", "", false};
+  EXPECT_FALSE(round_trip(client).samba);
 }
 
 TEST(Messages, PeerMessageMissingARequiredFieldIsAPeerError) {

@@ -54,10 +54,11 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   // Facts: the client's path to the server's data address first, then the
   // server's path back to the client's address on that path. They are decoded
   // (core/facts_message.h) and stored whole.
+  // The client's facts leave Samba out: its verdict rules are the server's.
   msg::Facts cf = msg::decode<msg::Facts>(
       a.client.call("facts",
                     msg::to_json(msg::FactsRequest{plan.client.ram_dir, plan.client.disk_dir,
-                                                   a.data_address}),
+                                                   a.data_address, "", /*samba=*/false}),
                     60),
       "facts");
   a.client_address = cf.net && cf.net->address ? *cf.net->address : "";

@@ -537,13 +537,13 @@ msg::Facts collect_facts(const FactsRequest& req) {
   if (const uint64_t mem = os::memory_bytes(); mem > 0) f.memory_bytes = mem;
   if (!req.peer_address.empty()) f.net = net_facts(req.peer_address);
   f.tcp_sysctls = tcp_sysctl_facts();
-  f.samba = samba_facts(req.samba_conf);
+  if (req.samba) f.samba = samba_facts(req.samba_conf);
   f.euid = static_cast<uint64_t>(::geteuid());
   // What this agent measured with a lesser method, for want of a privilege.
   const std::string disk_fs = f.disk_dir && f.disk_dir->fs_type ? *f.disk_dir->fs_type : "";
-  std::string how;
+  std::string how, smb_conf;
   bool samba = false;  // the plan names smbd's config, or one runs in this host
-  const std::string smb_conf = samba_config_path(req.samba_conf, &how, "/proc", &samba);
+  if (req.samba) smb_conf = samba_config_path(req.samba_conf, &how, "/proc", &samba);
   f.degraded = degraded_facts(
       os::degraded_facts(os::privilege_context(disk_fs, samba, how == "default" ? "" : smb_conf)));
   return f;

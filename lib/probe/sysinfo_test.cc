@@ -63,6 +63,18 @@ TEST(Sysinfo, FactsOfThisMachine) {
   }
 }
 
+// The client's end is asked without Samba: no configuration is read, and no
+// privilege smbd's would need is counted as degraded.
+TEST(Sysinfo, FactsWithoutSambaLeaveItOut) {
+  FactsRequest req;
+  req.samba = false;
+  const msg::Facts f = collect_facts(req);
+  EXPECT_FALSE(f.samba.has_value());
+  for (const msg::DegradedFact& d : f.degraded) {
+    EXPECT_EQ(d.fact.find("smb"), std::string::npos) << d.fact;
+  }
+}
+
 TEST(Sysinfo, LoopbackPeerUsesLo) {
   FactsRequest req;
   req.peer_address = "127.0.0.1";

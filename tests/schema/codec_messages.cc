@@ -99,6 +99,7 @@ Facts sparse_facts() {
 int main() {
   const ShareRef share{"s", "smb://h/s", "smb", "u", "pw", {{"connections", "2"}}};
   request("facts", to_json(FactsRequest{"/ram", "/disk", "198.18.0.1", "/etc/samba/smb.conf"}));
+  request("facts", to_json(FactsRequest{"/ram", "/disk", "198.18.0.2", "", false}));
   result("facts", to_json(full_facts()));
   result("facts", to_json(sparse_facts()));
   request("disk", to_json(DiskRequest{"/disk", "write", "d.dat", 1u << 20, 1u << 20, false}));
