@@ -13,6 +13,7 @@
 // (what the driver kept in flight: in_flight_bytes, request_size, depth).
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -146,7 +147,10 @@ int run(int argc, char** argv) {
     if (fd < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
     t1 = monotonic_seconds();
     cpu1 = cpu_seconds();
-    auto f = session->open(words[2], transfer::Mode::kWrite, 0);
+    // The file's size, as the client agent tells the driver (--size-hint: another).
+    struct stat st {};
+    if (size_hint == 0 && ::fstat(fd, &st) == 0) size_hint = static_cast<uint64_t>(st.st_size);
+    auto f = session->open(words[2], transfer::Mode::kWrite, size_hint);
     for (;;) {
       const ssize_t n = ::read(fd, buf.data(), buf.size());
       if (n < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
