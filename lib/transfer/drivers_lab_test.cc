@@ -369,9 +369,9 @@ TEST_F(DriversLabTest, SmbReadsEndAtTheFileEndWhateverSizeWasExpected) {
   }
 }
 
-// Helper connections write each an equal share of the size they are told to
-// expect; a file smaller or larger than that (or with none told) still
-// arrives whole, in order, and the pool records one call per helper in flight.
+// Helper connections writing a file of another size than the one they are
+// told to expect (or none told) still deliver it whole and in order, and the
+// pool records one call per busy helper in flight (32 KiB halves here).
 TEST_F(DriversLabTest, SmbHelperWritesArriveWholeWhateverSizeWasExpected) {
   Share sh = share("smb", "ram");
   sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};

@@ -7,7 +7,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/error.h"
 
@@ -124,44 +123,6 @@ Error nfs_error(int err, std::string_view detail, Step step, const Place& where)
 inline constexpr unsigned kSmbMaxConnections = 16;
 inline constexpr uint64_t kSmbAutoMemory = 64ull << 20;
 unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate);
-
-// How a file's data is spread over SMB helper connections (connections > 1):
-// calls in order of offset, each to the next helper in turn, up to
-// `call_max` bytes (half a helper's slot), the first ones of a file
-// staggered ((k + 1) / helpers of call_max for call k < helpers - 1) so that
-// the helpers' calls do not all end (and idle a round trip) at once. With
-// the file's size known or expected (`size`; kUnknown: not), each helper's
-// calls add up to an equal share of it (ceil(size / helpers)): connections
-// share the path alike, so equal bytes end together, where plain turns leave
-// the last helper or two sending alone at the end (at what their share of
-// the path was) for up to a call. A helper at its share is passed over; once
-// every one is (the file is larger than expected), plain turns go on. A
-// share's last call is not left small: what would leave less than half a
-// call after it is split in two alike.
-class SmbCallPlan {
- public:
-  static constexpr uint64_t kUnknown = UINT64_MAX;
-  struct Call {
-    unsigned helper = 0;
-    uint64_t len = 0;   // bytes, > 0
-    unsigned half = 0;  // 0 or 1: which half of the helper's slot (alternating per helper)
-  };
-  SmbCallPlan(unsigned helpers, uint64_t call_max, uint64_t size);
-  // The next call (the plan does not change until add()).
-  Call next() const;
-  // Records the next call as sent with `len` bytes (<= next().len).
-  void add(uint64_t len);
-  uint64_t calls() const { return calls_; }
-  uint64_t assigned(unsigned helper) const { return assigned_[helper]; }
-
- private:
-  unsigned helpers_;
-  uint64_t call_max_, share_;
-  uint64_t calls_ = 0;
-  unsigned turn_ = 0;                   // the helper whose turn is next
-  std::vector<uint64_t> assigned_;      // bytes sent to each helper
-  std::vector<uint64_t> helper_calls_;  // calls sent to each helper
-};
 
 // --- path ------------------------------------------------------------------
 Error path_error(int err, Step step, const Place& where);

@@ -39,7 +39,8 @@
 // separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
 // response (max_read_size, max_write_size; "unknown" when that fails).
 // properties() also records what one call kept in flight in the last file
-// (in_flight_bytes, request_size, depth).
+// (in_flight_bytes, request_size, depth); with helpers, one call per busy
+// helper (its next call waits in its socket, not on the wire).
 //
 // What was negotiated otherwise (dialect, signing, encryption) is not
 // exposed either; properties() records what this client asked for, and the
@@ -61,12 +62,7 @@
 // halves (calls of io_size / 2): the next call is already with the helper
 // while the last one's data is handed over, so no helper waits for this
 // process between calls; the first calls are staggered so that the helpers'
-// calls do not all end (and idle for a round trip) at once, and with the
-// file's size known or expected (reads: at open or the size hint; writes:
-// the size hint, as the agent gives it) each helper moves an equal share of
-// it (SmbCallPlan), so that no helper is left sending alone at the end. What
-// a sample records in flight is one call per busy helper (the next one waits
-// in the helper's socket, not on the wire). smbd serves each
+// calls do not all end (and idle for a round trip) at once. smbd serves each
 // connection with a process of its own: a sample with connections > 1 says so
 // in its properties (connections, connections_chosen), since it is not what
 // one connection (one smbd process) moves.
@@ -414,18 +410,25 @@ class SmbFile : public File {
   bool failed_ = false;  // writes: a call failed, so the file has a hole
 };
 
-// A file whose data moves through the session's helper processes: calls in
-// order of offset, each to a helper as SmbCallPlan says (in turn; with the
-// size known or expected, an equal share of it each), so up to `connections`
-// calls are in flight. Random access goes through the session's own handle
-// (an SmbFile).
+// A file whose data moves through the session's helper processes: call k
+// (io_size bytes at k * io_size) goes to helper k % connections, so up to
+// `connections` calls are in flight. Random access goes through the
+// session's own handle (an SmbFile).
 class SmbPoolFile : public File {
  public:
   // `size`: known at open, or kSizeUnknown (reads end at a short answer);
   // `size_hint`: the size the caller expects (0: none), how far ahead calls
   // go while the size is unknown.
   SmbPoolFile(SmbSession& s, std::unique_ptr<SmbFile> own, Mode mode, Place where, uint64_t size,
-              uint64_t size_hint);
+              uint64_t size_hint)
+      : s_(s),
+        own_(std::move(own)),
+        mode_(mode),
+        where_(std::move(where)),
+        size_(size),
+        ahead_(size == kSizeUnknown && size_hint > 0 ? size_hint : kSizeUnknown) {
+    init();
+  }
   ~SmbPoolFile() override;
   size_t read(char* buf, size_t n) override;
   size_t pread(char* buf, size_t n, uint64_t offset) override {
@@ -437,9 +440,12 @@ class SmbPoolFile : public File {
 
  private:
   void issue();
-  // Where a call's data is: its helper's slot, the call's half.
-  char* data_of(const SmbCallPlan::Call& c);
-  void release_hold();  // reads: the held call's half is free again
+  // Bytes of call k (see call_len in the .cc).
+  uint64_t call_len(uint64_t k) const;
+  // Call k's helper, and its half of that helper's slot.
+  Helper& helper_of(uint64_t k);
+  uint64_t half_of(uint64_t k) const;
+  void init();
   // An answer from `w`, its failure as the error for `step`.
   WorkerReply answer(Helper& w, Step step);
   void note();            // the calls in flight, into the session's record
@@ -457,22 +463,14 @@ class SmbPoolFile : public File {
   // in the other, so that no helper waits for this process between calls.
   uint64_t half_ = 0;                // bytes
   uint64_t issued_ = 0, taken_ = 0;  // calls sent / consumed (reads)
-  SmbCallPlan plan_;
   struct Call {
     uint64_t off = 0, len = 0;
-    SmbCallPlan::Call to;  // its helper and half
   };
   std::vector<Call> ring_;  // reads: call k at k % (2 * helpers), until consumed
-  // Reads: each helper's calls sent and not yet handed out (at most two: its
-  // slot's halves).
-  std::vector<unsigned> open_;
-  // Writes: each helper's last call (bytes), for what is in flight.
-  std::vector<uint64_t> last_len_;
-  bool holding_ = false;  // reads: call taken_ - 1's data is being handed out
+  bool holding_ = false;    // reads: call taken_ - 1's data is being handed out
   size_t hold_pos_ = 0, hold_len_ = 0;
-  SmbCallPlan::Call next_;  // writes: the call being filled (fill_ > 0)
-  size_t fill_ = 0;         // writes: bytes in next_'s half
-  bool failed_ = false, closed_ = false;
+  size_t fill_ = 0;                       // writes: bytes in call issued_'s half
+  bool failed_ = false, closed_ = false;  // failed_: a call failed (writes: the file has a hole)
 };
 
 class SmbSession : public Session {
@@ -830,9 +828,7 @@ class SmbSession : public Session {
     if (!f) fail(Step::kOpenWrite, where);
     alive();
     pending.owed = 0;
-    if (!workers_.empty()) {
-      return make_pool_file(f, mode, std::move(where), 0, url, sent, size_hint);
-    }
+    if (!workers_.empty()) return make_pool_file(f, mode, std::move(where), 0, url, sent);
     return std::make_unique<SmbFile>(*this, f, mode, std::move(where), 0);
   }
 
@@ -1226,35 +1222,12 @@ SmbPoolFile::~SmbPoolFile() {
   }
 }
 
-SmbPoolFile::SmbPoolFile(SmbSession& s, std::unique_ptr<SmbFile> own, Mode mode, Place where,
-                         uint64_t size, uint64_t size_hint)
-    : s_(s),
-      own_(std::move(own)),
-      mode_(mode),
-      where_(std::move(where)),
-      size_(size),
-      ahead_(size == kSizeUnknown && size_hint > 0 ? size_hint : kSizeUnknown),
-      plan_(static_cast<unsigned>(s.workers()), s.io_size() / 2,
-            // The size the shares are of: reads' at open or expected, writes' expected.
-            mode == Mode::kRead && size != kSizeUnknown     ? size
-            : mode == Mode::kRead && ahead_ != kSizeUnknown ? ahead_
-            : mode == Mode::kWrite && size_hint > 0         ? size_hint
-                                                            : SmbCallPlan::kUnknown) {
+void SmbPoolFile::init() {
   half_ = s_.io_size() / 2;
   ring_.resize(2 * s_.workers());
-  open_.assign(s_.workers(), 0);
-  last_len_.assign(s_.workers(), 0);
 }
-
-char* SmbPoolFile::data_of(const SmbCallPlan::Call& c) {
-  return s_.worker(c.helper).slot + c.half * half_;
-}
-
-void SmbPoolFile::release_hold() {
-  if (!holding_) return;
-  holding_ = false;
-  --open_[ring_[(taken_ - 1) % ring_.size()].to.helper];
-}
+Helper& SmbPoolFile::helper_of(uint64_t k) { return s_.worker(k % s_.workers()); }
+uint64_t SmbPoolFile::half_of(uint64_t k) const { return (k / s_.workers()) % 2 * half_; }
 
 WorkerReply SmbPoolFile::answer(Helper& w, Step step) {
   CP_CHECK(w.queued > 0);
@@ -1273,47 +1246,56 @@ void SmbPoolFile::drain() noexcept {
       }
     }
   }
-  release_hold();
+  holding_ = false;
 }
 
-// In flight: one call per busy helper (its next one waits in its socket, not
-// on the wire: libsmbclient is synchronous).
+// In flight: one call per busy helper (libsmbclient is synchronous: a
+// helper's next call waits in its socket, not on the wire).
 void SmbPoolFile::note() {
   std::vector<uint64_t> lens(s_.workers(), 0);
   if (mode_ == Mode::kRead) {
     for (uint64_t k = taken_; k < issued_; ++k) {
-      const Call& c = ring_[k % ring_.size()];
-      lens[c.to.helper] = std::max(lens[c.to.helper], c.len);
+      auto& len = lens[k % s_.workers()];
+      len = std::max(len, ring_[k % ring_.size()].len);
     }
   } else {
     for (size_t i = 0; i < s_.workers(); ++i) {
-      if (s_.worker(i).queued > 0) lens[i] = last_len_[i];
+      if (s_.worker(i).queued > 0) lens[i] = half_;
     }
   }
   std::erase(lens, 0);
   s_.note_pool(mode_, lens);
 }
 
-// Sends calls in order, up to the end of the file, while the next call's
-// helper has a half free (its call before last was handed out). Its
+// A helper's calls are up to half its slot. The first calls of a file are
+// staggered: call k < connections - 1 is (k + 1) / connections of that, the
+// rest whole. Calls that all start together share the path evenly and end
+// together, and then every connection idles for a round trip at once; one
+// that starts a fraction of a call ahead ends while the others still move
+// data.
+uint64_t SmbPoolFile::call_len(uint64_t k) const {
+  const uint64_t n = s_.workers();
+  if (k + 1 >= n) return half_;
+  return std::max<uint64_t>((half_ * (k + 1) / n) & ~uint64_t{0xffff},
+                            std::min<uint64_t>(half_, 1 << 16));
+}
+
+// Sends calls in order, up to the end of the file, while a half is free (call
+// k's half is call k - 2 * helpers's, free once that was handed out). Its
 // size unknown, the calls stop at the expected size (a short answer would
 // cost libsmbclient another round trip) and one more call starts there: its
 // empty answer is the end, in flight with the last ones; a full one says the
 // file is larger, and the calls go on.
 void SmbPoolFile::issue() {
-  while (next_off_ < size_ && next_off_ <= ahead_) {
+  const uint64_t freed = holding_ ? taken_ - 1 : taken_;
+  while (next_off_ < size_ && next_off_ <= ahead_ && issued_ < freed + ring_.size()) {
     Call c;
-    c.to = plan_.next();
-    if (open_[c.to.helper] >= 2) break;
-    CP_CHECK(issued_ + (holding_ ? 1 : 0) - taken_ < ring_.size());
     c.off = next_off_;
-    c.len = std::min<uint64_t>(c.to.len, size_ - c.off);
+    c.len = std::min<uint64_t>(call_len(issued_), size_ - c.off);
     if (c.off < ahead_) c.len = std::min(c.len, ahead_ - c.off);
-    auto& w = s_.worker(c.to.helper);
-    s_.send_request(w, kWRead, c.off, c.len, {}, false, c.to.half * half_);
+    auto& w = helper_of(issued_);
+    s_.send_request(w, kWRead, c.off, c.len, {}, false, half_of(issued_));
     ++w.queued;
-    ++open_[c.to.helper];
-    plan_.add(c.len);
     ring_[issued_ % ring_.size()] = c;
     next_off_ += c.len;
     ++issued_;
@@ -1331,30 +1313,30 @@ size_t SmbPoolFile::read(char* buf, size_t n) {
   for (;;) {
     if (holding_) {
       if (hold_pos_ < hold_len_) {
-        const Call& c = ring_[(taken_ - 1) % ring_.size()];
+        const uint64_t k = taken_ - 1;
         const size_t m = std::min(n, hold_len_ - hold_pos_);
-        std::memcpy(buf, data_of(c.to) + hold_pos_, m);
+        std::memcpy(buf, helper_of(k).slot + half_of(k) + hold_pos_, m);
         hold_pos_ += m;
         if (hold_pos_ == hold_len_) {
-          release_hold();
+          holding_ = false;
           issue();
         }
         return m;
       }
-      release_hold();
+      holding_ = false;
     }
     issue();
     if (taken_ == issued_) return 0;
     const uint64_t k = taken_;
-    const Call c = ring_[k % ring_.size()];
     WorkerReply r;
     try {
-      r = answer(s_.worker(c.to.helper), Step::kRead);
+      r = answer(helper_of(k), Step::kRead);
     } catch (...) {
-      failed_ = true;  // the calls after it are dropped: no later read may go on
+      failed_ = true;  // the calls after it were dropped: no later read may go on
       drain();
       throw;
     }
+    const Call c = ring_[k % ring_.size()];
     ++taken_;
     holding_ = true;
     hold_pos_ = 0;
@@ -1379,10 +1361,9 @@ void SmbPoolFile::write(const char* buf, size_t n) {
                 "see the first error; remove the file and write it again");
   }
   while (n > 0) {
-    if (fill_ == 0) next_ = plan_.next();
-    auto& w = s_.worker(next_.helper);
-    const size_t want = static_cast<size_t>(next_.len);
-    // The call's half is free once the helper's call before it there was
+    auto& w = helper_of(issued_);
+    const size_t want = static_cast<size_t>(call_len(issued_));
+    // Call issued_'s half is free once the call before it there was
     // answered: at most the other half's call still owed.
     while (fill_ == 0 && w.queued >= 2) {
       try {
@@ -1393,15 +1374,13 @@ void SmbPoolFile::write(const char* buf, size_t n) {
       }
     }
     const size_t k = std::min(n, want - fill_);
-    std::memcpy(data_of(next_) + fill_, buf, k);
+    std::memcpy(w.slot + half_of(issued_) + fill_, buf, k);
     fill_ += k;
     buf += k;
     n -= k;
     if (fill_ == want) {
-      s_.send_request(w, kWWrite, next_off_, want, {}, false, next_.half * half_);
+      s_.send_request(w, kWWrite, next_off_, want, {}, false, half_of(issued_));
       ++w.queued;
-      plan_.add(want);
-      last_len_[next_.helper] = want;
       next_off_ += want;
       ++issued_;
       fill_ = 0;
@@ -1424,13 +1403,11 @@ void SmbPoolFile::close() {
   };
   const Step data_step = mode_ == Mode::kWrite ? Step::kWrite : Step::kRead;
   if (mode_ == Mode::kWrite && !failed_ && fill_ > 0) {
-    auto& w = s_.worker(next_.helper);
+    auto& w = helper_of(issued_);
     try {
-      while (w.queued >= 2) answer(w, Step::kWrite);  // waited out before filling
-      s_.send_request(w, kWWrite, next_off_, fill_, {}, false, next_.half * half_);
+      while (w.queued >= 2) answer(w, Step::kWrite);
+      s_.send_request(w, kWWrite, next_off_, fill_, {}, false, half_of(issued_));
       ++w.queued;
-      plan_.add(fill_);
-      last_len_[next_.helper] = fill_;
       next_off_ += fill_;
       ++issued_;
     } catch (const Error& e) {
@@ -1615,51 +1592,6 @@ unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate) {
   if (rate > 0) n = 2 + static_cast<unsigned>(std::ceil(rtt_s / (double(io_size) / rate)));
   const auto by_memory = static_cast<unsigned>(std::max<uint64_t>(kSmbAutoMemory / io_size, 1));
   return std::max(1u, std::min({n, kSmbMaxConnections, by_memory}));
-}
-
-SmbCallPlan::SmbCallPlan(unsigned helpers, uint64_t call_max, uint64_t size)
-    : helpers_(helpers),
-      call_max_(call_max),
-      share_(size == kUnknown ? kUnknown : (size + helpers - 1) / helpers),
-      assigned_(helpers, 0),
-      helper_calls_(helpers, 0) {
-  CP_CHECK(helpers > 0 && call_max > 0);
-}
-
-SmbCallPlan::Call SmbCallPlan::next() const {
-  Call c;
-  c.helper = turn_;
-  // Staggered first calls (whole KiB multiples of 64, at least 64 KiB).
-  c.len = call_max_;
-  if (calls_ + 1 < helpers_) {
-    c.len = std::max<uint64_t>((call_max_ * (calls_ + 1) / helpers_) & ~uint64_t{0xffff},
-                               std::min<uint64_t>(call_max_, 1 << 16));
-  }
-  if (share_ != kUnknown) {
-    for (unsigned i = 0; i < helpers_; ++i) {
-      const unsigned h = (turn_ + i) % helpers_;
-      if (assigned_[h] >= share_) continue;
-      const uint64_t left = share_ - assigned_[h];
-      c.helper = h;
-      if (left <= c.len) {
-        c.len = left;
-      } else if (left - c.len < call_max_ / 2) {
-        c.len = (left + 1) / 2;  // two calls alike, not a whole one and a small one
-      }
-      break;
-    }
-  }
-  c.half = static_cast<unsigned>(helper_calls_[c.helper] % 2);
-  return c;
-}
-
-void SmbCallPlan::add(uint64_t len) {
-  const Call c = next();
-  CP_CHECK(len > 0 && len <= c.len);
-  assigned_[c.helper] += len;
-  ++helper_calls_[c.helper];
-  ++calls_;
-  turn_ = (c.helper + 1) % helpers_;
 }
 
 uint16_t smb2_dialect_of(std::string_view name) {

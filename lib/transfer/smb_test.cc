@@ -2,11 +2,7 @@
 // files through a real smbd.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "transfer/driver.h"
@@ -217,104 +213,6 @@ TEST(SmbAutoConnections, HeldToTheMemoryCapAndTheMost) {
   EXPECT_EQ(smb_auto_connections(0.100, 1 << 20, 1.25e9), kSmbMaxConnections);
   // Calls larger than the cap: still one connection, never none.
   EXPECT_EQ(smb_auto_connections(0.100, 128ull << 20, 1.25e9), 1u);
-}
-
-// Sends a whole file of `size` bytes by the plan; each helper's bytes.
-std::vector<uint64_t> spread(SmbCallPlan& plan, unsigned helpers, uint64_t size,
-                             std::vector<SmbCallPlan::Call>* calls = nullptr) {
-  for (uint64_t off = 0; off < size;) {
-    const SmbCallPlan::Call c = plan.next();
-    const uint64_t len = std::min(c.len, size - off);
-    if (calls) calls->push_back(c);
-    plan.add(len);
-    off += len;
-  }
-  std::vector<uint64_t> by(helpers);
-  for (unsigned h = 0; h < helpers; ++h) by[h] = plan.assigned(h);
-  return by;
-}
-
-// Size unknown: calls go round in turn, the first helpers' first calls a
-// staggered fraction of a whole one, every later call whole.
-TEST(SmbCallPlan, InTurnWithStaggeredFirstCallsWhenTheSizeIsUnknown) {
-  constexpr uint64_t k4MiB = 4 << 20;
-  SmbCallPlan plan(3, k4MiB, SmbCallPlan::kUnknown);
-  std::vector<SmbCallPlan::Call> calls;
-  spread(plan, 3, 10 * k4MiB, &calls);
-  ASSERT_GE(calls.size(), 6u);
-  EXPECT_EQ(calls[0].len, (k4MiB / 3) & ~uint64_t{0xffff});
-  EXPECT_EQ(calls[1].len, (2 * k4MiB / 3) & ~uint64_t{0xffff});
-  for (size_t k = 0; k < calls.size(); ++k) {
-    EXPECT_EQ(calls[k].helper, k % 3) << k;
-    EXPECT_EQ(calls[k].half, k / 3 % 2) << k;  // each helper's halves alternate
-    if (k >= 2) {
-      EXPECT_EQ(calls[k].len, k4MiB) << k;
-    }
-  }
-}
-
-// Size known: every helper moves an equal share (so that all end together),
-// whatever the size, the helpers and the call size; no share ends with a
-// call under half a whole one unless the share itself is that small.
-TEST(SmbCallPlan, EqualSharesWhenTheSizeIsKnown) {
-  for (unsigned helpers : {2u, 3u, 5u}) {
-    for (uint64_t call : {uint64_t{64 << 10}, uint64_t{4 << 20}}) {
-      for (uint64_t size : {uint64_t{1}, uint64_t{1000}, uint64_t{100000000},
-                            uint64_t{7 * call + 12345}, uint64_t{helpers * call}}) {
-        SCOPED_TRACE(fmt::format("{} helpers, calls of {}, {} bytes", helpers, call, size));
-        SmbCallPlan plan(helpers, call, size);
-        std::vector<SmbCallPlan::Call> calls;
-        const auto by = spread(plan, helpers, size, &calls);
-        const uint64_t share = (size + helpers - 1) / helpers;
-        uint64_t sum = 0;
-        for (uint64_t b : by) {
-          EXPECT_LE(b, share);
-          sum += b;
-        }
-        EXPECT_EQ(sum, size);
-        EXPECT_GE(*std::min_element(by.begin(), by.end()) + helpers, size / helpers);
-        std::vector<uint64_t> last(helpers, 0), count(helpers, 0);
-        for (const auto& c : calls) {
-          EXPECT_LE(c.len, call);
-          EXPECT_EQ(c.half, count[c.helper]++ % 2);
-          last[c.helper] = c.len;
-        }
-        for (unsigned h = 0; h < helpers; ++h) {
-          if (count[h] > 1) {
-            EXPECT_GE(last[h], call / 4) << h;
-          }
-        }
-      }
-    }
-  }
-}
-
-// 100 MB over 3 helpers of 4 MiB calls: plain turns would end with one
-// helper's last call alone on the path; with shares each helper ends within
-// bytes of the others.
-TEST(SmbCallPlan, LastCallsEndTogether) {
-  constexpr uint64_t k4MiB = 4 << 20, size = 100000000;
-  SmbCallPlan turns(3, k4MiB, SmbCallPlan::kUnknown);
-  const auto t = spread(turns, 3, size);
-  EXPECT_GT(*std::max_element(t.begin(), t.end()) - *std::min_element(t.begin(), t.end()),
-            k4MiB / 2);
-  SmbCallPlan shares(3, k4MiB, size);
-  const auto s = spread(shares, 3, size);
-  EXPECT_LE(*std::max_element(s.begin(), s.end()) - *std::min_element(s.begin(), s.end()), 3u);
-}
-
-// A file larger than expected: once every helper has its share, the calls go
-// on in turn, whole.
-TEST(SmbCallPlan, GoesOnInTurnPastTheExpectedSize) {
-  constexpr uint64_t k1MiB = 1 << 20;
-  SmbCallPlan plan(2, k1MiB, 3 * k1MiB);
-  spread(plan, 2, 3 * k1MiB);
-  std::vector<SmbCallPlan::Call> calls;
-  spread(plan, 2, 4 * k1MiB, &calls);
-  ASSERT_EQ(calls.size(), 4u);
-  EXPECT_NE(calls[0].helper, calls[1].helper);
-  for (const auto& c : calls) EXPECT_EQ(c.len, k1MiB);
-  EXPECT_EQ(plan.assigned(0) + plan.assigned(1), 7 * k1MiB);
 }
 
 }  // namespace
