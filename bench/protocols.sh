@@ -319,7 +319,9 @@ PY
     fi
   }
 
+  LOADS=
   for ((i = 1; i <= RUNS; i++)); do
+    LOADS+="$(cut -d' ' -f1 /proc/loadavg) "  # each round's 1-minute load average at its start
     order="ours peer"; ((i % 2)) || order="peer ours"
     if [ "$HAS_BASE" = 1 ]; then  # three take turns first
       case $((i % 3)) in 1) order="ours base peer" ;; 2) order="base peer ours" ;; 0) order="peer ours base" ;; esac
@@ -412,7 +414,7 @@ PY
     report ftp-get curl base
     report ftp-put curl base
   fi
-  echo "  load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "  load average at each round's start: $LOADS; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   unset T X F R N E
 done
 done

@@ -13,6 +13,7 @@
 // (what the driver kept in flight: in_flight_bytes, request_size, depth).
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -73,6 +74,7 @@ int run(int argc, char** argv) {
   // get: the size the caller expects, as the orchestrator tells the client
   // agent (0: none).
   uint64_t size_hint = 0;
+  bool hint_given = false;  // puts: else the local file's size
   std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -100,6 +102,7 @@ int run(int argc, char** argv) {
       block = parse_size(value(), "--block");
     } else if (a == "--size-hint") {
       size_hint = parse_size(value(), "--size-hint");
+      hint_given = true;
     } else if (!a.empty() && a[0] == '-') {
       usage("unknown option " + a);
     } else {
@@ -146,7 +149,11 @@ int run(int argc, char** argv) {
     if (fd < 0) throw Error(ErrorKind::kIo, words[1] + ": " + errno_text(errno));
     t1 = monotonic_seconds();
     cpu1 = cpu_seconds();
-    auto f = session->open(words[2], transfer::Mode::kWrite, 0);
+    // The file's size, as the client agent tells the driver (--size-hint:
+    // another; 0 tells none).
+    struct stat st {};
+    if (!hint_given && ::fstat(fd, &st) == 0) size_hint = static_cast<uint64_t>(st.st_size);
+    auto f = session->open(words[2], transfer::Mode::kWrite, size_hint);
     for (;;) {  // as the client agent does: into the driver's buffers
       const std::span<char> room = f->write_buffer(buf.size());
       const ssize_t n = ::read(fd, room.data(), room.size());

@@ -320,7 +320,7 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   s->remove(rel);
 }
 
-// connections=3: helper processes move a file's calls (64 KiB each here, so
+// connections=3: helper processes move a file's calls (32 KiB each here, so
 // many rounds) three at a time; what arrives is what was sent both ways, the
 // sample records three calls in flight, and the helpers end with the session.
 TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
@@ -336,12 +336,12 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
     EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
     auto props = s->properties();
     EXPECT_EQ(props.at("flight_op"), "write");
-    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 65536);
+    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 32768);
     EXPECT_EQ(get(*s, rel), sent);
     EXPECT_EQ(get(*s, rel), sent);
     props = s->properties();
     EXPECT_EQ(props.at("flight_op"), "read");
-    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 65536);
+    EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 32768);
     // Random reads go through the session's own connection.
     auto f = s->open(rel, Mode::kRead, 0);
     std::vector<char> buf(1000);
@@ -385,6 +385,38 @@ TEST_F(DriversLabTest, SmbReadsEndAtTheFileEndWhateverSizeWasExpected) {
       s->remove(rel);
     }
     EXPECT_NE(s->properties().at("path_rtt_samples"), "0");
+  }
+}
+
+// Helper connections writing a file of another size than the one they are
+// told to expect (or none told) still deliver it whole and in order, and the
+// pool records one call per busy helper in flight (32 KiB halves here).
+TEST_F(DriversLabTest, SmbHelperWritesArriveWholeWhateverSizeWasExpected) {
+  Share sh = share("smb", "ram");
+  sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};
+  auto s = connect(sh);
+  for (uint64_t size :
+       {uint64_t{0}, uint64_t{1000}, uint64_t{6 * 32768}, uint64_t{kMB10 + 12345}}) {
+    for (uint64_t hint : {uint64_t{0}, size, size / 2, size + 1, size * 3}) {
+      SCOPED_TRACE(fmt::format("{} bytes, {} expected", size, hint));
+      const std::string rel = fmt::format("{}/w-{}-{}.dat", run_, size, hint);
+      std::vector<char> buf(kBlock);
+      Checksum sum;
+      auto f = s->open(rel, Mode::kWrite, hint);
+      for (uint64_t off = 0; off < size; off += kBlock) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, size - off));
+        fill_pattern(buf.data(), n, 17, off);
+        sum.update(buf.data(), n);
+        f->write(buf.data(), n);
+      }
+      f->close();
+      EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel),
+                sum.hex() + "/" + std::to_string(size));
+      if (size > 6 * 32768) {
+        EXPECT_EQ(std::stoull(s->properties().at("in_flight_bytes")), 3u * 32768);
+      }
+      s->remove(rel);
+    }
   }
 }
 

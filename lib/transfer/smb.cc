@@ -39,7 +39,8 @@
 // separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
 // response (max_read_size, max_write_size; "unknown" when that fails).
 // properties() also records what one call kept in flight in the last file
-// (in_flight_bytes, request_size, depth).
+// (in_flight_bytes, request_size, depth); with helpers, one call per busy
+// helper (its next call waits in its socket, not on the wire).
 //
 // What was negotiated otherwise (dialect, signing, encryption) is not
 // exposed either; properties() records what this client asked for, and the
@@ -468,8 +469,8 @@ class SmbPoolFile : public File {
   std::vector<Call> ring_;  // reads: call k at k % (2 * helpers), until consumed
   bool holding_ = false;    // reads: call taken_ - 1's data is being handed out
   size_t hold_pos_ = 0, hold_len_ = 0;
-  size_t fill_ = 0;  // writes: bytes in call issued_'s half
-  bool failed_ = false, closed_ = false;
+  size_t fill_ = 0;                       // writes: bytes in call issued_'s half
+  bool failed_ = false, closed_ = false;  // failed_: a call failed (writes: the file has a hole)
 };
 
 class SmbSession : public Session {
@@ -1231,15 +1232,21 @@ void SmbPoolFile::drain() noexcept {
   holding_ = false;
 }
 
+// In flight: one call per busy helper (libsmbclient is synchronous: a
+// helper's next call waits in its socket, not on the wire).
 void SmbPoolFile::note() {
-  std::vector<uint64_t> lens;
+  std::vector<uint64_t> lens(s_.workers(), 0);
   if (mode_ == Mode::kRead) {
-    for (uint64_t k = taken_; k < issued_; ++k) lens.push_back(ring_[k % ring_.size()].len);
+    for (uint64_t k = taken_; k < issued_; ++k) {
+      auto& len = lens[k % s_.workers()];
+      len = std::max(len, ring_[k % ring_.size()].len);
+    }
   } else {
     for (size_t i = 0; i < s_.workers(); ++i) {
-      if (s_.worker(i).queued > 0) lens.push_back(s_.worker(i).queued * half_);
+      if (s_.worker(i).queued > 0) lens[i] = half_;
     }
   }
+  std::erase(lens, 0);
   s_.note_pool(mode_, lens);
 }
 
@@ -1281,6 +1288,11 @@ void SmbPoolFile::issue() {
 
 size_t SmbPoolFile::read(char* buf, size_t n) {
   CP_CHECK(mode_ == Mode::kRead && !closed_);
+  if (failed_) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("SMB: an earlier read of {}/{} failed", where_.share, where_.file),
+                "see the first error; open the file again");
+  }
   for (;;) {
     if (holding_) {
       if (hold_pos_ < hold_len_) {
@@ -1303,6 +1315,7 @@ size_t SmbPoolFile::read(char* buf, size_t n) {
     try {
       r = answer(helper_of(k), Step::kRead);
     } catch (...) {
+      failed_ = true;  // the calls after it were dropped: no later read may go on
       drain();
       throw;
     }
