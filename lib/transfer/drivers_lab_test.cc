@@ -245,12 +245,17 @@ TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums
         const std::string rel = fmt::format("{}/w-{}.dat", run_, size);
         const std::string sent = put(*s, rel, size, ++seed);
         EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), sent);
+        // FTP records what TCP kept in flight on the data connection.
+        if (protocol == "ftp")
+          EXPECT_GT(std::stoull(s->properties().at("tcp_in_flight_bytes")), 0u);
         // Read: a file the server laid out arrives intact.
         const std::string data = pattern(size, ++seed);
         const std::string path = share_dir(medium) + "/" + run_ + fmt::format("/r-{}.dat", size);
         RunResult r = on_server("cat > " + shell_quote(path), data);
         ASSERT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(get(*s, fmt::format("{}/r-{}.dat", run_, size)), checksum_of(data));
+        if (protocol == "ftp")
+          EXPECT_GT(std::stoull(s->properties().at("tcp_in_flight_bytes")), 0u);
         s->remove(rel);
         EXPECT_NE(on_server("test -e " + shell_quote(share_dir(medium) + "/" + rel)).exit_code, 0);
       }

@@ -15,6 +15,9 @@
 // figures are as real, but the server is unauthenticated); "connect_timeout" and
 // "stall_timeout" in seconds.
 #include <curl/curl.h>
+#include <linux/tcp.h>  // struct tcp_info
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <fmt/format.h>
 
@@ -45,6 +48,8 @@ constexpr long kSendBuffer = 64 << 10;
 // with 200 ms, every FTPS download waited ~200 ms before its first byte (1 MB
 // files measured 5 MB/s instead of 67). While data flows, polls end on activity.
 constexpr int kPollMs = 5;
+// Bytes moved between two reads of the data connection's TCP_INFO.
+constexpr uint64_t kSampleEvery = 1 << 20;
 
 void global_init() {
   static std::once_flag once;
@@ -163,14 +168,19 @@ class FtpSession : public Session {
 
   std::map<std::string, std::string> properties() const override {
     // A stream, not requests: what is in flight is the data connection's TCP
-    // window (the kernel's, shown by the TCP probe), not set by this client.
-    return {{"tls", tls_ ? "explicit" : "none"},
-            {"data_connection", "passive"},
-            {"type", "binary"},
-            {"greeting", greeting_},
-            {"flow", "tcp_stream"},
-            {"recv_buffer", std::to_string(kRecvBuffer)},
-            {"send_buffer", std::to_string(kSendBuffer)}};
+    // window (the kernel's, shown by the TCP probe), not set by this client;
+    // tcp_in_flight_bytes is the most the kernel had out in the last file
+    // (puts: unacknowledged bytes; gets: what arrived per round trip), not a
+    // window of this client's (so not in_flight_bytes: no request limit).
+    std::map<std::string, std::string> p = {{"tls", tls_ ? "explicit" : "none"},
+                                            {"data_connection", "passive"},
+                                            {"type", "binary"},
+                                            {"greeting", greeting_},
+                                            {"flow", "tcp_stream"},
+                                            {"recv_buffer", std::to_string(kRecvBuffer)},
+                                            {"send_buffer", std::to_string(kSendBuffer)}};
+    if (tcp_in_flight_ > 0) p["tcp_in_flight_bytes"] = std::to_string(tcp_in_flight_);
+    return p;
   }
 
  private:
@@ -217,6 +227,10 @@ class FtpSession : public Session {
     curl_easy_reset(easy_);
     errbuf_[0] = '\0';
     last_reply_.clear();
+    // The newest socket curl opens is the file's data connection (the
+    // control connection is older and reused).
+    curl_easy_setopt(easy_, CURLOPT_SOCKOPTFUNCTION, &FtpSession::on_socket);
+    curl_easy_setopt(easy_, CURLOPT_SOCKOPTDATA, this);
     curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
     curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, errbuf_);
     curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
@@ -341,6 +355,28 @@ class FtpSession : public Session {
   bool done_ = false;
   CURLcode result_ = CURLE_OK;
   bool busy_ = false;  // a File is open (one at a time per session)
+  // The data connection (the newest socket) and what its TCP kept in flight
+  // at most in the last file, bytes; `sampled_at_` the bytes moved when
+  // TCP_INFO was last read.
+  curl_socket_t data_fd_ = CURL_SOCKET_BAD;
+  uint64_t tcp_in_flight_ = 0, moved_ = 0, sampled_at_ = 0;
+
+  static int on_socket(void* self, curl_socket_t fd, curlsocktype) {
+    static_cast<FtpSession*>(self)->data_fd_ = fd;
+    return CURL_SOCKOPT_OK;
+  }
+  // Counts `n` bytes moved; every kSampleEvery bytes, reads the data
+  // connection's TCP_INFO (one system call per MiB).
+  void moved(size_t n, bool upload) {
+    moved_ += n;
+    if (moved_ - sampled_at_ < kSampleEvery || data_fd_ == CURL_SOCKET_BAD) return;
+    sampled_at_ = moved_;
+    tcp_info ti{};
+    socklen_t len = sizeof ti;
+    if (getsockopt(data_fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
+    const uint64_t out = upload ? uint64_t(ti.tcpi_unacked) * ti.tcpi_snd_mss : ti.tcpi_rcv_space;
+    tcp_in_flight_ = std::max(tcp_in_flight_, out);
+  }
   char errbuf_[CURL_ERROR_SIZE] = {};
   std::string last_reply_;
   std::string greeting_;
@@ -352,6 +388,7 @@ class FtpFile : public File {
  public:
   FtpFile(FtpSession& s, Mode mode, Place where) : s_(s), mode_(mode), where_(std::move(where)) {
     s_.busy_ = true;
+    s_.tcp_in_flight_ = s_.moved_ = s_.sampled_at_ = 0;
     CURL* e = s_.easy_;
     if (mode_ == Mode::kRead) {
       curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &FtpFile::on_data);
@@ -472,6 +509,7 @@ class FtpFile : public File {
       self->dst_len_ += k;
     }
     if (k < len) self->overflow_.assign(data + k, data + len);
+    self->s_.moved(len, false);
     return len;
   }
 
@@ -487,6 +525,7 @@ class FtpFile : public File {
     std::memcpy(out, self->src_, k);
     self->src_ += k;
     self->src_left_ -= k;
+    self->s_.moved(k, true);
     return k;
   }
 
