@@ -86,12 +86,8 @@ Table build(const RunRecord& run) {
   std::vector<std::string> extra;
   for (const auto& st : run.stages) {
     for (const auto& s : st.samples) {
-      json::object row{{"run_id", run.id},
-                       {"run_label", run.label},
-                       {"stage_id", st.id},
-                       {"layer", st.layer},
-                       {"where", st.where},
-                       {"stage_status", st.status},
+      json::object row{{"run_id", run.id},  {"run_label", run.label}, {"stage_id", st.id},
+                       {"layer", st.layer}, {"where", st.where},      {"stage_status", st.status},
                        {"sample_id", s.id}};
       for (auto& [k, v] : sample_measure_json(s)) row[k] = std::move(v);
       json::value cpu = parse_json_or_null(s.cpu_json);
