@@ -31,6 +31,13 @@ class Verdict : public LabSuite<Verdict> {
     LabSuite::TearDown();
   }
 
+  // `lab throttle <args>` for this test (TearDown clears every throttle).
+  void throttle(std::vector<std::string> args) {
+    args.insert(args.begin(), {"lab", "throttle"});
+    RunResult r = chokepoint(args, 120);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
   std::string share(const std::string& proto, const std::string& medium) const {
     return lab_.plan_section(proto + "-" + medium, proto, medium);
   }
@@ -178,8 +185,7 @@ TEST_F(Verdict, ShortFilesOnALongPathAreUndecidedNotTheProtocol) {
 // ("reading and serving together cost more"); the disk alone may hold it, so
 // the verdict cannot tell and says what was not measured.
 TEST_F(Verdict, FromDiskWithTheServerDiskUnmeasuredIsUndecided) {
-  RunResult th = chokepoint({"lab", "throttle", "--server-disk-read", "50MB/s"}, 120);
-  ASSERT_EQ(th.exit_code, 0) << th.err;
+  ASSERT_NO_FATAL_FAILURE(throttle({"--server-disk-read", "50MB/s"}));
   const json::object doc =
       diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 100MB\ncount = 3\n" +
                share("nfs", "ram") + share("nfs", "disk"));
@@ -259,8 +265,7 @@ TEST_F(Verdict, ClientDiskDirOnTmpfsIsNoDisk) {
 // (cgroup blkio: direct and synced writes, as the disk stage's are): the put
 // path (client -> server) names the server disk's writes.
 TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
-  RunResult th = chokepoint({"lab", "throttle", "--server-disk-write", "50MB/s"}, 120);
-  ASSERT_EQ(th.exit_code, 0) << th.err;
+  ASSERT_NO_FATAL_FAILURE(throttle({"--server-disk-write", "50MB/s"}));
   const json::object doc =
       diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
   ASSERT_FALSE(doc.empty());
@@ -275,8 +280,7 @@ TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
 // the verdict names the client's quota on chokepoint's own agent, with the
 // figure a lower bound, never the FTP layer or the server.
 TEST_F(Verdict, ClientAgentCpuQuotaHoldsTheProtocolRows) {
-  RunResult th = chokepoint({"lab", "throttle", "--client-cpu", "25%"}, 120);
-  ASSERT_EQ(th.exit_code, 0) << th.err;
+  ASSERT_NO_FATAL_FAILURE(throttle({"--client-cpu", "25%"}));
   const json::object doc =
       diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" +
                share("ftp", "ram"));
@@ -305,8 +309,7 @@ TEST_F(Verdict, ClientAgentCpuQuotaHoldsTheProtocolRows) {
 // reads the client disk and names it; the get path (server -> client) writes
 // it, unlimited, and never names it.
 TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
-  RunResult th = chokepoint({"lab", "throttle", "--client-disk-read", "50MB/s"}, 120);
-  ASSERT_EQ(th.exit_code, 0) << th.err;
+  ASSERT_NO_FATAL_FAILURE(throttle({"--client-disk-read", "50MB/s"}));
   const json::object doc =
       diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
   ASSERT_FALSE(doc.empty());
