@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -39,30 +42,36 @@ ErrorKind kind_of(const std::vector<std::string>& args) {
   return ErrorKind::kCancelled;
 }
 
-// Points default_dir() at a fresh empty directory for one test.
+// Points default_dir() at a fresh empty directory for one test: a lab dir of the test's own, on the
+// default instance whatever the caller's environment says ($CHOKEPOINT_LAB_INSTANCE,
+// $CHOKEPOINT_LAB_DIR are put back).
 class LabDirEnv {
  public:
   LabDirEnv() {
     char tmpl[] = "/tmp/cp-lab-cli-test-XXXXXX";
     CP_CHECK(mkdtemp(tmpl) != nullptr);
     dir_ = tmpl;
-    const char* old = std::getenv("CHOKEPOINT_LAB_DIR");
-    if (old) old_ = old;
-    had_old_ = old != nullptr;
+    for (const char* name : {"CHOKEPOINT_LAB_DIR", "CHOKEPOINT_LAB_INSTANCE"}) {
+      const char* old = std::getenv(name);
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+    }
     setenv("CHOKEPOINT_LAB_DIR", dir_.c_str(), 1);
+    unsetenv("CHOKEPOINT_LAB_INSTANCE");
   }
   ~LabDirEnv() {
-    if (had_old_)
-      setenv("CHOKEPOINT_LAB_DIR", old_.c_str(), 1);
-    else
-      unsetenv("CHOKEPOINT_LAB_DIR");
+    for (const auto& [name, value] : saved_) {
+      if (value)
+        setenv(name, value->c_str(), 1);
+      else
+        unsetenv(name);
+    }
     rmdir(dir_.c_str());
   }
   const std::string& dir() const { return dir_; }
 
  private:
-  std::string dir_, old_;
-  bool had_old_ = false;
+  std::string dir_;
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
 
 TEST(LabCliTest, UpDefaults) {
