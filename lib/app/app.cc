@@ -48,6 +48,7 @@ namespace cp::app {
 namespace {
 
 namespace po = boost::program_options;
+namespace json = boost::json;
 
 // The first SIGINT/SIGTERM/SIGHUP cancels the run; a second exits at once.
 CancelToken g_cancel;
@@ -316,7 +317,9 @@ int diagnose(const std::vector<std::string>& args) {
       "share", po::value<std::vector<std::string>>()->composing(),
       "a share to measure: NAME=URL,server_dir=DIR,medium=ram|disk[,user=U]"
       "[,password_env=VAR|password_file=F|password_prompt=yes][,options=k=v...] (repeatable)")(
-      "quiet,q", "no progress output");
+      "dry-run",
+      "check the plan, the shares and their passwords, print what would be measured; "
+      "connect to nothing, store nothing")("quiet,q", "no progress output");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
     std::cout << desc;
@@ -406,6 +409,28 @@ int diagnose(const std::vector<std::string>& args) {
     if (auto pw = read_password(share)) passwords[share.name] = *pw;
   }
   const bool as_json = vm.count("json") > 0;
+  if (vm.count("dry-run")) {
+    if (as_json) {
+      json::array stages;
+      for (const pipeline::StageOutline& o : pipeline::plan_outline(plan)) {
+        stages.push_back(
+            {{"stage", o.stage}, {"what", o.what}, {"samples", o.samples}, {"bytes", o.bytes}});
+      }
+      std::cout << json::serialize(json::object{{"server", server_spec.host},
+                                                {"client", client_spec.host},
+                                                {"plan", json::parse(pipeline::plan_to_json(plan))},
+                                                {"stages", std::move(stages)},
+                                                {"notes", disk_dir_note}})
+                << "\n";
+      return 0;
+    }
+    std::cout << fmt::format(
+        "dry run: the plan ({}) and its shares are valid; nothing was measured or stored\n"
+        "server {}, client {}\n{}{}",
+        plan.source, server_spec.host, client_spec.host, pipeline::plan_outline_text(plan),
+        disk_dir_note.empty() ? "" : "note: " + disk_dir_note + "\n");
+    return 0;
+  }
   ProgressPrinter progress(vm.count("quiet") > 0);
 
   Store store(db_path(vm));

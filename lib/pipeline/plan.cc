@@ -528,4 +528,74 @@ std::string plan_to_json(const Plan& p) {
   return json::serialize(o);
 }
 
+std::vector<StageOutline> plan_outline(const Plan& plan) {
+  auto sizes_text = [](const std::vector<uint64_t>& sizes) {
+    std::vector<std::string> out;
+    for (uint64_t v : sizes) out.push_back(format_size(v));
+    return join(out, ", ");
+  };
+  auto sum = [](const std::vector<uint64_t>& sizes) {
+    uint64_t total = 0;
+    for (uint64_t v : sizes) total += v;
+    return total;
+  };
+  std::vector<StageOutline> out;
+  if (plan.disk_enabled) {
+    for (const auto* e : {&plan.server, &plan.client}) {
+      const bool server = e == &plan.server;
+      const int n = static_cast<int>(plan.disk_sizes.size()) * plan.disk_count * 2;
+      out.push_back({server ? "disk server" : "disk client",
+                     fmt::format("{} x {} files, written then read uncached, in {}",
+                                 sizes_text(plan.disk_sizes), plan.disk_count, e->disk_dir),
+                     n, sum(plan.disk_sizes) * static_cast<uint64_t>(plan.disk_count) * 2});
+    }
+  }
+  if (plan.tcp_enabled) {
+    for (const char* dir : {"server->client", "client->server"}) {
+      out.push_back(
+          {fmt::format("tcp {}", dir),
+           fmt::format("{} samples of {:g} s, RAM to RAM", plan.tcp_count, plan.tcp_seconds),
+           plan.tcp_count, 0});
+    }
+  }
+  if (plan.proto_enabled) {
+    for (const SharePlan& sh : plan.shares) {
+      const int n = static_cast<int>(plan.proto_sizes.size()) * plan.proto_count * 2;
+      out.push_back(
+          {sh.name,
+           fmt::format("{} ({}, {}): {} x {} files each way{}", sh.url, sh.driver, sh.medium,
+                       sizes_text(plan.proto_sizes), plan.proto_count,
+                       plan.proto_budget > 0 ? fmt::format(", at most {:g} s per size and "
+                                                           "direction once {} are in",
+                                                           plan.proto_budget, kMinProtoSamples)
+                                             : ""),
+           n, sum(plan.proto_sizes) * static_cast<uint64_t>(plan.proto_count) * 2});
+      if (plan.sweep) {
+        const int cells = static_cast<int>(plan.sweep_sizes.size()) * 4;
+        out.push_back({"sweep " + sh.name,
+                       fmt::format("requests of {} x 4 patterns (the driver's table may skip "
+                                   "some), {} each in a {} file",
+                                   sizes_text(plan.sweep_sizes), format_size(plan.sweep_bytes),
+                                   format_size(plan.sweep_file)),
+                       cells, plan.sweep_bytes * static_cast<uint64_t>(cells)});
+      }
+    }
+  }
+  return out;
+}
+
+std::string plan_outline_text(const Plan& plan) {
+  std::string out;
+  int samples = 0;
+  uint64_t bytes = 0;
+  for (const StageOutline& s : plan_outline(plan)) {
+    out += fmt::format("  {:<22} {:>4} samples  {}\n", s.stage, s.samples, s.what);
+    samples += s.samples;
+    bytes += s.bytes;
+  }
+  if (out.empty()) return "  nothing: every stage is disabled\n";
+  return out + fmt::format("  {:<22} {:>4} samples  {} moved through files at most\n", "total",
+                           samples, format_size(bytes));
+}
+
 }  // namespace cp::pipeline

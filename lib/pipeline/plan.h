@@ -135,4 +135,17 @@ std::map<std::string, std::vector<std::string>> plan_keys();
 // The effective plan as JSON text (stored with each run; no secrets in it).
 std::string plan_to_json(const Plan& plan);
 
+// What a plan will measure, stage by stage, before anything connects
+// (`diagnose --dry-run`): the most samples each stage takes (a protocol
+// budget may end a series sooner, never later) and the transfers' bytes.
+struct StageOutline {
+  std::string stage;  // "disk server", "tcp server->client", "ftp-ram", "sweep smb-ram"
+  std::string what;   // one line: sizes x count x operations, the dirs or URL
+  int samples = 0;
+  uint64_t bytes = 0;  // moved by those samples (tcp: 0, its samples are timed)
+};
+std::vector<StageOutline> plan_outline(const Plan& plan);
+// The outline as text, one stage per line.
+std::string plan_outline_text(const Plan& plan);
+
 }  // namespace cp::pipeline

@@ -553,5 +553,26 @@ TEST(PlanReadme, PlanTableDefaultsAreTheProgramsDefaults) {
   EXPECT_GE(checked, 20);
 }
 
+// What a plan would measure: the most samples per stage and the bytes they
+// move, for the default plan with one share and with the sweep on.
+TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
+  Plan p = parse_plan(
+      "[disk]\nsizes = 10MB, 100MB\ncount = 4\n[tcp]\ncount = 5\n[protocol]\nsizes = 10MB\n"
+      "count = 3\nsweep = yes\nsweep_sizes = 4k, 1MiB\n"
+      "[share f]\nurl = null:\nmedium = ram\n",
+      "t.ini");
+  std::map<std::string, std::pair<int, uint64_t>> got;
+  for (const StageOutline& o : plan_outline(p)) got[o.stage] = {o.samples, o.bytes};
+  EXPECT_EQ(got.at("disk server"), std::make_pair(2 * 4 * 2, uint64_t{110'000'000} * 4 * 2));
+  EXPECT_EQ(got.at("disk client"), got.at("disk server"));
+  EXPECT_EQ(got.at("tcp server->client"), std::make_pair(5, uint64_t{0}));
+  EXPECT_EQ(got.at("tcp client->server"), std::make_pair(5, uint64_t{0}));
+  EXPECT_EQ(got.at("f"), std::make_pair(3 * 2, uint64_t{10'000'000} * 3 * 2));
+  EXPECT_EQ(got.at("sweep f"), std::make_pair(2 * 4, (uint64_t{16} << 20) * 2 * 4));
+  EXPECT_EQ(got.size(), 6u);
+  p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
+  EXPECT_TRUE(plan_outline(p).empty());
+}
+
 }  // namespace
 }  // namespace cp::pipeline
