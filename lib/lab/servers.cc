@@ -1,6 +1,5 @@
 #include "lab/servers.h"
 
-#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,9 +66,8 @@ void ensure_user(LabState& s, const ServerFiles& f, const std::function<void()>&
   const bool login = server_login_is_user(s);
   const std::string home = login ? server_home(s) : f.ftp_root;
   const std::string shell = login ? "/bin/sh" : "/usr/sbin/nologin";
-  const passwd* pw = getpwnam(s.share_user.c_str());
-  if (pw) {
-    const std::string gecos = pw->pw_gecos ? pw->pw_gecos : "";
+  if (const std::optional<sys::User> user = sys::find_user(s.share_user)) {
+    const std::string& gecos = user->comment;
     if (gecos.rfind(kShareUserComment, 0) != 0) {
       throw Error(ErrorKind::kIo,
                   fmt::format("user {} exists and is not the lab's (its comment is '{}')",
@@ -264,10 +262,9 @@ void stop_smbd(LabState& s) {
 
 void delete_user(const LabState& s) {
   if (!s.share_user_created || s.share_user.empty()) return;
-  const passwd* pw = getpwnam(s.share_user.c_str());
-  if (!pw) return;
-  const std::string gecos = pw->pw_gecos ? pw->pw_gecos : "";
-  if (gecos.rfind(kShareUserComment, 0) != 0) return;  // not ours after all: leave it
+  const std::optional<sys::User> user = sys::find_user(s.share_user);
+  if (!user) return;
+  if (user->comment.rfind(kShareUserComment, 0) != 0) return;  // not ours after all: leave it
   run_checked({"userdel", s.share_user});
 }
 

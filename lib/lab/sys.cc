@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/socket.h>
@@ -349,6 +350,34 @@ FileLock::FileLock(const std::string& path, double timeout_s) {
 
 FileLock::~FileLock() {
   if (fd_ >= 0) close(fd_);  // releases the flock
+}
+
+std::optional<User> find_user(const std::string& name) {
+  // getpwnam_r writes into our buffer: nothing else in the process can change
+  // the answer. The buffer holds the entry's strings; ERANGE: a bigger one.
+  const long hint = sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(hint > 0 ? static_cast<size_t>(hint) : 1024);
+  passwd entry{};
+  passwd* found = nullptr;
+  for (;;) {
+    const int rc = getpwnam_r(name.c_str(), &entry, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (1u << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    // glibc reports "not found" as 0 with no entry; some NSS modules as ENOENT.
+    if (rc == 0 || rc == ENOENT || rc == ESRCH) break;
+    throw Error(ErrorKind::kIo, fmt::format("cannot look up user {}: {}", name, errno_text(rc)),
+                "check /etc/nsswitch.conf and the passwd database (`getent passwd " + name + "`)");
+  }
+  if (!found) return std::nullopt;
+  User u;
+  u.name = found->pw_name ? found->pw_name : "";
+  u.uid = found->pw_uid;
+  u.gid = found->pw_gid;
+  u.comment = found->pw_gecos ? found->pw_gecos : "";
+  u.home = found->pw_dir ? found->pw_dir : "";
+  return u;
 }
 
 }  // namespace cp::lab::sys

@@ -58,6 +58,20 @@ bool ssh_banner(const std::string& ipv4, int port, double timeout_s);
 bool tcp_accepts_in_netns(const std::string& netns, const std::string& ipv4, int port,
                           double timeout_s);
 
+// A local account, copied out of the passwd database. Never hold getpwnam()'s
+// own answer: it lives in a static buffer that the next getpwnam anywhere in
+// the process overwrites, and a lookup that finds nothing leaves the database's
+// last line there (libnfs 4.0 calls getpwnam for each NFSv4 owner it parses).
+struct User {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string comment;  // the GECOS field
+  std::string home;
+};
+// nullopt when there is no such user; Error(kIo) when the lookup itself fails.
+std::optional<User> find_user(const std::string& name);
+
 // An exclusive flock on `path` (created if missing), held for the object's
 // life. Waits up to timeout_s, then throws Error(kIo) naming the lock.
 class FileLock {

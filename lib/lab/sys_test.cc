@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -183,6 +184,28 @@ TEST(SysTest, SshBannerWantsSsh) {
     EXPECT_FALSE(ssh_banner("127.0.0.1", port, 0.3));
   }
   EXPECT_FALSE(ssh_banner("127.0.0.1", port, 1));  // closed now: refused
+}
+
+TEST(SysTest, FindUserGivesTheEntrysIds) {
+  const std::optional<User> root = find_user("root");
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(root->name, "root");
+  EXPECT_EQ(root->uid, 0u);
+  EXPECT_EQ(root->gid, 0u);
+  EXPECT_EQ(root->home, "/root");
+  EXPECT_FALSE(find_user("cp-no-such-user").has_value());
+}
+
+// libnfs 4.0 looks up each NFSv4 owner string ("name@domain") with getpwnam;
+// the miss rewrites getpwnam's static entry with passwd's last line. An answer
+// from find_user is the caller's own and stays what it was.
+TEST(SysTest, FindUserAnswerSurvivesALaterFailedGetpwnam) {
+  const std::optional<User> root = find_user("root");
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(getpwnam("cp-no-such-user@localdomain"), nullptr);
+  EXPECT_EQ(root->name, "root");
+  EXPECT_EQ(root->uid, 0u);
+  EXPECT_EQ(root->gid, 0u);
 }
 
 TEST(SysTest, FileLockExcludesASecondHolder) {

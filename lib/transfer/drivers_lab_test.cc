@@ -9,7 +9,6 @@
 // namespace (setns), since the servers listen on the data address only,
 // which the root namespace cannot reach. Traffic stays inside the lab.
 #include <fcntl.h>
-#include <pwd.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -22,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 
 #include "core/checksum.h"
@@ -89,7 +89,7 @@ class LabEnvironment : public ::testing::Environment {
     if (g_world && g_world->own) {
       try {
         lab::down(g_world->lab.instance, g_world->lab.dir);
-        EXPECT_EQ(getpwnam(g_world->lab.share_user.c_str()), nullptr)
+        EXPECT_FALSE(lab::sys::find_user(g_world->lab.share_user).has_value())
             << "lab down left the share user";
       } catch (const Error& e) {
         ADD_FAILURE() << "lab down: " << describe(e);
@@ -590,8 +590,11 @@ ErrorKind kind_of(const std::function<void()>& f) {
 // files belong to the share user (AUTH_SYS with its uid), and each session
 // records what it negotiated and kept in flight.
 TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
-  const passwd* pw = getpwnam(g_world->lab.share_user.c_str());
-  ASSERT_NE(pw, nullptr);
+  // Copied now: getpwnam's answer is a static buffer that libnfs's own
+  // getpwnam (each NFSv4 owner it parses) overwrites with passwd's last line,
+  // another lab's user when one came up after this one.
+  const std::optional<lab::sys::User> user = lab::sys::find_user(g_world->lab.share_user);
+  ASSERT_TRUE(user.has_value());
   for (int version : {4, 3}) {
     for (const std::string medium : {"ram", "disk"}) {
       SCOPED_TRACE(fmt::format("v{} {}", version, medium));
@@ -603,8 +606,10 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
         const std::string path = share_dir(medium) + "/" + rel;
         EXPECT_EQ(server_checksum(path), sent);
         EXPECT_EQ(on_server("stat -c %u " + shell_quote(path)).out,
-                  std::to_string(pw->pw_uid) + "\n");
+                  std::to_string(user->uid) + "\n");
         auto props = s->properties();
+        // What the driver sent is the share user's ids on this host.
+        EXPECT_EQ(props.at("auth"), fmt::format("AUTH_SYS uid={} gid={}", user->uid, user->gid));
         EXPECT_EQ(props.at("version"), std::to_string(version));
         EXPECT_EQ(props.at("flight_op"), "write");
         EXPECT_GT(std::stoull(props.at("in_flight_bytes")), 0u);
