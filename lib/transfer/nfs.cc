@@ -505,7 +505,12 @@ class NfsSession : public Session {
     if (opts_.uid < 0 || opts_.gid < 0) {
       const std::string user = !share.user.empty() ? share.user : url_.user;
       if (!user.empty()) {
-        const passwd* pw = getpwnam(user.c_str());
+        // getpwnam_r: libnfs itself calls getpwnam (NFSv4 owner names), which
+        // rewrites getpwnam's static answer.
+        passwd entry{};
+        passwd* pw = nullptr;
+        std::vector<char> buf(16384);
+        getpwnam_r(user.c_str(), &entry, buf.data(), buf.size(), &pw);
         if (!pw) {
           throw Error(ErrorKind::kConfig,
                       fmt::format("NFS share user '{}' is unknown on this host", user),
