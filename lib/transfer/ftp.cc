@@ -169,9 +169,10 @@ class FtpSession : public Session {
   std::map<std::string, std::string> properties() const override {
     // A stream, not requests: what is in flight is the data connection's TCP
     // window (the kernel's, shown by the TCP probe), not set by this client;
-    // tcp_in_flight_bytes is the most the kernel had out in the last file
-    // (puts: unacknowledged bytes; gets: what arrived per round trip), not a
-    // window of this client's (so not in_flight_bytes: no request limit).
+    // tcp_in_flight_bytes is the most the kernel kept out in the last file
+    // (puts: the congestion window; gets: what arrived per round trip; read
+    // once per MiB, so files under 1 MiB have none), not a window of this
+    // client's (so not in_flight_bytes: no request limit).
     std::map<std::string, std::string> p = {{"tls", tls_ ? "explicit" : "none"},
                                             {"data_connection", "passive"},
                                             {"type", "binary"},
@@ -374,7 +375,10 @@ class FtpSession : public Session {
     tcp_info ti{};
     socklen_t len = sizeof ti;
     if (getsockopt(data_fd_, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return;
-    const uint64_t out = upload ? uint64_t(ti.tcpi_unacked) * ti.tcpi_snd_mss : ti.tcpi_rcv_space;
+    // Puts: the congestion window (what TCP lets the connection keep out;
+    // its unacknowledged bytes at one instant may be none on a fast link);
+    // gets: what arrived per round trip.
+    const uint64_t out = upload ? uint64_t(ti.tcpi_snd_cwnd) * ti.tcpi_snd_mss : ti.tcpi_rcv_space;
     tcp_in_flight_ = std::max(tcp_in_flight_, out);
   }
   char errbuf_[CURL_ERROR_SIZE] = {};
