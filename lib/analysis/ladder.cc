@@ -464,6 +464,48 @@ std::string describe_proc(const std::string& comm, const std::string& role) {
   return comm.empty() ? "a process" : comm;
 }
 
+// The CPU an end's own work wanted: what it used (agent, file server, kernel)
+// plus the time its agent and file server threads waited for a core, % of a core.
+double own_demand_pct(const CpuUse& u) {
+  return u.agent_pct + u.server_pct + u.kernel_pct + u.own_wait_pct;
+}
+
+// Competing load seen from one end: other processes' CPU (% of a core) and the
+// busiest of them. When both ends share one machine, each sees the other end's
+// agent (the client's probe) as another process: it is the endpoints' work, not
+// competing load, so its CPU is taken off and it is not named. (File servers
+// are known by name on either end: never counted as other processes.)
+struct Competing {
+  double pct = 0;
+  const CpuProc* proc = nullptr;
+};
+Competing competing_of(const Row& r, const Analysis& a, const std::string& host) {
+  Competing c;
+  auto it = r.cpu.find(host);
+  if (it == r.cpu.end()) return c;
+  const CpuUse& u = it->second;
+  c.pct = u.other_pct;
+  const CpuUse* peer = nullptr;
+  if (a.same_machine) {
+    auto p = r.cpu.find(host == "server" ? "client" : "server");
+    if (p != r.cpu.end() && p->second.seconds > 0) peer = &p->second;
+  }
+  if (peer) c.pct = std::max(0.0, c.pct - peer->agent_pct);
+  auto peers_own = [&](const CpuProc& q) {
+    if (!peer || !q.other_netns) return false;
+    for (const auto& o : peer->procs)
+      if (o.comm == q.comm && !o.other_netns && o.role == "agent") return true;
+    return false;
+  };
+  for (const auto& q : u.procs) {  // busiest first
+    if (q.role == "other" && !peers_own(q)) {
+      c.proc = &q;
+      break;
+    }
+  }
+  return c;
+}
+
 // Why `r` is CPU-bound, from its ends' CPU over all of its samples; empty
 // when it is not. A process at its cgroup quota first (the most specific), then
 // one of the endpoint's threads at a core, then every core busy. Processes in
@@ -471,6 +513,7 @@ std::string describe_proc(const std::string& comm, const std::string& role) {
 // other host, a container): they count as competing load only.
 CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
   CpuBound best;
+  std::string view;  // the end whose figures name the CPU
   auto eligible = [](const CpuUse& u) { return u.seconds >= kMinCpuWindow; };
   for (const char* host : {"server", "client"}) {
     auto it = r.cpu.find(host);
@@ -508,25 +551,35 @@ CpuBound find_cpu_bound(const Row& r, const Analysis& a) {
       if (it == r.cpu.end() || !eligible(it->second)) continue;
       const CpuUse& u = it->second;
       if (u.total_busy_pct < kAllCoresBusy) continue;
-      // Busy cores cap this row only when its own work is busy too: a disk held
-      // by a throttle is not waiting on the CPU other jobs burn.
-      if (u.agent_pct + u.server_pct + u.kernel_pct < kOwnBusy) continue;
+      // Busy cores cap this row only when its own work wants the CPU: running or
+      // runnable but waiting for a core (what competing load takes from it) for
+      // at least half a core. A disk held by a throttle neither runs nor waits.
+      if (own_demand_pct(u) < kOwnBusy) continue;
       best.host = a.same_machine ? "both" : host;
+      view = host;
       best.kind = "all cores";
-      best.pct = it->second.total_busy_pct;
-      if (!it->second.procs.empty()) {
-        best.process = it->second.procs.front().comm;
-        best.role = it->second.procs.front().role;
-        best.other_netns = it->second.procs.front().other_netns;
+      best.pct = u.total_busy_pct;
+      // Who burns it: the competing process when other jobs hold most of the
+      // busy CPU, else the busiest process.
+      const Competing c = competing_of(r, a, host);
+      const double own = u.agent_pct + u.server_pct + u.kernel_pct;
+      const CpuProc* who = c.pct > own && c.proc ? c.proc
+                           : u.procs.empty()     ? nullptr
+                                                 : &u.procs.front();
+      if (who) {
+        best.process = who->comm;
+        best.role = who->role;
+        best.other_netns = who->other_netns;
       }
       break;
     }
   }
   if (best.empty()) return best;
-  const std::string view = best.host == "client" ? "client" : "server";
+  // The end whose figures found it (on one machine, "both" is either end's view).
+  if (view.empty()) view = best.host == "client" ? "client" : "server";
   if (auto it = r.cpu.find(view); it != r.cpu.end()) {
     const CpuUse& u = it->second;
-    best.competing_pct = u.other_pct;
+    best.competing_pct = competing_of(r, a, view).pct;
     best.per_packet =
         u.total_busy_pct > 0 && (u.sys_pct + u.softirq_pct) >= kPerPacketShare * u.total_busy_pct;
   }
@@ -1701,17 +1754,13 @@ Analysis analyze(const RunRecord& run) {
     r.cpu_bound = find_cpu_bound(r, a);
     // Every core busy, mostly with other processes: measured under competing load.
     for (const auto& [host, u] : r.cpu) {
+      const Competing c = competing_of(r, a, host);
       if (!r.cpu_bound.empty() || u.seconds < kMinCpuWindow || u.total_busy_pct < kAllCoresBusy ||
-          u.other_pct <= r.competing_load_pct) {
+          c.pct <= r.competing_load_pct) {
         continue;
       }
-      r.competing_load_pct = u.other_pct;
-      for (const auto& p : u.procs) {
-        if (p.role == "other") {
-          r.competing_process = p.comm;
-          break;
-        }
-      }
+      r.competing_load_pct = c.pct;
+      r.competing_process = c.proc ? c.proc->comm : "";
     }
   }
   judge_cache(a);

@@ -35,9 +35,11 @@ constexpr double kThrottledUse = 0.5;
 // whichever cores it moved between); so is an end whose cores are all >= 90 % busy.
 constexpr double kThreadSaturated = 90;
 constexpr double kAllCoresBusy = 90;
-// ... and then only when the endpoint's own work (agent, file server, kernel)
-// uses at least half a core: else the busy cores are another job's, and the
-// row is flagged as measured under competing load instead (Row::competing_load).
+// ... and then only when the endpoint's own work wants at least half a core:
+// what it used (agent, file server, kernel) plus the time its agent and file
+// server threads waited for a core (competing load takes that from it). Else
+// the busy cores are another job's, and the row is flagged as measured under
+// competing load instead (Row::competing_load).
 constexpr double kOwnBusy = 50;  // % of one core
 // Kernel work (system + irq/softirq) at least this share of the busy time: the
 // cost is per packet, which jumbo frames cut.

@@ -1266,6 +1266,125 @@ TEST(Ladder, EveryCoreBusyWithTheEndpointsOwnWorkIsCpuBound) {
   EXPECT_EQ(finding(a, "load"), nullptr);
 }
 
+// A media indexer (two busy threads) on the server while files move: every core
+// busy, mostly with it. Measured in the lab (busy loops in the server's
+// namespace): the same load gave one row "cpu" and another "undecided (load)"
+// depending on whether smbd and the agent got half a core. What the endpoint's
+// threads wanted (the CPU they used plus the time they waited for a core) is the
+// same under both: each row is the CPU's, naming the indexer as who burns it.
+TEST(Ladder, CompetingLoadStarvingTheEndpointIsTheCpuNamingTheCompetitor) {
+  RunRecord run = RunBuilder()
+                      .host("server", 1500, 10000)
+                      .host("client", 1500, 10000)
+                      .tcp("server->client", {1100, 1105, 1098})
+                      .proto("smb", "ram", "read", {200, 205, 198})
+                      .proto("ftp", "ram", "read", {300, 305, 298})
+                      .build();
+  // smbd and the agent got 60 % of a core: the old rule's "own work" alone.
+  set_cpu(run, "smb", "ram",
+          R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":35,"agent_pct":20,)"
+          R"("kernel_pct":5,"other_pct":140,"own_wait_pct":50,"top":[)"
+          R"({"comm":"indexer","role":"other","cpu_pct":140,"top_thread_pct":70},)"
+          R"({"comm":"smbd","role":"server","cpu_pct":35,"top_thread_pct":35}]}})");
+  // vsftpd and the agent got 30 %, but waited for a core 60 % of the time.
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":20,"agent_pct":5,)"
+          R"("kernel_pct":5,"other_pct":170,"own_wait_pct":60,"top":[)"
+          R"({"comm":"indexer","role":"other","cpu_pct":170,"top_thread_pct":85},)"
+          R"({"comm":"vsftpd","role":"server","cpu_pct":20,"top_thread_pct":20}]}})");
+  Analysis a = analyze(run);
+  for (const char* path : {"smb ram read", "ftp ram read"}) {
+    const Finding* f = finding(a, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(f->layer, "cpu") << f->text;
+    EXPECT_EQ(f->cpu.kind, "all cores") << path;
+    EXPECT_EQ(f->cpu.host, "server") << path;
+    EXPECT_EQ(f->cpu.process, "indexer") << path;
+    EXPECT_EQ(f->cpu.role, "other") << path;
+    EXPECT_GE(f->cpu.competing_pct, 140) << path;
+  }
+  EXPECT_DOUBLE_EQ(finding(a, "ftp ram read")->cpu.competing_pct, 170);
+  EXPECT_EQ(finding(a, "load"), nullptr);
+  // The endpoint neither busy nor waiting (20 % used, 5 % waited): the cores are
+  // the indexer's, and the row's own cause cannot be told from its load.
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":15,"agent_pct":5,)"
+          R"("other_pct":180,"own_wait_pct":5,"top":[)"
+          R"({"comm":"indexer","role":"other","cpu_pct":180,"top_thread_pct":90}]}})");
+  const Analysis idle = analyze(run);
+  const Finding* f = finding(idle, "ftp ram read");
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "load");
+  EXPECT_TRUE(find_row(idle, "ftp:ram:read:100000000")->cpu_bound.empty());
+}
+
+// Both ends on one machine (the lab): the server's agent sees the client's agent,
+// in another namespace, as another process. It is the endpoints' work, so it is
+// neither counted as competing load nor named as the competitor; a busy loop in
+// the client's namespace is.
+TEST(Ladder, OnOneMachineTheOtherEndsAgentIsNotCompetingLoad) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"boot_id":"b1","net":{"mtu":1500,"speed_mbit":10000}})")
+          .raw_host("client", R"({"boot_id":"b1","net":{"mtu":1500,"speed_mbit":10000}})")
+          .tcp("server->client", {2600, 2500, 2700})
+          .proto("ftp", "ram", "read", {300, 310, 305})
+          .build();
+  set_cpu(run, "ftp", "ram",
+          R"({"server":{"seconds":1,"total_busy_pct":100,"server_pct":30,"agent_pct":5,)"
+          R"("other_pct":160,"own_wait_pct":40,"top":[)"
+          R"({"comm":"chokepoint-agen","role":"other","other_netns":true,"cpu_pct":100},)"
+          R"({"comm":"sh","role":"other","other_netns":true,"cpu_pct":60},)"
+          R"({"comm":"vsftpd","role":"server","cpu_pct":30}]},)"
+          R"("client":{"seconds":1,"total_busy_pct":100,"server_pct":30,"agent_pct":100,)"
+          R"("other_pct":60,"own_wait_pct":60,"top":[)"
+          R"({"comm":"sh","role":"other","cpu_pct":60},)"
+          R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":100},)"
+          R"({"comm":"vsftpd","role":"server","other_netns":true,"cpu_pct":30}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.host, "both");
+  EXPECT_EQ(f->cpu.process, "sh");
+  EXPECT_EQ(f->cpu.role, "other");
+  EXPECT_DOUBLE_EQ(f->cpu.competing_pct, 60);  // 160 minus the client's agent's 100
+}
+
+// A busy loop in the client's namespace on the lab's one machine: the client's
+// disk read is the slowest layer of its path, but the agent reading it waited
+// for a core far longer than it ran. The CPU (and who burns it) caps the path,
+// not the disk; a disk held by a throttle, whose reader neither runs nor waits,
+// stays the disk.
+TEST(Ladder, DiskReadStarvedOfCoresIsTheCpuNotTheDisk) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"boot_id":"b1","net":{"mtu":1500,"speed_mbit":10000}})")
+          .raw_host("client", R"({"boot_id":"b1","net":{"mtu":1500,"speed_mbit":10000}})")
+          .disk("client", "read", 100'000'000, {300, 310, 305})
+          .tcp("client->server", {1000, 1010, 990})
+          .disk("server", "write", 100'000'000, {900, 910, 905})
+          .build();
+  set_cpu(run, "disk", "client",
+          R"({"client":{"seconds":1,"total_busy_pct":100,"agent_pct":5,"kernel_pct":4,)"
+          R"("other_pct":200,"own_wait_pct":80,"top":[)"
+          R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":100},)"
+          R"({"comm":"sh","role":"other","cpu_pct":90}]}})");
+  Analysis a = analyze(run);
+  const Finding* f = finding(a, "client -> server");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu") << f->text;
+  EXPECT_EQ(f->cpu.kind, "all cores");
+  EXPECT_EQ(f->cpu.process, "cc1plus");
+  // Only the client measured this row: its view gives the competing load.
+  EXPECT_DOUBLE_EQ(f->cpu.competing_pct, 200);
+  set_cpu(run, "disk", "client",
+          R"({"client":{"seconds":1,"total_busy_pct":100,"agent_pct":5,"kernel_pct":4,)"
+          R"("other_pct":200,"own_wait_pct":3,"top":[)"
+          R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":100}]}})");
+  EXPECT_EQ(finding(analyze(run), "client -> server")->layer, "client disk");
+}
+
 TEST(Ladder, BusyCoresDoNotOverrideATcpAtTheLinksRate) {
   // A 200 Mbit/s tbf: TCP at 96 % of it while the endpoint keeps every core busy.
   RunRecord run = RunBuilder()

@@ -2,6 +2,8 @@
 // bottleneck injected at a time (issue 9): each test asserts the structured
 // fields of the finding (its layer, its cap, the CPU evidence, hints present or
 // absent), never its wording.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -321,6 +323,56 @@ TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
   ASSERT_NE(down, nullptr);
   EXPECT_NE(str(*down, "layer"), "client disk") << str(*down, "text");
   EXPECT_EQ(str(*down, "cap").rfind("disk:client", 0), std::string::npos) << str(*down, "text");
+}
+
+// Busy loops in the server's network namespace, one per core of this machine
+// (a NAS's media indexer or backup job): they hold every core while files
+// move. The FTP rows are the CPU's (naming who burns it) or undecided for the
+// load; never the protocol, TCP, the network or a disk. The loops are started
+// and killed by PID.
+TEST_F(Verdict, CompetingLoadOnTheServerIsNeverBlamedOnAnotherLayer) {
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<pid_t> loops;
+  for (long i = 0; i < cores; ++i) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // `ip netns exec` execs the shell in place: this PID is the loop's.
+      execlp("ip", "ip", "netns", "exec", lab_.server.netns.c_str(), "sh", "-c",
+             "while :; do :; done", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    loops.push_back(pid);
+  }
+  const json::object doc = diagnose(
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = "
+      "100MB\ncount = 5\n" +
+      share("ftp", "ram"));
+  for (pid_t pid : loops) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"ftp ram read", "ftp ram write"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    const std::string layer = str(*f, "layer");
+    if (layer == "undecided") {
+      // The load, or CPU windows too short to rule the CPU out.
+      const std::string why = str(*f, "undecided_reason");
+      EXPECT_TRUE(why == "load" || why == "short") << str(*f, "text");
+      continue;
+    }
+    // The client's probe at a core (`probe`, a lower bound) is the CPU too.
+    EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(*f, "text");
+    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+    const json::object& cpu = f->at("cpu").as_object();
+    if (str(cpu, "kind") == "all cores") {
+      // The loops are counted as competing load (which of them is named as the
+      // busiest depends on how the scheduler shared the cores: not asserted).
+      EXPECT_GT(cpu.at("competing_pct").to_number<double>(), 0) << str(*f, "text");
+    }
+  }
 }
 
 }  // namespace
