@@ -1337,8 +1337,17 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
     const uint64_t request = property_number(r, "request_size");
     const double client_thread = busiest_thread(r, "client", "agent");
     const double server_thread = busiest_thread(r, "server", "server");
+    // What competing load took from them: the time the two ends' own threads
+    // waited for a core (a loaded machine: they would have taken turns at a
+    // whole core, and got less of it).
+    double waited = 0;
+    for (const char* host : {"client", "server"}) {
+      if (auto it = r.cpu.find(host); it != r.cpu.end() && it->second.seconds >= kMinCpuWindow) {
+        waited += it->second.own_wait_pct;
+      }
+    }
     if (in_flight > 0 && request > 0 && in_flight <= request &&
-        client_thread + server_thread >= kThreadSaturated) {
+        client_thread + server_thread + waited >= kThreadSaturated) {
       f.layer = "probe";
       f.lower_bound = true;
       f.cap = r.key;
@@ -1347,13 +1356,18 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
       f.cpu.pct = client_thread + server_thread;
       f.cpu.role = "agent";
       f.cpu.process = "chokepoint-agent + the file server";
+      const bool starved = client_thread + server_thread < kThreadSaturated;
       f.text = fmt::format(
           "{}: {} moves {} = {} of TCP ({}) with one request of {} in flight: chokepoint's "
           "client (a thread at {:.0f} % of a core) and the server (a thread at {:.0f} %) take "
-          "turns, together a whole core: the figure is a lower bound limited by the client, "
-          "not the server",
+          "turns, {}: the figure is a lower bound limited by the client, not the server",
           path, what, mbps(r.rate.median), pct(r.ratio), mbps(b->rate.median), format_size(request),
-          client_thread, server_thread);
+          client_thread, server_thread,
+          starved ? fmt::format("and waited {:.0f} % of a core for a CPU that other processes "
+                                "held: together a whole core (on a quieter machine the figure "
+                                "rises)",
+                                waited)
+                  : "together a whole core");
       add_hint(f,
                "keep more requests in flight: larger calls (`options = io_size=8MiB`) or "
                "more connections (`connections=2`)");

@@ -1522,6 +1522,45 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
   EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
 }
 
+// The same under competing load: the two threads got less than a core
+// between them (45 % + 25 %) but waited 40 % of a core for one; what they
+// wanted was a whole core taken in turns, so it is still the client's one
+// request in flight, never the SMB layer. Without the wait it is the SMB layer.
+TEST(Ladder, TurnsStarvedByCompetingLoadAreStillALowerBound) {
+  auto run_with = [](double wait) {
+    RunRecord run = RunBuilder()
+                        .host("server", 1500, 10000)
+                        .host("client", 1500, 10000)
+                        .tcp("server->client", {2100, 2200, 2150})
+                        .proto_details(R"({"properties":{"in_flight_bytes":"1048576",)"
+                                       R"("request_size":"1048576","io_size":"1048576"}})")
+                        .proto("smb", "ram", "read", {860, 870, 865})
+                        .build();
+    set_cpu(
+        run, "smb", "ram",
+        fmt::format(R"({{"client":{{"seconds":1.3,"total_busy_pct":80,"agent_pct":47,)"
+                    R"("other_pct":60,"own_wait_pct":{},"top":[)"
+                    R"({{"comm":"chokepoint-agen","role":"agent","cpu_pct":47,)"
+                    R"("top_thread_pct":45}}]}},)"
+                    R"("server":{{"seconds":1.3,"total_busy_pct":80,"server_pct":30,)"
+                    R"("other_pct":60,"own_wait_pct":{},"top":[)"
+                    R"({{"comm":"smbd","role":"server","cpu_pct":30,"top_thread_pct":25}}]}}}})",
+                    wait / 2, wait / 2));
+    return run;
+  };
+  const Finding* f = nullptr;
+  Analysis a = analyze(run_with(40));
+  f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "probe");
+  EXPECT_TRUE(f->lower_bound);
+  EXPECT_EQ(f->cpu.kind, "turns");
+  Analysis b = analyze(run_with(0));
+  f = finding(b, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "smb");
+}
+
 TEST(Ladder, ARequestSizeTheClientHeldItselfToIsALowerBoundNotTheProtocol) {
   // NFSv4 writes through a client that sends 3840-byte WRITEs: 60 MB/s over a
   // 1 GB/s TCP path, from RAM and from a disk that writes 500.
