@@ -630,7 +630,8 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
           ErrorKind::kConfig,
           fmt::format("the FTP server {} refused the login of user '{}'{}", w.server, w.user, said),
           "check the user and its password (given by environment variable, 0600 file "
-          "or prompt)");
+          "or prompt); servers also refuse a user whose shell is not in /etc/shells "
+          "(Pure-FTPd; ProFTPD unless RequireValidShell off)");
     case CURLE_REMOTE_ACCESS_DENIED:
       if (step == Step::kConnect) {
         return Error(ErrorKind::kConfig,
