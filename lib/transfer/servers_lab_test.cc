@@ -337,6 +337,21 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
     }
   }
   {
+    // TLS required (-Y 2), the lab's certificate: a plain session is refused
+    // with the fix (ftps://); explicit TLS moves the files.
+    SCOPED_TRACE("pure-ftpd -Y 2");
+    const std::string dir = g_world->lab.dir + "/server/ftp/";
+    Daemon d(with_shells +
+             shell_quote(",2126 -Y 2 -2 " + dir + "ftps-cert.pem," + dir + "ftps-key.pem"));
+    wait_listening(2126);
+    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2126)); }), ErrorKind::kConfig);
+    Share tls = share("ftps", "ram", 2126);
+    tls.options["ca_file"] = dir + "ftps-cert.pem";
+    auto s = connect(tls);
+    EXPECT_EQ(s->properties().at("tls"), "explicit");
+    round_trip(*s, "", f.ram_share);
+  }
+  {
     SCOPED_TRACE("pure-ftpd -A");
     Daemon d(with_shells + shell_quote(",2125 -A"));
     wait_listening(2125);
