@@ -65,19 +65,21 @@ if ((${#missing[@]})); then
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# ProFTPD and Pure-FTPd for lib/transfer/servers_lab_test: both Conflict with
+# ProFTPD (with mod_tls from proftpd-mod-crypto) and Pure-FTPd for
+# lib/transfer/servers_lab_test: both Conflict with
 # vsftpd (all Provide ftp-server) and the lab needs vsftpd, so their Debian 12
 # packages are unpacked (not installed) into $ftpd_root; the test runs the
 # binaries from there with its own configuration. Their libraries are above.
 ftpd_root=/opt/chokepoint/ftpd
-if [ ! -x "$ftpd_root/usr/sbin/proftpd" ] || [ ! -x "$ftpd_root/usr/sbin/pure-ftpd" ]; then
+if [ ! -x "$ftpd_root/usr/sbin/proftpd" ] || [ ! -x "$ftpd_root/usr/sbin/pure-ftpd" ] ||
+  [ ! -f "$ftpd_root/usr/lib/proftpd/mod_tls.so" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: $ftpd_root missing; run this script as root" >&2
     exit 1
   fi
   tmp=$(mktemp -d)
   chmod 755 "$tmp"  # apt's _apt user downloads into it
-  (cd "$tmp" && apt-get -o DPkg::Lock::Timeout=600 download -qq proftpd-core pure-ftpd)
+  (cd "$tmp" && apt-get -o DPkg::Lock::Timeout=600 download -qq proftpd-core proftpd-mod-crypto pure-ftpd)
   mkdir -p "$ftpd_root"
   for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$ftpd_root"; done
   rm -rf "$tmp"

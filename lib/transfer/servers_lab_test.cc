@@ -298,6 +298,30 @@ TEST_F(ServersLabTest, ProftpdWithAndWithoutChrootWritesReadsAndRemoves) {
     round_trip(*s, "", f.ram_share);
     EXPECT_TRUE(d.running());
   }
+  {
+    // mod_tls with TLSRequired and the lab's certificate: a plain session is
+    // refused with the fix (ftps://); explicit TLS moves the files.
+    SCOPED_TRACE("proftpd, TLSRequired");
+    const std::string conf = g_world->dir + "/proftpd-2127.conf";
+    const std::string dir = g_world->lab.dir + "/server/ftp/";
+    write_file(conf,
+               proftpd_conf(2127, fmt::format("ModulePath /opt/chokepoint/ftpd/usr/lib/proftpd\n"
+                                              "LoadModule mod_tls.c\nTLSEngine on\n"
+                                              "TLSRequired on\nTLSProtocol TLSv1.2 TLSv1.3\n"
+                                              "TLSRSACertificateFile {0}ftps-cert.pem\n"
+                                              "TLSRSACertificateKeyFile {0}ftps-key.pem\n"
+                                              "TLSOptions NoSessionReuseRequired\n",
+                                              dir)));
+    Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
+    wait_listening(2127);
+    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2127)); }), ErrorKind::kConfig);
+    Share tls = share("ftps", "ram", 2127);
+    tls.options["ca_file"] = dir + "ftps-cert.pem";
+    auto s = connect(tls);
+    EXPECT_EQ(s->properties().at("tls"), "explicit");
+    round_trip(*s, "", f.ram_share);
+    EXPECT_TRUE(d.running());
+  }
 }
 
 // Pure-FTPd (unix accounts): it logs in only users whose shell is listed in
