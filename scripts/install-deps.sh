@@ -18,6 +18,9 @@ pkgs=(
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
   # and the peer clients the protocol benchmark is held against
   libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
+  # the libraries of ProFTPD and Pure-FTPd, which the servers lab test runs
+  # (their binaries are unpacked below: Debian lets only one ftp-server in)
+  libmemcached11 libmemcachedutil2 libpcre2-posix3 libhiredis0.14 libsodium23
   # nfs driver (libnfs), the lab's NFS server (NFS-Ganesha, user space; rpcbind
   # for NFSv3) and libnfs's own nfs-cp that the protocol benchmark holds it against
   libnfs-dev libnfs-utils nfs-ganesha nfs-ganesha-vfs rpcbind
@@ -60,4 +63,24 @@ if ((${#missing[@]})); then
   fi
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ProFTPD (with mod_tls from proftpd-mod-crypto) and Pure-FTPd for
+# lib/transfer/servers_lab_test: both Conflict with
+# vsftpd (all Provide ftp-server) and the lab needs vsftpd, so their Debian 12
+# packages are unpacked (not installed) into $ftpd_root; the test runs the
+# binaries from there with its own configuration. Their libraries are above.
+ftpd_root=/opt/chokepoint/ftpd
+if [ ! -x "$ftpd_root/usr/sbin/proftpd" ] || [ ! -x "$ftpd_root/usr/sbin/pure-ftpd" ] ||
+  [ ! -f "$ftpd_root/usr/lib/proftpd/mod_tls.so" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: $ftpd_root missing; run this script as root" >&2
+    exit 1
+  fi
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt's _apt user downloads into it
+  (cd "$tmp" && apt-get -o DPkg::Lock::Timeout=600 download -qq proftpd-core proftpd-mod-crypto pure-ftpd)
+  mkdir -p "$ftpd_root"
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$ftpd_root"; done
+  rm -rf "$tmp"
 fi

@@ -613,6 +613,18 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
                              w.server, target, lib, said),
                  "check free space on the server's share and the FTP server's log");
   }
+  // A server that takes only TLS says so in plain text and then refuses the
+  // login or hangs up (Pure-FTPd -Y 2: "421 Please reconnect using TLS",
+  // vsftpd: "530 Non-anonymous sessions must use encryption", ProFTPD
+  // TLSRequired: "550 SSL/TLS required on the control channel"); curl may
+  // report that as a timeout or a denied login.
+  if ((f.reply_code == 421 || f.reply_code == 530 || f.reply_code == 534 || f.reply_code == 550) &&
+      (reply_says(f, "tls") || reply_says(f, "ssl") || reply_says(f, "encryption"))) {
+    return Error(ErrorKind::kConfig,
+                 fmt::format("the FTP server {} requires TLS{}", w.server, said),
+                 "use an ftps:// share URL (explicit TLS, AUTH TLS; option ca_file for a "
+                 "private certificate)");
+  }
   switch (static_cast<CURLcode>(f.curl_code)) {
     case CURLE_COULDNT_CONNECT:
       return Error(ErrorKind::kIo,
@@ -634,7 +646,8 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
           ErrorKind::kConfig,
           fmt::format("the FTP server {} refused the login of user '{}'{}", w.server, w.user, said),
           "check the user and its password (given by environment variable, 0600 file "
-          "or prompt)");
+          "or prompt); servers also refuse a user whose shell is not in /etc/shells "
+          "(Pure-FTPd; ProFTPD unless RequireValidShell off)");
     case CURLE_REMOTE_ACCESS_DENIED:
       if (step == Step::kConnect) {
         return Error(ErrorKind::kConfig,

@@ -30,6 +30,25 @@ TEST(FtpError, WrongPasswordNamesTheUser) {
   EXPECT_NE(e.hint().find("password"), std::string::npos);
 }
 
+// Pure-FTPd, vsftpd and ProFTPD refusing a plain session, as each says it:
+// a config error whose fix is an ftps:// URL, whatever curl made of it.
+TEST(FtpError, ServerRequiringTlsAsksForFtpsUrl) {
+  for (const FtpFailure& f :
+       {FtpFailure{CURLE_OPERATION_TIMEDOUT, 421,
+                   "421 Please reconnect using TLS security mechanisms.", ""},
+        FtpFailure{CURLE_LOGIN_DENIED, 530, "530 Non-anonymous sessions must use encryption.", ""},
+        FtpFailure{CURLE_LOGIN_DENIED, 550, "550 SSL/TLS required on the control channel", ""}}) {
+    SCOPED_TRACE(f.reply);
+    const Error e = ftp_error(f, Step::kConnect, kWhere);
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(e.hint().find("ftps://"), std::string::npos) << text(e);
+  }
+  // A plain refused login is not taken for it.
+  const Error e =
+      ftp_error({CURLE_LOGIN_DENIED, 530, "530 Login incorrect.", ""}, Step::kConnect, kWhere);
+  EXPECT_EQ(e.hint().find("ftps://"), std::string::npos) << text(e);
+}
+
 TEST(FtpError, UnknownDirectoryAtConnect) {
   const Error e =
       ftp_error({CURLE_REMOTE_ACCESS_DENIED, 550, "550 Failed to change directory.", ""},

@@ -1499,7 +1499,8 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) 
           fmt::format("the SMB server {} refused the login of user '{}' {}", w.server, w.user, why),
           "check the user and its password (given by environment variable, 0600 file "
           "or prompt), and that the user exists in the server's Samba password "
-          "database (smbpasswd -a)");
+          "database (smbpasswd -a); a server that requires encryption (smb encrypt = "
+          "required) also refuses a dialect before SMB3 (share option max_protocol)");
     }
     if (is("NT_STATUS_BAD_NETWORK_NAME") || err == ENOENT || err == ENODEV) {
       return Error(

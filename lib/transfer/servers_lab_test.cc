@@ -1,0 +1,445 @@
+// Integration test (root, label integration): the ftp and smb drivers against
+// servers the lab does not run by default — ProFTPD and Pure-FTPd (started
+// here, in the lab's server host, on ports of their own, as the lab's share
+// user, chroot'ed and not) and Samba with signing or encryption required or
+// capped at older dialects — with checksums of what arrived compared with
+// what was sent, removal, and the errors where a server refuses.
+//
+// ProFTPD and Pure-FTPd Conflict with vsftpd in Debian (all Provide
+// ftp-server), so scripts/install-deps.sh unpacks their Debian 12 packages
+// into /opt/chokepoint/ftpd; each server started here is stopped by its PID.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "core/checksum.h"
+#include "core/error.h"
+#include "core/process.h"
+#include "lab/lab.h"
+#include "lab/layout.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+
+namespace cp::transfer {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr uint64_t kMB10 = 10'000'000;
+constexpr uint64_t kMB100 = 100'000'000;
+constexpr size_t kBlock = 1 << 20;
+const std::string kFtpdRoot = "/opt/chokepoint/ftpd/usr/sbin/";
+
+struct World {
+  std::string error;
+  lab::LabState lab;
+  std::string password;
+  std::string dir;  // this test's files (server configurations)
+};
+World* g_world = nullptr;
+
+void bring_up_lab() {
+  if (g_world) return;
+  g_world = new World;
+  World& w = *g_world;
+  w.dir = fmt::format("/var/tmp/chokepoint-servers-test-{}", getpid());
+  const std::string lab_dir = w.dir + "/lab";
+  int instance = 0;
+  try {
+    fs::create_directories(w.dir);
+    fs::permissions(w.dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+    instance = lab::test_instance();
+    w.lab = lab::up(lab::LabOptions{}, instance, lab_dir);
+  } catch (const Error& e) {
+    w.error = "lab up failed: " + describe(e);
+    try {
+      if (instance != 0) lab::down(instance, lab_dir);
+    } catch (const Error&) {
+    }
+    return;
+  }
+  std::ifstream in(w.lab.share_password_file);
+  std::getline(in, w.password);
+}
+
+class LabEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (g_world && g_world->error.empty()) {
+      try {
+        lab::down(g_world->lab.instance, g_world->lab.dir);
+      } catch (const Error& e) {
+        ADD_FAILURE() << "lab down: " << describe(e);
+      }
+    }
+    if (g_world) fs::remove_all(g_world->dir);
+    delete g_world;
+    g_world = nullptr;
+  }
+};
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new LabEnvironment);
+
+RunResult on_server(const std::string& command, const std::string& input = {}) {
+  return run_command({"nsenter", "-t", std::to_string(g_world->lab.server.sshd_pid), "-m", "--",
+                      "sh", "-c", command},
+                     input, 300);
+}
+
+std::string server_checksum(const std::string& path) {
+  RunResult r = on_server("cat " + shell_quote(path));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Checksum sum;
+  sum.update(r.out.data(), r.out.size());
+  return sum.hex() + "/" + std::to_string(r.out.size());
+}
+
+std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed) {
+  std::vector<char> buf(kBlock);
+  Checksum sum;
+  auto f = s.open(rel, Mode::kWrite, size);
+  for (uint64_t off = 0; off < size; off += kBlock) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, size - off));
+    fill_pattern(buf.data(), n, seed, off);
+    sum.update(buf.data(), n);
+    f->write(buf.data(), n);
+  }
+  f->close();
+  return sum.hex() + "/" + std::to_string(size);
+}
+
+std::string get(Session& s, const std::string& rel) {
+  std::vector<char> buf(kBlock);
+  Checksum sum;
+  uint64_t total = 0;
+  auto f = s.open(rel, Mode::kRead, 0);
+  while (size_t n = f->read(buf.data(), buf.size())) {
+    sum.update(buf.data(), n);
+    total += n;
+  }
+  f->close();
+  return sum.hex() + "/" + std::to_string(total);
+}
+
+// A server process started in the server host's mount and network
+// namespaces (argv run by `sh -c` there); stopped by its PID.
+class Daemon {
+ public:
+  explicit Daemon(const std::string& command) {
+    const std::string log = g_world->dir + "/daemon.out";
+    pid_ = fork();
+    CP_CHECK(pid_ >= 0);
+    if (pid_ == 0) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      const std::string ns = std::to_string(g_world->lab.server.sshd_pid);
+      // sh execs the server, so this PID is the server's listener.
+      execlp("nsenter", "nsenter", "-t", ns.c_str(), "-m", "-n", "--", "sh", "-c",
+             ("exec " + command).c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~Daemon() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+  }
+  bool running() const {
+    int status = 0;
+    return waitpid(pid_, &status, WNOHANG) == 0;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Waits until something listens on the server's data address at `port`.
+void wait_listening(int port) {
+  for (int i = 0; i < 100; ++i) {
+    RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "ss", "-Hltn",
+                               fmt::format("sport = :{}", port)},
+                              "", 10);
+    if (r.exit_code == 0 && r.out.find("LISTEN") != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ADD_FAILURE() << "nothing listens on port " << port;
+}
+
+class ServersLabTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bring_up_lab();
+    if (!g_world->error.empty()) GTEST_FAIL() << g_world->error;
+    self_ns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(self_ns_, 0);
+    const int ns = open(("/run/netns/" + g_world->lab.client.netns).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(ns, 0);
+    ASSERT_EQ(setns(ns, CLONE_NEWNET), 0) << errno_text(errno);
+    close(ns);
+    run_ = fmt::format("s{}-{}", getpid(), ++counter_);
+  }
+  void TearDown() override {
+    if (self_ns_ >= 0) {
+      EXPECT_EQ(setns(self_ns_, CLONE_NEWNET), 0);
+      close(self_ns_);
+    }
+    if (g_world && g_world->error.empty()) {
+      const lab::ServerFiles f = lab::server_files(g_world->lab);
+      on_server("rm -rf " + shell_quote(f.ram_share + "/" + run_) + " " +
+                shell_quote(f.disk_share + "/" + run_));
+    }
+  }
+  Share share(const std::string& protocol, const std::string& path, int port = 0) const {
+    Share s;
+    s.url =
+        port ? fmt::format("{}://{}:{}/{}", protocol, g_world->lab.server.data_address, port, path)
+             : fmt::format("{}://{}/{}", protocol, g_world->lab.server.data_address, path);
+    s.user = g_world->lab.share_user;
+    s.password = g_world->password;
+    return s;
+  }
+  std::unique_ptr<Session> connect(const Share& s) {
+    return make_driver(s.url.substr(0, 3))->connect(s, cancel_);
+  }
+  // 10 MB and 100 MB written and read back through `s` as `dir`/<name>; the
+  // server's copy (at server_dir/<name>) matches; removal removes it.
+  void round_trip(Session& s, const std::string& dir, const std::string& server_dir) {
+    uint64_t seed = 3;
+    for (uint64_t size : {kMB10, kMB100}) {
+      SCOPED_TRACE(size);
+      const std::string name = fmt::format("{}/f-{}.dat", run_, size);
+      const std::string rel = dir.empty() ? name : dir + "/" + name;
+      const std::string sent = put(s, rel, size, ++seed);
+      EXPECT_EQ(server_checksum(server_dir + "/" + name), sent);
+      EXPECT_EQ(get(s, rel), sent);
+      s.remove(rel);
+      EXPECT_NE(on_server("test -e " + shell_quote(server_dir + "/" + name)).exit_code, 0);
+    }
+  }
+  static ErrorKind error_kind_of(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    ADD_FAILURE() << "no error";
+    return ErrorKind::kUsage;
+  }
+
+  int self_ns_ = -1;
+  std::string run_;
+  CancelToken cancel_;
+  static inline int counter_ = 0;
+};
+
+std::string proftpd_conf(int port, const std::string& extra) {
+  const std::string d = g_world->dir;
+  return fmt::format(
+      "ServerType standalone\nDefaultServer on\nPort {port}\nDefaultAddress {addr}\n"
+      "SocketBindTight on\nUseIPv6 off\nUser nobody\nGroup nogroup\n"
+      "PidFile {d}/proftpd-{port}.pid\nScoreboardFile {d}/proftpd-{port}.scoreboard\n"
+      "DelayTable none\nWtmpLog off\nUseReverseDNS off\nTransferLog none\n"
+      "SystemLog {d}/proftpd-{port}.log\n"
+      // The lab's share user logs in with /usr/sbin/nologin as its shell.
+      "RequireValidShell off\nAuthOrder mod_auth_unix.c\n"
+      "PassivePorts 30200 30299\nAllowOverwrite on\n{extra}",
+      fmt::arg("port", port), fmt::arg("addr", g_world->lab.server.data_address), fmt::arg("d", d),
+      fmt::arg("extra", extra));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+// ProFTPD, the user's home (the lab's FTP root, where ram and disk are
+// symlinks to the shares) unchroot'ed, then chroot'ed (DefaultRoot) at the
+// ram share's parent with EPSV refused, so that the driver falls back to
+// PASV and computes absolute paths from a PWD of "/".
+TEST_F(ServersLabTest, ProftpdWithAndWithoutChrootWritesReadsAndRemoves) {
+  const lab::ServerFiles f = lab::server_files(g_world->lab);
+  {
+    SCOPED_TRACE("proftpd, no chroot, EPSV");
+    const std::string conf = g_world->dir + "/proftpd-2121.conf";
+    write_file(conf, proftpd_conf(2121, ""));
+    Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
+    wait_listening(2121);
+    for (const std::string medium : {"ram", "disk"}) {
+      SCOPED_TRACE(medium);
+      auto s = connect(share("ftp", medium, 2121));
+      round_trip(*s, "", medium == "ram" ? f.ram_share : f.disk_share);
+    }
+    EXPECT_TRUE(d.running());
+  }
+  {
+    SCOPED_TRACE("proftpd, DefaultRoot, EPSV refused");
+    const std::string conf = g_world->dir + "/proftpd-2122.conf";
+    const std::string root = fs::path(f.ram_share).parent_path();
+    write_file(conf, proftpd_conf(2122, fmt::format("DefaultRoot {}\n<Limit EPSV>\n  DenyAll\n"
+                                                    "</Limit>\n",
+                                                    root)));
+    Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
+    wait_listening(2122);
+    const std::string share_name = fs::path(f.ram_share).filename();
+    auto s = connect(share("ftp", share_name, 2122));
+    round_trip(*s, "", f.ram_share);
+    EXPECT_TRUE(d.running());
+  }
+  {
+    // mod_tls with TLSRequired and the lab's certificate: a plain session is
+    // refused with the fix (ftps://); explicit TLS moves the files.
+    SCOPED_TRACE("proftpd, TLSRequired");
+    const std::string conf = g_world->dir + "/proftpd-2127.conf";
+    const std::string dir = g_world->lab.dir + "/server/ftp/";
+    write_file(conf,
+               proftpd_conf(2127, fmt::format("ModulePath /opt/chokepoint/ftpd/usr/lib/proftpd\n"
+                                              "LoadModule mod_tls.c\nTLSEngine on\n"
+                                              "TLSRequired on\nTLSProtocol TLSv1.2 TLSv1.3\n"
+                                              "TLSRSACertificateFile {0}ftps-cert.pem\n"
+                                              "TLSRSACertificateKeyFile {0}ftps-key.pem\n"
+                                              "TLSOptions NoSessionReuseRequired\n",
+                                              dir)));
+    Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
+    wait_listening(2127);
+    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2127)); }), ErrorKind::kConfig);
+    Share tls = share("ftps", "ram", 2127);
+    tls.options["ca_file"] = dir + "ftps-cert.pem";
+    auto s = connect(tls);
+    EXPECT_EQ(s->properties().at("tls"), "explicit");
+    round_trip(*s, "", f.ram_share);
+    EXPECT_TRUE(d.running());
+  }
+}
+
+// Pure-FTPd (unix accounts): it logs in only users whose shell is listed in
+// /etc/shells (documented; the lab's user has /usr/sbin/nologin), which the
+// driver reports as a refused login; with nologin listed (a private mount
+// namespace's /etc/shells) the files go both ways intact. With -A (chroot
+// everyone) the home's symlinks to the shares point outside the chroot, so
+// the share is missing there: the driver names the directory (a config error).
+TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
+  const lab::ServerFiles f = lab::server_files(g_world->lab);
+  const std::string base =
+      kFtpdRoot + "pure-ftpd -l unix -E -u 1 -p 30300:30399 -S " + g_world->lab.server.data_address;
+  {
+    SCOPED_TRACE("shell not in /etc/shells");
+    Daemon d(base + ",2123");
+    wait_listening(2123);
+    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2123)); }), ErrorKind::kConfig);
+  }
+  const std::string shells = g_world->dir + "/shells";
+  {
+    std::ifstream in("/etc/shells");
+    std::stringstream ss;
+    ss << in.rdbuf() << "/usr/sbin/nologin\n";
+    write_file(shells, ss.str());
+  }
+  const std::string with_shells =
+      "unshare -m --propagation private sh -c " +
+      shell_quote("mount --bind " + shells + " /etc/shells && exec " + base);
+  {
+    SCOPED_TRACE("pure-ftpd, no chroot");
+    Daemon d(with_shells + shell_quote(",2124"));
+    wait_listening(2124);
+    for (const std::string medium : {"ram", "disk"}) {
+      SCOPED_TRACE(medium);
+      auto s = connect(share("ftp", medium, 2124));
+      round_trip(*s, "", medium == "ram" ? f.ram_share : f.disk_share);
+    }
+  }
+  {
+    // TLS required (-Y 2), the lab's certificate: a plain session is refused
+    // with the fix (ftps://); explicit TLS moves the files.
+    SCOPED_TRACE("pure-ftpd -Y 2");
+    const std::string dir = g_world->lab.dir + "/server/ftp/";
+    Daemon d(with_shells +
+             shell_quote(",2126 -Y 2 -2 " + dir + "ftps-cert.pem," + dir + "ftps-key.pem"));
+    wait_listening(2126);
+    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2126)); }), ErrorKind::kConfig);
+    Share tls = share("ftps", "ram", 2126);
+    tls.options["ca_file"] = dir + "ftps-cert.pem";
+    auto s = connect(tls);
+    EXPECT_EQ(s->properties().at("tls"), "explicit");
+    round_trip(*s, "", f.ram_share);
+  }
+  {
+    SCOPED_TRACE("pure-ftpd -A");
+    Daemon d(with_shells + shell_quote(",2125 -A"));
+    wait_listening(2125);
+    EXPECT_EQ(error_kind_of([&] {
+                auto s = connect(share("ftp", "ram", 2125));
+                put(*s, run_ + ".dat", 1000, 1);
+              }),
+              ErrorKind::kConfig);
+  }
+}
+
+// Samba re-configured in place ([global] lines, smbd reload-config): signing
+// mandatory, encryption required, dialects capped at SMB2_10 and SMB3_00.
+// Files go both ways intact and the probe records the dialect the server
+// chose; with encryption required a client capped below SMB3 cannot log in.
+TEST_F(ServersLabTest, SambaSigningEncryptionAndOlderDialects) {
+  const std::string conf = lab::server_files(g_world->lab).smb_conf;
+  std::string original;
+  {
+    std::ifstream in(conf);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    original = ss.str();
+  }
+  auto reload = [&](const std::string& text) {
+    write_file(conf, text);
+    RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "smbcontrol", "-s",
+                               conf, "smbd", "reload-config"},
+                              "", 60);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  struct Restore {
+    std::function<void()> f;
+    ~Restore() { f(); }
+  } restore{[&] { reload(original); }};
+  const size_t at = original.find("[global]\n");
+  ASSERT_NE(at, std::string::npos);
+  const std::string ram = lab::server_files(g_world->lab).ram_share;
+  struct Case {
+    std::string line, dialect;
+  };
+  for (const Case& c :
+       {Case{"server signing = mandatory", "SMB3_02"}, Case{"smb encrypt = required", "SMB3_02"},
+        Case{"server max protocol = SMB2_10", "SMB2_10"},
+        Case{"server max protocol = SMB3_00", "SMB3_00"}}) {
+    SCOPED_TRACE(c.line);
+    std::string text = original;
+    text.insert(at + 9, "  " + c.line + "\n");
+    reload(text);
+    for (const char* encrypt : {"default", "none"}) {
+      SCOPED_TRACE(encrypt);
+      Share sh = share("smb", "ram");
+      sh.options["encrypt"] = encrypt;
+      auto s = connect(sh);
+      EXPECT_EQ(s->properties().at("dialect"), c.dialect);
+      round_trip(*s, "", ram);
+    }
+    if (c.line == "smb encrypt = required") {
+      Share sh = share("smb", "ram");
+      sh.options["max_protocol"] = "SMB2_10";
+      EXPECT_EQ(error_kind_of([&] { connect(sh); }), ErrorKind::kConfig);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cp::transfer
