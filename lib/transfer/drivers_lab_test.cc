@@ -35,114 +35,13 @@
 #include "lab/throttle.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/lab_world.h"
 
 namespace cp::transfer {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr uint64_t kMB10 = 10'000'000;
-constexpr uint64_t kMB100 = 100'000'000;
-constexpr size_t kBlock = 1 << 20;
-
-struct World {
-  std::string skip;   // non-empty: why the tests cannot run
-  std::string error;  // non-empty: the lab would not come up (each test fails with it)
-  bool own = false;   // the lab is this test's
-  lab::LabState lab;
-  std::string password;
-};
-World* g_world = nullptr;
-
-// The lab, brought up on first use (tests that need none run without it)
-// and taken down at the end of the program.
-void bring_up_lab() {
-  if (g_world) return;
-  {
-    g_world = new World;
-    World& w = *g_world;
-    if (geteuid() != 0) {
-      w.skip = "needs root";
-      return;
-    }
-    const std::string dir = fmt::format("/var/tmp/chokepoint-drivers-test-{}", getpid());
-    int instance = 0;
-    try {
-      instance = lab::test_instance();
-      w.lab = lab::up(lab::LabOptions{}, instance, dir);
-      w.own = true;
-    } catch (const Error& e) {
-      w.error = "lab up failed: " + describe(e);
-      try {
-        if (instance != 0) lab::down(instance, dir);
-      } catch (const Error&) {
-      }
-      return;
-    }
-    std::ifstream in(w.lab.share_password_file);
-    std::getline(in, w.password);
-  }
-}
-
-class LabEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    if (g_world && g_world->own) {
-      try {
-        lab::down(g_world->lab.instance, g_world->lab.dir);
-        EXPECT_FALSE(lab::sys::find_user(g_world->lab.share_user).has_value())
-            << "lab down left the share user";
-      } catch (const Error& e) {
-        ADD_FAILURE() << "lab down: " << describe(e);
-      }
-    }
-    delete g_world;
-    g_world = nullptr;
-  }
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new LabEnvironment);
-
-// Runs `command` inside the server host's mount namespace.
-RunResult on_server(const std::string& command, const std::string& input = {}) {
-  return run_command({"nsenter", "-t", std::to_string(g_world->lab.server.sshd_pid), "-m", "--",
-                      "sh", "-c", command},
-                     input, 300);
-}
-
-std::string server_checksum(const std::string& path) {
-  RunResult r = on_server("cat " + shell_quote(path));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  Checksum sum;
-  sum.update(r.out.data(), r.out.size());
-  return sum.hex() + "/" + std::to_string(r.out.size());
-}
-
-std::string pattern(uint64_t size, uint64_t seed) {
-  std::string data(size, '\0');
-  fill_pattern(data.data(), size, seed, 0);
-  return data;
-}
-
-std::string checksum_of(const std::string& data) {
-  Checksum sum;
-  sum.update(data.data(), data.size());
-  return sum.hex() + "/" + std::to_string(data.size());
-}
-
-// Streams `size` pattern bytes to `rel` in 1 MiB blocks; their checksum.
-std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed) {
-  std::vector<char> buf(kBlock);
-  Checksum sum;
-  auto f = s.open(rel, Mode::kWrite, size);
-  for (uint64_t off = 0; off < size; off += kBlock) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, size - off));
-    fill_pattern(buf.data(), n, seed, off);
-    sum.update(buf.data(), n);
-    f->write(buf.data(), n);
-  }
-  f->close();
-  return sum.hex() + "/" + std::to_string(size);
-}
+using namespace testing;  // the lab world (transfer/testing/lab_world.h)
 
 // The same as put, the way the client agent writes: each piece (at most
 // `piece` bytes) filled straight into the driver's write_buffer.
@@ -162,62 +61,9 @@ std::string put_in_place(Session& s, const std::string& rel, uint64_t size, uint
   return sum.hex() + "/" + std::to_string(size);
 }
 
-// Reads `rel` to its end in 1 MiB blocks (telling the driver to expect
-// `size_hint` bytes, 0: nothing); the checksum of what came.
-std::string get(Session& s, const std::string& rel, uint64_t size_hint = 0) {
-  std::vector<char> buf(kBlock);
-  Checksum sum;
-  uint64_t total = 0;
-  auto f = s.open(rel, Mode::kRead, size_hint);
-  while (size_t n = f->read(buf.data(), buf.size())) {
-    sum.update(buf.data(), n);
-    total += n;
-  }
-  f->close();
-  return sum.hex() + "/" + std::to_string(total);
-}
-
-std::string share_dir(const std::string& medium) {
-  const lab::ServerFiles f = lab::server_files(g_world->lab);
-  return medium == "ram" ? f.ram_share : f.disk_share;
-}
-
-class DriversLabTest : public ::testing::Test {
+class DriversLabTest : public LabDriverTest {
  protected:
-  void SetUp() override {
-    bring_up_lab();
-    if (!g_world->error.empty()) GTEST_FAIL() << g_world->error;
-    if (!g_world->skip.empty()) GTEST_SKIP() << g_world->skip;
-    // This thread (and what it starts) into the client host's network.
-    self_ns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(self_ns_, 0);
-    const int ns = open(("/run/netns/" + g_world->lab.client.netns).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(ns, 0);
-    ASSERT_EQ(setns(ns, CLONE_NEWNET), 0) << errno_text(errno);
-    close(ns);
-    run_ = fmt::format("t{}-{}", getpid(), ++counter_);
-  }
-  void TearDown() override {
-    if (self_ns_ >= 0) {
-      EXPECT_EQ(setns(self_ns_, CLONE_NEWNET), 0);
-      close(self_ns_);
-    }
-    for (const std::string& m : {std::string("ram"), std::string("disk")}) {
-      if (g_world && g_world->skip.empty() && g_world->error.empty())
-        on_server("rm -rf " + shell_quote(share_dir(m) + "/" + run_));
-    }
-  }
-
-  Share share(const std::string& protocol, const std::string& name) const {
-    Share s;
-    s.url = fmt::format("{}://{}/{}", protocol, g_world->lab.server.data_address, name);
-    s.user = g_world->lab.share_user;
-    s.password = g_world->password;
-    return s;
-  }
-  std::unique_ptr<Session> connect(const Share& s) {
-    return make_driver(s.url.substr(0, 3))->connect(s, cancel_);
-  }
+  DriversLabTest() : LabDriverTest("chokepoint-drivers-test") {}
   // The message of the Error that `f` throws.
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -227,11 +73,6 @@ class DriversLabTest : public ::testing::Test {
     }
     return "(no error)";
   }
-
-  int self_ns_ = -1;
-  std::string run_;  // this test's directory in each share
-  CancelToken cancel_;
-  static inline int counter_ = 0;
 };
 
 TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums) {

@@ -30,107 +30,14 @@
 #include "lab/layout.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/lab_world.h"
 
 namespace cp::transfer {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr uint64_t kMB10 = 10'000'000;
-constexpr uint64_t kMB100 = 100'000'000;
-constexpr size_t kBlock = 1 << 20;
+using namespace testing;  // the lab world (transfer/testing/lab_world.h)
 const std::string kFtpdRoot = "/opt/chokepoint/ftpd/usr/sbin/";
-
-struct World {
-  std::string error;
-  lab::LabState lab;
-  std::string password;
-  std::string dir;  // this test's files (server configurations)
-};
-World* g_world = nullptr;
-
-void bring_up_lab() {
-  if (g_world) return;
-  g_world = new World;
-  World& w = *g_world;
-  w.dir = fmt::format("/var/tmp/chokepoint-servers-test-{}", getpid());
-  const std::string lab_dir = w.dir + "/lab";
-  int instance = 0;
-  try {
-    fs::create_directories(w.dir);
-    fs::permissions(w.dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                               fs::perms::others_read | fs::perms::others_exec);
-    instance = lab::test_instance();
-    w.lab = lab::up(lab::LabOptions{}, instance, lab_dir);
-  } catch (const Error& e) {
-    w.error = "lab up failed: " + describe(e);
-    try {
-      if (instance != 0) lab::down(instance, lab_dir);
-    } catch (const Error&) {
-    }
-    return;
-  }
-  std::ifstream in(w.lab.share_password_file);
-  std::getline(in, w.password);
-}
-
-class LabEnvironment : public ::testing::Environment {
- public:
-  void TearDown() override {
-    if (g_world && g_world->error.empty()) {
-      try {
-        lab::down(g_world->lab.instance, g_world->lab.dir);
-      } catch (const Error& e) {
-        ADD_FAILURE() << "lab down: " << describe(e);
-      }
-    }
-    if (g_world) fs::remove_all(g_world->dir);
-    delete g_world;
-    g_world = nullptr;
-  }
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new LabEnvironment);
-
-RunResult on_server(const std::string& command, const std::string& input = {}) {
-  return run_command({"nsenter", "-t", std::to_string(g_world->lab.server.sshd_pid), "-m", "--",
-                      "sh", "-c", command},
-                     input, 300);
-}
-
-std::string server_checksum(const std::string& path) {
-  RunResult r = on_server("cat " + shell_quote(path));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  Checksum sum;
-  sum.update(r.out.data(), r.out.size());
-  return sum.hex() + "/" + std::to_string(r.out.size());
-}
-
-std::string put(Session& s, const std::string& rel, uint64_t size, uint64_t seed) {
-  std::vector<char> buf(kBlock);
-  Checksum sum;
-  auto f = s.open(rel, Mode::kWrite, size);
-  for (uint64_t off = 0; off < size; off += kBlock) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(kBlock, size - off));
-    fill_pattern(buf.data(), n, seed, off);
-    sum.update(buf.data(), n);
-    f->write(buf.data(), n);
-  }
-  f->close();
-  return sum.hex() + "/" + std::to_string(size);
-}
-
-std::string get(Session& s, const std::string& rel) {
-  std::vector<char> buf(kBlock);
-  Checksum sum;
-  uint64_t total = 0;
-  auto f = s.open(rel, Mode::kRead, 0);
-  while (size_t n = f->read(buf.data(), buf.size())) {
-    sum.update(buf.data(), n);
-    total += n;
-  }
-  f->close();
-  return sum.hex() + "/" + std::to_string(total);
-}
 
 // A server process started in the server host's mount and network
 // namespaces (argv run by `sh -c` there); stopped by its PID.
@@ -179,42 +86,9 @@ void wait_listening(int port) {
   ADD_FAILURE() << "nothing listens on port " << port;
 }
 
-class ServersLabTest : public ::testing::Test {
+class ServersLabTest : public LabDriverTest {
  protected:
-  void SetUp() override {
-    bring_up_lab();
-    if (!g_world->error.empty()) GTEST_FAIL() << g_world->error;
-    self_ns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(self_ns_, 0);
-    const int ns = open(("/run/netns/" + g_world->lab.client.netns).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(ns, 0);
-    ASSERT_EQ(setns(ns, CLONE_NEWNET), 0) << errno_text(errno);
-    close(ns);
-    run_ = fmt::format("s{}-{}", getpid(), ++counter_);
-  }
-  void TearDown() override {
-    if (self_ns_ >= 0) {
-      EXPECT_EQ(setns(self_ns_, CLONE_NEWNET), 0);
-      close(self_ns_);
-    }
-    if (g_world && g_world->error.empty()) {
-      const lab::ServerFiles f = lab::server_files(g_world->lab);
-      on_server("rm -rf " + shell_quote(f.ram_share + "/" + run_) + " " +
-                shell_quote(f.disk_share + "/" + run_));
-    }
-  }
-  Share share(const std::string& protocol, const std::string& path, int port = 0) const {
-    Share s;
-    s.url =
-        port ? fmt::format("{}://{}:{}/{}", protocol, g_world->lab.server.data_address, port, path)
-             : fmt::format("{}://{}/{}", protocol, g_world->lab.server.data_address, path);
-    s.user = g_world->lab.share_user;
-    s.password = g_world->password;
-    return s;
-  }
-  std::unique_ptr<Session> connect(const Share& s) {
-    return make_driver(s.url.substr(0, 3))->connect(s, cancel_);
-  }
+  ServersLabTest() : LabDriverTest("chokepoint-servers-test") {}
   // 10 MB and 100 MB written and read back through `s` as `dir`/<name>; the
   // server's copy (at server_dir/<name>) matches; removal removes it.
   void round_trip(Session& s, const std::string& dir, const std::string& server_dir) {
@@ -239,11 +113,6 @@ class ServersLabTest : public ::testing::Test {
     ADD_FAILURE() << "no error";
     return ErrorKind::kUsage;
   }
-
-  int self_ns_ = -1;
-  std::string run_;
-  CancelToken cancel_;
-  static inline int counter_ = 0;
 };
 
 std::string proftpd_conf(int port, const std::string& extra) {
