@@ -1356,7 +1356,8 @@ Finding protocol_finding(const Analysis& a, Said& said, const Row& r, bool extra
       f.cpu.pct = client_thread + server_thread;
       f.cpu.role = "agent";
       f.cpu.process = "chokepoint-agent + the file server";
-      const bool starved = client_thread + server_thread < kThreadSaturated;
+      // Said only where the wait is a real share (10 % of a core): a few % is noise.
+      const bool starved = client_thread + server_thread < kThreadSaturated && waited >= 10;
       f.text = fmt::format(
           "{}: {} moves {} = {} of TCP ({}) with one request of {} in flight: chokepoint's "
           "client (a thread at {:.0f} % of a core) and the server (a thread at {:.0f} %) take "
