@@ -87,16 +87,18 @@ TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums
         const std::string sent = put(*s, rel, size, ++seed);
         EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), sent);
         // FTP records what TCP kept in flight on the data connection.
-        if (protocol == "ftp")
+        if (protocol == "ftp") {
           EXPECT_GT(std::stoull(s->properties().at("tcp_in_flight_bytes")), 0u);
+        }
         // Read: a file the server laid out arrives intact.
         const std::string data = pattern(size, ++seed);
         const std::string path = share_dir(medium) + "/" + run_ + fmt::format("/r-{}.dat", size);
         RunResult r = on_server("cat > " + shell_quote(path), data);
         ASSERT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(get(*s, fmt::format("{}/r-{}.dat", run_, size)), checksum_of(data));
-        if (protocol == "ftp")
+        if (protocol == "ftp") {
           EXPECT_GT(std::stoull(s->properties().at("tcp_in_flight_bytes")), 0u);
+        }
         s->remove(rel);
         EXPECT_NE(on_server("test -e " + shell_quote(share_dir(medium) + "/" + rel)).exit_code, 0);
       }
@@ -109,30 +111,7 @@ TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums
 // the end of the file used to leave requests in flight, and every later call
 // failed with EINVAL), and a read call kept several requests in flight.
 TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
-  const std::string conf = lab::server_files(g_world->lab).smb_conf;
-  std::string original;
-  {
-    std::ifstream in(conf);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    original = ss.str();
-  }
-  auto reload = [&](const std::string& text) {
-    std::ofstream(conf, std::ios::trunc) << text;
-    RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "smbcontrol", "-s",
-                               conf, "smbd", "reload-config"},
-                              "", 60);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  };
-  struct Restore {
-    std::function<void()> f;
-    ~Restore() { f(); }
-  } restore{[&] { reload(original); }};
-  const size_t at = original.find("[global]\n");
-  ASSERT_NE(at, std::string::npos);
-  std::string small = original;
-  small.insert(at + 9, "  smb2 max read = 16384\n  smb2 max write = 16384\n");
-  reload(small);
+  SambaGlobals samba("  smb2 max read = 16384\n  smb2 max write = 16384\n");
 
   // One connection, as chosen: what this test holds is the requests of one
   // session (auto's choice rests on a round trip a busy host can stretch past
@@ -479,7 +458,9 @@ TEST_F(DriversLabTest, NfsV3AndV4WriteAndReadWithMatchingChecksums) {
         // Several READs of request_size were on the wire at once.
         const uint64_t request = std::stoull(props.at("request_size"));
         EXPECT_GT(std::stoull(props.at("in_flight_bytes")), request);
-        if (version == 3) EXPECT_NE(props.at("rsize"), "unknown");
+        if (version == 3) {
+          EXPECT_NE(props.at("rsize"), "unknown");
+        }
         // Random reads (the sweep's) land where they are asked.
         auto f = s->open(fmt::format("{}/v{}/r-{}.dat", run_, version, size), Mode::kRead, 0);
         std::vector<char> buf(4096);

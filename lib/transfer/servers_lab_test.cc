@@ -261,27 +261,7 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
 // Files go both ways intact and the probe records the dialect the server
 // chose; with encryption required a client capped below SMB3 cannot log in.
 TEST_F(ServersLabTest, SambaSigningEncryptionAndOlderDialects) {
-  const std::string conf = lab::server_files(g_world->lab).smb_conf;
-  std::string original;
-  {
-    std::ifstream in(conf);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    original = ss.str();
-  }
-  auto reload = [&](const std::string& text) {
-    write_file(conf, text);
-    RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "smbcontrol", "-s",
-                               conf, "smbd", "reload-config"},
-                              "", 60);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-  };
-  struct Restore {
-    std::function<void()> f;
-    ~Restore() { f(); }
-  } restore{[&] { reload(original); }};
-  const size_t at = original.find("[global]\n");
-  ASSERT_NE(at, std::string::npos);
+  SambaGlobals samba("");
   const std::string ram = lab::server_files(g_world->lab).ram_share;
   struct Case {
     std::string line, dialect;
@@ -291,9 +271,7 @@ TEST_F(ServersLabTest, SambaSigningEncryptionAndOlderDialects) {
         Case{"server max protocol = SMB2_10", "SMB2_10"},
         Case{"server max protocol = SMB3_00", "SMB3_00"}}) {
     SCOPED_TRACE(c.line);
-    std::string text = original;
-    text.insert(at + 9, "  " + c.line + "\n");
-    reload(text);
+    ASSERT_NO_FATAL_FAILURE(samba.set("  " + c.line + "\n"));
     for (const char* encrypt : {"default", "none"}) {
       SCOPED_TRACE(encrypt);
       Share sh = share("smb", "ram");

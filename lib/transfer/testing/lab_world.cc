@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/checksum.h"
 #include "core/error.h"
@@ -133,6 +134,33 @@ std::string get(Session& s, const std::string& rel, uint64_t size_hint) {
 std::string share_dir(const std::string& medium) {
   const lab::ServerFiles f = lab::server_files(g_world->lab);
   return medium == "ram" ? f.ram_share : f.disk_share;
+}
+
+SambaGlobals::SambaGlobals(const std::string& lines)
+    : conf_(lab::server_files(g_world->lab).smb_conf) {
+  std::ifstream in(conf_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  original_ = ss.str();
+  set(lines);
+}
+
+SambaGlobals::~SambaGlobals() { reload(original_); }
+
+void SambaGlobals::set(const std::string& lines) {
+  const size_t at = original_.find("[global]\n");
+  ASSERT_NE(at, std::string::npos) << conf_ << " has no [global] section";
+  std::string text = original_;
+  text.insert(at + 9, lines);
+  reload(text);
+}
+
+void SambaGlobals::reload(const std::string& text) {
+  std::ofstream(conf_, std::ios::trunc) << text;
+  RunResult r = run_command({"ip", "netns", "exec", g_world->lab.server.netns, "smbcontrol", "-s",
+                             conf_, "smbd", "reload-config"},
+                            "", 60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 void LabDriverTest::SetUp() {

@@ -54,6 +54,20 @@ std::string get(Session& s, const std::string& rel, uint64_t size_hint = 0);
 // The lab's ram or disk share directory on the server.
 std::string share_dir(const std::string& medium);
 
+// The lab's smbd runs with `lines` added to smb.conf's [global] section
+// (smbcontrol reload-config, in place) while this lives; the file as it was
+// and a reload after. set() replaces the lines.
+class SambaGlobals {
+ public:
+  explicit SambaGlobals(const std::string& lines);
+  ~SambaGlobals();
+  void set(const std::string& lines);
+
+ private:
+  void reload(const std::string& text);
+  std::string conf_, original_;
+};
+
 // A test on the lab: SetUp brings it up (fails with its error, skips when
 // not root) and moves the thread into the client host's network namespace;
 // TearDown moves it back and removes the test's run_ directory from both
