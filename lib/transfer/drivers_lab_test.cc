@@ -35,6 +35,7 @@
 #include "lab/throttle.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/error_of.h"
 #include "transfer/testing/lab_world.h"
 
 namespace cp::transfer {
@@ -394,16 +395,6 @@ Share nfs_share(const Share& base, int version) {
   s.options["version"] = std::to_string(version);
   s.options["timeout"] = "10s";
   return s;
-}
-
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorKind::kUsage;
 }
 
 // Both versions, both media, both directions: what arrives is what was sent,

@@ -8,21 +8,14 @@
 #include "core/error.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/error_of.h"
 
 namespace cp::transfer {
 namespace {
 
-const Place kWhere{"198.18.0.1:2049", "/ram", "1000", "run-1/a.dat"};
+using testing::kind_of;
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorKind::kUsage;
-}
+const Place kWhere{"198.18.0.1:2049", "/ram", "1000", "run-1/a.dat"};
 
 TEST(NfsOptions, DefaultsAreTheLinuxClientsSizes) {
   const NfsOptions o = parse_nfs_options({});

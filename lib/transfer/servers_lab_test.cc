@@ -30,6 +30,7 @@
 #include "lab/layout.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/error_of.h"
 #include "transfer/testing/lab_world.h"
 
 namespace cp::transfer {
@@ -104,15 +105,6 @@ class ServersLabTest : public LabDriverTest {
       EXPECT_NE(on_server("test -e " + shell_quote(server_dir + "/" + name)).exit_code, 0);
     }
   }
-  static ErrorKind error_kind_of(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.kind();
-    }
-    ADD_FAILURE() << "no error";
-    return ErrorKind::kUsage;
-  }
 };
 
 std::string proftpd_conf(int port, const std::string& extra) {
@@ -183,7 +175,7 @@ TEST_F(ServersLabTest, ProftpdWithAndWithoutChrootWritesReadsAndRemoves) {
                                               dir)));
     Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
     wait_listening(2127);
-    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2127)); }), ErrorKind::kConfig);
+    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", 2127)); }), ErrorKind::kConfig);
     Share tls = share("ftps", "ram", 2127);
     tls.options["ca_file"] = dir + "ftps-cert.pem";
     auto s = connect(tls);
@@ -207,7 +199,7 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
     SCOPED_TRACE("shell not in /etc/shells");
     Daemon d(base + ",2123");
     wait_listening(2123);
-    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2123)); }), ErrorKind::kConfig);
+    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", 2123)); }), ErrorKind::kConfig);
   }
   const std::string shells = g_world->dir + "/shells";
   {
@@ -237,7 +229,7 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
     Daemon d(with_shells +
              shell_quote(",2126 -Y 2 -2 " + dir + "ftps-cert.pem," + dir + "ftps-key.pem"));
     wait_listening(2126);
-    EXPECT_EQ(error_kind_of([&] { connect(share("ftp", "ram", 2126)); }), ErrorKind::kConfig);
+    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", 2126)); }), ErrorKind::kConfig);
     Share tls = share("ftps", "ram", 2126);
     tls.options["ca_file"] = dir + "ftps-cert.pem";
     auto s = connect(tls);
@@ -248,7 +240,7 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
     SCOPED_TRACE("pure-ftpd -A");
     Daemon d(with_shells + shell_quote(",2125 -A"));
     wait_listening(2125);
-    EXPECT_EQ(error_kind_of([&] {
+    EXPECT_EQ(kind_of([&] {
                 auto s = connect(share("ftp", "ram", 2125));
                 put(*s, run_ + ".dat", 1000, 1);
               }),
@@ -283,7 +275,7 @@ TEST_F(ServersLabTest, SambaSigningEncryptionAndOlderDialects) {
     if (c.line == "smb encrypt = required") {
       Share sh = share("smb", "ram");
       sh.options["max_protocol"] = "SMB2_10";
-      EXPECT_EQ(error_kind_of([&] { connect(sh); }), ErrorKind::kConfig);
+      EXPECT_EQ(kind_of([&] { connect(sh); }), ErrorKind::kConfig);
     }
   }
 }

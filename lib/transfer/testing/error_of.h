@@ -1,4 +1,6 @@
-// Test helper: runs `f`, expects a cp::Error of `kind`, returns its message.
+// Test helpers for what a call throws.
+
+// Runs `f`, expects a cp::Error of `kind`, returns its message.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +21,17 @@ inline std::string error_of(const std::function<void()>& f, ErrorKind kind) {
   }
   ADD_FAILURE() << "no error";
   return "";
+}
+
+// The kind of the cp::Error `f` throws (a test failure when it throws none).
+inline ErrorKind kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  ADD_FAILURE() << "no error";
+  return ErrorKind::kUsage;
 }
 
 }  // namespace cp::transfer::testing
