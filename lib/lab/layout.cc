@@ -1,6 +1,7 @@
 #include "lab/layout.h"
 
 #include "lab/ganesha.h"
+#include "lab/throttle_json.h"
 
 #include <fmt/format.h>
 
@@ -746,6 +747,19 @@ std::string known_hosts_text(const LabState& s, std::string_view server_pub,
 
 // --- lab.json ---------------------------------------------------------------
 
+json::object throttle_to_json(const LabThrottle& t) {
+  json::array cgroups;
+  for (const std::string& c : t.cgroups) cgroups.emplace_back(c);
+  return {{"smbd_cpu", t.smbd_cpu},
+          {"nfsd_cpu", t.nfsd_cpu},
+          {"disk_read_bps", t.disk_read_bps},
+          {"disk_write_bps", t.disk_write_bps},
+          {"client_cpu", t.client_cpu},
+          {"client_disk_read_bps", t.client_disk_read_bps},
+          {"client_disk_write_bps", t.client_disk_write_bps},
+          {"cgroups", std::move(cgroups)}};
+}
+
 namespace {
 
 constexpr int kStateVersion = 1;
@@ -915,16 +929,7 @@ std::string state_to_json(const LabState& s) {
       {"share_password_file", s.share_password_file},
       {"share_user_created", s.share_user_created},
   };
-  json::array cgroups;
-  for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
-  o["throttle"] = json::object{{"smbd_cpu", s.throttle.smbd_cpu},
-                               {"nfsd_cpu", s.throttle.nfsd_cpu},
-                               {"disk_read_bps", s.throttle.disk_read_bps},
-                               {"disk_write_bps", s.throttle.disk_write_bps},
-                               {"client_cpu", s.throttle.client_cpu},
-                               {"client_disk_read_bps", s.throttle.client_disk_read_bps},
-                               {"client_disk_write_bps", s.throttle.client_disk_write_bps},
-                               {"cgroups", std::move(cgroups)}};
+  o["throttle"] = throttle_to_json(s.throttle);
   return json::serialize(o) + "\n";
 }
 

@@ -19,6 +19,7 @@
 #include "lab/servers.h"
 #include "lab/sys.h"
 #include "lab/throttle.h"
+#include "lab/throttle_json.h"
 
 namespace cp::lab {
 namespace json = boost::json;
@@ -391,36 +392,27 @@ std::string status_json(const LabStatus& st) {
       {"path", path_json(st)},
   };
   const LabState& s = st.state;
-  json::array shares, cgroups;
+  json::array shares;
   for (const LabShare& sh : s.server.shares) {
     shares.push_back(json::object{{"protocol", sh.protocol},
                                   {"medium", sh.medium},
                                   {"url", sh.url},
                                   {"server_dir", sh.server_dir}});
   }
-  for (const std::string& c : s.throttle.cgroups) cgroups.emplace_back(c);
-  obj["servers"] = json::object{
-      {"ftpd_pid", s.server.ftpd_pid},
-      {"ftpd_alive", st.ftpd_alive},
-      {"smbd_pid", s.server.smbd_pid},
-      {"smbd_alive", st.smbd_alive},
-      {"nfsd_pid", s.server.nfsd_pid},
-      {"nfsd_alive", st.nfsd_alive},
-      {"rpcbind_pid", s.server.rpcbind_pid},
-      {"shares", std::move(shares)},
-      {"share_user", s.share_user},
-      {"share_user_created", s.share_user_created},
-      {"share_password_file", s.share_password_file},
-      {"ftps_cert", server_files(s).ftps_cert},
-      {"samba_params", samba},
-      {"throttle", json::object{{"smbd_cpu", s.throttle.smbd_cpu},
-                                {"nfsd_cpu", s.throttle.nfsd_cpu},
-                                {"disk_read_bps", s.throttle.disk_read_bps},
-                                {"disk_write_bps", s.throttle.disk_write_bps},
-                                {"client_cpu", s.throttle.client_cpu},
-                                {"client_disk_read_bps", s.throttle.client_disk_read_bps},
-                                {"client_disk_write_bps", s.throttle.client_disk_write_bps},
-                                {"cgroups", std::move(cgroups)}}}};
+  obj["servers"] = json::object{{"ftpd_pid", s.server.ftpd_pid},
+                                {"ftpd_alive", st.ftpd_alive},
+                                {"smbd_pid", s.server.smbd_pid},
+                                {"smbd_alive", st.smbd_alive},
+                                {"nfsd_pid", s.server.nfsd_pid},
+                                {"nfsd_alive", st.nfsd_alive},
+                                {"rpcbind_pid", s.server.rpcbind_pid},
+                                {"shares", std::move(shares)},
+                                {"share_user", s.share_user},
+                                {"share_user_created", s.share_user_created},
+                                {"share_password_file", s.share_password_file},
+                                {"ftps_cert", server_files(s).ftps_cert},
+                                {"samba_params", samba},
+                                {"throttle", throttle_to_json(s.throttle)}};
   return json::serialize(obj) + "\n";
 }
 
