@@ -16,7 +16,19 @@ function(cp_tests name)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
   add_executable(${name}_test ${A_SOURCES})
   target_link_libraries(${name}_test PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  gtest_discover_tests(${name}_test DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+  cp_discover_tests(${name}_test LABEL unit)
+endfunction()
+
+# cp_discover_tests(TARGET LABEL label [PROPERTIES ...]): registers TARGET's
+# gtest cases with ctest under LABEL; cases of suites named Security* (the
+# hostile-user and hostile-peer tests) also carry the label `security`, so
+# `ctest -L security` runs them alone (scripts/test.sh does).
+function(cp_discover_tests target)
+  cmake_parse_arguments(A "" "LABEL" "PROPERTIES" ${ARGN})
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 TEST_FILTER "-Security*"
+    PROPERTIES LABELS ${A_LABEL} ${A_PROPERTIES})
+  gtest_discover_tests(${target} DISCOVERY_TIMEOUT 60 TEST_FILTER "Security*"
+    PROPERTIES LABELS "${A_LABEL};security" ${A_PROPERTIES})
 endfunction()
 
 # cp_embed(TARGET VAR FILE): compiles FILE's bytes into TARGET as
