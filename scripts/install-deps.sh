@@ -30,6 +30,9 @@ pkgs=(
   sudo
   # HTML reports: the test renders them in headless Chromium
   chromium
+  # diagnose --push / export --format openmetrics: the test pushes to a real
+  # Pushgateway on loopback and lints the text with promtool (from prometheus)
+  prometheus-pushgateway prometheus
   # afp driver: libFuzzer + sanitizers for scripts/fuzz-afp.sh (libssl-dev above
   # gives libcrypto; CAST5 comes from libssl3's legacy provider)
   clang libclang-rt-14-dev

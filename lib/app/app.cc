@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "analysis/ladder.h"
+#include "app/push.h"
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
@@ -301,6 +302,21 @@ void configure_link(remote::AgentLink& link, const pipeline::Plan& plan, Progres
   });
 }
 
+// diagnose --push: the stored run's metrics to a Pushgateway. A failed push
+// loses nothing (the run is stored): it is reported, and a run that was
+// otherwise complete exits kExitFailed.
+int push_stored_run(Store& store, int64_t run_id, const std::string& base, int rc) {
+  try {
+    const RunRecord run = store.load_run(run_id);
+    const std::string url = push_run(run, analysis::analyze(run), base);
+    std::cerr << fmt::format("chokepoint: run {}'s metrics pushed to {}\n", run_id, url);
+  } catch (const Error& e) {
+    std::cerr << "chokepoint: " << describe(e) << "\n";
+    return rc == kExitComplete ? kExitFailed : rc;
+  }
+  return rc;
+}
+
 int diagnose(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint diagnose [options]");
   desc.add_options()("help,h", "this help")("server", po::value<std::string>(),
@@ -319,7 +335,10 @@ int diagnose(const std::vector<std::string>& args) {
       "[,password_env=VAR|password_file=F|password_prompt=yes][,options=k=v...] (repeatable)")(
       "dry-run",
       "check the plan, the shares and their passwords, print what would be measured; "
-      "connect to nothing, store nothing")("quiet,q", "no progress output");
+      "connect to nothing, store nothing")(
+      "push", po::value<std::string>(),
+      "after the run, push its metrics to the Prometheus Pushgateway at URL")("quiet,q",
+                                                                              "no progress output");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
     std::cout << desc;
@@ -334,6 +353,7 @@ int diagnose(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage, "diagnose needs both --server and --client",
                 "name two hosts (e.g. --server nas --client local), or use --lab");
   }
+  if (vm.count("push")) check_push_url(vm["push"].as<std::string>());
   pipeline::Plan base;
   std::optional<lab::LabState> lab_state;
   remote::EndpointSpec server_spec, client_spec;
@@ -492,6 +512,7 @@ int diagnose(const std::vector<std::string>& args) {
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
   print_run(store, run_id, as_json);
   if (vm.count("html")) write_run_html(store, run_id, vm["html"].as<std::string>());
+  if (vm.count("push")) return push_stored_run(store, run_id, vm["push"].as<std::string>(), rc);
   return rc;
 }
 

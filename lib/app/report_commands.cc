@@ -16,6 +16,7 @@
 #include "report/compare_report.h"
 #include "report/export.h"
 #include "report/html.h"
+#include "report/openmetrics.h"
 #include "store/store.h"
 
 namespace cp::app {
@@ -122,7 +123,8 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
       "Every sample of a stored run, one row each, for spreadsheets and scripts");
   desc.add_options()("help,h", "this help")("run", po::value<std::string>(),
                                             "run id, label or \"latest\"")(
-      "format", po::value<std::string>()->default_value("csv"), "csv | json")(
+      "format", po::value<std::string>()->default_value("csv"),
+      "csv | json | openmetrics (layer medians, ratios and verdicts)")(
       "db", po::value<std::string>(), "SQLite database")("output,o", po::value<std::string>(),
                                                          "write to FILE instead of stdout");
   po::positional_options_description pos;
@@ -137,14 +139,18 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
                 "name one: `chokepoint export latest`, an id or a label from `chokepoint history`");
   }
   const std::string format = vm["format"].as<std::string>();
-  if (format != "csv" && format != "json") {
-    throw Error(ErrorKind::kUsage, fmt::format("--format '{}' is not csv or json", format),
-                "write --format csv or --format json");
+  if (format != "csv" && format != "json" && format != "openmetrics") {
+    throw Error(ErrorKind::kUsage,
+                fmt::format("--format '{}' is not csv, json or openmetrics", format),
+                "write --format csv, --format json or --format openmetrics");
   }
   Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   const RunRecord run = store.load_run(store.resolve(vm["run"].as<std::string>()));
-  const std::string text = format == "csv" ? report::export_csv(run) : report::export_json(run);
+  const std::string text = format == "csv" ? report::export_csv(run)
+                           : format == "json"
+                               ? report::export_json(run)
+                               : report::export_openmetrics(run, analysis::analyze(run));
   if (vm.count("output")) {
     write_file_atomic(vm["output"].as<std::string>(), text);
   } else {

