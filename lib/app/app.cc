@@ -37,6 +37,7 @@
 #include "lab/lab.h"
 #include "lab/lab_cli.h"
 #include "lab/layout.h"
+#include "pipeline/eta.h"
 #include "pipeline/plan.h"
 #include "pipeline/runner.h"
 #include "remote/agent_link.h"
@@ -101,18 +102,23 @@ class CancelWatchdog {
 class ProgressPrinter {
  public:
   explicit ProgressPrinter(bool quiet) : tty_(isatty(2) == 1), quiet_(quiet) {}
-  void update(const pipeline::Progress& p) {
+  // The live line: the stage among the plan's (`stage 3/7`), the sample, its
+  // rate, and when the run likely ends; without a terminal, a line per sample.
+  void update(const pipeline::Progress& p, const pipeline::RunEta& eta) {
     if (quiet_) return;
     std::lock_guard<std::mutex> lock(mu_);
     const double rate = p.seconds > 0 ? double(p.bytes) / p.seconds : 0;
+    const std::string left = pipeline::format_eta(eta.remaining_s(p));
+    // (The sample's label names the stage: "smb ram read 100 MB".)
+    const std::string where = fmt::format("stage {}/{}", eta.stage_no(), eta.stage_count());
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s  %d/%d  %s", p.stage.c_str(), p.index, p.count,
-                   format_mbps(rate).c_str());
+      std::fprintf(stderr, "\r\033[K%s  %s %d/%d  %s  %s", where.c_str(), p.stage.c_str(), p.index,
+                   p.count, format_mbps(rate).c_str(), left.empty() ? "" : ("ETA " + left).c_str());
       if (p.done && p.index == p.count) std::fputc('\n', stderr);
       std::fflush(stderr);
     } else if (p.done) {
-      std::fprintf(stderr, "%s %d/%d: %s\n", p.stage.c_str(), p.index, p.count,
-                   format_mbps(rate).c_str());
+      std::fprintf(stderr, "%s %s %d/%d: %s%s\n", where.c_str(), p.stage.c_str(), p.index, p.count,
+                   format_mbps(rate).c_str(), left.empty() ? "" : (" (ETA " + left + ")").c_str());
     }
   }
   // An agent said nothing for `silent` s during a request (no heartbeat).
@@ -144,8 +150,8 @@ class ProgressPrinter {
 // Stores every record as it arrives and shows progress.
 class Recorder : public pipeline::RunObserver {
  public:
-  Recorder(Store& store, int64_t run_id, ProgressPrinter& out)
-      : store_(store), run_(run_id), out_(out) {}
+  Recorder(Store& store, int64_t run_id, ProgressPrinter& out, const pipeline::Plan& plan)
+      : store_(store), run_(run_id), out_(out), eta_(plan) {}
   void on_host(const HostRecord& h) override {
     hosts_.push_back(h);
     store_.add_host(run_, h);
@@ -160,18 +166,25 @@ class Recorder : public pipeline::RunObserver {
       store_.add_host(run_, h);
     }
   }
-  int64_t on_stage_begin(const StageRecord& s) override { return store_.begin_stage(run_, s); }
+  int64_t on_stage_begin(const StageRecord& s) override {
+    eta_.stage_begun();
+    return store_.begin_stage(run_, s);
+  }
   void on_sample(int64_t stage, const SampleRecord& s) override { store_.add_sample(stage, s); }
   void on_stage_end(int64_t stage, const std::string& status, const std::string& err) override {
     store_.end_stage(stage, status, err);
   }
-  void on_progress(const pipeline::Progress& p) override { out_.update(p); }
+  void on_progress(const pipeline::Progress& p) override {
+    if (p.done) eta_.sample_done(p);
+    out_.update(p, eta_);
+  }
   void on_note(const std::string& line) override { out_.note(line); }
 
  private:
   Store& store_;
   int64_t run_;
   ProgressPrinter& out_;
+  pipeline::RunEta eta_;
   std::vector<HostRecord> hosts_;
 };
 
@@ -481,7 +494,7 @@ int diagnose(const std::vector<std::string>& args) {
                               server->deployment(), client->host(), client->deployment()));
     std::string data_address =
         plan.data_address.empty() ? server->default_data_address() : plan.data_address;
-    Recorder recorder(store, run_id, progress);
+    Recorder recorder(store, run_id, progress, plan);
     pipeline::Agents agents{server->agent(),      client->agent(), server_spec.host,
                             client_spec.host,     data_address,    passwords,
                             /*client_address=*/{}};

@@ -558,8 +558,17 @@ std::vector<StageOutline> plan_outline(const Plan& plan) {
            plan.tcp_count, 0});
     }
   }
-  if (plan.proto_enabled) {
+  // Protocol stages in the order the runner takes them: RAM shares (stage 3)
+  // before disk shares (stage 4).
+  std::vector<const SharePlan*> shares;
+  for (const char* medium : {"ram", "disk"}) {
     for (const SharePlan& sh : plan.shares) {
+      if (sh.medium == medium) shares.push_back(&sh);
+    }
+  }
+  if (plan.proto_enabled) {
+    for (const SharePlan* share : shares) {
+      const SharePlan& sh = *share;
       const int n = static_cast<int>(plan.proto_sizes.size()) * plan.proto_count * 2;
       out.push_back(
           {sh.name,

@@ -137,7 +137,8 @@ std::string plan_to_json(const Plan& plan);
 
 // What a plan will measure, stage by stage, before anything connects
 // (`diagnose --dry-run`): the most samples each stage takes (a protocol
-// budget may end a series sooner, never later) and the transfers' bytes.
+// budget may end a series sooner, never later) and the transfers' bytes, in
+// the order the runner takes them.
 struct StageOutline {
   std::string stage;  // "disk server", "tcp server->client", "ftp-ram", "sweep smb-ram"
   std::string what;   // one line: sizes x count x operations, the dirs or URL
