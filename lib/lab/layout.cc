@@ -566,10 +566,11 @@ std::string vsftpd_conf_text(const LabState& s) {
       "pam_service_name=vsftpd\n"
       // Its default lives under /run, which each lab host replaces.
       "secure_chroot_dir={empty}\n"
-      // Both fail inside a network namespace.
+      // vsftpd's seccomp filter refuses a syscall the lab's kernel makes. Its
+      // defaults isolate=YES and isolate_network=YES stay (each session in
+      // namespaces of its own, as on a stock Debian server): the verdict
+      // must know such a session for the file server it is.
       "seccomp_sandbox=NO\n"
-      "isolate=NO\n"
-      "isolate_network=NO\n"
       "pasv_enable=YES\n"
       "pasv_min_port={pmin}\n"
       "pasv_max_port={pmax}\n"

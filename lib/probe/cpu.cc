@@ -160,6 +160,40 @@ std::string process_role(int pid, int ppid, const std::string& comm,
   return "other";
 }
 
+namespace {
+
+// Marks the processes in another network namespace than the agent's (a lab's
+// other host, a container: competing load, not this end's). A file server's
+// process whose file-server ancestor runs in the agent's namespace is this
+// end's all the same: vsftpd's isolate_network (its default) runs each session
+// in a fresh namespace of its own, forked by the listener the share talks to.
+void mark_other_netns(std::vector<ProcLoad>& procs, const std::map<int, os::ProcessTimes>& all,
+                      const std::string& proc_root) {
+  const std::string own = os::process_netns(proc_root, 0);
+  if (own.empty()) return;
+  auto foreign = [&](int pid) {
+    const std::string netns = os::process_netns(proc_root, pid);
+    return !netns.empty() && netns != own;
+  };
+  for (ProcLoad& p : procs) {
+    p.other_netns = foreign(p.pid);
+    if (!p.other_netns || p.role != "server") continue;
+    int up = 0;
+    if (auto it = all.find(p.pid); it != all.end()) up = it->second.ppid;
+    for (int depth = 0; depth < 16 && up > 2; ++depth) {
+      auto it = all.find(up);
+      if (it == all.end()) break;
+      if (is_file_server_comm(it->second.comm) && !foreign(up)) {
+        p.other_netns = false;
+        break;
+      }
+      up = it->second.ppid;
+    }
+  }
+}
+
+}  // namespace
+
 struct CpuSampler::Impl {
   double interval_s;
   std::string proc_root;
@@ -461,11 +495,7 @@ CpuSummary CpuSampler::stop() {
                         static_cast<double>(now->periods - it->second.periods);
     }
   }
-  const std::string own_netns = os::process_netns(m.proc_root, 0);
-  for (ProcLoad& p : kept) {
-    const std::string netns = os::process_netns(m.proc_root, p.pid);
-    p.other_netns = !own_netns.empty() && !netns.empty() && netns != own_netns;
-  }
+  mark_other_netns(kept, procs_end, m.proc_root);
   std::sort(kept.begin(), kept.end(), busiest_first);
   s.top = std::move(kept);
   return s;

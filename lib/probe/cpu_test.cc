@@ -54,12 +54,15 @@ class FakeProc {
   }
   // A process with a parent (the role rules follow it) and no tick counts of its own.
   void child(int pid, int ppid, const std::string& comm) {
-    std::string dir = root_ + "/" + std::to_string(pid);
-    ::mkdir(dir.c_str(), 0755);
-    std::string line = pid_stat(pid, comm, 0, 0, 7);
+    ::mkdir((root_ + "/" + std::to_string(pid)).c_str(), 0755);
+    pid_with_parent(pid, ppid, comm, 0);
+  }
+  // `pid`'s stat with a parent and `utime` ticks.
+  void pid_with_parent(int pid, int ppid, const std::string& comm, uint64_t utime) {
+    std::string line = pid_stat(pid, comm, utime, 0, 7);
     const size_t at = line.find(") S 1 ");
     line.replace(at, 6, ") S " + std::to_string(ppid) + " ");
-    write(dir + "/stat", line);
+    write(root_ + "/" + std::to_string(pid) + "/stat", line);
   }
   // Thread `tid` of `pid` with `ns` on a CPU (schedstat).
   void thread(int pid, int tid, uint64_t ns) {
@@ -439,6 +442,37 @@ TEST(CpuSampler, KeepsProcessesNearTheirLimitAndTheirNamespace) {
   EXPECT_DOUBLE_EQ(s.top[5].cpu_pct, 19);
   EXPECT_DOUBLE_EQ(s.top[5].cpu_limit_pct, 20);
   EXPECT_TRUE(s.top[5].other_netns);
+}
+
+// vsftpd's default isolate_network: each session runs in a fresh network
+// namespace, forked by the listener in the agent's own. The session is this
+// end's file server; an smbd whose whole tree lives elsewhere is not.
+TEST(CpuSampler, AFileServerSessionInItsOwnNamespaceIsThisEndsServer) {
+  TempDir proc, fs;
+  FakeProc p(proc.path());
+  FakeCgroups g(proc.path(), fs.path());
+  g.mountinfo(kMountinfo);
+  p.stat(cpu_line(0, 0, 1000, 0));
+  p.child(20, 1, "vsftpd");  // the listener, in the agent's namespace
+  g.pid(20, "1:cpu:/\n");
+  p.child(21, 20, "vsftpd");  // a session, in a namespace of its own
+  g.pid(21, "1:cpu:/\n", "net:[300]");
+  p.child(30, 1, "smbd");  // another host's (or container's) smbd and its child
+  g.pid(30, "1:cpu:/\n", "net:[200]");
+  p.child(31, 30, "smbd");
+  g.pid(31, "1:cpu:/\n", "net:[200]");
+  CpuSampler sampler(3600, proc.path(), fs.path());
+  sampler.start();
+  p.stat(cpu_line(0, 1000, 1000, 0));
+  p.pid_with_parent(21, 20, "vsftpd", 500);
+  p.pid_with_parent(31, 30, "smbd", 300);
+  CpuSummary s = sampler.stop();
+  ASSERT_EQ(s.top.size(), 2u);
+  EXPECT_EQ(s.top[0].pid, 21);
+  EXPECT_EQ(s.top[0].role, "server");
+  EXPECT_FALSE(s.top[0].other_netns);
+  EXPECT_EQ(s.top[1].pid, 31);
+  EXPECT_TRUE(s.top[1].other_netns);
 }
 
 TEST(CpuSampler, RealProc) {

@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include <filesystem>
+
 #include "support.h"
 
 namespace cp::itest {
@@ -372,6 +374,43 @@ TEST_F(Verdict, CompetingLoadOnTheServerIsNeverBlamedOnAnotherLayer) {
       // busiest depends on how the scheduler shared the cores: not asserted).
       EXPECT_GT(cpu.at("competing_pct").to_number<double>(), 0) << str(*f, "text");
     }
+  }
+}
+
+// vsftpd as Debian runs it (isolate and isolate_network on, the lab keeps its
+// defaults): each session lives in a network namespace of its own, forked by
+// the listener. Under a CPU quota of 15 % of a core the session is still the
+// server's file server at its quota, never "the FTP layer". The quota is a
+// cgroup v1 cpu group of this test's (lab-facts: this kernel's cgroups are v1),
+// the listener moved in by PID (sessions inherit it) and out again after.
+TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
+  const std::string cg = "/sys/fs/cgroup/cpu/" + lab_names().cgroup_name + "-vsftpd-test";
+  ASSERT_EQ(::access("/sys/fs/cgroup/cpu/cgroup.procs", W_OK), 0) << "no cgroup v1 cpu hierarchy";
+  ASSERT_TRUE(std::filesystem::create_directory(cg) || std::filesystem::is_directory(cg));
+  write_file(cg + "/cpu.cfs_period_us", "100000");
+  write_file(cg + "/cpu.cfs_quota_us", "15000");
+  const std::vector<int> vsftpd = lab_pids_matching("vsftpd");
+  ASSERT_FALSE(vsftpd.empty());
+  for (int pid : vsftpd) write_file(cg + "/cgroup.procs", std::to_string(pid));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" +
+               share("ftp", "ram"));
+  for (int pid : lab_pids_matching("vsftpd")) {
+    write_file("/sys/fs/cgroup/cpu/cgroup.procs", std::to_string(pid));
+  }
+  std::filesystem::remove(cg);
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"ftp ram read", "ftp ram write"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
+    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+    const json::object& cpu = f->at("cpu").as_object();
+    EXPECT_EQ(str(cpu, "host"), "server") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "process"), "vsftpd") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "role"), "server") << str(*f, "text");
+    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 15.0);
   }
 }
 
