@@ -33,17 +33,32 @@ json::object to_json(const NetFacts& m) {
   return o;
 }
 
+json::object to_json(const BusFacts& m) {
+  return {{"kind", m.kind}, {"link", m.link}, {"ceiling_bytes_per_s", m.ceiling_bytes_per_s}};
+}
+
 json::object to_json(const BlockDeviceFacts& m) {
   json::array slaves;
   for (const std::string& s : m.slaves) slaves.emplace_back(s);
-  return {{"name", m.name},
-          {"disk", m.disk},
-          {"partition", m.partition},
-          {"read_ahead_kb", or_null(m.read_ahead_kb)},
-          {"scheduler", or_null(m.scheduler)},
-          {"rotational", or_null(m.rotational)},
-          {"backing_file", or_null(m.backing_file)},
-          {"slaves", std::move(slaves)}};
+  json::object o{{"name", m.name},
+                 {"disk", m.disk},
+                 {"partition", m.partition},
+                 {"read_ahead_kb", or_null(m.read_ahead_kb)},
+                 {"scheduler", or_null(m.scheduler)},
+                 {"rotational", or_null(m.rotational)},
+                 {"backing_file", or_null(m.backing_file)},
+                 {"slaves", std::move(slaves)}};
+  // Written only when known, so runs stored before the bus was asked for
+  // re-encode to the same text.
+  if (m.bus) o["bus"] = to_json(*m.bus);
+  if (!m.member_buses.empty()) {
+    json::array members;
+    for (const MemberBusFacts& b : m.member_buses) {
+      members.push_back(json::object{{"member", b.member}, {"bus", to_json(b.bus)}});
+    }
+    o["member_buses"] = std::move(members);
+  }
+  return o;
 }
 
 json::object to_json(const ZfsFacts& m) {
@@ -132,6 +147,7 @@ void get(const json::object& o, const char* key, std::vector<std::string>& out) 
 
 // The nested objects' readers, declared before get() reads them.
 void read(const json::object& o, NetFacts& m);
+void read(const json::object& o, BusFacts& m);
 void read(const json::object& o, BlockDeviceFacts& m);
 void read(const json::object& o, ZfsFacts& m);
 void read(const json::object& o, DirFacts& m);
@@ -166,6 +182,26 @@ void read(const json::object& o, BlockDeviceFacts& m) {
   get(o, "rotational", m.rotational);
   get(o, "backing_file", m.backing_file);
   get(o, "slaves", m.slaves);
+  get(o, "bus", m.bus);
+  if (const json::value* v = field(o, "member_buses"); v && v->is_array()) {
+    for (const json::value& e : v->as_array()) {
+      if (!e.is_object()) continue;
+      MemberBusFacts b;
+      get(e.as_object(), "member", b.member);
+      std::optional<BusFacts> bus;
+      get(e.as_object(), "bus", bus);
+      if (bus) b.bus = *bus;
+      m.member_buses.push_back(std::move(b));
+    }
+  }
+}
+
+void read(const json::object& o, BusFacts& m) {
+  get(o, "kind", m.kind);
+  get(o, "link", m.link);
+  std::optional<uint64_t> ceiling;
+  get(o, "ceiling_bytes_per_s", ceiling);
+  m.ceiling_bytes_per_s = ceiling.value_or(0);
 }
 
 void read(const json::object& o, ZfsFacts& m) {

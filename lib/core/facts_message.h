@@ -40,6 +40,19 @@ struct NetFacts {
 };
 
 // A block device as sysfs describes it.
+// The link a disk hangs on (probe/platform.h BusLink): kind "sata" | "pcie" |
+// "usb" | "virtual", the link as sysfs says it ("6.0 Gbps"), and its payload
+// ceiling after line coding, bytes/s (0: the link does not say).
+struct BusFacts {
+  std::string kind;
+  std::string link;
+  uint64_t ceiling_bytes_per_s = 0;
+};
+struct MemberBusFacts {
+  std::string member;  // "sda2": an md/LVM/dm member (one of `slaves`)
+  BusFacts bus;
+};
+
 struct BlockDeviceFacts {
   std::string name;  // "sda1"
   std::string disk;  // "sda": itself unless a partition
@@ -47,8 +60,10 @@ struct BlockDeviceFacts {
   std::optional<int64_t> read_ahead_kb;  // KiB
   std::optional<std::string> scheduler;  // the active one
   std::optional<bool> rotational;
-  std::optional<std::string> backing_file;  // loop devices
-  std::vector<std::string> slaves;          // device-mapper / md members
+  std::optional<std::string> backing_file;   // loop devices
+  std::vector<std::string> slaves;           // device-mapper / md members
+  std::optional<BusFacts> bus;               // nullopt: unknown (or an older agent)
+  std::vector<MemberBusFacts> member_buses;  // each member's, for md/LVM/dm
 };
 
 // ZFS's own cache (the ARC), for a disk_dir on ZFS.

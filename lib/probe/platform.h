@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <sys/types.h>
@@ -165,7 +166,31 @@ std::optional<ArcStats> read_arc_stats(const std::string& proc_root = "/proc");
 // rates) and no privilege.
 std::optional<uint64_t> shaped_rate_bits(const std::string& ifname);
 
-// --- Block devices (block_device.cc) --------------------------------------------
+// --- Block devices (block_device.cc, bus.cc) ---------------------------------------
+// The link a disk hangs on, from sysfs (the device's path under /sys/devices):
+// kind "sata" (link "6.0 Gbps": /sys/class/ata_link/linkN/sata_spd), "pcie" (an
+// NVMe or other PCIe device: "8.0 GT/s PCIe" and its width, from the nearest
+// PCI function's current_link_speed / current_link_width), "usb" (the USB
+// device's `speed` in Mbit/s), or "virtual" (loop, md, dm, virtio, zram, ...:
+// no bus of its own). `ceiling_bytes_per_s` is the link's payload ceiling
+// after its line coding, 0 when the link does not say (a negotiated speed of
+// "<unknown>").
+struct BusLink {
+  std::string kind;
+  std::string link;  // as sysfs says it: "6.0 Gbps", "8.0 GT/s PCIe x4", "5000 Mbit/s"
+  uint64_t ceiling_bytes_per_s = 0;
+};
+// The bus of the disk whose sysfs directory (resolved, /sys/devices/...) is
+// `disk_dir`; nullopt when sysfs does not tell.
+std::optional<BusLink> block_bus(const std::string& disk_dir, const std::string& sys_root);
+// Payload ceilings, bytes/s, from the negotiated figures (0: unknown):
+// SATA's line rate with 8b/10b; PCIe's transfer rate per lane with 8b/10b up
+// to 5 GT/s and 128b/130b from 8 GT/s, times the width; USB's signalling rate
+// with 8b/10b (5 Gbit/s) or 128b/132b (10 and 20 Gbit/s), USB 2's as it is.
+uint64_t sata_ceiling(std::string_view sata_spd);
+uint64_t pcie_ceiling(std::string_view current_link_speed, int width);
+uint64_t usb_ceiling(std::string_view speed_mbit);
+
 struct BlockDevice {
   std::string name;  // "sda1"
   std::string disk;  // "sda": itself unless a partition
@@ -175,6 +200,9 @@ struct BlockDevice {
   std::optional<bool> rotational;
   std::string backing_file;         // loop devices; else ""
   std::vector<std::string> slaves;  // device-mapper / md members, sorted
+  std::optional<BusLink> bus;       // the link the disk hangs on; nullopt unknown
+  // Each member's (slaves, in order) link: an md/LVM/dm device has no bus of its own.
+  std::vector<std::pair<std::string, BusLink>> member_buses;
 };
 // Device major:minor (a file's st_dev) as sysfs under `sys_root` describes it;
 // nullopt when it knows no such block device (tmpfs, NFS, ZFS, btrfs subvolumes).

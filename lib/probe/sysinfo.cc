@@ -412,14 +412,20 @@ std::optional<msg::BlockDeviceFacts> block_device_facts(unsigned maj, unsigned m
                                                         const std::string& sys_root) {
   const std::optional<os::BlockDevice> d = os::block_device(maj, min, sys_root);
   if (!d) return std::nullopt;
-  return msg::BlockDeviceFacts{d->name,
-                               d->disk,
-                               d->partition,
-                               d->read_ahead_kb,
-                               unless_empty(d->scheduler),
-                               d->rotational,
-                               unless_empty(d->backing_file),
-                               d->slaves};
+  auto bus = [](const os::BusLink& b) {
+    return msg::BusFacts{b.kind, b.link, b.ceiling_bytes_per_s};
+  };
+  msg::BlockDeviceFacts f{d->name,
+                          d->disk,
+                          d->partition,
+                          d->read_ahead_kb,
+                          unless_empty(d->scheduler),
+                          d->rotational,
+                          unless_empty(d->backing_file),
+                          d->slaves};
+  if (d->bus) f.bus = bus(*d->bus);
+  for (const auto& [member, b] : d->member_buses) f.member_buses.push_back({member, bus(b)});
+  return f;
 }
 
 std::optional<uint64_t> parse_tc_qdisc_rate(std::string_view tc_json) {

@@ -67,6 +67,17 @@ std::optional<BlockDevice> block_device(unsigned maj, unsigned min, const std::s
     ::closedir(dir);
     std::sort(d.slaves.begin(), d.slaves.end());
   }
+  d.bus = block_bus(disk_dir, sys_root);
+  // Each member's own link: slaves/NAME links to the member's directory (a
+  // partition's sits inside its disk's).
+  for (const std::string& m : d.slaves) {
+    if (::realpath((disk_dir + "/slaves/" + m).c_str(), resolved) == nullptr) continue;
+    const std::string member = resolved;
+    const bool part = ::access((member + "/partition").c_str(), F_OK) == 0;
+    if (auto bus = block_bus(part ? dir_name(member) : member, sys_root)) {
+      d.member_buses.emplace_back(m, *bus);
+    }
+  }
   return d;
 }
 
