@@ -330,6 +330,7 @@ json::object Agent::do_hello(const Request&) {
       options_.version, options_.build_id, wire::kProtocolVersion,      getpid(), u.nodename,
       u.sysname,        u.machine,         client_ ? "full" : "server", {}};
   if (client_) h.drivers = client_->drivers();
+  h.tune_at_start = tune::start_report();  // the run that started this agent reports it
   return msg::to_json(h);
 }
 

@@ -589,6 +589,14 @@ int clean(const std::vector<std::string>& args) {
           "sweep_orphans"));
       entry["removed"] = r.at("removed");
       entry["kept"] = r.at("kept");
+      // The agent's start reverted or refused a dead tune session's journal.
+      const msg::TuneStartReport& ts = ep->agent().hello().tune_at_start;
+      if (!ts.empty()) entry["tune_at_start"] = msg::to_json(ts);
+      const bool tune_failed =
+          !ts.refused.empty() || !ts.error.empty() ||
+          std::any_of(ts.reverted.begin(), ts.reverted.end(),
+                      [](const msg::RevertedKnob& k) { return !k.error.empty(); });
+      if (tune_failed) rc = kExitFailed;
     } catch (const Error& e) {
       entry["error"] = describe(e);
       rc = kExitFailed;
@@ -620,7 +628,22 @@ int clean(const std::vector<std::string>& args) {
                                                        "owner record and changed within the hour)"))
                 << "\n";
     }
-    if (removed.empty()) std::cout << host << ": nothing left behind\n";
+    const msg::TuneStartReport ts =
+        e.contains("tune_at_start")
+            ? msg::decode<msg::TuneStartReport>(e.at("tune_at_start"), "tune_at_start")
+            : msg::TuneStartReport{};
+    for (const auto& k : ts.reverted) {
+      std::cout << fmt::format("{}: {} tune knob {} on {} to {}{}\n", host,
+                               k.error.empty() ? "restored" : "could not restore", k.knob, k.target,
+                               k.original, k.error.empty() ? "" : ": " + k.error);
+    }
+    for (const auto& k : ts.refused) {
+      std::cout << fmt::format("{}: refused the tune journal {} ({}{}{}): {}\n", host, ts.journal,
+                               k.reason, k.knob.empty() ? "" : ", " + k.knob,
+                               k.action.empty() ? "" : ", " + k.action, k.detail);
+    }
+    if (!ts.error.empty()) std::cout << host << ": tune journal: " << ts.error << "\n";
+    if (removed.empty() && ts.empty()) std::cout << host << ": nothing left behind\n";
   }
   return rc;
 }

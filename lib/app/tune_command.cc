@@ -171,7 +171,7 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
     json::array restored_json;
     for (const auto& e : restored) restored_json.push_back(msg::to_json(e));
     if (!as_json) {
-      if (restored.empty()) {
+      if (restored.empty() && r.refused.empty()) {
         std::cout << fmt::format("{}: nothing to revert ({})\n", spec.host, r.journal);
       }
       for (const auto& e : restored) {
@@ -181,9 +181,18 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
                                  e.original + (e.error.empty() ? "" : ": " + e.error));
       }
       if (!r.at_start_error.empty()) std::cout << spec.host << ": " << r.at_start_error << "\n";
+      for (const auto& x : r.refused) {
+        std::cout << fmt::format("{}: refused the tune journal {} ({}{}): {}\n", spec.host,
+                                 r.journal, x.reason, x.knob.empty() ? "" : ", " + x.knob,
+                                 x.detail);
+      }
     }
+    if (!r.refused.empty()) rc = 1;
+    json::array refused_json;
+    for (const auto& x : r.refused) refused_json.push_back(msg::to_json(x));
     report.push_back(json::object{{"host", spec.host},
                                   {"restored", std::move(restored_json)},
+                                  {"refused", std::move(refused_json)},
                                   {"error", r.at_start_error},
                                   {"journal", r.journal}});
   }
@@ -191,9 +200,52 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
   return rc;
 }
 
-}  // namespace
+// `tune --show`: a stored session, read without creating or changing the
+// database (a missing one is an error naming its path).
+int show_command(const po::variables_map& vm, bool as_json) {
+  const std::string db = vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
+  Store::require_existing(db);
+  Store store(db);
+  std::vector<tune::LayerSamples> samples;
+  tune::TuneResult r = tune::load_session(store, vm["show"].as<std::string>(), &samples);
+  std::cout << (as_json ? "[" + tune::result_json(r) + "]\n" : tune::result_text(r));
+  if (vm.count("html"))
+    std::ofstream(vm["html"].as<std::string>()) << tune::result_html(r, samples);
+  return 0;
+}
 
-int tune_command(const std::vector<std::string>& args) {
+// The plan a sweep runs: --plan or the lab's, its shares, counts and size.
+pipeline::Plan tune_plan(const po::variables_map& vm, const Hosts& h, int count) {
+  pipeline::Plan plan =
+      vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), h.base) : h.base;
+  if (plan.source.empty()) plan.source = h.lab ? "(defaults, lab)" : "(defaults)";
+  if (vm.count("share")) {
+    for (const auto& f : vm["share"].as<std::vector<std::string>>())
+      pipeline::add_share_flag(plan, f);
+  }
+  if (h.lab && plan.shares.empty()) {
+    for (const auto& ls : h.lab->server.shares) {
+      pipeline::SharePlan sp;
+      sp.name = ls.protocol + "-" + ls.medium;
+      sp.url = ls.url;
+      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
+      sp.server_dir = ls.server_dir;
+      sp.medium = ls.medium;
+      sp.user = h.lab->share_user;
+      sp.password_file = h.lab->share_password_file;
+      sp.declared_at = "the lab";
+      plan.shares.push_back(sp);
+    }
+  }
+  plan.disk_count = plan.proto_count = plan.tcp_count = count;
+  if (vm.count("size")) {
+    const uint64_t size = parse_size(vm["size"].as<std::string>(), "--size");
+    plan.disk_sizes = plan.proto_sizes = {size};
+  }
+  return plan;
+}
+
+po::options_description tune_options() {
   po::options_description desc("chokepoint tune [options]");
   desc.add_options()("help,h", "this help")(
       "knob", po::value<std::vector<std::string>>()->composing(),
@@ -236,6 +288,13 @@ int tune_command(const std::vector<std::string>& args) {
       "accept-new-host-keys", "add unknown host keys to known_hosts")(
       "quiet,q", "no progress output")("hosts", po::value<std::vector<std::string>>(),
                                        "hosts for --revert");
+  return desc;
+}
+
+}  // namespace
+
+int tune_command(const std::vector<std::string>& args) {
+  const po::options_description desc = tune_options();
   po::positional_options_description pos;
   pos.add("hosts", -1);
   po::variables_map vm;
@@ -254,15 +313,7 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << (as_json ? list_json() : list_text());
     return 0;
   }
-  if (vm.count("show")) {
-    Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
-    std::vector<tune::LayerSamples> samples;
-    tune::TuneResult r = tune::load_session(store, vm["show"].as<std::string>(), &samples);
-    std::cout << (as_json ? "[" + tune::result_json(r) + "]\n" : tune::result_text(r));
-    if (vm.count("html"))
-      std::ofstream(vm["html"].as<std::string>()) << tune::result_html(r, samples);
-    return 0;
-  }
+  if (vm.count("show")) return show_command(vm, as_json);
   const std::vector<std::string> hosts_named =
       vm.count("hosts") ? vm["hosts"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (vm.count("revert")) return revert_command(vm, hosts_named);
@@ -285,32 +336,7 @@ int tune_command(const std::vector<std::string>& args) {
   }
 
   Hosts h = resolve_hosts(vm);
-  pipeline::Plan plan =
-      vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), h.base) : h.base;
-  if (plan.source.empty()) plan.source = h.lab ? "(defaults, lab)" : "(defaults)";
-  if (vm.count("share")) {
-    for (const auto& f : vm["share"].as<std::vector<std::string>>())
-      pipeline::add_share_flag(plan, f);
-  }
-  if (h.lab && plan.shares.empty()) {
-    for (const auto& ls : h.lab->server.shares) {
-      pipeline::SharePlan sp;
-      sp.name = ls.protocol + "-" + ls.medium;
-      sp.url = ls.url;
-      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
-      sp.server_dir = ls.server_dir;
-      sp.medium = ls.medium;
-      sp.user = h.lab->share_user;
-      sp.password_file = h.lab->share_password_file;
-      sp.declared_at = "the lab";
-      plan.shares.push_back(sp);
-    }
-  }
-  plan.disk_count = plan.proto_count = plan.tcp_count = count;
-  if (vm.count("size")) {
-    const uint64_t size = parse_size(vm["size"].as<std::string>(), "--size");
-    plan.disk_sizes = plan.proto_sizes = {size};
-  }
+  pipeline::Plan plan = tune_plan(vm, h, count);
   pipeline::validate(plan);
   // Each knob's stages must exist before anything connects.
   for (const auto& k : knobs) tune::affected_plan(*k.knob, plan);

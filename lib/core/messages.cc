@@ -440,10 +440,53 @@ void from_json(const json::value& v, CheckSpaceResult& m, Source src, std::strin
 
 // ---- the agent itself ------------------------------------------------------
 
+json::object to_json(const RevertedKnob& m) {
+  return {{"knob", m.knob}, {"target", m.target}, {"original", m.original}, {"error", m.error}};
+}
+void from_json(const json::value& v, RevertedKnob& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("knob", m.knob)
+      .need("target", m.target)
+      .need("original", m.original)
+      .opt("error", m.error);
+}
+
+json::object to_json(const RefusedJournal& m) {
+  return {{"reason", m.reason}, {"knob", m.knob}, {"action", m.action}, {"detail", m.detail}};
+}
+void from_json(const json::value& v, RefusedJournal& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("reason", m.reason)
+      .opt("knob", m.knob)
+      .opt("action", m.action)
+      .opt("detail", m.detail);
+}
+
+json::object to_json(const TuneStartReport& m) {
+  return {{"reverted", array_of(m.reverted)},
+          {"refused", array_of(m.refused)},
+          {"error", m.error},
+          {"journal", m.journal}};
+}
+void from_json(const json::value& v, TuneStartReport& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .opt("reverted", m.reverted)
+      .opt("refused", m.refused)
+      .opt("error", m.error)
+      .opt("journal", m.journal);
+}
+
 json::object to_json(const Hello& m) {
-  return {{"version", m.version}, {"build", m.build},       {"proto", m.proto},
-          {"pid", m.pid},         {"hostname", m.hostname}, {"os", m.os},
-          {"arch", m.arch},       {"role", m.role},         {"drivers", strings(m.drivers)}};
+  return {{"version", m.version},
+          {"build", m.build},
+          {"proto", m.proto},
+          {"pid", m.pid},
+          {"hostname", m.hostname},
+          {"os", m.os},
+          {"arch", m.arch},
+          {"role", m.role},
+          {"drivers", strings(m.drivers)},
+          {"tune_at_start", to_json(m.tune_at_start)}};
 }
 void from_json(const json::value& v, Hello& m, Source src, std::string_view what) {
   In(v, src, what)
@@ -455,7 +498,8 @@ void from_json(const json::value& v, Hello& m, Source src, std::string_view what
       .opt("os", m.os)
       .opt("arch", m.arch)
       .need("role", m.role)
-      .opt("drivers", m.drivers);
+      .opt("drivers", m.drivers)
+      .opt("tune_at_start", m.tune_at_start);
 }
 
 json::object to_json(const AgentStats& m) { return {{"max_rss_kb", m.max_rss_kb}}; }
@@ -555,20 +599,10 @@ void from_json(const json::value& v, TuneConfirmResult& m, Source src, std::stri
   In(v, src, what).need("confirmed", m.confirmed);
 }
 
-json::object to_json(const RevertedKnob& m) {
-  return {{"knob", m.knob}, {"target", m.target}, {"original", m.original}, {"error", m.error}};
-}
-void from_json(const json::value& v, RevertedKnob& m, Source src, std::string_view what) {
-  In(v, src, what)
-      .need("knob", m.knob)
-      .need("target", m.target)
-      .need("original", m.original)
-      .opt("error", m.error);
-}
-
 json::object to_json(const TuneRevertResult& m) {
   return {{"reverted", array_of(m.reverted)},
           {"reverted_at_start", array_of(m.reverted_at_start)},
+          {"refused", array_of(m.refused)},
           {"at_start_error", m.at_start_error},
           {"journal", m.journal}};
 }
@@ -576,6 +610,7 @@ void from_json(const json::value& v, TuneRevertResult& m, Source src, std::strin
   In(v, src, what)
       .need("reverted", m.reverted)
       .opt("reverted_at_start", m.reverted_at_start)
+      .opt("refused", m.refused)
       .opt("at_start_error", m.at_start_error)
       .need("journal", m.journal);
 }

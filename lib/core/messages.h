@@ -186,6 +186,30 @@ struct CheckSpaceResult {
 
 // ---- the agent itself (hello, stats, cleanup, bye, smb_status) -------------
 
+struct RevertedKnob {
+  std::string knob;
+  std::string target;
+  std::string original;
+  std::string error;  // "" when restored
+};
+
+// A tune journal (or one entry of it) the agent refused to run.
+struct RefusedJournal {
+  std::string reason;  // tune/journal.h to_string(Refusal): "symlink", "mode", "action_shape", ...
+  std::string knob;    // "" when the whole file is refused
+  std::string action;  // the refused action as shown; "" for a whole entry or file
+  std::string detail;
+};
+
+// What the agent did at its start with the tune journal a dead session left.
+struct TuneStartReport {
+  std::vector<RevertedKnob> reverted;
+  std::vector<RefusedJournal> refused;  // never run, left in the journal
+  std::string error;                    // the journal could not be looked at
+  std::string journal;                  // its path ("" when there is nothing to say)
+  bool empty() const { return reverted.empty() && refused.empty() && error.empty(); }
+};
+
 struct Hello {
   std::string version;
   std::string build;
@@ -196,6 +220,7 @@ struct Hello {
   std::string arch;
   std::string role;                  // "full" | "server" (no protocol clients)
   std::vector<std::string> drivers;  // the transfer drivers it has
+  TuneStartReport tune_at_start;     // reverted or refused at its start
 };
 
 // The stats, cleanup and bye answers.
@@ -264,18 +289,12 @@ struct TuneConfirmResult {
   bool confirmed = false;  // false: the watchdog reverted already
 };
 
-struct RevertedKnob {
-  std::string knob;
-  std::string target;
-  std::string original;
-  std::string error;  // "" when restored
-};
-
 struct TuneRevertResult {
   std::vector<RevertedKnob> reverted;
   std::vector<RevertedKnob> reverted_at_start;  // a killed session's, at agent start
   std::string at_start_error;
   std::string journal;
+  std::vector<RefusedJournal> refused;  // at start or now: never run
 };
 
 // ---- protocol samples (transfer, sweep) ------------------------------------

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -313,6 +314,44 @@ std::string smbd_config_from_cmdline(std::string_view cmdline) {
   return {};
 }
 
+std::vector<std::string> installed_smbd_paths() {
+  std::vector<std::string> out;
+  for (std::string p :
+       {find_program("smbd"), std::string("/usr/sbin/smbd"),
+        std::string("/usr/local/samba/sbin/smbd"), std::string("/usr/local/sbin/smbd")}) {
+    char real[PATH_MAX];
+    if (p.empty() || !::realpath(p.c_str(), real)) continue;
+    struct stat st {};
+    // Root's binary, writable by root only: a user's copy is no smbd of this host.
+    if (::stat(real, &st) != 0 || st.st_uid != 0 || (st.st_mode & 022)) continue;
+    if (std::find(out.begin(), out.end(), real) == out.end()) out.emplace_back(real);
+  }
+  return out;
+}
+
+bool is_real_smbd(const std::string& proc_root, int pid,
+                  const std::vector<std::string>& smbd_paths) {
+  const std::string base = fmt::format("{}/{}", proc_root, pid);
+  std::string status;
+  if (!read_file(base + "/status", &status)) return false;
+  // "Uid:\treal\teffective\tsaved\tfs": a user cannot make a process whose real uid is 0.
+  const size_t at = status.find("\nUid:");
+  if (at == std::string::npos) return false;
+  unsigned long uid = 1;
+  if (std::sscanf(status.c_str() + at + 5, "%lu", &uid) != 1 || uid != 0) return false;
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink((base + "/exe").c_str(), buf, sizeof buf - 1);
+  if (n < 0) return errno == EACCES || errno == EPERM;  // root's, and we are not root
+  std::string exe(buf, static_cast<size_t>(n));
+  // The package was upgraded under a running smbd: the path it ran from.
+  static const std::string kDeleted = " (deleted)";
+  if (exe.size() > kDeleted.size() &&
+      exe.compare(exe.size() - kDeleted.size(), kDeleted.size(), kDeleted) == 0) {
+    exe.resize(exe.size() - kDeleted.size());
+  }
+  return std::find(smbd_paths.begin(), smbd_paths.end(), exe) != smbd_paths.end();
+}
+
 std::string samba_config_path(const std::string& planned, std::string* how,
                               const std::string& proc_root, bool* served_here) {
   if (served_here != nullptr) *served_here = false;
@@ -325,7 +364,10 @@ std::string samba_config_path(const std::string& planned, std::string* how,
   // a container may run another).
   std::string best, best_how;
   bool best_local = false;
+  const std::vector<std::string> smbd_paths = installed_smbd_paths();
   for (const os::NamedProcess& p : os::processes_named(proc_root, "smbd")) {
+    // A user's own `smbd -s ~/x/smb.conf` is not this host's Samba.
+    if (!is_real_smbd(proc_root, p.pid, smbd_paths)) continue;
     // Without the right to read its namespace (no root), assume this host's.
     if (served_here != nullptr && (p.local_netns || p.netns_denied)) *served_here = true;
     if (!best_how.empty() && (best_local || !p.local_netns)) continue;

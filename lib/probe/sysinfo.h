@@ -59,13 +59,25 @@ std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path);
 // or `--configfile FILE`; "" when it names none (it uses its built-in default).
 std::string smbd_config_from_cmdline(std::string_view cmdline);
 
+// The smbd binaries installed on this host, resolved (realpath): smbd on
+// PATH, /usr/sbin/smbd, /usr/local/samba/sbin/smbd, /usr/local/sbin/smbd;
+// each root's and writable by root only.
+std::vector<std::string> installed_smbd_paths();
+
+// Process `pid` under proc_root is this host's Samba: its real uid is 0
+// (status) and its exe resolves to one of `smbd_paths` (a root process
+// whose exe this process may not read counts: only root starts one). Any
+// other process named smbd (a user's own `smbd -s ~/x/smb.conf`) is not.
+bool is_real_smbd(const std::string& proc_root, int pid,
+                  const std::vector<std::string>& smbd_paths);
+
 // Which smb.conf describes the Samba server here, and how that was decided
 // (`how`: "plan", "running smbd (pid N)", "smbd -b", "default"): the plan's
 // path first; else the one the running smbd uses (a NAS keeps it elsewhere, a
-// lab passes -s), preferring an smbd in this network namespace; else smbd's
-// compiled-in CONFIGFILE; else /etc/samba/smb.conf. Reads under proc_root.
-// `served_here` (when given): the plan names it, or an smbd runs in this network
-// namespace (or in one this process may not read: without root, assumed so).
+// lab passes -s; only an smbd is_real_smbd accepts), preferring one in this network namespace; else
+// smbd's compiled-in CONFIGFILE; else /etc/samba/smb.conf. Reads under proc_root. `served_here`
+// (when given): the plan names it, or an smbd runs in this network namespace (or in one this
+// process may not read: without root, assumed so).
 std::string samba_config_path(const std::string& planned, std::string* how,
                               const std::string& proc_root = "/proc", bool* served_here = nullptr);
 

@@ -1,10 +1,13 @@
 #include "probe/sysinfo.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/facts_message_json.h"
+#include "core/text.h"
 #include "probe/test_util.h"
 
 namespace cp::probe {
@@ -367,6 +371,8 @@ TEST(SambaConfig, PlanFirstThenTheRunningSmbd) {
   ::mkdir((dir.path() + "/77").c_str(), 0755);
   std::ofstream(dir.path() + "/77/comm") << "smbd\n";
   std::ofstream(dir.path() + "/77/cmdline") << std::string("smbd\0-s\0/nas/etc/smb.conf\0", 27);
+  std::ofstream(dir.path() + "/77/status") << "Name:\tsmbd\nUid:\t0\t0\t0\t0\n";
+  std::filesystem::create_symlink(installed_smbd_paths().at(0), dir.path() + "/77/exe");
   ::mkdir((dir.path() + "/78").c_str(), 0755);
   std::ofstream(dir.path() + "/78/comm") << "bash\n";
   bool here = true;
@@ -383,6 +389,70 @@ TEST(SambaConfig, PlanFirstThenTheRunningSmbd) {
   std::filesystem::create_symlink("net:[4026531840]", dir.path() + "/77/ns/net");
   samba_config_path("", &how, dir.path(), &here);
   EXPECT_TRUE(here);
+}
+
+// A fake /proc holding two processes named smbd: root's real binary, and a
+// user's own copy started with `-s ~/x/smb.conf` (one of them as root's
+// real uid but another exe, one as the user with the real exe): only the
+// real one's config is taken.
+TEST(SecuritySmbdIdentity, OnlyRootsRealSmbdNamesTheConfig) {
+  if (installed_smbd_paths().empty()) GTEST_SKIP() << "no smbd installed";
+  const std::string real = installed_smbd_paths().at(0);
+  TempDir dir;
+  auto proc = [&](int pid, const std::string& uid, const std::string& exe,
+                  const std::string& conf) {
+    const std::string d = dir.path() + "/" + std::to_string(pid);
+    ::mkdir(d.c_str(), 0755);
+    std::ofstream(d + "/comm") << "smbd\n";
+    const std::string cmd = std::string("smbd\0-s\0", 8) + conf + std::string(1, '\0');
+    std::ofstream(d + "/cmdline") << cmd;
+    std::ofstream(d + "/status") << "Name:\tsmbd\nUid:\t" << uid << "\t" << uid << "\t" << uid
+                                 << "\t" << uid << "\n";
+    std::filesystem::create_symlink(exe, d + "/exe");
+  };
+  const std::string copy = dir.path() + "/home-smbd";
+  std::filesystem::copy_file(real, copy);
+  proc(10, "1000", real, "/home/u/x/smb.conf");  // the user's, running the real binary
+  proc(11, "0", copy, "/home/u/y/smb.conf");     // root's uid, not the real binary
+  std::string how;
+  EXPECT_NE(samba_config_path("", &how, dir.path()), "/home/u/x/smb.conf");
+  EXPECT_NE(samba_config_path("", &how, dir.path()), "/home/u/y/smb.conf");
+  EXPECT_EQ(how.rfind("running smbd", 0), std::string::npos) << how;
+  EXPECT_FALSE(is_real_smbd(dir.path(), 10, installed_smbd_paths()));
+  EXPECT_FALSE(is_real_smbd(dir.path(), 11, installed_smbd_paths()));
+  proc(12, "0", real, "/etc/samba/real.conf");
+  EXPECT_TRUE(is_real_smbd(dir.path(), 12, installed_smbd_paths()));
+  EXPECT_EQ(samba_config_path("", &how, dir.path()), "/etc/samba/real.conf");
+  EXPECT_EQ(how, "running smbd (pid 12)");
+}
+
+// A real child process named smbd that is not the real binary (a copy of
+// sleep renamed smbd, run by this user): never taken for Samba.
+TEST(SecuritySmbdIdentity, ARealChildNamedSmbdIsIgnored) {
+  TempDir dir;
+  const std::string fake = dir.path() + "/smbd";
+  std::filesystem::copy_file("/bin/sleep", fake);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(fake.c_str(), "smbd", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+  // Its comm is "smbd" once exec'd (the file's name).
+  std::string comm;
+  for (int i = 0; i < 200 && trim(comm) != "smbd"; ++i) {
+    ::usleep(10000);
+    read_file(fmt::format("/proc/{}/comm", pid), &comm);
+  }
+  ASSERT_EQ(trim(comm), "smbd");
+  EXPECT_FALSE(is_real_smbd("/proc", pid, installed_smbd_paths()));
 }
 
 }  // namespace

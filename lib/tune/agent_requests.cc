@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "tune/apply.h"
+#include "tune/journal.h"
 
 namespace cp::tune {
 namespace json = boost::json;
@@ -20,8 +21,8 @@ namespace {
 
 std::mutex g_mu;
 std::unique_ptr<Journal> g_journal;  // created on first use
-std::vector<Reverted> g_at_start;    // what revert_at_agent_start restored
-std::string g_at_start_error;        // why it could not
+StartReport g_at_start;              // what revert_at_agent_start restored and refused
+std::string g_at_start_error;        // why it could not look
 
 // The revert watchdog of a change that may cut this host's SSH connection:
 // unless tune_confirm arrives in time, everything journaled is reverted.
@@ -52,6 +53,12 @@ std::vector<std::string> shown(const std::vector<Action>& actions) {
 std::vector<msg::RevertedKnob> reverted_of(const std::vector<Reverted>& rs) {
   std::vector<msg::RevertedKnob> a;
   for (const auto& r : rs) a.push_back({r.knob, r.target, r.original, r.error});
+  return a;
+}
+
+std::vector<msg::RefusedJournal> refused_of(const std::vector<Refused>& rs) {
+  std::vector<msg::RefusedJournal> a;
+  for (const auto& r : rs) a.push_back({to_string(r.reason), r.knob, r.action, r.detail});
   return a;
 }
 
@@ -120,9 +127,14 @@ json::object handle_tune_request(const std::string& type, const json::object& re
     return msg::to_json(msg::TuneConfirmResult{!w.fired});
   }
   if (type == "tune_revert") {
-    const msg::TuneRevertResult out{reverted_of(journal().revert_all()), reverted_of(g_at_start),
-                                    g_at_start_error, journal().path()};
-    g_at_start.clear();
+    msg::TuneRevertResult out;
+    out.reverted = reverted_of(journal().revert_all());
+    out.reverted_at_start = reverted_of(g_at_start.reverted);
+    out.refused = refused_of(g_at_start.refused);
+    for (const auto& r : refused_of(journal().refused())) out.refused.push_back(r);
+    out.at_start_error = g_at_start_error;
+    out.journal = journal().path();
+    g_at_start = {};
     g_at_start_error.clear();
     return msg::to_json(out);
   }
@@ -134,9 +146,19 @@ void revert_at_agent_start() noexcept {
   std::lock_guard<std::mutex> lock(g_mu);
   try {
     g_at_start = journal().revert_stale();
+  } catch (const Error& e) {
+    g_at_start_error = describe(e);
   } catch (const std::exception& e) {
     g_at_start_error = e.what();
   }
+}
+
+msg::TuneStartReport start_report() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  msg::TuneStartReport r{reverted_of(g_at_start.reverted), refused_of(g_at_start.refused),
+                         g_at_start_error, g_at_start.journal};
+  if (r.empty()) r.journal.clear();
+  return r;
 }
 
 void revert_at_agent_exit() noexcept {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "core/messages.h"
+
 namespace cp::tune {
 
 bool is_tune_request(const std::string& type);
@@ -24,8 +26,13 @@ bool is_tune_request(const std::string& type);
 boost::json::object handle_tune_request(const std::string& type, const boost::json::object& req);
 
 // At agent start, before the sentinel: reverts a journal no live process
-// holds. Never throws (a failure is reported by the next tune_revert).
+// holds (what passes the journal's checks; the rest is refused, never run).
+// Never throws: a failure is reported like the rest, by start_report().
 void revert_at_agent_start() noexcept;
+
+// What revert_at_agent_start reverted and refused, for the hello answer:
+// the run that started this agent reports it.
+msg::TuneStartReport start_report();
 
 // When the agent ends (channel closed, bye, signal): reverts what it applied.
 void revert_at_agent_exit() noexcept;

@@ -1,15 +1,7 @@
 // Applying knobs on an endpoint, on the agent's side: the exact actions a
 // knob's row turns into for this host (the disk under a directory, this
-// smbd's smb.conf), and the journal of original values that makes every
-// change revertible even after the agent is killed.
-//
-// The journal lives at $CHOKEPOINT_TUNE_STATE_DIR (tests), else
-// $XDG_STATE_HOME/chokepoint, else ~/.local/state/chokepoint, named after the
-// host name (the lab's hosts share a filesystem): tune-journal-HOST.json. It
-// holds, per changed knob, the original value and the actions that restore
-// it, written (fsync, rename) before the first change. The agent applying
-// knobs holds an flock on tune-journal-HOST.lock; an agent that starts and
-// can take that lock while a journal exists reverts it (its writer died).
+// smbd's smb.conf), run directly or, without root, through `sudo -n`. The
+// journal that makes every change revertible is tune/journal.h.
 #pragma once
 
 #include <string>
@@ -78,11 +70,20 @@ void run_actions(const Knob& knob, const std::vector<Action>& actions);
 // action. Nothing for root or a knob that needs no privilege.
 void check_privilege(const Knob& knob, const std::vector<Action>& actions);
 
-// The sudoers line that lets `user` run `actions` through `sudo -n`
-// ("cp ALL=(root) NOPASSWD: /usr/sbin/blockdev, /usr/bin/tee /sys/..."):
-// programs by full path; tee and rm with their file, since those name what
-// they may change.
+// The sudoers line that lets `user` run exactly `actions` through `sudo -n`
+// ("cp ALL=(root) NOPASSWD: /usr/sbin/blockdev --setra 2048 /dev/loop3,
+// /usr/bin/tee /sys/..."): programs by full path with their whole argument
+// list (sudoers' ',', ':', '=', '\\' escaped), tee and rm with their file.
 std::string sudoers_line(const std::string& user, const std::vector<Action>& actions);
+
+// The hint of a refused knob: root, the wrapper and its one rule, or the
+// exact commands, each with what it grants.
+std::string sudo_advice(const std::string& user, const std::vector<Action>& actions);
+
+// The operation of scripts/chokepoint-knob that does `a` ({"setra", "2048",
+// "/dev/loop3"}, {"sysctl", "net.ipv4.tcp_rmem", "4096 131072 6291456"});
+// empty for an action it has none for (config-file rewrites, removes).
+std::vector<std::string> wrapper_operation(const Action& a);
 
 // The chokepoint drop-in's text with `param = value` set (replaced when
 // there, added otherwise), keeping the other parameters it holds; `old` is
@@ -100,51 +101,5 @@ std::string set_afp_param(const std::string& conf, const std::string& param,
 // [global] header is added at the top when there is none); unchanged when
 // that include is already there.
 std::string add_samba_include(const std::string& conf, const std::string& dropin);
-
-struct JournalEntry {
-  std::string knob, target, original;
-  std::vector<Action> revert;
-};
-
-// What a revert did: per entry, restored or the error.
-struct Reverted {
-  std::string knob, target, original, error;  // error empty: restored
-};
-
-std::string journal_dir();
-std::string journal_path();  // journal_dir()/tune-journal-<hostname>.json
-
-// The agent's journal. One per process (the agent applies knobs from its
-// worker thread; revert_all also runs at exit).
-class Journal {
- public:
-  explicit Journal(std::string path);
-  ~Journal();
-  // Applies `value` of `knob`: takes the lock (Error(kUnsupported) when
-  // another live session holds it), journals the original first when this
-  // knob/target has no entry yet, then runs the apply actions.
-  Resolved apply(const Knob& knob, const std::string& value, const Where& where);
-  // The same for actions already resolved (apply() resolves, then this).
-  Resolved apply_resolved(const Knob& knob, Resolved r);
-  // Reverts every entry, newest first; entries that fail stay journaled.
-  // Releases the lock when the journal is empty. Error(kUnsupported) when
-  // another live process holds the lock.
-  std::vector<Reverted> revert_all();
-  // At agent start: when a journal exists and no live process holds its
-  // lock, reverts it. Empty when there was nothing to do or it is held.
-  std::vector<Reverted> revert_stale();
-  std::vector<JournalEntry> entries() const;
-  bool holds_lock() const { return lock_fd_ >= 0; }
-  const std::string& path() const { return path_; }
-
- private:
-  bool lock(bool wait);
-  void unlock();
-  std::vector<JournalEntry> load() const;
-  void save(const std::vector<JournalEntry>& entries) const;
-
-  std::string path_;
-  int lock_fd_ = -1;
-};
 
 }  // namespace cp::tune

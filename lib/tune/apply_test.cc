@@ -1,5 +1,7 @@
 #include "tune/apply.h"
 
+#include "tune/journal.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,15 +30,16 @@ class JournalTest : public ::testing::Test {
   void SetUp() override {
     dir_ = "/var/tmp/chokepoint-tune-test-" + std::to_string(getpid());
     std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    target_ = dir_ + "/value";
+    std::filesystem::create_directories(dir_ + "/proc/sys/net/ipv4");
+    // server.tcp_rmem's file, in a fake tree the journal's checks are rooted at.
+    target_ = dir_ + "/proc/sys/net/ipv4/tcp_rmem";
     spit(target_, "original\n");
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   // A change of a plain file, as the sysfs/sysctl knobs change theirs.
   Resolved change_to(const std::string& value) {
     Resolved r;
-    r.target = target_;
+    r.target = "net.ipv4.tcp_rmem";
     r.original = "original";
     Action a;
     a.kind = "write";
@@ -53,7 +56,7 @@ class JournalTest : public ::testing::Test {
 };
 
 TEST_F(JournalTest, JournalHoldsTheFirstOriginalAndRevertRestoresIt) {
-  Journal j(journal());
+  Journal j(journal(), dir_);
   j.apply_resolved(knob(), change_to("one"));
   EXPECT_EQ(slurp(target_), "one\n");
   // A second value keeps the first original: the session's, not the last one.
@@ -75,7 +78,7 @@ TEST_F(JournalTest, AKilledWritersJournalIsRevertedByTheNextStart) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    Journal j(journal());
+    Journal j(journal(), dir_);
     j.apply_resolved(knob(), change_to("tuned"));
     ::kill(getpid(), SIGKILL);  // no revert, no destructor: as a killed agent
     _exit(0);
@@ -84,8 +87,10 @@ TEST_F(JournalTest, AKilledWritersJournalIsRevertedByTheNextStart) {
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(slurp(target_), "tuned\n");
-  Journal next(journal());
-  auto reverted = next.revert_stale();
+  Journal next(journal(), dir_);
+  const StartReport report = next.revert_stale();
+  EXPECT_TRUE(report.refused.empty());
+  const auto& reverted = report.reverted;
   ASSERT_EQ(reverted.size(), 1u);
   EXPECT_EQ(reverted[0].knob, "server.tcp_rmem");
   EXPECT_EQ(reverted[0].error, "");
@@ -95,10 +100,10 @@ TEST_F(JournalTest, AKilledWritersJournalIsRevertedByTheNextStart) {
 }
 
 TEST_F(JournalTest, ALiveSessionsJournalIsLeftAlone) {
-  Journal live(journal());
+  Journal live(journal(), dir_);
   live.apply_resolved(knob(), change_to("tuned"));
-  Journal other(journal());  // another agent starting on the same host
-  EXPECT_TRUE(other.revert_stale().empty());
+  Journal other(journal(), dir_);  // another agent starting on the same host
+  EXPECT_TRUE(other.revert_stale().reverted.empty());
   EXPECT_EQ(slurp(target_), "tuned\n");
   EXPECT_THROW(other.revert_all(), Error);
   EXPECT_THROW(other.apply_resolved(knob(), change_to("x")), Error);
@@ -107,7 +112,7 @@ TEST_F(JournalTest, ALiveSessionsJournalIsLeftAlone) {
 }
 
 TEST_F(JournalTest, AFailedRevertStaysJournaled) {
-  Journal j(journal());
+  Journal j(journal(), dir_);
   Resolved r = change_to("tuned");
   r.revert[0].path = dir_ + "/missing-dir/x";  // cannot be written
   j.apply_resolved(knob(), r);
@@ -129,7 +134,7 @@ TEST_F(JournalTest, AfpKnobEditsGlobalRestartsAndRevertsByteIdentical) {
   Where w;
   w.afp_conf = conf;
   w.afp_restart = "echo restarted >> " + dir_ + "/restarts";
-  Journal j(journal());
+  Journal j(journal(), dir_);
   Resolved r = j.apply(find_knob("netatalk.server_quantum"), "262144", w);
   EXPECT_EQ(r.target, conf);
   EXPECT_EQ(r.original, "1048576");  // netatalk's default: the file does not set it
@@ -197,11 +202,42 @@ TEST(Privilege, SudoersLineNamesProgramsByPathAndTeeWithItsFile) {
   Action write;
   write.kind = "write";
   write.path = "/sys/block/loop3/queue/scheduler";
-  const std::string line = sudoers_line("cp", {run, write, run});
+  Action sysctl;
+  sysctl.kind = "write";
+  sysctl.path = "/proc/sys/net/ipv4/tcp_rmem";
+  const std::string line = sudoers_line("cp", {run, write, run, sysctl});
   const std::string blockdev =
       std::filesystem::exists("/usr/sbin/blockdev") ? "/usr/sbin/blockdev" : "/sbin/blockdev";
+  // Whole commands with their arguments: this readahead on this disk only.
   EXPECT_EQ(line, "cp ALL=(root) NOPASSWD: " + blockdev +
-                      ", /usr/bin/tee /sys/block/loop3/queue/scheduler");
+                      " --setra 256 /dev/loop3, /usr/bin/tee /sys/block/loop3/queue/scheduler, "
+                      "/usr/bin/tee /proc/sys/net/ipv4/tcp_rmem");
+}
+
+TEST(Privilege, WrapperOperationsCoverTheTablesHostCommandsOnly) {
+  Action ra;
+  ra.kind = "run";
+  ra.argv = {"blockdev", "--setra", "256", "/dev/loop3"};
+  EXPECT_EQ(wrapper_operation(ra), (std::vector<std::string>{"setra", "256", "/dev/loop3"}));
+  Action q;
+  q.kind = "write";
+  q.path = "/sys/block/loop3/queue/scheduler";
+  q.content = "mq-deadline\n";
+  EXPECT_EQ(wrapper_operation(q),
+            (std::vector<std::string>{"queue", "loop3", "scheduler", "mq-deadline"}));
+  Action sc = q;
+  sc.path = "/proc/sys/net/ipv4/tcp_rmem";
+  sc.content = "4096 131072 6291456\n";
+  EXPECT_EQ(wrapper_operation(sc),
+            (std::vector<std::string>{"sysctl", "net.ipv4.tcp_rmem", "4096 131072 6291456"}));
+  // smb.conf and whole programs have no operation: no sudo rule stands for them.
+  Action conf = q;
+  conf.path = "/etc/samba/smb.conf";
+  EXPECT_TRUE(wrapper_operation(conf).empty());
+  Action sh;
+  sh.kind = "run";
+  sh.argv = {"sh", "-c", "systemctl restart netatalk"};
+  EXPECT_TRUE(wrapper_operation(sh).empty());
 }
 
 // Not root and no sudo rule: refused before anything changes (the lab test
@@ -212,13 +248,17 @@ TEST_F(JournalTest, WithoutRootOrASudoRuleAKnobIsRefusedBeforeItChanges) {
     EXPECT_THROW(check_privilege(find_knob("server.tcp_rmem"), change_to("x").apply), Error);
     return;
   }
-  std::filesystem::permissions(dir_, std::filesystem::perms::all);
+  // Its own journal directory (the journal's checks refuse anyone else's).
+  const std::string own = dir_ + "/nobody";
+  std::filesystem::create_directories(own);
+  ASSERT_EQ(::chown(own.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(own.c_str(), 0700), 0);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(3);
     try {
-      Journal j(dir_ + "/nobody-journal.json");
+      Journal j(own + "/nobody-journal.json", dir_);
       j.apply_resolved(find_knob("server.tcp_rmem"), change_to("x"));
       _exit(0);
     } catch (const Error& e) {
@@ -230,7 +270,7 @@ TEST_F(JournalTest, WithoutRootOrASudoRuleAKnobIsRefusedBeforeItChanges) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_EQ(slurp(target_), "original\n");
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/nobody-journal.json"));
+  EXPECT_FALSE(std::filesystem::exists(own + "/nobody-journal.json"));
 }
 
 TEST(SambaInclude, GoesLastInGlobalBeforeTheNextSection) {

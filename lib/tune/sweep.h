@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,19 @@ struct ValueStats {
   double p_holm = 1;                   // Holm over the non-original values of this layer
   bool too_few = false;                // fewer than 3 samples on a side: no p
   bool better = false, worse = false;  // p_holm < alpha, by direction
+  // Not significant, yet the median lies outside the original's p25..p75.
+  bool beyond_spread = false;
+};
+
+// The best value moved beyond the original's spread but missed
+// significance: it may well be better, and more rounds would tell.
+struct Unsettled {
+  std::string value, layer;
+  double change = 0;  // median / original's median - 1
+  double p_holm = 1;
+  // Rounds (of this sweep's samples per round) that would likely make the
+  // change significant, as diagnose's suggested_count does for samples.
+  int suggested_rounds = 0;
 };
 
 struct LayerResult {
@@ -92,10 +106,20 @@ struct TuneResult {
   // keep what you have.
   std::string recommended;
   std::string reason;  // one sentence, with the numbers
+  // No recommendation, and the best value's median moved beyond the
+  // original's spread without significance.
+  std::optional<Unsettled> unsettled;
   std::vector<int64_t> run_ids;
 };
 
 inline constexpr double kAlpha = 0.05;
+
+// Rounds that would likely make `v`'s change against `base` significant at
+// the Holm family's strictest level (kAlpha / comparisons, two-sided) with
+// 80 % power: the spread from both interquartile ranges (sd ~ IQR / 1.349),
+// Mann-Whitney at 95 % of the t test's efficiency, each round adding as
+// many samples per value as this sweep's did; at least rounds + 1, at most 100.
+int suggested_rounds(const ValueStats& base, const ValueStats& v, size_t comparisons, int rounds);
 
 // The statistics and the recommendation from samples.
 TuneResult analyze(const std::string& knob, const std::vector<std::string>& values,

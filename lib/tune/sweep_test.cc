@@ -171,3 +171,63 @@ TEST(Analyze, AGridRecommendsTheBestCombinationByItsLabel) {
 
 }  // namespace
 }  // namespace cp::tune
+
+namespace cp::tune {
+namespace {
+
+// The readahead sweep in shape: 9 samples a value, the new value's
+// median +56 % and above the original's p75, yet the samples overlap too
+// much for p < 0.05: no recommendation, but the unsettled field names the
+// value, its layer and more rounds than were run.
+TEST(Analyze, AMoveBeyondTheSpreadWithoutSignificanceNamesTheRoundsToSettleIt) {
+  const std::vector<double> orig = {433, 500, 560, 600, 640, 700, 760, 1100, 1529};
+  const std::vector<double> high = {450, 520, 700, 900, 1000, 1050, 1200, 1300, 1529};
+  TuneResult r =
+      analyze("server.readahead", {"8192", "4194304"}, {{"ftp disk read", {orig, high}}}, 3);
+  EXPECT_TRUE(r.recommended.empty());
+  const ValueStats& v = r.layers[0].values[1];
+  ASSERT_FALSE(v.better);
+  EXPECT_GT(v.median, r.layers[0].values[0].p75);
+  EXPECT_TRUE(v.beyond_spread);
+  ASSERT_TRUE(r.unsettled.has_value());
+  EXPECT_EQ(r.unsettled->value, "4194304");
+  EXPECT_EQ(r.unsettled->layer, "ftp disk read");
+  EXPECT_GT(r.unsettled->change, 0.3);
+  EXPECT_GT(r.unsettled->suggested_rounds, 3);
+  EXPECT_LE(r.unsettled->suggested_rounds, 100);
+  const auto j = boost::json::parse(result_json(r)).as_object();
+  EXPECT_EQ(j.at("unsettled").at("suggested_rounds").as_int64(), r.unsettled->suggested_rounds);
+}
+
+// Values inside the original's spread: nothing to settle.
+TEST(Analyze, AMoveWithinTheSpreadLeavesNothingUnsettled) {
+  const std::vector<double> orig = {400, 500, 600, 700, 800, 900, 1000, 1100, 1200};
+  const std::vector<double> same = {420, 520, 620, 720, 820, 920, 1020, 1120, 1220};
+  TuneResult r = analyze("k", {"a", "b"}, {{"x", {orig, same}}}, 3);
+  EXPECT_FALSE(r.unsettled.has_value());
+  EXPECT_FALSE(r.layers[0].values[1].beyond_spread);
+  EXPECT_TRUE(boost::json::parse(result_json(r)).as_object().at("unsettled").is_null());
+}
+
+// A larger change or a tighter spread needs fewer rounds; more comparisons
+// (a stricter Holm level) need more.
+TEST(SuggestedRounds, FallWithTheEffectAndRiseWithTheComparisons) {
+  ValueStats base;
+  base.n = 9;
+  base.median = 1000;
+  base.p25 = 800;
+  base.p75 = 1200;
+  ValueStats v = base;
+  v.median = 1300;
+  const int small = suggested_rounds(base, v, 1, 3);
+  v.median = 1600;
+  const int large = suggested_rounds(base, v, 1, 3);
+  EXPECT_GT(small, large);
+  EXPECT_GE(large, 4);  // more than the 3 rounds run
+  v.median = 1300;
+  EXPECT_GT(suggested_rounds(base, v, 20, 3), suggested_rounds(base, v, 1, 3));
+  EXPECT_LT(suggested_rounds(base, v, 20, 3), 100);
+}
+
+}  // namespace
+}  // namespace cp::tune

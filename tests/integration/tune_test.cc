@@ -626,5 +626,89 @@ TEST_F(Tune, UnknownKnobAndMissingStageAreUsageAndConfigErrors) {
   EXPECT_FALSE(std::filesystem::exists(journal_));
 }
 
+// A journal planted where the local agent looks for it (an attacker's
+// `run: touch ...` under a real knob's name, and a write outside the knob
+// table): `chokepoint clean local` starts the agent, which refuses both and
+// runs neither; the run reports the refusal in its typed fields and fails.
+TEST(SecurityTuneJournal, CleanLocalRefusesAPlantedJournalRunsNothingAndSaysSo) {
+  TempDir t;
+  const std::string state = t.file("state");
+  ASSERT_TRUE(std::filesystem::create_directory(state));
+  ASSERT_EQ(::chmod(state.c_str(), 0700), 0);
+  const std::string marker = t.file("marker"), victim = t.file("victim");
+  write_file(victim, "keep\n");
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string journal = state + "/tune-journal-" + std::string(host) + ".json";
+  write_file(
+      journal,
+      fmt::format(R"({{"version":1,"host":"x","pid":1,"entries":[)"
+                  R"({{"knob":"server.readahead","target":"/dev/loop0","original":"x",)"
+                  R"("revert":[{{"kind":"run","argv":["touch","{}"]}}]}},)"
+                  R"({{"knob":"server.tcp_rmem","target":"net.ipv4.tcp_rmem","original":"x",)"
+                  R"("revert":[{{"kind":"write","path":"{}","content":"owned\n"}}]}}]}})"
+                  "\n",
+                  marker, victim));
+  ASSERT_EQ(::chmod(journal.c_str(), 0600), 0);
+  ::setenv("CHOKEPOINT_TUNE_STATE_DIR", state.c_str(), 1);
+  RunResult r = chokepoint({"clean", "local", "--dir", t.path(), "--json"}, 120);
+  RunResult text = chokepoint({"clean", "local", "--dir", t.path()}, 120);
+  ::unsetenv("CHOKEPOINT_TUNE_STATE_DIR");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(slurp(victim), "keep\n");
+  const json::object host0 = json::parse(r.out).at("hosts").as_array().at(0).as_object();
+  ASSERT_TRUE(host0.contains("tune_at_start")) << r.out;
+  const json::object& ts = host0.at("tune_at_start").as_object();
+  EXPECT_EQ(ts.at("journal").as_string(), journal);
+  EXPECT_TRUE(ts.at("reverted").as_array().empty());
+  const json::array& refused = ts.at("refused").as_array();
+  ASSERT_EQ(refused.size(), 2u);
+  std::set<std::string> knobs;
+  for (const auto& x : refused) {
+    EXPECT_EQ(x.at("reason").as_string(), "action_shape");
+    knobs.insert(std::string(x.at("knob").as_string()));
+  }
+  EXPECT_EQ(knobs, (std::set<std::string>{"server.readahead", "server.tcp_rmem"}));
+  // The text report fails too and does not call the host clean.
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_EQ(text.out.find("nothing left behind"), std::string::npos) << text.out;
+  // The journal stays for a person to look at.
+  EXPECT_TRUE(std::filesystem::exists(journal));
+}
+
+// The same with a symlinked journal (to a journal that would pass): refused
+// as a symlink, not followed.
+TEST(SecurityTuneJournal, CleanLocalRefusesASymlinkedJournal) {
+  TempDir t;
+  const std::string state = t.file("state");
+  ASSERT_TRUE(std::filesystem::create_directory(state));
+  ASSERT_EQ(::chmod(state.c_str(), 0700), 0);
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string elsewhere = t.file("elsewhere.json");
+  write_file(elsewhere, R"({"version":1,"entries":[]})");
+  ::chmod(elsewhere.c_str(), 0600);
+  std::filesystem::create_symlink(elsewhere,
+                                  state + "/tune-journal-" + std::string(host) + ".json");
+  ::setenv("CHOKEPOINT_TUNE_STATE_DIR", state.c_str(), 1);
+  RunResult r = chokepoint({"clean", "local", "--dir", t.path(), "--json"}, 120);
+  ::unsetenv("CHOKEPOINT_TUNE_STATE_DIR");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json::object host0 = json::parse(r.out).at("hosts").as_array().at(0).as_object();
+  ASSERT_TRUE(host0.contains("tune_at_start")) << r.out;
+  const json::array& refused = host0.at("tune_at_start").at("refused").as_array();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].at("reason").as_string(), "symlink");
+}
+
+// tune --show on a database that is not there: an error naming it, and no file made.
+TEST(SecurityTuneShow, AMissingDatabaseIsNotCreated) {
+  TempDir t;
+  RunResult r = chokepoint({"tune", "--show", "--db", t.file("none.db")}, 60);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(t.file("none.db")));
+}
+
 }  // namespace
 }  // namespace cp::itest
