@@ -188,7 +188,7 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
 }
 
-// Reads ask for no size (see smb.cc): each ends at the file's end whatever
+// Reads ask for no size (see smb/smb_session.h): each ends at the file's end whatever
 // the caller expected, with helpers and without, at sizes that end inside a
 // call and on a call's boundary.
 TEST_F(DriversLabTest, SmbReadsEndAtTheFileEndWhateverSizeWasExpected) {
