@@ -56,6 +56,8 @@ struct Where {
   std::string user;    // empty: guest
   std::string object;  // file path inside the share, or empty
 };
+// "afp://server/volume[/object]", for messages.
+std::string where_text(const Where& w);
 // The cp::Error for AFP result `code` answering `command` (afp_codec.h
 // Command): a clear message (bad login, no such volume, access denied,
 // disk full, object not found, ...) with the result's name, and a hint.

@@ -125,6 +125,30 @@ void NfsFile::wait_slot(size_t i) {
   }
 }
 
+void NfsFile::retire_head() {
+  const size_t i = order_.front();
+  wait_slot(i);
+  order_.pop_front();
+  idle_.push_back(i);
+}
+
+void NfsFile::retire_all() {
+  while (!order_.empty()) retire_head();
+}
+
+void NfsFile::drop_queued() {
+  drain();
+  for (size_t j : order_) idle_.push_back(j);
+  order_.clear();
+}
+
+void NfsFile::send_staged() {
+  if (stage_ == SIZE_MAX || fl_->slots[stage_].want == 0) return;
+  order_.push_back(stage_);
+  issue(stage_);
+  stage_ = SIZE_MAX;
+}
+
 void NfsFile::drain() {
   for (size_t i = 0; i < fl_->slots.size(); ++i) {
     Slot& sl = fl_->slots[i];
@@ -183,9 +207,7 @@ size_t NfsFile::read(char* buf, size_t n) {
   if (sl.short_eof && head_pos_ >= sl.done) {
     // The file ended early (it shrank since open): nothing after this.
     size_ = sl.offset + sl.done;
-    drain();
-    for (size_t j : order_) idle_.push_back(j);
-    order_.clear();
+    drop_queued();
     next_ = size_;
     return 0;
   }
@@ -209,9 +231,7 @@ size_t NfsFile::read(char* buf, size_t n) {
 size_t NfsFile::pread(char* buf, size_t n, uint64_t offset) {
   CP_CHECK(mode_ == Mode::kRead && fh_);
   // A random read starts afresh: nothing read ahead is kept.
-  drain();
-  for (size_t j : order_) idle_.push_back(j);
-  order_.clear();
+  drop_queued();
   head_pos_ = 0;
   if (offset >= size_) return 0;
   const size_t i = idle_.back();
@@ -231,20 +251,9 @@ size_t NfsFile::pread(char* buf, size_t n, uint64_t offset) {
 }
 
 size_t NfsFile::free_write_slot() {
-  if (idle_.empty()) {
-    // All in flight: the oldest must finish first.
-    const size_t i = order_.front();
-    wait_slot(i);
-    order_.pop_front();
-    idle_.push_back(i);
-  }
+  if (idle_.empty()) retire_head();  // all in flight: the oldest must finish first
   // Others that finished meanwhile are free too (and their errors seen).
-  while (!order_.empty() && !fl_->slots[order_.front()].pending) {
-    const size_t i = order_.front();
-    wait_slot(i);
-    order_.pop_front();
-    idle_.push_back(i);
-  }
+  while (!order_.empty() && !fl_->slots[order_.front()].pending) retire_head();
   const size_t i = idle_.back();
   idle_.pop_back();
   return i;
@@ -305,27 +314,17 @@ void NfsFile::staged(size_t n) {
 void NfsFile::pwrite(const char* buf, size_t n, uint64_t offset) {
   CP_CHECK(mode_ == Mode::kWrite && fh_);
   // Whatever sequential writes are staged go first, at their own offsets.
-  if (stage_ != SIZE_MAX && fl_->slots[stage_].want > 0) {
-    order_.push_back(stage_);
-    issue(stage_);
-  } else if (stage_ != SIZE_MAX) {
+  if (stage_ != SIZE_MAX && fl_->slots[stage_].want == 0) {
     idle_.push_back(stage_);
-  }
-  stage_ = SIZE_MAX;
-  next_ = offset;
-  write(buf, n);
-  if (stage_ != SIZE_MAX) {
-    order_.push_back(stage_);
-    issue(stage_);
     stage_ = SIZE_MAX;
   }
+  send_staged();
+  next_ = offset;
+  write(buf, n);
+  send_staged();
   // A random write is done before the next one starts (one at a time, as
   // pread reads): the sweep's random cells are request-by-request figures.
-  while (!order_.empty()) {
-    wait_slot(order_.front());
-    idle_.push_back(order_.front());
-    order_.pop_front();
-  }
+  retire_all();
 }
 
 void NfsFile::close() {
@@ -333,16 +332,8 @@ void NfsFile::close() {
   nfsfh* fh = fh_;
   try {
     if (mode_ == Mode::kWrite && !failed_) {
-      if (stage_ != SIZE_MAX && fl_->slots[stage_].want > 0) {
-        order_.push_back(stage_);
-        issue(stage_);
-        stage_ = SIZE_MAX;
-      }
-      while (!order_.empty()) {
-        wait_slot(order_.front());
-        idle_.push_back(order_.front());
-        order_.pop_front();
-      }
+      send_staged();
+      retire_all();
       s_.record({"write", s_.request_size(Mode::kWrite), s_.depth(), peak_, fl_->max_answer});
       // COMMIT: the UNSTABLE writes reach the server's disk (or its cache
       // policy) before the sample ends, as at a Linux client's close.

@@ -141,6 +141,10 @@ class NfsFile : public File {
   void issue(size_t i);      // sends the rest of slot i
   void wait_slot(size_t i);  // until slot i is complete (resending short answers)
   void drain();              // until nothing is on the wire
+  void retire_head();        // waits out the oldest slot in order_ and frees it
+  void retire_all();         // retire_head() until order_ is empty (writes: all answered)
+  void drop_queued();        // reads: drain(), then frees every slot queued ahead
+  void send_staged();        // writes: the slot being filled goes out as it is (if not empty)
   void fill_reads();         // keeps `depth` reads ahead of the reader
   void check(Slot& s, Step step);
   void note();
