@@ -102,6 +102,8 @@ AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) 
       o.connect_timeout_s = parse_duration(value, what);
     } else if (key == "tickle_interval") {
       o.tickle_s = parse_duration(value, what);
+    } else if (key == "uam" && value != "auto") {
+      o.uam = canonical_uam(value);
     }
   }
   return o;
@@ -427,7 +429,14 @@ class AfpSession : public Session {
                   "upgrade the server (netatalk 2.1 and later speak AFP 3)");
     }
     version_ = *version;
-    uam_ = choose_uam(info.uams, url.uam, !user.empty(), w.server);
+    if (!url.uam.empty() && !opts.uam.empty() && url.uam != opts.uam) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("the AFP share names two UAMs: '{}' in the URL (;AUTH=) and '{}' "
+                              "in its options (uam=)",
+                              url.uam, opts.uam),
+                  "name the UAM in one place");
+    }
+    uam_ = choose_uam(info.uams, url.uam.empty() ? opts.uam : url.uam, !user.empty(), w.server);
     w.user = uam_ == kUamGuest ? "" : user;
     server_name_ = info.utf8_server_name.empty() ? info.server_name : info.utf8_server_name;
     machine_ = info.machine_type;
@@ -688,6 +697,12 @@ constexpr OptionSpec kAfpOptions[] = {
      .min = 0.001,
      .help = "send a DSITickle after this long without sending (netatalk drops a client "
              "silent for 2 minutes)"},
+    {.name = "uam",
+     .type = OptionType::kChoice,
+     .fallback = "auto",
+     .words = "auto|dhx2|dhcast128|cleartxt|guest",
+     .help = "the login method; auto: the strongest offered, never cleartxt (the password "
+             "in the clear), which is used only when named here or with ;AUTH="},
 };
 std::unique_ptr<Driver> make() { return std::make_unique<afp::AfpDriver>(); }
 }  // namespace

@@ -16,6 +16,8 @@
 //   connect_timeout  (10s)
 //   tickle_interval  send a DSITickle after this long without sending (30s;
 //                    netatalk drops a client silent for 2 minutes)
+//   uam            auto (the strongest offered, never Cleartxt Passwrd),
+//                  dhx2, dhcast128, cleartxt or guest; as ;AUTH= in the URL
 // Files opened for writing replace an existing file (delete, then create).
 #pragma once
 
@@ -45,6 +47,9 @@ struct AfpOptions {
   double timeout_s = 120;
   double connect_timeout_s = 10;
   double tickle_s = 30;
+  // Option uam: the canonical UAM to log in with; empty ("auto", the
+  // default): the strongest offered, never Cleartxt Passwrd (choose_uam).
+  std::string uam;
 };
 // Throws Error(kConfig) for an unknown option or a bad value.
 AfpOptions parse_afp_options(const std::map<std::string, std::string>& options);
