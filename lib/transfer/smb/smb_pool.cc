@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "core/clock.h"
 #include "core/error.h"
@@ -55,8 +56,35 @@ void SmbSession::start_workers() {
     w.slot = slot;
     workers_.push_back(w);
   }
-  // Each logs in on its own connection; the first failure is the error.
-  for (Worker& w : workers_) wait_reply(w, Step::kConnect, where_);
+  // Each logs in on its own connection. One that cannot (a server that
+  // refuses or aborts more connections of a client than one, as one with
+  // `max connections` does) leaves the session on its own connection, which
+  // works: the samples then say so rather than fail.
+  std::optional<Error> first;
+  int first_errno = 0;
+  for (Worker& w : workers_) {
+    try {
+      wait_reply(w, Step::kConnect, where_);
+    } catch (const Error& e) {
+      if (!first) {
+        first = e;
+        first_errno = helper_errno_;
+      }
+    }
+  }
+  if (first) {
+    helper_errno_ = first_errno;
+    degrade(*first);
+  }
+}
+
+void SmbSession::degrade(const Error& e) noexcept {
+  const bool aborted = helper_errno_ == ECONNABORTED || helper_errno_ == ECONNRESET ||
+                       helper_errno_ == EPIPE || helper_errno_ == ETIMEDOUT;
+  stop_workers();
+  connections_ = 1;
+  degraded_reason_ = aborted ? "helpers_aborted" : "helpers_refused";
+  degraded_error_ = e.what();
 }
 
 // The helper process: never returns.
@@ -191,6 +219,7 @@ void SmbSession::send_request(Worker& w, uint32_t op, uint64_t offset, uint64_t 
   CP_CHECK(url.size() < sizeof q.url);
   std::memcpy(q.url, url.data(), url.size());
   if (::send(w.fd, &q, sizeof q, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof q)) {
+    helper_errno_ = ECONNABORTED;
     throw helper_gone(w);
   }
 }
@@ -201,13 +230,20 @@ WorkerReply SmbSession::wait_reply(Worker& w, Step step, const Place& where) {
   pollfd p{w.fd, POLLIN, 0};
   const int n = ::poll(&p, 1, static_cast<int>(timeout_ * 1000) * 2 + 1000);
   if (n == 0) {
+    helper_errno_ = ETIMEDOUT;
     throw Error(ErrorKind::kIo,
                 fmt::format("SMB: helper process {} for {} did not answer in {} s", w.pid,
                             where_.server, timeout_ * 2 + 1),
                 "the server or the network is stuck; see the server's log");
   }
-  if (::recv(w.fd, &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) throw helper_gone(w);
-  if (r.result < 0) throw smb_error(r.err, r.status, step, where);
+  if (::recv(w.fd, &r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+    helper_errno_ = ECONNABORTED;
+    throw helper_gone(w);
+  }
+  if (r.result < 0) {
+    helper_errno_ = r.err;
+    throw smb_error(r.err, r.status, step, where);
+  }
   return r;
 }
 
@@ -229,19 +265,40 @@ std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place w
                                                  const std::string& url, bool sent,
                                                  uint64_t size_hint) {
   auto own = std::make_unique<SmbFile>(*this, f, mode, where, size);
-  if (!sent) {
-    for (Worker& w : workers_) send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
-  }
   std::optional<Error> first;
-  for (Worker& w : workers_) {
+  int first_errno = 0;
+  size_t asked = workers_.size();  // helpers that owe an answer to the open
+  if (!sent) {
+    asked = 0;
+    try {
+      for (Worker& w : workers_) {
+        send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+        ++asked;
+      }
+    } catch (const Error& e) {
+      first = e;
+      first_errno = helper_errno_;
+    }
+  }
+  for (size_t i = 0; i < asked; ++i) {
+    Worker& w = workers_[i];
     try {
       wait_reply(w, mode == Mode::kRead ? Step::kOpenRead : Step::kOpenWrite, where);
     } catch (const Error& e) {
-      if (!first) first = e;
+      if (!first) {
+        first = e;
+        first_errno = helper_errno_;
+      }
     }
     w.state = Worker::kIdle;
   }
-  if (first) throw *first;
+  if (first) {
+    helper_errno_ = first_errno;
+    // This connection opened it and a helper could not: the file (and the
+    // session's later ones) go on through this connection alone.
+    degrade(*first);
+    return own;
+  }
   return std::make_unique<SmbPoolFile>(*this, std::move(own), mode, std::move(where), size,
                                        size_hint);
 }

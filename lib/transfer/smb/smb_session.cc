@@ -122,6 +122,7 @@ SmbSession::SmbSession(const Share& share, const CancelToken&) {
   if (auto_connections_) {
     connections_ = smb_auto_connections(limits_ ? probe_rtt_ : 0, io_size_, path_rate_);
   }
+  connections_asked_ = connections_;
   // Connect, log in and open the share's directory: wrong password,
   // unknown share and closed port show here.
   t_log.clear();
@@ -205,9 +206,15 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
     ~Pending() { s.drop_replies(owed); }
   } pending{*this};
   auto ask_helpers = [&] {
-    for (Worker& w : workers_) {
-      send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
-      ++pending.owed;
+    try {
+      for (Worker& w : workers_) {
+        send_request(w, kWOpen, 0, 0, url, mode == Mode::kWrite);
+        ++pending.owed;
+      }
+    } catch (const Error& e) {  // a helper ended since the last file
+      drop_replies(pending.owed);
+      pending.owed = 0;
+      degrade(e);
     }
   };
   ask_helpers();
@@ -281,6 +288,10 @@ std::map<std::string, std::string> SmbSession::properties() const {
       // "auto": chosen from the handshake's round trip (and path_rate when
       // given); "option": as the share asked.
       {"connections_chosen", auto_connections_ ? "auto" : "option"},
+      // What auto or the option asked for; more than `connections` when
+      // helper connections failed and the session went on without them
+      // (connections_reason says why): the figure is then a lower bound.
+      {"connections_asked", std::to_string(connections_asked_)},
       {"path_rate", path_rate_ > 0 ? fmt::format("{:.0f}", path_rate_ * 8) : "unknown"},
       {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", handshake_rtt_ * 1000) : "unknown"},
       // What io_size and connections=auto were chosen by: the least of
@@ -294,6 +305,10 @@ std::map<std::string, std::string> SmbSession::properties() const {
                   : smb1_ && smb1_->nt1 ? std::string("NT1")
                                         : std::string("unknown")}};
   if (smb1_) p["max_xmit"] = std::to_string(smb1_->max_buffer_size);
+  if (!degraded_reason_.empty()) {
+    p["connections_reason"] = degraded_reason_;
+    p["connections_error"] = degraded_error_;
+  }
   std::lock_guard<std::mutex> lock(flight_mu_);
   if (!flight_.op.empty()) {
     p["flight_op"] = flight_.op;

@@ -333,6 +333,11 @@ class SmbSession : public Session {
   [[noreturn]] void worker_main(int fd, char* slot);
   Error helper_gone(const Worker& w) const;
   void stop_workers() noexcept;
+  // Helper connections failed (`e`, the first) while this session's own
+  // connection works: the helpers stop, and the session goes on with its own
+  // connection alone (connections 1), recording why (properties
+  // connections_asked, connections_reason, connections_error).
+  void degrade(const Error& e) noexcept;
   // A libsmbclient context with this session's settings, logging at level 3
   // (callers quiet it once connected).
   SMBCCTX* make_context();
@@ -351,9 +356,15 @@ class SmbSession : public Session {
   std::string share_name_;
   std::string base_;
   Credentials creds_;
-  uint64_t io_size_ = 0;  // bytes per call; 0 until chosen
-  double timeout_ = 30;   // seconds
-  unsigned connections_ = 1;
+  uint64_t io_size_ = 0;            // bytes per call; 0 until chosen
+  double timeout_ = 30;             // seconds
+  unsigned connections_ = 1;        // connections moving a file's calls now
+  unsigned connections_asked_ = 1;  // what auto or the option asked for
+  // Why connections_ < connections_asked_: "" (it is not), "helpers_refused"
+  // (a helper could not connect, log in or open the file), "helpers_aborted"
+  // (a helper's connection was dropped, or the helper ended or hung).
+  std::string degraded_reason_, degraded_error_;
+  int helper_errno_ = 0;          // the errno of the last helper failure (ECONNABORTED: ended)
   bool auto_connections_ = true;  // option connections=auto (the default)
   double path_rate_ = 0;          // option path_rate, bytes/s; 0 unknown
   std::vector<Worker> workers_;
