@@ -405,11 +405,27 @@ void SmbPoolFile::issue() {
 
 size_t SmbPoolFile::read(char* buf, size_t n) {
   CP_CHECK(mode_ == Mode::kRead && !closed_);
+  if (own_only_) return own_->read(buf, n);
   if (failed_) {
     throw Error(ErrorKind::kIo,
                 fmt::format("SMB: an earlier read of {}/{} failed", where_.share, where_.file),
                 "see the first error; open the file again");
   }
+  try {
+    return read_pool(buf, n);
+  } catch (const Error& e) {
+    // A helper failed: the file goes on from the first byte not handed out,
+    // through the session's own connection, which fails this read in turn
+    // when the fault is the file's rather than the helpers'.
+    drain();
+    own_only_ = true;
+    own_->restart_at(handed_);
+    s_.degrade(e);
+    return own_->read(buf, n);
+  }
+}
+
+size_t SmbPoolFile::read_pool(char* buf, size_t n) {
   for (;;) {
     if (holding_) {
       if (hold_pos_ < hold_len_) {
@@ -421,6 +437,7 @@ size_t SmbPoolFile::read(char* buf, size_t n) {
           holding_ = false;
           issue();
         }
+        handed_ += m;  // (after issue(): a failure there re-reads these bytes)
         return m;
       }
       holding_ = false;

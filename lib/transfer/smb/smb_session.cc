@@ -411,6 +411,12 @@ size_t SmbFile::read(char* buf, size_t n) {
   return k;
 }
 
+void SmbFile::restart_at(uint64_t offset) {
+  CP_CHECK(mode_ == Mode::kRead && f_);
+  stage_pos_ = stage_end_ = 0;
+  seek(offset);
+}
+
 void SmbFile::seek(uint64_t offset) {
   if (offset == pos_) return;
   t_log.clear();

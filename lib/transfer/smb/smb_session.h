@@ -193,6 +193,8 @@ class SmbFile : public File {
   void write(const char* buf, size_t n) override;
   void pwrite(const char* buf, size_t n, uint64_t offset) override;
   void close() override;
+  // Reads: the next read() starts at `offset`, nothing read ahead kept.
+  void restart_at(uint64_t offset);
 
  private:
   void seek(uint64_t offset);
@@ -245,6 +247,7 @@ class SmbPoolFile : public File {
 
  private:
   void issue();
+  size_t read_pool(char* buf, size_t n);  // read() through the helpers
   // Bytes of call k (see call_len in the .cc).
   uint64_t call_len(uint64_t k) const;
   // Call k's helper, and its half of that helper's slot.
@@ -276,6 +279,10 @@ class SmbPoolFile : public File {
   size_t hold_pos_ = 0, hold_len_ = 0;
   size_t fill_ = 0;                       // writes: bytes in call issued_'s half
   bool failed_ = false, closed_ = false;  // failed_: a call failed (writes: the file has a hole)
+  // Reads: a helper failed, so the rest goes through own_ (the session went
+  // on with its own connection alone); handed_: bytes handed to the caller.
+  bool own_only_ = false;
+  uint64_t handed_ = 0;
 };
 
 class SmbSession : public Session {
@@ -324,6 +331,11 @@ class SmbSession : public Session {
                     const std::string& url = {}, bool write = false, uint64_t slot_off = 0);
   // The helper's answer; its failure as the error for `step`.
   WorkerReply wait_reply(Worker& w, Step step, const Place& where);
+  // Helper connections failed (`e`, the first) while this session's own
+  // connection works: the helpers stop, and the session goes on with its own
+  // connection alone (connections 1), recording why (properties
+  // connections_asked, connections_reason, connections_error).
+  void degrade(const Error& e) noexcept;
   // In flight now: calls of `lens` bytes, folded into the file's record.
   void note_pool(Mode mode, const std::vector<uint64_t>& lens);
 
@@ -333,11 +345,6 @@ class SmbSession : public Session {
   [[noreturn]] void worker_main(int fd, char* slot);
   Error helper_gone(const Worker& w) const;
   void stop_workers() noexcept;
-  // Helper connections failed (`e`, the first) while this session's own
-  // connection works: the helpers stop, and the session goes on with its own
-  // connection alone (connections 1), recording why (properties
-  // connections_asked, connections_reason, connections_error).
-  void degrade(const Error& e) noexcept;
   // A libsmbclient context with this session's settings, logging at level 3
   // (callers quiet it once connected).
   SMBCCTX* make_context();
