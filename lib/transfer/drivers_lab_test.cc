@@ -10,6 +10,7 @@
 // which the root namespace cannot reach. Traffic stays inside the lab.
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -188,7 +190,149 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
 }
 
-// Reads ask for no size (see smb.cc): each ends at the file's end whatever
+// The child processes of this process (the smb driver's helpers).
+std::vector<pid_t> own_children() {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(entry.path() / "stat");
+    std::string pid, comm, state, ppid;
+    st >> pid >> comm >> state >> ppid;
+    if (ppid == std::to_string(getpid())) out.push_back(std::stoi(pid));
+  }
+  return out;
+}
+
+// Degrade, don't fail: a server that refuses a client's extra connections to
+// a share while the first one works. Here smbd's `max connections = 1`
+// (Debian leaves it 0, unlimited), a departure that stands in for any server
+// refusing or aborting the helpers' connections (issue 23's smbd aborted
+// them). With connections=3 every transfer still succeeds, on the session's
+// own connection, and the sample says so: 1 connection of the 3 asked, and
+// why (connections_reason), so a verdict can call its figure a lower bound.
+// No helper process is left behind.
+TEST_F(DriversLabTest, SmbRefusedHelperConnectionsFinishOnOneAndSayWhy) {
+  SambaGlobals samba("  max connections = 1\n");
+  Share sh = share("smb", "ram");
+  sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};
+  auto s = connect(sh);
+  auto props = s->properties();
+  EXPECT_EQ(props.at("connections"), "1");
+  EXPECT_EQ(props.at("connections_asked"), "3");
+  EXPECT_EQ(props.at("connections_chosen"), "option");
+  EXPECT_EQ(props.at("connections_reason"), "helpers_refused");
+  EXPECT_TRUE(own_children().empty()) << "the helpers were not stopped";
+  for (uint64_t seed : {21, 22}) {
+    const uint64_t size = kMB10 + 12345;
+    const std::string rel = fmt::format("{}/refused-{}.dat", run_, seed);
+    const std::string sent = put(*s, rel, size, seed);
+    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    EXPECT_EQ(get(*s, rel), sent);
+    props = s->properties();
+    EXPECT_EQ(props.at("connections"), "1");
+    EXPECT_EQ(props.at("connections_reason"), "helpers_refused");
+    s->remove(rel);
+  }
+}
+
+// The established TCP connections of the lab host `netns` with port 445 at
+// one end: {the other end's port, the pid that holds it} (`ss -tnpH`).
+std::vector<std::pair<int, pid_t>> smb_sockets(const std::string& netns) {
+  RunResult r = run_command({"ip", "netns", "exec", netns, "ss", "-tnpH"}, "", 30);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::pair<int, pid_t>> out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string state, recvq, sendq, local, peer, users;
+    f >> state >> recvq >> sendq >> local >> peer >> users;
+    const size_t at = users.find("pid=");
+    if (at == std::string::npos) continue;
+    const pid_t pid = std::stoi(users.substr(at + 4));
+    auto port = [](const std::string& a) { return std::stoi(a.substr(a.rfind(':') + 1)); };
+    if (port(local) == 445) out.push_back({port(peer), pid});
+    if (port(peer) == 445) out.push_back({port(local), pid});
+  }
+  return out;
+}
+
+// Kills the smbd processes that serve this process's helper connections
+// (found by the helpers' TCP ports), as a server aborting them would; returns
+// how many, once they are gone.
+size_t kill_helper_smbds() {
+  const std::vector<pid_t> helpers = own_children();
+  std::vector<int> helper_ports;
+  for (const auto& [port, pid] : smb_sockets(g_world->lab.client.netns)) {
+    if (std::find(helpers.begin(), helpers.end(), pid) != helpers.end()) {
+      helper_ports.push_back(port);
+    }
+  }
+  std::vector<pid_t> killed;
+  for (const auto& [port, pid] : smb_sockets(g_world->lab.server.netns)) {
+    if (std::find(helper_ports.begin(), helper_ports.end(), port) == helper_ports.end()) continue;
+    EXPECT_EQ(lab::sys::process_comm(pid), "smbd");
+    if (::kill(pid, SIGKILL) == 0) killed.push_back(pid);
+  }
+  for (pid_t p : killed) {
+    for (int i = 0; i < 500 && fs::exists(fmt::format("/proc/{}", p)); ++i) ::usleep(10000);
+  }
+  return killed.size();
+}
+
+// As above, but the server aborts the helpers' connections after they logged
+// in (their smbd processes killed): between files, so the next open degrades,
+// and in the middle of a read, which goes on from where it was on the
+// session's own connection. Every transfer succeeds, and the sample says why.
+TEST_F(DriversLabTest, SmbAbortedHelperConnectionsFinishOnOneAndSayWhy) {
+  Share sh = share("smb", "ram");
+  sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};
+  const uint64_t size = kMB10 + 12345;
+  {
+    SCOPED_TRACE("aborted between files");
+    auto s = connect(sh);
+    ASSERT_EQ(s->properties().at("connections"), "3");
+    ASSERT_EQ(kill_helper_smbds(), 3u);
+    const std::string rel = run_ + "/aborted.dat";
+    const std::string sent = put(*s, rel, size, 31);
+    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    EXPECT_EQ(get(*s, rel), sent);
+    const auto props = s->properties();
+    EXPECT_EQ(props.at("connections"), "1");
+    EXPECT_EQ(props.at("connections_asked"), "3");
+    EXPECT_EQ(props.at("connections_reason"), "helpers_aborted");
+    s->remove(rel);
+    EXPECT_TRUE(own_children().empty()) << "the helpers were not stopped";
+  }
+  {
+    SCOPED_TRACE("aborted in the middle of a read");
+    auto s = connect(sh);
+    const std::string rel = run_ + "/aborted-read.dat";
+    const std::string sent = put(*s, rel, size, 32);
+    ASSERT_EQ(s->properties().at("connections"), "3");
+    auto f = s->open(rel, Mode::kRead, size);
+    Checksum sum;
+    std::vector<char> buf(1 << 20);
+    size_t n = f->read(buf.data(), buf.size());
+    ASSERT_GT(n, 0u);
+    sum.update(buf.data(), n);
+    uint64_t got = n;
+    ASSERT_EQ(kill_helper_smbds(), 3u);
+    while ((n = f->read(buf.data(), buf.size())) > 0) {
+      sum.update(buf.data(), n);
+      got += n;
+    }
+    f->close();
+    EXPECT_EQ(sum.hex() + "/" + std::to_string(got), sent);
+    const auto props = s->properties();
+    EXPECT_EQ(props.at("connections"), "1");
+    EXPECT_EQ(props.at("connections_reason"), "helpers_aborted");
+    s->remove(rel);
+  }
+}
+
+// Reads ask for no size (see smb/smb_session.h): each ends at the file's end whatever
 // the caller expected, with helpers and without, at sizes that end inside a
 // call and on a call's boundary.
 TEST_F(DriversLabTest, SmbReadsEndAtTheFileEndWhateverSizeWasExpected) {

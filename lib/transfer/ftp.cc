@@ -25,6 +25,7 @@
 #include <cctype>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -584,14 +585,12 @@ bool reply_says(const FtpFailure& f, std::string_view word) {
   return lower.find(word) != std::string::npos;
 }
 
-}  // namespace
-
-Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
-  const std::string target = w.file.empty() ? w.share : w.file;
-  const std::string said = f.reply.empty() ? "" : fmt::format(" (server said: {})", f.reply);
-  const std::string lib =
-      f.detail.empty() ? curl_easy_strerror(static_cast<CURLcode>(f.curl_code)) : f.detail;
-  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+// What the server's last reply says, whatever curl made of it: a full disk,
+// a data connection cut while storing, a server that takes only TLS; nullopt
+// when it says none of these.
+std::optional<Error> ftp_reply_error(const FtpFailure& f, bool writing, const std::string& target,
+                                     const std::string& said, const std::string& lib,
+                                     const Place& w) {
   // A full disk, whatever curl made of it: 452/552, or vsftpd's 451 on a
   // failed write (it does not say why; a full disk is the usual reason).
   if (f.reply_code == 452 || f.reply_code == 552 || reply_says(f, "no space") ||
@@ -625,6 +624,18 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
                  "use an ftps:// share URL (explicit TLS, AUTH TLS; option ca_file for a "
                  "private certificate)");
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
+  const std::string target = w.file.empty() ? w.share : w.file;
+  const std::string said = f.reply.empty() ? "" : fmt::format(" (server said: {})", f.reply);
+  const std::string lib =
+      f.detail.empty() ? curl_easy_strerror(static_cast<CURLcode>(f.curl_code)) : f.detail;
+  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  if (auto e = ftp_reply_error(f, writing, target, said, lib, w)) return *e;
   switch (static_cast<CURLcode>(f.curl_code)) {
     case CURLE_COULDNT_CONNECT:
       return Error(ErrorKind::kIo,

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -47,12 +48,6 @@ constexpr uint16_t kStatDirBitmap = kAttributes | kParentDirID | kCreateDate | k
                                     kOffspringCount | kUnixPrivs;  // 0x830f
 // Seconds to spend on the logout when a session ends.
 constexpr double kGoodbyeTimeout = 10;
-
-std::string where_text(const Where& w) {
-  std::string s = fmt::format("afp://{}/{}", w.server, w.volume);
-  if (!w.object.empty()) s += "/" + w.object;
-  return s;
-}
 
 }  // namespace
 
@@ -107,144 +102,11 @@ AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) 
       o.connect_timeout_s = parse_duration(value, what);
     } else if (key == "tickle_interval") {
       o.tickle_s = parse_duration(value, what);
+    } else if (key == "uam" && value != "auto") {
+      o.uam = canonical_uam(value);
     }
   }
   return o;
-}
-
-Error afp_error(int32_t code, uint8_t command, const Where& w) {
-  const std::string result = result_name(code);
-  const std::string op = command_name(command);
-  const std::string at = where_text(w);
-  const std::string who = w.user.empty() ? "the guest login" : fmt::format("user '{}'", w.user);
-  const bool login = command == kFPLogin || command == kFPLoginCont;
-  switch (code) {
-    case kFPUserNotAuth:
-      if (login) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("bad login: AFP server {} refused {} ({})", w.server, who, result),
-                     "check the share's user and password");
-      }
-      return Error(ErrorKind::kConfig,
-                   fmt::format("AFP server {} says {} is not logged in ({} on {})", w.server, who,
-                               result, at),
-                   "the session expired; run again");
-    case kFPBadUAM:
-      return Error(
-          ErrorKind::kConfig,
-          fmt::format("AFP server {} does not accept the login method ({})", w.server, result),
-          "name another UAM with ;AUTH= in the URL, or leave AUTH out");
-    case kFPBadVersNum:
-      return Error(ErrorKind::kUnsupported,
-                   fmt::format("AFP server {} rejected the AFP version ({})", w.server, result),
-                   "the server announced a version it then refused; check its configuration");
-    case kFPPwdExpiredErr:
-    case kFPPwdNeedsChangeErr:
-      return Error(ErrorKind::kConfig,
-                   fmt::format("AFP server {}: the password of {} has expired or must be "
-                               "changed ({})",
-                               w.server, who, result),
-                   "change the password on the server, then update the share's password");
-    case kFPParamErr:
-      if (login) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("bad login: AFP server {} rejected the login of {} ({})", w.server,
-                                 who, result),
-                     "check the user name and password; netatalk answers this way to a "
-                     "wrong DHCAST128 password or an unknown user");
-      }
-      if (command == kFPOpenVol) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("no such volume: AFP server {} has no volume '{}' ({})", w.server,
-                                 w.volume, result),
-                     "check the volume name in the URL (afp://host/volume)");
-      }
-      break;
-    case kFPObjectNotFound:
-    case kFPDirNotFound:
-      if (command == kFPOpenVol) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("no such volume: AFP server {} has no volume '{}' ({})", w.server,
-                                 w.volume, result),
-                     "check the volume name in the URL (afp://host/volume)");
-      }
-      if (command == kFPCreateFile) {
-        return Error(ErrorKind::kIo,
-                     fmt::format("cannot create {}: its directory does not exist ({})", at, result),
-                     "create the directory on the volume first");
-      }
-      return Error(ErrorKind::kIo,
-                   fmt::format("object not found: {} does not exist ({} {})", at, op, result),
-                   "check the path inside the volume");
-    case kFPAccessDenied:
-      if (command == kFPOpenVol) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("access denied: {} may not open volume '{}' on AFP server {} "
-                                 "({})",
-                                 who, w.volume, w.server, result),
-                     "allow the user in the volume's 'valid users' (afp.conf)");
-      }
-      if (login) {
-        return Error(
-            ErrorKind::kConfig,
-            fmt::format("access denied: AFP server {} refused {} ({})", w.server, who, result),
-            "the server may not allow this login (guest access off?); give a user "
-            "and password");
-      }
-      return Error(ErrorKind::kIo,
-                   fmt::format("access denied: {} may not {} {} ({} {})", who,
-                               command == kFPDelete ? "delete" : "use", at, op, result),
-                   "check the Unix permissions of the volume's directory for that user on "
-                   "the server");
-    case kFPDiskFull:
-    case kFPDiskQuotaExceeded:
-      return Error(ErrorKind::kIo,
-                   fmt::format("disk full: volume '{}' on AFP server {} has no room for {} "
-                               "({} {})",
-                               w.volume, w.server, at, op, result),
-                   "free space on the server's volume, or use smaller file sizes");
-    case kFPVolLocked:
-      return Error(ErrorKind::kIo,
-                   fmt::format("volume '{}' on AFP server {} is read-only ({} {})", w.volume,
-                               w.server, op, result),
-                   "make the volume writable (afp.conf: read only = no) or use another");
-    case kFPFileBusy:
-    case kFPDenyConflict:
-    case kFPObjectLocked:
-    case kFPLockErr:
-      return Error(
-          ErrorKind::kIo,
-          fmt::format("{} is busy: another client holds it open or locked ({} {})", at, op, result),
-          "close it elsewhere, or use another file name");
-    case kFPObjectExists:
-      return Error(ErrorKind::kIo, fmt::format("{} already exists ({} {})", at, op, result),
-                   "remove it first, or use another name");
-    case kFPObjectTypeErr:
-      return Error(ErrorKind::kIo,
-                   fmt::format("{} is a directory, not a file ({} {})", at, op, result),
-                   "name a file inside the volume");
-    case kFPDirNotEmpty:
-      return Error(ErrorKind::kIo,
-                   fmt::format("{} is a directory that is not empty ({})", at, result),
-                   "remove its files first");
-    case kFPTooManyFilesOpen:
-      return Error(
-          ErrorKind::kIo,
-          fmt::format("AFP server {} has too many files open ({} {})", w.server, op, result),
-          "close other clients' files, or raise the server's open-file limit");
-    case kFPCallNotSupported:
-      return Error(ErrorKind::kUnsupported,
-                   fmt::format("AFP server {} does not support {} ({})", w.server, op, result),
-                   "the server's AFP implementation lacks a call chokepoint needs; use "
-                   "netatalk 3 or later");
-    case kFPSessClosed:
-    case kFPServerGoingDown:
-      return Error(ErrorKind::kRemote,
-                   fmt::format("AFP server {} ended the session ({} {})", w.server, op, result),
-                   "the server is going down or dropped the session; retry when it is back");
-  }
-  return Error(ErrorKind::kIo, fmt::format("AFP {} on {} failed: {}", op, at, result),
-               "check the server's log (afpd) for why");
 }
 
 namespace {
@@ -567,7 +429,14 @@ class AfpSession : public Session {
                   "upgrade the server (netatalk 2.1 and later speak AFP 3)");
     }
     version_ = *version;
-    uam_ = choose_uam(info.uams, url.uam, !user.empty(), w.server);
+    if (!url.uam.empty() && !opts.uam.empty() && url.uam != opts.uam) {
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("the AFP share names two UAMs: '{}' in the URL (;AUTH=) and '{}' "
+                              "in its options (uam=)",
+                              url.uam, opts.uam),
+                  "name the UAM in one place");
+    }
+    uam_ = choose_uam(info.uams, url.uam.empty() ? opts.uam : url.uam, !user.empty(), w.server);
     w.user = uam_ == kUamGuest ? "" : user;
     server_name_ = info.utf8_server_name.empty() ? info.server_name : info.utf8_server_name;
     machine_ = info.machine_type;
@@ -620,25 +489,34 @@ class AfpSession : public Session {
     if (m.header.error() != kNoErr) throw afp_error(m.header.error(), kFPLogin, w);
     logged_in_ = true;
 
-    // 4. The volume: listed for this user? Then open it.
+    // 4. The volume.
+    open_volume(url.volume);
+    tickle_s_ = opts.tickle_s;
+
+    keepalive_ = std::thread([this] { keepalive_loop(); });
+    goodbye.armed = false;
+  }
+
+  // The volume: listed for this user? Then open it (its ID into link_).
+  void open_volume(const std::string& volume) {
+    Where& w = link_->where;
     const SrvrParms parms = decode_srvr_parms(link_->call(encode_get_srvr_parms(), ""));
     const SrvrParms::Volume* found = nullptr;
     for (const auto& v : parms.volumes) {
-      if (v.name == url.volume) found = &v;
+      if (v.name == volume) found = &v;
     }
     for (const auto& v : parms.volumes) {
-      if (!found && lower(v.name) == lower(url.volume)) found = &v;
+      if (!found && lower(v.name) == lower(volume)) found = &v;
     }
     if (!found) {
       std::string list;
       for (const auto& v : parms.volumes) list += (list.empty() ? "" : ", ") + v.name;
-      throw Error(
-          ErrorKind::kConfig,
-          fmt::format("no such volume: AFP server {} offers no volume '{}' to {}", w.server,
-                      url.volume, w.user.empty() ? "the guest login" : "user '" + w.user + "'"),
-          list.empty() ? "it offers none to this login; check afp.conf's volumes and "
-                         "'valid users'"
-                       : "it offers: " + list);
+      throw Error(ErrorKind::kConfig,
+                  fmt::format("no such volume: AFP server {} offers no volume '{}' to {}", w.server,
+                              volume, w.user.empty() ? "the guest login" : "user '" + w.user + "'"),
+                  list.empty() ? "it offers none to this login; check afp.conf's volumes and "
+                                 "'valid users'"
+                               : "it offers: " + list);
     }
     if (found->flags & 0x80) {
       throw Error(
@@ -657,10 +535,6 @@ class AfpSession : public Session {
     }
     link_->volume = vol.volume_id;
     volume_open_ = true;
-    tickle_s_ = opts.tickle_s;
-
-    keepalive_ = std::thread([this] { keepalive_loop(); });
-    goodbye.armed = false;
   }
 
   ~AfpSession() override {
@@ -823,6 +697,12 @@ constexpr OptionSpec kAfpOptions[] = {
      .min = 0.001,
      .help = "send a DSITickle after this long without sending (netatalk drops a client "
              "silent for 2 minutes)"},
+    {.name = "uam",
+     .type = OptionType::kChoice,
+     .fallback = "auto",
+     .words = "auto|dhx2|dhcast128|cleartxt|guest",
+     .help = "the login method; auto: the strongest offered, never cleartxt (the password "
+             "in the clear), which is used only when named here or with ;AUTH="},
 };
 std::unique_ptr<Driver> make() { return std::make_unique<afp::AfpDriver>(); }
 }  // namespace

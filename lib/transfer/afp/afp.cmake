@@ -3,9 +3,12 @@
 # tests loudly), and the libFuzzer target on its decoders of server input,
 # built only with clang (scripts/fuzz-afp.sh builds it in build-fuzz/ with
 # sanitizers and runs it for a bounded time).
+# A checkout elsewhere (a git worktree) names the folder with
+# -DCP_AFP_VECTORS_DIR=/path/to/shared/vectors/afp.
+set(CP_AFP_VECTORS_DIR "${PROJECT_SOURCE_DIR}/../shared/vectors/afp" CACHE PATH
+    "the AFP capture vectors the transfer tests read")
 if(TARGET transfer_test)
-  target_compile_definitions(transfer_test PRIVATE
-    AFP_VECTORS_DIR="${PROJECT_SOURCE_DIR}/../shared/vectors/afp")
+  target_compile_definitions(transfer_test PRIVATE AFP_VECTORS_DIR="${CP_AFP_VECTORS_DIR}")
 endif()
 
 if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
@@ -17,6 +20,5 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   add_executable(afp_fuzz_seed ${CMAKE_CURRENT_LIST_DIR}/testing/afp_fuzz_seed.cc
                  ${CMAKE_CURRENT_LIST_DIR}/testing/afp_capture.cc testing/pcap.cc)
   target_link_libraries(afp_fuzz_seed PRIVATE cp_transfer)
-  target_compile_definitions(afp_fuzz_seed PRIVATE
-    AFP_VECTORS_DIR="${PROJECT_SOURCE_DIR}/../shared/vectors/afp")
+  target_compile_definitions(afp_fuzz_seed PRIVATE AFP_VECTORS_DIR="${CP_AFP_VECTORS_DIR}")
 endif()

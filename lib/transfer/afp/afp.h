@@ -16,6 +16,8 @@
 //   connect_timeout  (10s)
 //   tickle_interval  send a DSITickle after this long without sending (30s;
 //                    netatalk drops a client silent for 2 minutes)
+//   uam            auto (the strongest offered, never Cleartxt Passwrd),
+//                  dhx2, dhcast128, cleartxt or guest; as ;AUTH= in the URL
 // Files opened for writing replace an existing file (delete, then create).
 #pragma once
 
@@ -45,6 +47,9 @@ struct AfpOptions {
   double timeout_s = 120;
   double connect_timeout_s = 10;
   double tickle_s = 30;
+  // Option uam: the canonical UAM to log in with; empty ("auto", the
+  // default): the strongest offered, never Cleartxt Passwrd (choose_uam).
+  std::string uam;
 };
 // Throws Error(kConfig) for an unknown option or a bad value.
 AfpOptions parse_afp_options(const std::map<std::string, std::string>& options);
@@ -56,6 +61,8 @@ struct Where {
   std::string user;    // empty: guest
   std::string object;  // file path inside the share, or empty
 };
+// "afp://server/volume[/object]", for messages.
+std::string where_text(const Where& w);
 // The cp::Error for AFP result `code` answering `command` (afp_codec.h
 // Command): a clear message (bad login, no such volume, access denied,
 // disk full, object not found, ...) with the result's name, and a hint.

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -14,10 +15,10 @@
 
 #include "core/error.h"
 #include "transfer/afp/afp_codec.h"
-#include "transfer/driver.h"
 #include "transfer/afp/testing/afp_capture.h"
 #include "transfer/afp/testing/afp_replay_peer.h"
 #include "transfer/afp/testing/afp_test_server.h"
+#include "transfer/driver.h"
 #include "transfer/testing/error_of.h"
 #include "transfer/testing/pcap.h"
 
@@ -82,6 +83,10 @@ TEST(AfpOptions, DefaultsBoundsAndUnknownKeys) {
   EXPECT_EQ(o.timeout_s, 30);
   EXPECT_EQ(o.connect_timeout_s, 2);
   EXPECT_EQ(o.tickle_s, 10);
+  EXPECT_EQ(d.uam, "");  // auto
+  EXPECT_EQ(parse_afp_options({{"uam", "cleartxt"}}).uam, "Cleartxt Passwrd");
+  EXPECT_EQ(parse_afp_options({{"uam", "auto"}}).uam, "");
+  error_of([] { parse_afp_options({{"uam", "kerberos"}}); }, ErrorKind::kConfig);
   for (const char* bad : {"0", "65", "x", "-1", ""}) {
     error_of([&] { parse_afp_options({{"depth", bad}}); }, ErrorKind::kConfig);
   }
@@ -324,6 +329,40 @@ TEST(AfpDriver, LogsInWithEveryUam) {
                     .find("bad login"),
                 std::string::npos);
     }
+  }
+}
+
+// A server whose only password UAM is Cleartxt Passwrd: the driver refuses
+// before any login request leaves (the password is never sent), naming the
+// option; with options uam=cleartxt it logs in that way.
+TEST(SecurityAfpDriver, CleartextOnlyServerIsRefusedUnlessTheShareAllowsIt) {
+  TestServerConfig cfg;
+  cfg.uams = {"Cleartxt Passwrd", "No User Authent"};
+  {
+    Served s(cfg);
+    error_of([&] { s.connect(s.share("alice@")); }, ErrorKind::kConfig);
+    const auto st = s.server->stats_after(1);
+    EXPECT_EQ(st.connections, 1u);  // the status connection only
+    EXPECT_EQ(std::count(st.commands.begin(), st.commands.end(), "FPLogin"), 0);
+    EXPECT_EQ(st.uam, "");
+  }
+  {
+    Served s(cfg);
+    s.dir.put("f", "data");
+    Share share = s.share("alice@");
+    share.options = {{"uam", "cleartxt"}};
+    {
+      auto session = s.connect(share);
+      EXPECT_EQ(session->properties().at("uam"), "Cleartxt Passwrd");
+      auto f = session->open("f", Mode::kRead, 0);
+      EXPECT_EQ(read_all(*f, 100), "data");
+      f->close();
+    }
+    EXPECT_EQ(s.server->stats_after(2).uam, "Cleartxt Passwrd");
+    // The URL and the options naming two UAMs is a config error.
+    Share both = s.share("alice;AUTH=DHX2@");
+    both.options = {{"uam", "cleartxt"}};
+    error_of([&] { s.connect(both); }, ErrorKind::kConfig);
   }
 }
 

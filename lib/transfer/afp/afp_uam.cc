@@ -233,7 +233,7 @@ std::string_view dhcast128_prime() {
 std::string canonical_uam(std::string_view name) {
   const std::string n = lower(name);
   if (n == lower(kUamGuest) || n == "guest") return std::string(kUamGuest);
-  if (n == lower(kUamCleartext) || n == "clrtxt" || n == "cleartext") {
+  if (n == lower(kUamCleartext) || n == "clrtxt" || n == "cleartxt" || n == "cleartext") {
     return std::string(kUamCleartext);
   }
   if (n == lower(kUamDhcast128) || n == "dhx") return std::string(kUamDhcast128);
@@ -272,8 +272,18 @@ std::string choose_uam(const std::vector<std::string>& offered, std::string_view
         fmt::format("AFP server {} allows no guest login, and the share names no user", server),
         "give a user (afp://user@host/volume, or the share's user) and a password");
   }
-  for (std::string_view u : {kUamDhx2, kUamDhcast128, kUamCleartext}) {
+  for (std::string_view u : {kUamDhx2, kUamDhcast128}) {
     if (offers(u)) return std::string(u);
+  }
+  // Cleartxt Passwrd sends the password as it is: only when asked for.
+  if (offers(kUamCleartext)) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("AFP server {} offers only Cleartxt Passwrd for a password login "
+                            "(it offers: {}), which sends the password unencrypted",
+                            server, list),
+                "enable DHX2 on the server (afp.conf: 'uam list = uams_dhx2.so'), or allow the "
+                "clear-text login with the share option `options = uam=cleartxt` (or "
+                ";AUTH=clrtxt in the URL)");
   }
   throw Error(ErrorKind::kConfig,
               fmt::format("AFP server {} offers no password UAM chokepoint speaks (it offers: {})",

@@ -34,13 +34,16 @@ inline constexpr std::string_view kServerToClientIV = "CJalbert";
 
 // The canonical UAM for a name from a URL (";AUTH=..."): the UAM names
 // themselves case-insensitively, or afpcmd's short names guest, clrtxt,
-// dhx (DHCAST128) and dhx2. Throws Error(kConfig) for an unknown name.
+// dhx (DHCAST128), dhx2 and cleartxt. Throws Error(kConfig) for an unknown name.
 std::string canonical_uam(std::string_view name);
 
 // The UAM to log in with: `requested` (canonical; empty: none) when the
 // server offers it, else the strongest one offered that fits: with a user
-// DHX2, DHCAST128, then Cleartxt Passwrd; without a user, No User Authent.
-// Throws Error(kConfig) naming `server` and what it offers when none fits.
+// DHX2, then DHCAST128; without a user, No User Authent. Cleartxt Passwrd
+// (the password in the clear) only when requested: a server that offers no
+// other password UAM is refused with Error(kConfig) naming the share option
+// uam=cleartxt. Throws Error(kConfig) naming `server` and what it offers
+// when none fits.
 std::string choose_uam(const std::vector<std::string>& offered, std::string_view requested,
                        bool have_user, std::string_view server);
 

@@ -100,6 +100,22 @@ TEST(AfpUam, NamesAndChoice) {
   EXPECT_THROW(choose_uam({"No User Authent", "Kerberos"}, "", true, "s"), Error);
 }
 
+// Cleartxt Passwrd sends the password as it is: never picked by itself, even
+// when it is the only password UAM a server offers; named, it is used.
+TEST(SecurityAfpUam, CleartextIsUsedOnlyWhenNamed) {
+  const std::vector<std::string> clear_only = {"Cleartxt Passwrd", "No User Authent"};
+  try {
+    choose_uam(clear_only, "", true, "nas:548");
+    ADD_FAILURE() << "Cleartxt Passwrd was chosen without being named";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_NE(e.hint().find("uam=cleartxt"), std::string::npos);  // the option that allows it
+  }
+  EXPECT_EQ(choose_uam(clear_only, "Cleartxt Passwrd", true, "s"), "Cleartxt Passwrd");
+  EXPECT_EQ(choose_uam(clear_only, "", false, "s"), "No User Authent");
+  EXPECT_EQ(canonical_uam("cleartxt"), "Cleartxt Passwrd");
+}
+
 TEST(AfpUam, GuestAndCleartextLoginsAreTheCapturedBytes) {
   const auto guest = logins("afp_guest_tmpvol.pcap");
   ASSERT_EQ(guest.size(), 1u);

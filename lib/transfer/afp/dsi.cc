@@ -579,39 +579,43 @@ Message Connection::wait_locked(uint16_t id) {
       if (!failure_) send_owed();
       return m;
     }
-    // Acknowledge an attention before reporting it.
-    if (!failure_) send_owed();
-    check_usable();
-    if (!outstanding_.count(id)) {
-      CP_CHECK(!"wait() for a request id that was never sent");
+    wait_step(id, [&] { return replies_.count(id) > 0; });
+  }
+}
+
+void Connection::wait_step(uint16_t id, const std::function<bool()>& arrived) {
+  // Acknowledge an attention before reporting it.
+  if (!failure_) send_owed();
+  check_usable();
+  if (!outstanding_.count(id)) {
+    CP_CHECK(!"waiting for a request id that was never sent");
+  }
+  try {
+    while (read_available()) {
+      if (arrived()) break;
     }
-    try {
-      while (read_available()) {
-        if (replies_.count(id)) break;
-      }
-    } catch (const Error&) {
-      // A reply that came before the failure (netatalk sends a refused
-      // login's reply, an attention and DSICloseSession within 150 us) is
-      // still the answer; the failure stays for the next call.
-      if (!replies_.count(id)) throw;
-    }
-    if (replies_.count(id) || attention_) continue;
-    pollfd p{fd_, POLLIN, 0};
-    const int n = ::poll(&p, 1, kPollSliceMs);
-    if (n < 0 && errno != EINTR) {
-      fail(Error(ErrorKind::kIo, fmt::format("poll on AFP connection: {}", errno_text(errno))));
-    }
-    if (cancel_ && cancel_->cancelled()) {
-      throw Error(ErrorKind::kCancelled,
-                  fmt::format("cancelled while waiting for AFP server {}", peer_));
-    }
-    if (n == 0 && monotonic_seconds() - last_recv_ > config_.reply_timeout_s) {
-      fail(Error(ErrorKind::kRemote,
-                 fmt::format("AFP server {} sent nothing for {} s while a reply was due", peer_,
-                             config_.reply_timeout_s),
-                 "the server or the network is stuck; check the server's load and log, or "
-                 "raise the share option 'timeout'"));
-    }
+  } catch (const Error&) {
+    // A reply that came before the failure (netatalk sends a refused
+    // login's reply, an attention and DSICloseSession within 150 us) is
+    // still the answer; the failure stays for the next call.
+    if (!arrived()) throw;
+  }
+  if (arrived() || attention_) return;
+  pollfd p{fd_, POLLIN, 0};
+  const int n = ::poll(&p, 1, kPollSliceMs);
+  if (n < 0 && errno != EINTR) {
+    fail(Error(ErrorKind::kIo, fmt::format("poll on AFP connection: {}", errno_text(errno))));
+  }
+  if (cancel_ && cancel_->cancelled()) {
+    throw Error(ErrorKind::kCancelled,
+                fmt::format("cancelled while waiting for AFP server {}", peer_));
+  }
+  if (n == 0 && monotonic_seconds() - last_recv_ > config_.reply_timeout_s) {
+    fail(Error(ErrorKind::kRemote,
+               fmt::format("AFP server {} sent nothing for {} s while a reply was due", peer_,
+                           config_.reply_timeout_s),
+               "the server or the network is stuck; check the server's load and log, or "
+               "raise the share option 'timeout'"));
   }
 }
 
@@ -703,35 +707,7 @@ Header Connection::wait_into(uint16_t id, char* dst, size_t cap) {
       replies_.erase(it);
       throw too_long(h);
     }
-    if (!failure_) send_owed();
-    check_usable();
-    if (!outstanding_.count(id)) {
-      CP_CHECK(!"wait_into() for a request id that was never sent");
-    }
-    try {
-      while (read_available()) {
-        if (target_.done || replies_.count(id)) break;
-      }
-    } catch (const Error&) {
-      if (!target_.done && !replies_.count(id)) throw;  // as in wait_locked
-    }
-    if (target_.done || replies_.count(id) || attention_) continue;
-    pollfd p{fd_, POLLIN, 0};
-    const int n = ::poll(&p, 1, kPollSliceMs);
-    if (n < 0 && errno != EINTR) {
-      fail(Error(ErrorKind::kIo, fmt::format("poll on AFP connection: {}", errno_text(errno))));
-    }
-    if (cancel_ && cancel_->cancelled()) {
-      throw Error(ErrorKind::kCancelled,
-                  fmt::format("cancelled while waiting for AFP server {}", peer_));
-    }
-    if (n == 0 && monotonic_seconds() - last_recv_ > config_.reply_timeout_s) {
-      fail(Error(ErrorKind::kRemote,
-                 fmt::format("AFP server {} sent nothing for {} s while a reply was due", peer_,
-                             config_.reply_timeout_s),
-                 "the server or the network is stuck; check the server's load and log, or "
-                 "raise the share option 'timeout'"));
-    }
+    wait_step(id, [&] { return target_.done || replies_.count(id) > 0; });
   }
 }
 

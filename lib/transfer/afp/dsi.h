@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -196,6 +197,12 @@ class Connection {
   // cur_payload_.
   void detach_target();
   Message wait_locked(uint16_t id);
+  // One round of waiting for request `id`'s reply, for wait_locked and
+  // wait_into: owed frames sent, what the server sent read in, and, while
+  // `arrived()` is false and no attention came, up to one poll slice. Throws
+  // on a failure (unless `arrived()` came before it), cancellation, or
+  // silence past reply_timeout_s.
+  void wait_step(uint16_t id, const std::function<bool()>& arrived);
   [[noreturn]] void fail(Error e);
   void check_usable() const;
 

@@ -1,0 +1,86 @@
+// The smb driver's options (types, ranges, defaults: the table plan read and
+// the session both check against), connections=auto, and its DriverSpec.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "core/error.h"
+#include "transfer/driver.h"
+#include "transfer/protocols.h"
+#include "transfer/registry.h"
+#include "transfer/smb/smb_session.h"
+
+namespace cp::transfer {
+
+unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate) {
+  CP_CHECK(io_size > 0);
+  if (rtt_s <= smb::kLanRtt) return 1;
+  // One call being handed over (the server reads all of it before it answers,
+  // the caller takes all of it before that connection asks again), the others
+  // in flight across its round trip: 2 + the calls a round trip lasts, or 3
+  // with the rate unknown (measured through the lab's delay line at 2 and 10
+  // ms: one connection idles 13-16 % of the time, far more than a round trip
+  // per call, so no share of a call is small enough to stay on one).
+  unsigned n = 3;
+  if (rate > 0) n = 2 + static_cast<unsigned>(std::ceil(rtt_s / (double(io_size) / rate)));
+  const auto by_memory = static_cast<unsigned>(std::max<uint64_t>(kSmbAutoMemory / io_size, 1));
+  return std::max(1u, std::min({n, kSmbMaxConnections, by_memory}));
+}
+
+namespace {
+constexpr std::string_view kSmbPrefixes[] = {"smb://"};
+constexpr std::string_view kSmbProtocols = "NT1|SMB2|SMB2_02|SMB2_10|SMB3|SMB3_00|SMB3_02|SMB3_11";
+constexpr OptionSpec kSmbOptions[] = {
+    {.name = "encrypt",
+     .type = OptionType::kChoice,
+     .fallback = "default",
+     .words = "default|none|request|require",
+     .help = "SMB3 encryption, as libsmbclient's client smb encrypt"},
+    {.name = "io_size",
+     .type = OptionType::kSize,
+     .min = 4096,
+     .max = 64 << 20,
+     .help = "bytes per smbc_read/smbc_write call; default 1 MiB, 8 MiB on a path whose "
+             "round trip is over 1 ms"},
+    {.name = "connections",
+     .type = OptionType::kCount,
+     .fallback = "auto",
+     .min = 1,
+     .max = kSmbMaxConnections,
+     .words = "auto",
+     .help = "connections moving one file's data at once; auto: 1 on a short path, more "
+             "where the round trip is long"},
+    {.name = "path_rate",
+     .type = OptionType::kRate,
+     .help = "the path's rate, for connections=auto (unknown: 3 connections on a long path)"},
+    {.name = "timeout",
+     .type = OptionType::kSeconds,
+     .fallback = "30s",
+     .min = 0.001,
+     .help = "libsmbclient's timeout per call"},
+    {.name = "workgroup",
+     .type = OptionType::kText,
+     .help = "the login's domain or workgroup (a user DOMAIN;name sets it too)"},
+    {.name = "min_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB2_02",
+     .words = kSmbProtocols,
+     .help = "the oldest dialect offered"},
+    {.name = "max_protocol",
+     .type = OptionType::kChoice,
+     .fallback = "SMB3",
+     .words = kSmbProtocols,
+     .help = "the newest dialect offered"},
+};
+}  // namespace
+
+const DriverSpec kSmbDriver = {
+    .name = "smb",
+    .summary = "SMB2/3 through libsmbclient (Samba's client library)",
+    .url_prefixes = kSmbPrefixes,
+    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .options = kSmbOptions,
+    .make = smb::make_driver,
+};
+
+}  // namespace cp::transfer
