@@ -632,17 +632,7 @@ int clean(const std::vector<std::string>& args) {
         e.contains("tune_at_start")
             ? msg::decode<msg::TuneStartReport>(e.at("tune_at_start"), "tune_at_start")
             : msg::TuneStartReport{};
-    for (const auto& k : ts.reverted) {
-      std::cout << fmt::format("{}: {} tune knob {} on {} to {}{}\n", host,
-                               k.error.empty() ? "restored" : "could not restore", k.knob, k.target,
-                               k.original, k.error.empty() ? "" : ": " + k.error);
-    }
-    for (const auto& k : ts.refused) {
-      std::cout << fmt::format("{}: refused the tune journal {} ({}{}{}): {}\n", host, ts.journal,
-                               k.reason, k.knob.empty() ? "" : ", " + k.knob,
-                               k.action.empty() ? "" : ", " + k.action, k.detail);
-    }
-    if (!ts.error.empty()) std::cout << host << ": tune journal: " << ts.error << "\n";
+    for (const std::string& line : msg::tune_start_lines(ts)) std::cout << host << ": " << line << "\n";
     if (removed.empty() && ts.empty()) std::cout << host << ": nothing left behind\n";
   }
   return rc;

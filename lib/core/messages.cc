@@ -744,4 +744,20 @@ void from_json(const json::value& v, FactsRequest& m, Source src, std::string_vi
       .opt("samba", m.samba);
 }
 
+std::vector<std::string> tune_start_lines(const TuneStartReport& r) {
+  std::vector<std::string> out;
+  for (const auto& k : r.reverted) {
+    out.push_back(fmt::format("{} tune knob {} on {} to {}{}",
+                              k.error.empty() ? "restored" : "could not restore", k.knob, k.target,
+                              k.original, k.error.empty() ? "" : ": " + k.error));
+  }
+  for (const auto& k : r.refused) {
+    out.push_back(fmt::format("refused the tune journal {} ({}{}{}): {}", r.journal, k.reason,
+                              k.knob.empty() ? "" : ", " + k.knob,
+                              k.action.empty() ? "" : ", " + k.action, k.detail));
+  }
+  if (!r.error.empty()) out.push_back("tune journal: " + r.error);
+  return out;
+}
+
 }  // namespace cp::msg

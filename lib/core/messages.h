@@ -209,6 +209,9 @@ struct TuneStartReport {
   std::string journal;                  // its path ("" when there is nothing to say)
   bool empty() const { return reverted.empty() && refused.empty() && error.empty(); }
 };
+// One line per knob restored or not, refusal and error ("restored tune knob
+// ..."), for `clean` and `diagnose` alike; none when `r` is empty.
+std::vector<std::string> tune_start_lines(const TuneStartReport& r);
 
 struct Hello {
   std::string version;

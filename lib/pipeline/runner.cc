@@ -73,6 +73,13 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
   for (auto [facts, link] : {std::pair{&sf, &a.server}, std::pair{&cf, &a.client}}) {
     facts->agent = msg::AgentFacts{link->hello().role, link->hello().arch};
   }
+  // A dead tune session's journal that an agent reverted or refused as it
+  // started: this run triggered it, so this run says so.
+  for (auto [role, link] : {std::pair{kServer, &a.server}, std::pair{kClient, &a.client}}) {
+    for (const std::string& line : msg::tune_start_lines(link->hello().tune_at_start)) {
+      obs.on_note(fmt::format("{} agent: {}", role, line));
+    }
+  }
   obs.on_host({kServer, a.server_name, json::serialize(msg::to_json(sf))});
   obs.on_host({kClient, a.client_name, json::serialize(msg::to_json(cf))});
 
