@@ -72,9 +72,18 @@ TEST(SecurityHostilePeer, AnAgentThatOnlyHeartbeatsEndsTheRunWithTheSamplesKept)
             4);  // two on each end
   // The read it never answered is stored as failed.
   EXPECT_GE(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 1);
-  // Ended by the deadline, not the 600 s the command was allowed (loose:
+  // Ended by the deadline, not the 300 s the command was allowed (loose:
   // the machine is shared).
   EXPECT_LT(took, 200);
+  // Nothing left behind: the hostile agent and the real one behind it are
+  // gone, and so are their run directories.
+  const double until = monotonic_seconds() + 20;
+  while (monotonic_seconds() < until &&
+         (!pids_matching("hostile_agent.py").empty() || run_dirs_in(t.path()) > 0)) {
+    usleep(100000);
+  }
+  EXPECT_TRUE(pids_matching("hostile_agent.py").empty());
+  EXPECT_EQ(run_dirs_in(t.path()), 0);
 }
 
 // ---- the agent cache on the lab's sshd -------------------------------------
