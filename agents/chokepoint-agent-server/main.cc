@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "agent/agent.h"
+#include "core/sha256.h"
 #include "core/version.h"
 
 int main(int argc, char** argv) {
@@ -14,11 +15,16 @@ int main(int argc, char** argv) {
     std::printf("chokepoint-agent-server %s (build %s)\n", cp::kVersion, cp::kBuildId);
     return 0;
   }
-  if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
-    std::fprintf(stderr,
-                 "usage: chokepoint-agent-server --serve | --version\n"
-                 "  The chokepoint orchestrator starts this over SSH on the server end; it is "
-                 "not meant to be run by hand.\n");
+  // --self-check HEX --serve: refuse to serve unless this image hashes to
+  // HEX (the orchestrator's check where the host has no sha256sum).
+  if (auto rc = cp::self_check_main("chokepoint-agent-server", argc, argv)) {
+    if (*rc != 0) return *rc < 0 ? 0 : *rc;
+  } else if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
+    std::fprintf(
+        stderr,
+        "usage: chokepoint-agent-server --serve | --version | --self-check SHA256-HEX [--serve]\n"
+        "  The chokepoint orchestrator starts this over SSH on the server end; it is "
+        "not meant to be run by hand.\n");
     return 2;
   }
   // No client role: transfer and sweep are refused (the client end's full

@@ -6,6 +6,7 @@
 
 #include "agent/agent.h"
 #include "agent/client_role.h"
+#include "core/sha256.h"
 #include "core/version.h"
 
 int main(int argc, char** argv) {
@@ -13,9 +14,13 @@ int main(int argc, char** argv) {
     std::printf("chokepoint-agent %s (build %s)\n", cp::kVersion, cp::kBuildId);
     return 0;
   }
-  if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
+  // --self-check HEX --serve: refuse to serve unless this image hashes to
+  // HEX (the orchestrator's check where the host has no sha256sum).
+  if (auto rc = cp::self_check_main("chokepoint-agent", argc, argv)) {
+    if (*rc != 0) return *rc < 0 ? 0 : *rc;
+  } else if (argc != 2 || std::strcmp(argv[1], "--serve") != 0) {
     std::fprintf(stderr,
-                 "usage: chokepoint-agent --serve | --version\n"
+                 "usage: chokepoint-agent --serve | --version | --self-check SHA256-HEX [--serve]\n"
                  "  The chokepoint orchestrator starts this over SSH or as a subprocess; it is "
                  "not meant to be run by hand.\n");
     return 2;

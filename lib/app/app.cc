@@ -34,6 +34,7 @@
 #include "core/messages_json.h"
 #include "core/units.h"
 #include "core/version.h"
+#include "core/wire.h"
 #include "lab/lab.h"
 #include "lab/lab_cli.h"
 #include "lab/layout.h"
@@ -616,14 +617,14 @@ int clean(const std::vector<std::string>& args) {
     }
     const auto& removed = e.at("removed").as_array();
     for (const auto& r : removed) {
-      std::cout << host << ": removed " << r.at("path").as_string().c_str() << " ("
-                << r.at("reason").as_string().c_str() << ")\n";
+      std::cout << host << ": removed " << wire::printable(r.at("path").as_string()) << " ("
+                << wire::printable(r.at("reason").as_string()) << ")\n";
     }
     for (const auto& k : e.at("kept").as_array()) {
       const auto& ko = k.as_object();
-      std::cout << host << ": kept " << ko.at("path").as_string().c_str()
+      std::cout << host << ": kept " << wire::printable(ko.at("path").as_string())
                 << (ko.contains("error") ? std::string(" (cannot remove: ") +
-                                               ko.at("error").as_string().c_str() + ")"
+                                               wire::printable(ko.at("error").as_string()) + ")"
                                          : std::string(" (its agent still runs, or it has no "
                                                        "owner record and changed within the hour)"))
                 << "\n";
@@ -846,6 +847,16 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
     return e.kind() == ErrorKind::kUsage ? kExitUsage : kExitFailed;
+  } catch (const std::exception& e) {
+    // Not a typed error: a bug, but never a core dump on a peer's or user's
+    // input. Exit 1 as every other failure (README's exit codes).
+    std::cerr << "chokepoint " << cmd << ": unexpected error: " << e.what()
+              << " (a bug in chokepoint: please report it with the command line)\n";
+    return kExitFailed;
+  } catch (...) {
+    std::cerr << "chokepoint " << cmd << ": unexpected error (a bug in chokepoint: please "
+              << "report it with the command line)\n";
+    return kExitFailed;
   }
 }
 

@@ -1,6 +1,11 @@
 #include "core/cpu_message.h"
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
+
+#include <limits>
+
+#include "core/error.h"
 
 namespace cp::msg {
 namespace json = boost::json;
@@ -41,7 +46,93 @@ std::vector<double> numbers(const json::object& o, const char* key) {
   return out;
 }
 
+// A count or id as an int, clamped (a double out of int's range would be
+// undefined behaviour to cast).
+int to_int(double d) {
+  if (!(d > 0)) return 0;
+  return d >= double(std::numeric_limits<int>::max()) ? std::numeric_limits<int>::max()
+                                                      : static_cast<int>(d);
+}
+
+// Checks the types of a peer's CPU summary before the lenient read: every field
+// present has its type, the required ones are there, the arrays are bounded.
+class PeerCheck {
+ public:
+  explicit PeerCheck(std::string_view what) : what_(what) {}
+  [[noreturn]] void bad(std::string_view field, std::string_view problem) const {
+    throw Error(ErrorKind::kPeer, fmt::format("message '{}': field '{}' {}", what_, field, problem),
+                "the orchestrator and agent builds differ: redeploy the agent");
+  }
+  void number(const json::object& o, const char* key, bool required, std::string_view at) const {
+    auto it = o.find(key);
+    if (it == o.end()) {
+      if (required) bad(fmt::format("{}{}", at, key), "missing");
+      return;
+    }
+    if (!it->value().is_number()) bad(fmt::format("{}{}", at, key), "must be a number");
+  }
+  void string(const json::object& o, const char* key, std::string_view at) const {
+    auto it = o.find(key);
+    if (it != o.end() && !it->value().is_string())
+      bad(fmt::format("{}{}", at, key), "must be a string");
+    if (it != o.end() && it->value().as_string().size() > 256)
+      bad(fmt::format("{}{}", at, key), "is over 256 bytes");
+  }
+  void boolean(const json::object& o, const char* key, std::string_view at) const {
+    auto it = o.find(key);
+    if (it != o.end() && !it->value().is_bool())
+      bad(fmt::format("{}{}", at, key), "must be true or false");
+  }
+  const json::array* array(const json::object& o, const char* key, bool required,
+                           size_t max) const {
+    auto it = o.find(key);
+    if (it == o.end()) {
+      if (required) bad(key, "missing");
+      return nullptr;
+    }
+    if (!it->value().is_array()) bad(key, "must be an array");
+    const json::array& a = it->value().as_array();
+    if (a.size() > max) bad(key, fmt::format("has {} entries, over the {} cap", a.size(), max));
+    return &a;
+  }
+
+ private:
+  std::string_view what_;
+};
+
 }  // namespace
+
+CpuSummary cpu_summary_from_peer(const json::value& v, std::string_view what) {
+  const PeerCheck c(what);
+  if (!v.is_object()) c.bad("cpu", "must be an object");
+  const json::object& o = v.as_object();
+  for (const char* k : {"seconds", "total_busy_pct"}) c.number(o, k, true, "");
+  for (const char* k : {"sys_pct", "softirq_pct", "agent_pct", "server_pct", "kernel_pct",
+                        "other_pct", "own_wait_pct"}) {
+    c.number(o, k, false, "");
+  }
+  for (const char* k : {"core_busy_pct", "core_busy_max_pct"}) {
+    if (const json::array* a = c.array(o, k, false, kMaxCores)) {
+      for (const auto& e : *a)
+        if (!e.is_number()) c.bad(k, "must hold numbers");
+    }
+  }
+  const json::array* top = c.array(o, "top", true, kMaxTop);
+  for (size_t i = 0; i < top->size(); ++i) {
+    const std::string at = fmt::format("top[{}].", i);
+    if (!(*top)[i].is_object()) c.bad(fmt::format("top[{}]", i), "must be an object");
+    const json::object& p = (*top)[i].as_object();
+    c.number(p, "pid", true, at);
+    for (const char* k :
+         {"cpu_pct", "cpu_limit_pct", "top_thread_pct", "threads", "wait_pct", "throttled_pct"}) {
+      c.number(p, k, false, at);
+    }
+    c.string(p, "comm", at);
+    c.string(p, "role", at);
+    c.boolean(p, "other_netns", at);
+  }
+  return cpu_summary_from_json(v);
+}
 
 json::value to_json(const CpuSummary& s) {
   json::array cores, cores_max, top;
@@ -87,14 +178,14 @@ CpuSummary cpu_summary_from_json(const json::value& v) {
       if (!e.is_object()) continue;
       const json::object& p = e.as_object();
       ProcLoad l;
-      l.pid = static_cast<int>(num(p, "pid"));
+      l.pid = to_int(num(p, "pid"));
       l.comm = str(p, "comm");
       l.cpu_pct = num(p, "cpu_pct");
       l.cpu_limit_pct = num(p, "cpu_limit_pct");
       l.other_netns = flag(p, "other_netns");
       l.role = str(p, "role");
       l.top_thread_pct = num(p, "top_thread_pct", -1);
-      l.threads = static_cast<int>(num(p, "threads"));
+      l.threads = to_int(num(p, "threads"));
       l.wait_pct = num(p, "wait_pct");
       l.throttled_pct = num(p, "throttled_pct", -1);
       s.top.push_back(std::move(l));

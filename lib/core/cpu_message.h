@@ -4,7 +4,9 @@
 // this one codec.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace boost::json {
@@ -63,5 +65,11 @@ struct CpuSummary {
 // default, so stored runs stay readable.
 boost::json::value to_json(const CpuSummary& s);
 CpuSummary cpu_summary_from_json(const boost::json::value& v);
+// The same from the peer (an agent's reply; `what` names it in errors): a
+// field of the wrong type, a missing "seconds", "total_busy_pct" or "top", or
+// over kMaxCores cores or kMaxTop processes throws Error(kPeer) naming the field.
+inline constexpr size_t kMaxCores = 4096;
+inline constexpr size_t kMaxTop = 64;
+CpuSummary cpu_summary_from_peer(const boost::json::value& v, std::string_view what);
 
 }  // namespace cp::msg

@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/error.h"
+
 namespace cp::msg {
 namespace {
 
@@ -58,6 +60,36 @@ TEST(CpuMessage, OlderRecordsKeepDefaults) {
   EXPECT_EQ(s.top[0].role, "");
   EXPECT_DOUBLE_EQ(s.top[0].top_thread_pct, -1);  // unknown, not zero
   EXPECT_TRUE(cpu_summary_from_json(boost::json::value(3)).top.empty());
+}
+
+TEST(SecurityCpuMessage, APeersSummaryIsCheckedFieldByField) {
+  const boost::json::value good = to_json(CpuSummary{});
+  EXPECT_NO_THROW(cpu_summary_from_peer(good, "cpu_stop"));
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  for (const Case& c :
+       {Case{R"({"total_busy_pct":1,"top":[]})", "'seconds'"},
+        Case{R"({"seconds":"1","total_busy_pct":1,"top":[]})", "'seconds'"},
+        Case{R"({"seconds":1,"total_busy_pct":1,"top":[{"pid":1,"comm":5}]})", "'top[0].comm'"},
+        Case{R"({"seconds":1,"total_busy_pct":1,"top":[],"core_busy_pct":["x"]})",
+             "'core_busy_pct'"}}) {
+    SCOPED_TRACE(c.text);
+    try {
+      cpu_summary_from_peer(boost::json::parse(c.text), "cpu_stop");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+  }
+  // A pid far out of int's range (undefined to cast) reads clamped.
+  const CpuSummary big =
+      cpu_summary_from_json(boost::json::parse(R"({"top":[{"pid":1e300,"threads":-5}]})"));
+  ASSERT_EQ(big.top.size(), 1u);
+  EXPECT_GT(big.top[0].pid, 0);
+  EXPECT_EQ(big.top[0].threads, 0);
 }
 
 }  // namespace

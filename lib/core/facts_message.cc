@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <cmath>
+
 #include "core/error.h"
 #include "core/facts_message_json.h"
 
@@ -93,145 +95,203 @@ json::value object_or_null(const std::optional<T>& v) {
   return v ? json::value(to_json(*v)) : json::value(nullptr);
 }
 
-// ---- reading: leniently, absent / null / mistyped keep the default ---------
+// ---- reading: absent / null keep the default; mistyped too from storage,
+// from the peer Error(kPeer) naming the field --------------------------------
+
+// Where a read is: its source, and the path of the object for messages.
+struct Ctx {
+  Source src;
+  std::string path;  // "facts", "facts.net"
+  Ctx at(const char* key) const { return {src, path + "." + key}; }
+  void bad(const char* key, std::string_view problem) const {
+    if (src == Source::kStored) return;
+    throw Error(ErrorKind::kPeer, fmt::format("message '{}': field '{}' {}", path, key, problem),
+                "the orchestrator and agent builds differ: redeploy the agent");
+  }
+  std::string text(const char* key, const json::value& v) const {
+    if (src == Source::kPeer && v.as_string().size() > kMaxPeerString) {
+      bad(key,
+          fmt::format("is {} bytes, over the {} byte cap", v.as_string().size(), kMaxPeerString));
+    }
+    return std::string(v.as_string());
+  }
+};
 
 const json::value* field(const json::object& o, const char* key) {
   const json::value* v = o.if_contains(key);
   return v == nullptr || v->is_null() ? nullptr : v;
 }
 
-void get(const json::object& o, const char* key, std::string& out) {
-  if (const json::value* v = field(o, key); v && v->is_string()) out = v->as_string();
+void get(const Ctx& c, const json::object& o, const char* key, std::string& out) {
+  const json::value* v = field(o, key);
+  if (v && v->is_string())
+    out = c.text(key, *v);
+  else if (v)
+    c.bad(key, "must be a string");
 }
-void get(const json::object& o, const char* key, std::optional<std::string>& out) {
-  if (const json::value* v = field(o, key); v && v->is_string()) out = std::string(v->as_string());
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<std::string>& out) {
+  const json::value* v = field(o, key);
+  if (v && v->is_string())
+    out = c.text(key, *v);
+  else if (v)
+    c.bad(key, "must be a string");
 }
-void get(const json::object& o, const char* key, bool& out) {
-  if (const json::value* v = field(o, key); v && v->is_bool()) out = v->as_bool();
+void get(const Ctx& c, const json::object& o, const char* key, bool& out) {
+  const json::value* v = field(o, key);
+  if (v && v->is_bool())
+    out = v->as_bool();
+  else if (v)
+    c.bad(key, "must be true or false");
 }
-void get(const json::object& o, const char* key, std::optional<bool>& out) {
-  if (const json::value* v = field(o, key); v && v->is_bool()) out = v->as_bool();
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<bool>& out) {
+  const json::value* v = field(o, key);
+  if (v && v->is_bool())
+    out = v->as_bool();
+  else if (v)
+    c.bad(key, "must be true or false");
 }
-// Integers as stored; a double (another writer's) is truncated, a negative
-// one is no uint64.
-void get(const json::object& o, const char* key, std::optional<int64_t>& out) {
+// Integers as stored; a double (another writer's) is truncated when stored,
+// a peer's is refused; a negative one is no uint64.
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<int64_t>& out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return;
-  if (v->is_int64()) out = v->as_int64();
-  if (v->is_uint64() && v->as_uint64() <= uint64_t(INT64_MAX)) out = int64_t(v->as_uint64());
-  if (v->is_double()) out = static_cast<int64_t>(v->as_double());
+  if (v->is_int64())
+    out = v->as_int64();
+  else if (v->is_uint64() && v->as_uint64() <= uint64_t(INT64_MAX))
+    out = int64_t(v->as_uint64());
+  else if (c.src == Source::kStored && v->is_double() && std::abs(v->as_double()) < 9e18)
+    out = static_cast<int64_t>(v->as_double());
+  else
+    c.bad(key, "must be an integer");
 }
-void get(const json::object& o, const char* key, std::optional<uint64_t>& out) {
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<uint64_t>& out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return;
-  if (v->is_uint64()) out = v->as_uint64();
-  if (v->is_int64() && v->as_int64() >= 0) out = uint64_t(v->as_int64());
-  if (v->is_double() && v->as_double() >= 0) out = static_cast<uint64_t>(v->as_double());
+  if (v->is_uint64())
+    out = v->as_uint64();
+  else if (v->is_int64() && v->as_int64() >= 0)
+    out = uint64_t(v->as_int64());
+  else if (c.src == Source::kStored && v->is_double() && v->as_double() >= 0 &&
+           v->as_double() < 1.8e19)
+    out = static_cast<uint64_t>(v->as_double());
+  else
+    c.bad(key, "must be a non-negative integer");
 }
-void get(const json::object& o, const char* key, NamedValues& out) {
+void get(const Ctx& c, const json::object& o, const char* key, NamedValues& out) {
   const json::value* v = field(o, key);
-  if (v == nullptr || !v->is_object()) return;
+  if (v == nullptr) return;
+  if (!v->is_object()) return c.bad(key, "must be an object");
   for (const auto& [name, value] : v->as_object()) {
-    NamedValue nv{std::string(name), std::nullopt};
-    if (value.is_string()) nv.value = std::string(value.as_string());
+    NamedValue nv{c.text(key, json::value(name)), std::nullopt};
+    if (value.is_string())
+      nv.value = c.text(key, value);
+    else if (!value.is_null())
+      c.bad(key, "must hold strings or nulls");
     out.push_back(std::move(nv));
   }
 }
-void get(const json::object& o, const char* key, std::vector<std::string>& out) {
+void get(const Ctx& c, const json::object& o, const char* key, std::vector<std::string>& out) {
   const json::value* v = field(o, key);
-  if (v == nullptr || !v->is_array()) return;
+  if (v == nullptr) return;
+  if (!v->is_array()) return c.bad(key, "must be an array");
   for (const json::value& e : v->as_array()) {
-    if (e.is_string()) out.emplace_back(e.as_string());
+    if (e.is_string())
+      out.push_back(c.text(key, e));
+    else
+      c.bad(key, "must hold strings");
   }
 }
 
 // The nested objects' readers, declared before get() reads them.
-void read(const json::object& o, NetFacts& m);
-void read(const json::object& o, BusFacts& m);
-void read(const json::object& o, BlockDeviceFacts& m);
-void read(const json::object& o, ZfsFacts& m);
-void read(const json::object& o, DirFacts& m);
-void read(const json::object& o, SambaFacts& m);
-void read(const json::object& o, AgentFacts& m);
+void read(const Ctx& c, const json::object& o, NetFacts& m);
+void read(const Ctx& c, const json::object& o, BusFacts& m);
+void read(const Ctx& c, const json::object& o, BlockDeviceFacts& m);
+void read(const Ctx& c, const json::object& o, ZfsFacts& m);
+void read(const Ctx& c, const json::object& o, DirFacts& m);
+void read(const Ctx& c, const json::object& o, SambaFacts& m);
+void read(const Ctx& c, const json::object& o, AgentFacts& m);
 
 // A nested object: set when the key holds one.
 template <class T>
-void get(const json::object& o, const char* key, std::optional<T>& out) {
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<T>& out) {
   const json::value* v = field(o, key);
-  if (v == nullptr || !v->is_object()) return;
+  if (v == nullptr) return;
+  if (!v->is_object()) return c.bad(key, "must be an object");
   out.emplace();
-  read(v->as_object(), *out);
+  read(c.at(key), v->as_object(), *out);
 }
 
-void read(const json::object& o, NetFacts& m) {
-  get(o, "peer", m.peer);
-  get(o, "name", m.name);
-  get(o, "address", m.address);
-  get(o, "mtu", m.mtu);
-  get(o, "speed_mbit", m.speed_mbit);
-  get(o, "shaped_rate_bit", m.shaped_rate_bit);
-  get(o, "error", m.error);
+void read(const Ctx& c, const json::object& o, NetFacts& m) {
+  get(c, o, "peer", m.peer);
+  get(c, o, "name", m.name);
+  get(c, o, "address", m.address);
+  get(c, o, "mtu", m.mtu);
+  get(c, o, "speed_mbit", m.speed_mbit);
+  get(c, o, "shaped_rate_bit", m.shaped_rate_bit);
+  get(c, o, "error", m.error);
 }
 
-void read(const json::object& o, BlockDeviceFacts& m) {
-  get(o, "name", m.name);
-  get(o, "disk", m.disk);
-  get(o, "partition", m.partition);
-  get(o, "read_ahead_kb", m.read_ahead_kb);
-  get(o, "scheduler", m.scheduler);
-  get(o, "rotational", m.rotational);
-  get(o, "backing_file", m.backing_file);
-  get(o, "slaves", m.slaves);
-  get(o, "bus", m.bus);
-  if (const json::value* v = field(o, "member_buses"); v && v->is_array()) {
+void read(const Ctx& c, const json::object& o, BlockDeviceFacts& m) {
+  get(c, o, "name", m.name);
+  get(c, o, "disk", m.disk);
+  get(c, o, "partition", m.partition);
+  get(c, o, "read_ahead_kb", m.read_ahead_kb);
+  get(c, o, "scheduler", m.scheduler);
+  get(c, o, "rotational", m.rotational);
+  get(c, o, "backing_file", m.backing_file);
+  get(c, o, "slaves", m.slaves);
+  get(c, o, "bus", m.bus);
+  if (const json::value* v = field(o, "member_buses"); v != nullptr) {
+    if (!v->is_array()) return c.bad("member_buses", "must be an array");
+    const Ctx members = c.at("member_buses");
     for (const json::value& e : v->as_array()) {
-      if (!e.is_object()) continue;
+      if (!e.is_object()) return members.bad("[]", "must be an object");
       MemberBusFacts b;
-      get(e.as_object(), "member", b.member);
+      get(members, e.as_object(), "member", b.member);
       std::optional<BusFacts> bus;
-      get(e.as_object(), "bus", bus);
+      get(members, e.as_object(), "bus", bus);
       if (bus) b.bus = *bus;
       m.member_buses.push_back(std::move(b));
     }
   }
 }
 
-void read(const json::object& o, BusFacts& m) {
-  get(o, "kind", m.kind);
-  get(o, "link", m.link);
+void read(const Ctx& c, const json::object& o, BusFacts& m) {
+  get(c, o, "kind", m.kind);
+  get(c, o, "link", m.link);
   std::optional<uint64_t> ceiling;
-  get(o, "ceiling_bytes_per_s", ceiling);
+  get(c, o, "ceiling_bytes_per_s", ceiling);
   m.ceiling_bytes_per_s = ceiling.value_or(0);
 }
 
-void read(const json::object& o, ZfsFacts& m) {
-  get(o, "arc_c_max_bytes", m.arc_c_max_bytes);
-  get(o, "arc_size_bytes", m.arc_size_bytes);
+void read(const Ctx& c, const json::object& o, ZfsFacts& m) {
+  get(c, o, "arc_c_max_bytes", m.arc_c_max_bytes);
+  get(c, o, "arc_size_bytes", m.arc_size_bytes);
 }
 
-void read(const json::object& o, DirFacts& m) {
-  get(o, "path", m.path);
-  get(o, "fs_type", m.fs_type);
-  get(o, "total_bytes", m.total_bytes);
-  get(o, "avail_bytes", m.avail_bytes);
+void read(const Ctx& c, const json::object& o, DirFacts& m) {
+  get(c, o, "path", m.path);
+  get(c, o, "fs_type", m.fs_type);
+  get(c, o, "total_bytes", m.total_bytes);
+  get(c, o, "avail_bytes", m.avail_bytes);
   m.with_device = o.contains("mount_source") || o.contains("device") || o.contains("zfs");
-  get(o, "mount_source", m.mount_source);
-  get(o, "device", m.device);
-  get(o, "zfs", m.zfs);
+  get(c, o, "mount_source", m.mount_source);
+  get(c, o, "device", m.device);
+  get(c, o, "zfs", m.zfs);
 }
 
-void read(const json::object& o, SambaFacts& m) {
-  get(o, "config_path", m.config_path);
-  get(o, "error", m.error);
-  get(o, "found_by", m.found_by);
-  get(o, "source", m.source);
-  get(o, "sha256", m.sha256);
-  get(o, "global", m.global);
+void read(const Ctx& c, const json::object& o, SambaFacts& m) {
+  get(c, o, "config_path", m.config_path);
+  get(c, o, "error", m.error);
+  get(c, o, "found_by", m.found_by);
+  get(c, o, "source", m.source);
+  get(c, o, "sha256", m.sha256);
+  get(c, o, "global", m.global);
 }
 
-void read(const json::object& o, AgentFacts& m) {
-  get(o, "role", m.role);
-  get(o, "arch", m.arch);
+void read(const Ctx& c, const json::object& o, AgentFacts& m) {
+  get(c, o, "role", m.role);
+  get(c, o, "arch", m.arch);
 }
 
 }  // namespace
@@ -277,32 +337,39 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
     return;
   }
   const json::object& o = v.as_object();
-  get(o, "hostname", m.hostname);
-  get(o, "os", m.os);
-  get(o, "kernel", m.kernel);
-  get(o, "arch", m.arch);
-  get(o, "cpu_model", m.cpu_model);
-  get(o, "cpu_cores", m.cpu_cores);
-  get(o, "boot_id", m.boot_id);
-  get(o, "memory_bytes", m.memory_bytes);
-  get(o, "net", m.net);
-  get(o, "ram_dir", m.ram_dir);
-  get(o, "disk_dir", m.disk_dir);
-  get(o, "tcp_sysctls", m.tcp_sysctls);
-  get(o, "samba", m.samba);
-  get(o, "euid", m.euid);
-  if (const json::value* d = field(o, "degraded"); d && d->is_array()) {
+  const Ctx c{src, std::string(what.empty() ? "facts" : what)};
+  get(c, o, "hostname", m.hostname);
+  get(c, o, "os", m.os);
+  get(c, o, "kernel", m.kernel);
+  get(c, o, "arch", m.arch);
+  get(c, o, "cpu_model", m.cpu_model);
+  get(c, o, "cpu_cores", m.cpu_cores);
+  get(c, o, "boot_id", m.boot_id);
+  get(c, o, "memory_bytes", m.memory_bytes);
+  get(c, o, "net", m.net);
+  get(c, o, "ram_dir", m.ram_dir);
+  get(c, o, "disk_dir", m.disk_dir);
+  get(c, o, "tcp_sysctls", m.tcp_sysctls);
+  get(c, o, "samba", m.samba);
+  get(c, o, "euid", m.euid);
+  if (const json::value* d = field(o, "degraded"); d && !d->is_array()) {
+    c.bad("degraded", "must be an array");
+  } else if (d) {
+    const Ctx dc = c.at("degraded[]");
     for (const json::value& e : d->as_array()) {
-      if (!e.is_object()) continue;
+      if (!e.is_object()) {
+        c.bad("degraded", "must hold objects");
+        continue;
+      }
       DegradedFact f;
-      get(e.as_object(), "fact", f.fact);
-      get(e.as_object(), "method", f.method);
-      get(e.as_object(), "privilege", f.privilege);
+      get(dc, e.as_object(), "fact", f.fact);
+      get(dc, e.as_object(), "method", f.method);
+      get(dc, e.as_object(), "privilege", f.privilege);
       m.degraded.push_back(std::move(f));
     }
   }
-  get(o, "agent", m.agent);
-  get(o, "agent_max_rss_kb", m.agent_max_rss_kb);
+  get(c, o, "agent", m.agent);
+  get(c, o, "agent_max_rss_kb", m.agent_max_rss_kb);
 }
 
 }  // namespace cp::msg

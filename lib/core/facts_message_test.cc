@@ -219,5 +219,32 @@ TEST(FactsMessage, AFactsReplyThatIsNoObjectIsAPeerError) {
   }
 }
 
+// From the peer, null or absent is "could not tell"; a value of the wrong
+// type is the peer's error naming the field (nested ones by their path).
+TEST(SecurityFactsMessage, AMistypedFieldInAFactsReplyNamesIt) {
+  struct Case {
+    const char* text;
+    const char* field;
+  };
+  for (const Case& c :
+       {Case{R"({"hostname":7})", "'hostname'"}, Case{R"({"cpu_cores":"two"})", "'cpu_cores'"},
+        Case{R"({"net":{"mtu":"big"}})", "facts.net': field 'mtu'"},
+        Case{R"({"degraded":[1]})", "'degraded'"},
+        Case{R"({"tcp_sysctls":{"a":3}})", "'tcp_sysctls'"},
+        Case{R"({"disk_dir":{"device":{"slaves":[1]}}})", "'slaves'"}}) {
+    SCOPED_TRACE(c.text);
+    try {
+      decode<Facts>(json::parse(c.text), "facts");
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+      EXPECT_NE(std::string(e.what()).find(c.field), std::string::npos) << e.what();
+    }
+  }
+  const Facts f = decode<Facts>(json::parse(R"({"hostname":null,"net":null})"), "facts");
+  EXPECT_FALSE(f.hostname.has_value());
+  EXPECT_FALSE(f.net.has_value());
+}
+
 }  // namespace
 }  // namespace cp::msg

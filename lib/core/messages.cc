@@ -53,9 +53,18 @@ class In {
 
   void read(const char* key, const json::value& v, std::string& out) {
     if (v.is_string())
-      out = std::string(v.as_string());
+      out = text(key, v);
     else
       bad(key, "must be a string");
+  }
+  // A peer's string, refused over kMaxPeerString bytes (frames are 1 MiB:
+  // one field must not fill a stored sample or a terminal).
+  std::string text(const char* key, const json::value& v) {
+    const json::string& t = v.as_string();
+    if (src_ == Source::kPeer && t.size() > kMaxPeerString) {
+      bad(key, fmt::format("is {} bytes, over the {} byte cap", t.size(), kMaxPeerString));
+    }
+    return std::string(t);
   }
   void read(const char* key, const json::value& v, bool& out) {
     if (v.is_bool())
@@ -98,7 +107,7 @@ class In {
     if (!v.is_object()) return bad(key, "must be an object");
     for (const auto& [k, e] : v.as_object()) {
       if (e.is_string())
-        out[std::string(k)] = std::string(e.as_string());
+        out[text(key, json::value(k))] = text(key, e);
       else if (!e.is_null())
         bad(key, "must hold strings");
     }
@@ -107,7 +116,7 @@ class In {
     if (!v.is_array()) return bad(key, "must be an array");
     for (const auto& e : v.as_array()) {
       if (e.is_string())
-        out.emplace_back(e.as_string());
+        out.push_back(text(key, e));
       else
         bad(key, "must hold strings");
     }
@@ -125,7 +134,8 @@ class In {
   }
   void read(const char* key, const json::value& v, CpuSummary& out) {
     if (!v.is_object()) return bad(key, "must be an object");
-    out = cpu_summary_from_json(v);
+    out = src_ == Source::kPeer ? cpu_summary_from_peer(v, fmt::format("{}.{}", what_, key))
+                                : cpu_summary_from_json(v);
   }
   // A nested message.
   template <class T>
@@ -394,6 +404,14 @@ json::object to_json(const SweepOrphansResult& m) {
 }
 void from_json(const json::value& v, SweepOrphansResult& m, Source src, std::string_view what) {
   In(v, src, what).need("removed", m.removed).need("kept", m.kept);
+  // A removed directory says why it was removed (clean prints it).
+  for (size_t i = 0; i < m.removed.size() && src == Source::kPeer; ++i) {
+    if (m.removed[i].reason.empty()) {
+      throw Error(ErrorKind::kPeer,
+                  fmt::format("message '{}.removed[{}]': field 'reason' missing", what, i),
+                  "the orchestrator and agent builds differ: redeploy the agent");
+    }
+  }
 }
 
 json::object to_json(const OwnerRecord& m) {

@@ -5,6 +5,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <cstddef>
 #include <string_view>
 
 #include "core/messages.h"
@@ -16,6 +17,8 @@ namespace cp::msg {
 // kStored: JSON this program stored earlier (details): whatever is
 // missing or mistyped keeps its default, so older runs stay readable.
 enum class Source { kPeer, kStored };
+// The longest string a peer's message field may hold, bytes.
+inline constexpr size_t kMaxPeerString = 64u << 10;
 
 #define CP_MESSAGE_CODEC(T)                \
   boost::json::object to_json(const T& m); \

@@ -419,5 +419,77 @@ TEST(Messages, StoredDetailsThatAreDamagedReadAsDefaults) {
   EXPECT_FALSE(d.tcp_info.available);
 }
 
+// What `chokepoint clean` prints of each removed directory: a reply whose
+// entry lacks its reason is the peer's error naming the field (it was an
+// uncaught std::out_of_range, exit 134).
+TEST(SecurityMessages, ASweepReplyWithoutAReasonIsAPeerErrorNamingIt) {
+  try {
+    decode<SweepOrphansResult>(json::parse(R"({"removed":[{"path":"/var/tmp/x"}],"kept":[]})"),
+                               "sweep_orphans");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find("'reason'"), std::string::npos) << e.what();
+  }
+  // Kept entries need none.
+  EXPECT_EQ(decode<SweepOrphansResult>(
+                json::parse(R"({"removed":[],"kept":[{"path":"/var/tmp/x"}]})"), "sweep_orphans")
+                .kept.size(),
+            1u);
+}
+
+// Every field a reply's codec reads, missing or of the wrong type, is the
+// peer's error naming that field: never another exception.
+TEST(SecurityMessages, EveryMissingOrMistypedFieldOfAReplyNamesTheField) {
+  const json::object good = to_json(TransferResult{5, 1.5, "abc", {{"dialect", "3.1.1"}}, {}});
+  for (const auto& [key, value] : good) {
+    SCOPED_TRACE(std::string(key));
+    for (const json::value& bad : {json::value(nullptr), json::value(json::array{1, 2}),
+                                   json::value(json::object{{"x", 1}})}) {
+      json::object o = good;
+      o[key] = bad;
+      try {
+        decode<TransferResult>(o, "transfer");
+        if (!bad.is_null()) ADD_FAILURE() << "a mistyped field was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+        EXPECT_NE(std::string(e.what()).find(std::string(key)), std::string::npos) << e.what();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a cp::Error: " << e.what();
+      }
+    }
+  }
+}
+
+TEST(SecurityMessages, AHugeStringFromThePeerIsRefusedNamingTheField) {
+  json::object o = to_json(FileResult{1, 1, "abc", false, ""});
+  o["checksum"] = std::string(kMaxPeerString + 1, 'a');
+  try {
+    decode<FileResult>(o, "file_info");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find("'checksum'"), std::string::npos) << e.what();
+  }
+  // Stored text is read as it is.
+  EXPECT_EQ(read_stored<DiskDetails>(
+                json::serialize(json::object{{"file", std::string(kMaxPeerString + 1, 'f')}}))
+                .file.size(),
+            kMaxPeerString + 1);
+}
+
+// A CPU summary nested in a reply is read strictly too.
+TEST(SecurityMessages, AMistypedCpuFieldInAReplyNamesIt) {
+  json::object o = to_json(SweepResult{1, 1, "", {}});
+  o["cpu"].as_object()["top"] = json::array{json::object{{"pid", "1"}}};
+  try {
+    decode<SweepResult>(o, "sweep");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find("top[0].pid"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace cp::msg

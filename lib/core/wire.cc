@@ -4,6 +4,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace cp::wire {
@@ -38,6 +40,39 @@ std::optional<Sentinel> parse_sentinel(std::string_view line) {
   return s;
 }
 
+namespace {
+// The length of the valid UTF-8 sequence at s[i] (1-4), or 0 when invalid.
+size_t utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (c < 0x80) return 1;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+}  // namespace
+
+std::string printable(std::string_view text, size_t max_bytes) {
+  const std::string_view head = text.substr(0, max_bytes);
+  std::string out;
+  out.reserve(head.size());
+  for (size_t i = 0; i < head.size();) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    const size_t n = utf8_length(head, i);
+    if (c < 0x20 || c == 0x7f || n == 0) {
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else {
+      out.append(head.substr(i, n));
+      i += n;
+    }
+  }
+  if (text.size() > max_bytes) out += fmt::format("...({} bytes)", text.size());
+  return out;
+}
+
 std::string encode(json::object msg) {
   msg["v"] = kProtocolVersion;
   std::string body = json::serialize(msg);
@@ -61,9 +96,22 @@ std::string encode(json::object msg) {
 }
 
 void Decoder::feed(std::string_view bytes) {
-  if (pos_ > 0 && pos_ == buf_.size()) {
-    buf_.clear();
+  // Drop what next() consumed: the rest (a partial frame, or nothing) moves
+  // to the front. The string keeps its allocation, which the cap bounds.
+  if (pos_ > 0) {
+    buf_.erase(0, pos_);
     pos_ = 0;
+  }
+  if (buf_.size() + bytes.size() > kMaxBuffered) {
+    throw Error(ErrorKind::kPeer,
+                fmt::format("{} bytes from the peer without a whole frame, over the {} byte "
+                            "buffer cap",
+                            buf_.size() + bytes.size(), kMaxBuffered),
+                "the peer is not a chokepoint agent of this protocol, or is corrupt");
+  }
+  if (buf_.capacity() < buf_.size() + bytes.size()) {
+    // Grow geometrically, never past the cap.
+    buf_.reserve(std::min(kMaxBuffered, std::max(2 * buf_.capacity(), buf_.size() + bytes.size())));
   }
   buf_.append(bytes);
 }
@@ -71,7 +119,7 @@ void Decoder::feed(std::string_view bytes) {
 namespace {
 std::string type_of(const json::object& msg) {
   auto it = msg.find("type");
-  if (it != msg.end() && it->value().is_string()) return std::string(it->value().as_string());
+  if (it != msg.end() && it->value().is_string()) return printable(it->value().as_string(), 64);
   return "?";
 }
 

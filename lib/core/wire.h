@@ -23,8 +23,13 @@ namespace cp::wire {
 namespace json = boost::json;
 
 constexpr int kProtocolVersion = 1;
-// 1 MiB: messages carry facts and results, never file data.
+// 1 MiB: messages carry facts and results, never file data. A frame header
+// announcing more is the peer's error (Error(kPeer) naming both sizes).
 constexpr size_t kMaxFrame = 1u << 20;
+// The most bytes a Decoder holds, consumed frames excluded: one whole frame
+// and one more feed of up to kMaxFrame. Past it, feed throws Error(kPeer):
+// whatever the peer sends, a link's buffer costs at most this.
+constexpr size_t kMaxBuffered = 4 + 2 * kMaxFrame;
 constexpr std::string_view kSentinelPrefix = "CHOKEPOINT-AGENT READY ";
 
 std::string sentinel_line(std::string_view build_id);
@@ -40,14 +45,23 @@ std::optional<Sentinel> parse_sentinel(std::string_view line);
 // Frames `msg` after stamping "v"; throws Error(kPeer) when it would exceed kMaxFrame.
 std::string encode(json::object msg);
 
-// Incremental decoder: feed bytes as they arrive, take whole messages out.
+// Incremental decoder: feed bytes as they arrive (at most kMaxFrame at a
+// time), take whole messages out with next() until it returns nullopt.
 // Throws Error(kPeer) naming the problem: oversize or empty frame, invalid
-// JSON, not an object, missing or mistyped "v"/"type"/"id", version mismatch.
+// JSON, not an object, missing or mistyped "v"/"type"/"id", version mismatch,
+// over kMaxBuffered bytes held. Consumed frames are dropped at the next feed
+// (by offset, also when a partial frame follows them), so a peer that always
+// leaves a partial frame behind cannot grow it.
 class Decoder {
  public:
   void feed(std::string_view bytes);
   std::optional<json::object> next();
+  // Bytes not yet taken out as messages.
   size_t buffered() const { return buf_.size() - pos_; }
+  // Bytes the buffer holds (consumed ones not yet dropped included), and its
+  // allocation: both stay within kMaxBuffered.
+  size_t held() const { return buf_.size(); }
+  size_t capacity() const { return buf_.capacity(); }
 
  private:
   std::string buf_;
@@ -78,5 +92,11 @@ std::string opt_string(const json::object& msg, std::string_view name, std::stri
 uint64_t opt_u64(const json::object& msg, std::string_view name, uint64_t fallback);
 double opt_double(const json::object& msg, std::string_view name, double fallback);
 bool opt_bool(const json::object& msg, std::string_view name, bool fallback);
+
+// Peer text made safe to print or store: control characters (C0, DEL) and
+// bytes of invalid UTF-8 as \xNN, cut at `max_bytes` of input with
+// "...(N bytes)" after it. For the agent's error texts, stderr, names.
+constexpr size_t kMaxPrintedText = 2048;
+std::string printable(std::string_view text, size_t max_bytes = kMaxPrintedText);
 
 }  // namespace cp::wire

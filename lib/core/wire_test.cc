@@ -114,5 +114,72 @@ TEST(Wire, Sentinel) {
   EXPECT_FALSE(parse_sentinel("CHOKEPOINT-AGENT READY proto=1"));
 }
 
+// A hostile peer that sends a whole frame and then a partial one, over and
+// over, never lets the buffer empty: the consumed frames must still be
+// dropped (by offset), so what the decoder holds stays one partial frame.
+TEST(SecurityWire, APeerThatAlwaysLeavesAPartialFrameCannotGrowTheBuffer) {
+  const std::string hb = encode(json::object{{"type", "heartbeat"}, {"id", 1}});
+  Decoder d;
+  size_t most_held = 0, most_capacity = 0, frames = 0;
+  // Each feed: the tail of the previous partial frame, a whole frame, and the
+  // head of the next one (the split point moves).
+  std::string carry;
+  for (int i = 0; i < 20000; ++i) {
+    const size_t cut = 1 + static_cast<size_t>(i) % (hb.size() - 1);
+    d.feed(carry + hb + hb.substr(0, cut));
+    carry = hb.substr(cut);
+    while (d.next()) ++frames;
+    EXPECT_GT(d.buffered(), 0u);  // a partial frame is always left
+    most_held = std::max(most_held, d.held());
+    most_capacity = std::max(most_capacity, d.capacity());
+  }
+  EXPECT_EQ(frames, 2u * 20000 - 1);
+  // At most the partial frame left and one feed (< 4 frames) are held: far
+  // under the 20000 frames (~ 1 MB) fed, and under the stated cap.
+  EXPECT_LE(most_held, 4 * hb.size());
+  EXPECT_LE(most_capacity, kMaxBuffered);
+}
+
+TEST(SecurityWire, AFrameHeaderOverTheCapIsRefusedNamingSizeAndCap) {
+  Decoder d;
+  const uint32_t n = kMaxFrame + 1;
+  std::string header{char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+  d.feed(header);
+  try {
+    d.next();
+    FAIL() << "an oversize header was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxFrame + 1)), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxFrame)), std::string::npos);
+  }
+}
+
+// Bytes fed without taking frames out never pass the cap: the feed that would
+// is refused (a peer flooding a caller that stopped reading frames).
+TEST(SecurityWire, FeedingPastTheBufferCapIsAPeerError) {
+  Decoder d;
+  const std::string chunk(64u << 10, 'x');
+  size_t fed = 0;
+  try {
+    for (;;) {
+      d.feed(chunk);
+      fed += chunk.size();
+      ASSERT_LE(fed, kMaxBuffered);
+    }
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+  EXPECT_LE(d.held(), kMaxBuffered);
+  EXPECT_LE(d.capacity(), kMaxBuffered);
+}
+
+TEST(SecurityWire, PrintableEscapesControlCharactersAndCapsLength) {
+  EXPECT_EQ(printable("host\x1b[2Jname\n"), "host\\x1b[2Jname\\x0a");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");  // UTF-8 kept
+  EXPECT_EQ(printable("a\xff"), "a\\xff");             // not UTF-8: escaped
+  EXPECT_EQ(printable(std::string(5000, 'a'), 10), std::string(10, 'a') + "...(5000 bytes)");
+}
+
 }  // namespace
 }  // namespace cp::wire

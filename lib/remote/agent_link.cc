@@ -24,15 +24,44 @@ T decode_frame(const json::value& v, const char* what, const std::string& link) 
   }
 }
 
+const Clock& steady_clock() {
+  static const SteadyClock c;
+  return c;
+}
+
+// A non-negative number field of a request, 0 when absent or not one.
+double number_field(const json::object& args, const char* key) {
+  const json::value* v = args.if_contains(key);
+  if (!v || !v->is_number()) return 0;
+  const double d = v->to_number<double>();
+  return d > 0 ? d : 0;
+}
+
+// The bytes a request names it will move (its "size" or "bytes"), 0 when none.
+uint64_t request_bytes(const json::object& args) {
+  return static_cast<uint64_t>(std::max(number_field(args, "size"), number_field(args, "bytes")));
+}
+
 }  // namespace
+
+double request_deadline(const DeadlinePolicy& p, double limit_s, const json::object& args,
+                        uint64_t largest_bytes) {
+  uint64_t bytes = request_bytes(args);
+  if (bytes == 0) bytes = largest_bytes;
+  const double planned = number_field(args, "seconds") + number_field(args, "timeout") +
+                         number_field(args, "confirm_s") +
+                         static_cast<double>(bytes) / p.slowest_rate;
+  return p.factor * planned + p.floor_limits * limit_s;
+}
 
 struct AgentLink::DecoderBox {
   wire::Decoder decoder;
 };
 
-AgentLink::AgentLink(std::unique_ptr<ByteStream> stream, std::string name)
+AgentLink::AgentLink(std::unique_ptr<ByteStream> stream, std::string name, const Clock* clock)
     : stream_(std::move(stream)),
       name_(std::move(name)),
+      clock_(clock ? clock : &steady_clock()),
       decoder_(std::make_unique<DecoderBox>()) {}
 
 AgentLink::~AgentLink() = default;
@@ -42,7 +71,7 @@ void AgentLink::closed(const std::string& during) {
   while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
   throw Error(ErrorKind::kRemote,
               fmt::format("{}: the agent's channel closed {}{}", name_, during,
-                          err.empty() ? "" : "; it said: " + err),
+                          err.empty() ? "" : "; it said: " + wire::printable(err)),
               during == "before it started"
                   ? "check that the agent can run on that host (`chokepoint-agent --version`)"
                   : "the agent or its SSH session ended mid-run (killed, or the host or sshd "
@@ -53,16 +82,16 @@ void AgentLink::closed(const std::string& during) {
 const msg::Hello& AgentLink::handshake(double timeout_s) {
   std::string line;
   size_t skipped = 0;
-  const double deadline = monotonic_seconds() + timeout_s;
+  const double deadline = clock_->now() + timeout_s;
   char c;
   // Byte by byte until the sentinel line: anything after it is framed data
   // and must stay in the stream for the decoder.
   for (;;) {
-    const double left = deadline - monotonic_seconds();
+    const double left = deadline - clock_->now();
     if (left <= 0) {
       throw Error(ErrorKind::kRemote,
                   fmt::format("{}: no agent sentinel within {:.0f} s{}", name_, timeout_s,
-                              line.empty() ? "" : "; last output: '" + line + "'"),
+                              line.empty() ? "" : "; last output: '" + wire::printable(line) + "'"),
                   "run the agent by hand on that host to see why it does not start");
     }
     auto r = stream_->read(&c, 1, left);
@@ -100,52 +129,72 @@ const msg::Hello& AgentLink::handshake(double timeout_s) {
   return hello_;
 }
 
-json::object AgentLink::next_message(double timeout_s, const CancelToken* cancel,
-                                     double* cancelled_at, double* silent_since) {
+// One call in flight: its limits and what happened so far (monotonic s).
+struct AgentLink::CallState {
+  std::string type;
+  double limit = 0;       // inactivity limit, s
+  double deadline = 0;    // monotonic s when the request must be done
+  double deadline_s = 0;  // the same, s after it was sent (for messages)
+  const CancelToken* cancel = nullptr;
+  double cancelled_at = 0;  // when this call sent "cancel"; 0 not yet
+  double silent_since = 0;  // when the agent last sent anything
+};
+
+json::object AgentLink::next_message(CallState& st) {
   char buf[65536];
   for (;;) {
     if (auto msg = decoder_->decoder.next()) return std::move(*msg);
-    const double now = monotonic_seconds();
+    const double now = clock_->now();
     const bool cancel_now =
-        (cancel && cancel->cancelled()) || (default_cancel_ && default_cancel_->cancelled());
-    if (cancel_now && *cancelled_at == 0) {
-      *cancelled_at = now;
+        (st.cancel && st.cancel->cancelled()) || (default_cancel_ && default_cancel_->cancelled());
+    if (cancel_now && st.cancelled_at == 0) {
+      st.cancelled_at = now;
       try {
         stream_->write(wire::encode({{"type", "cancel"}, {"id", 0}}));
       } catch (const Error&) {
-        *cancelled_at = now - kCancelGrace;  // the channel is gone: nothing will answer
+        st.cancelled_at = now - kCancelGrace;  // the channel is gone: nothing will answer
       }
     }
     // Never wait on a peer after Ctrl-C: a short grace from the cancel, then
     // abandon it, however chatty it stays.
-    double deadline = *silent_since + timeout_s;
-    if (*cancelled_at > 0) deadline = std::min(deadline, *cancelled_at + kCancelGrace);
-    const double left = deadline - now;
+    double until = std::min(st.silent_since + st.limit, st.deadline);
+    if (st.cancelled_at > 0) until = std::min(until, st.cancelled_at + kCancelGrace);
+    const double left = until - now;
     if (left <= 0) {
-      if (*cancelled_at > 0) {
+      if (st.cancelled_at > 0) {
         abandoned_ = "it did not answer a cancel";
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       }
-      abandoned_ = fmt::format("it said nothing for {:.0f} s", timeout_s);
+      if (now >= st.deadline) {
+        abandoned_ = fmt::format("'{}' ran past its {:.0f} s deadline", st.type, st.deadline_s);
+        throw Error(ErrorKind::kRemote,
+                    fmt::format("{}: the agent did not finish '{}' within its deadline of "
+                                "{:.0f} s (it kept sending heartbeats or progress, but no answer)",
+                                name_, st.type, st.deadline_s),
+                    "the agent is stuck, or is not chokepoint's; check the host (`ps -o "
+                    "stat,pid,args -C chokepoint-agent`) and rerun");
+      }
+      abandoned_ = fmt::format("it said nothing for {:.0f} s", st.limit);
       throw Error(ErrorKind::kRemote,
                   fmt::format("{}: the agent sent nothing for {:.0f} s, not even its heartbeat: "
                               "it is stopped, or its host or the network to it is down",
-                              name_, timeout_s),
+                              name_, st.limit),
                   "check the host (is chokepoint-agent stopped? `ps -o stat,pid,args -C "
                   "chokepoint-agent`) and rerun; for a host that pauses longer, raise "
                   "[timeouts] silence in the plan");
     }
-    const double silent = now - *silent_since;
-    if (wait_ && silent >= 3 && *cancelled_at == 0) wait_(name_, silent, timeout_s);
+    const double silent = now - st.silent_since;
+    if (wait_ && silent >= 3 && st.cancelled_at == 0) wait_(name_, silent, st.limit);
     auto r = stream_->read(buf, sizeof buf, std::min(left, 0.2));
     if (r.eof) {
-      if (*cancelled_at > 0)
+      if (st.cancelled_at > 0)
         throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       closed("mid-request");
     }
     if (r.n) {
-      last_max_silence_ = std::max(last_max_silence_, monotonic_seconds() - *silent_since);
-      *silent_since = monotonic_seconds();
+      const double t = clock_->now();
+      last_max_silence_ = std::max(last_max_silence_, t - st.silent_since);
+      st.silent_since = t;
       decoder_->decoder.feed(std::string_view(buf, r.n));
     }
   }
@@ -162,18 +211,25 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
                 fmt::format("{}: the agent was abandoned earlier ({})", name_, abandoned_),
                 "see the first error of this run");
   }
-  const double limit = silence_limit_ > 0 ? silence_limit_ : timeout_s;
+  CallState st;
+  st.type = type;
+  st.limit = silence_limit_ > 0 ? silence_limit_ : timeout_s;
+  st.cancel = cancel;
+  st.deadline_s = request_deadline(policy_, st.limit, args, largest_bytes_);
+  largest_bytes_ = std::max(largest_bytes_, request_bytes(args));
+  last_deadline_ = st.deadline_s;
   const uint64_t id = next_id_++;
   args["type"] = type;
   args["id"] = id;
   stream_->write(wire::encode(std::move(args)));
-  double cancelled_at = 0;  // monotonic s when this call sent "cancel"
   last_max_silence_ = 0;
-  double silent_since = monotonic_seconds();
+  st.silent_since = clock_->now();
+  st.deadline = st.silent_since + st.deadline_s;
+  double& cancelled_at = st.cancelled_at;
   for (;;) {
     json::object msg;
     try {
-      msg = next_message(limit, cancel, &cancelled_at, &silent_since);
+      msg = next_message(st);
     } catch (const Error& e) {
       if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
       if (e.kind() == ErrorKind::kPeer) {
@@ -203,7 +259,9 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
                           ErrorKind::kUnsupported}) {
         if (kind == to_string(c)) k = c;
       }
-      throw Error(k, fmt::format("{}: {}", name_, err.message), err.hint);
+      // The agent's words, printed and stored: capped, control characters escaped.
+      throw Error(k, fmt::format("{}: {}", name_, wire::printable(err.message)),
+                  wire::printable(err.hint));
     }
     if (mtype == "result" && mid == id) {
       if (cancelled_at > 0) throw Error(ErrorKind::kCancelled, fmt::format("{}: cancelled", name_));
@@ -221,7 +279,7 @@ json::object AgentLink::call(const std::string& type, json::object args, double 
     if (mid < id) continue;
     throw Error(ErrorKind::kPeer,
                 fmt::format("{}: unexpected message '{}' (id {}) while waiting for '{}' (id {})",
-                            name_, mtype, mid, type, id));
+                            name_, wire::printable(mtype, 64), mid, type, id));
   }
 }
 

@@ -9,6 +9,8 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "core/error.h"
@@ -241,6 +243,225 @@ TEST(AgentLink, CancelGraceHoldsAgainstAnAgentThatKeepsTalking) {
   // Heartbeats do not extend the grace: not the 30 s silence limit.
   EXPECT_LT(monotonic_seconds() - t0, 0.5 + kCancelGrace + 1.0);
   EXPECT_TRUE(link.abandoned());
+}
+
+// ---- a scripted hostile agent, on an injected clock ------------------------
+
+class FakeClock : public Clock {
+ public:
+  double now() const override { return t; }
+  double t = 1000;
+};
+
+// A hostile peer behind the link: answers hello, then answers each request
+// with what `script` makes of it, forever. Each read advances the fake clock
+// by the time the link would have waited (its timeout, at most 0.2 s), so no
+// test waits on the wall clock.
+class HostilePeer : public ByteStream {
+ public:
+  using Script = std::function<std::string(uint64_t id, double t)>;
+  HostilePeer(FakeClock& clock, Script script) : clock_(clock), script_(std::move(script)) {}
+  ReadResult read(char* buf, size_t size, double timeout_s) override {
+    if (pos_ == in_.size()) {
+      clock_.t += timeout_s;
+      ++reads_;
+      if (id_ == 0) return {};
+      in_ = script_(id_, clock_.t);
+      pos_ = 0;
+      if (in_.empty()) return {};
+    }
+    const size_t n = std::min(size, in_.size() - pos_);
+    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
+    pos_ += n;
+    return {n, false};
+  }
+  void write(std::string_view data) override {
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      const std::string type = wire::get_string(*m, "type");
+      if (type == "hello") {
+        in_ += wire::encode(
+            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
+      } else if (type != "cancel") {
+        id_ = wire::get_u64(*m, "id");
+      }
+    }
+  }
+  int reads_ = 0;
+
+ private:
+  FakeClock& clock_;
+  Script script_;
+  std::string in_ = wire::sentinel_line("b1");
+  size_t pos_ = 0;
+  uint64_t id_ = 0;
+};
+
+// A heartbeat every second of fake time.
+HostilePeer::Script heartbeats() {
+  auto last = std::make_shared<double>(0);
+  return [last](uint64_t id, double t) {
+    if (t - *last < 1) return std::string();
+    *last = t;
+    return wire::encode({{"type", "heartbeat"}, {"id", id}});
+  };
+}
+
+Error error_of_call(AgentLink& link, const std::string& type, json::object args) {
+  try {
+    link.call(type, std::move(args), 600);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the call returned";
+  return Error(ErrorKind::kUsage, "");
+}
+
+TEST(SecurityAgentLink, APeerThatOnlyHeartbeatsEndsTheRequestByItsDeadline) {
+  FakeClock clock;
+  auto peer = std::make_unique<HostilePeer>(clock, heartbeats());
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  link.set_silence_limit(30);
+  // A disk write of 100 MB: deadline 4 x (100 MB at 1 MB/s) + 10 x 30 s.
+  const json::object args{{"dir", "/d"}, {"op", "write"}, {"name", "f"}, {"size", 100'000'000}};
+  const double expected = request_deadline(DeadlinePolicy{}, 30, args, 0);
+  EXPECT_DOUBLE_EQ(expected, 4 * 100 + 10 * 30);
+  const double t0 = clock.t;
+  const Error e = error_of_call(link, "disk", args);
+  EXPECT_EQ(e.kind(), ErrorKind::kRemote) << e.what();
+  EXPECT_DOUBLE_EQ(link.last_call_deadline(), expected);
+  // Ended at its deadline (fake s), never before, and well past the 30 s
+  // silence limit the heartbeats kept resetting.
+  EXPECT_GE(clock.t - t0, expected);
+  EXPECT_LT(clock.t - t0, expected + 1);
+  EXPECT_LT(link.last_call_max_silence(), 30);
+  EXPECT_TRUE(link.abandoned());
+  // Later calls do not wait on it again.
+  const double t1 = clock.t;
+  EXPECT_EQ(error_of_call(link, "stats", {}).kind(), ErrorKind::kRemote);
+  EXPECT_EQ(clock.t, t1);
+}
+
+// Progress does not move the deadline either (a peer can report bytes forever).
+TEST(SecurityAgentLink, APeerThatOnlyReportsProgressEndsTheRequestByItsDeadline) {
+  FakeClock clock;
+  auto last = std::make_shared<double>(0);
+  auto peer = std::make_unique<HostilePeer>(clock, [last](uint64_t id, double t) {
+    if (t - *last < 0.5) return std::string();
+    *last = t;
+    return wire::encode({{"type", "progress"}, {"id", id}, {"bytes", 1}, {"seconds", t}});
+  });
+  AgentLink link(std::move(peer), "client (mac)", &clock);
+  link.handshake(5);
+  link.set_silence_limit(5);
+  const json::object args{{"seconds", 2.0}};  // a 2 s TCP sample
+  const double t0 = clock.t;
+  int progress = 0;
+  try {
+    link.call("tcp_run", args, 600, [&](uint64_t, double) { ++progress; });
+    FAIL() << "returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kRemote);
+  }
+  EXPECT_DOUBLE_EQ(link.last_call_deadline(), 4 * 2 + 10 * 5);
+  EXPECT_GE(clock.t - t0, link.last_call_deadline());
+  EXPECT_LT(clock.t - t0, link.last_call_deadline() + 1);
+  EXPECT_GT(progress, 50);
+}
+
+// A read that names no size is planned at the most bytes this link moved
+// (the file's write came first).
+TEST(SecurityAgentLink, AReadWithoutASizeIsPlannedAtTheLargestSizeSoFar) {
+  const DeadlinePolicy p;
+  EXPECT_DOUBLE_EQ(request_deadline(p, 30, {{"op", "read"}}, 0), 300);
+  EXPECT_DOUBLE_EQ(request_deadline(p, 30, {{"op", "read"}}, 50'000'000), 4 * 50 + 300);
+  EXPECT_DOUBLE_EQ(request_deadline(p, 30, {{"size", -5}, {"seconds", "x"}}, 0), 300);
+}
+
+// A frame that never completes (its header says 1 MiB, its bytes trickle):
+// the buffer stays under the cap and the request ends by its deadline.
+TEST(SecurityAgentLink, APeerThatNeverCompletesAFrameEndsByTheDeadline) {
+  FakeClock clock;
+  auto started = std::make_shared<bool>(false);
+  auto peer = std::make_unique<HostilePeer>(clock, [started](uint64_t, double) {
+    const uint32_t n = wire::kMaxFrame;
+    std::string out;
+    if (!*started) out = {char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+    *started = true;
+    return out + std::string(64, 'x');  // 64 bytes a read: 1 MiB takes ~3 fake hours
+  });
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  link.set_silence_limit(30);
+  const Error e = error_of_call(link, "facts", {});
+  EXPECT_EQ(e.kind(), ErrorKind::kRemote) << e.what();
+  EXPECT_DOUBLE_EQ(link.last_call_deadline(), 300);
+}
+
+TEST(SecurityAgentLink, AFrameHeaderOverTheCapIsAPeerError) {
+  FakeClock clock;
+  auto peer = std::make_unique<HostilePeer>(clock, [](uint64_t, double) {
+    const uint32_t n = 64u << 20;
+    return std::string{char(n >> 24), char(n >> 16), char(n >> 8), char(n)};
+  });
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  EXPECT_EQ(error_of_call(link, "facts", {}).kind(), ErrorKind::kPeer);
+}
+
+// An error frame missing its message is the peer's error naming the field.
+TEST(SecurityAgentLink, AnErrorFrameWithoutItsMessageNamesTheField) {
+  FakeClock clock;
+  auto peer = std::make_unique<HostilePeer>(clock, [](uint64_t id, double) {
+    return wire::encode({{"type", "error"}, {"id", id}, {"error", {{"kind", "io"}}}});
+  });
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  const Error e = error_of_call(link, "disk", {});
+  EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  EXPECT_NE(std::string(e.what()).find("'message'"), std::string::npos) << e.what();
+}
+
+// What the agent says in an error is printed and stored: control characters
+// escaped, its length capped.
+TEST(SecurityAgentLink, AnAgentsErrorTextIsEscapedAndCapped) {
+  FakeClock clock;
+  auto peer = std::make_unique<HostilePeer>(clock, [](uint64_t id, double) {
+    return wire::encode({{"type", "error"},
+                         {"id", id},
+                         {"error",
+                          {{"kind", "io"},
+                           {"message", "disk full\x1b]0;owned\x07" + std::string(50000, 'A')},
+                           {"hint", "\x1b[2J"}}}});
+  });
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  const Error e = error_of_call(link, "disk", {});
+  EXPECT_EQ(e.kind(), ErrorKind::kIo);
+  const std::string what = e.what();
+  EXPECT_EQ(what.find('\x1b'), std::string::npos);
+  EXPECT_EQ(what.find('\x07'), std::string::npos);
+  EXPECT_EQ(e.hint().find('\x1b'), std::string::npos);
+  EXPECT_LT(what.size(), wire::kMaxPrintedText + 200);
+}
+
+// A reply missing a field its codec needs: the peer's error naming it.
+TEST(SecurityAgentLink, AReplyMissingAFieldNamesIt) {
+  FakeClock clock;
+  auto peer = std::make_unique<HostilePeer>(clock, [](uint64_t id, double) {
+    return wire::encode({{"type", "result"}, {"id", id}, {"data", {{"bytes", 5}}}});
+  });
+  AgentLink link(std::move(peer), "server (nas)", &clock);
+  link.handshake(5);
+  try {
+    msg::decode<msg::DiskResult>(link.call("disk", {}, 60), "disk");
+    FAIL() << "decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+    EXPECT_NE(std::string(e.what()).find("'seconds'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SshHints, ChangedKeyIsRemovedFromTheFileItWasReadFrom) {

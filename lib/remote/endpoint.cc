@@ -11,12 +11,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/process.h"
 #include "core/text.h"
+#include "core/wire.h"
 #include "remote/agent_link.h"
 #include "remote/ssh.h"
 
@@ -162,24 +162,107 @@ std::map<std::string, std::string> parse_kv(const std::string& text) {
   return kv;
 }
 
-// Runs on the remote through its login shell; prints key=value lines.
-// The cache dir is per user; the file name carries the build's checksum so a
-// different build never runs a stale agent.
+// Runs on the remote through its login shell; prints key=value lines: the
+// platform, the cache dir (per user) and how it stands, and each cached agent
+// with its SHA-256 where the host has sha256sum. The file names carry the
+// build's checksum so a different build never runs a stale agent.
 constexpr const char* kProbeScript =
     "d=\"${XDG_CACHE_HOME:-$HOME/.cache}/chokepoint\"; "
-    "printf 'os=%s\\narch=%s\\ndir=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"$d\"; "
-    "for f; do [ -x \"$d/$f\" ] && echo \"cached=$f\"; done; "
+    "printf 'os=%s\\narch=%s\\ndir=%s\\nuid=%s\\n' \"$(uname -s)\" \"$(uname -m)\" \"$d\" "
+    "\"$(id -u)\"; "
+    "if [ -L \"$d\" ]; then echo dirlink=1; "
+    "elif [ -e \"$d\" ]; then printf 'dirstat=%s\\n' \"$(ls -ldn \"$d\")\"; fi; "
+    "s=; command -v sha256sum >/dev/null 2>&1 && s=1; echo \"sha256sum=$s\"; "
+    "for f; do [ -f \"$d/$f\" ] && [ -x \"$d/$f\" ] || continue; h=; "
+    "[ -n \"$s\" ] && { h=$(sha256sum < \"$d/$f\"); h=${h%% *}; }; echo \"cached=$f $h\"; done; "
     "printf 'path=%s\\n' \"$(command -v chokepoint-agent 2>/dev/null)\"";
 
+// $1 file name, $2 size, $3 SHA-256: written beside, checked, then renamed
+// into place. The dir is made 0700 and refused when it became a symlink.
 constexpr const char* kUploadScript =
     "d=\"${XDG_CACHE_HOME:-$HOME/.cache}/chokepoint\"; umask 077 && mkdir -p \"$d\" && "
-    "t=\"$d/.upload.$$\" && cat > \"$t\" && [ \"$(wc -c < \"$t\")\" -eq \"$2\" ] && "
+    "[ ! -L \"$d\" ] && t=\"$d/.upload.$$\" && cat > \"$t\" && "
+    "[ \"$(wc -c < \"$t\")\" -eq \"$2\" ] && "
+    "{ ! command -v sha256sum >/dev/null 2>&1 || "
+    "{ h=$(sha256sum < \"$t\") && [ \"${h%% *}\" = \"$3\" ]; }; } && "
     "chmod 700 \"$t\" && mv -f \"$t\" \"$d/$1\" || { rm -f \"$t\"; exit 1; }";
+
+// $1 the agent, $2 its SHA-256: checked right before it runs, by sha256sum
+// where the host has it, else by the agent itself (--self-check, which
+// hashes /proc/self/exe). Exit 3 and a line on stderr when it differs.
+constexpr const char* kRunScript =
+    "if command -v sha256sum >/dev/null 2>&1; then "
+    "h=$(sha256sum < \"$1\"); h=${h%% *}; "
+    "if [ \"$h\" != \"$2\" ]; then echo \"chokepoint: refusing to run $1: its SHA-256 is "
+    "${h:-unreadable}, not $2 as uploaded (it was altered or damaged)\" >&2; exit 3; fi; "
+    "exec \"$1\" --serve; fi; exec \"$1\" --self-check \"$2\" --serve";
 
 std::string sh_command(const char* script, const std::vector<std::string>& args) {
   std::string cmd = "sh -c " + shell_quote(script) + " chokepoint";
   for (const auto& a : args) cmd += " " + shell_quote(a);
   return cmd;
+}
+
+}  // namespace
+
+std::optional<Error> cache_dir_problem(const std::string& endpoint, const std::string& dir,
+                                       const std::string& ls_ldn, bool is_link,
+                                       const std::string& uid) {
+  auto refuse = [&](const std::string& what, const std::string& fix) {
+    return Error(ErrorKind::kRemote,
+                 fmt::format("{}: the agent cache {} {}: chokepoint will not run an agent "
+                             "from there",
+                             endpoint, dir, what),
+                 fix);
+  };
+  if (is_link) {
+    return refuse("is a symlink",
+                  fmt::format("remove the link (`rm {}`; chokepoint makes a 0700 directory "
+                              "there), or set XDG_CACHE_HOME to a directory of yours",
+                              shell_quote(dir)));
+  }
+  if (ls_ldn.empty()) return std::nullopt;
+  const auto f = split_ws(ls_ldn);
+  const std::string mode = f.empty() ? "" : std::string(f[0]);
+  if (f.size() < 3 || mode.size() < 10) {
+    return refuse(
+        fmt::format("could not be checked (`ls -ldn` said '{}')", wire::printable(ls_ldn)),
+        "check that directory by hand, or set XDG_CACHE_HOME to a directory of yours");
+  }
+  if (mode[0] != 'd') {
+    return refuse(
+        "is not a directory",
+        fmt::format("remove it (`rm {}`), or set XDG_CACHE_HOME elsewhere", shell_quote(dir)));
+  }
+  if (f[2] != uid) {
+    return refuse(fmt::format("is owned by uid {}, not by the SSH user (uid {})", f[2], uid),
+                  fmt::format("have its owner or root remove it (`rm -r {}`), or set "
+                              "XDG_CACHE_HOME to a directory of yours",
+                              shell_quote(dir)));
+  }
+  if (mode[5] == 'w' || mode[8] == 'w') {
+    return refuse(fmt::format("is group- or world-writable ({})", mode),
+                  fmt::format("`chmod go-w {}` (chokepoint makes it 0700)", shell_quote(dir)));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// Cached agents from the probe: file name -> its SHA-256 on the host ("" when
+// the host has no sha256sum).
+std::map<std::string, std::string> cached_agents(const std::string& probe_out) {
+  std::map<std::string, std::string> cached;
+  std::istringstream in(probe_out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cached=", 0) != 0) continue;
+    const std::string rest = line.substr(7);
+    const size_t sp = rest.find(' ');
+    cached[rest.substr(0, sp)] =
+        sp == std::string::npos ? "" : std::string(trim(rest.substr(sp + 1)));
+  }
+  return cached;
 }
 
 }  // namespace
@@ -217,8 +300,10 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
   const std::string full = spec.agent_path.empty() ? find_agent_binary() : spec.agent_path;
   const std::string server_dir = spec.agent_path.empty() ? server_agent_dir() : std::string();
   std::map<std::string, std::string> remote_names;  // local path -> file name on the host
-  auto remote_name = [](const std::string& path, const std::string& stem) {
-    return stem + "-" + sha256_file(path).substr(0, 16);
+  std::map<std::string, std::string> hashes;        // local path -> its SHA-256
+  auto remote_name = [&](const std::string& path, const std::string& stem) {
+    hashes[path] = sha256_file(path);
+    return stem + "-" + hashes[path].substr(0, 16);
   };
   remote_names[full] = remote_name(full, "chokepoint-agent");
   std::vector<std::string> names{remote_names[full]};
@@ -238,14 +323,11 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
                             name, probe.exit_code, probe.err.empty() ? probe.out : probe.err),
                 "chokepoint needs a POSIX sh on the remote");
   }
-  std::set<std::string> cached;
-  {
-    std::istringstream in(probe.out);
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("cached=", 0) == 0) cached.insert(line.substr(7));
-    }
+  if (auto bad =
+          cache_dir_problem(name, kv["dir"], kv["dirstat"], kv["dirlink"] == "1", kv["uid"])) {
+    throw *bad;
   }
+  const std::map<std::string, std::string> cached = cached_agents(probe.out);
   utsname u{};
   uname(&u);
   std::optional<AgentChoice> choice =
@@ -256,12 +338,23 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
     const std::string file = remote_names.at(choice->path);
     remote_agent = kv["dir"] + "/" + file;
     ep->agent_kind_ = choice->kind;
-    if (cached.count(file)) {
+    const std::string& hash = hashes.at(choice->path);
+    auto hit = cached.find(file);
+    // A cached agent whose bytes differ from this build's (its hash on the
+    // host, where it has sha256sum) is replaced, never run.
+    if (hit != cached.end() && !hit->second.empty() && hit->second != hash) {
+      log(
+          fmt::format("{}: the cached agent {} has SHA-256 {}, not this build's {}: uploading it "
+                      "again",
+                      name, remote_agent, wire::printable(hit->second, 64), hash));
+      hit = cached.end();
+    }
+    if (hit != cached.end()) {
       ep->deployment_ = "cached";
     } else {
       const std::string bytes = cp::read_file(choice->path).value_or("");
-      ExecResult up =
-          ssh.exec(sh_command(kUploadScript, {file, std::to_string(bytes.size())}), bytes, 300);
+      ExecResult up = ssh.exec(
+          sh_command(kUploadScript, {file, std::to_string(bytes.size()), hash}), bytes, 300);
       if (up.exit_code != 0) {
         throw Error(ErrorKind::kRemote,
                     fmt::format("{}: uploading the agent to {} failed (exit {}): {}", name,
@@ -281,8 +374,12 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
   } else {
     throw no_agent_error(name, spec.role, kv["os"], kv["arch"], u.sysname, u.machine, server_dir);
   }
-  ep->link_ = std::make_unique<AgentLink>(
-      ssh.exec_stream("exec " + shell_quote(remote_agent) + " --serve"), name);
+  // This build's agent is checked by SHA-256 on the host right before it
+  // runs; the host's own (PATH) is its administrator's.
+  const std::string run =
+      choice ? "exec " + sh_command(kRunScript, {remote_agent, hashes.at(choice->path)})
+             : "exec " + shell_quote(remote_agent) + " --serve";
+  ep->link_ = std::make_unique<AgentLink>(ssh.exec_stream(run), name);
   ep->link_->handshake(30);
   return ep;
 }

@@ -58,6 +58,16 @@ Error no_agent_error(const std::string& endpoint, const std::string& role, const
 // Hex SHA-256 of a file's bytes.
 std::string sha256_file(const std::string& path);
 
+// The remote agent cache directory as the deployment probe saw it: `ls_ldn`
+// is its `ls -ldn` line ("" when it does not exist yet), `is_link` whether it
+// is a symlink, `uid` the SSH user's. The Error(kRemote) that refuses it, with
+// the fix, when it is a symlink, no directory, another user's, or group- or
+// world-writable (anyone who can write there could swap the agent chokepoint
+// runs as that user); nullopt when it is fit (or absent: the upload makes it 0700).
+std::optional<Error> cache_dir_problem(const std::string& endpoint, const std::string& dir,
+                                       const std::string& ls_ldn, bool is_link,
+                                       const std::string& uid);
+
 class Endpoint {
  public:
   // Connects, deploys and starts the agent, and completes the handshake.

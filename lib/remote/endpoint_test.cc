@@ -95,5 +95,36 @@ TEST_F(ChooseAgentTest, ListsTheMachinesItHasServerAgentsFor) {
   EXPECT_EQ(server_agent_archs(dir_.string()), (std::vector<std::string>{"aarch64", "x86_64"}));
 }
 
+// The agent cache as `ls -ldn` shows it on the host (GNU and BusyBox print
+// alike): only a directory of the SSH user's that no one else may write passes.
+TEST(SecurityCacheDir, OnlyTheUsersOwnUnwritableByOthersDirectoryIsFit) {
+  const std::string d = "/home/u/.cache/chokepoint";
+  auto problem = [&](const std::string& ls, bool link = false) {
+    return cache_dir_problem("server (nas)", d, ls, link, "1000");
+  };
+  EXPECT_FALSE(problem("drwx------    2 1000     1000          4096 Dec  1 20:00 " + d));
+  EXPECT_FALSE(problem("drwxr-xr-x 2 1000 1000 4096 Dec  1 20:00 " + d));
+  EXPECT_FALSE(problem(""));  // not there yet: the upload makes it 0700
+  for (const std::string& bad :
+       {"drwxrwx--- 2 1000 1000 4096 Dec  1 20:00 " + d,  // group-writable
+        "drwx---rwx 2 1000 1000 4096 Dec  1 20:00 " + d,  // world-writable
+        "drwxrwxrwt 2 1000 1000 4096 Dec  1 20:00 " + d,  // sticky does not help
+        "drwx------ 2 1001 1000 4096 Dec  1 20:00 " + d,  // another user's
+        "-rwx------ 1 1000 1000 4096 Dec  1 20:00 " + d,  // not a directory
+        std::string("garbage")}) {
+    SCOPED_TRACE(bad);
+    const auto e = problem(bad);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->kind(), ErrorKind::kRemote);
+    EXPECT_FALSE(e->hint().empty());
+  }
+  const auto link = problem("", true);
+  ASSERT_TRUE(link.has_value());
+  EXPECT_EQ(link->kind(), ErrorKind::kRemote);
+  // The fix names the directory: chmod for a writable one.
+  EXPECT_NE(problem("drwxrwx--- 2 1000 1000 4096 Dec  1 20:00 " + d)->hint().find("chmod go-w"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace cp::remote

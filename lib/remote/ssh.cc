@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "core/wire.h"
 
 namespace cp::remote {
 
@@ -201,7 +202,8 @@ ssh_channel open_exec(ssh_session s, const std::string& name, const std::string&
 }
 }  // namespace
 
-ExecResult SshSession::exec(const std::string& command, std::string_view input, double timeout_s) {
+ExecResult SshSession::exec(const std::string& command, std::string_view input, double timeout_s,
+                            size_t max_output) {
   ssh_channel ch = open_exec(impl_->s, name_, command);
   ExecResult res;
   size_t off = 0;
@@ -224,8 +226,19 @@ ExecResult SshSession::exec(const std::string& command, std::string_view input, 
     int n = ssh_channel_read_timeout(ch, buf, sizeof buf, 0, 200);
     if (n > 0) res.out.append(buf, static_cast<size_t>(n));
     int e;
-    while ((e = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 1)) > 0) {
+    while ((e = ssh_channel_read_nonblocking(ch, buf, sizeof buf, 1)) > 0 &&
+           res.err.size() <= max_output) {
       res.err.append(buf, static_cast<size_t>(e));
+    }
+    if (res.out.size() > max_output || res.err.size() > max_output) {
+      ssh_channel_close(ch);
+      ssh_channel_free(ch);
+      throw Error(ErrorKind::kRemote,
+                  fmt::format("{}: remote command '{}' printed over {} bytes on its {}, the cap",
+                              name_, wire::printable(command, 80), max_output,
+                              res.out.size() > max_output ? "stdout" : "stderr"),
+                  "the remote shell or host is not behaving as a POSIX sh (check its login "
+                  "scripts: `ssh HOST true` should print nothing)");
     }
     if (n == SSH_ERROR) break;
     if (n == 0 && (ssh_channel_is_eof(ch) || !ssh_channel_is_open(ch))) break;

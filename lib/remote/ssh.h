@@ -3,6 +3,7 @@
 // key files authenticate.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,9 @@ struct SshTarget {
   bool accept_new_host_keys = false;  // add unknown host keys to known_hosts
   double connect_timeout_s = 15;
 };
+
+// exec's default output cap, bytes per stream: deployment commands print lines.
+inline constexpr size_t kMaxExecOutput = 1u << 20;
 
 struct ExecResult {
   int exit_code = -1;
@@ -36,7 +40,11 @@ class SshSession {
   SshSession& operator=(const SshSession&) = delete;
 
   // Runs `command` through the remote shell to completion, feeding `input`.
-  ExecResult exec(const std::string& command, std::string_view input = {}, double timeout_s = 120);
+  // Its stdout and its stderr are each capped at `max_output` bytes: past
+  // it the command is abandoned with Error(kRemote) naming it and the cap
+  // (a hostile or broken host cannot fill the orchestrator's memory).
+  ExecResult exec(const std::string& command, std::string_view input = {}, double timeout_s = 120,
+                  size_t max_output = kMaxExecOutput);
   // Starts `command` and returns its stdin/stdout as a stream (stderr is
   // collected for messages). The session must outlive the stream.
   std::unique_ptr<ByteStream> exec_stream(const std::string& command);
