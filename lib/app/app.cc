@@ -580,10 +580,14 @@ int clean(const std::vector<std::string>& args) {
     for (const auto& k : e.at("kept").as_array()) {
       const auto& ko = k.as_object();
       std::cout << host << ": kept " << ko.at("path").as_string().c_str()
-                << (ko.contains("error") ? std::string(" (cannot remove: ") +
-                                               ko.at("error").as_string().c_str() + ")"
-                                         : std::string(" (its agent still runs, or it has no "
-                                                       "owner record and changed within the hour)"))
+                << (ko.contains("refused")
+                        ? std::string(" (left alone, not a run directory of the agent's user: ") +
+                              ko.at("refused").as_string().c_str() + ")"
+                    : ko.contains("error") ? std::string(" (cannot remove: ") +
+                                                 ko.at("error").as_string().c_str() + ")"
+                                           : std::string(" (its agent still runs, or it has no "
+                                                         "owner record and changed within the "
+                                                         "hour)"))
                 << "\n";
     }
     if (removed.empty()) std::cout << host << ": nothing left behind\n";
