@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -17,16 +18,15 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <filesystem>
-#include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "agent/client_role.h"
 #include "agent/file_ops.h"
+#include "agent/run_dir.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
@@ -89,83 +89,11 @@ std::string checked_name(const std::string& name, const std::string& type) {
   return name;
 }
 
-// Each run directory holds this record of its owner, so a later agent can
-// tell a live run's directory from one whose agent was killed.
-constexpr const char* kOwnerFile = ".chokepoint-owner";
-constexpr const char* kRunDirPrefix = "chokepoint-run-";
-// A run directory without an owner record (an older chokepoint's) counts as
-// left behind once nothing in it changed for this long, s.
-constexpr double kUnownedAge = 3600;
-
-std::string pid_namespace() {
-  std::error_code ec;
-  auto target = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
-  return ec ? std::string() : target.string();
-}
-
-msg::OwnerRecord owner_record(int64_t run_id) {
-  return {getpid(),        process_start_ticks(getpid()).value_or(0),
-          boot_id(),       host_name(),
-          pid_namespace(), run_id,
-          wall_seconds()};
-}
-
-// Why the owner of run directory `dir` is gone ("" when it may be alive).
-std::string owner_gone(const std::string& dir) {
-  std::ifstream in(dir + "/" + kOwnerFile);
-  if (!in) {
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0) return {};
-    const double age = wall_seconds() - double(st.st_mtime);
-    if (age < kUnownedAge) return {};
-    return fmt::format("no owner record and untouched for {:.0f} h", age / 3600);
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json::value v = msg::parse_stored(ss.str());
-  if (!v.is_object()) return {};  // being written right now, or not ours to judge
-  msg::OwnerRecord o;
-  msg::from_json(v, o, msg::Source::kStored, kOwnerFile);
-  if (o.host != host_name() || o.pid_ns != pid_namespace()) {
-    return {};  // another host's (a shared filesystem) or another pid namespace's
-  }
-  if (o.boot_id != boot_id()) {
-    return fmt::format("its agent (pid {}) ran before the last reboot", o.pid);
-  }
-  auto ticks = process_start_ticks(o.pid);
-  if (!ticks || *ticks != o.start_ticks) {
-    return fmt::format("its agent (pid {}, run {}) is gone", o.pid, o.run);
-  }
-  return {};
-}
-
-}  // namespace
-
-std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
-                                             std::vector<msg::RunDirEntry>* kept) {
-  std::vector<msg::RunDirEntry> removed;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(kRunDirPrefix, 0) != 0 || !e.is_directory(ec) || e.is_symlink(ec)) continue;
-    const std::string dir = e.path().string();
-    const std::string why = owner_gone(dir);
-    if (why.empty()) {
-      if (kept) kept->push_back({dir, "", ""});
-      continue;
-    }
-    std::error_code rm;
-    std::filesystem::remove_all(dir, rm);
-    if (rm) {
-      if (kept) kept->push_back({dir, "", rm.message()});
-      continue;
-    }
-    removed.push_back({dir, why, ""});
-  }
-  return removed;
-}
-
-namespace {
+// Seconds the agent waits, once it stops, for a request that does not
+// return (a worker blocked in the filesystem: a hung mount, a FIFO): after a
+// signal the user wants it gone; after the channel closed no one waits.
+constexpr double kSignalGraceSeconds = 2;
+constexpr double kEofGraceSeconds = 10;
 
 // One request as its handler sees it.
 struct Request {
@@ -228,10 +156,14 @@ class Agent {
   json::object do_cleanup(const Request&);
   json::object do_tune(const Request& r);
   ClientRole& client(const std::string& type);
-  const std::string& run_dir(const std::string& base);
-  // The request's file: its prepared run dir + its checked name.
-  std::string local_path(const std::string& dir, const std::string& name, const std::string& type);
+  const RunDir& prepared(const std::string& base);  // under dirs_mu_
+  std::string run_dir_path(const std::string& base);
+  // The request's file: its prepared run dir's fd + its checked name.
+  RunFile run_file(const std::string& base, const std::string& name, const std::string& type);
   void cleanup();
+  void remove_run_dirs();
+  // After the grace: exits the process, cleaning what a blocked worker allows.
+  [[noreturn]] void abandon_worker(int rc);
   void shutdown(const char* why);
   void heartbeat();
 
@@ -250,8 +182,15 @@ class Agent {
   uint64_t current_id_ = 0;
   std::atomic<double> last_send_{0};  // monotonic s of the last frame sent
 
+  bool worker_done_ = false;  // under mu_
+
+  // Base dir -> the run dir made in it. The worker's, but the reader thread
+  // removes them when the worker is stuck: never held across blocking I/O
+  // but their removal (try-locked there).
+  std::timed_mutex dirs_mu_;
+  std::map<std::string, RunDir> run_dirs_;
+
   // Worker-thread state.
-  std::map<std::string, std::string> run_dirs_;  // base dir -> private dir we made
   std::unique_ptr<probe::TcpServer> tcp_server_;
   std::unique_ptr<probe::CpuSampler> cpu_watch_;  // cpu_start .. cpu_stop
   // The protocol clients: null in the static server agent.
@@ -342,56 +281,27 @@ json::object Agent::do_facts(const Request& r) {
 json::object Agent::do_prepare(const Request& r) {
   const auto q = decode<msg::PrepareRequest>(r);
   msg::PrepareResult out;
-  auto& made = out.dirs;
-  const bool shared = q.shared;
   for (const std::string& base : q.dirs) {
-    if (run_dirs_.count(base)) {
-      // Prepared already (a share behind the disk stage's own disk_dir): a
-      // share needs it open to the protocol server's user too.
-      if (shared && chmod(run_dirs_[base].c_str(), 0777) != 0) {
-        throw Error(ErrorKind::kIo, fmt::format("cannot open up run directory '{}': {}",
-                                                run_dirs_[base], errno_text(errno)));
+    {
+      std::lock_guard<std::timed_mutex> lock(dirs_mu_);
+      if (auto it = run_dirs_.find(base); it != run_dirs_.end()) {
+        // Prepared already (a share behind the disk stage's own disk_dir): a
+        // share needs it open to the protocol server's user too.
+        if (q.shared) share_run_dir(it->second);
+        out.dirs[base] = it->second.path;
+        continue;
       }
-      made[base] = run_dirs_[base];
-      continue;
-    }
-    struct stat st {};
-    if (stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      throw Error(ErrorKind::kConfig,
-                  fmt::format("directory '{}' does not exist on this host", base),
-                  shared ? "create it, or correct the share's server_dir in the plan (the "
-                           "directory on the server behind the share's root)"
-                         : "create it, or name another one in the plan ([server]/[client] "
-                           "ram_dir, disk_dir)");
     }
     // Run directories of agents that were killed (SIGKILL, a crash, a reboot).
-    for (auto& s : sweep_run_dirs(base, nullptr)) out.swept.push_back(std::move(s));
-    std::string templ = base + "/" + kRunDirPrefix + "XXXXXX";
-    if (!mkdtemp(templ.data())) {
-      throw Error(ErrorKind::kIo,
-                  fmt::format("cannot create a run directory in '{}': {}", base, errno_text(errno)),
-                  "make it writable for the SSH user, or name another directory in the plan");
+    std::vector<msg::RunDirEntry> kept;
+    for (auto& s : sweep_run_dirs(base, &kept)) out.swept.push_back(std::move(s));
+    for (auto& k : kept) {
+      if (!k.refused.empty()) out.refused.push_back(std::move(k));
     }
-    // Behind a share, the protocol server's user must create and read files
-    // in it too (mkdtemp made it 0700).
-    if (shared && chmod(templ.c_str(), 0777) != 0) {
-      throw Error(ErrorKind::kIo,
-                  fmt::format("cannot open up run directory '{}': {}", templ, errno_text(errno)));
-    }
-    // The owner record first, so no later sweep takes a live run's files.
-    {
-      std::ofstream out(templ + "/" + kOwnerFile);
-      out << json::serialize(msg::to_json(owner_record(q.run)));
-      if (!out.flush()) {
-        std::error_code ec;
-        std::filesystem::remove_all(templ, ec);
-        throw Error(ErrorKind::kIo,
-                    fmt::format("cannot write in '{}': {}", base, errno_text(errno)),
-                    "free some space there, or name another directory in the plan");
-      }
-    }
-    run_dirs_[base] = templ;
-    made[base] = templ;
+    RunDir d = make_run_dir(base, owner_record_json(q.run), q.shared);
+    out.dirs[base] = d.path;
+    std::lock_guard<std::timed_mutex> lock(dirs_mu_);
+    run_dirs_.emplace(base, std::move(d));
   }
   return msg::to_json(out);
 }
@@ -404,7 +314,7 @@ json::object Agent::do_sweep_orphans(const Request& r) {
   return msg::to_json(out);
 }
 
-const std::string& Agent::run_dir(const std::string& base) {
+const RunDir& Agent::prepared(const std::string& base) {
   auto it = run_dirs_.find(base);
   if (it == run_dirs_.end()) {
     throw Error(ErrorKind::kPeer, fmt::format("directory '{}' was not prepared", base));
@@ -412,15 +322,22 @@ const std::string& Agent::run_dir(const std::string& base) {
   return it->second;
 }
 
-std::string Agent::local_path(const std::string& dir, const std::string& name,
-                              const std::string& type) {
-  return run_dir(dir) + "/" + checked_name(name, type);
+std::string Agent::run_dir_path(const std::string& base) {
+  std::lock_guard<std::timed_mutex> lock(dirs_mu_);
+  return prepared(base).path;
+}
+
+RunFile Agent::run_file(const std::string& base, const std::string& name, const std::string& type) {
+  const std::string plain = checked_name(name, type);
+  std::lock_guard<std::timed_mutex> lock(dirs_mu_);
+  const RunDir& d = prepared(base);
+  return {d.fd.get(), plain, d.path + "/" + plain};
 }
 
 json::object Agent::do_check_space(const Request& r) {
   const auto q = decode<msg::CheckSpaceRequest>(r);
   const std::string& base = q.dir;
-  const std::string& dir = run_dir(base);
+  const std::string dir = run_dir_path(base);
   const uint64_t need = q.bytes;
   probe::FsSpace s = probe::fs_space(dir);
   // Refuse when the stage would leave less than 10 % of the filesystem free.
@@ -448,9 +365,27 @@ json::object Agent::do_check_space(const Request& r) {
   return msg::to_json(out);
 }
 
+// A file the agent itself made in a run directory: lstat'ed (fstatat without
+// following) and owned by this uid; else Error(kIo).
+void check_own_file(const RunFile& f) {
+  struct stat st {};
+  if (::fstatat(f.dir_fd, f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    throw fileio::open_error(errno, f.path);
+  }
+  if (S_ISLNK(st.st_mode)) throw fileio::open_error(ELOOP, f.path);
+  if (st.st_uid != ::geteuid()) {
+    throw Error(
+        ErrorKind::kIo,
+        fmt::format("'{}' belongs to uid {}, not to the agent: left alone", f.path, st.st_uid),
+        "another user of the server planted it in the run directory; remove it and "
+        "find out who did");
+  }
+}
+
 json::object Agent::do_disk(const Request& r) {
   const auto q = decode<msg::DiskRequest>(r);
-  const std::string path = local_path(q.dir, q.name, r.type);
+  const RunFile f = run_file(q.dir, q.name, r.type);
+  const std::string& path = f.path;
   if (q.block < 4096 || q.block > (16u << 20) || q.block % 4096 != 0) {
     throw Error(ErrorKind::kConfig, fmt::format("disk block size {} is not a multiple of 4 KiB "
                                                 "between 4 KiB and 16 MiB",
@@ -464,8 +399,12 @@ json::object Agent::do_disk(const Request& r) {
   if (q.op == "write") {
     d = probe::disk_write(path, q.size, block, r.cancel, progress);
   } else if (q.op == "read") {
+    // The probe opens by path (O_DIRECT): only a file of this uid, not a link,
+    // which no other user can swap in a sticky (or private) run directory.
+    // (The write's O_CREAT|O_EXCL refuses a planted one by itself.)
+    check_own_file(f);
     d = probe::disk_read(path, block, r.cancel, progress);
-    if (q.delete_after) ::unlink(path.c_str());
+    if (q.delete_after) ::unlinkat(f.dir_fd, f.name.c_str(), 0);
   } else {
     throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'op' must be read or write, "
                                               "not '{}'",
@@ -478,8 +417,10 @@ json::object Agent::do_disk(const Request& r) {
 json::object Agent::do_tcp_listen(const Request& r) {
   const auto q = decode<msg::TcpListenRequest>(r);
   tcp_server_.reset();
-  tcp_server_ = std::make_unique<probe::TcpServer>(q.bind);
-  return msg::to_json(msg::TcpListenResult{tcp_server_->port()});
+  // On the address the peer connects to, not every address, where this host has it.
+  const std::string address = probe::listen_address_for(q.bind);
+  tcp_server_ = std::make_unique<probe::TcpServer>(address, 0, q.tokens);
+  return msg::to_json(msg::TcpListenResult{tcp_server_->port(), address});
 }
 
 json::object Agent::do_tcp_run(const Request& r) {
@@ -561,12 +502,12 @@ uint32_t block_of(uint64_t block) {
 json::object Agent::do_make_file(const Request& r) {
   const auto q = decode<msg::FileRequest>(r);
   if (!r.msg.contains("size")) wire::field(r.msg, "size");  // throws: missing
-  const std::string path = local_path(q.dir, q.name, r.type);
+  const RunFile f = run_file(q.dir, q.name, r.type);
   msg::FileResult made =
-      make_pattern_file(path, q.size, block_of(q.block), q.evict, q.shared ? 0644 : 0600, r.cancel);
+      make_pattern_file(f, q.size, block_of(q.block), q.evict, q.shared ? 0644 : 0600, r.cancel);
   // Evicted, yet a filesystem cache of its own (ZFS's ARC) may still serve it.
   if (q.evict) {
-    const probe::os::CacheVerdict v = probe::cache_verdict_of(path, made.bytes, true);
+    const probe::os::CacheVerdict v = probe::cache_verdict_of(f.path, made.bytes, true);
     made.cache_possible = v.cache_possible;
     made.cache_reason = v.reason;
   }
@@ -576,13 +517,14 @@ json::object Agent::do_make_file(const Request& r) {
 json::object Agent::do_file_info(const Request& r) {
   const auto q = decode<msg::FileRequest>(r);
   return msg::to_json(
-      checksum_file(local_path(q.dir, q.name, r.type), block_of(q.block), q.evict, r.cancel));
+      checksum_file(run_file(q.dir, q.name, r.type), block_of(q.block), q.evict, r.cancel));
 }
 
 json::object Agent::do_remove_file(const Request& r) {
   const auto q = decode<msg::FileRequest>(r);
-  const std::string path = local_path(q.dir, q.name, r.type);
-  return msg::to_json(msg::RemoveFileResult{::unlink(path.c_str()) == 0});
+  const RunFile f = run_file(q.dir, q.name, r.type);
+  // unlinkat never follows a link: a planted one goes, its target stays.
+  return msg::to_json(msg::RemoveFileResult{::unlinkat(f.dir_fd, f.name.c_str(), 0) == 0});
 }
 
 json::object Agent::do_cpu_start(const Request&) {
@@ -614,7 +556,7 @@ json::object Agent::do_transfer(const Request& r) {
   ClientRole& role = client(r.type);
   const auto q = decode<msg::TransferRequest>(r);
   return msg::to_json(
-      role.transfer(q, {r.cancel, progress_to(r.id), local_path(q.dir, q.name, r.type)}));
+      role.transfer(q, {r.cancel, progress_to(r.id), run_file(q.dir, q.name, r.type)}));
 }
 
 json::object Agent::do_sweep(const Request& r) {
@@ -685,11 +627,32 @@ void Agent::cleanup() {
   if (client_) client_->close_shares();  // log out before the run dirs go
   cpu_watch_.reset();
   tcp_server_.reset();
-  for (const auto& [base, dir] : run_dirs_) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+  remove_run_dirs();
+}
+
+void Agent::remove_run_dirs() {
+  std::unique_lock<std::timed_mutex> lock(dirs_mu_, std::defer_lock);
+  // The worker may hold it, blocked in a removal of its own: then it stays.
+  if (!lock.try_lock_for(std::chrono::seconds(1))) return;
+  for (const auto& [base, d] : run_dirs_) {
+    const int base_fd = ::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (base_fd < 0) continue;
+    remove_tree_at(base_fd, d.path.substr(d.path.rfind('/') + 1));
+    ::close(base_fd);
   }
   run_dirs_.clear();
+}
+
+void Agent::abandon_worker(int rc) {
+  remove_run_dirs();
+  // Knobs back too, unless the stuck request holds tune's lock itself.
+  auto revert = std::make_shared<std::promise<void>>();
+  std::thread([revert] {
+    tune::revert_at_agent_exit();
+    revert->set_value();
+  }).detach();
+  revert->get_future().wait_for(std::chrono::seconds(2));
+  ::_exit(rc);  // the worker's thread cannot be joined, nor the Agent destroyed under it
 }
 
 // From the reader thread, while a request is served: the orchestrator tells
@@ -720,10 +683,24 @@ int Agent::run() {
   const std::string line = wire::sentinel_line(options_.build_id);
   if (write(out_, line.data(), line.size()) != static_cast<ssize_t>(line.size())) return 1;
 
-  std::thread worker([this] { worker_loop(); });
+  // SIGINT/SIGTERM/SIGHUP reach this (reader) thread only: the worker and the
+  // threads it starts block them, so a signal never lands in a worker's
+  // blocked call (EINTR there would be luck, not a way out).
+  sigset_t stop_signals, old_mask;
+  sigemptyset(&stop_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+  std::thread worker([this] {
+    worker_loop();
+    std::lock_guard<std::mutex> lock(mu_);
+    worker_done_ = true;
+    cv_.notify_all();
+  });
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   wire::Decoder decoder;
   char buf[65536];
   int rc = 0;
+  double grace = kEofGraceSeconds;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -736,6 +713,7 @@ int Agent::run() {
     if (fds[1].revents) {
       shutdown("signal");
       rc = 1;
+      grace = kSignalGraceSeconds;
       break;
     }
     if (!fds[0].revents) continue;
@@ -763,6 +741,15 @@ int Agent::run() {
       shutdown("protocol");
       rc = 2;
       break;
+    }
+  }
+  {
+    // A worker blocked in the filesystem (cancel cannot reach a hung open)
+    // must not keep the agent: past the grace it goes without it.
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(grace), [&] { return worker_done_; })) {
+      lock.unlock();
+      abandon_worker(rc);
     }
   }
   worker.join();

@@ -23,14 +23,7 @@ struct AgentOptions {
   std::function<std::unique_ptr<ClientRole>()> client_role;
 };
 
-// Removes the run directories (chokepoint-run-*) in `base` whose owner
-// agent is gone: its pid no longer runs with the recorded start time on this
-// host and boot, or (no owner record) nothing changed in it for an hour.
-// Returns those removed (path, reason); `kept` (optional) gets the others (a
-// live run's, another host's on a shared filesystem, or one that could not be
-// removed, with its error).
-std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
-                                             std::vector<msg::RunDirEntry>* kept);
+// Run directories and their orphan sweep: agent/run_dir.h.
 
 // Serves until the peer closes in_fd, says bye, or a signal arrives.
 // Returns the process exit code (0 on a clean end).

@@ -1,5 +1,6 @@
 #include "agent/client_role.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -65,7 +66,7 @@ transfer::Session& DriverClientRole::session_for(const msg::ShareRef& share,
 
 msg::TransferResult DriverClientRole::transfer(const msg::TransferRequest& req,
                                                const ClientCall& call) {
-  const std::string& local = call.local_path;
+  const RunFile& local = call.local;
   transfer::Session& session = session_for(req.share, call.cancel);
   probe::CpuSampler cpu;
   cpu.start();
@@ -78,7 +79,7 @@ msg::TransferResult DriverClientRole::transfer(const msg::TransferRequest& req,
   } else {
     throw Error(ErrorKind::kPeer, "message 'transfer': field 'op' must be read or write");
   }
-  if (req.delete_after) ::unlink(local.c_str());
+  if (req.delete_after) ::unlinkat(local.dir_fd, local.name.c_str(), 0);
   msg::TransferResult out;
   out.bytes = r.bytes;
   out.seconds = r.seconds;

@@ -19,8 +19,8 @@ namespace cp::agent {
 // What the agent hands a client request besides its message.
 struct ClientCall {
   const CancelToken& cancel;
-  ProgressFn progress;     // sends progress frames (at most every 0.5 s)
-  std::string local_path;  // transfer: the request's local file (its run dir + its name)
+  ProgressFn progress;  // sends progress frames (at most every 0.5 s)
+  RunFile local;        // transfer: the request's local file in its run dir
 };
 
 class ClientRole {

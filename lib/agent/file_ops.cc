@@ -16,11 +16,43 @@
 namespace cp::agent {
 namespace fileio {
 
-Fd::Fd(const std::string& path, int flags, mode_t mode) {
-  fd_ = ::open(path.c_str(), flags | O_CLOEXEC, mode);
-  if (fd_ < 0) {
-    throw Error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, errno_text(errno)));
+Error open_error(int err, const std::string& path) {
+  if (err == ELOOP) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("'{}' is a symbolic link, not a file this run made: left alone", path),
+                 "another user of the server planted it in the run directory; remove it and find "
+                 "out who did");
   }
+  if (err == EEXIST) {
+    return Error(ErrorKind::kIo,
+                 fmt::format("'{}' exists already: the agent creates only new files", path),
+                 "another user of the server planted it in the run directory; remove it and find "
+                 "out who did");
+  }
+  return Error(ErrorKind::kIo, fmt::format("cannot open '{}': {}", path, errno_text(err)));
+}
+
+Fd::Fd(const RunFile& f, int flags, mode_t mode) {
+  fd_ = ::openat(f.dir_fd, f.name.c_str(), flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd_ < 0) throw open_error(errno, f.path);
+}
+
+Fd::Fd(const RunFile& f) {
+  fd_ =
+      ::openat(f.dir_fd, f.name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd_ < 0) throw open_error(errno, f.path);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(ErrorKind::kIo,
+                fmt::format("'{}' is not a regular file with one link (a FIFO, device or hard "
+                            "link): left alone",
+                            f.path),
+                "another user of the server planted it in the run directory; remove it and find "
+                "out who did");
+  }
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
 }
 
 Fd::~Fd() {
@@ -51,7 +83,7 @@ size_t read_some(int fd, char* p, size_t n, const std::string& path) {
 }
 
 Unlinker::~Unlinker() {
-  if (armed) ::unlink(path.c_str());
+  if (armed) ::unlinkat(file.dir_fd, file.name.c_str(), 0);
 }
 
 }  // namespace fileio
@@ -61,13 +93,13 @@ using fileio::read_some;
 using fileio::Unlinker;
 using fileio::write_all;
 
-FileResult make_pattern_file(const std::string& path, uint64_t size, uint32_t block, bool evict,
+FileResult make_pattern_file(const RunFile& f, uint64_t size, uint32_t block, bool evict,
                              unsigned mode, const CancelToken& cancel) {
-  Fd fd(path, O_WRONLY | O_CREAT | O_EXCL, static_cast<mode_t>(mode));
+  Fd fd(f, O_WRONLY, static_cast<mode_t>(mode));
+  Unlinker guard{f};
   ::fchmod(fd.get(), static_cast<mode_t>(mode));  // whatever the umask
-  Unlinker guard{path};
   std::vector<char> buf(block);
-  const uint64_t seed = pattern_seed(path.substr(path.rfind('/') + 1));
+  const uint64_t seed = pattern_seed(f.name);
   Checksum sum;
   const double start = monotonic_seconds();
   for (uint64_t off = 0; off < size;) {
@@ -75,25 +107,24 @@ FileResult make_pattern_file(const std::string& path, uint64_t size, uint32_t bl
     const size_t n = static_cast<size_t>(std::min<uint64_t>(block, size - off));
     fill_pattern(buf.data(), n, seed, off);
     sum.update(buf.data(), n);
-    write_all(fd.get(), buf.data(), n, path);
+    write_all(fd.get(), buf.data(), n, f.path);
     off += n;
   }
   if (::fsync(fd.get()) != 0) {
-    throw Error(ErrorKind::kIo, fmt::format("cannot fsync '{}': {}", path, errno_text(errno)));
+    throw Error(ErrorKind::kIo, fmt::format("cannot fsync '{}': {}", f.path, errno_text(errno)));
   }
   if (evict) probe::os::evict_file_cache(fd.get());
   guard.armed = false;
   return {size, monotonic_seconds() - start, sum.hex()};
 }
 
-FileResult checksum_file(const std::string& path, uint32_t block, bool evict,
-                         const CancelToken& cancel) {
-  Fd fd(path, O_RDONLY);
+FileResult checksum_file(const RunFile& f, uint32_t block, bool evict, const CancelToken& cancel) {
+  Fd fd(f);
   std::vector<char> buf(block);
   Checksum sum;
   FileResult r;
   const double start = monotonic_seconds();
-  while (size_t n = read_some(fd.get(), buf.data(), buf.size(), path)) {
+  while (size_t n = read_some(fd.get(), buf.data(), buf.size(), f.path)) {
     cancel.check();
     sum.update(buf.data(), n);
     r.bytes += n;

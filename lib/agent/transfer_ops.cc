@@ -39,10 +39,10 @@ class Ticker {
 }  // namespace
 
 FileResult transfer_read(transfer::Session& session, const std::string& remote,
-                         const std::string& local_path, uint64_t size_hint, uint32_t block,
+                         const RunFile& local, uint64_t size_hint, uint32_t block,
                          const CancelToken& cancel, const ProgressFn& progress) {
-  Fd out(local_path, O_WRONLY | O_CREAT | O_EXCL);
-  Unlinker guard{local_path};
+  Fd out(local, O_WRONLY, 0600);
+  Unlinker guard{local};
   std::vector<char> buf(block);
   Checksum sum;
   FileResult r;
@@ -54,7 +54,7 @@ FileResult transfer_read(transfer::Session& session, const std::string& remote,
     const size_t n = file->read(buf.data(), buf.size());
     if (n == 0) break;
     sum.update(buf.data(), n);
-    write_all(out.get(), buf.data(), n, local_path);
+    write_all(out.get(), buf.data(), n, local.path);
     r.bytes += n;
     ticker.tick(r.bytes);
   }
@@ -65,10 +65,10 @@ FileResult transfer_read(transfer::Session& session, const std::string& remote,
   return r;
 }
 
-FileResult transfer_write(transfer::Session& session, const std::string& local_path,
+FileResult transfer_write(transfer::Session& session, const RunFile& local,
                           const std::string& remote, uint32_t block, const CancelToken& cancel,
                           const ProgressFn& progress) {
-  Fd in(local_path, O_RDONLY);
+  Fd in(local);
   Checksum sum;
   FileResult r;
   const off_t size = ::lseek(in.get(), 0, SEEK_END);
@@ -81,7 +81,7 @@ FileResult transfer_write(transfer::Session& session, const std::string& local_p
   for (;;) {
     cancel.check();
     const std::span<char> room = file->write_buffer(block);
-    const size_t n = read_some(in.get(), room.data(), room.size(), local_path);
+    const size_t n = read_some(in.get(), room.data(), room.size(), local.path);
     if (n == 0) break;
     sum.update(room.data(), n);
     file->commit_write(n);

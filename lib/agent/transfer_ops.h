@@ -15,14 +15,14 @@
 
 namespace cp::agent {
 
-// share:remote -> local_path (created). Times open .. close of the remote file.
+// share:remote -> local (created, O_EXCL|O_NOFOLLOW). Times open .. close of the remote file.
 // `size_hint`: the size the orchestrator expects (0: unknown).
 FileResult transfer_read(transfer::Session& session, const std::string& remote,
-                         const std::string& local_path, uint64_t size_hint, uint32_t block,
+                         const RunFile& local, uint64_t size_hint, uint32_t block,
                          const CancelToken& cancel, const ProgressFn& progress);
 
-// local_path -> share:remote (created). Times open .. close (flushed).
-FileResult transfer_write(transfer::Session& session, const std::string& local_path,
+// local (a regular file, not a link) -> share:remote (created). Times open .. close (flushed).
+FileResult transfer_write(transfer::Session& session, const RunFile& local,
                           const std::string& remote, uint32_t block, const CancelToken& cancel,
                           const ProgressFn& progress);
 

@@ -623,17 +623,22 @@ int clean(const std::vector<std::string>& args) {
     for (const auto& k : e.at("kept").as_array()) {
       const auto& ko = k.as_object();
       std::cout << host << ": kept " << wire::printable(ko.at("path").as_string())
-                << (ko.contains("error") ? std::string(" (cannot remove: ") +
-                                               wire::printable(ko.at("error").as_string()) + ")"
-                                         : std::string(" (its agent still runs, or it has no "
-                                                       "owner record and changed within the hour)"))
+                << (ko.contains("refused")
+                        ? std::string(" (left alone, not a run directory of the agent's user: ") +
+                              wire::printable(ko.at("refused").as_string()) + ")"
+                    : ko.contains("error") ? std::string(" (cannot remove: ") +
+                                                 wire::printable(ko.at("error").as_string()) + ")"
+                                           : std::string(" (its agent still runs, or it has no "
+                                                         "owner record and changed within the "
+                                                         "hour)"))
                 << "\n";
     }
     const msg::TuneStartReport ts =
         e.contains("tune_at_start")
             ? msg::decode<msg::TuneStartReport>(e.at("tune_at_start"), "tune_at_start")
             : msg::TuneStartReport{};
-    for (const std::string& line : msg::tune_start_lines(ts)) std::cout << host << ": " << line << "\n";
+    for (const std::string& line : msg::tune_start_lines(ts))
+      std::cout << host << ": " << line << "\n";
     if (removed.empty() && ts.empty()) std::cout << host << ": nothing left behind\n";
   }
   return rc;

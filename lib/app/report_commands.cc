@@ -13,6 +13,7 @@
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
 #include "core/error.h"
+#include "core/random.h"
 #include "report/compare_report.h"
 #include "report/export.h"
 #include "report/html.h"
@@ -45,8 +46,11 @@ bool to_tty(const std::ostream& out) { return (&out == &std::cout) && ::isatty(1
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A random temporary name, created (never opened: O_EXCL|O_NOFOLLOW) in the
+  // target's directory: another user there can neither predict it nor plant a
+  // link at it. The rename replaces `path` itself, even a link, never its target.
+  const std::string tmp = path + ".tmp." + random_hex(8);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw Error(ErrorKind::kIo, fmt::format("cannot write '{}': {}", path, errno_text(errno)),
                 "check that its directory exists and is writable");

@@ -25,7 +25,8 @@ int export_command(const std::vector<std::string>& args, std::ostream& out);
 void write_run_html(const Store& store, int64_t id, const std::string& path);
 
 // Writes `content` to `path` through a temporary file renamed over it, so a
-// reader never sees half a report. Error(kIo) naming the path when it cannot.
+// reader never sees half a report; the temporary's name is random and it is
+// created O_EXCL|O_NOFOLLOW. Error(kIo) naming the path when it cannot.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 }  // namespace cp::app

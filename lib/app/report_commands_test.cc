@@ -1,5 +1,7 @@
 #include "app/report_commands.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -171,6 +173,31 @@ TEST_F(ReportCommands, ShowHtmlFile) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_NE(std::string(e.what()).find("/no/such/dir/run.html"), std::string::npos);
   }
+}
+
+// A link planted at the report's path, or at the old predictable temporary
+// name (path.tmp.PID), is replaced or ignored: its target keeps its bytes, and
+// no temporary is left.
+TEST(SecurityWriteFileAtomic, NeverWritesThroughAPlantedLink) {
+  std::string tmpl = (fs::temp_directory_path() / "cp-atomic-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const fs::path dir = tmpl;
+  { std::ofstream(dir / "victim") << "keep"; }
+  const fs::path report = dir / "report.html";
+  fs::create_symlink(dir / "victim", report);
+  fs::create_symlink(dir / "victim", dir / ("report.html.tmp." + std::to_string(::getpid())));
+  write_file_atomic(report.string(), "new");
+  std::ifstream victim(dir / "victim");
+  std::string kept((std::istreambuf_iterator<char>(victim)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(kept, "keep");
+  EXPECT_FALSE(fs::is_symlink(report));
+  std::ifstream written(report);
+  std::string got((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "new");
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 3u);  // victim, report.html and the planted link: no temporary
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -231,14 +231,22 @@ void from_json(const json::value& v, DiskDetails& m, Source src, std::string_vie
 
 // ---- TCP -------------------------------------------------------------------
 
-json::object to_json(const TcpListenRequest& m) { return {{"bind", m.bind}}; }
+json::object to_json(const TcpListenRequest& m) {
+  json::object o{{"bind", m.bind}};
+  if (!m.tokens.empty()) o["tokens"] = strings(m.tokens);
+  return o;
+}
 void from_json(const json::value& v, TcpListenRequest& m, Source src, std::string_view what) {
-  In(v, src, what).need("bind", m.bind);
+  In(v, src, what).need("bind", m.bind).opt("tokens", m.tokens);
 }
 
-json::object to_json(const TcpListenResult& m) { return {{"port", m.port}}; }
+json::object to_json(const TcpListenResult& m) {
+  json::object o{{"port", m.port}};
+  if (!m.address.empty()) o["address"] = m.address;
+  return o;
+}
 void from_json(const json::value& v, TcpListenResult& m, Source src, std::string_view what) {
-  In(v, src, what).need("port", m.port);
+  In(v, src, what).need("port", m.port).opt("address", m.address);
 }
 
 json::object to_json(const TcpRunRequest& m) {
@@ -381,17 +389,24 @@ json::object to_json(const RunDirEntry& m) {
   json::object o{{"path", m.path}};
   if (!m.reason.empty()) o["reason"] = m.reason;
   if (!m.error.empty()) o["error"] = m.error;
+  if (!m.refused.empty()) o["refused"] = m.refused;
   return o;
 }
 void from_json(const json::value& v, RunDirEntry& m, Source src, std::string_view what) {
-  In(v, src, what).need("path", m.path).opt("reason", m.reason).opt("error", m.error);
+  In(v, src, what)
+      .need("path", m.path)
+      .opt("reason", m.reason)
+      .opt("error", m.error)
+      .opt("refused", m.refused);
 }
 
 json::object to_json(const PrepareResult& m) {
-  return {{"dirs", strings(m.dirs)}, {"swept", array_of(m.swept)}};
+  json::object o{{"dirs", strings(m.dirs)}, {"swept", array_of(m.swept)}};
+  if (!m.refused.empty()) o["refused"] = array_of(m.refused);
+  return o;
 }
 void from_json(const json::value& v, PrepareResult& m, Source src, std::string_view what) {
-  In(v, src, what).need("dirs", m.dirs).opt("swept", m.swept);
+  In(v, src, what).need("dirs", m.dirs).opt("swept", m.swept).opt("refused", m.refused);
 }
 
 json::object to_json(const SweepOrphansRequest& m) { return {{"dirs", strings(m.dirs)}}; }

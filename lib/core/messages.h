@@ -52,10 +52,16 @@ struct DiskDetails {
 // ---- TCP (stage 2) ---------------------------------------------------------
 
 struct TcpListenRequest {
-  std::string bind;  // "0.0.0.0" | "::" | an address
+  // The address the peer will connect to (the agent listens on it when it is
+  // one of this host's, else on every address of its family); "0.0.0.0", "::".
+  std::string bind;
+  // The samples' tokens (random, 128 bits hex): a connection presenting any
+  // other is dropped. Empty: any token (tests, tools).
+  std::vector<std::string> tokens;
 };
 struct TcpListenResult {
   uint64_t port = 0;
+  std::string address;  // what it listens on ("" from an older agent)
 };
 
 struct TcpRunRequest {
@@ -143,11 +149,16 @@ struct RunDirEntry {
   std::string path;
   std::string reason;  // removed: why its owner is gone
   std::string error;   // kept: why it could not be removed ("" when alive)
+  // kept: left alone as not provably this uid's run directory (a foreign
+  // owner, an owner record that is a link, FIFO or too large):
+  // agent/run_dir.h's refusal codes; "" otherwise.
+  std::string refused;
 };
 
 struct PrepareResult {
   std::map<std::string, std::string> dirs;  // base dir -> the run dir made in it
   std::vector<RunDirEntry> swept;           // orphans removed on the way
+  std::vector<RunDirEntry> refused;         // chokepoint-run-* left alone on the way
 };
 
 struct SweepOrphansRequest {

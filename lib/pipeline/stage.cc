@@ -80,6 +80,11 @@ msg::PrepareResult prepare_dirs(AgentPort& agent, const msg::PrepareRequest& req
   for (const auto& s : made.swept) {
     obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who, s.path, s.reason));
   }
+  // And what it left alone: named like a run directory, not provably its own.
+  for (const auto& s : made.refused) {
+    obs.on_note(fmt::format("{}: left {} alone ({}): not a run directory of the agent's user", who,
+                            s.path, s.refused));
+  }
   return made;
 }
 

@@ -353,6 +353,8 @@ struct TcpServer::State {
   std::map<std::string, Outcome> results;  // by token
   std::deque<std::string> result_order;    // oldest first, to bound `results`
   std::set<std::string> active;            // tokens being served
+  bool any_token = true;                   // no token list was given
+  std::set<std::string> expected;          // else the tokens not served yet
   std::deque<std::string> rejected;
 
   void reject(std::string why) {
@@ -446,7 +448,9 @@ struct TcpServer::State {
       }
       if (why.empty()) {
         std::lock_guard lock(mu);
-        if (active.count(h.token) != 0 || results.count(h.token) != 0) {
+        if (!any_token && expected.erase(h.token) == 0) {
+          why = "a token this listener does not serve";  // not echoed: a stranger's bytes
+        } else if (active.count(h.token) != 0 || results.count(h.token) != 0) {
           why = fmt::format("duplicate token '{}'", h.token);
         } else {
           active.insert(h.token);
@@ -481,9 +485,18 @@ struct TcpServer::State {
   }
 };
 
-TcpServer::TcpServer(const std::string& bind_address, uint16_t port)
+TcpServer::TcpServer(const std::string& bind_address, uint16_t port,
+                     const std::vector<std::string>& tokens)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
+  for (const std::string& t : tokens) {
+    if (t.empty() || t.size() > kMaxTcpToken) {
+      throw Error(ErrorKind::kConfig, fmt::format("TCP sample token of {} bytes is outside 1..{}",
+                                                  t.size(), kMaxTcpToken));
+    }
+    s.expected.insert(t);
+    s.any_token = false;
+  }
   boost::system::error_code ec;
   const std::string address = bind_address.empty() ? "0.0.0.0" : bind_address;
   asio::ip::address addr = asio::ip::make_address(address, ec);
@@ -524,6 +537,19 @@ TcpServer::~TcpServer() {
 }
 
 uint16_t TcpServer::port() const { return state_->port; }
+
+std::string listen_address_for(const std::string& peer_address) {
+  boost::system::error_code ec;
+  const asio::ip::address addr = asio::ip::make_address(peer_address, ec);
+  const bool v6 = ec ? peer_address.find(':') != std::string::npos : addr.is_v6();
+  const std::string any = v6 ? "::" : "0.0.0.0";
+  if (ec || addr.is_unspecified()) return any;
+  asio::io_context io;
+  tcp::acceptor probe(io);
+  probe.open(addr.is_v6() ? tcp::v6() : tcp::v4(), ec);
+  if (!ec) probe.bind(tcp::endpoint(addr, 0), ec);
+  return ec ? any : addr.to_string();
+}
 
 TcpResult TcpServer::wait_result(const std::string& token, double timeout_s,
                                  const CancelToken& cancel) {

@@ -63,13 +63,16 @@ struct TcpResult {
 // Listening side: accepts connections on a background thread and serves each
 // sample on its own thread (at most kMaxTcpConnections at once). If the connector
 // sends, this side sinks to EOF; if the connector receives, this side sources for
-// the duration, then shuts down its write side. A malformed header (a stranger on
-// the port) drops that connection and keeps the reason (rejections()).
+// the duration, then shuts down its write side. A malformed header or a token not
+// among `tokens` (a stranger on the port) drops that connection right after its
+// header, before any payload, and keeps the reason (rejections()).
 class TcpServer {
  public:
-  // bind_address: an IP address ("" = 0.0.0.0). Throws Error(kConfig) for a bad
-  // address, Error(kIo) when it cannot listen.
-  explicit TcpServer(const std::string& bind_address, uint16_t port = 0);  // 0: ephemeral
+  // bind_address: an IP address ("" = 0.0.0.0); port 0: ephemeral. tokens: the
+  // samples' tokens it serves, each once (a replay is dropped); empty: any. Throws Error(kConfig) for a
+  // bad address or token, Error(kIo) when it cannot listen.
+  explicit TcpServer(const std::string& bind_address, uint16_t port = 0,
+                     const std::vector<std::string>& tokens = {});
   ~TcpServer();  // stops the threads, closes everything
   TcpServer(const TcpServer&) = delete;
   TcpServer& operator=(const TcpServer&) = delete;
@@ -87,6 +90,12 @@ class TcpServer {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// The address to listen on for a peer that connects to `peer_address`: that
+// address when this host can bind it, else every address of its family
+// ("0.0.0.0", or "::" for an IPv6 one): behind NAT, or for a host name, the
+// peer's address is not one of ours.
+std::string listen_address_for(const std::string& peer_address);
 
 // Connecting side: connects to host:port, sends the header, then sends for
 // `seconds` (kSend) or receives to EOF (kRecv). buffer: bytes per send/recv

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/random.h"
 
 namespace cp::probe {
 namespace {
@@ -333,6 +334,44 @@ TEST(Tcp, ConnectionErrorsAndBadArguments) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);
     EXPECT_NE(e.hint().find("another port"), std::string::npos) << e.hint();
   }
+}
+
+// A stranger on the listener's port with a header of its own: a token the
+// listener does not serve is dropped at once (no payload, no result), and the
+// real sample, with its random token, still measures.
+TEST(SecurityTcpProbe, AStrangersTokenIsDroppedAndTheSampleStillMeasures) {
+  const std::string token = random_hex(16);
+  TcpServer server("127.0.0.1", 0, {token});
+  for (const std::string& guess : {std::string("up-1-1234"), random_hex(16)}) {
+    RawClient stranger(server.port());
+    ASSERT_TRUE(stranger.connected());
+    stranger.send(header("CPTCP1", 1, guess, 1000, kDefaultTcpBuffer));  // it wants data
+    EXPECT_TRUE(stranger.closed_by_peer()) << guess;
+  }
+  EXPECT_EQ(wait_rejections(server, 2).size(), 2u);
+  CancelToken cancel;
+  const TcpResult c = tcp_run("127.0.0.1", server.port(), token, TcpMode::kSend, 0.3,
+                              kDefaultTcpBuffer, cancel, {});
+  const TcpResult s = server.wait_result(token, kWait, cancel);
+  EXPECT_GT(c.bytes, 0u);
+  EXPECT_EQ(s.bytes, c.bytes);
+  EXPECT_THROW(server.wait_result("up-1-1234", 0.2, cancel), Error);  // nothing recorded
+  // Each token serves once: a replay is dropped too.
+  EXPECT_THROW(tcp_run("127.0.0.1", server.port(), token, TcpMode::kRecv, 0.3, kDefaultTcpBuffer,
+                       cancel, {}),
+               Error);
+}
+
+TEST(SecurityTcpProbe, ListensOnThePeersAddressWhereThisHostHasIt) {
+  EXPECT_EQ(listen_address_for("127.0.0.1"), "127.0.0.1");
+  // Not this host's (TEST-NET-1, RFC 5737), or a name: every address of the family.
+  EXPECT_EQ(listen_address_for("192.0.2.1"), "0.0.0.0");
+  EXPECT_EQ(listen_address_for("nas.example"), "0.0.0.0");
+  EXPECT_EQ(listen_address_for("2001:db8::1"), "::");
+  EXPECT_EQ(listen_address_for("0.0.0.0"), "0.0.0.0");
+  TcpServer server(listen_address_for("127.0.0.1"));
+  RawClient client(server.port());
+  EXPECT_TRUE(client.connected());
 }
 
 }  // namespace

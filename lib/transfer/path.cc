@@ -26,6 +26,9 @@
 namespace cp::transfer {
 namespace {
 
+// "Not a regular file": no errno says it; path_error's own code (beyond errno's range).
+constexpr int kNotRegular = 4096;
+
 // The root directory a Share's url names.
 std::string share_root(const std::string& url) {
   if (!url.empty() && url.front() == '/') {
@@ -128,6 +131,19 @@ class PathFile : public File {
   Place where_;
 };
 
+// An fd closed with this object.
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Paths below the root are walked one directory at a time through fds
+// (openat, O_NOFOLLOW): a share is shared, and another user of it may plant a
+// symbolic link at a name the run uses; no link below the root is followed.
+// Files are created O_EXCL (never an existing one) and read only when regular
+// (O_NONBLOCK, then fstat: a planted FIFO never blocks the open).
 class PathSession : public Session {
  public:
   PathSession(std::string root, MountEntry mount)
@@ -135,28 +151,41 @@ class PathSession : public Session {
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override {
     check_relative_path(rel);
-    const std::string full = root_ + "/" + rel;
     Place where = place(rel);
-    if (mode == Mode::kRead) {
-      const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC);
+    const bool write = mode == Mode::kWrite;
+    const size_t slash = rel.rfind('/');
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    FdGuard dir{parent_of(rel, write, write ? Step::kOpenWrite : Step::kOpenRead)};
+    if (!write) {
+      const int fd =
+          ::openat(dir.fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
       if (fd < 0) throw path_error(errno, Step::kOpenRead, where);
+      struct stat st {};
+      if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw path_error(kNotRegular, Step::kOpenRead, where);
+      }
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
       posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
       posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
       return std::make_unique<PathFile>(fd, mode, std::move(where));
     }
-    make_parents(rel);
-    const int fd = ::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd =
+        ::openat(dir.fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) throw path_error(errno, Step::kOpenWrite, where);
     return std::make_unique<PathFile>(fd, mode, std::move(where));
   }
 
   void remove(const std::string& rel) override {
     check_relative_path(rel);
-    const std::string full = root_ + "/" + rel;
-    if (::unlink(full.c_str()) == 0) return;
+    const size_t slash = rel.rfind('/');
+    const std::string name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    FdGuard dir{parent_of(rel, false, Step::kRemove)};
+    // unlinkat never follows a link: a planted one goes, its target stays.
+    if (::unlinkat(dir.fd, name.c_str(), 0) == 0) return;
     int err = errno;
     if (err == EISDIR || err == EPERM) {
-      if (::rmdir(full.c_str()) == 0) return;
+      if (::unlinkat(dir.fd, name.c_str(), AT_REMOVEDIR) == 0) return;
       if (errno != ENOTDIR) err = errno;
     }
     throw path_error(err, Step::kRemove, place(rel));
@@ -178,16 +207,35 @@ class PathSession : public Session {
  private:
   Place place(const std::string& rel) const { return Place{"", root_, "", rel}; }
 
-  // mkdir -p for the file's directory, inside the share only.
-  void make_parents(const std::string& rel) {
-    size_t pos = 0;
-    while ((pos = rel.find('/', pos)) != std::string::npos) {
-      const std::string dir = root_ + "/" + rel.substr(0, pos);
-      if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-        throw path_error(errno, Step::kOpenWrite, place(rel.substr(0, pos)));
+  // The directory holding `rel`'s last component, opened (the root as the
+  // user named it, each directory below without following a link); `create`:
+  // mkdir -p the missing ones (0755). Errors name `open_step`.
+  int parent_of(const std::string& rel, bool create, Step open_step) const {
+    int fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw path_error(errno, Step::kConnect, place(""));
+    size_t start = 0, pos;
+    while ((pos = rel.find('/', start)) != std::string::npos) {
+      const std::string part = rel.substr(start, pos - start);
+      start = pos + 1;
+      if (part.empty()) continue;
+      if (create && ::mkdirat(fd, part.c_str(), 0755) != 0 && errno != EEXIST) {
+        const int err = errno;
+        ::close(fd);
+        throw path_error(err, open_step, place(rel.substr(0, pos)));
       }
-      ++pos;
+      const int next = ::openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int err = errno;
+      struct stat st {};
+      // O_DIRECTORY|O_NOFOLLOW on a link says ENOTDIR: name it as the link it is.
+      if (next < 0 && err == ENOTDIR &&
+          ::fstatat(fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+        err = ELOOP;
+      }
+      ::close(fd);
+      if (next < 0) throw path_error(err, open_step, place(rel.substr(0, pos)));
+      fd = next;
     }
+    return fd;
   }
 
   std::string root_;
@@ -252,6 +300,19 @@ Error path_error(int err, Step step, const Place& w) {
     case ENOTDIR:
       return Error(ErrorKind::kConfig, fmt::format("{} is not a directory", target),
                    "give the share's mount point, or a directory inside it");
+    case ELOOP:
+      return Error(
+          ErrorKind::kIo,
+          fmt::format("{} is a symbolic link, not a file this run made: left alone", target),
+          "another user of the share planted it; remove it and find out who did");
+    case EEXIST:
+      return Error(ErrorKind::kIo,
+                   fmt::format("{} exists already: the path driver creates only new files", target),
+                   "another user of the share planted it, or an earlier run left it; remove it");
+    case kNotRegular:
+      return Error(ErrorKind::kIo,
+                   fmt::format("{} is not a regular file (a FIFO or device): left alone", target),
+                   "another user of the share planted it; remove it and find out who did");
     case ESTALE:
     case ENOTCONN:
     case EIO:

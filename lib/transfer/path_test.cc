@@ -92,6 +92,70 @@ TEST_F(PathDriverTest, FileUrlsAndErrors) {
   EXPECT_THROW(s->open("../escape", Mode::kWrite, 0), Error);
 }
 
+// Another user of the share plants links, FIFOs and files at the names a run
+// uses: the driver follows no link below the share's root, creates only new
+// files and reads only regular ones; each refusal is an I/O error and the
+// planted target keeps its bytes.
+class SecurityPathDriver : public PathDriverTest {
+ protected:
+  void SetUp() override {
+    PathDriverTest::SetUp();
+    outside_ = dir_.string() + "-outside";
+    fs::create_directories(outside_);
+    std::ofstream(outside_ / "victim") << "not the run's";
+    fs::create_directories(dir_ / "run");
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(outside_, ec);
+    PathDriverTest::TearDown();
+  }
+  std::string victim() const {
+    std::ifstream in(outside_ / "victim");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static ErrorKind kind_of_open(Session& s, const std::string& rel, Mode mode) {
+    try {
+      s.open(rel, mode, 0);
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    ADD_FAILURE() << rel << " opened";
+    return ErrorKind::kUsage;
+  }
+  fs::path outside_;
+};
+
+TEST_F(SecurityPathDriver, PlantedLinkAtAFileIsNeitherWrittenNorRead) {
+  auto s = connect(dir_.string());
+  fs::create_symlink(outside_ / "victim", dir_ / "run" / "x.dat");
+  EXPECT_EQ(kind_of_open(*s, "run/x.dat", Mode::kWrite), ErrorKind::kIo);
+  EXPECT_EQ(kind_of_open(*s, "run/x.dat", Mode::kRead), ErrorKind::kIo);
+  s->remove("run/x.dat");  // the link goes, its target stays
+  EXPECT_FALSE(fs::is_symlink(dir_ / "run" / "x.dat"));
+  EXPECT_EQ(victim(), "not the run's");
+}
+
+TEST_F(SecurityPathDriver, PlantedLinkAsADirectoryIsNotFollowed) {
+  auto s = connect(dir_.string());
+  fs::create_symlink(outside_, dir_ / "run" / "sub");
+  EXPECT_EQ(kind_of_open(*s, "run/sub/new.dat", Mode::kWrite), ErrorKind::kIo);
+  EXPECT_EQ(kind_of_open(*s, "run/sub/victim", Mode::kRead), ErrorKind::kIo);
+  EXPECT_THROW(s->remove("run/sub/victim"), Error);
+  EXPECT_FALSE(fs::exists(outside_ / "new.dat"));
+  EXPECT_EQ(victim(), "not the run's");
+}
+
+TEST_F(SecurityPathDriver, PlantedFifoOrFileIsRefused) {
+  auto s = connect(dir_.string());
+  ASSERT_EQ(::mkfifo((dir_ / "run" / "f.dat").c_str(), 0666), 0);
+  // Without O_NONBLOCK this open would wait for a writer forever.
+  EXPECT_EQ(kind_of_open(*s, "run/f.dat", Mode::kRead), ErrorKind::kIo);
+  std::ofstream(dir_ / "run" / "planted.dat") << "planted";
+  EXPECT_EQ(kind_of_open(*s, "run/planted.dat", Mode::kWrite), ErrorKind::kIo);
+  EXPECT_EQ(fs::file_size(dir_ / "run" / "planted.dat"), 7u);  // not truncated
+}
+
 TEST(PathError, MapsErrno) {
   const Place w{"", "/mnt/nas", "", "run-1/a.dat"};
   EXPECT_NE(std::string(path_error(ENOSPC, Step::kClose, w).what()).find("is full"),

@@ -160,7 +160,8 @@ def main():
         check("disk", a.call("disk", dir=disk, op="write", name="d.dat", size=4 * mib, block=mib))
         check("disk", a.call("disk", dir=disk, op="read", name="d.dat", block=mib,
                              delete_after=True))
-        port = check("tcp_listen", a.call("tcp_listen", bind="127.0.0.1"))["data"]["port"]
+        port = check("tcp_listen", a.call("tcp_listen", bind="127.0.0.1",
+                                          tokens=["t1"]))["data"]["port"]
         check("tcp_run", a.call("tcp_run", host="127.0.0.1", port=port, token="t1", mode="send",
                                 seconds=0.3, buffer=131072))
         check("tcp_result", a.call("tcp_result", token="t1", timeout=10))

@@ -105,10 +105,12 @@ int main() {
   request("disk", to_json(DiskRequest{"/disk", "write", "d.dat", 1u << 20, 1u << 20, false}));
   request("disk", to_json(DiskRequest{"/disk", "read", "d.dat", 0, 65536, true}));
   result("disk", to_json(DiskResult{1u << 20, 0.5, true, false, "O_DIRECT", false, cpu()}));
-  request("tcp_listen", to_json(TcpListenRequest{"0.0.0.0"}));
-  result("tcp_listen", to_json(TcpListenResult{40000}));
-  request("tcp_run", to_json(TcpRunRequest{"198.18.0.1", 40000, "up-1-1", "send", 2, 131072}));
-  request("tcp_result", to_json(TcpResultRequest{"up-1-1", 62}));
+  request("tcp_listen",
+          to_json(TcpListenRequest{"198.18.0.1", {"0123456789abcdef0123456789abcdef"}}));
+  result("tcp_listen", to_json(TcpListenResult{40000, "198.18.0.1"}));
+  request("tcp_run", to_json(TcpRunRequest{"198.18.0.1", 40000, "0123456789abcdef0123456789abcdef",
+                                           "send", 2, 131072}));
+  request("tcp_result", to_json(TcpResultRequest{"0123456789abcdef0123456789abcdef", 62}));
   result("tcp_run", to_json(TcpResult{1000, 2, true, tcp_info(), cpu()}));
   result("tcp_result", to_json(TcpResult{1000, 2, false, TcpInfo{}, cpu()}));
   request("make_file", to_json(FileRequest{"/srv", "f.dat", 1u << 20, 1u << 20, true, true}));
@@ -126,12 +128,14 @@ int main() {
   // Run directories.
   request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));
   result("prepare", to_json(PrepareResult{{{"/ram", "/ram/chokepoint-run-a"}},
-                                          {{"/ram/chokepoint-run-b", "its agent is gone", ""}}}));
+                                          {{"/ram/chokepoint-run-b", "its agent is gone", ""}},
+                                          {{"/ram/chokepoint-run-e", "", "", "foreign_owner"}}}));
   request("sweep_orphans", to_json(SweepOrphansRequest{{"/ram"}}));
-  result("sweep_orphans",
-         to_json(SweepOrphansResult{{{"/ram/chokepoint-run-b", "its agent is gone", ""}},
-                                    {{"/ram/chokepoint-run-c", "", ""},
-                                     {"/ram/chokepoint-run-d", "", "Permission denied"}}}));
+  result("sweep_orphans", to_json(SweepOrphansResult{
+                              {{"/ram/chokepoint-run-b", "its agent is gone", ""}},
+                              {{"/ram/chokepoint-run-c", "", ""},
+                               {"/ram/chokepoint-run-d", "", "Permission denied"},
+                               {"/ram/chokepoint-run-f", "", "", "owner_record_not_regular"}}}));
   request("check_space", to_json(CheckSpaceRequest{"/srv", 1u << 30, "free some space"}));
   result("check_space", to_json(CheckSpaceResult{1u << 40, 1u << 39, "ext4", "sda"}));
   result("check_space", to_json(CheckSpaceResult{1u << 30, 1u << 29, "tmpfs", ""}));

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/random.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "remote/agent_port.h"
@@ -154,7 +155,10 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
               }
               // Named after the share too: a file a failed stage could not remove
               // never collides with the next share's.
-              const std::string file = fmt::format("{}-{}-{}-{}.dat", share.name, op, size, i);
+              // A random part: another user of a shared server cannot plant
+              // a link or file at the name before it is made.
+              const std::string file =
+                  fmt::format("{}-{}-{}-{}-{}.dat", share.name, op, size, i, random_hex(8));
               SampleRecord s;
               s.seq = ++seq;
               s.op = op;

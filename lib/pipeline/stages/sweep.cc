@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/random.h"
 #include "core/units.h"
 #include "remote/agent_port.h"
 #include "transfer/driver.h"
@@ -51,7 +52,10 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
   run_series(
       ctx, rec, fmt::format("{} sweep ({})", share.driver, share.name), [&](StageScope& stage) {
         std::string prefix;
-        const std::string source = "sweep-source.dat";
+        // Random parts: another user of a shared server cannot plant a link or
+        // file at a name before it is made.
+        const std::string tag = random_hex(8);
+        const std::string source = fmt::format("sweep-source-{}.dat", tag);
         if (has_server) {
           prefix = share_run_prefix(a, share, obs);
           a.server.call("make_file",
@@ -80,7 +84,7 @@ void sweep_stage(StageContext& ctx, const SharePlan& share) {
             if (unsupported.count(pattern)) continue;
             const bool write = std::string(pattern).find("write") != std::string::npos;
             const std::string file =
-                write ? fmt::format("sweep-{}-{}.dat", pattern, request) : source;
+                write ? fmt::format("sweep-{}-{}-{}.dat", pattern, request, tag) : source;
             SampleRecord s;
             s.op = std::string("sweep-") + pattern;
             s.size = request;

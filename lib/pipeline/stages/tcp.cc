@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
-#include <unistd.h>
-
 #include <future>
 
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/random.h"
 #include "core/units.h"
 #include "core/wire.h"
 #include "remote/agent_port.h"
@@ -36,12 +35,18 @@ void tcp_stage(StageContext& ctx, bool upload) {
                                                  {"data_address", a.data_address}});
   const std::string label = "tcp " + rec.where;
   run_series(ctx, rec, "TCP stage " + rec.where, [&](StageScope& stage) {
-    const std::string bind = a.data_address.find(':') != std::string::npos ? "::" : "0.0.0.0";
+    // The listener serves only these (random, 128 bits each): a stranger on
+    // the server's port cannot pose as a sample. It listens on the data
+    // address where the server has it.
+    std::vector<std::string> tokens;
+    for (int i = 1; i <= plan.tcp_count; ++i) tokens.push_back(random_hex(16));
     const uint64_t port =
-        ask<msg::TcpListenResult>(a.server, "tcp_listen", msg::TcpListenRequest{bind}, 30).port;
+        ask<msg::TcpListenResult>(a.server, "tcp_listen",
+                                  msg::TcpListenRequest{a.data_address, tokens}, 30)
+            .port;
     for (int i = 1; i <= plan.tcp_count; ++i) {
       cancel.check();
-      const std::string token = fmt::format("{}-{}-{}", upload ? "up" : "down", i, getpid());
+      const std::string& token = tokens[static_cast<size_t>(i - 1)];
       SampleRecord s;
       s.seq = i;
       s.op = "send";
