@@ -192,9 +192,8 @@ std::string db_path(const po::variables_map& vm) {
   return vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
 }
 
-void print_run(Store& store, int64_t id, bool as_json) {
-  RunRecord run = store.load_run(id);
-  analysis::Analysis a = analysis::analyze(run);
+// Prints `run` as analyzed once by the caller (`a`), as text or JSON.
+void print_run(const RunRecord& run, const analysis::Analysis& a, bool as_json) {
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
@@ -451,6 +450,7 @@ int diagnose(const std::vector<std::string>& args) {
 
   std::string status = kComplete, error;
   bool stages_ran = false;
+  std::optional<analysis::Analysis> verdict;  // judged once, for the status and every report
   try {
     auto log = [&](const std::string& line) { progress.note(line); };
     auto server = remote::Endpoint::open(server_spec, log);
@@ -482,7 +482,9 @@ int diagnose(const std::vector<std::string>& args) {
     error = "interrupted by a signal";
   } else if (stages_ran) {
     // Every stage ran; failed stages or samples make it partial, no verdict failed.
-    RunOutcome o = judge_run(store.load_run(run_id));
+    const RunRecord measured = store.load_run(run_id);
+    verdict = analysis::analyze(measured);
+    RunOutcome o = outcome_of(measured, *verdict);
     status = o.status;
     error = o.error;
   }
@@ -490,8 +492,12 @@ int diagnose(const std::vector<std::string>& args) {
   watchdog.disarm();
   const int rc = exit_code_for(status);
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
-  print_run(store, run_id, as_json);
-  if (vm.count("html")) write_run_html(store, run_id, vm["html"].as<std::string>());
+  // The run as it ended (status, stages the end interrupted); its samples are
+  // those judged above.
+  const RunRecord ended = store.load_run(run_id);
+  if (!verdict) verdict = analysis::analyze(ended);
+  print_run(ended, *verdict, as_json);
+  if (vm.count("html")) write_run_html(ended, *verdict, vm["html"].as<std::string>());
   return rc;
 }
 
@@ -661,8 +667,10 @@ int show(const std::vector<std::string>& args) {
   Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   const int64_t id = store.resolve(vm["run"].as<std::string>());
-  print_run(store, id, vm.count("json") > 0);
-  if (vm.count("html")) write_run_html(store, id, vm["html"].as<std::string>());
+  const RunRecord run = store.load_run(id);
+  const analysis::Analysis a = analysis::analyze(run);
+  print_run(run, a, vm.count("json") > 0);
+  if (vm.count("html")) write_run_html(run, a, vm["html"].as<std::string>());
   return 0;
 }
 
