@@ -42,10 +42,6 @@ double number(const json::value* v, double fallback = 0) {
   return fallback;
 }
 
-std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
-
-std::string mbps(double bps) { return format_mbps(bps); }
-
 std::string where_label(const std::string& where) {
   if (where == "server->client") return "server -> client";
   if (where == "client->server") return "client -> server";

@@ -78,7 +78,7 @@ double nic_bits(const Analysis& a) {
 }
 
 TcpCase tcp_case(const Row& t, const Analysis& a) {
-  TcpCase c{t};
+  TcpCase c{t, 0, false, 0, false, false, false, {}};
   c.nominal = a.link_source == "set in the plan" || host_facts(a, "server").shaped_bits > 0 ||
               host_facts(a, "client").shaped_bits > 0;
   c.path_bits = c.nominal ? a.link_bits : nic_bits(a);

@@ -679,6 +679,10 @@ int show(const std::vector<std::string>& args) {
 namespace {
 
 int version_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h") && args.size() == 1) {
+    std::cout << "chokepoint version: prints the version and build id\n";
+    return 0;
+  }
   if (!args.empty()) {
     throw Error(ErrorKind::kUsage, fmt::format("version takes no argument ('{}')", args[0]),
                 "run `chokepoint version`");
@@ -788,6 +792,12 @@ std::string unknown_command_hint(const std::string& cmd) {
 }
 
 }  // namespace
+
+std::vector<CommandInfo> commands() {
+  std::vector<CommandInfo> out;
+  for (const Command& c : kCommands) out.push_back({c.name, c.args, c.help});
+  return out;
+}
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
