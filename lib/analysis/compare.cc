@@ -228,7 +228,7 @@ std::string list(const std::vector<std::string>& labels) {
 }
 
 RunSide side(const RunRecord& r, const Analysis& an) {
-  return {r.id, r.label, r.started_at, r.status, an.headline};
+  return {r.id, r.label, r.started_at, r.status, headline_of(an)};
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/ladder.h"
 #include "core/model.h"
 #include "core/stats.h"
 
@@ -144,7 +145,7 @@ struct RunSide {
   std::string label;
   double started_at = 0;
   std::string status;
-  std::string headline;  // its verdict
+  Headline headline;  // its verdict (report/finding_text.h renders it)
 };
 
 struct Comparison {

@@ -1,12 +1,15 @@
 // The ladder: each layer's measured throughput held against the layer
-// beneath it, and the verdict naming the layer that caps each path. The
-// rules live here, in one place; README.md "How the verdict is reached"
-// documents them for users.
+// beneath it, and the verdict naming the layer that caps each path. The rules
+// run from one ordered table (rules.cc, verdict_rules()); findings are
+// structured, and report/finding_text.h renders their sentences.
+// docs/verdict-rules.md documents the rules for users.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/model.h"
@@ -103,8 +106,9 @@ struct CpuBound {
                          // all cores: % busy
   double limit_pct = 0;  // quota: its limit, % of a core
   bool other_netns = false;
-  double competing_pct = 0;  // CPU of other processes (not the endpoint's), % of a core
-  bool per_packet = false;   // kernel work >= kPerPacketShare of the busy time
+  double competing_pct = 0;   // CPU of other processes (not the endpoint's), % of a core
+  bool per_packet = false;    // kernel work >= kPerPacketShare of the busy time
+  bool same_machine = false;  // both ends share one machine's CPUs (Analysis::same_machine)
   bool empty() const { return kind.empty(); }
 };
 
@@ -178,7 +182,36 @@ struct Row {
   std::string medium_reason;
 };
 
+// How sure a finding is (see docs/verdict-rules.md, "Confidence").
+enum class Confidence {
+  kCertain,     // the figures hold it beyond their noise
+  kLikely,      // it holds, but rests on few samples, a lower bound or a figure a cache
+                // may have served
+  kCannotTell,  // undecided: `candidates` lists what it could be
+};
+// "certain" | "likely" | "cannot tell".
+const char* confidence_name(Confidence c);
+
+// A row as a finding cites it: enough to name it and its figure without the
+// ladder beside it.
+struct Cited {
+  std::string key;    // Row::key; "" when none
+  std::string label;  // Row::label
+  std::string layer, where, op;
+  uint64_t size = 0;
+  size_t n = 0;                         // successful samples
+  double median = 0, min = 0, max = 0;  // bytes/s
+  // How the rule names it: "server disk", "TCP", "SMB from RAM read" ...; and
+  // what it does there: "reads", "carries", "writes" ("" when the rule says none).
+  std::string name, verb;
+  bool empty() const { return key.empty(); }
+};
+
 struct Finding {
+  // The rule that made it: a stable id from verdict_rules() ("protocol.layer",
+  // "tcp.window", "trust.page_cache"); docs/verdict-rules.md lists them.
+  std::string rule;
+  Confidence confidence = Confidence::kCertain;
   // "server -> client" | "client -> server" (disk to disk), "smb ram read" (a
   // protocol path), "tcp", "cpu", "cache", "errors", "mtu", "load" (rows
   // measured while other processes kept every core busy).
@@ -189,20 +222,36 @@ struct Finding {
   // (reading and serving together) | "undecided" (see `candidates`); for the
   // other paths: "cache", "error", "network", "config".
   std::string layer;
-  std::string text;  // one sentence with the numbers that show it (hints included)
   // The evidence, for charts and JSON: the keys of the rows on this path in
   // data order (a bar each), the row that caps it ("" when none), and the
   // ratio the verdict rests on (capping layer / layer beneath; 0: none).
   std::vector<std::string> rows;
   std::string cap;
   double ratio = 0;
-  // Tuning hints that fit the evidence, each citing the number that triggered
-  // it (they are also part of `text`).
-  std::vector<std::string> hints;
   // The ratio's 95 % interval (see Row::ratio_lo).
   double ratio_lo = 0, ratio_hi = 0;
+  // The row judged (its figure) and the layer it was held against; other rows
+  // the finding cites (a path's other layers; a protocol from disk: the same
+  // protocol from RAM and the server disk; the rows a note lists).
+  Cited subject, beneath;
+  std::vector<Cited> context;
+  // Rule-specific evidence, named as docs/verdict-rules.md lists it: figures
+  // ("round_trips", "rtt_ms", "path_bits", "competing_load_pct" ...) and words
+  // ("competing_process", "reason", "near" ...).
+  std::map<std::string, double> numbers;
+  std::map<std::string, std::string> words;
+  // The finding this one rests on, when it does (0 or 1 entries): a path or
+  // protocol capped by TCP rests on TCP's explanation, a protocol from disk at
+  // its RAM figure's ceiling on the verdict over RAM.
+  std::vector<Finding> because;
+  // Tuning hints that fit the evidence, each citing the number that triggered
+  // it (the text renders them too).
+  std::vector<std::string> hints;
   // layer "cpu": who and how.
   CpuBound cpu;
+  // The CPU evidence an undecided finding weighed without naming it (busy cores
+  // that may hold a TCP near the link's rate); empty when none.
+  CpuBound cpu_weighed;
   // layer "undecided": the layers it could be, and why it cannot tell.
   std::vector<std::string> candidates;
   std::string undecided_reason;
@@ -217,6 +266,9 @@ struct Finding {
   // Configured values worse than their defaults ("smb2 max read = 16384"),
   // named whatever caps the path.
   std::vector<std::string> misconfigured;
+  // Labels of rows on this path whose figure a cache may have served: the
+  // verdict does not trust them.
+  std::vector<std::string> untrusted;
 };
 
 // What the verdict cites from one host's facts (see lib/probe/sysinfo.h);
@@ -247,29 +299,53 @@ struct Analysis {
   // Both ends report the same kernel boot id: one machine (a lab in
   // namespaces, containers), so they share its CPUs.
   bool same_machine = false;
-  std::string headline;       // the verdict in one sentence
-  int headline_finding = -1;  // the finding it is, -1 when none
+  bool stages_ran = false;    // the run has stages (with samples or not)
+  int headline_finding = -1;  // the verdict in one sentence: this finding, -1 when none
   std::vector<Finding> findings;
   // A finding answers a path (a path or protocol verdict, "undecided" included).
   bool has_verdict() const;
 };
 
+// Runs every rule of verdict_rules() over the run's stored samples, once: a
+// command passes the result to each report it prints.
 Analysis analyze(const RunRecord& run);
 
-// A run's verdict in brief, for `history`: the headline finding's path and
-// layer, and the capping row's median (0 when none).
+// The rules, in the order they are tried (docs/verdict-rules.md lists them; a
+// test holds both together). Within a chain the first rule that applies makes
+// the finding; the run-wide rules each add theirs.
+struct RuleInfo {
+  std::string_view id;       // "protocol.turn_taking"
+  std::string_view chain;    // "trust" | "path" | "tcp" | "protocol" | "protocol from disk" | "run"
+  std::string_view summary;  // one line
+};
+std::vector<RuleInfo> verdict_rules();
+
+// A finding is a verdict on a path (disk to disk or a protocol path).
+bool is_verdict_path(const std::string& path);
+
+// One path's verdict in brief, for summaries and the stored verdict of `history`.
+struct PathVerdict {
+  std::string path;                              // "smb disk read", "server -> client"
+  std::string layer;                             // "server disk", "cpu", "undecided", ...
+  std::string rule;                              // Finding::rule
+  double figure = 0;                             // the judged row's median, bytes/s (0 when none)
+  double ratio = 0, ratio_lo = 0, ratio_hi = 0;  // against the layer beneath (0: none)
+  Confidence confidence = Confidence::kCertain;
+};
+// Every verdict finding's, in findings order.
+std::vector<PathVerdict> path_verdicts(const Analysis& a);
+
+// A run's verdict in brief, for `history` and `compare`: the headline finding's
+// path and layer, and the capping row's median (0 when none).
 struct Headline {
   std::string path;   // "smb disk read"; "" when the run has no verdict
   std::string layer;  // "server disk", "cpu", "undecided", ...
   std::string cap;    // the capping row's label
   double cap_bytes_per_s = 0;
-  std::string text;  // Analysis::headline
+  std::optional<Finding> finding;  // the headline finding (report/ renders its sentence)
+  bool stages_ran = false;         // without a finding: whether any stage ran
 };
 Headline headline_of(const Analysis& a);
-
-// A CPU-bound row in a few words for tables: "cpu: smbd at its quota (server)",
-// "cpu: a thread of smbd at 98 % (server)", "cpu: all cores 99 % busy (both ends)".
-std::string cpu_bound_brief(const CpuBound& c);
 
 // Finds a row by key; nullptr when absent.
 const Row* find_row(const Analysis& a, const std::string& key);

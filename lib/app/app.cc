@@ -207,9 +207,8 @@ std::string db_path(const po::variables_map& vm) {
   return vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
 }
 
-void print_run(Store& store, int64_t id, bool as_json) {
-  RunRecord run = store.load_run(id);
-  analysis::Analysis a = analysis::analyze(run);
+// Prints `run` as analyzed once by the caller (`a`), as text or JSON.
+void print_run(const RunRecord& run, const analysis::Analysis& a, bool as_json) {
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
@@ -319,11 +318,11 @@ void configure_link(remote::AgentLink& link, const pipeline::Plan& plan, Progres
 // diagnose --push: the stored run's metrics to a Pushgateway. A failed push
 // loses nothing (the run is stored): it is reported, and a run that was
 // otherwise complete exits kExitFailed.
-int push_stored_run(Store& store, int64_t run_id, const std::string& base, int rc) {
+int push_stored_run(const RunRecord& run, const analysis::Analysis& a, const std::string& base,
+                    int rc) {
   try {
-    const RunRecord run = store.load_run(run_id);
-    const std::string url = push_run(run, analysis::analyze(run), base);
-    std::cerr << fmt::format("chokepoint: run {}'s metrics pushed to {}\n", run_id, url);
+    const std::string url = push_run(run, a, base);
+    std::cerr << fmt::format("chokepoint: run {}'s metrics pushed to {}\n", run.id, url);
   } catch (const Error& e) {
     std::cerr << "chokepoint: " << describe(e) << "\n";
     return rc == kExitComplete ? kExitFailed : rc;
@@ -485,6 +484,7 @@ int diagnose(const std::vector<std::string>& args) {
 
   std::string status = kComplete, error;
   bool stages_ran = false;
+  std::optional<analysis::Analysis> verdict;  // judged once, for the status and every report
   try {
     auto log = [&](const std::string& line) { progress.note(line); };
     auto server = remote::Endpoint::open(server_spec, log);
@@ -516,7 +516,9 @@ int diagnose(const std::vector<std::string>& args) {
     error = "interrupted by a signal";
   } else if (stages_ran) {
     // Every stage ran; failed stages or samples make it partial, no verdict failed.
-    RunOutcome o = judge_run(store.load_run(run_id));
+    const RunRecord measured = store.load_run(run_id);
+    verdict = analysis::analyze(measured);
+    RunOutcome o = outcome_of(measured, *verdict);
     status = o.status;
     error = o.error;
   }
@@ -524,9 +526,13 @@ int diagnose(const std::vector<std::string>& args) {
   watchdog.disarm();
   const int rc = exit_code_for(status);
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
-  print_run(store, run_id, as_json);
-  if (vm.count("html")) write_run_html(store, run_id, vm["html"].as<std::string>());
-  if (vm.count("push")) return push_stored_run(store, run_id, vm["push"].as<std::string>(), rc);
+  // The run as it ended (status, stages the end interrupted); its samples are
+  // those judged above.
+  const RunRecord ended = store.load_run(run_id);
+  if (!verdict) verdict = analysis::analyze(ended);
+  print_run(ended, *verdict, as_json);
+  if (vm.count("html")) write_run_html(ended, *verdict, vm["html"].as<std::string>());
+  if (vm.count("push")) return push_stored_run(ended, *verdict, vm["push"].as<std::string>(), rc);
   return rc;
 }
 
@@ -714,8 +720,10 @@ int show(const std::vector<std::string>& args) {
   Store::require_existing(db_path(vm));
   Store store(db_path(vm));
   const int64_t id = store.resolve(vm["run"].as<std::string>());
-  print_run(store, id, vm.count("json") > 0);
-  if (vm.count("html")) write_run_html(store, id, vm["html"].as<std::string>());
+  const RunRecord run = store.load_run(id);
+  const analysis::Analysis a = analysis::analyze(run);
+  print_run(run, a, vm.count("json") > 0);
+  if (vm.count("html")) write_run_html(run, a, vm["html"].as<std::string>());
   return 0;
 }
 
@@ -724,6 +732,10 @@ int show(const std::vector<std::string>& args) {
 namespace {
 
 int version_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h") && args.size() == 1) {
+    std::cout << "chokepoint version: prints the version and build id\n";
+    return 0;
+  }
   if (!args.empty()) {
     throw Error(ErrorKind::kUsage, fmt::format("version takes no argument ('{}')", args[0]),
                 "run `chokepoint version`");
@@ -833,6 +845,12 @@ std::string unknown_command_hint(const std::string& cmd) {
 }
 
 }  // namespace
+
+std::vector<CommandInfo> commands() {
+  std::vector<CommandInfo> out;
+  for (const Command& c : kCommands) out.push_back({c.name, c.args, c.help});
+  return out;
+}
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

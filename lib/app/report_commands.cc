@@ -76,9 +76,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
-void write_run_html(const Store& store, int64_t id, const std::string& path) {
-  RunRecord run = store.load_run(id);
-  write_file_atomic(path, report::run_html(run, analysis::analyze(run)));
+void write_run_html(const RunRecord& run, const analysis::Analysis& a, const std::string& path) {
+  write_file_atomic(path, report::run_html(run, a));
 }
 
 int compare_command(const std::vector<std::string>& args, std::ostream& out) {

@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace cp {
-class Store;
-}
+#include "analysis/ladder.h"
+#include "core/model.h"
 
 namespace cp::app {
 
@@ -21,8 +20,8 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out);
 // chokepoint export RUN [--format csv|json] [--db F] [--output FILE]
 int export_command(const std::vector<std::string>& args, std::ostream& out);
 
-// Writes the self-contained HTML report of stored run `id` to `path`.
-void write_run_html(const Store& store, int64_t id, const std::string& path);
+// Writes the self-contained HTML report of `run` (analyzed as `a`) to `path`.
+void write_run_html(const RunRecord& run, const analysis::Analysis& a, const std::string& path);
 
 // Writes `content` to `path` through a temporary file renamed over it, so a
 // reader never sees half a report; the temporary's name is random and it is

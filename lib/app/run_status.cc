@@ -4,7 +4,7 @@
 
 namespace cp::app {
 
-RunOutcome judge_run(const RunRecord& run) {
+RunOutcome outcome_of(const RunRecord& run, const analysis::Analysis& a) {
   int failed_stages = 0, failed_samples = 0;
   std::string first;
   for (const auto& st : run.stages) {
@@ -22,7 +22,6 @@ RunOutcome judge_run(const RunRecord& run) {
         first = fmt::format("{} {} sample {}: {}", st.layer, st.where, s.seq, s.error);
     }
   }
-  const analysis::Analysis a = analysis::analyze(run);
   if (!a.has_verdict()) {
     return {kFailed, first.empty() ? "no stage produced a verdict"
                                    : fmt::format("no verdict; first failure: {}", first)};

@@ -23,8 +23,10 @@ struct RunOutcome {
   std::string error;   // why it is not complete ("" when complete)
 };
 
-// For a run whose stages all ran (not interrupted, not failed before them).
-RunOutcome judge_run(const RunRecord& run);
+// For a run whose stages all ran (not interrupted, not failed before them),
+// from its samples and its analysis (analysis::analyze(run), done once by the
+// caller and passed on to the reports).
+RunOutcome outcome_of(const RunRecord& run, const analysis::Analysis& a);
 
 int exit_code_for(const std::string& run_status);
 

@@ -11,13 +11,15 @@ namespace {
 using report::testing::seed_run;
 using report::testing::SeedRun;
 
-TEST(JudgeRun, EveryStageAndSampleGoodIsComplete) {
-  RunOutcome o = judge_run(seed_run());
+RunOutcome outcome(const RunRecord& run) { return outcome_of(run, analysis::analyze(run)); }
+
+TEST(RunOutcome, EveryStageAndSampleGoodIsComplete) {
+  RunOutcome o = outcome(seed_run());
   EXPECT_EQ(o.status, kComplete);
   EXPECT_EQ(exit_code_for(o.status), kExitComplete);
 }
 
-TEST(JudgeRun, AFailedProtocolStageWithAVerdictLeftIsPartial) {
+TEST(RunOutcome, AFailedProtocolStageWithAVerdictLeftIsPartial) {
   RunRecord run = seed_run();
   StageRecord st;
   st.layer = "ftp";
@@ -25,18 +27,18 @@ TEST(JudgeRun, AFailedProtocolStageWithAVerdictLeftIsPartial) {
   st.status = kFailed;
   st.error = "client: FTP login refused (530)";
   run.stages.push_back(st);
-  RunOutcome o = judge_run(run);
+  RunOutcome o = outcome(run);
   EXPECT_EQ(o.status, kPartial);
   EXPECT_EQ(exit_code_for(o.status), kExitPartial);
 }
 
-TEST(JudgeRun, AFailedSampleInACompleteStageIsPartial) {
+TEST(RunOutcome, AFailedSampleInACompleteStageIsPartial) {
   RunRecord run = seed_run();
   run.stages[4].samples[2].error = "stalled: the client agent said nothing for 60.2 s";
-  EXPECT_EQ(judge_run(run).status, kPartial);
+  EXPECT_EQ(outcome(run).status, kPartial);
 }
 
-TEST(JudgeRun, NoSampleAnywhereIsFailed) {
+TEST(RunOutcome, NoSampleAnywhereIsFailed) {
   RunRecord run = SeedRun(1, "x").build();
   StageRecord st;
   st.layer = "disk";
@@ -44,18 +46,18 @@ TEST(JudgeRun, NoSampleAnywhereIsFailed) {
   st.status = kFailed;
   st.error = "not enough space";
   run.stages.push_back(st);
-  RunOutcome o = judge_run(run);
+  RunOutcome o = outcome(run);
   EXPECT_EQ(o.status, kFailed);
   EXPECT_EQ(exit_code_for(o.status), kExitFailed);
 }
 
-TEST(JudgeRun, OnlyNotesAndNoPathIsNoVerdict) {
+TEST(RunOutcome, OnlyNotesAndNoPathIsNoVerdict) {
   // Every sample of the only stage failed: the analysis can only note errors.
   RunRecord run = SeedRun(1, "x").stage("disk", "server", "read", 100'000'000, {70, 71}).build();
   for (auto& s : run.stages[0].samples) s.error = "disk full";
   run.stages[0].status = kFailed;
   EXPECT_FALSE(analysis::analyze(run).has_verdict());
-  EXPECT_EQ(judge_run(run).status, kFailed);
+  EXPECT_EQ(outcome(run).status, kFailed);
 }
 
 TEST(ExitCode, InterruptedIs130) { EXPECT_EQ(exit_code_for(kInterrupted), 130); }

@@ -5,6 +5,7 @@
 
 #include "core/clock.h"
 #include "core/units.h"
+#include "report/finding_text.h"
 
 namespace cp::report {
 namespace {
@@ -28,7 +29,7 @@ json::object side_json(const analysis::RunSide& r) {
           {"label", r.label},
           {"status", r.status},
           {"started_at", r.started_at},
-          {"headline", r.headline}};
+          {"headline", headline_text(r.headline)}};
 }
 
 json::object summary_json(const Summary& s, const std::vector<double>& samples,
@@ -181,7 +182,8 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
     out += fmt::format("  {:<7} {:<40} {} -> {}  [{}: {}]\n", e.where, e.what, cut(e.a), cut(e.b),
                        e.kind, parts_text(e.parts));
   }
-  out += fmt::format("\n{}Verdicts{}\n  A: {}\n  B: {}\n", bold, reset, c.a.headline, c.b.headline);
+  out += fmt::format("\n{}Verdicts{}\n  A: {}\n  B: {}\n", bold, reset, headline_text(c.a.headline),
+                     headline_text(c.b.headline));
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/units.h"
 #include "report/compare_report.h"
+#include "report/finding_text.h"
 
 namespace cp::report {
 namespace {
@@ -243,7 +244,7 @@ std::string ladder_table(const analysis::Analysis& a) {
     if (r.cache_suspected) {
       notes += fmt::format("<span class=\"warn\">cache suspected: {}</span> ", esc(r.cache_reason));
     }
-    if (!r.cpu_bound.empty()) notes += esc(analysis::cpu_bound_brief(r.cpu_bound)) + " ";
+    if (!r.cpu_bound.empty()) notes += esc(cpu_brief(r.cpu_bound)) + " ";
     std::string ids;
     for (size_t i = 0; i < r.sample_ids.size(); ++i) {
       ids += (i ? "," : "") + std::to_string(r.sample_ids[i]);
@@ -260,11 +261,7 @@ std::string ladder_table(const analysis::Analysis& a) {
 
 // The finding's sentence; its hints follow on their own lines.
 std::string finding_html(const analysis::Finding& f) {
-  std::string text = f.text;
-  for (const auto& h : f.hints) {
-    if (size_t p = text.find("; " + h); p != std::string::npos) text.erase(p, h.size() + 2);
-  }
-  std::string out = fmt::format("<p class=\"finding\">{}", esc(text));
+  std::string out = fmt::format("<p class=\"finding\">{}", esc(finding_sentence(f)));
   if (!f.hints.empty()) {
     out += "<br><b>Try:</b>";
     for (const auto& h : f.hints) out += fmt::format("<br><span class=\"hint\">{}</span>", esc(h));
@@ -316,7 +313,7 @@ std::string run_html(const RunRecord& run, const analysis::Analysis& a) {
       esc(iso_time(run.started_at)), esc(run.status), esc(run.server), esc(run.client),
       esc(run.version));
   if (!run.error.empty()) body += fmt::format("<p class=\"bad\">error: {}</p>\n", esc(run.error));
-  body += fmt::format("<div class=\"headline\">{}</div>\n", esc(a.headline));
+  body += fmt::format("<div class=\"headline\">{}</div>\n", esc(headline_text(a)));
   body += hosts_table(run);
 
   body +=
@@ -390,8 +387,8 @@ std::string compare_html(const analysis::Comparison& c) {
       "is drift, anything less is noise (~).</p>\n",
       esc(run_name(c.a)), esc(iso_time(c.a.started_at)), esc(run_name(c.b)),
       esc(iso_time(c.b.started_at)), analysis::kSignificance);
-  body += fmt::format("<div class=\"headline\">A: {}<br>B: {}</div>\n", esc(c.a.headline),
-                      esc(c.b.headline));
+  body += fmt::format("<div class=\"headline\">A: {}<br>B: {}</div>\n",
+                      esc(headline_text(c.a.headline)), esc(headline_text(c.b.headline)));
   body += fmt::format("<h2>Drift</h2>\n<p class=\"drift\" data-controls=\"{}\">{}.</p>\n",
                       c.drift.controls.size(), esc(drift_text(c.drift, c.rows.size())));
 

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "report/finding_text.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -43,7 +44,11 @@ TEST(Html, RunPageHasAChartPerPath) {
   std::string html = run_html(run, a);
   expect_self_contained(html);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_NE(html.find(html_escape(a.headline)), std::string::npos);
+  EXPECT_NE(html.find(html_escape(headline_text(a))), std::string::npos);
+  // Every finding says on the page what the text report and the JSON say.
+  for (const auto& f : a.findings) {
+    EXPECT_NE(html.find(html_escape(finding_sentence(f))), std::string::npos) << f.rule;
+  }
   size_t charted = 0;
   for (const auto& f : a.findings) {
     if (f.rows.empty() || f.path == "cache" || f.path == "errors" || f.path == "cpu") continue;

@@ -11,6 +11,7 @@
 #include "core/facts_message_json.h"
 #include "core/json_util.h"
 #include "core/units.h"
+#include "report/finding_text.h"
 #include "report/sample_json.h"
 
 namespace cp::report {
@@ -80,7 +81,68 @@ json::object cpu_bound_json(const analysis::CpuBound& c) {
           {"limit_pct", c.limit_pct},
           {"other_netns", c.other_netns},
           {"competing_pct", c.competing_pct},
-          {"per_packet", c.per_packet}};
+          {"per_packet", c.per_packet},
+          {"same_machine", c.same_machine}};
+}
+
+// A row as a finding cites it.
+json::object cited_json(const analysis::Cited& c) {
+  return {{"key", c.key},
+          {"label", c.label},
+          {"name", c.name},
+          {"n", c.n},
+          {"size", c.size},
+          {"median_bytes_per_s", c.median},
+          {"min_bytes_per_s", c.min},
+          {"max_bytes_per_s", c.max}};
+}
+
+// The rule's evidence: its named figures and words.
+json::object evidence_json(const analysis::Finding& f) {
+  json::object e;
+  for (const auto& [k, v] : f.numbers) e[k] = v;
+  for (const auto& [k, v] : f.words) e[k] = v;
+  return e;
+}
+
+// The structured finding (no prose but `text`, rendered from the rest).
+json::object finding_json(const analysis::Finding& f) {
+  json::array rows, hints, candidates, misconfigured, context, untrusted, because;
+  for (const auto& k : f.rows) rows.push_back(json::string(k));
+  for (const auto& h : f.hints) hints.push_back(json::string(h));
+  for (const auto& c : f.candidates) candidates.push_back(json::string(c));
+  for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(m));
+  for (const auto& c : f.context) context.push_back(cited_json(c));
+  for (const auto& u : f.untrusted) untrusted.push_back(json::string(u));
+  for (const auto& b : f.because) because.push_back(finding_json(b));
+  json::object finding{{"path", f.path},
+                       {"layer", f.layer},
+                       {"rule", f.rule},
+                       {"confidence", analysis::confidence_name(f.confidence)},
+                       {"text", finding_text(f)},
+                       {"rows", rows},
+                       {"cap", f.cap},
+                       {"ratio", f.ratio},
+                       {"ratio_lo", f.ratio_lo},
+                       {"ratio_hi", f.ratio_hi},
+                       {"hints", hints},
+                       {"misconfigured", misconfigured},
+                       {"lower_bound", f.lower_bound},
+                       {"evidence", evidence_json(f)}};
+  if (!f.subject.empty()) finding["subject"] = cited_json(f.subject);
+  if (!f.beneath.empty()) finding["beneath"] = cited_json(f.beneath);
+  if (!context.empty()) finding["context"] = std::move(context);
+  if (!untrusted.empty()) finding["untrusted"] = std::move(untrusted);
+  if (!because.empty()) finding["because"] = std::move(because);
+  if (!f.cpu.empty()) finding["cpu"] = cpu_bound_json(f.cpu);
+  if (!f.cpu_weighed.empty()) finding["cpu_weighed"] = cpu_bound_json(f.cpu_weighed);
+  if (f.layer == "undecided") {
+    finding["candidates"] = candidates;
+    finding["undecided_reason"] = f.undecided_reason;
+    if (f.suggested_count > 0) finding["suggested_count"] = f.suggested_count;
+    if (f.suggested_size > 0) finding["suggested_size"] = f.suggested_size;
+  }
+  return finding;
 }
 
 // The CPU evidence behind a row, per end: every process and its busiest thread.
@@ -176,7 +238,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
     if (r.anomaly) flags += " faster than beneath?";
-    if (!r.cpu_bound.empty()) flags += " " + analysis::cpu_bound_brief(r.cpu_bound);
+    if (!r.cpu_bound.empty()) flags += " " + cpu_brief(r.cpu_bound);
     std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
                        r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);
@@ -188,13 +250,13 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                          st.error);
     }
   }
-  out += fmt::format("\n{}Verdict{}\n  {}\n", bold(o), reset(o), a.headline);
+  out += fmt::format("\n{}Verdict{}\n  {}\n", bold(o), reset(o), headline_text(a));
   bool first = true;
-  for (const auto& f : a.findings) {
-    if (f.text == a.headline) continue;
+  for (size_t i = 0; i < a.findings.size(); ++i) {
+    if (static_cast<int>(i) == a.headline_finding) continue;
     if (first) out += "\n";
     first = false;
-    out += fmt::format("  - {}\n", f.text);
+    out += fmt::format("  - {}\n", finding_text(a.findings[i]));
   }
   return out;
 }
@@ -253,33 +315,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     row["sample_ids"] = ids;
     ladder.push_back(row);
   }
-  for (const auto& f : a.findings) {
-    json::array rows, hints;
-    for (const auto& k : f.rows) rows.push_back(json::string(k));
-    for (const auto& h : f.hints) hints.push_back(json::string(h));
-    json::array candidates, misconfigured;
-    for (const auto& c : f.candidates) candidates.push_back(json::string(c));
-    for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(m));
-    json::object finding{{"path", f.path},
-                         {"layer", f.layer},
-                         {"text", f.text},
-                         {"rows", rows},
-                         {"cap", f.cap},
-                         {"ratio", f.ratio},
-                         {"ratio_lo", f.ratio_lo},
-                         {"ratio_hi", f.ratio_hi},
-                         {"hints", hints},
-                         {"misconfigured", misconfigured},
-                         {"lower_bound", f.lower_bound}};
-    if (!f.cpu.empty()) finding["cpu"] = cpu_bound_json(f.cpu);
-    if (f.layer == "undecided") {
-      finding["candidates"] = candidates;
-      finding["undecided_reason"] = f.undecided_reason;
-      if (f.suggested_count > 0) finding["suggested_count"] = f.suggested_count;
-      if (f.suggested_size > 0) finding["suggested_size"] = f.suggested_size;
-    }
-    findings.push_back(std::move(finding));
-  }
+  for (const auto& f : a.findings) findings.push_back(finding_json(f));
   for (const auto& st : run.stages) {
     json::array samples;
     for (const auto& s : st.samples) {
@@ -315,7 +351,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
       {"degraded", degraded_json(run)},
       {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
       {"ladder", ladder},
-      {"verdict", {{"headline", a.headline}, {"findings", findings}}},
+      {"verdict", {{"headline", headline_text(a)}, {"findings", findings}}},
       {"stages", stages},
   };
   return json::serialize(doc) + "\n";
@@ -366,7 +402,7 @@ std::string history_json(const std::vector<RunListRow>& rows,
                      {"layer", h.layer},
                      {"cap", h.cap},
                      {"cap_bytes_per_s", h.cap_bytes_per_s},
-                     {"headline", h.text}}}});
+                     {"headline", headline_text(h)}}}});
   }
   return json::serialize(json::object{{"runs", arr}}) + "\n";
 }

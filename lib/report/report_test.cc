@@ -5,8 +5,11 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include "core/text.h"
+#include "report/finding_text.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -45,18 +48,45 @@ RunRecord sample_run() {
   return run;
 }
 
-TEST(Report, TextHasLadderAndVerdict) {
+// The ladder line of the row labelled `label`, split into its columns after
+// the label; empty when the text has none.
+std::vector<std::string> ladder_columns(const std::string& text, const std::string& label) {
+  std::vector<std::string> cols;
+  const size_t at = text.find("\n  " + label + " ");
+  if (at == std::string::npos) return cols;
+  const size_t from = at + 3 + label.size(), end = text.find('\n', from);
+  for (std::string_view w : split_ws(std::string_view(text).substr(from, end - from))) {
+    cols.emplace_back(w);
+  }
+  return cols;
+}
+
+TEST(Report, TextShowsEachRowsFiguresAndEveryFindingOfTheAnalysis) {
   RunRecord run = sample_run();
-  std::string t = run_text(run, analysis::analyze(run), {false});
+  const analysis::Analysis a = analysis::analyze(run);
+  std::string t = run_text(run, a, {false});
   EXPECT_NE(t.find("chokepoint run 7"), std::string::npos);
   EXPECT_NE(t.find("label \"before\""), std::string::npos);
-  EXPECT_NE(t.find("TCP server -> client"), std::string::npos);
-  EXPECT_NE(t.find("117.0"), std::string::npos);
-  EXPECT_NE(t.find("94 % of link"), std::string::npos);
+  // The TCP row's median, spread and count as the analysis has them.
+  const analysis::Row* tcp = analysis::find_row(a, "tcp:server->client:send");
+  ASSERT_NE(tcp, nullptr);
+  const std::vector<std::string> cols = ladder_columns(t, tcp->label);
+  ASSERT_GE(cols.size(), 3u) << t;
+  EXPECT_EQ(cols[0], fmt::format("{:.1f}", tcp->rate.median / 1e6));
+  EXPECT_EQ(cols[1], fmt::format("{:.1f}-{:.1f}", tcp->rate.min / 1e6, tcp->rate.max / 1e6));
+  EXPECT_EQ(cols[2], std::to_string(tcp->rate.n));
   EXPECT_NE(t.find("disk server failed: no space"), std::string::npos);
-  EXPECT_NE(t.find("Verdict"), std::string::npos);
+  // The verdict: the headline, then every other finding, each as rendered.
+  ASSERT_GE(a.headline_finding, 0);
+  const size_t verdict = t.find("\nVerdict\n  " + headline_text(a) + "\n");
+  EXPECT_NE(verdict, std::string::npos) << t;
+  for (size_t i = 0; i < a.findings.size(); ++i) {
+    if (static_cast<int>(i) == a.headline_finding) continue;
+    EXPECT_NE(t.find("  - " + finding_text(a.findings[i]) + "\n", verdict), std::string::npos)
+        << a.findings[i].rule;
+  }
   EXPECT_EQ(t.find("\033["), std::string::npos);  // no colour when not asked
-  std::string c = run_text(run, analysis::analyze(run), {true});
+  std::string c = run_text(run, a, {true});
   EXPECT_NE(c.find("\033["), std::string::npos);
 }
 
@@ -184,9 +214,19 @@ TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
   }
   run.stages.push_back(sweep);
   analysis::Analysis a = analysis::analyze(run);
+  // No finding judges or cites a sweep cell: they are not layers of the ladder.
   for (const auto& f : a.findings) {
-    EXPECT_EQ(f.text.find("request"), std::string::npos) << f.text;
+    for (const auto& key : f.rows) {
+      const analysis::Row* r = analysis::find_row(a, key);
+      ASSERT_NE(r, nullptr) << key;
+      EXPECT_FALSE(analysis::is_sweep(*r)) << f.rule << " cites " << key;
+    }
+    if (!f.subject.empty()) {
+      EXPECT_FALSE(analysis::is_sweep(*analysis::find_row(a, f.subject.key))) << f.rule;
+    }
   }
+  for (const auto& v : analysis::path_verdicts(a))
+    EXPECT_EQ(v.path.find("sweep"), std::string::npos);
   std::string t = run_text(run, a, {false});
   EXPECT_NE(t.find("Transfer-size sweep, SMB from RAM (MB/s)"), std::string::npos) << t;
   EXPECT_NE(t.find("randwrite"), std::string::npos);

@@ -1,0 +1,48 @@
+// The rule table held to docs/verdict-rules.md: every rule id is listed there
+// once, in the table's order, and the doc lists no rule the table lacks.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/ladder.h"
+#include "core/text.h"
+
+namespace cp::analysis {
+namespace {
+
+// The ids of docs/verdict-rules.md's rule table: "| `protocol.layer` | ... |" rows.
+std::vector<std::string> documented_ids() {
+  const std::optional<std::string> doc =
+      read_file(std::string(CP_SOURCE_DIR) + "/docs/verdict-rules.md");
+  EXPECT_TRUE(doc.has_value()) << "docs/verdict-rules.md is missing";
+  std::vector<std::string> ids;
+  if (!doc) return ids;
+  static const std::regex row(R"(^\| `([a-z_]+\.[a-z_]+)` \|)");
+  for (std::string_view line : split(*doc, '\n')) {
+    std::smatch m;
+    const std::string l(line);
+    if (std::regex_search(l, m, row)) ids.push_back(m[1]);
+  }
+  return ids;
+}
+
+TEST(VerdictRules, DocListsEveryRuleOfTheTableInItsOrder) {
+  std::vector<std::string> table;
+  for (const RuleInfo& r : verdict_rules()) table.emplace_back(r.id);
+  EXPECT_EQ(documented_ids(), table);
+}
+
+TEST(VerdictRules, IdsAreUniqueAndEachHasASummary) {
+  std::set<std::string> seen;
+  for (const RuleInfo& r : verdict_rules()) {
+    EXPECT_TRUE(seen.insert(std::string(r.id)).second) << r.id;
+    EXPECT_FALSE(r.summary.empty()) << r.id;
+    EXPECT_FALSE(r.chain.empty()) << r.id;
+  }
+}
+
+}  // namespace
+}  // namespace cp::analysis

@@ -1,0 +1,214 @@
+// Numbers that may not be what they seem: figures a cache may have served,
+// figures faster than the layer beneath where no cache can explain it, rows
+// not over the medium they claim, and verdicts resting on any of them.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/judge.h"
+#include "core/bootstrap.h"
+#include "core/units.h"
+
+namespace cp::analysis {
+namespace {
+
+Finding trust_finding(const char* rule, const char* path, const char* layer, const Row& r) {
+  Finding f;
+  f.rule = rule;
+  f.path = path;
+  f.layer = layer;
+  f.rows = {r.key};
+  f.subject = cite(r);
+  return f;
+}
+
+// One config finding per reason, listing every row it touches.
+void config_finding(std::vector<Finding>& out, std::map<std::string, size_t>& said, const Row& r,
+                    const std::string& reason, const std::string& fix) {
+  if (auto it = said.find(reason); it != said.end()) {
+    out[it->second].rows.push_back(r.key);
+    return;
+  }
+  said[reason] = out.size();
+  Finding f = trust_finding("trust.medium", "config", "config", r);
+  f.words["reason"] = reason;
+  f.words["fix"] = fix;
+  out.push_back(std::move(f));
+}
+
+// Marks rows whose figure a cache may have produced (samples without O_DIRECT
+// on files that fit in RAM; a layer faster than the one beneath beyond both
+// rows' noise where a cache sits between them), and rows faster than the layer
+// beneath where no cache can explain it (anomaly). Adds a finding for each.
+void judge_cache(Analysis& a, std::vector<Finding>& out) {
+  for (auto& r : a.rows) {
+    if (r.rate.n == 0) continue;
+    std::vector<std::string> reasons, anomalies;
+    const std::string role = r.layer == "disk" ? r.where : "server";
+    const uint64_t mem = host_facts(a, role).memory_bytes;
+    if (r.cache_possible > 0) {
+      if (mem > 0 && r.size >= mem) {
+        Finding f = trust_finding("trust.cache_ruled_out", "cache", "cache", r);
+        f.numbers["cache_possible"] = double(r.cache_possible);
+        f.numbers["memory_bytes"] = double(mem);
+        f.words["role"] = role;
+        out.push_back(std::move(f));
+      } else {
+        const std::string fits = mem > 0
+                                     ? fmt::format(" and the {} files fit in the {}'s {} of RAM",
+                                                   format_size(r.size), role, format_size(mem))
+                                     : "";
+        // The agent's own reason where it gave one (ZFS's ARC keeps what
+        // eviction drops), else the one a disk sample without O_DIRECT has.
+        reasons.push_back(
+            r.cache_possible_why.empty()
+                ? fmt::format("{} of {} samples of {} ran without O_DIRECT (the filesystem "
+                              "refused it){}, so the page cache may have served them",
+                              r.cache_possible, r.rate.n, r.label, fits)
+                : fmt::format("{} of {} samples of {}: {}{}, so a cache may have served them",
+                              r.cache_possible, r.rate.n, r.label, r.cache_possible_why, fits));
+      }
+    }
+    auto faster = [&](const Row& beneath) {
+      const RatioInterval ri = bootstrap_median_ratio(r.samples, beneath.samples);
+      return level_of(ri.ratio, ri.lo, ri.hi, r.rate.median, beneath) == Level::kFaster;
+    };
+    const bool read = r.op == "read";
+    if (is_protocol_row(r) && r.where == "disk") {
+      // The server's page cache sits between the disk and the protocol.
+      const Row* d = disk_row(a.rows, "server", r.op, r.size);
+      const Row* ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
+      for (const Row* beneath : {d, ram}) {
+        if (!beneath || !faster(*beneath)) continue;
+        // A protocol over RAM that a CPU held (one of the endpoint's processes at
+        // its quota, a thread at a core, every core busy) is no ceiling of the
+        // protocol: both rows wait on that CPU, whose share swings between
+        // series, and no page cache serves a disk share faster than tmpfs
+        // serves a RAM share, so beating it says nothing about a cache.
+        if (beneath == ram && !ram->cpu_bound.empty()) continue;
+        reasons.push_back(fmt::format(
+            "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
+            mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),
+            read ? "the server's page cache served part of it"
+                 : "the server's page cache absorbed the writes (write-back), so the disk's "
+                   "own limit does not show with files of this size"));
+        break;
+      }
+    } else if (is_protocol_row(r) && r.where == "ram") {
+      const Row* t = find_row(a, r.below);
+      if (t && faster(*t)) {
+        // Only a client that caches (a mounted filesystem's page cache) can beat TCP.
+        if (r.layer == "path" && read) {
+          reasons.push_back(fmt::format(
+              "{} moves {}, faster than TCP carries ({}): the client's page cache served part "
+              "of it",
+              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+        } else {
+          anomalies.push_back(fmt::format(
+              "{} moves {}, faster than TCP carries ({}) beyond both rows' spread: the TCP "
+              "figure is no ceiling here (noise, or the TCP probe limited by its own CPU)",
+              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+        }
+      }
+    }
+    if (!reasons.empty()) {
+      r.cache_suspected = true;
+      for (size_t i = 0; i < reasons.size(); ++i) r.cache_reason += (i ? "; " : "") + reasons[i];
+      Finding f = trust_finding("trust.page_cache", "cache", "cache", r);
+      f.words["reason"] = r.cache_reason;
+      f.numbers["cache_possible"] = double(r.cache_possible);
+      if (r.cache_possible > 0 && mem > 0 && r.size < mem) {
+        f.numbers["memory_bytes"] = double(mem);  // the files fit in it
+        f.words["role"] = role;
+      }
+      out.push_back(std::move(f));
+    }
+    if (!anomalies.empty()) {
+      r.anomaly = true;
+      r.anomaly_reason = anomalies.front();
+      Finding f = trust_finding("trust.anomaly", "cache", "anomaly", r);
+      f.words["reason"] = r.anomaly_reason;
+      out.push_back(std::move(f));
+    }
+  }
+}
+
+bool ram_backed(const std::string& fs) { return fs == "tmpfs" || fs == "ramfs"; }
+
+// Protocol rows over a medium other than the one they claim: a "ram" share
+// whose directory is on a disk measures that disk too, a "disk" share on tmpfs
+// never touches a disk, and a client RAM dir on a disk puts the client's disk
+// under every protocol row. Unknown filesystems ("", "unknown") are not judged.
+void judge_medium(Analysis& a, std::vector<Finding>& out) {
+  std::map<std::string, size_t> said;  // reason -> its config finding
+  auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
+  for (auto& r : a.rows) {
+    if (r.layer == "disk" && r.rate.n > 0) {
+      // A disk stage on tmpfs/ramfs measured RAM (tmpfs takes O_DIRECT since
+      // Linux 6.6, so no sample says "cache"): no verdict may call it a disk.
+      const std::string& fs = (r.where == "server" ? a.server : a.client).disk_fs;
+      if (!ram_backed(fs)) continue;
+      r.medium_reason =
+          fmt::format("the {}'s disk_dir is on {}: the {} disk rows measured RAM, not a disk",
+                      r.where, fs, r.where);
+      const std::string fix =
+          fmt::format("set [{}] disk_dir to a directory on the disk under test", r.where);
+      config_finding(out, said, r, r.medium_reason, fix);
+      continue;
+    }
+    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
+    std::string reason, fix;
+    if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
+      reason = fmt::format("the {} share measured as RAM is on {} on the server, not in RAM",
+                           protocol_name(r.layer), r.server_fs);
+      fix =
+          "point the share's server_dir (and the share) at a tmpfs directory, or set its "
+          "medium = disk";
+    } else if (r.where == "disk" && ram_backed(r.server_fs)) {
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server: it never "
+          "touches a disk",
+          protocol_name(r.layer), r.server_fs);
+      fix = "point the share at a directory on the disk under test, or set its medium = ram";
+    } else if (r.where == "disk" && !r.server_disk.empty() && !a.server.disk_device.empty() &&
+               r.server_disk != a.server.disk_device) {
+      // The disk stage measured another disk than the one the share reads: the
+      // protocol-from-disk figure cannot be held against it.
+      reason = fmt::format(
+          "the {} share measured as disk is on {} on the server, but the server "
+          "disk stage measured {} (disk_dir)",
+          protocol_name(r.layer), r.server_disk, a.server.disk_device);
+      fix = "set [server] disk_dir to a directory on the share's disk";
+    } else if (known(a.client.ram_fs) && !ram_backed(a.client.ram_fs)) {
+      reason = fmt::format(
+          "the client's ram_dir is on {}, not in RAM, so the client's disk is "
+          "part of every protocol figure",
+          a.client.ram_fs);
+      fix = "set [client] ram_dir to a tmpfs directory (/dev/shm on most Linux systems)";
+    }
+    if (reason.empty()) continue;
+    r.medium_reason = reason;
+    config_finding(out, said, r, reason, fix);
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> judge_trust(Analysis& a) {
+  std::vector<Finding> out;
+  judge_cache(a, out);
+  judge_medium(a, out);
+  return out;
+}
+
+void mark_untrusted(Analysis& a) {
+  for (auto& f : a.findings) {
+    if (f.path == "cache" || f.layer == "undecided") continue;
+    for (const auto& key : f.rows) {
+      const Row* r = find_row(a, key);
+      if (r && r->cache_suspected) f.untrusted.push_back(r->label);
+    }
+  }
+}
+
+}  // namespace cp::analysis
