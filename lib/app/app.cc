@@ -22,6 +22,9 @@
 #include <tuple>
 
 #include "analysis/ladder.h"
+#include "app/command_table.h"
+#include "app/generate.h"
+#include "app/help.h"
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
@@ -322,7 +325,7 @@ int diagnose(const std::vector<std::string>& args) {
       "connect to nothing, store nothing")("quiet,q", "no progress output");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (vm.count("lab") && (vm.count("server") || vm.count("client"))) {
@@ -512,7 +515,7 @@ int clean(const std::vector<std::string>& args) {
   pos.add("hosts", -1);
   auto vm = parse(desc, args, &pos);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (!vm.count("hosts")) {
@@ -616,7 +619,7 @@ int history(const std::vector<std::string>& args) {
       "json", "print as JSON");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   HistoryFilter f;
@@ -650,7 +653,7 @@ int show(const std::vector<std::string>& args) {
   pos.add("run", 1);
   auto vm = parse(desc, args, &pos);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (!vm.count("run")) {
@@ -671,6 +674,11 @@ int show(const std::vector<std::string>& args) {
 namespace {
 
 int version_command(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: chokepoint version\n\nPrints the version and the build id (also "
+                 "`chokepoint --version`).\n";
+    return 0;
+  }
   if (!args.empty()) {
     throw Error(ErrorKind::kUsage, fmt::format("version takes no argument ('{}')", args[0]),
                 "run `chokepoint version`");
@@ -705,14 +713,8 @@ int export_to_stdout(const std::vector<std::string>& args) {
 }
 
 // The commands: the usage text, the dispatch and "did you mean" all come from
-// this one table (ninja's tool table does the same). Each handler answers
-// --help with its own options.
-struct Command {
-  const char* name;
-  const char* args;  // shown after the name in the usage
-  const char* help;  // one line
-  int (*run)(const std::vector<std::string>& args);
-};
+// this one table (ninja's tool table does the same; struct Command is in
+// command_table.h). Each handler answers --help with its own options.
 
 const Command kCommands[] = {
     {"diagnose", "",
@@ -781,6 +783,8 @@ std::string unknown_command_hint(const std::string& cmd) {
 
 }  // namespace
 
+std::span<const Command> command_table() { return kCommands; }
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
@@ -791,6 +795,7 @@ int main(int argc, char** argv) {
   if (cmd == "--version") cmd = "version";
   args.erase(args.begin());
   try {
+    if (cmd == "--generate") return generate_command(args);  // hidden: the build's man page
     for (const Command& c : kCommands) {
       if (cmd == c.name) return c.run(args);
     }

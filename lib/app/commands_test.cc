@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/app.h"
+#include "app/command_table.h"
 #include "transfer/driver.h"
 
 namespace cp::app {
@@ -22,10 +23,15 @@ int run(std::vector<std::string> args) {
 }
 
 TEST(Commands, EveryCommandAnswersHelp) {
-  for (const char* c :
-       {"diagnose", "history", "show", "compare", "export", "clean", "lab", "tune", "drivers"}) {
-    EXPECT_EQ(run({c, "--help"}), 0) << c;
+  size_t n = 0;
+  for (const Command& c : command_table()) {
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(run({c.name, "--help"}), 0) << c.name;
+    EXPECT_EQ(run({c.name, "-h"}), 0) << c.name;
+    EXPECT_FALSE(testing::internal::GetCapturedStdout().empty()) << c.name;
+    ++n;
   }
+  EXPECT_GE(n, 10u);  // diagnose ... version
   EXPECT_EQ(run({"--help"}), 0);
   EXPECT_EQ(run({"version"}), 0);
 }
