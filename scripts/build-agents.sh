@@ -5,10 +5,16 @@
 # toolchain and the arm64 -dev packages), and puts them beside the
 # orchestrator as build/bin/chokepoint-agent-server-ARCH, where it looks for
 # them by the server's `uname -m`.
-# Usage: scripts/build-agents.sh [ARCH...]   (default: x86_64 aarch64)
+# Usage: scripts/build-agents.sh [--agent-only] [ARCH...]   (default: x86_64 aarch64)
+#   --agent-only: only the agent, not its tree's unit tests (scripts/lab-diagnose.sh)
 # scripts/install-deps.sh installs the toolchain and qemu-user-static.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+targets=()
+if [ "${1:-}" = --agent-only ]; then
+  targets=(--target chokepoint-agent-server)
+  shift
+fi
 archs=("$@")
 ((${#archs[@]})) || archs=(x86_64 aarch64)
 host=$(uname -m)
@@ -25,7 +31,7 @@ for arch in "${archs[@]}"; do
     args+=(-DCMAKE_TOOLCHAIN_FILE="$PWD/$tc")
   fi
   cmake -S . -B "$tree" "${args[@]}" >/dev/null
-  cmake --build "$tree" -j2
+  cmake --build "$tree" -j2 "${targets[@]}"
   # Refuse a binary that would need a shared library on the server.
   if ! file -b "$tree/bin/chokepoint-agent-server" | grep -q 'statically linked'; then
     echo "build-agents: $tree/bin/chokepoint-agent-server is not statically linked:" >&2

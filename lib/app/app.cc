@@ -22,6 +22,10 @@
 #include <tuple>
 
 #include "analysis/ladder.h"
+#include "app/command_table.h"
+#include "app/generate.h"
+#include "app/help.h"
+#include "app/info_commands.h"
 #include "app/push.h"
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
@@ -354,7 +358,7 @@ int diagnose(const std::vector<std::string>& args) {
                                                                               "no progress output");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (vm.count("lab") && (vm.count("server") || vm.count("client"))) {
@@ -553,7 +557,7 @@ int clean(const std::vector<std::string>& args) {
   pos.add("hosts", -1);
   auto vm = parse(desc, args, &pos);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (!vm.count("hosts")) {
@@ -675,7 +679,7 @@ int history(const std::vector<std::string>& args) {
       "json", "print as JSON");
   auto vm = parse(desc, args);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   HistoryFilter f;
@@ -709,7 +713,7 @@ int show(const std::vector<std::string>& args) {
   pos.add("run", 1);
   auto vm = parse(desc, args, &pos);
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   if (!vm.count("run")) {
@@ -731,37 +735,6 @@ int show(const std::vector<std::string>& args) {
 
 namespace {
 
-int version_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h") && args.size() == 1) {
-    std::cout << "chokepoint version: prints the version and build id\n";
-    return 0;
-  }
-  if (!args.empty()) {
-    throw Error(ErrorKind::kUsage, fmt::format("version takes no argument ('{}')", args[0]),
-                "run `chokepoint version`");
-  }
-  std::cout << "chokepoint " << kVersion << " (build " << kBuildId << ")\n";
-  return 0;
-}
-
-// The protocol drivers' declared data (lib/transfer's table): URL forms,
-// capabilities, options with their types, ranges, defaults and help.
-int drivers_command(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "usage: chokepoint drivers\n\nLists each protocol driver: the share URLs it "
-                 "takes, what it can do, and the options a share gives it\n"
-                 "(options = key=value, ... in a [share NAME] section, or options=... in "
-                 "--share).\n";
-    return 0;
-  }
-  if (!args.empty()) {
-    throw Error(ErrorKind::kUsage, fmt::format("drivers takes no argument ('{}')", args[0]),
-                "run `chokepoint drivers`");
-  }
-  std::cout << transfer::describe_drivers();
-  return 0;
-}
-
 int compare_to_stdout(const std::vector<std::string>& args) {
   return compare_command(args, std::cout);
 }
@@ -770,14 +743,8 @@ int export_to_stdout(const std::vector<std::string>& args) {
 }
 
 // The commands: the usage text, the dispatch and "did you mean" all come from
-// this one table (ninja's tool table does the same). Each handler answers
-// --help with its own options.
-struct Command {
-  const char* name;
-  const char* args;  // shown after the name in the usage
-  const char* help;  // one line
-  int (*run)(const std::vector<std::string>& args);
-};
+// this one table (ninja's tool table does the same; struct Command is in
+// command_table.h). Each handler answers --help with its own options.
 
 const Command kCommands[] = {
     {"diagnose", "",
@@ -846,11 +813,7 @@ std::string unknown_command_hint(const std::string& cmd) {
 
 }  // namespace
 
-std::vector<CommandInfo> commands() {
-  std::vector<CommandInfo> out;
-  for (const Command& c : kCommands) out.push_back({c.name, c.args, c.help});
-  return out;
-}
+std::span<const Command> command_table() { return kCommands; }
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -862,6 +825,7 @@ int main(int argc, char** argv) {
   if (cmd == "--version") cmd = "version";
   args.erase(args.begin());
   try {
+    if (cmd == "--generate") return generate_command(args);  // hidden: the build's man page
     for (const Command& c : kCommands) {
       if (cmd == c.name) return c.run(args);
     }

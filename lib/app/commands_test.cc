@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/app.h"
+#include "app/command_table.h"
 #include "transfer/driver.h"
 
 namespace cp::app {
@@ -21,22 +22,24 @@ int run(std::vector<std::string> args) {
   return main(static_cast<int>(argv.size()), argv.data());
 }
 
-// Every command of the table answers --help with its options (exit 0, some
-// text), and the usage lists each of them.
+// Every command of the table answers --help and -h (exit 0, some text), and
+// the top-level usage lists each of them.
 TEST(Commands, EveryCommandOfTheTableAnswersHelp) {
-  const std::vector<CommandInfo> table = commands();
-  ASSERT_FALSE(table.empty());
+  size_t n = 0;
   testing::internal::CaptureStdout();
   EXPECT_EQ(run({"--help"}), 0);
   const std::string usage = testing::internal::GetCapturedStdout();
-  for (const CommandInfo& c : table) {
-    EXPECT_NE(usage.find("\n  " + c.name + " "), std::string::npos) << c.name;
-    testing::internal::CaptureStdout();
-    const int rc = run({c.name, "--help"});
-    const std::string help = testing::internal::GetCapturedStdout();
-    EXPECT_EQ(rc, 0) << c.name;
-    EXPECT_FALSE(help.empty()) << c.name;
+  for (const Command& c : command_table()) {
+    const std::string name = c.name;
+    EXPECT_NE(usage.find("\n  " + name + " "), std::string::npos) << name;
+    for (const char* flag : {"--help", "-h"}) {
+      testing::internal::CaptureStdout();
+      EXPECT_EQ(run({name, flag}), 0) << name << " " << flag;
+      EXPECT_FALSE(testing::internal::GetCapturedStdout().empty()) << name << " " << flag;
+    }
+    ++n;
   }
+  EXPECT_GE(n, 10u);  // diagnose ... version
   EXPECT_EQ(run({"version"}), 0);
 }
 

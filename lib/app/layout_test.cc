@@ -1,4 +1,4 @@
-// README's Layout table (which library depends on which) held to the tree:
+// docs/layout.md's table (which library depends on which) held to the tree:
 // every cp_library in lib/ is listed, its cmake DEPS name only libraries in
 // rows above its own, and no non-test source includes a header of a library
 // in a row below its own.
@@ -20,14 +20,14 @@ namespace {
 namespace fs = std::filesystem;
 const std::string kSource = CP_SOURCE_DIR;
 
-// cp_NAME -> its row in README's table (0 = the first row).
+// cp_NAME -> its row in docs/layout.md's table (0 = the first row).
 std::map<std::string, int> readme_rows() {
-  const std::optional<std::string> text = read_file(kSource + "/README.md");
+  const std::optional<std::string> text = read_file(kSource + "/docs/layout.md");
   EXPECT_TRUE(text.has_value());
   std::map<std::string, int> rows;
   if (!text) return rows;
   const size_t at = text->find("\n| library | depends on |\n");
-  EXPECT_NE(at, std::string::npos) << "README's Layout has no dependency table";
+  EXPECT_NE(at, std::string::npos) << "docs/layout.md has no dependency table";
   if (at == std::string::npos) return rows;
   static const std::regex lib("`(cp_\\w+)`");
   int row = -1;
@@ -83,7 +83,8 @@ TEST(ReadmeLayout, CmakeDepsPointOnlyToRowsAbove) {
   for (const auto& [name, lib] : cmake_libraries()) {
     if (!rows.count(name)) continue;  // reported by the test above
     for (const std::string& d : lib.deps) {
-      ASSERT_TRUE(rows.count(d)) << name << " depends on " << d << ", not in README's table";
+      ASSERT_TRUE(rows.count(d)) << name << " depends on " << d
+                                 << ", not in docs/layout.md's table";
       EXPECT_LT(rows.at(d), rows.at(name)) << name << " depends on " << d;
     }
   }

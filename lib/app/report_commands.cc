@@ -12,6 +12,7 @@
 
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
+#include "app/help.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "report/compare_report.h"
@@ -94,7 +95,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   pos.add("runs", -1);
   auto vm = parse(desc, args, pos);
   if (vm.count("help")) {
-    out << desc;
+    show_help(out, desc);
     return 0;
   }
   const auto runs =
@@ -134,7 +135,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
   pos.add("run", 1);
   auto vm = parse(desc, args, pos);
   if (vm.count("help")) {
-    out << desc;
+    show_help(out, desc);
     return 0;
   }
   if (!vm.count("run")) {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/help.h"
 #include "app/signals.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -305,7 +306,7 @@ int tune_command(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage, e.what(), "see chokepoint tune --help");
   }
   if (vm.count("help")) {
-    std::cout << desc;
+    show_help(std::cout, desc);
     return 0;
   }
   const bool as_json = vm.count("json") > 0;

@@ -390,7 +390,7 @@ TEST(PlanDrivers, EachShareSchemeNamesItsDriver) {
 }  // namespace cp::pipeline
 
 // The plan files users copy (examples/) and the plan table they read
-// (README.md, "Plan file") are held to what parse_plan takes.
+// (docs/plan.md) are held to what parse_plan takes.
 namespace cp::pipeline {
 namespace {
 
@@ -455,7 +455,7 @@ TEST(PlanExamples, ReferencePlanNamesEveryKeyAndNoOther) {
   EXPECT_EQ(shown, taken);
 }
 
-// README's plan table: per row the sections (first column, kept from the
+// docs/plan.md's table: per row the sections (first column, kept from the
 // row above when empty), the keys and their defaults.
 struct ReadmeRow {
   std::vector<std::string> sections, keys, defaults;
@@ -488,11 +488,11 @@ std::vector<std::string> cell_items(std::string_view cell, bool* literal) {
 }
 
 std::vector<ReadmeRow> readme_plan_table() {
-  const std::optional<std::string> text = read_file(kSource + "/README.md");
+  const std::optional<std::string> text = read_file(kSource + "/docs/plan.md");
   EXPECT_TRUE(text.has_value());
   if (!text) return {};
-  const size_t begin = text->find("\n## Plan file\n");
-  const size_t end = text->find("\n### Driver options\n");
+  const size_t begin = text->find("\n| section | key | default | meaning |\n");
+  const size_t end = text->find("\n\n", begin);
   EXPECT_NE(begin, std::string::npos);
   EXPECT_NE(end, std::string::npos);
   if (begin == std::string::npos || end == std::string::npos) return {};

@@ -29,6 +29,36 @@ struct Endpoint::Impl {
   std::unique_ptr<Child> child;
 };
 
+namespace {
+constexpr const char* kServerAgentPrefix = "chokepoint-agent-server-";
+
+// Where this build's agents are, in search order: PREFIX/libexec/chokepoint
+// for a chokepoint installed as PREFIX/bin/chokepoint (cmake --install, the
+// .deb), the running executable's own directory (a build tree: build/bin),
+// then $CHOKEPOINT_AGENT_DIR.
+std::vector<fs::path> agent_dirs() {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    dirs.push_back(self.parent_path().parent_path() / "libexec" / "chokepoint");
+    dirs.push_back(self.parent_path());
+  }
+  if (const char* env = std::getenv("CHOKEPOINT_AGENT_DIR"); env && *env) dirs.emplace_back(env);
+  return dirs;
+}
+
+// The first executable `name` in the ':'-separated directories `dirs`.
+std::optional<fs::path> first_in(const std::string& dirs, const std::string& name) {
+  for (std::string_view d : split(dirs, ':')) {
+    if (d.empty()) continue;
+    const fs::path p = fs::path(d) / name;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 std::string find_agent_binary() {
   if (const char* env = std::getenv("CHOKEPOINT_AGENT"); env && *env) {
     if (access(env, X_OK) != 0) {
@@ -40,39 +70,34 @@ std::string find_agent_binary() {
     }
     return env;
   }
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path beside = self.parent_path() / "chokepoint-agent";
-    if (access(beside.c_str(), X_OK) == 0) return beside.string();
-  }
-  throw Error(ErrorKind::kConfig, "cannot find chokepoint-agent beside this chokepoint binary",
-              "build it (cmake --build build) or set CHOKEPOINT_AGENT to its path");
+  if (auto p = first_in(server_agent_dir(), "chokepoint-agent")) return p->string();
+  throw Error(ErrorKind::kConfig,
+              fmt::format("cannot find chokepoint-agent (looked in {})", server_agent_dir()),
+              "build it (cmake --build build), install chokepoint (cmake --install build), or set "
+              "CHOKEPOINT_AGENT to its path");
 }
 
 std::string server_agent_dir() {
-  if (const char* env = std::getenv("CHOKEPOINT_AGENT_DIR"); env && *env) return env;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : self.parent_path().string();
+  std::string dirs;
+  for (const fs::path& d : agent_dirs()) dirs += (dirs.empty() ? "" : ":") + d.string();
+  return dirs.empty() ? std::string(".") : dirs;
 }
 
-namespace {
-constexpr const char* kServerAgentPrefix = "chokepoint-agent-server-";
-}  // namespace
-
-std::vector<std::string> server_agent_archs(const std::string& dir) {
+std::vector<std::string> server_agent_archs(const std::string& dirs) {
   std::vector<std::string> archs;
-  std::error_code ec;
   const std::string prefix = kServerAgentPrefix;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
-        access(e.path().c_str(), X_OK) == 0) {
-      archs.push_back(name.substr(prefix.size()));
+  for (std::string_view dir : split(dirs, ':')) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(dir), ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
+          access(e.path().c_str(), X_OK) == 0) {
+        archs.push_back(name.substr(prefix.size()));
+      }
     }
   }
   std::sort(archs.begin(), archs.end());
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
   return archs;
 }
 
@@ -86,8 +111,9 @@ std::optional<AgentChoice> choose_agent(const std::string& role, const std::stri
   // whatever libraries it has.
   const bool server_side = role == "server" || role == "clean";
   if (server_side && os == "Linux" && arch.find('/') == std::string::npos && !arch.empty()) {
-    const fs::path p = fs::path(server_dir) / (kServerAgentPrefix + arch);
-    if (access(p.c_str(), X_OK) == 0) return AgentChoice{p.string(), "server"};
+    if (auto p = first_in(server_dir, kServerAgentPrefix + arch)) {
+      return AgentChoice{p->string(), "server"};
+    }
   }
   if (os == local_os && arch == local_arch) return AgentChoice{full_agent, "full"};
   return std::nullopt;
@@ -309,7 +335,7 @@ std::unique_ptr<Endpoint> Endpoint::open(const EndpointSpec& spec,
   std::vector<std::string> names{remote_names[full]};
   if (!server_dir.empty()) {
     for (const auto& a : server_agent_archs(server_dir)) {
-      const std::string p = (fs::path(server_dir) / (kServerAgentPrefix + a)).string();
+      const std::string p = first_in(server_dir, kServerAgentPrefix + a).value().string();
       remote_names[p] = remote_name(p, "chokepoint-agent-server");
       names.push_back(remote_names[p]);
     }

@@ -22,17 +22,18 @@ struct EndpointSpec {
   std::string agent_path;  // this build's agent; empty: find_agent_binary()
 };
 
-// This build's agent binary: $CHOKEPOINT_AGENT, else chokepoint-agent
-// beside the running executable. Throws Error(kConfig) when neither exists.
+// This build's agent binary: $CHOKEPOINT_AGENT, else the first chokepoint-agent
+// in server_agent_dir()'s directories. Throws Error(kConfig) when none exists.
 std::string find_agent_binary();
 
-// The directory holding the static server agents (chokepoint-agent-server-ARCH,
-// from scripts/build-agents.sh): $CHOKEPOINT_AGENT_DIR, else the running
-// executable's own directory.
+// The directories holding the agents (chokepoint-agent, and the static server
+// agents chokepoint-agent-server-ARCH from scripts/build-agents.sh), ':'-separated
+// in search order: PREFIX/libexec/chokepoint beside an installed PREFIX/bin/chokepoint,
+// the running executable's own directory, $CHOKEPOINT_AGENT_DIR.
 std::string server_agent_dir();
 
-// The machines (`uname -m`) that `dir` has a server agent for, sorted.
-std::vector<std::string> server_agent_archs(const std::string& dir);
+// The machines (`uname -m`) that the ':'-separated `dirs` have a server agent for, sorted.
+std::vector<std::string> server_agent_archs(const std::string& dirs);
 
 // Which agent binary goes to a remote host, by its `uname -s` / `uname -m`.
 struct AgentChoice {
@@ -40,7 +41,8 @@ struct AgentChoice {
   std::string kind;  // "server" (static, no protocol client) | "full"
 };
 // A server end ("server", "clean": no protocol client needed) on Linux gets
-// the static server agent for its machine, `server_dir`/chokepoint-agent-server-ARCH;
+// the static server agent for its machine, the first chokepoint-agent-server-ARCH
+// in the ':'-separated `server_dir`;
 // without one, the full agent `full_agent` where the host's platform is this
 // build's (`local_os`/`local_arch`). A client end needs the full agent, so the
 // same platform. Returns nullopt when no binary of this build fits.

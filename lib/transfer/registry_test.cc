@@ -160,12 +160,12 @@ TEST(Registry, OptionNumberReadsTheValueInItsUnitOrTheDefault) {
             ErrorKind::kConfig);
 }
 
-// README's "Driver options" block is this output, verbatim.
-TEST(Registry, ReadmeHoldsTheListingVerbatim) {
-  std::optional<std::string> readme = read_file(CP_README);
-  ASSERT_TRUE(readme.has_value()) << CP_README;
-  EXPECT_NE(readme->find("```\n" + describe_drivers() + "```\n"), std::string::npos)
-      << "update README.md's Driver options block from `chokepoint drivers`";
+// docs/drivers.md's "Driver options" block is this output, verbatim.
+TEST(Registry, DriversPageHoldsTheListingVerbatim) {
+  std::optional<std::string> page = read_file(CP_DRIVERS_DOC);
+  ASSERT_TRUE(page.has_value()) << CP_DRIVERS_DOC;
+  EXPECT_NE(page->find("```\n" + describe_drivers() + "```\n"), std::string::npos)
+      << "update docs/drivers.md's Driver options block from `chokepoint drivers`";
 }
 
 // A driver without request buffers of its own: write_buffer lends the File's
