@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, builds, and runs every test: unit tests, then the integration
 # tests (which bring up the two-host lab as root and take it down again),
+# then the security suite,
 # then the AFP decoder's fuzz target for a minute.
 #
 # A suite that runs no test fails (ctest --no-tests=error). After each suite
@@ -54,8 +55,11 @@ run_suite() {
   fi
 }
 
-run_suite unit -j2 --timeout 300
-run_suite integration
+run_suite unit -LE security -j2 --timeout 300
+run_suite integration -LE security
+# The attacker's cases (suites named Security*: a hostile local user, a hostile
+# peer, planted files, foreign databases), unit and lab ones: `ctest -L security`.
+run_suite security --timeout 900
 cd ..
 # The AFP reply decoder under libFuzzer + ASan/UBSan, for a bounded time.
 bash scripts/fuzz-afp.sh 60
