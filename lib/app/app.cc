@@ -31,11 +31,13 @@
 #include "app/report_commands.h"
 #include "app/run_status.h"
 #include "app/signals.h"
+#include "app/terminal.h"
 #include "app/tune_command.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "core/version.h"
 #include "core/wire.h"
@@ -117,18 +119,21 @@ class ProgressPrinter {
     // (The sample's label names the stage: "smb ram read 100 MB".)
     const std::string where = fmt::format("stage {}/{}", eta.stage_no(), eta.stage_count());
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s  %s %d/%d  %s  %s", where.c_str(), p.stage.c_str(), p.index,
-                   p.count, format_mbps(rate).c_str(), left.empty() ? "" : ("ETA " + left).c_str());
+      std::fprintf(stderr, "\r\033[K%s  %s %d/%d  %s  %s", where.c_str(),
+                   sanitize_field(p.stage).c_str(), p.index, p.count, format_mbps(rate).c_str(),
+                   left.empty() ? "" : ("ETA " + left).c_str());
       if (p.done && p.index == p.count) std::fputc('\n', stderr);
       std::fflush(stderr);
     } else if (p.done) {
-      std::fprintf(stderr, "%s %s %d/%d: %s%s\n", where.c_str(), p.stage.c_str(), p.index, p.count,
-                   format_mbps(rate).c_str(), left.empty() ? "" : (" (ETA " + left + ")").c_str());
+      std::fprintf(stderr, "%s %s %d/%d: %s%s\n", where.c_str(), sanitize_field(p.stage).c_str(),
+                   p.index, p.count, format_mbps(rate).c_str(),
+                   left.empty() ? "" : (" (ETA " + left + ")").c_str());
     }
   }
   // An agent said nothing for `silent` s during a request (no heartbeat).
-  void waiting(const std::string& who, double silent, double limit) {
+  void waiting(const std::string& name, double silent, double limit) {
     if (quiet_) return;
+    const std::string who = sanitize_field(name);
     std::lock_guard<std::mutex> lock(mu_);
     if (tty_) {
       std::fprintf(stderr, "\r\033[Kwaiting on %s: silent for %.0f s (gives up at %.0f s)",
@@ -143,7 +148,8 @@ class ProgressPrinter {
   void note(const std::string& line) {
     if (quiet_) return;
     std::lock_guard<std::mutex> lock(mu_);
-    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", line.c_str());
+    // Notes carry what agents and servers said: escaped (core/text.h).
+    std::fprintf(stderr, "%s%s\n", tty_ ? "\r\033[K" : "", sanitize_text(line).c_str());
   }
 
  private:
@@ -216,7 +222,9 @@ void print_run(const RunRecord& run, const analysis::Analysis& a, bool as_json) 
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
-    std::cout << report::run_text(run, a, {isatty(1) == 1});
+    // Text shows remote strings escaped (core/text.h); JSON escapes its own.
+    const RunRecord safe = sanitized_run(run);
+    std::cout << report::run_text(safe, analysis::analyze(safe), {isatty(1) == 1});
   }
   std::cout.flush();
 }
@@ -412,8 +420,8 @@ int diagnose(const std::vector<std::string>& args) {
     base.server.samba_conf = lab::server_files(*lab).smb_conf;
     lab_state = *lab;
   } else {
-    server_spec.host = vm["server"].as<std::string>();
-    client_spec.host = vm["client"].as<std::string>();
+    server_spec.host = checked_host("server", vm["server"].as<std::string>());
+    client_spec.host = checked_host("client", vm["client"].as<std::string>());
   }
   pipeline::Plan plan =
       vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), base) : base;
@@ -461,11 +469,11 @@ int diagnose(const std::vector<std::string>& args) {
                 << "\n";
       return 0;
     }
-    std::cout << fmt::format(
+    std::cout << sanitize_text(fmt::format(
         "dry run: the plan ({}) and its shares are valid; nothing was measured or stored\n"
         "server {}, client {}\n{}{}",
         plan.source, server_spec.host, client_spec.host, pipeline::plan_outline_text(plan),
-        disk_dir_note.empty() ? "" : "note: " + disk_dir_note + "\n");
+        disk_dir_note.empty() ? "" : "note: " + disk_dir_note + "\n"));
     return 0;
   }
   ProgressPrinter progress(vm.count("quiet") > 0);
@@ -591,8 +599,8 @@ int clean(const std::vector<std::string>& args) {
     spec.host = host;
     boost::json::object entry{{"host", host}};
     try {
-      auto ep =
-          remote::Endpoint::open(spec, [](const std::string& line) { std::cerr << line << "\n"; });
+      auto ep = remote::Endpoint::open(
+          spec, [](const std::string& line) { std::cerr << sanitize_text(line) << "\n"; });
       // Directories missing on that host have nothing to sweep.
       // The answer through its codec, printed as the agent's entries are.
       const boost::json::object r = msg::to_json(msg::decode<msg::SweepOrphansResult>(
@@ -618,6 +626,8 @@ int clean(const std::vector<std::string>& args) {
     std::cout << boost::json::serialize(boost::json::object{{"hosts", out}}) << "\n";
     return rc;
   }
+  // The agents' paths, reasons and errors reach the terminal escaped.
+  EscapedStdout escaped;
   for (const auto& v : out) {
     const auto& e = v.as_object();
     const std::string host(e.at("host").as_string());
@@ -700,7 +710,7 @@ int history(const std::vector<std::string>& args) {
   for (const auto& r : rows)
     verdicts.push_back(analysis::headline_of(analysis::analyze(store.load_run(r.id))));
   std::cout << (vm.count("json") ? report::history_json(rows, verdicts)
-                                 : report::history_text(rows, verdicts));
+                                 : sanitize_text(report::history_text(rows, verdicts)));
   return 0;
 }
 
@@ -832,16 +842,18 @@ int main(int argc, char** argv) {
     throw Error(ErrorKind::kUsage, fmt::format("unknown command '{}'", cmd),
                 unknown_command_hint(cmd));
   } catch (const Error& e) {
-    std::cerr << "chokepoint " << cmd << ": " << describe(e) << "\n";
+    std::cerr << "chokepoint " << sanitize_field(cmd) << ": " << sanitize_text(describe(e)) << "\n";
     return e.kind() == ErrorKind::kUsage ? kExitUsage : kExitFailed;
   } catch (const std::exception& e) {
     // Not a typed error: a bug, but never a core dump on a peer's or user's
     // input. Exit 1 as every other failure (README's exit codes).
-    std::cerr << "chokepoint " << cmd << ": unexpected error: " << e.what()
+    std::cerr << "chokepoint " << sanitize_field(cmd)
+              << ": unexpected error: " << sanitize_text(e.what())
               << " (a bug in chokepoint: please report it with the command line)\n";
     return kExitFailed;
   } catch (...) {
-    std::cerr << "chokepoint " << cmd << ": unexpected error (a bug in chokepoint: please "
+    std::cerr << "chokepoint " << sanitize_field(cmd)
+              << ": unexpected error (a bug in chokepoint: please "
               << "report it with the command line)\n";
     return kExitFailed;
   }

@@ -15,6 +15,7 @@
 #include "app/help.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "core/text.h"
 #include "report/compare_report.h"
 #include "report/export.h"
 #include "report/html.h"
@@ -117,7 +118,12 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   const RunRecord b = store.load_run(idb);
   const analysis::Comparison c = analysis::compare_runs(a, b);
   if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), report::compare_html(c));
-  out << (vm.count("json") ? report::compare_json(c) : report::compare_text(c, {to_tty(out)}));
+  if (vm.count("json")) {
+    out << report::compare_json(c);
+  } else {  // remote strings (facts, Samba config) escaped, as in `show` (core/text.h)
+    out << report::compare_text(analysis::compare_runs(sanitized_run(a), sanitized_run(b)),
+                                {to_tty(out)});
+  }
   return 0;
 }
 

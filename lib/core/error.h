@@ -22,15 +22,22 @@ const char* to_string(ErrorKind kind);
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, std::string message, std::string hint = {})
-      : std::runtime_error(std::move(message)), kind_(kind), hint_(std::move(hint)) {}
+  Error(ErrorKind kind, std::string message, std::string hint = {}, std::string key = {})
+      : std::runtime_error(std::move(message)),
+        kind_(kind),
+        hint_(std::move(hint)),
+        key_(std::move(key)) {}
   ErrorKind kind() const { return kind_; }
   // How to fix it, or empty.
   const std::string& hint() const { return hint_; }
+  // The setting at fault, for config and usage errors: a plan key
+  // ("link.nominal", "share NAME.url") or an option ("--server"); or empty.
+  const std::string& key() const { return key_; }
 
  private:
   ErrorKind kind_;
   std::string hint_;
+  std::string key_;
 };
 
 // Message plus hint, for the terminal: "message (hint)".

@@ -83,8 +83,12 @@ uint64_t parse_rate_bits(std::string_view text, std::string_view what) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("{}: unknown rate unit '{}' in '{}'", what, unit, text),
                 "use bit, kbit, mbit or gbit (bits per second, as tc reads them)");
-  double bits = v * mult;
-  if (bits < 1) throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is zero", what, text));
+  const double bits = v * mult;
+  if (bits < 1 || bits > kMaxRateBits) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{}: '{}' is outside 1 bit .. {} gbit", what, text, kMaxRateBits / 1e9),
+                "give a rate from 1bit to 100000gbit (bits per second), like 1gbit or 200mbit");
+  }
   return static_cast<uint64_t>(bits);
 }
 

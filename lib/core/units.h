@@ -12,7 +12,11 @@ namespace cp {
 // "10MB" = 10^7, "1MiB" = 2^20, "4k" = 4096 (bare k/M/G are binary, as dd
 // and fio read them), "123" = 123 bytes. Throws Error(kConfig) naming `what`.
 uint64_t parse_size(std::string_view text, std::string_view what = "size");
+// The largest rate parse_rate_bits takes: 100 Tbit/s, far beyond any link
+// (and far inside uint64_t, which a larger figure could overflow).
+constexpr double kMaxRateBits = 1e14;
 // "1gbit", "200mbit", "500kbit", "1000000bit": bit/s, decimal as tc reads them.
+// Throws Error(kConfig) naming `what` outside 1 bit/s .. kMaxRateBits.
 uint64_t parse_rate_bits(std::string_view text, std::string_view what = "rate");
 // "2s", "500ms", "1.5": seconds.
 double parse_duration(std::string_view text, std::string_view what = "duration");

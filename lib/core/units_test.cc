@@ -38,6 +38,23 @@ TEST(Units, ParseRateAndDuration) {
   EXPECT_THROW(parse_duration("2 fortnights"), Error);
 }
 
+// Past uint64_t a rate would wrap (to 0, which [link] nominal reads as
+// "detect"): every figure outside 1 bit/s .. kMaxRateBits is a config error.
+TEST(Units, ParseRateRefusesOverflowAndZero) {
+  EXPECT_EQ(parse_rate_bits("100000gbit"), 100'000'000'000'000u);  // kMaxRateBits itself
+  for (const char* bad :
+       {"99999999999999999999999gbit", "100001gbit", "18446744073709551616bit", "0bit", "0.5bit"}) {
+    try {
+      parse_rate_bits(bad, "link.nominal");
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig) << bad;
+      EXPECT_EQ(std::string(e.what()).rfind("link.nominal: ", 0), 0u) << e.what();
+      EXPECT_FALSE(e.hint().empty()) << bad;
+    }
+  }
+}
+
 TEST(Units, Format) {
   EXPECT_EQ(format_size(10'000'000), "10 MB");
   EXPECT_EQ(format_size(1u << 20), "1 MiB");

@@ -15,6 +15,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
+#include "transfer/share_url.h"
 
 namespace cp::pipeline {
 namespace {
@@ -56,16 +57,35 @@ uint32_t parse_block(const std::string& v, const std::string& where) {
   return static_cast<uint32_t>(b);
 }
 
+// An absolute path without "." or ".." components: what it names is what
+// the agent works in (a /tmp/../../etc is refused rather than resolved, since
+// the directory it lands in on the remote host cannot be checked here).
 std::string dir_value(const std::string& v, const std::string& where) {
   if (v.empty() || v[0] != '/') {
-    throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not an absolute path", where, v));
+    throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not an absolute path", where, v),
+                "write the whole path from /, like /dev/shm");
+  }
+  for (std::string_view part : split(v, '/')) {
+    if (part == "." || part == "..") {
+      throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' has a '{}' component", where, v, part),
+                  "write the directory itself, without . or .. (like /srv/share)");
+    }
   }
   return v;
 }
 
 std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where) {
   std::vector<uint64_t> sizes;
-  for (std::string_view item : items(v)) {
+  const std::vector<std::string_view> list = items(v);
+  if (list.size() > static_cast<size_t>(kMaxSizes)) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("{}: {} sizes, more than the {} a list may hold", where, list.size(),
+                            kMaxSizes),
+                fmt::format("list at most {} sizes (a few, spread by factors of 10, show the "
+                            "trend: 1MB, 10MB, 100MB)",
+                            kMaxSizes));
+  }
+  for (std::string_view item : list) {
     uint64_t s = parse_size(trim(item), where);
     if (s == 0) throw Error(ErrorKind::kConfig, fmt::format("{}: a size of 0", where));
     sizes.push_back(s);
@@ -323,7 +343,13 @@ Plan parse_plan(const std::string& text, const std::string& name, Plan base) {
       throw Error(ErrorKind::kConfig,
                   fmt::format("{}: '{}' is set twice in [{}]", at, key, section));
     }
-    it->second(plan, l.value, fmt::format("{}: {}.{}", at, section, key));
+    // Every error a key's value causes names that key (Error::key).
+    try {
+      it->second(plan, l.value, fmt::format("{}: {}.{}", at, section, key));
+    } catch (const Error& e) {
+      if (!e.key().empty()) throw;
+      throw Error(e.kind(), e.what(), e.hint(), section + "." + key);
+    }
   }
   for (const SharePlan& s : plan.shares) {
     if (!s.driver.empty()) check_driver(s);
@@ -343,7 +369,9 @@ std::map<std::string, std::vector<std::string>> plan_keys() {
 
 std::string driver_for_url(const std::string& url, const std::string& where) {
   try {
-    return std::string(transfer::driver_for_url(url).name);
+    std::string driver(transfer::driver_for_url(url).name);
+    transfer::check_share_url(url);  // its syntax, and no password in it
+    return driver;
   } catch (const Error& e) {
     throw Error(e.kind(), fmt::format("{}: {}", where, e.what()), e.hint());
   }
@@ -416,7 +444,38 @@ std::string settle_server_disk_dir(Plan& plan) {
   return {};
 }
 
+namespace {
+
+// A plan may ask for at most kMaxPlanSamples samples (plan_outline's count);
+// past it, the error names the key behind the most of them.
+void check_sample_count(const Plan& plan) {
+  std::map<std::string, int64_t> by_key;
+  int64_t total = 0;
+  for (const StageOutline& o : plan_outline(plan)) {
+    const std::string key = o.stage.starts_with("disk ")    ? "disk.count"
+                            : o.stage.starts_with("tcp ")   ? "tcp.count"
+                            : o.stage.starts_with("sweep ") ? "protocol.sweep_sizes"
+                                                            : "protocol.count";
+    by_key[key] += o.samples;
+    total += o.samples;
+  }
+  if (total <= kMaxPlanSamples) return;
+  const auto most = std::max_element(by_key.begin(), by_key.end(),
+                                     [](auto& a, auto& b) { return a.second < b.second; });
+  throw Error(ErrorKind::kConfig,
+              fmt::format("the plan asks for {} samples, more than the {} a run may take ({} of "
+                          "them from {})",
+                          total, kMaxPlanSamples, most->second, most->first),
+              fmt::format("lower {} or the sizes beside it (each size takes count samples per "
+                          "operation and end)",
+                          most->first),
+              most->first);
+}
+
+}  // namespace
+
 void validate(const Plan& plan) {
+  check_sample_count(plan);
   for (auto s : plan.sweep_sizes) {
     if (plan.sweep && s > plan.sweep_file) {
       throw Error(ErrorKind::kConfig,

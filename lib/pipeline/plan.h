@@ -49,6 +49,11 @@ void check_share_driver(const SharePlan& share, const transfer::DriverSpec& spec
 
 // The fewest samples a budgeted protocol series keeps (pipeline/plan.h Plan::proto_budget).
 constexpr int kMinProtoSamples = 3;
+// The most sizes one list (disk.sizes, protocol.sizes, sweep_sizes) holds,
+// and the most samples a whole plan asks for (plan_outline): bounds on what
+// a plan can make a run cost (a million sizes is a typo or an attack).
+constexpr int kMaxSizes = 64;
+constexpr int64_t kMaxPlanSamples = 100'000;
 
 struct Plan {
   EndpointPlan server, client;
@@ -124,7 +129,8 @@ std::vector<uint64_t> budgeted_proto_sizes(const Plan& plan, double tcp_rate,
 bool proto_series_done(const Plan& plan, int done, double elapsed);
 
 // Checks what single keys cannot: every share complete, no two shares of one
-// protocol over one medium. Throws Error(kConfig) naming the share.
+// protocol over one medium, at most kMaxPlanSamples samples in all. Throws
+// Error(kConfig) naming the share (or, for the samples, the key in Error::key).
 void validate(const Plan& plan);
 
 // The keys parse_plan accepts, per section ("share" for every [share NAME]),

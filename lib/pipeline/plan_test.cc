@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
@@ -247,6 +248,111 @@ TEST(Plan, ShareFlag) {
   EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
   EXPECT_THROW(add_share_flag(p, "no-url"), Error);
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);
+}
+
+// The error a plan text (or a --share flag) causes, with its kind and key.
+struct KeyedError {
+  ErrorKind kind = ErrorKind::kUsage;
+  std::string key, what, hint;
+  bool thrown = false;
+};
+KeyedError keyed_error(const std::function<void()>& f) {
+  KeyedError out;
+  try {
+    f();
+  } catch (const Error& e) {
+    out = {e.kind(), e.key(), e.what(), e.hint(), true};
+  }
+  return out;
+}
+KeyedError plan_error(const std::string& text) {
+  return keyed_error([&] { validate(parse_plan(text, "plan.ini")); });
+}
+
+// A password inside a share URL is refused when the plan or the command line
+// is read, the fix naming the share's password keys, the password in no text.
+TEST(SecuritySecrets, PlanRefusesAPasswordInAShareUrl) {
+  for (const char* url : {"ftp://bob:S3cret@host/pub", "smb://bob:S3cret@host/share",
+                          "afp://bob:S3cret@host/Data", "nfs://bob:S3cret@host/export"}) {
+    const KeyedError e =
+        plan_error(fmt::format("[share a]\nurl = {}\nserver_dir = /srv/a\nmedium = ram\n", url));
+    ASSERT_TRUE(e.thrown) << url;
+    EXPECT_EQ(e.kind, ErrorKind::kConfig) << url;
+    EXPECT_EQ(e.key, "share a.url") << url;
+    EXPECT_EQ((e.what + e.hint).find("S3cret"), std::string::npos) << e.what;
+    for (const char* key : {"password_env", "password_file", "password_prompt"}) {
+      EXPECT_NE(e.hint.find(key), std::string::npos) << key;
+    }
+    Plan p;
+    const KeyedError flag = keyed_error(
+        [&] { add_share_flag(p, fmt::format("a={},server_dir=/srv/a,medium=ram", url)); });
+    ASSERT_TRUE(flag.thrown) << url;
+    EXPECT_EQ(flag.kind, ErrorKind::kConfig) << url;
+    EXPECT_EQ(flag.key, "share a.url") << url;
+    EXPECT_EQ((flag.what + flag.hint).find("S3cret"), std::string::npos) << flag.what;
+  }
+}
+
+// What `diagnose --dry-run` must refuse before anything connects: each a
+// config error naming its key, with a fix.
+TEST(Plan, InputThatCannotBeRunIsAConfigErrorNamingItsKey) {
+  const std::string share = "[share a]\nserver_dir = /srv/a\nmedium = ram\nurl = ";
+  const std::string many_sizes = [] {
+    std::string v = "[disk]\nsizes = ";
+    for (int i = 0; i < 1'000'000; ++i) v += "1MB,";
+    return v + "\n";
+  }();
+  const std::pair<std::string, std::string> cases[] = {
+      {"[link]\nnominal = 99999999999999999999999gbit\n", "link.nominal"},
+      {share + "smb://h/s%zz\n", "share a.url"},
+      {share + "ftp://h:99999/s\n", "share a.url"},
+      {"[server]\nram_dir = /tmp/../../etc\n", "server.ram_dir"},
+      {"[client]\ndisk_dir = /var/./tmp\n", "client.disk_dir"},
+      {share.substr(0, share.find("server_dir")) + "server_dir = /srv/../etc\nurl = null:\n",
+       "share a.server_dir"},
+      {many_sizes, "disk.sizes"},
+      {"[protocol]\nsizes = " +
+           [] {
+             std::string v;
+             for (int i = 0; i <= kMaxSizes; ++i) v += "1MB,";
+             return v;
+           }() +
+           "\n",
+       "protocol.sizes"},
+  };
+  for (const auto& [text, key] : cases) {
+    const KeyedError e = plan_error(text);
+    ASSERT_TRUE(e.thrown) << key;
+    EXPECT_EQ(e.kind, ErrorKind::kConfig) << key << ": " << e.what;
+    EXPECT_EQ(e.key, key) << e.what;
+    EXPECT_FALSE(e.hint.empty()) << e.what;
+  }
+  // The caps are in the errors, so the user knows what fits.
+  EXPECT_NE(plan_error(many_sizes).what.find(std::to_string(kMaxSizes)), std::string::npos);
+  // Right at the caps a plan is taken.
+  std::string sizes;
+  for (int i = 0; i < kMaxSizes; ++i) sizes += "1MB,";
+  EXPECT_FALSE(plan_error("[disk]\nsizes = " + sizes + "\ncount = 10\n").thrown);
+  EXPECT_FALSE(plan_error("[server]\nram_dir = /dev/shm/a..b\n").thrown);  // a name, not ..
+}
+
+// The samples of a whole plan are capped too (64 sizes x 1000 files x 2
+// operations x 2 ends is 256000): the key behind most of them is named.
+TEST(Plan, SampleCountIsCappedNamingTheKeyBehindIt) {
+  std::string sizes;
+  for (int i = 0; i < kMaxSizes; ++i) sizes += "1MB,";
+  const KeyedError e = plan_error("[disk]\nsizes = " + sizes + "\ncount = 1000\n");
+  ASSERT_TRUE(e.thrown);
+  EXPECT_EQ(e.kind, ErrorKind::kConfig);
+  EXPECT_EQ(e.key, "disk.count");
+  EXPECT_NE(e.what.find(std::to_string(kMaxPlanSamples)), std::string::npos) << e.what;
+  int64_t total = 0;
+  for (const StageOutline& o :
+       plan_outline(parse_plan("[disk]\nsizes = " + sizes + "\ncount = 390\n", "p"))) {
+    total += o.samples;
+  }
+  ASSERT_LE(total, kMaxPlanSamples);
+  EXPECT_FALSE(plan_error("[disk]\nsizes = " + sizes + "\ncount = 390\n").thrown);
 }
 
 TEST(Plan, AfpOptionsAreCheckedWhenThePlanIsRead) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "core/cpu_message.h"
 #include "core/json_util.h"
@@ -110,17 +111,8 @@ Table build(const RunRecord& run) {
   return t;
 }
 
-std::string cell(const json::value* v) {
-  if (!v || v->is_null()) return {};
-  if (v->is_string()) return std::string(v->as_string());
-  if (v->is_bool()) return v->as_bool() ? "true" : "false";
-  if (v->is_double()) return fmt::format("{}", v->as_double());
-  return json::serialize(*v);
-}
-
-}  // namespace
-
-std::string csv_field(const std::string& s) {
+// RFC 4180: quoted when it holds a comma, quote, CR or LF.
+std::string quoted(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {
@@ -130,6 +122,28 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// A cell as CSV: JSON numbers and booleans as they are (a negative number
+// stays a number), everything else through csv_field.
+std::string cell(const json::value* v) {
+  if (!v || v->is_null()) return {};
+  if (v->is_string()) return csv_field(std::string(v->as_string()));
+  if (v->is_bool()) return v->as_bool() ? "true" : "false";
+  if (v->is_double()) return fmt::format("{}", v->as_double());
+  if (v->is_int64() || v->is_uint64()) return json::serialize(*v);
+  return csv_field(json::serialize(*v));  // an array, kept as compact JSON
+}
+
+}  // namespace
+
+std::string csv_field(const std::string& s) {
+  // What a spreadsheet reads as a formula: = + - @, or TAB or CR before one
+  // (OWASP, CSV injection). The ' makes it text; it shows in the cell.
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s.front()) != std::string_view::npos) {
+    return quoted("'" + s);
+  }
+  return quoted(s);
+}
+
 std::string export_csv(const RunRecord& run) {
   Table t = build(run);
   std::string out;
@@ -137,7 +151,7 @@ std::string export_csv(const RunRecord& run) {
   out += "\r\n";
   for (const auto& row : t.rows) {
     for (size_t i = 0; i < t.columns.size(); ++i) {
-      out += (i ? "," : "") + csv_field(cell(row.if_contains(t.columns[i])));
+      out += (i ? "," : "") + cell(row.if_contains(t.columns[i]));
     }
     out += "\r\n";
   }

@@ -22,7 +22,11 @@ std::string export_csv(const RunRecord& run);
 // report::degraded_facts(run).
 std::string export_json(const RunRecord& run);
 
-// One CSV field: quoted when it holds a comma, quote, CR or LF.
+// One CSV text field: prefixed with ' when it starts with = + - @ TAB or CR
+// (a spreadsheet would run it as a formula), then quoted when it holds a
+// comma, quote, CR or LF. Every text cell goes through it: labels, errors,
+// process names, details from the remote. Cells that are JSON numbers stay
+// numbers (-5 is written -5); a text cell "-5" becomes '-5.
 std::string csv_field(const std::string& s);
 
 }  // namespace cp::report

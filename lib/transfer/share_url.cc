@@ -4,6 +4,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -42,21 +43,46 @@ struct Url {
   }
 };
 
+// Whether the authority ("user:password@host") holds a non-empty password.
+bool has_password(std::string_view url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  const std::string_view rest = url.substr(scheme_end + 3);
+  const std::string_view auth = rest.substr(0, rest.find_first_of("/?#"));
+  const size_t at = auth.rfind('@');
+  if (at == std::string_view::npos) return false;
+  const size_t colon = auth.find(':');
+  return colon != std::string_view::npos && colon + 1 < at;
+}
+
+// A password in the URL would be kept wherever the URL is: the plan, the
+// database, every report and message. It is refused, whatever the scheme.
+[[noreturn]] void refuse_password(std::string_view url) {
+  throw Error(ErrorKind::kConfig, fmt::format("share URL '{}' carries a password", redact_url(url)),
+              "remove it from the URL and name where the share's password comes from: "
+              "password_env = VAR (an environment variable), password_file = FILE (yours, "
+              "chmod 600) or password_prompt = yes; on the command line "
+              "--share NAME=URL,password_env=VAR");
+}
+
 }  // namespace
 
+// The password runs from the first ':' after "://" to the last '@' of the
+// authority; in a malformed URL (a '/' inside the password) to the last '@'
+// at all, so an error message about it never shows the rest.
 std::string redact_url(std::string_view url) {
   const size_t scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) return std::string(url);
   const size_t auth_start = scheme_end + 3;
-  const size_t auth_end = url.find_first_of("/?#", auth_start);
-  const std::string_view auth = url.substr(auth_start, auth_end - auth_start);
-  const size_t at = auth.rfind('@');
-  if (at == std::string_view::npos) return std::string(url);
-  const size_t colon = auth.find(':');
+  const size_t auth_end = std::min(url.find_first_of("/?#", auth_start), url.size());
+  size_t at = url.substr(0, auth_end).rfind('@');
+  if (at == std::string_view::npos || at < auth_start) at = url.rfind('@');
+  if (at == std::string_view::npos || at < auth_start) return std::string(url);
+  const size_t colon = url.find(':', auth_start);
   if (colon == std::string_view::npos || colon > at) return std::string(url);
-  std::string out(url.substr(0, auth_start + colon + 1));
+  std::string out(url.substr(0, colon + 1));
   out += "***";
-  out += url.substr(auth_start + at);
+  out += url.substr(at);
   return out;
 }
 
@@ -65,6 +91,7 @@ std::string redact_url(std::string_view url) {
 // (curl keeps them literally), an empty port or host, port 0, a query or a
 // fragment.
 ShareUrl parse_share_url(std::string_view url) {
+  if (has_password(url)) refuse_password(url);  // before curl, whose errors say less
   const std::string text(url);
   Url u;
   const CURLUcode rc =
@@ -90,7 +117,7 @@ ShareUrl parse_share_url(std::string_view url) {
     bad_url(url, "has a query or fragment (? or #), which shares do not take");
   }
   s.user = u.get(url, CURLUPART_USER, CURLU_URLDECODE).value_or("");
-  s.password = u.get(url, CURLUPART_PASSWORD, CURLU_URLDECODE).value_or("");
+  if (!u.get(url, CURLUPART_PASSWORD, 0).value_or("").empty()) refuse_password(url);
   s.host = u.get(url, CURLUPART_HOST, CURLU_URLDECODE).value_or("");
   if (s.host.size() >= 2 && s.host.front() == '[' && s.host.back() == ']') {
     s.host = s.host.substr(1, s.host.size() - 2);  // an IPv6 literal
@@ -106,6 +133,10 @@ ShareUrl parse_share_url(std::string_view url) {
   }
   while (s.path.size() > 1 && s.path.back() == '/') s.path.pop_back();
   return s;
+}
+
+void check_share_url(std::string_view url) {
+  if (url.find("://") != std::string_view::npos) parse_share_url(url);
 }
 
 std::string percent_encode_path(std::string_view path) {
