@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -54,7 +55,10 @@ inline std::string hint_for(int code, const std::string& path) {
 class Db {
  public:
   // flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, or SQLITE_OPEN_READONLY.
-  Db(const std::string& path, int flags) : path_(path) {
+  // Or a URI (SQLITE_OPEN_URI) with the path it names.
+  explicit Db(const std::pair<std::string, int>& target) : Db(target.first, target.second) {}
+  Db(const std::string& path, int flags)
+      : path_((flags & SQLITE_OPEN_URI) ? uri_path(path) : path) {
     int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -71,6 +75,20 @@ class Db {
   Db& operator=(const Db&) = delete;
 
   sqlite3* get() const { return db_; }
+  // "file:/a%20b.db?immutable=1" -> "/a b.db", for messages.
+  static std::string uri_path(const std::string& uri) {
+    std::string out;
+    const size_t end = uri.find('?');
+    for (size_t i = 5; i < uri.size() && i < end; ++i) {
+      if (uri[i] == '%' && i + 2 < uri.size()) {
+        out += static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += uri[i];
+      }
+    }
+    return out;
+  }
   const std::string& path() const { return path_; }
 
   [[noreturn]] void fail(int rc, std::string_view what) const {

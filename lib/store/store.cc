@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -121,6 +123,33 @@ const std::string& checked_path(const std::string& path, Store::Access access) {
   return path;
 }
 
+// How a reader opens `path`: a WAL file whose -shm is missing in a directory
+// this user cannot write (another user's database, a read-only mount) cannot
+// get a -shm; it is opened immutable then, which is safe because no writer
+// is active (a writer keeps a -shm beside it).
+std::pair<std::string, int> reader_open(const std::string& path) {
+  char header[20] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const bool wal = f && std::fread(header, 1, sizeof header, f) == sizeof header &&
+                   header[18] == 2 && header[19] == 2;
+  if (f) std::fclose(f);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!wal || std::filesystem::exists(path + "-shm", ec) || ::access(dir.c_str(), W_OK) == 0) {
+    return {path, SQLITE_OPEN_READONLY};
+  }
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return {uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI};
+}
+
 [[noreturn]] void not_chokepoint(const std::string& path, const std::string& why) {
   throw Error(ErrorKind::kUsage, fmt::format("{} is not a chokepoint database: {}", path, why),
               "name the file `chokepoint diagnose` wrote with --db (left unchanged)");
@@ -140,9 +169,10 @@ int user_version(const Db& db) {
 }  // namespace store_detail
 
 Store::Impl::Impl(const std::string& path, Access access)
-    : db(checked_path(path, access), access == Access::kReadOnly
-                                         ? SQLITE_OPEN_READONLY
-                                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE),
+    : db(access == Access::kReadOnly
+             ? reader_open(checked_path(path, access))
+             : std::pair<std::string, int>{checked_path(path, access),
+                                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE}),
       read_only(access == Access::kReadOnly) {
   check_chokepoint(/*fresh_ok=*/!read_only);
   configure();
