@@ -179,6 +179,8 @@ const HostRecord* host(const RunRecord& r, const std::string& role) {
   return nullptr;
 }
 
+}  // namespace
+
 std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
   std::vector<EnvDiff> out;
   auto add = [&](const std::string& what, const std::string& va, const std::string& vb) {
@@ -197,6 +199,8 @@ std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
   for (auto& e : out) classify(e);
   return out;
 }
+
+namespace {
 
 std::string percent(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
 

@@ -163,6 +163,10 @@ inline constexpr const char* kCorrection = "holm";
 // the rows each one has.
 Comparison compare_runs(const RunRecord& a, const RunRecord& b);
 
+// What differs between the runs' plans and host facts (Comparison::env),
+// classified by kChangeRules; needs no stages (Store::load_run_header).
+std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b);
+
 // The verdict of one row from its corrected test, spread, delta and the
 // drift (exposed for tests).
 void judge_delta(RowDelta& d, const Drift& drift);

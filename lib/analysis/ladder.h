@@ -343,7 +343,8 @@ struct Headline {
   std::string cap;    // the capping row's label
   double cap_bytes_per_s = 0;
   std::optional<Finding> finding;  // the headline finding (report/ renders its sentence)
-  bool stages_ran = false;         // without a finding: whether any stage ran
+  std::string stored_text;  // without `finding`: the sentence as stored (history's summaries)
+  bool stages_ran = false;  // without a finding: whether any stage ran
 };
 Headline headline_of(const Analysis& a);
 

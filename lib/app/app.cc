@@ -33,6 +33,7 @@
 #include "app/signals.h"
 #include "app/terminal.h"
 #include "app/tune_command.h"
+#include "app/verdict_summary.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
@@ -542,6 +543,7 @@ int diagnose(const std::vector<std::string>& args) {
   // those judged above.
   const RunRecord ended = store.load_run(run_id);
   if (!verdict) verdict = analysis::analyze(ended);
+  store.put_verdicts(run_id, summarize_verdicts(*verdict));  // what `history` lists
   print_run(ended, *verdict, as_json);
   if (vm.count("html")) write_run_html(ended, *verdict, vm["html"].as<std::string>());
   if (vm.count("push")) return push_stored_run(ended, *verdict, vm["push"].as<std::string>(), rc);
@@ -664,56 +666,6 @@ int clean(const std::vector<std::string>& args) {
   return rc;
 }
 
-double parse_since(const std::string& s) {
-  // "7d", "12h" ago, or a date "2026-11-30".
-  if (!s.empty() && (s.back() == 'd' || s.back() == 'h')) {
-    try {
-      double n = std::stod(s.substr(0, s.size() - 1));
-      return wall_seconds() - n * (s.back() == 'd' ? 86400 : 3600);
-    } catch (const std::exception&) {
-    }
-  }
-  tm t{};
-  if (strptime(s.c_str(), "%Y-%m-%d", &t)) return double(timegm(&t));
-  throw Error(ErrorKind::kUsage, fmt::format("--since '{}' is not a date or an age", s),
-              "write --since 2026-11-01, --since 7d or --since 12h");
-}
-
-int history(const std::vector<std::string>& args) {
-  po::options_description desc("chokepoint history [options]");
-  desc.add_options()("help,h", "this help")("db", po::value<std::string>(), "SQLite database")(
-      "label", po::value<std::string>(), "only runs with this label")(
-      "host", po::value<std::string>(), "only runs whose server or client name contains this")(
-      "since", po::value<std::string>(), "only runs since a date (2026-11-01) or age (7d, 12h)")(
-      "limit", po::value<int64_t>()->default_value(50), "at most this many runs (1 or more)")(
-      "json", "print as JSON");
-  auto vm = parse(desc, args);
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
-  }
-  HistoryFilter f;
-  if (vm.count("label")) f.label = vm["label"].as<std::string>();
-  if (vm.count("host")) f.host = vm["host"].as<std::string>();
-  if (vm.count("since")) f.since = parse_since(vm["since"].as<std::string>());
-  const int64_t limit = vm["limit"].as<int64_t>();
-  if (limit < 1) {
-    throw Error(ErrorKind::kUsage, fmt::format("--limit {} is not a count of runs", limit),
-                "give --limit 1 or more (the default is 50)");
-  }
-  f.limit = static_cast<size_t>(limit);
-  Store::require_existing(db_path(vm));
-  Store store(db_path(vm));
-  auto rows = store.history(f);
-  // Each run's verdict from analysis, where every rule lives.
-  std::vector<analysis::Headline> verdicts;
-  for (const auto& r : rows)
-    verdicts.push_back(analysis::headline_of(analysis::analyze(store.load_run(r.id))));
-  std::cout << (vm.count("json") ? report::history_json(rows, verdicts)
-                                 : sanitize_text(report::history_text(rows, verdicts)));
-  return 0;
-}
-
 int show(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint show RUN [options]");
   desc.add_options()("help,h", "this help")("run", po::value<std::string>(), "run id or label")(
@@ -731,8 +683,7 @@ int show(const std::vector<std::string>& args) {
                 "name one: `chokepoint show latest`, an id "
                 "or a label from `chokepoint history`");
   }
-  Store::require_existing(db_path(vm));
-  Store store(db_path(vm));
+  Store store(db_path(vm), Store::Access::kReadOnly);
   const int64_t id = store.resolve(vm["run"].as<std::string>());
   const RunRecord run = store.load_run(id);
   const analysis::Analysis a = analysis::analyze(run);
@@ -751,6 +702,10 @@ int compare_to_stdout(const std::vector<std::string>& args) {
 int export_to_stdout(const std::vector<std::string>& args) {
   return export_command(args, std::cout);
 }
+int history_to_stdout(const std::vector<std::string>& args) {
+  return history_command(args, std::cout);
+}
+int prune_to_stdout(const std::vector<std::string>& args) { return prune_command(args, std::cout); }
 
 // The commands: the usage text, the dispatch and "did you mean" all come from
 // this one table (ninja's tool table does the same; struct Command is in
@@ -761,11 +716,14 @@ const Command kCommands[] = {
      "measure disk, TCP and the protocols between a server and a client, store "
      "and judge it",
      diagnose},
-    {"history", "", "list stored runs with their verdicts", history},
+    {"history", "", "list stored runs with their verdicts; --trend PATH: one path over the runs",
+     history_to_stdout},
     {"show", "RUN", "print a stored run's report (RUN: id, label, or \"latest\")", show},
     {"compare", "A B", "hold run B against run A: what changed, whether it is real, what differs",
      compare_to_stdout},
     {"export", "RUN", "every sample of a run as CSV or JSON", export_to_stdout},
+    {"prune", "", "remove old runs (--before DATE, --keep N) and reclaim their space",
+     prune_to_stdout},
     {"clean", "HOST...", "remove run directories that killed agents left on those hosts", clean},
     {"lab", "up|status|throttle|down", "the built-in two-host lab (network namespaces)",
      lab::run_lab_command},

@@ -8,18 +8,26 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
+#include <memory>
+#include <optional>
 
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
 #include "app/help.h"
+#include "app/trend.h"
+#include "app/verdict_summary.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "report/compare_report.h"
 #include "report/export.h"
 #include "report/html.h"
 #include "report/openmetrics.h"
+#include "report/report.h"
 #include "store/store.h"
 
 namespace cp::app {
@@ -44,6 +52,37 @@ std::string db_path(const po::variables_map& vm) {
 }
 
 bool to_tty(const std::ostream& out) { return (&out == &std::cout) && ::isatty(1) == 1; }
+
+// A date "2026-11-30" (UTC midnight), Unix seconds; nullopt when it is not one.
+std::optional<double> parse_date(const std::string& s) {
+  tm t{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%d", &t);
+  if (!end || *end != '\0') return std::nullopt;
+  return double(timegm(&t));
+}
+
+double parse_since(const std::string& s) {
+  // "7d", "12h" ago, or a date "2026-11-30".
+  if (!s.empty() && (s.back() == 'd' || s.back() == 'h')) {
+    try {
+      double n = std::stod(s.substr(0, s.size() - 1));
+      return wall_seconds() - n * (s.back() == 'd' ? 86400 : 3600);
+    } catch (const std::exception&) {
+    }
+  }
+  if (auto d = parse_date(s)) return *d;
+  throw Error(ErrorKind::kUsage, fmt::format("--since '{}' is not a date or an age", s),
+              "write --since 2026-11-01, --since 7d or --since 12h");
+}
+
+int trend(const Store& store, VerdictRefresher& refresher, const po::variables_map& vm,
+          std::ostream& out) {
+  const Trend t = build_trend(store, refresher, vm["trend"].as<std::string>(),
+                              vm.count("host") ? vm["host"].as<std::string>() : "");
+  if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), trend_html(t));
+  out << trend_text(t);
+  return 0;
+}
 
 }  // namespace
 
@@ -106,8 +145,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
                 "name them by id or label: `chokepoint compare before after`; "
                 "`chokepoint history` lists them");
   }
-  Store::require_existing(db_path(vm));
-  Store store(db_path(vm));
+  const Store store(db_path(vm), Store::Access::kReadOnly);
   const int64_t ida = store.resolve(runs[0]), idb = store.resolve(runs[1]);
   if (ida == idb) {
     throw Error(ErrorKind::kUsage,
@@ -123,6 +161,116 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   } else {  // remote strings (facts, Samba config) escaped, as in `show` (core/text.h)
     out << report::compare_text(analysis::compare_runs(sanitized_run(a), sanitized_run(b)),
                                 {to_tty(out)});
+  }
+  return 0;
+}
+
+int history_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc(
+      "chokepoint history [options]\n\n"
+      "Lists stored runs, newest first, with their verdicts; --trend PATH follows one path\n"
+      "(\"smb ram read\", \"server -> client\") over the runs between the same hosts");
+  desc.add_options()("help,h", "this help")("db", po::value<std::string>(), "SQLite database")(
+      "label", po::value<std::string>(), "only runs with this label")(
+      "host", po::value<std::string>(), "only runs whose server or client name contains this")(
+      "since", po::value<std::string>(), "only runs since a date (2026-11-01) or age (7d, 12h)")(
+      "limit", po::value<int64_t>()->default_value(50), "at most this many runs (1 or more)")(
+      "json", "print as JSON")("trend", po::value<std::string>(),
+                               "the capping layer and figure of PATH over the runs, and what "
+                               "changed between them")(
+      "html", po::value<std::string>(), "with --trend: also write a self-contained HTML page");
+  auto vm = parse(desc, args, {});
+  if (vm.count("help")) {
+    out << desc;
+    return 0;
+  }
+  if (vm.count("html") && !vm.count("trend")) {
+    throw Error(ErrorKind::kUsage, "--html draws a trend: it needs --trend PATH",
+                "write `chokepoint history --trend \"smb ram read\" --html trend.html`");
+  }
+  HistoryFilter f;
+  if (vm.count("label")) f.label = vm["label"].as<std::string>();
+  if (vm.count("host")) f.host = vm["host"].as<std::string>();
+  if (vm.count("since")) f.since = parse_since(vm["since"].as<std::string>());
+  const int64_t limit = vm["limit"].as<int64_t>();
+  if (limit < 1) {
+    throw Error(ErrorKind::kUsage, fmt::format("--limit {} is not a count of runs", limit),
+                "give --limit 1 or more (the default is 50)");
+  }
+  f.limit = static_cast<size_t>(limit);
+  const Store store(db_path(vm), Store::Access::kReadOnly);
+  VerdictRefresher refresher(store);
+  if (vm.count("trend")) return trend(store, refresher, vm, out);
+  std::vector<RunListRow> rows = store.history(f);
+  // Each run's stored verdict; one an older analysis wrote is derived again.
+  refresher.refresh(rows);
+  std::vector<analysis::Headline> verdicts;
+  for (const auto& r : rows) verdicts.push_back(headline_of(r));
+  out << (vm.count("json") ? report::history_json(rows, verdicts)
+                           : report::history_text(rows, verdicts));
+  return 0;
+}
+
+int prune_command(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc(
+      "chokepoint prune (--before DATE | --keep N) [options]\n\n"
+      "Removes stored runs older than a date or beyond the newest N (with both: runs that are\n"
+      "both), then reclaims their space. Labelled runs and runs a stored tune session names\n"
+      "stay unless asked; a run still running always stays");
+  desc.add_options()("help,h", "this help")("db", po::value<std::string>(), "SQLite database")(
+      "before", po::value<std::string>(), "remove runs started before DATE (2026-06-01, UTC)")(
+      "keep", po::value<int64_t>(), "keep the newest N runs, remove older ones")(
+      "labelled", "remove labelled runs too")("tune-runs",
+                                              "remove runs a stored tune session names too")(
+      "dry-run", "list what would be removed, change nothing");
+  auto vm = parse(desc, args, {});
+  if (vm.count("help")) {
+    out << desc;
+    return 0;
+  }
+  PruneFilter f;
+  if (vm.count("before")) {
+    const std::string d = vm["before"].as<std::string>();
+    const auto t = parse_date(d);
+    if (!t) {
+      throw Error(ErrorKind::kUsage, fmt::format("--before '{}' is not a date", d),
+                  "write the date as YYYY-MM-DD: --before 2026-06-01");
+    }
+    f.before = *t;
+  }
+  if (vm.count("keep")) {
+    const int64_t n = vm["keep"].as<int64_t>();
+    if (n < 1) {
+      throw Error(ErrorKind::kUsage, fmt::format("--keep {} is not a count of runs", n),
+                  "give --keep 1 or more");
+    }
+    f.keep = static_cast<size_t>(n);
+  }
+  if (f.before <= 0 && f.keep == 0) {
+    throw Error(ErrorKind::kUsage, "prune needs --before DATE or --keep N",
+                "e.g. `chokepoint prune --keep 100 --dry-run` to see what would go");
+  }
+  f.labelled = vm.count("labelled") > 0;
+  f.tune_runs = vm.count("tune-runs") > 0;
+  const bool dry = vm.count("dry-run") > 0;
+  const std::string path = db_path(vm);
+  // A dry run only reads; neither creates a database.
+  Store::require_existing(path);
+  Store store(path, dry ? Store::Access::kReadOnly : Store::Access::kReadWrite);
+  const PruneResult r = store.prune(f, dry);
+  for (const RunListRow& run : r.removed) {
+    out << fmt::format("{} run {:>5}  {}  {}  {} -> {}{}\n", dry ? "would remove" : "removed",
+                       run.id, iso_time(run.started_at), run.status, run.server, run.client,
+                       run.label.empty() ? "" : "  \"" + run.label + "\"");
+  }
+  if (dry) {
+    out << fmt::format("{} runs would be removed from {} ({} now); nothing changed\n",
+                       r.removed.size(), path, format_size(r.bytes_before));
+  } else {
+    out << fmt::format(
+        "removed {} runs from {}: {} -> {} ({} reclaimed)\n", r.removed.size(), path,
+        format_size(r.bytes_before), format_size(r.bytes_after),
+        format_size(r.bytes_before > r.bytes_after ? r.bytes_before - r.bytes_after : 0));
   }
   return 0;
 }
@@ -154,8 +302,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
                 fmt::format("--format '{}' is not csv, json or openmetrics", format),
                 "write --format csv, --format json or --format openmetrics");
   }
-  Store::require_existing(db_path(vm));
-  Store store(db_path(vm));
+  const Store store(db_path(vm), Store::Access::kReadOnly);
   const RunRecord run = store.load_run(store.resolve(vm["run"].as<std::string>()));
   const std::string text = format == "csv" ? report::export_csv(run)
                            : format == "json"

@@ -1,4 +1,5 @@
-// The reporting commands over stored runs: `compare`, `export`, and the
+// The reporting commands over stored runs: `history`, `compare`, `export`,
+// `prune`, and the
 // HTML file that `show --html` and `diagnose --html` write. Each command
 // writes its report to `out` and returns the exit code; bad arguments and
 // missing runs throw cp::Error (kUsage), unwritable files Error (kIo).
@@ -16,6 +17,13 @@ namespace cp::app {
 
 // chokepoint compare A B [--db F] [--json] [--html FILE]
 int compare_command(const std::vector<std::string>& args, std::ostream& out);
+
+// chokepoint history [--db F] [--label L] [--host H] [--since D] [--limit N] [--json]
+//                   [--trend PATH [--html FILE]]
+int history_command(const std::vector<std::string>& args, std::ostream& out);
+
+// chokepoint prune (--before DATE | --keep N) [--labelled] [--tune-runs] [--dry-run] [--db F]
+int prune_command(const std::vector<std::string>& args, std::ostream& out);
 
 // chokepoint export RUN [--format csv|json] [--db F] [--output FILE]
 int export_command(const std::vector<std::string>& args, std::ostream& out);

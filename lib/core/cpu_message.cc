@@ -5,6 +5,9 @@
 
 #include <limits>
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include "core/error.h"
 
 namespace cp::msg {
@@ -134,28 +137,39 @@ CpuSummary cpu_summary_from_peer(const json::value& v, std::string_view what) {
   return cpu_summary_from_json(v);
 }
 
+double round_sig(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, kCpuDigits);
+  double out = v;
+  std::from_chars(buf, r.ptr, out);
+  return out;
+}
+
 json::value to_json(const CpuSummary& s) {
+  // Every figure at kCpuDigits significant digits (see the header).
+  auto r = round_sig;
   json::array cores, cores_max, top;
-  for (double v : s.core_busy_pct) cores.push_back(v);
-  for (double v : s.core_busy_max_pct) cores_max.push_back(v);
+  for (double v : s.core_busy_pct) cores.push_back(r(v));
+  for (double v : s.core_busy_max_pct) cores_max.push_back(r(v));
   for (const auto& p : s.top) {
     top.push_back(json::object{{"pid", p.pid},
                                {"comm", p.comm},
-                               {"cpu_pct", p.cpu_pct},
-                               {"cpu_limit_pct", p.cpu_limit_pct},
+                               {"cpu_pct", r(p.cpu_pct)},
+                               {"cpu_limit_pct", r(p.cpu_limit_pct)},
                                {"other_netns", p.other_netns},
                                {"role", p.role},
-                               {"top_thread_pct", p.top_thread_pct},
+                               {"top_thread_pct", r(p.top_thread_pct)},
                                {"threads", p.threads},
-                               {"wait_pct", p.wait_pct},
-                               {"throttled_pct", p.throttled_pct}});
+                               {"wait_pct", r(p.wait_pct)},
+                               {"throttled_pct", r(p.throttled_pct)}});
   }
-  return json::object{{"seconds", s.seconds},           {"core_busy_pct", cores},
-                      {"core_busy_max_pct", cores_max}, {"total_busy_pct", s.total_busy_pct},
-                      {"sys_pct", s.sys_pct},           {"softirq_pct", s.softirq_pct},
-                      {"agent_pct", s.agent_pct},       {"server_pct", s.server_pct},
-                      {"kernel_pct", s.kernel_pct},     {"other_pct", s.other_pct},
-                      {"own_wait_pct", s.own_wait_pct}, {"top", top}};
+  return json::object{{"seconds", r(s.seconds)},           {"core_busy_pct", cores},
+                      {"core_busy_max_pct", cores_max},    {"total_busy_pct", r(s.total_busy_pct)},
+                      {"sys_pct", r(s.sys_pct)},           {"softirq_pct", r(s.softirq_pct)},
+                      {"agent_pct", r(s.agent_pct)},       {"server_pct", r(s.server_pct)},
+                      {"kernel_pct", r(s.kernel_pct)},     {"other_pct", r(s.other_pct)},
+                      {"own_wait_pct", r(s.own_wait_pct)}, {"top", top}};
 }
 
 CpuSummary cpu_summary_from_json(const json::value& v) {

@@ -61,9 +61,14 @@ struct CpuSummary {
   std::vector<ProcLoad> top;
 };
 
-// The codec. from_json is lenient: a field an older agent did not send keeps its
-// default, so stored runs stay readable.
+// The codec. to_json writes every figure at kCpuDigits significant digits: the
+// precision reports show (98.5 %, 0.1234 s), and a sixth of the bytes of the
+// 17 digits a double needs, in each sample stored. from_json is lenient: a field an older agent did
+// not send keeps its default, so stored runs stay readable.
+inline constexpr int kCpuDigits = 4;
 boost::json::value to_json(const CpuSummary& s);
+// `v` at kCpuDigits significant digits (the nearest double to that decimal).
+double round_sig(double v);
 CpuSummary cpu_summary_from_json(const boost::json::value& v);
 // The same from the peer (an agent's reply; `what` names it in errors): a
 // field of the wrong type, a missing "seconds", "total_busy_pct" or "top", or

@@ -429,6 +429,7 @@ std::string finding_sentence(const Finding& f) { return render(f, false); }
 
 std::string headline_text(const analysis::Headline& h) {
   if (h.finding) return finding_text(*h.finding);
+  if (!h.stored_text.empty()) return h.stored_text;
   return h.stages_ran ? "No stage produced samples, so there is no verdict."
                       : "No stage ran, so there is no verdict.";
 }

@@ -6,29 +6,34 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
-#include "core/stats.h"
+#include "store/store_impl.h"
 
 namespace cp::embedded {
 extern const std::string_view sqlite_0001_init;
+extern const std::string_view sqlite_0002_compact_and_verdicts;
 }  // namespace cp::embedded
 
 namespace cp {
 namespace {
+
+using store_detail::Db;
+using store_detail::Stmt;
+using store_detail::Txn;
 
 struct Migration {
   int version;
@@ -39,44 +44,40 @@ struct Migration {
 // of one already released.
 const Migration kMigrations[] = {
     {1, embedded::sqlite_0001_init},
+    {2, embedded::sqlite_0002_compact_and_verdicts},
 };
 
-constexpr int kKnownVersion = 1;
+constexpr int kKnownVersion = 2;
 
-// 5 s: long enough for another process's short write transaction.
-constexpr int kBusyTimeoutMs = 5000;
-
-std::string hint_for(int code, const std::string& path) {
-  switch (code & 0xff) {
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return fmt::format(
-          "check that the directory of {} is writable, or choose another file with --db", path);
-    case SQLITE_NOTADB:
-    case SQLITE_CORRUPT:
-      return fmt::format(
-          "{} is not a chokepoint database or is damaged: choose another file with --db", path);
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return "another process holds the database: wait for it to finish, or use --db with another "
-             "file";
-    case SQLITE_FULL:
-      return "free space on the file system holding the database, or choose another file with --db";
-    case SQLITE_IOERR:
-      return "check the disk holding the database (dmesg), or choose another file with --db";
-    default:
-      return "choose another file with --db";
-  }
-}
-
-// Who writes runs opened by this process.
-struct Owner {
-  std::string host = host_name();
-  int64_t pid = getpid();
-  int64_t start = process_start_ticks(getpid()).value_or(0);
-  std::string boot = boot_id();
+// The tables and columns each schema version has: what a file must hold to
+// be read as a chokepoint database of that version.
+struct TableColumns {
+  int since;
+  const char* table;
+  std::vector<const char*> columns;
+};
+const TableColumns kTables[] = {
+    {1,
+     "runs",
+     {"id", "label", "status", "error", "started_at", "finished_at", "server", "client",
+      "plan_json", "version", "owner_host", "owner_pid", "owner_start", "owner_boot"}},
+    {1, "hosts", {"run_id", "role", "address", "facts_json"}},
+    {1,
+     "stages",
+     {"id", "run_id", "layer", "location", "status", "error", "params_json", "started_at",
+      "finished_at"}},
+    {1,
+     "samples",
+     {"id", "stage_id", "run_id", "seq", "op", "size", "bytes", "seconds", "started_at",
+      "cache_possible", "error", "details_json", "cpu_json"}},
+    {2, "samples", {"cpu_packed", "props_idx"}},
+    {2, "runs", {"analysis_version", "headline"}},
+    {2, "cpu_procs", {"run_id", "idx", "pid", "comm", "role", "other_netns"}},
+    {2, "sample_props", {"run_id", "idx", "json"}},
+    {2,
+     "verdicts",
+     {"run_id", "seq", "path", "layer", "cap", "cap_label", "figure", "ratio", "ratio_lo",
+      "ratio_hi", "reason", "lower_bound", "headline"}},
 };
 
 bool is_final_stage_status(const std::string& s) {
@@ -90,153 +91,6 @@ bool is_final_run_status(const std::string& s) {
 int64_t to_i64(uint64_t v) {
   CP_CHECK(v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
   return static_cast<int64_t>(v);
-}
-
-// A connection, its path (for messages) and error conversion.
-class Db {
- public:
-  explicit Db(const std::string& path) : path_(path) {
-    int rc =
-        sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
-    if (rc != SQLITE_OK) {
-      std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      sqlite3_close_v2(db_);
-      db_ = nullptr;
-      throw Error(ErrorKind::kIo, fmt::format("cannot open database {}: {}", path, msg),
-                  hint_for(rc, path));
-    }
-    sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-  }
-  ~Db() { sqlite3_close_v2(db_); }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  sqlite3* get() const { return db_; }
-  const std::string& path() const { return path_; }
-
-  [[noreturn]] void fail(int rc, std::string_view what) const {
-    throw Error(ErrorKind::kIo,
-                fmt::format("database {}: {}: {}", path_, what, sqlite3_errmsg(db_)),
-                hint_for(rc, path_));
-  }
-
-  // Runs one or more statements that return no rows we need.
-  void exec(const std::string& sql, std::string_view what) const {
-    char* err = nullptr;
-    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
-    if (rc != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errstr(rc);
-      sqlite3_free(err);
-      throw Error(ErrorKind::kIo, fmt::format("database {}: {}: {}", path_, what, msg),
-                  hint_for(rc, path_));
-    }
-  }
-
- private:
-  std::string path_;
-  sqlite3* db_ = nullptr;
-};
-
-// A prepared statement kept for the Store's lifetime.
-class Stmt {
- public:
-  Stmt(const Db& db, const char* sql) : db_(db) {
-    int rc = sqlite3_prepare_v3(db.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &s_, nullptr);
-    if (rc != SQLITE_OK) db.fail(rc, "preparing a statement");
-  }
-  ~Stmt() { sqlite3_finalize(s_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  // One use: binds, steps, and on destruction resets (ending the implicit
-  // transaction, which in WAL mode would otherwise pin a snapshot).
-  class Use {
-   public:
-    explicit Use(Stmt& st) : st_(st) {}
-    ~Use() {
-      sqlite3_reset(st_.s_);
-      sqlite3_clear_bindings(st_.s_);
-    }
-    Use(const Use&) = delete;
-    Use& operator=(const Use&) = delete;
-
-    Use& bind(int i, int64_t v) {
-      check(sqlite3_bind_int64(st_.s_, i, v));
-      return *this;
-    }
-    Use& bind(int i, int v) { return bind(i, static_cast<int64_t>(v)); }
-    Use& bind(int i, double v) {
-      check(sqlite3_bind_double(st_.s_, i, v));
-      return *this;
-    }
-    Use& bind(int i, const std::string& v) {
-      check(sqlite3_bind_text64(st_.s_, i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
-      return *this;
-    }
-    Use& bind(int i, const char* v) { return bind(i, std::string(v)); }
-    // true: a row is ready; false: done (a write is then committed unless
-    // inside an explicit transaction).
-    bool step() {
-      int rc = sqlite3_step(st_.s_);
-      if (rc == SQLITE_ROW) return true;
-      if (rc == SQLITE_DONE) return false;
-      st_.db_.fail(rc, "executing a statement");
-    }
-    // Runs a statement that returns no rows.
-    void run() {
-      bool row = step();
-      CP_CHECK(!row);
-    }
-    int64_t i64(int col) const { return sqlite3_column_int64(st_.s_, col); }
-    double real(int col) const { return sqlite3_column_double(st_.s_, col); }
-    std::string text(int col) const {
-      const unsigned char* p = sqlite3_column_text(st_.s_, col);
-      if (!p) return {};
-      return std::string(reinterpret_cast<const char*>(p),
-                         static_cast<size_t>(sqlite3_column_bytes(st_.s_, col)));
-    }
-
-   private:
-    void check(int rc) {
-      if (rc != SQLITE_OK) st_.db_.fail(rc, "binding a value");
-    }
-    Stmt& st_;
-  };
-
- private:
-  const Db& db_;
-  sqlite3_stmt* s_ = nullptr;
-};
-
-// An explicit transaction: rolled back unless committed.
-class Txn {
- public:
-  // immediate: take the write lock now (so a read-then-write cannot fail
-  // with SQLITE_BUSY halfway); otherwise a read snapshot.
-  Txn(const Db& db, bool immediate) : db_(db) {
-    db_.exec(immediate ? "BEGIN IMMEDIATE" : "BEGIN", "starting a transaction");
-  }
-  ~Txn() {
-    if (open_) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  Txn(const Txn&) = delete;
-  Txn& operator=(const Txn&) = delete;
-  void commit() {
-    db_.exec("COMMIT", "committing");
-    open_ = false;
-  }
-
- private:
-  const Db& db_;
-  bool open_ = true;
-};
-
-int user_version(const Db& db) {
-  Stmt st(db, "PRAGMA user_version");
-  Stmt::Use q(st);
-  CP_CHECK(q.step());
-  return static_cast<int>(q.i64(0));
 }
 
 void create_parent_dirs(const std::string& path) {
@@ -253,190 +107,309 @@ void create_parent_dirs(const std::string& path) {
   }
 }
 
+const std::string& checked_path(const std::string& path, Store::Access access) {
+  if (path.empty()) {
+    throw Error(ErrorKind::kUsage, "empty database path", "pass --db FILE or leave --db out");
+  }
+  if (std::filesystem::is_directory(path)) {
+    throw Error(ErrorKind::kIo, fmt::format("database path {} is a directory", path),
+                "name a file with --db, e.g. --db " + path + "/chokepoint.db");
+  }
+  if (access == Store::Access::kReadOnly) {
+    Store::require_existing(path);
+  } else {
+    create_parent_dirs(path);
+  }
+  return path;
+}
+
+// How a reader opens `path`: a WAL file whose -shm is missing in a directory
+// this user cannot write (another user's database, a read-only mount) cannot
+// get a -shm; it is opened immutable then, which is safe because no writer
+// is active (a writer keeps a -shm beside it).
+std::pair<std::string, int> reader_open(const std::string& path) {
+  char header[20] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const bool wal = f && std::fread(header, 1, sizeof header, f) == sizeof header &&
+                   header[18] == 2 && header[19] == 2;
+  if (f) std::fclose(f);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!wal || std::filesystem::exists(path + "-shm", ec) || ::access(dir.c_str(), W_OK) == 0) {
+    return {path, SQLITE_OPEN_READONLY};
+  }
+  std::string uri = "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_') {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return {uri + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI};
+}
+
+[[noreturn]] void not_chokepoint(const std::string& path, const std::string& why) {
+  throw Error(ErrorKind::kUsage, fmt::format("{} is not a chokepoint database: {}", path, why),
+              "name the file `chokepoint diagnose` wrote with --db (left unchanged)");
+}
+
 }  // namespace
 
-struct Store::Impl {
-  explicit Impl(const std::string& path) : db(open(path)) {
-    configure();
-    migrate();
-    prepare();
-    if (sqlite3_db_readonly(db.get(), "main") != 1) mark_dead_runs();
-  }
+namespace store_detail {
 
-  static const std::string& open(const std::string& path) {
-    if (path.empty()) {
-      throw Error(ErrorKind::kUsage, "empty database path", "pass --db FILE or leave --db out");
-    }
-    if (std::filesystem::is_directory(path)) {
-      throw Error(ErrorKind::kIo, fmt::format("database path {} is a directory", path),
-                  "name a file with --db, e.g. --db " + path + "/chokepoint.db");
-    }
-    create_parent_dirs(path);
-    return path;
-  }
+int user_version(const Db& db) {
+  Stmt st(db, "PRAGMA user_version");
+  Stmt::Use q(st);
+  CP_CHECK(q.step());
+  return static_cast<int>(q.i64(0));
+}
 
-  void configure() {
-    db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
-    // The first read of the file: "file is not a database" shows here.
-    db.exec("PRAGMA journal_mode = WAL", "reading it");
-    db.exec("PRAGMA synchronous = NORMAL", "setting synchronous");
-  }
+}  // namespace store_detail
 
-  void migrate() {
-    int v = user_version(db);
-    check_not_newer(v);
-    for (const Migration& m : kMigrations) {
-      if (m.version <= v) continue;
-      Txn txn(db, /*immediate=*/true);
-      // Another process may have migrated while we waited for the lock.
-      v = user_version(db);
-      check_not_newer(v);
-      if (m.version > v) {
-        db.exec(std::string(m.sql), fmt::format("applying schema migration {}", m.version));
-        db.exec(fmt::format("PRAGMA user_version = {}", m.version), "recording schema version");
-        v = m.version;
-      }
-      txn.commit();
-    }
-  }
+Store::Impl::Impl(const std::string& path, Access access)
+    : db(access == Access::kReadOnly
+             ? reader_open(checked_path(path, access))
+             : std::pair<std::string, int>{checked_path(path, access),
+                                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE}),
+      read_only(access == Access::kReadOnly) {
+  check_chokepoint(/*fresh_ok=*/!read_only);
+  configure();
+  if (!read_only) migrate();
+  schema = user_version(db);
+  prepare();
+  if (!read_only && sqlite3_db_readonly(db.get(), "main") != 1) mark_dead_runs();
+}
 
-  void check_not_newer(int v) const {
-    if (v > kKnownVersion) {
-      throw Error(ErrorKind::kIo,
-                  fmt::format("database schema {} of {} is newer than this chokepoint (knows {})",
-                              v, db.path(), kKnownVersion),
-                  "upgrade chokepoint or use --db with another file");
-    }
+void Store::Impl::check_chokepoint(bool fresh_ok) {
+  int v = 0;
+  std::map<std::string, std::vector<std::string>> columns;
+  try {
+    v = user_version(db);
+    Stmt st(db,
+            "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p"
+            " WHERE m.type = 'table'");
+    Stmt::Use q(st);
+    while (q.step()) columns[q.text(0)].push_back(q.text(1));
+  } catch (const Error& e) {
+    const int rc = sqlite3_errcode(db.get()) & 0xff;
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+      not_chokepoint(db.path(), "not an SQLite file");
+    throw;
   }
-
-  void prepare() {
-    auto make = [&](const char* sql) { return std::make_unique<Stmt>(db, sql); };
-    insert_run = make(
-        "INSERT INTO runs (label, status, started_at, server, client, plan_json, version,"
-        " owner_host, owner_pid, owner_start, owner_boot)"
-        " VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
-    upsert_host = make(
-        "INSERT INTO hosts (run_id, role, address, facts_json) VALUES (?1, ?2, ?3, ?4)"
-        " ON CONFLICT (run_id, role) DO UPDATE SET address = excluded.address,"
-        " facts_json = excluded.facts_json");
-    insert_stage = make(
-        "INSERT INTO stages (run_id, layer, location, status, params_json, started_at)"
-        " VALUES (?1, ?2, ?3, 'running', ?4, ?5)");
-    // run_id comes from the stage, so the two cannot disagree; no row is
-    // inserted for an unknown stage.
-    insert_sample = make(
-        "INSERT INTO samples (stage_id, run_id, seq, op, size, bytes, seconds, started_at,"
-        " cache_possible, error, details_json, cpu_json)"
-        " SELECT ?1, run_id, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 FROM stages WHERE id = ?1");
-    finish_stage =
-        make("UPDATE stages SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1");
-    finish_run = make("UPDATE runs SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1");
-    interrupt_stages = make(
-        "UPDATE stages SET status = 'interrupted', error = ?2,"
-        " finished_at = COALESCE((SELECT MAX(s.started_at + s.seconds) FROM samples s"
-        "   WHERE s.stage_id = stages.id), ?3, started_at)"
-        " WHERE run_id = ?1 AND status = 'running'");
-    select_history = make(
-        "SELECT id, label, status, server, client, started_at, COALESCE(finished_at, 0)"
-        " FROM runs"
-        " WHERE (?1 = '' OR label = ?1)"
-        "   AND (?2 = '' OR instr(lower(server), lower(?2)) > 0"
-        "        OR instr(lower(client), lower(?2)) > 0)"
-        "   AND started_at >= ?3"
-        " ORDER BY started_at DESC, id DESC LIMIT ?4");
-    select_run = make(
-        "SELECT id, label, status, error, started_at, COALESCE(finished_at, 0), server, client,"
-        " plan_json, version FROM runs WHERE id = ?1");
-    select_hosts =
-        make("SELECT role, address, facts_json FROM hosts WHERE run_id = ?1 ORDER BY rowid");
-    select_stages = make(
-        "SELECT id, run_id, layer, location, status, error, params_json, started_at,"
-        " COALESCE(finished_at, 0) FROM stages WHERE run_id = ?1 ORDER BY id");
-    select_samples = make(
-        "SELECT id, stage_id, seq, op, size, bytes, seconds, started_at, cache_possible, error,"
-        " details_json, cpu_json FROM samples WHERE stage_id = ?1 ORDER BY seq, id");
-    select_latest = make("SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT 1");
-    select_by_id = make("SELECT id FROM runs WHERE id = ?1");
-    select_by_label =
-        make("SELECT id FROM runs WHERE label = ?1 ORDER BY started_at DESC, id DESC LIMIT 1");
+  if (v > kKnownVersion) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("database schema {} of {} is newer than this chokepoint (knows {})", v,
+                            db.path(), kKnownVersion),
+                "upgrade chokepoint or use --db with another file");
   }
-
-  bool owner_alive(int64_t pid, int64_t start, const std::string& boot) const {
-    if (!boot.empty() && !owner.boot.empty() && boot != owner.boot) return false;  // rebooted
-    std::optional<int64_t> ticks = process_start_ticks(pid);
-    return ticks && *ticks == start;
+  if (v == 0) {
+    if (fresh_ok && columns.empty()) return;  // a new file: migrate() creates the tables
+    not_chokepoint(db.path(), columns.empty() ? "it holds no tables"
+                                              : "it holds other tables (no schema version)");
   }
-
-  // Runs of this host left "running" by a process that is gone.
-  void mark_dead_runs() {
-    std::vector<std::pair<int64_t, int64_t>> dead;  // run id, pid
-    {
-      Stmt st(db,
-              "SELECT id, owner_pid, owner_start, owner_boot FROM runs"
-              " WHERE status = 'running' AND owner_host = ?1");
-      Stmt::Use q(st);
-      q.bind(1, owner.host);
-      while (q.step()) {
-        if (!owner_alive(q.i64(1), q.i64(2), q.text(3))) dead.emplace_back(q.i64(0), q.i64(1));
+  for (const TableColumns& t : kTables) {
+    if (t.since > v) continue;
+    auto it = columns.find(t.table);
+    if (it == columns.end()) not_chokepoint(db.path(), fmt::format("it has no table {}", t.table));
+    for (const char* c : t.columns) {
+      if (std::find(it->second.begin(), it->second.end(), std::string(c)) == it->second.end()) {
+        not_chokepoint(db.path(), fmt::format("table {} has no column {}", t.table, c));
       }
     }
-    if (dead.empty()) return;
-    Stmt mark(db,
-              "UPDATE runs SET status = 'interrupted', error = ?2,"
-              " finished_at = COALESCE((SELECT MAX(s.started_at + s.seconds) FROM samples s"
-              "   WHERE s.run_id = runs.id), started_at)"
-              " WHERE id = ?1 AND status = 'running'");
+  }
+}
+
+void Store::Impl::configure() {
+  db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
+  if (read_only) return;  // a reader changes nothing, not even the journal mode
+  db.exec("PRAGMA journal_mode = WAL", "reading it");
+  db.exec("PRAGMA synchronous = NORMAL", "setting synchronous");
+}
+
+void Store::Impl::migrate() {
+  int v = user_version(db);
+  for (const Migration& m : kMigrations) {
+    if (m.version <= v) continue;
     Txn txn(db, /*immediate=*/true);
-    for (auto [id, pid] : dead) {
-      {
-        Stmt::Use q(mark);
-        q.bind(1, id).bind(2,
-                           fmt::format("chokepoint (pid {}) ended before the run finished", pid));
-        q.run();
-      }
-      // ?3 unbound: a stage without samples ends when it began, the last
-      // thing known of it.
-      Stmt::Use q(*interrupt_stages);
-      q.bind(1, id).bind(2, "the run was interrupted");
-      q.run();
+    // Another process may have migrated while we waited for the lock.
+    v = user_version(db);
+    if (v > kKnownVersion) check_chokepoint(false);  // says it is newer
+    if (m.version > v) {
+      db.exec(std::string(m.sql), fmt::format("applying schema migration {}", m.version));
+      db.exec(fmt::format("PRAGMA user_version = {}", m.version), "recording schema version");
+      v = m.version;
     }
     txn.commit();
   }
+}
 
-  [[noreturn]] void no_run(const std::string& what) const {
-    Stmt count(db, "SELECT COUNT(*) FROM runs");
-    int64_t n = 0;
-    {
-      Stmt::Use q(count);
-      if (q.step()) n = q.i64(0);
-    }
-    if (n == 0) {
-      throw Error(
-          ErrorKind::kUsage, fmt::format("no run {}: {} holds no runs yet", what, db.path()),
-          "run `chokepoint diagnose` first, or pass --db with the database that holds the runs");
-    }
-    Stmt labels(db,
-                "SELECT label FROM runs WHERE label != '' GROUP BY label"
-                " ORDER BY MAX(started_at) DESC LIMIT 5");
-    std::string recent;
-    {
-      Stmt::Use q(labels);
-      while (q.step()) recent += (recent.empty() ? "" : ", ") + q.text(0);
-    }
-    throw Error(ErrorKind::kUsage,
-                fmt::format("no run {} among the {} in {}", what,
-                            n == 1 ? std::string("1 run") : fmt::format("{} runs", n), db.path()),
-                fmt::format("see `chokepoint history`{}",
-                            recent.empty() ? "" : " (recent labels: " + recent + ")"));
+void Store::Impl::prepare() {
+  auto make = [&](const std::string& sql) { return std::make_unique<Stmt>(db, sql.c_str()); };
+  const bool v2 = schema >= 2;
+  select_history = make(fmt::format(
+      "SELECT r.id, r.label, r.status, r.server, r.client, r.started_at,"
+      " COALESCE(r.finished_at, 0), {} FROM runs r {}"
+      " WHERE (?1 = '' OR r.label = ?1)"
+      "   AND (?2 = '' OR instr(lower(r.server), lower(?2)) > 0"
+      "        OR instr(lower(r.client), lower(?2)) > 0)"
+      "   AND r.started_at >= ?3"
+      " ORDER BY r.started_at DESC, r.id DESC LIMIT ?4",
+      v2 ? "r.analysis_version, r.headline, v.path, v.layer, v.cap, v.cap_label, v.figure,"
+           " v.ratio, v.ratio_lo, v.ratio_hi, v.reason, v.lower_bound"
+         : "0, '', NULL, '', '', '', 0, 0, 0, 0, '', 0",
+      v2 ? "LEFT JOIN verdicts v ON v.run_id = r.id AND v.headline = 1" : ""));
+  select_run = make(
+      "SELECT id, label, status, error, started_at, COALESCE(finished_at, 0), server, client,"
+      " plan_json, version FROM runs WHERE id = ?1");
+  select_hosts =
+      make("SELECT role, address, facts_json FROM hosts WHERE run_id = ?1 ORDER BY rowid");
+  select_stages = make(
+      "SELECT id, run_id, layer, location, status, error, params_json, started_at,"
+      " COALESCE(finished_at, 0) FROM stages WHERE run_id = ?1 ORDER BY id");
+  select_samples = make(fmt::format(
+      "SELECT id, stage_id, seq, op, size, bytes, seconds, started_at, cache_possible, error,"
+      " details_json, cpu_json, {} FROM samples WHERE stage_id = ?1 ORDER BY seq, id",
+      v2 ? "cpu_packed, props_idx" : "'', -1"));
+  select_latest = make("SELECT id FROM runs ORDER BY started_at DESC, id DESC LIMIT 1");
+  select_by_id = make("SELECT id FROM runs WHERE id = ?1");
+  select_by_label =
+      make("SELECT id FROM runs WHERE label = ?1 ORDER BY started_at DESC, id DESC LIMIT 1");
+  if (v2) {
+    select_procs =
+        make("SELECT idx, pid, comm, role, other_netns FROM cpu_procs WHERE run_id = ?1");
+    select_props = make("SELECT idx, json FROM sample_props WHERE run_id = ?1 ORDER BY idx");
   }
+  if (read_only) return;
+  insert_run = make(
+      "INSERT INTO runs (label, status, started_at, server, client, plan_json, version,"
+      " owner_host, owner_pid, owner_start, owner_boot)"
+      " VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+  upsert_host = make(
+      "INSERT INTO hosts (run_id, role, address, facts_json) VALUES (?1, ?2, ?3, ?4)"
+      " ON CONFLICT (run_id, role) DO UPDATE SET address = excluded.address,"
+      " facts_json = excluded.facts_json");
+  insert_stage = make(
+      "INSERT INTO stages (run_id, layer, location, status, params_json, started_at)"
+      " VALUES (?1, ?2, ?3, 'running', ?4, ?5)");
+  // run_id comes from the stage, so the two cannot disagree; no row is
+  // inserted for an unknown stage.
+  insert_sample = make(
+      "INSERT INTO samples (stage_id, run_id, seq, op, size, bytes, seconds, started_at,"
+      " cache_possible, error, details_json, cpu_json, cpu_packed, props_idx)"
+      " SELECT ?1, run_id, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13"
+      " FROM stages WHERE id = ?1");
+  insert_proc = make(
+      "INSERT INTO cpu_procs (run_id, idx, pid, comm, role, other_netns)"
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+  insert_props = make("INSERT INTO sample_props (run_id, idx, json) VALUES (?1, ?2, ?3)");
+  select_stage_run = make("SELECT run_id FROM stages WHERE id = ?1");
+  finish_stage = make("UPDATE stages SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1");
+  finish_run = make("UPDATE runs SET status = ?2, error = ?3, finished_at = ?4 WHERE id = ?1");
+  interrupt_stages = make(
+      "UPDATE stages SET status = 'interrupted', error = ?2,"
+      " finished_at = COALESCE((SELECT MAX(s.started_at + s.seconds) FROM samples s"
+      "   WHERE s.stage_id = stages.id), ?3, started_at)"
+      " WHERE run_id = ?1 AND status = 'running'");
+}
 
-  Db db;
-  Owner owner;
-  std::mutex mu;
-  std::unique_ptr<Stmt> insert_run, upsert_host, insert_stage, insert_sample, finish_stage,
-      finish_run, interrupt_stages, select_history, select_run, select_hosts, select_stages,
-      select_samples, select_latest, select_by_id, select_by_label;
-};
+bool Store::Impl::owner_alive(int64_t pid, int64_t start, const std::string& boot) const {
+  if (!boot.empty() && !owner.boot.empty() && boot != owner.boot) return false;  // rebooted
+  std::optional<int64_t> ticks = process_start_ticks(pid);
+  return ticks && *ticks == start;
+}
+
+void Store::Impl::mark_dead_runs() {
+  std::vector<std::pair<int64_t, int64_t>> dead;  // run id, pid
+  {
+    Stmt st(db,
+            "SELECT id, owner_pid, owner_start, owner_boot FROM runs"
+            " WHERE status = 'running' AND owner_host = ?1");
+    Stmt::Use q(st);
+    q.bind(1, owner.host);
+    while (q.step()) {
+      if (!owner_alive(q.i64(1), q.i64(2), q.text(3))) dead.emplace_back(q.i64(0), q.i64(1));
+    }
+  }
+  if (dead.empty()) return;
+  Stmt mark(db,
+            "UPDATE runs SET status = 'interrupted', error = ?2,"
+            " finished_at = COALESCE((SELECT MAX(s.started_at + s.seconds) FROM samples s"
+            "   WHERE s.run_id = runs.id), started_at)"
+            " WHERE id = ?1 AND status = 'running'");
+  Txn txn(db, /*immediate=*/true);
+  for (auto [id, pid] : dead) {
+    {
+      Stmt::Use q(mark);
+      q.bind(1, id).bind(2, fmt::format("chokepoint (pid {}) ended before the run finished", pid));
+      q.run();
+    }
+    // ?3 unbound: a stage without samples ends when it began, the last
+    // thing known of it.
+    Stmt::Use q(*interrupt_stages);
+    q.bind(1, id).bind(2, "the run was interrupted");
+    q.run();
+  }
+  txn.commit();
+}
+
+store_detail::RunPack& Store::Impl::pack_of(int64_t run_id) {
+  auto [it, fresh] = packs.try_emplace(run_id);
+  if (!fresh || schema < 2) return it->second;
+  store_detail::RunPack& p = it->second;
+  {
+    Stmt::Use q(*select_procs);
+    q.bind(1, run_id);
+    while (q.step()) {
+      p.procs.load(static_cast<int>(q.i64(0)),
+                   {static_cast<int>(q.i64(1)), q.text(2), q.text(3), q.i64(4) != 0});
+    }
+  }
+  Stmt::Use q(*select_props);
+  q.bind(1, run_id);
+  while (q.step()) {
+    const auto idx = static_cast<size_t>(q.i64(0));
+    if (p.props_by_idx.size() <= idx) p.props_by_idx.resize(idx + 1);
+    p.props_by_idx[idx] = q.text(1);
+    p.props[q.text(1)] = static_cast<int>(idx);
+  }
+  return p;
+}
+
+int64_t Store::Impl::run_of_stage(int64_t stage_id) {
+  if (auto it = stage_runs.find(stage_id); it != stage_runs.end()) return it->second;
+  Stmt::Use q(*select_stage_run);
+  q.bind(1, stage_id);
+  CP_CHECK(q.step());  // else stage_id came from nowhere
+  return stage_runs[stage_id] = q.i64(0);
+}
+
+void Store::Impl::unpack(int64_t run_id, SampleRecord& s, const std::string& cpu_packed,
+                         int props_idx) {
+  if (cpu_packed.empty() && props_idx < 0) return;
+  const store_detail::RunPack& p = pack_of(run_id);
+  if (!cpu_packed.empty()) s.cpu_json = store::unpack_cpu(cpu_packed, p.procs);
+  if (props_idx >= 0) {
+    if (static_cast<size_t>(props_idx) >= p.props_by_idx.size() || s.details_json.size() < 2) {
+      throw Error(ErrorKind::kIo,
+                  fmt::format("database {}: sample {} names properties {} that are not stored",
+                              db.path(), s.id, props_idx),
+                  "the database was changed by another program: restore it from a copy");
+    }
+    s.details_json = store::join_props(s.details_json, p.props_by_idx[props_idx]);
+  }
+}
+
+uint64_t Store::Impl::file_bytes() const {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const std::string& f : {db.path(), db.path() + "-wal"}) {
+    const auto size = std::filesystem::file_size(f, ec);
+    if (!ec) n += size;
+  }
+  return n;
+}
 
 std::string Store::default_path() {
   const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -457,7 +430,10 @@ std::string Store::default_path() {
 
 int Store::known_schema_version() { return kKnownVersion; }
 
-Store::Store(const std::string& path) : impl_(std::make_unique<Impl>(path)) {}
+Store::Store(const std::string& path) : impl_(std::make_unique<Impl>(path, Access::kReadWrite)) {}
+
+Store::Store(const std::string& path, Access access)
+    : impl_(std::make_unique<Impl>(path, access)) {}
 
 Store::~Store() = default;
 
@@ -470,9 +446,11 @@ void Store::require_existing(const std::string& path) {
 
 const std::string& Store::path() const { return impl_->db.path(); }
 
+bool Store::read_only() const { return impl_->read_only; }
+
 int64_t Store::begin_run(const RunRecord& run) {
   std::lock_guard lock(impl_->mu);
-  const Owner& o = impl_->owner;
+  const StoreOwner& o = impl_->owner;
   Txn txn(impl_->db, /*immediate=*/true);
   int64_t id;
   {
@@ -518,23 +496,85 @@ int64_t Store::begin_stage(int64_t run_id, const StageRecord& stage) {
   return sqlite3_last_insert_rowid(impl_->db.get());
 }
 
+namespace {
+
+// The sample's CPU record and details as stored: packed where that gives
+// back the very same text (see cpu_pack.h, split_props), else whole.
+struct PackedSample {
+  std::string cpu_json, cpu_packed, details_json;
+  int props_idx = -1;
+  std::optional<std::pair<int, std::string>> new_props;
+};
+
+PackedSample pack_sample(const SampleRecord& s, store_detail::RunPack& p) {
+  PackedSample out{s.cpu_json, "", s.details_json};
+  if (!s.cpu_json.empty()) {
+    if (auto packed = store::pack_cpu(s.cpu_json, p.procs)) {
+      out.cpu_packed = std::move(*packed);
+      out.cpu_json.clear();
+    }
+  }
+  if (auto split = store::split_props(s.details_json)) {
+    auto [it, added] = p.props.try_emplace(split->props, static_cast<int>(p.props_by_idx.size()));
+    if (added) {
+      p.props_by_idx.push_back(split->props);
+      out.new_props.emplace(it->second, split->props);
+    }
+    out.props_idx = it->second;
+    out.details_json = std::move(split->rest);
+  }
+  return out;
+}
+
+}  // namespace
+
 int64_t Store::add_sample(int64_t stage_id, const SampleRecord& s) {
   std::lock_guard lock(impl_->mu);
-  Stmt::Use q(*impl_->insert_sample);
-  q.bind(1, stage_id)
-      .bind(2, s.seq)
-      .bind(3, s.op)
-      .bind(4, to_i64(s.size))
-      .bind(5, to_i64(s.bytes))
-      .bind(6, s.seconds)
-      .bind(7, s.started_at)
-      .bind(8, s.cache_possible ? 1 : 0)
-      .bind(9, s.error)
-      .bind(10, s.details_json)
-      .bind(11, s.cpu_json);
-  q.run();  // autocommit: durable against a process kill once this returns
-  CP_CHECK(sqlite3_changes(impl_->db.get()) == 1);  // else stage_id came from nowhere
-  return sqlite3_last_insert_rowid(impl_->db.get());
+  Impl& im = *impl_;
+  CP_CHECK(!im.read_only);
+  const int64_t run_id = im.run_of_stage(stage_id);
+  store_detail::RunPack& pack = im.pack_of(run_id);
+  try {
+    const PackedSample ps = pack_sample(s, pack);
+    Txn txn(im.db, /*immediate=*/true);
+    for (const auto& [idx, who] : pack.procs.fresh()) {
+      Stmt::Use q(*im.insert_proc);
+      q.bind(1, run_id).bind(2, idx).bind(3, who.pid).bind(4, who.comm).bind(5, who.role);
+      q.bind(6, who.other_netns ? 1 : 0);
+      q.run();
+    }
+    if (ps.new_props) {
+      Stmt::Use q(*im.insert_props);
+      q.bind(1, run_id).bind(2, ps.new_props->first).bind(3, ps.new_props->second);
+      q.run();
+    }
+    int64_t id;
+    {
+      Stmt::Use q(*im.insert_sample);
+      q.bind(1, stage_id)
+          .bind(2, s.seq)
+          .bind(3, s.op)
+          .bind(4, to_i64(s.size))
+          .bind(5, to_i64(s.bytes))
+          .bind(6, s.seconds)
+          .bind(7, s.started_at)
+          .bind(8, s.cache_possible ? 1 : 0)
+          .bind(9, s.error)
+          .bind(10, ps.details_json)
+          .bind(11, ps.cpu_json)
+          .bind(12, ps.cpu_packed)
+          .bind(13, ps.props_idx);
+      q.run();
+      CP_CHECK(sqlite3_changes(im.db.get()) == 1);  // else stage_id came from nowhere
+      id = sqlite3_last_insert_rowid(im.db.get());
+    }
+    txn.commit();  // durable against a process kill once this returns
+    pack.procs.clear_fresh();
+    return id;
+  } catch (...) {
+    im.packs.erase(run_id);  // what was interned but not stored: read again from the file
+    throw;
+  }
 }
 
 void Store::end_stage(int64_t stage_id, const std::string& status, const std::string& error) {
@@ -566,44 +606,12 @@ void Store::end_run(int64_t run_id, const std::string& status, const std::string
   txn.commit();
 }
 
-std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
-  std::lock_guard lock(impl_->mu);
-  Txn txn(impl_->db, /*immediate=*/false);
-  std::vector<RunListRow> rows;
+void Store::Impl::load_header(int64_t id, RunRecord& run) {
   {
-    Stmt::Use q(*impl_->select_history);
-    q.bind(1, filter.label)
-        .bind(2, filter.host)
-        .bind(3, filter.since)
-        .bind(4, filter.limit == 0 ? int64_t{-1}
-                                   : to_i64(std::min<uint64_t>(
-                                         filter.limit, std::numeric_limits<int64_t>::max())));
-    while (q.step()) {
-      RunListRow r;
-      r.id = q.i64(0);
-      r.label = q.text(1);
-      r.status = q.text(2);
-      r.server = q.text(3);
-      r.client = q.text(4);
-      r.started_at = q.real(5);
-      r.finished_at = q.real(6);
-      rows.push_back(std::move(r));
-    }
-  }
-  txn.commit();
-  return rows;
-}
-
-RunRecord Store::load_run(int64_t id) const {
-  std::lock_guard lock(impl_->mu);
-  Impl& im = *impl_;
-  Txn txn(im.db, /*immediate=*/false);  // one snapshot, even while another process writes
-  RunRecord run;
-  {
-    Stmt::Use q(*im.select_run);
+    Stmt::Use q(*select_run);
     q.bind(1, id);
     if (!q.step()) {
-      throw Error(ErrorKind::kUsage, fmt::format("no run {} in {}", id, im.db.path()),
+      throw Error(ErrorKind::kUsage, fmt::format("no run {} in {}", id, db.path()),
                   "see `chokepoint history`");
     }
     run.id = q.i64(0);
@@ -617,11 +625,26 @@ RunRecord Store::load_run(int64_t id) const {
     run.plan_json = q.text(8);
     run.version = q.text(9);
   }
-  {
-    Stmt::Use q(*im.select_hosts);
-    q.bind(1, id);
-    while (q.step()) run.hosts.push_back({q.text(0), q.text(1), q.text(2)});
-  }
+  Stmt::Use q(*select_hosts);
+  q.bind(1, id);
+  while (q.step()) run.hosts.push_back({q.text(0), q.text(1), q.text(2)});
+}
+
+RunRecord Store::load_run_header(int64_t id) const {
+  std::lock_guard lock(impl_->mu);
+  Txn txn(impl_->db, /*immediate=*/false);
+  RunRecord run;
+  impl_->load_header(id, run);
+  txn.commit();
+  return run;
+}
+
+RunRecord Store::load_run(int64_t id) const {
+  std::lock_guard lock(impl_->mu);
+  Impl& im = *impl_;
+  Txn txn(im.db, /*immediate=*/false);  // one snapshot, even while another process writes
+  RunRecord run;
+  im.load_header(id, run);
   {
     Stmt::Use q(*im.select_stages);
     q.bind(1, id);
@@ -639,6 +662,8 @@ RunRecord Store::load_run(int64_t id) const {
       run.stages.push_back(std::move(st));
     }
   }
+  // Read afresh: another process may have added processes since.
+  im.packs.erase(id);
   for (StageRecord& st : run.stages) {
     Stmt::Use q(*im.select_samples);
     q.bind(1, st.id);
@@ -656,40 +681,12 @@ RunRecord Store::load_run(int64_t id) const {
       s.error = q.text(9);
       s.details_json = q.text(10);
       s.cpu_json = q.text(11);
+      im.unpack(id, s, q.text(12), static_cast<int>(q.i64(13)));
       st.samples.push_back(std::move(s));
     }
   }
   txn.commit();
   return run;
-}
-
-int64_t Store::resolve(const std::string& id_or_label) const {
-  std::lock_guard lock(impl_->mu);
-  Impl& im = *impl_;
-  if (id_or_label == "latest" || id_or_label == "last") {
-    Stmt::Use q(*im.select_latest);
-    if (q.step()) return q.i64(0);
-    im.no_run("'" + id_or_label + "'");
-  }
-  bool digits = !id_or_label.empty() && id_or_label.size() <= 18 &&
-                id_or_label.find_first_not_of("0123456789") == std::string::npos;
-  if (digits) {
-    Stmt::Use q(*im.select_by_id);
-    q.bind(1, static_cast<int64_t>(std::stoll(id_or_label)));
-    if (q.step()) return q.i64(0);
-  }
-  {
-    // A label may look like a number; it is tried after the id.
-    Stmt::Use q(*im.select_by_label);
-    q.bind(1, id_or_label);
-    if (q.step()) return q.i64(0);
-  }
-  im.no_run("'" + id_or_label + "'");
-}
-
-int Store::schema_version() const {
-  std::lock_guard lock(impl_->mu);
-  return user_version(impl_->db);
 }
 
 }  // namespace cp

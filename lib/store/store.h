@@ -21,14 +21,59 @@
 
 namespace cp {
 
+// The verdict of one path of a run, as stored (table verdicts): what
+// `history` lists without analysing the run again.
+struct PathVerdict {
+  std::string path;       // "smb ram read", "server -> client"
+  std::string layer;      // the capping layer ("server disk", "cpu", "undecided", ...)
+  std::string cap;        // key of the capping row; "" none
+  std::string cap_label;  // its label
+  double figure = 0;      // the capping row's median, bytes/s; 0 none
+  double ratio = 0, ratio_lo = 0, ratio_hi = 0;  // capping layer / layer beneath, 95 % interval
+  std::string reason;                            // undecided: why ("noise", "cache", ...); else ""
+  bool lower_bound = false;
+  bool headline = false;  // the run's headline finding
+};
+
+// A run's verdicts, written by the analysis of version `analysis_version`.
+struct VerdictSummary {
+  int analysis_version = 0;  // 0: none stored
+  std::string headline;      // the verdict in one sentence
+  std::vector<PathVerdict> paths;
+};
+
 // One line of `chokepoint history`.
 struct RunListRow {
   int64_t id = 0;
   std::string label, status, server, client;
   double started_at = 0;   // Unix seconds
   double finished_at = 0;  // Unix seconds; 0 while running
-  // (Its verdict comes from analysis, which holds every rule: `history` loads
-  // the run and asks analysis::headline_of.)
+  // The stored verdict: its analysis version (0: none stored, or a schema 1
+  // file), headline sentence and headline path (path "" when none).
+  int analysis_version = 0;
+  std::string headline;
+  PathVerdict head;
+};
+
+// One point of a path's trend: a run and that path's stored verdict.
+struct TrendPoint {
+  int64_t run_id = 0;
+  std::string label;
+  double started_at = 0;
+  int analysis_version = 0;
+  PathVerdict verdict;
+};
+
+// What `prune` removes.
+struct PruneFilter {
+  double before = 0;       // runs started before this, Unix seconds; 0: any age
+  size_t keep = 0;         // keep the newest this many runs; 0: no such rule
+  bool labelled = false;   // labelled runs may go too
+  bool tune_runs = false;  // runs a stored tune session names may go too
+};
+struct PruneResult {
+  std::vector<RunListRow> removed;             // newest first
+  uint64_t bytes_before = 0, bytes_after = 0;  // the file with its WAL
 };
 
 struct HistoryFilter {
@@ -48,6 +93,15 @@ class Store {
   // build knows. Then marks "interrupted" every run of this host still
   // "running" whose writer process is gone (a reused pid does not count).
   explicit Store(const std::string& path);
+  // For commands that only read (show, history, compare, export): opens an
+  // existing file with SQLITE_OPEN_READONLY and checks, before anything else
+  // reads it, that it is a chokepoint database this build knows (its
+  // user_version and tables): never creates, migrates or switches a file to
+  // WAL. Error(kUsage) when no file is there or it is not a chokepoint
+  // database, Error(kIo) when its schema is newer. A schema 1 file is read as
+  // it is (no stored verdicts).
+  enum class Access { kReadWrite, kReadOnly };
+  Store(const std::string& path, Access access);
   ~Store();
   // For commands that only read (show, history, compare, export): throws
   // Error(kUsage) naming `path` when no file is there, so reading never
@@ -87,6 +141,25 @@ class Store {
   int64_t resolve(const std::string& id_or_label) const;
   // PRAGMA user_version: the last migration applied.
   int schema_version() const;
+  // Opened kReadOnly.
+  bool read_only() const;
+
+  // Replaces the run's stored verdicts (a writable, current-schema Store).
+  void put_verdicts(int64_t run_id, const VerdictSummary& v);
+  // The stored verdicts of a run (analysis_version 0 when none).
+  VerdictSummary verdicts(int64_t run_id) const;
+  // The run as load_run gives it, without its stages: hosts, facts and plan.
+  RunRecord load_run_header(int64_t id) const;
+  // Finished runs between `server` and `client`, oldest first, with the
+  // stored verdict of `path` (verdict.path "" where that run has none stored;
+  // analysis_version tells a stale or missing summary).
+  std::vector<TrendPoint> trend(const std::string& server, const std::string& client,
+                                const std::string& path) const;
+
+  // The runs `filter` selects (never a running one), newest first; unless
+  // dry_run, deletes them, then VACUUMs. bytes_* are the file's size before
+  // and after (equal on a dry run).
+  PruneResult prune(const PruneFilter& filter, bool dry_run);
 
   // The newest schema version this build knows.
   static int known_schema_version();
