@@ -151,12 +151,12 @@ TEST(SecuritySecrets, LocalRunKeepsNoPassword) {
 // The lab's FTP and SMB shares need the share user's password to log in:
 // given through password_env (FTP) and the lab's 0600 password_file (SMB),
 // the transfers succeed, so the password was used, and it is kept nowhere.
-class SecretsLab : public LabSuite<SecretsLab> {
+class SecuritySecretsLab : public LabSuite<SecuritySecretsLab> {
  public:
   static std::vector<std::string> lab_up_options() { return {}; }
 };
 
-TEST_F(SecretsLab, LabRunKeepsNoPassword) {
+TEST_F(SecuritySecretsLab, LabRunKeepsNoPassword) {
   if (!ready()) return;
   const LabStatus lab = lab_status();
   std::string password = file_bytes(lab.share_password_file);
