@@ -124,7 +124,7 @@ class HistoryStore : public ::testing::Test {
       export_command({std::to_string(id), "--db", db}, csv);
       export_command({std::to_string(id), "--db", db, "--format", "json"}, js);
       out += csv.str() + js.str();
-      write_run_html(store, id, dir_ + "/r.html");
+      write_run_html(run, a, dir_ + "/r.html");
       out += read(dir_ + "/r.html");
     }
     std::ostringstream cmp;

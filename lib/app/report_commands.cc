@@ -181,7 +181,7 @@ int history_command(const std::vector<std::string>& args, std::ostream& out) {
       "html", po::value<std::string>(), "with --trend: also write a self-contained HTML page");
   auto vm = parse(desc, args, {});
   if (vm.count("help")) {
-    out << desc;
+    show_help(out, desc);
     return 0;
   }
   if (vm.count("html") && !vm.count("trend")) {
@@ -225,7 +225,7 @@ int prune_command(const std::vector<std::string>& args, std::ostream& out) {
       "dry-run", "list what would be removed, change nothing");
   auto vm = parse(desc, args, {});
   if (vm.count("help")) {
-    out << desc;
+    show_help(out, desc);
     return 0;
   }
   PruneFilter f;
