@@ -206,8 +206,10 @@ int history_command(const std::vector<std::string>& args, std::ostream& out) {
   refresher.refresh(rows);
   std::vector<analysis::Headline> verdicts;
   for (const auto& r : rows) verdicts.push_back(headline_of(r));
+  // Labels, host names and stored verdicts came from users and peers: escaped
+  // for the terminal (JSON escapes them itself).
   out << (vm.count("json") ? report::history_json(rows, verdicts)
-                           : report::history_text(rows, verdicts));
+                           : sanitize_text(report::history_text(rows, verdicts)));
   return 0;
 }
 
