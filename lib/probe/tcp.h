@@ -69,8 +69,8 @@ struct TcpResult {
 class TcpServer {
  public:
   // bind_address: an IP address ("" = 0.0.0.0); port 0: ephemeral. tokens: the
-  // samples' tokens it serves, each once (a replay is dropped); empty: any. Throws Error(kConfig) for a
-  // bad address or token, Error(kIo) when it cannot listen.
+  // samples' tokens it serves, each once (a replay is dropped); empty: any. Throws Error(kConfig)
+  // for a bad address or token, Error(kIo) when it cannot listen.
   explicit TcpServer(const std::string& bind_address, uint16_t port = 0,
                      const std::vector<std::string>& tokens = {});
   ~TcpServer();  // stops the threads, closes everything
