@@ -173,13 +173,16 @@ TEST_F(Lab, SigkillMidRunKeepsSamplesAndLeavesNothing) {
                                      "/*/disk/chokepoint-run-* 2>/dev/null; true");
     EXPECT_EQ(ls.out.find("chokepoint-run-"), std::string::npos) << host << ": " << ls.out;
   }
-  // The samples measured before the kill are intact, and the next open of
-  // the database marks the run interrupted.
+  // The samples measured before the kill are intact, and the next command
+  // that writes the database (diagnose, tune, prune; `history` only reads)
+  // marks the run interrupted.
   const int64_t kept =
       query_int(db, "SELECT count(*) FROM samples WHERE bytes > 0 AND seconds > 0");
   EXPECT_GE(kept, samples);
   RunResult hist = chokepoint({"history", "--db", db, "--json"});
   ASSERT_EQ(hist.exit_code, 0) << hist.err;
+  RunResult prune = chokepoint({"prune", "--keep", "10", "--db", db});
+  ASSERT_EQ(prune.exit_code, 0) << prune.err;
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "interrupted");
 }
 
