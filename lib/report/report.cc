@@ -253,12 +253,18 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
     }
   }
   if (!o.explain) {
-    // Each finding in brief; the evidence is `--explain`'s.
-    if (!a.findings.empty()) {
-      out += fmt::format("\n{}Findings{} (in brief; --explain gives the evidence)\n", bold(o),
-                         reset(o));
+    // Each finding in brief, but those the summary already says; the
+    // evidence is `--explain`'s.
+    bool first = true;
+    for (const auto& f : a.findings) {
+      if (!brief_adds_to_summary(f)) continue;
+      if (first) {
+        out += fmt::format("\n{}Findings{} (in brief; --explain gives the evidence)\n", bold(o),
+                           reset(o));
+      }
+      first = false;
+      out += fmt::format("  - {}\n", finding_brief(f, a));
     }
-    for (const auto& f : a.findings) out += fmt::format("  - {}\n", finding_brief(f, a));
     return out;
   }
   out += fmt::format("\n{}Verdict{}\n  {}\n", bold(o), reset(o), headline_text(a));

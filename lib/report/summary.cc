@@ -43,6 +43,16 @@ const analysis::Cited* held_against(const Finding& f) {
   return nullptr;
 }
 
+// A row in a few words: "TCP", "server disk", "SMB from RAM" (its size and op
+// are the judged row's too).
+std::string short_name(const analysis::Cited& c) {
+  if (c.layer == "tcp") return "TCP";
+  if (c.layer == "disk") return c.where + " disk";
+  if (c.where == "ram") return upper(c.layer) + " from RAM";
+  if (c.where == "disk") return upper(c.layer) + " from disk";
+  return c.name.empty() ? c.label : c.name;
+}
+
 std::string share_of(const Finding& f) {
   if (f.ratio <= 0) return "";
   const analysis::Cited* b = held_against(f);
@@ -50,7 +60,11 @@ std::string share_of(const Finding& f) {
   std::string s = spread ? fmt::format("{:.0f} % ({:.0f}-{:.0f})", f.ratio * 100, f.ratio_lo * 100,
                                        f.ratio_hi * 100)
                          : pct(f.ratio);
-  if (b && !b->name.empty()) s += " of " + b->name;
+  if (b) {
+    s += " of " + short_name(*b);
+  } else if (starts_with(f.rule, "tcp.")) {
+    s += " of the link";
+  }
   return s;
 }
 
@@ -128,10 +142,16 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
 }
 
 std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
+  if (f.rule == "cpu.bound") {
+    return fmt::format("{}: {} at {}.", f.subject.label, cpu_brief(f.cpu),
+                       format_mbps(f.subject.median));
+  }
   if (!analysis::is_verdict_path(f.path) && !starts_with(f.rule, "tcp.")) {
     return finding_sentence(f);  // run-wide notes (cache, errors, MTU, load) are short already
   }
-  std::string s = f.path + ": ";
+  // A TCP finding is named by its row (one per direction).
+  const bool tcp = starts_with(f.rule, "tcp.") && !f.subject.label.empty();
+  std::string s = (tcp ? f.subject.label : f.path) + ": ";
   if (f.layer == "undecided") {
     s += "cannot tell what caps it";
     if (!f.undecided_reason.empty()) s += " (" + f.undecided_reason + ")";
@@ -156,7 +176,17 @@ std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
   }
   if (f.lower_bound) s += "; a lower bound (chokepoint's own client limits it)";
   if (!f.untrusted.empty()) s += "; a cache may have served some figures";
+  if (!f.hints.empty()) {
+    s += fmt::format("; {} tuning hint{} (--explain)", f.hints.size(),
+                     f.hints.size() > 1 ? "s" : "");
+  }
   return s + ".";
+}
+
+bool brief_adds_to_summary(const Finding& f) {
+  if (!analysis::is_verdict_path(f.path)) return true;
+  return f.layer == "undecided" || !f.because.empty() || !f.misconfigured.empty() ||
+         f.lower_bound || !f.untrusted.empty() || !f.hints.empty();
 }
 
 std::string headline_brief(const analysis::Analysis& a) {

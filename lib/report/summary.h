@@ -31,6 +31,10 @@ std::string capped_by(const analysis::Finding& f);
 // 40 % of TCP." A finding resting on another names it: "(see tcp)".
 std::string finding_brief(const analysis::Finding& f, const analysis::Analysis& a);
 
+// Whether the brief says more than the finding's summary line (a verdict path
+// whose brief only repeats its line is left out of the text's findings).
+bool brief_adds_to_summary(const analysis::Finding& f);
+
 // The headline in one short sentence; why there is none when there is none.
 std::string headline_brief(const analysis::Analysis& a);
 
