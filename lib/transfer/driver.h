@@ -139,6 +139,9 @@ struct ProtocolHints {
   // (`max_read_size`, `max_write_size` properties): a hint when under 1 MiB
   // and no server setting explains it.
   bool negotiated_request_size = false;
+  // A Samba configuration can change its figures (smb; path, which may be an
+  // SMB mount): `compare` ties a change of the server's Samba config to its rows.
+  bool samba_config = false;
   // Its client caches file data (a mounted filesystem's page cache): a read
   // over RAM faster than TCP is that cache, not an anomaly.
   bool client_cache = false;

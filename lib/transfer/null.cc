@@ -84,7 +84,7 @@ const DriverSpec kNullDriver = {
     .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
     .options = kNullOptions,
     .make = make,
-    .display = "null",
+    .display = "NULL",
     .server_files = false,
 };
 

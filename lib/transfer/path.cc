@@ -361,7 +361,7 @@ const DriverSpec kPathDriver = {
     .options = {},
     .make = make,
     .display = "mounted path",
-    .hints = {.client_cache = true},
+    .hints = {.samba_config = true, .client_cache = true},
 };
 
 }  // namespace cp::transfer

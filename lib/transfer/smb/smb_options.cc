@@ -122,7 +122,7 @@ const DriverSpec kSmbDriver = {
     .options = kSmbOptions,
     .make = smb::make_driver,
     .display = "SMB",
-    .hints = {.server_limits = kSambaLimits, .negotiated_request_size = true},
+    .hints = {.server_limits = kSambaLimits, .negotiated_request_size = true, .samba_config = true},
     .negotiated = {.request = "smb_status", .body = status_body, .read = status_properties},
 };
 
