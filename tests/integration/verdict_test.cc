@@ -420,5 +420,57 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   }
 }
 
+// Two runs of SMB from RAM, the second after `smb encrypt = required` was set
+// under its older name in a file smb.conf includes (testparm -s prints no line
+// of it): compare's difference entries name the negotiated encryption and the
+// effective Samba parameter, each with the SMB rows it touches.
+TEST_F(Verdict, CompareNamesEncryptionSetInAnIncludedFileWithTheSmbRows) {
+  const std::string extra = lab_.dir + "/verdict-test-encrypt.conf";
+  write_file(extra, "smb encrypt = required\n");
+  TempDir t;
+  const std::string db = t.file("runs.db");
+  const std::string plan =
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 20MB\ncount = 4\n" +
+      share("smb", "ram");
+  RunResult first = diagnose_lab(t, plan, db);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "include = " + extra}));
+  RunResult second = diagnose_lab(t, plan, db);
+  std::filesystem::remove(extra);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  RunResult cmp = chokepoint({"compare", "1", "2", "--db", db, "--json"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  const json::object doc = json::parse(cmp.out).as_object();
+  std::vector<std::string> smb_rows;
+  for (const auto& r : doc.at("rows").as_array()) {
+    if (str(r.as_object(), "layer") == "smb") smb_rows.push_back(str(r.as_object(), "key"));
+  }
+  ASSERT_EQ(smb_rows.size(), 2u);  // read and write
+  auto entry = [&](const char* where, const char* what) -> const json::object* {
+    for (const auto& e : doc.at("env").as_array()) {
+      if (str(e.as_object(), "where") == where && str(e.as_object(), "what") == what) {
+        return &e.as_object();
+      }
+    }
+    return nullptr;
+  };
+  auto rows_of = [](const json::object& e) {
+    std::vector<std::string> out;
+    for (const auto& k : e.at("rows").as_array()) out.emplace_back(k.as_string());
+    return out;
+  };
+  const json::object* negotiated = entry("negotiated", "smb.smb_encryption");
+  ASSERT_NE(negotiated, nullptr) << cmp.out;
+  EXPECT_EQ(str(*negotiated, "a"), "none");
+  EXPECT_NE(str(*negotiated, "b"), "none");
+  EXPECT_NE(str(*negotiated, "b").find("AES"), std::string::npos) << str(*negotiated, "b");
+  EXPECT_EQ(rows_of(*negotiated), smb_rows);
+  const json::object* param = entry("server", "samba.global.server smb encrypt");
+  ASSERT_NE(param, nullptr) << cmp.out;
+  EXPECT_EQ(str(*param, "a"), "default");
+  EXPECT_EQ(str(*param, "b"), "required");
+  EXPECT_EQ(rows_of(*param), smb_rows);
+}
+
 }  // namespace
 }  // namespace cp::itest
