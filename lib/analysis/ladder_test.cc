@@ -493,6 +493,26 @@ TEST(Ladder, TcpVerdictIsNotRepeated) {
   EXPECT_EQ(finding(a, "tcp"), nullptr);
 }
 
+// Neither the plan nor the interfaces give a speed, and no window, buffer or
+// CPU limit shows: the link may be at its ceiling or TCP or a CPU short of it.
+TEST(Ladder, TcpWithNoKnownLinkSpeedAndNoLimitIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .raw_host("server", R"({"net":{"mtu":1500}})")
+                      .raw_host("client", R"({"net":{"mtu":1500}})")
+                      .tcp("server->client", {110, 112, 111})
+                      .build();
+  const Analysis a = analyze(run);
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->rule, "path.tcp");
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "unexplained");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network", "tcp", "cpu"}));
+  ASSERT_EQ(f->because.size(), 1u);
+  EXPECT_EQ(f->because[0].rule, "tcp.link_unknown");
+  EXPECT_EQ(f->confidence, Confidence::kCannotTell);
+}
+
 TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)
@@ -502,7 +522,12 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   Analysis a = analyze(run);
   const Finding* tcp = finding(a, "server -> client");
   ASSERT_NE(tcp, nullptr);
-  EXPECT_EQ(tcp->layer, "tcp");  // above the interfaces' speed: neither network layer caps it
+  // Above the interfaces' speed, neither network layer caps it, and no window,
+  // buffer or CPU limit shows: no layer without a cause.
+  EXPECT_EQ(tcp->layer, "undecided");
+  EXPECT_EQ(tcp->undecided_reason, "unexplained");
+  EXPECT_EQ(tcp->candidates, (std::vector<std::string>{"tcp", "cpu"}));
+  EXPECT_TRUE(tcp->cap.empty());
   EXPECT_GT(find_row(a, "tcp:server->client:send")->ratio, kAboveLink);
 }
 
@@ -555,10 +580,13 @@ TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu") << f->rule;
   EXPECT_EQ(f->cpu.kind, "all cores");
-  // The same swing without the busy CPU: TCP, not the network.
+  // The same swing without the busy CPU: not the network, and with no limit
+  // chokepoint can see, undecided between TCP and the CPU.
   set_cpu(run, "tcp", "client->server",
           R"({"server":{"seconds":6,"total_busy_pct":40,"agent_pct":60,"top":[]}})");
-  EXPECT_EQ(finding(analyze(run), "client -> server")->layer, "tcp");
+  const Finding* quiet = finding(analyze(run), "client -> server");
+  EXPECT_EQ(quiet->layer, "undecided");
+  EXPECT_EQ(quiet->undecided_reason, "unexplained");
 }
 
 TEST(Ladder, CacheAndFailuresAreFlagged) {
