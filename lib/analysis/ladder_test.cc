@@ -845,6 +845,69 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
   for (const auto& h : f->hints) EXPECT_EQ(h.find("aio"), std::string::npos) << h;
 }
 
+// Samba flushing every write (`sync always = Yes`): SMB writes to the disk
+// share sit at the server disk's synchronous write rate, far below its
+// buffered rate. The finding names the setting with its value, and cites the
+// synchronous write row; `strict sync` (Samba's default) is not named while
+// `sync always` explains it. Well above the synchronous rate, nothing is named.
+TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
+  auto build = [](double smb_disk_write) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("sync always":"Yes","strict sync":"Yes","smb2 max write":"8388608"}}})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("smb", "ram", "write", {950, 960, 955})
+        .proto("smb", "disk", "write", {smb_disk_write, smb_disk_write + 5, smb_disk_write + 10})
+        .build();
+  };
+  const Analysis a = analyze(build(410));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].server, "samba");
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  EXPECT_EQ(f->settings[0].value, "Yes");
+  EXPECT_EQ(f->settings[0].default_value, "no");
+  ASSERT_EQ(f->misconfigured.size(), 1u);
+  ASSERT_FALSE(f->rows.empty());
+  EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
+  EXPECT_EQ(finding(a, "smb ram write")->settings.size(), 0u);  // RAM: no disk to flush
+  const Analysis fast = analyze(build(800));
+  EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
+  EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
+}
+
+// Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
+// names `server smb encrypt` with its value; the same read unencrypted, or not
+// CPU-bound, names nothing.
+TEST(Ladder, EncryptionIsNamedWhereAnEncryptedSessionIsCpuBound) {
+  auto build = [](const char* encryption, double server_core) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("server smb encrypt":"required"}}})")
+        .host("client", 1500, 10000)
+        .tcp("server->client", {1100, 1110, 1105})
+        .proto_details(fmt::format(R"({{"properties":{{"smb_encryption":"{}"}}}})", encryption))
+        .proto("smb", "ram", "read", {300, 305, 310}, server_core)
+        .build();
+  };
+  const Analysis a = analyze(build("AES-128-GCM", 99));
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu");
+  ASSERT_EQ(f->settings.size(), 1u);
+  EXPECT_EQ(f->settings[0].parameter, "server smb encrypt");
+  EXPECT_EQ(f->settings[0].value, "required");
+  EXPECT_EQ(f->misconfigured.size(), 1u);
+  EXPECT_TRUE(finding(analyze(build("none", 99)), "smb ram read")->settings.empty());
+  EXPECT_TRUE(finding(analyze(build("AES-128-GCM", 20)), "smb ram read")->settings.empty());
+}
+
 TEST(Ladder, SmallNegotiatedRequestSizeIsNamed) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 1000)

@@ -420,6 +420,38 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   }
 }
 
+// Samba set to flush every write (`strict sync = yes`, `sync always = yes`,
+// inherited by the disk share): SMB writes to the disk share are held at the
+// server disk's synchronous write rate, which the disk stage measures. The
+// finding names `sync always` with its value, and lists the synchronous write
+// row first among its rows.
+TEST_F(Verdict, SyncAlwaysOnTheDiskShareIsNamedWithTheSyncWriteRow) {
+  ASSERT_NO_FATAL_FAILURE(
+      reshape({"--rate", "0", "--samba", "strict sync = yes", "--samba", "sync always = yes"}));
+  const json::object doc = diagnose(
+      "[disk]\nsizes = 20MB\ncount = 3\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = "
+      "3\n" +
+      share("smb", "ram") + share("smb", "disk"));
+  ASSERT_FALSE(doc.empty());
+  const json::object* sync_row = ladder_row(doc, "disk:server:syncwrite:20000000");
+  ASSERT_NE(sync_row, nullptr);
+  EXPECT_EQ(sync_row->at("failed").to_number<int64_t>(), 0);
+  const json::object* f = finding(doc, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  const json::object* named = nullptr;
+  for (const auto& s : f->at("settings").as_array()) {
+    if (str(s.as_object(), "parameter") == "sync always") named = &s.as_object();
+  }
+  ASSERT_NE(named, nullptr) << str(*f, "text");
+  EXPECT_EQ(str(*named, "server"), "samba");
+  EXPECT_EQ(str(*named, "value"), "Yes");
+  EXPECT_EQ(str(*named, "default"), "no");
+  EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  const json::array& rows = f->at("rows").as_array();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].as_string(), "disk:server:syncwrite:20000000");
+}
+
 // Two runs of SMB from RAM, the second after `smb encrypt = required` was set
 // under its older name in a file smb.conf includes (testparm -s prints no line
 // of it): compare's difference entries name the negotiated encryption and the
