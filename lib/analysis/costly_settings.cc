@@ -129,6 +129,10 @@ std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
   if (r.op != "write" || r.where != "disk") return {};
   const std::string proto = protocol_name(r.layer);
   if (const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size)) {
+    // A flush that costs nothing on this disk (its synchronous rate within 10 %
+    // of its buffered one) holds nothing back.
+    const Row* buffered = disk_row(a.rows, "server", "write", r.size);
+    if (buffered && sync->rate.median >= buffered->rate.median * kAtCeiling) return {};
     if (r.rate.median > sync->rate.median * kNearSyncRate) return {};
     return fmt::format(
         "{} from disk writes {}, within {:.0f} % of the server disk's synchronous "

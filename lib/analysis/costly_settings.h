@@ -17,7 +17,8 @@ namespace cp::analysis {
 enum class SettingEvidence {
   kAlways,         // its value alone costs (a request size below the default)
   kSyncWrites,     // writes to a disk share within kNearSyncRate of the server disk's
-                   // synchronous write rate (else, unmeasured, below both the disk and RAM)
+                   // synchronous write rate, itself below kAtCeiling of its buffered
+                   // rate (else, unmeasured, below both the disk and the protocol over RAM)
   kFlushingSync,   // kSyncWrites while `sync always` is off: a client that flushes
   kCpuEncrypted,   // CPU-bound while the session is encrypted
   kCpuSigned,      // CPU-bound while the session is signed

@@ -879,6 +879,37 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   const Analysis fast = analyze(build(800));
   EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
   EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
+  // A disk on which a flush costs nothing (synchronous at its buffered rate):
+  // the setting holds nothing back there.
+  RunRecord cheap = build(410);
+  for (auto& st : cheap.stages) {
+    if (st.layer != "disk") continue;
+    for (auto& smp : st.samples) smp.seconds = double(smp.size) / 420e6;
+  }
+  EXPECT_TRUE(finding(analyze(cheap), "smb disk write")->settings.empty());
+}
+
+// `strict sync` (Samba's default) with `sync always` off, SMB writes to the
+// disk share at the synchronous rate: a client that flushes; named, but not
+// as misconfigured (it is the default).
+TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                    R"("sync always":"No","strict sync":"Yes"}}})")
+          .host("client", 1500, 10000)
+          .disk("server", "write", 10'000'000, {900, 910, 905})
+          .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+          .tcp("client->server", {1100, 1110, 1105})
+          .proto("smb", "ram", "write", {950, 960, 955})
+          .proto("smb", "disk", "write", {410, 415, 420})
+          .build();
+  const Finding* f = finding(analyze(run), "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u);
+  EXPECT_EQ(f->settings[0].parameter, "strict sync");
+  EXPECT_TRUE(f->misconfigured.empty());
 }
 
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
