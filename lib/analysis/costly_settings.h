@@ -16,10 +16,12 @@ namespace cp::analysis {
 // The evidence a setting needs before a finding names it.
 enum class SettingEvidence {
   kAlways,         // its value alone costs (a request size below the default)
-  kSyncWrites,     // writes to a disk share within kNearSyncRate of the server disk's
-                   // synchronous write rate, itself below kAtCeiling of its buffered
-                   // rate (else, unmeasured, below both the disk and the protocol over RAM)
-  kFlushingSync,   // kSyncWrites while `sync always` is off: a client that flushes
+  kSyncWrites,     // a flush costs on the server disk (its synchronous write rate below
+                   // kAtCeiling of its buffered one) and writes to a disk share sit below
+                   // kAtCeiling of both that buffered rate and the protocol over RAM
+                   // (unmeasured: below both the disk and the protocol over RAM)
+  kFlushingSync,   // kSyncWrites within kNearSyncRate of the synchronous rate while
+                   // `sync always` is off: a client that flushes
   kCpuEncrypted,   // CPU-bound while the session is encrypted
   kCpuSigned,      // CPU-bound while the session is signed
   kCpuServerRead,  // a read CPU-bound on the server, the session neither signed nor encrypted
@@ -52,7 +54,7 @@ struct CostlySetting {
   SettingEvidence evidence;
 };
 
-// Writes within 25 % of the disk's synchronous rate are held at it.
+// Writes within 25 % of the disk's synchronous rate are said to be at it.
 constexpr double kNearSyncRate = 1.25;
 
 // The table, in the order findings list what they name.

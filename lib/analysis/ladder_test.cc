@@ -849,7 +849,7 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
 // share sit at the server disk's synchronous write rate, far below its
 // buffered rate. The finding names the setting with its value, and cites the
 // synchronous write row; `strict sync` (Samba's default) is not named while
-// `sync always` explains it. Well above the synchronous rate, nothing is named.
+// `sync always` explains it. At the disk's buffered rate, nothing is named.
 TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   auto build = [](double smb_disk_write) {
     return RunBuilder()
@@ -876,7 +876,10 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   ASSERT_FALSE(f->rows.empty());
   EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
   EXPECT_EQ(finding(a, "smb ram write")->settings.size(), 0u);  // RAM: no disk to flush
-  const Analysis fast = analyze(build(800));
+  // Writes below the synchronous rate's reach yet under the disk's buffered
+  // rate are held back by the flush too; at the buffered rate nothing is named.
+  EXPECT_EQ(finding(analyze(build(700)), "smb disk write")->settings.size(), 1u);
+  const Analysis fast = analyze(build(880));
   EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
   EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
   // A disk on which a flush costs nothing (synchronous at its buffered rate):
@@ -910,6 +913,12 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
   ASSERT_EQ(f->settings.size(), 1u);
   EXPECT_EQ(f->settings[0].parameter, "strict sync");
   EXPECT_TRUE(f->misconfigured.empty());
+  // Writes well above the synchronous rate show no flush per request.
+  for (auto& st : run.stages) {
+    if (st.layer != "smb" || st.where != "disk") continue;
+    for (auto& smp : st.samples) smp.seconds = double(smp.size) / 700e6;
+  }
+  EXPECT_TRUE(finding(analyze(run), "smb disk write")->settings.empty());
 }
 
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session

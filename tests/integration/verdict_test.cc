@@ -442,7 +442,13 @@ TEST_F(Verdict, SyncAlwaysOnTheDiskShareIsNamedWithTheSyncWriteRow) {
   for (const auto& s : f->at("settings").as_array()) {
     if (str(s.as_object(), "parameter") == "sync always") named = &s.as_object();
   }
-  ASSERT_NE(named, nullptr) << str(*f, "text");
+  auto median = [&](const char* key) {
+    const json::object* r = ladder_row(doc, key);
+    return r ? json::serialize(r->at("median_bytes_per_s")) : std::string("none");
+  };
+  ASSERT_NE(named, nullptr) << str(*f, "text") << "; disk write "
+                            << median("disk:server:write:20000000") << ", synchronous "
+                            << median("disk:server:syncwrite:20000000") << " bytes/s";
   EXPECT_EQ(str(*named, "server"), "samba");
   EXPECT_EQ(str(*named, "value"), "Yes");
   EXPECT_EQ(str(*named, "default"), "no");
