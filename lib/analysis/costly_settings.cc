@@ -126,8 +126,8 @@ bool session_on(const Row& r, const char* key) {
 // Writes to a disk share that a flush per request holds back; "" when they
 // are not, else the evidence with its figures. With the synchronous rate
 // measured: a flush costs on this disk (that rate below kAtCeiling of the
-// buffered one), and the writes sit below both the disk's buffered rate and
-// the protocol over RAM (the disk costs them something a buffered write does
+// plain one), and the writes sit below both the disk's plain write rate and
+// the protocol over RAM (the disk costs them something a plain write does
 // not explain). A file server flushes per request, and its requests may be
 // larger than the disk stage's block or run on several connections, so the
 // writes may beat the disk stage's synchronous rate.
@@ -136,10 +136,10 @@ std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
   const std::string proto = protocol_name(r.layer);
   const Row* ram = proto_row(a.rows, r.layer, "ram", "write", r.size);
   if (const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size)) {
-    const Row* buffered = disk_row(a.rows, "server", "write", r.size);
+    const Row* plain = disk_row(a.rows, "server", "write", r.size);
     const double z = r.rate.median, s = sync->rate.median;
-    if (buffered && s >= buffered->rate.median * kAtCeiling) return {};
-    if (buffered && z >= buffered->rate.median * kAtCeiling) return {};
+    if (plain && s >= plain->rate.median * kAtCeiling) return {};
+    if (plain && z >= plain->rate.median * kAtCeiling) return {};
     if (ram && z >= ram->rate.median * kAtCeiling) return {};
     const std::string from_ram =
         ram ? fmt::format(" ({} from RAM: {})", proto, mbps(ram->rate.median)) : "";
@@ -150,10 +150,10 @@ std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
           proto, mbps(z), from_ram, (kNearSyncRate - 1) * 100, mbps(s), format_size(1u << 20));
     }
     return fmt::format(
-        "{} from disk writes {}{}, below the server disk's buffered write rate{} where a flush "
+        "{} from disk writes {}{}, below the server disk's plain write rate{} where a flush "
         "per {} block writes {}",
         proto, mbps(z), from_ram,
-        buffered ? fmt::format(" ({})", mbps(buffered->rate.median)) : std::string(),
+        plain ? fmt::format(" ({})", mbps(plain->rate.median)) : std::string(),
         format_size(1u << 20), mbps(s));
   }
   if (f.rule != "protocol.plus_disk") return {};

@@ -17,8 +17,8 @@ namespace cp::analysis {
 enum class SettingEvidence {
   kAlways,         // its value alone costs (a request size below the default)
   kSyncWrites,     // a flush costs on the server disk (its synchronous write rate below
-                   // kAtCeiling of its buffered one) and writes to a disk share sit below
-                   // kAtCeiling of both that buffered rate and the protocol over RAM
+                   // kAtCeiling of its plain (unflushed) one) and writes to a disk share sit below
+                   // kAtCeiling of both that plain rate and the protocol over RAM
                    // (unmeasured: below both the disk and the protocol over RAM)
   kFlushingSync,   // kSyncWrites within kNearSyncRate of the synchronous rate while
                    // `sync always` is off: a client that flushes

@@ -847,9 +847,9 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
 
 // Samba flushing every write (`sync always = Yes`): SMB writes to the disk
 // share sit at the server disk's synchronous write rate, far below its
-// buffered rate. The finding names the setting with its value, and cites the
+// plain write rate. The finding names the setting with its value, and cites the
 // synchronous write row; `strict sync` (Samba's default) is not named while
-// `sync always` explains it. At the disk's buffered rate, nothing is named.
+// `sync always` explains it. At the disk's plain write rate, nothing is named.
 TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   auto build = [](double smb_disk_write) {
     return RunBuilder()
@@ -876,13 +876,13 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   ASSERT_FALSE(f->rows.empty());
   EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
   EXPECT_EQ(finding(a, "smb ram write")->settings.size(), 0u);  // RAM: no disk to flush
-  // Writes below the synchronous rate's reach yet under the disk's buffered
-  // rate are held back by the flush too; at the buffered rate nothing is named.
+  // Writes below the synchronous rate's reach yet under the disk's plain
+  // rate are held back by the flush too; at the plain write rate nothing is named.
   EXPECT_EQ(finding(analyze(build(700)), "smb disk write")->settings.size(), 1u);
   const Analysis fast = analyze(build(880));
   EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
   EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
-  // A disk on which a flush costs nothing (synchronous at its buffered rate):
+  // A disk on which a flush costs nothing (synchronous at its plain write rate):
   // the setting holds nothing back there.
   RunRecord cheap = build(410);
   for (auto& st : cheap.stages) {

@@ -143,8 +143,6 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
                       const CancelToken& cancel, const Progress& progress, bool allow_direct,
                       bool flush_each) {
   check_block(block);
-  // A file server with sync on writes through the page cache and flushes each request.
-  if (flush_each) allow_direct = false;
   cancel.check();
   IoBuffer buf(block);
   const uint64_t nonce =
@@ -211,7 +209,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
   // Each block flushed before the next: no cache absorbed any of it.
   r.cache_possible = !r.direct && !flush_each;
   if (r.cache_possible) r.cache_reason = "no O_DIRECT (the filesystem refused it)";
-  r.method = flush_each ? "fsync per block" : method_name(r.direct);
+  r.method = flush_each ? method_name(r.direct) + " + fsync per block" : method_name(r.direct);
   r.huge_page = buf.huge_backed();
   return r;
 }
