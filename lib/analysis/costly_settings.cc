@@ -21,6 +21,9 @@ constexpr const char* kFlushCost =
     "synchronous rate";
 constexpr const char* kCpuCost = "CPU per byte on both ends";
 constexpr const char* kRequestCost = "more requests, and round trips, per byte";
+// Samba 4.x's default of smb2 max read/write/trans: 8 MiB (the smb driver's
+// server limits, lib/transfer/smb/smb_options.cc, hold the same).
+constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
 
 const std::vector<CostlySetting> kTable = {
     {"samba", "smb", "sync always", "no", "write", "samba", W::kOneOf, "yes", 0, kFlushCost,
