@@ -18,6 +18,10 @@
 #include "core/model.h"
 #include "core/units.h"
 
+namespace cp::msg {
+struct BlockDeviceFacts;
+}
+
 namespace cp::analysis {
 
 // --- words the rows and hints use ----------------------------------------
@@ -46,6 +50,16 @@ const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
                      const std::string& medium, const std::string& op, uint64_t size = 0);
 // A row as a finding cites it.
 Cited cite(const Row& r, std::string name = {}, std::string verb = {});
+
+// --- bus_rules.cc ----------------------------------------------------------
+// The bus beneath a disk as the agent's facts give it (empty when they do not).
+BusCeiling disk_bus_of(const msg::BlockDeviceFacts& device);
+// Sets each disk row's bus and its ratio to the bus's theoretical ceiling.
+void attach_buses(Analysis& a);
+// The disk row is at its bus's effective ceiling (kBusEffective): the bus caps it.
+bool at_bus_ceiling(const Row& disk);
+// Fills a finding capped by `disk`'s bus: layer "server bus" | "client bus".
+void set_bus(Finding& f, const Row& disk);
 
 // --- cpu_evidence.cc -------------------------------------------------------
 // Sets each row's cpu_bound and, where other processes kept every core busy,
@@ -124,6 +138,7 @@ bool path_medium(const Case&, Finding&);
 bool path_noise(const Case&, Finding&);
 bool path_tcp(const Case&, Finding&);
 bool path_cpu(const Case&, Finding&);
+bool path_bus(const Case&, Finding&);
 bool path_slowest(const Case&, Finding&);
 
 bool protocol_untrusted(const Case&, Finding&);
@@ -136,6 +151,7 @@ bool protocol_client_size_limit(const Case&, Finding&);
 bool protocol_client_drain(const Case&, Finding&);
 bool protocol_client_window(const Case&, Finding&);
 bool protocol_disk_cpu(const Case&, Finding&);
+bool protocol_disk_bus(const Case&, Finding&);
 bool protocol_disk_ceiling(const Case&, Finding&);
 bool protocol_at_ram_ceiling(const Case&, Finding&);
 bool protocol_disk_medium(const Case&, Finding&);

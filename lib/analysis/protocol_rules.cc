@@ -294,6 +294,17 @@ bool protocol_disk_cpu(const Case& c, Finding& f) {
   return true;
 }
 
+// At the server disk's ceiling, and the disk at its bus's: the bus caps both.
+bool protocol_disk_bus(const Case& c, Finding& f) {
+  const ProtocolCase& p = *c.protocol;
+  if (!(p.level == Level::kCeiling || p.level == Level::kFaster) || p.b->layer != "disk" ||
+      !at_bus_ceiling(*p.b)) {
+    return false;
+  }
+  set_bus(f, *p.b);
+  return true;
+}
+
 // Faster than the layer beneath is at its ceiling too: past the cache rule,
 // only a protocol over RAM that a CPU held (no ceiling of its own) is beaten.
 bool protocol_disk_ceiling(const Case& c, Finding& f) {

@@ -239,6 +239,7 @@ HostFacts read_host_facts(const msg::Facts& f) {
   if (f.disk_dir && f.disk_dir->device) {
     h.disk_device = f.disk_dir->device->disk;
     h.read_ahead_kb = f.disk_dir->device->read_ahead_kb.value_or(-1);
+    h.disk_bus = disk_bus_of(*f.disk_dir->device);
   }
   for (const msg::NamedValue& v : f.tcp_sysctls) {
     if (v.value) h.tcp_sysctls[v.name] = *v.value;

@@ -234,6 +234,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                                 r.ratio_hi * 100, below)
                   : fmt::format("{:.0f} % of {}", r.ratio * 100, below);
     }
+    if (r.layer == "disk") vs = bus_ladder_text(r);
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
@@ -308,6 +309,20 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     if (!r.server_fs.empty()) row["server_fs"] = r.server_fs;
     if (!r.server_disk.empty()) row["server_disk"] = r.server_disk;
     if (!r.medium_reason.empty()) row["medium_mismatch"] = r.medium_reason;
+    if (!r.bus.empty()) {
+      json::array links;
+      for (const auto& l : r.bus.links) {
+        links.push_back({{"member", l.member},
+                         {"kind", l.kind},
+                         {"link", l.link},
+                         {"ceiling_bytes_per_s", l.ceiling}});
+      }
+      row["bus"] = {{"kind", r.bus.kind},
+                    {"links", std::move(links)},
+                    {"theoretical_bytes_per_s", r.bus.theoretical},
+                    {"effective_bytes_per_s", r.bus.effective()},
+                    {"ratio", r.bus_ratio}};
+    }
     json::object cpu;
     for (const auto& [host, u] : r.cpu) cpu[host] = cpu_use_json(u);
     if (!cpu.empty()) row["cpu"] = std::move(cpu);
