@@ -43,6 +43,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a);
 // size 0: the biggest files (the sustained figure).
 const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op,
                     uint64_t size = 0);
+// One stream's TCP row of `where` (tcp_total_row: several streams').
 const Row* tcp_row(const std::vector<Row>& rows, const std::string& where);
 // The row of `layer` over `medium` for `op` with files of `size`, else the
 // nearest size (by ratio); size 0: the biggest files.
@@ -60,6 +61,18 @@ void attach_buses(Analysis& a);
 bool at_bus_ceiling(const Row& disk);
 // Fills a finding capped by `disk`'s bus: layer "server bus" | "client bus".
 void set_bus(Finding& f, const Row& disk);
+
+// --- streams.cc ------------------------------------------------------------
+// TCP connections a protocol row used at once: SMB's `connections`, a kernel
+// mount's nconnect / multichannel max_channels; else 1.
+int protocol_connections(const Row& r);
+// The TCP row of several streams in `where` with the highest median, of at
+// most `at_most` streams (0: any); nullptr when none.
+const Row* tcp_total_row(const std::vector<Row>& rows, const std::string& where, int at_most);
+// The TCP row a protocol over RAM is held against: the total of several
+// streams where it uses several connections and such a row exists, else one
+// stream's.
+const Row* tcp_beneath(const std::vector<Row>& rows, const Row& protocol);
 
 // --- cpu_evidence.cc -------------------------------------------------------
 // Sets each row's cpu_bound and, where other processes kept every core busy,

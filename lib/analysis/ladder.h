@@ -145,6 +145,7 @@ struct Row {
   std::string where;
   std::string op;
   uint64_t size = 0;               // disk file size
+  int streams = 1;                 // TCP rows: streams at once (the figure is their total)
   Summary rate;                    // bytes/s over the successful samples
   size_t failed = 0;               // failed samples
   size_t cache_possible = 0;       // samples flagged cache_possible

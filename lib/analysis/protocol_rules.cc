@@ -446,7 +446,9 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   const std::string proto = protocol_name(r.layer);
   ProtocolCase p{r};
   p.b = find_row(a, r.below);
-  p.tcp = tcp_row(a.rows, read ? "server->client" : "client->server");
+  // TCP as this protocol meets it: one stream, or the streams of its connections.
+  p.tcp = p.b && p.b->layer == "tcp" ? p.b
+                                     : tcp_row(a.rows, read ? "server->client" : "client->server");
   p.ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
   p.disk = disk_row(a.rows, "server", r.op, r.size);
   if (p.b) p.level = level_of(r, *p.b);
@@ -464,6 +466,11 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.subject =
       cite(r, fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op));
   if (p.b) f.beneath = cite(*p.b, p.b->layer == "tcp" ? "TCP" : p.b->label);
+  if (p.b && p.b->layer == "tcp" && tcp_total_row(a.rows, p.b->where, 0)) {
+    // The run measured several streams too: say which TCP this protocol meets.
+    f.numbers["tcp_streams"] = p.b->streams;
+    f.numbers["connections"] = protocol_connections(r);
+  }
   f.words["protocol"] = proto;
   if (r.below_size) f.numbers["below_size"] = double(r.below_size);
   if (r.where == "disk") {

@@ -251,10 +251,20 @@ std::string disk_context(const Finding& f) {
   return s;
 }
 
+// Which TCP a protocol is held against, where the run measured several
+// streams: " with one stream, as FTP uses one connection".
+std::string tcp_which(const Finding& f) {
+  if (!has(f, "tcp_streams")) return "";
+  const double n = num(f, "tcp_streams"), c = num(f, "connections");
+  const std::string proto = word(f, "protocol");
+  if (n <= 1) return fmt::format(" with one stream, as {} uses one connection", proto);
+  return fmt::format(" with {:.0f} streams at once, as {} uses {:.0f} connections", n, proto, c);
+}
+
 // "SMB from RAM read moves 50 MB/s = 43 % of TCP (117 MB/s)".
 std::string moves_of(const Finding& f) {
-  return fmt::format("{} moves {} = {} of {} ({})", f.subject.name, mbps(f.subject.median),
-                     pct(f.ratio), f.beneath.name, mbps(f.beneath.median));
+  return fmt::format("{} moves {} = {} of {}{} ({})", f.subject.name, mbps(f.subject.median),
+                     pct(f.ratio), f.beneath.name, tcp_which(f), mbps(f.beneath.median));
 }
 
 // A client-side limit (protocol.turn_taking, client_*): the figure is a lower bound.
@@ -376,8 +386,9 @@ std::string protocol_head(const Finding& f) {
   }
   if (f.rule == "protocol.layer") {
     return fmt::format(
-        "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), pct(f.ratio), mbps(b.median), pct(f.ratio_lo), pct(f.ratio_hi), proto);
+        "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
+        mbps(r.median), pct(f.ratio), tcp_which(f), mbps(b.median), pct(f.ratio_lo),
+        pct(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,

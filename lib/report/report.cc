@@ -294,6 +294,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     if (r.rwnd_limited_frac >= 0) row["rwnd_limited_frac"] = r.rwnd_limited_frac;
     if (r.sndbuf_limited_frac >= 0) row["sndbuf_limited_frac"] = r.sndbuf_limited_frac;
     if (r.rtt_us > 0) row["rtt_us"] = r.rtt_us;
+    if (r.layer == "tcp") row["streams"] = r.streams;  // at once; the figure is their total
     row["cache_suspected"] = r.cache_suspected;
     row["cache_reason"] = r.cache_reason;
     // The figures above come from exactly these samples (ids in "stages").
