@@ -263,11 +263,12 @@ TEST_F(Lab, DelayShowsInTheTcpStagesRtt) {
 
 // [tcp] streams = 2 over real sshd: each sample of the two-stream series
 // records both streams' figures, their sum is the sample's, and the ladder
-// has the two-stream row beside the one-stream row. Shaped to 1 Gbit/s, both
-// fill the link (one stream does here), so the total is at least one stream's
-// within the samples' noise (2 %), whatever the load on this shared machine.
+// has the two-stream row beside the one-stream row. Shaped to 200 Mbit/s,
+// both fill the link (one stream does here even with every core busy: at 1
+// Gbit/s, under a load average of 12 on 2 cores, one stream made 94 MB/s and
+// two 87), so the total is at least one stream's within the samples' noise (2 %).
 TEST_F(Lab, TcpStreamsRecordEachStreamAndATotalAtLeastOneStreams) {
-  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "1gbit"}));
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "200mbit"}));
   TempDir t;
   write_file(t.file("plan.ini"),
              "[disk]\nenabled = no\n[tcp]\nseconds = 2\ncount = 3\nstreams = 2\n"
