@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
 # Benchmarks chokepoint's probes against the peer tools on the same targets,
 # in the lab, in one run, and prints ratios (ours / peer; target >= 0.95):
-#   TCP:  our TCP stage vs iperf3 (single stream), each direction;
+#   TCP:  our TCP stage vs iperf3 (single stream), each direction; then
+#         [tcp] streams = N vs iperf3 -P N (N = --streams, 2 by default);
 #   disk: our disk stage vs fio (direct, 1 MiB, sequential write and read) on
 #         the lab server's disk and on a RAM-backed loop device, each against
 #         fio as users run it and against fio with a huge-page buffer as ours;
 #   memory: the agents' peak RSS moving 1 GiB files (target < 32 MiB), and the
 #         orchestrator's peak RSS with few and many samples (must not grow).
-# Usage (root): bench/bench.sh [--rate 1gbit] [--rounds 3]
+# Usage (root): bench/bench.sh [--rate 1gbit] [--rounds 3] [--streams 2] [--tcp-only] [--no-build]
+# (--no-build: build/ and the static server agent are built already).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RATE=1gbit
 ROUNDS=3
+STREAMS=2
+TCP_ONLY=
+BUILD=1
 while (($#)); do
   case "$1" in
     --rate) RATE=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    *) echo "usage: $0 [--rate 1gbit] [--rounds N]" >&2; exit 2 ;;
+    --streams) STREAMS=$2; shift 2 ;;
+    --tcp-only) TCP_ONLY=1; shift ;;
+    --no-build) BUILD=; shift ;;
+    *) echo "usage: $0 [--rate 1gbit] [--rounds N] [--streams N] [--tcp-only] [--no-build]" >&2; exit 2 ;;
   esac
 done
-bash scripts/build.sh >/dev/null
+[ -n "$BUILD" ] && bash scripts/build.sh >/dev/null
 CP=./build/bin/chokepoint
 LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
 WORK=$(mktemp -d /tmp/chokepoint-bench.XXXXXX)
@@ -65,7 +73,7 @@ echo "chokepoint benchmark: lab at rate $RATE, $ROUNDS rounds, $(date -u +%FT%TZ
 ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
 IPERF_PID=$!
 sleep 1
-printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\n[protocol]\nenabled = no\n' >"$WORK/tcp.ini"
+printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = 1\n[protocol]\nenabled = no\n' >"$WORK/tcp.ini"
 declare -a ip_down ip_up our_down our_up
 for ((i = 0; i < ROUNDS; i++)); do
   ip_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
@@ -82,6 +90,32 @@ for dir in down up; do
   printf 'TCP %-17s iperf3 %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" \
     "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
 done
+
+# --- TCP with several streams: iperf3 -P N vs [tcp] streams = N ----------------
+# Our N-stream row (key tcp:DIR:send:N) holds the streams' total, as iperf3's
+# sum_received does.
+ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
+IPERF_PID=$!
+sleep 1
+printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = %s\n[protocol]\nenabled = no\n' \
+  "$STREAMS" >"$WORK/tcpn.ini"
+declare -a pn_down pn_up on_down on_up
+for ((i = 0; i < ROUNDS; i++)); do
+  pn_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -P "$STREAMS" -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  pn_up+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -P "$STREAMS" -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
+  $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcpn.ini" --json -q >"$WORK/tcpn.json"
+  on_down+=("$(ours_row "$WORK/tcpn.json" "tcp:server->client:send:$STREAMS")")
+  on_up+=("$(ours_row "$WORK/tcpn.json" "tcp:client->server:send:$STREAMS")")
+done
+kill "$IPERF_PID"; IPERF_PID=
+echo "  per round, bytes/s: iperf3 -P $STREAMS down ${pn_down[*]}; ours ${on_down[*]}; iperf3 -P $STREAMS up ${pn_up[*]}; ours ${on_up[*]}"
+for dir in down up; do
+  if [ $dir = down ]; then p=$(median "${pn_down[@]}"); o=$(median "${on_down[@]}"); label="server -> client";
+  else p=$(median "${pn_up[@]}"); o=$(median "${on_up[@]}"); label="client -> server"; fi
+  printf 'TCP %-17s %s streams: iperf3 -P %s %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" \
+    "$STREAMS" "$STREAMS" "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
+done
+[ -n "$TCP_ONLY" ] && exit 0
 
 # --- Disk: fio vs our disk stage ---------------------------------------------
 SIZE_MB=1024

@@ -27,6 +27,7 @@
 #include "agent/client_role.h"
 #include "agent/file_ops.h"
 #include "agent/run_dir.h"
+#include "agent/tcp_ops.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
@@ -60,15 +61,6 @@ uint64_t max_rss_kb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<uint64_t>(ru.ru_maxrss);
-}
-
-// The TCP probe's result as the tcp_run / tcp_result answer.
-msg::TcpResult tcp_message(const probe::TcpResult& r, msg::CpuSummary cpu) {
-  const auto& i = r.info;
-  msg::TcpInfo t{i.available,      i.retransmits,      i.rtt_us,        i.rttvar_us,
-                 i.snd_cwnd,       i.snd_mss,          i.pmtu,          i.busy_s,
-                 i.rwnd_limited_s, i.sndbuf_limited_s, i.delivery_rate, r.rtt_idle_us};
-  return {r.bytes, r.seconds, r.sender, t, std::move(cpu)};
 }
 
 // A file name the orchestrator chose for a sample: a plain name, so the agent
@@ -429,28 +421,13 @@ json::object Agent::do_tcp_listen(const Request& r) {
 }
 
 json::object Agent::do_tcp_run(const Request& r) {
-  const auto q = decode<msg::TcpRunRequest>(r);
-  if (q.mode != "send" && q.mode != "recv") {
-    throw Error(ErrorKind::kPeer, "message 'tcp_run': field 'mode' must be send or recv");
-  }
-  if (q.port == 0 || q.port > 65535) throw Error(ErrorKind::kPeer, "message 'tcp_run': bad 'port'");
-  ProgressFn progress = progress_to(r.id);
-  probe::CpuSampler cpu;
-  cpu.start();
-  probe::TcpResult t =
-      probe::tcp_run(q.host, static_cast<uint16_t>(q.port), q.token,
-                     q.mode == "send" ? probe::TcpMode::kSend : probe::TcpMode::kRecv, q.seconds,
-                     static_cast<uint32_t>(q.buffer), r.cancel, progress);
-  return msg::to_json(tcp_message(t, cpu.stop()));
+  return msg::to_json(tcp_run_op(decode<msg::TcpRunRequest>(r), r.cancel, progress_to(r.id)));
 }
 
 json::object Agent::do_tcp_result(const Request& r) {
   const auto q = decode<msg::TcpResultRequest>(r);
   if (!tcp_server_) throw Error(ErrorKind::kPeer, "tcp_result before tcp_listen");
-  probe::CpuSampler cpu;
-  cpu.start();
-  probe::TcpResult t = tcp_server_->wait_result(q.token, q.timeout, r.cancel);
-  return msg::to_json(tcp_message(t, cpu.stop()));
+  return msg::to_json(tcp_result_op(*tcp_server_, q, r.cancel));
 }
 
 // What smbd negotiated with each connected client, from `smbstatus --json`

@@ -18,6 +18,10 @@
 #include "core/model.h"
 #include "core/units.h"
 
+namespace cp::msg {
+struct BlockDeviceFacts;
+}
+
 namespace cp::analysis {
 
 // --- words the rows and hints use ----------------------------------------
@@ -40,6 +44,7 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a);
 // size 0: the biggest files (the sustained figure).
 const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op,
                     uint64_t size = 0);
+// One stream's TCP row of `where` (tcp_total_row: several streams').
 const Row* tcp_row(const std::vector<Row>& rows, const std::string& where);
 // The row of `layer` over `medium` for `op` with files of `size`, else the
 // nearest size (by ratio); size 0: the biggest files.
@@ -47,6 +52,28 @@ const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
                      const std::string& medium, const std::string& op, uint64_t size = 0);
 // A row as a finding cites it.
 Cited cite(const Row& r, std::string name = {}, std::string verb = {});
+
+// --- bus_rules.cc ----------------------------------------------------------
+// The bus beneath a disk as the agent's facts give it (empty when they do not).
+BusCeiling disk_bus_of(const msg::BlockDeviceFacts& device);
+// Sets each disk row's bus and its ratio to the bus's theoretical ceiling.
+void attach_buses(Analysis& a);
+// The disk row is at its bus's effective ceiling (kBusEffective): the bus caps it.
+bool at_bus_ceiling(const Row& disk);
+// Fills a finding capped by `disk`'s bus: layer "server bus" | "client bus".
+void set_bus(Finding& f, const Row& disk);
+
+// --- streams.cc ------------------------------------------------------------
+// TCP connections a protocol row used at once: SMB's `connections`, a kernel
+// mount's nconnect / multichannel max_channels; else 1.
+int protocol_connections(const Row& r);
+// The TCP row of several streams in `where` with the highest median, of at
+// most `at_most` streams (0: any); nullptr when none.
+const Row* tcp_total_row(const std::vector<Row>& rows, const std::string& where, int at_most);
+// The TCP row a protocol over RAM is held against: the total of several
+// streams where it uses several connections and such a row exists, else one
+// stream's.
+const Row* tcp_beneath(const std::vector<Row>& rows, const Row& protocol);
 
 // --- cpu_evidence.cc -------------------------------------------------------
 // Sets each row's cpu_bound and, where other processes kept every core busy,
@@ -125,6 +152,7 @@ bool path_medium(const Case&, Finding&);
 bool path_noise(const Case&, Finding&);
 bool path_tcp(const Case&, Finding&);
 bool path_cpu(const Case&, Finding&);
+bool path_bus(const Case&, Finding&);
 bool path_slowest(const Case&, Finding&);
 
 bool protocol_untrusted(const Case&, Finding&);
@@ -137,6 +165,7 @@ bool protocol_client_size_limit(const Case&, Finding&);
 bool protocol_client_drain(const Case&, Finding&);
 bool protocol_client_window(const Case&, Finding&);
 bool protocol_disk_cpu(const Case&, Finding&);
+bool protocol_disk_bus(const Case&, Finding&);
 bool protocol_disk_ceiling(const Case&, Finding&);
 bool protocol_at_ram_ceiling(const Case&, Finding&);
 bool protocol_disk_medium(const Case&, Finding&);

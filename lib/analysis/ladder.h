@@ -69,6 +69,11 @@ constexpr double kPathShort = 0.80;
 // load swings (it left the loaded lab's unshaped TCP 12-70 % apart).
 constexpr double kSteadyRate = 0.05;
 constexpr size_t kSteadySamples = 3;
+// A bus carries about 80 % of its payload ceiling (the link's rate after line
+// coding) once command, frame and packet overheads are paid (SATA FIS and
+// handshakes, PCIe TLP headers, USB protocol): a disk at >= 80 % of it is at
+// the bus's effective ceiling, and the bus caps it.
+constexpr double kBusEffective = 0.80;
 
 // One end's CPU over a row's samples: window-weighted averages of the
 // per-sample CPU messages (core/cpu_message.h), % of one core unless noted.
@@ -110,6 +115,27 @@ struct CpuBound {
   bool empty() const { return kind.empty(); }
 };
 
+// The bus beneath a disk_dir's disk, from the host's facts (core/facts_message.h
+// BusFacts): one link, or for md/LVM/dm the members' links together.
+struct BusLinkInfo {
+  std::string member;  // "sda" for an array's member; "" for the disk's own link
+  std::string kind;    // "sata" | "pcie" | "usb" | "virtual"
+  std::string link;    // as sysfs says it: "3.0 Gbps", "8.0 GT/s PCIe x4", "5000 Mbit/s"
+  double ceiling = 0;  // payload ceiling after line coding, bytes/s; 0 unknown
+};
+struct BusCeiling {
+  // "sata" | "pcie" | "usb" (one link) | "members" (an array: its members'
+  // links together) | "virtual" (loop, zram, virtio, dm/md over such: no bus)
+  std::string kind;
+  std::vector<BusLinkInfo> links;  // one, or each member's
+  // The theoretical ceiling: the link's payload rate after line coding (an
+  // array: its members' summed, the most they carry together), bytes/s; 0
+  // unknown. The effective one is kBusEffective of it.
+  double theoretical = 0;
+  double effective() const { return theoretical * kBusEffective; }
+  bool empty() const { return kind.empty(); }
+};
+
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
   std::string label;  // "TCP server -> client"
@@ -117,6 +143,7 @@ struct Row {
   std::string where;
   std::string op;
   uint64_t size = 0;               // disk file size
+  int streams = 1;                 // TCP rows: streams at once (the figure is their total)
   Summary rate;                    // bytes/s over the successful samples
   size_t failed = 0;               // failed samples
   size_t cache_possible = 0;       // samples flagged cache_possible
@@ -178,6 +205,10 @@ struct Row {
   std::string server_fs;
   std::string server_disk;  // the disk under it ("sda", "md2"; "" unknown or none)
   std::string medium_reason;
+  // Disk rows: the bus beneath the disk (empty when the facts do not say), and
+  // the row's median over its theoretical ceiling (0: none known).
+  BusCeiling bus;
+  double bus_ratio = 0;
 };
 
 // How sure a finding is (see docs/verdict-rules.md, "Confidence").
@@ -228,7 +259,8 @@ struct Finding {
   // The capping layer: "server disk" | "client disk" | "network" (the link at its
   // nominal rate) | "network path" (something between two faster NICs) | "tcp" |
   // "cpu" (see `cpu`) | "smb", "ftp", ... (the protocol layer) | "smb + disk"
-  // (reading and serving together) | "undecided" (see `candidates`); for the
+  // (reading and serving together) | "server bus", "client bus" (the link beneath
+  // that end's disk at its effective ceiling) | "undecided" (see `candidates`); for the
   // other paths: "cache", "error", "network", "config".
   std::string layer;
   // The evidence, for charts and JSON: the keys of the rows on this path in
@@ -258,6 +290,8 @@ struct Finding {
   std::vector<std::string> hints;
   // layer "cpu": who and how.
   CpuBound cpu;
+  // layer "server bus" / "client bus": the link(s) beneath the capping disk.
+  BusCeiling bus;
   // The CPU evidence an undecided finding weighed without naming it (busy cores
   // that may hold a TCP near the link's rate); empty when none.
   CpuBound cpu_weighed;
@@ -293,6 +327,7 @@ struct HostFacts {
   std::string disk_device;  // the disk behind disk_dir: "sda"
   std::string disk_fs;      // the filesystem of disk_dir: "ext4" ("" unknown)
   int64_t read_ahead_kb = -1;
+  BusCeiling disk_bus;                             // the bus beneath disk_device (empty: unknown)
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
   std::string boot_id;       // the kernel's boot id: equal on both ends = one machine
   std::string nic_name;      // the data interface ("eth0"; "" unknown)

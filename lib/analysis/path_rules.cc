@@ -86,6 +86,15 @@ bool path_cpu(const Case& c, Finding& f) {
   return true;
 }
 
+// The slowest layer is a disk at its bus's effective ceiling: the link beneath
+// the disk caps it, not the disk itself.
+bool path_bus(const Case& c, Finding& f) {
+  const Row& cap = *c.path->layers[0].row;
+  if (cap.layer != "disk" || !at_bus_ceiling(cap)) return false;
+  set_bus(f, cap);
+  return true;
+}
+
 bool path_slowest(const Case& c, Finding& f) {
   const PathCase::Layer& cap = c.path->layers[0];
   f.layer = cap.name;

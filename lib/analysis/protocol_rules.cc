@@ -323,6 +323,17 @@ bool protocol_disk_cpu(const Case& c, Finding& f) {
   return true;
 }
 
+// At the server disk's ceiling, and the disk at its bus's: the bus caps both.
+bool protocol_disk_bus(const Case& c, Finding& f) {
+  const ProtocolCase& p = *c.protocol;
+  if (!(p.level == Level::kCeiling || p.level == Level::kFaster) || p.b->layer != "disk" ||
+      !at_bus_ceiling(*p.b)) {
+    return false;
+  }
+  set_bus(f, *p.b);
+  return true;
+}
+
 // Faster than the layer beneath is at its ceiling too: past the cache rule,
 // only a protocol over RAM that a CPU held (no ceiling of its own) is beaten.
 bool protocol_disk_ceiling(const Case& c, Finding& f) {
@@ -464,7 +475,9 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   const std::string proto = protocol_name(r.layer);
   ProtocolCase p{r};
   p.b = find_row(a, r.below);
-  p.tcp = tcp_row(a.rows, read ? "server->client" : "client->server");
+  // TCP as this protocol meets it: one stream, or the streams of its connections.
+  p.tcp = p.b && p.b->layer == "tcp" ? p.b
+                                     : tcp_row(a.rows, read ? "server->client" : "client->server");
   p.ram = proto_row(a.rows, r.layer, "ram", r.op, r.size);
   p.disk = disk_row(a.rows, "server", r.op, r.size);
   if (p.b) p.level = level_of(r, *p.b);
@@ -483,6 +496,11 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.subject =
       cite(r, fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op));
   if (p.b) f.beneath = cite(*p.b, p.b->layer == "tcp" ? "TCP" : p.b->label);
+  if (p.b && p.b->layer == "tcp" && tcp_total_row(a.rows, p.b->where, 0)) {
+    // The run measured several streams too: say which TCP this protocol meets.
+    f.numbers["tcp_streams"] = p.b->streams;
+    f.numbers["connections"] = protocol_connections(r);
+  }
   f.words["protocol"] = proto;
   if (r.below_size) f.numbers["below_size"] = double(r.below_size);
   if (r.where == "disk") {

@@ -235,6 +235,7 @@ HostFacts read_host_facts(const msg::Facts& f) {
   if (f.disk_dir && f.disk_dir->device) {
     h.disk_device = f.disk_dir->device->disk;
     h.read_ahead_kb = f.disk_dir->device->read_ahead_kb.value_or(-1);
+    h.disk_bus = disk_bus_of(*f.disk_dir->device);
   }
   for (const msg::NamedValue& v : f.tcp_sysctls) {
     if (v.value) h.tcp_sysctls[v.name] = *v.value;
@@ -300,8 +301,7 @@ namespace {
 // against the lower of the same protocol over RAM and the server's disk, at
 // the same file size (or the nearest one measured).
 const Row* beneath_protocol(const std::vector<Row>& rows, const Row& r) {
-  const bool read = r.op == "read";
-  if (r.where == "ram") return tcp_row(rows, read ? "server->client" : "client->server");
+  if (r.where == "ram") return tcp_beneath(rows, r);
   const Row* ram = proto_row(rows, r.layer, "ram", r.op, r.size);
   const Row* disk = disk_row(rows, "server", r.op, r.size);
   if (ram && disk) return ram->rate.median <= disk->rate.median ? ram : disk;
@@ -342,8 +342,13 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
             fmt::format("{} disk {}, {} files", st.where,
                         s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
       } else if (st.layer == "tcp") {
-        key = fmt::format("tcp:{}:{}", st.where, s.op);
-        proto.label = "TCP " + where_label(st.where);
+        // Several streams at once: a row per count, the figure their total.
+        const size_t n = msg::read_stored<msg::TcpDetails>(s.details_json).streams.size();
+        proto.streams = n > 1 ? static_cast<int>(n) : 1;
+        key = n > 1 ? fmt::format("tcp:{}:{}:{}", st.where, s.op, n)
+                    : fmt::format("tcp:{}:{}", st.where, s.op);
+        proto.label =
+            "TCP " + where_label(st.where) + (n > 1 ? fmt::format(", {} streams", n) : "");
         proto.below = "link";
       } else {
         // A protocol over a RAM or disk share.
@@ -460,7 +465,7 @@ const Row* disk_row(const std::vector<Row>& rows, const std::string& where, cons
 
 const Row* tcp_row(const std::vector<Row>& rows, const std::string& where) {
   for (const auto& r : rows)
-    if (r.layer == "tcp" && r.where == where && r.rate.n > 0) return &r;
+    if (r.layer == "tcp" && r.where == where && r.streams == 1 && r.rate.n > 0) return &r;
   return nullptr;
 }
 

@@ -37,6 +37,7 @@ constexpr Rule kRules[] = {
   {"path.noise", kPathChain, "the two slowest layers within each other's noise: cannot tell, with the count that would settle it", rules::path_noise},
   {"path.tcp", kPathChain, "TCP is the slowest layer: what caps TCP (the TCP rules) caps the path", rules::path_tcp},
   {"path.cpu", kPathChain, "the slowest disk row is CPU-bound: the CPU caps the path", rules::path_cpu},
+  {"path.bus", kPathChain, "the slowest layer is a disk at >= 80 % of its bus's payload ceiling (the bus's effective ceiling): the bus caps the path", rules::path_bus},
   {"path.slowest", kPathChain, "the slowest layer caps the path", rules::path_slowest},
 
   // Each protocol's biggest files, over RAM against TCP and from disk against
@@ -51,6 +52,7 @@ constexpr Rule kRules[] = {
   {"protocol.client_drain", kProtocolRamChain, "the client idles a round trip after each call for >= 10 % of its time: a lower bound", rules::protocol_client_drain},
   {"protocol.client_window", kProtocolRamChain, "at >= 80 % of what the client's bytes in flight allow over the RTT: a lower bound", rules::protocol_client_window},
   {"protocol.disk_cpu", kProtocolDiskChain, "from disk at the server disk's ceiling, the disk CPU-bound: the CPU caps it", rules::protocol_disk_cpu},
+  {"protocol.disk_bus", kProtocolDiskChain, "from disk within 10 % of the server disk, the disk at >= 80 % of its bus's payload ceiling: the server's bus caps it", rules::protocol_disk_bus},
   {"protocol.disk_ceiling", kProtocolDiskChain, "from disk within 10 % of the server disk: the server disk caps it", rules::protocol_disk_ceiling},
   {"protocol.at_ram_ceiling", kProtocolDiskChain, "from disk within 10 % of the protocol over RAM: what caps the protocol over RAM caps it", rules::protocol_at_ram_ceiling},
   {"protocol.disk_medium", kProtocolDiskChain, "from disk, below RAM, with the server disk measured on RAM: cannot tell", rules::protocol_disk_medium},
@@ -244,6 +246,7 @@ Analysis analyze(const RunRecord& run) {
   a.stages_ran = !run.stages.empty();
   detect_link(run, a);
   a.rows = build_rows(run, a);
+  attach_buses(a);
   judge_cpu_evidence(a);
   Judging j{a, {}, {}};
   for (const Step& s : kSteps) s.run(j);

@@ -71,11 +71,15 @@ struct TcpRunRequest {
   std::string mode;  // "send" | "recv": what the connecting (client) side does
   double seconds = 0;
   uint64_t buffer = 128u << 10;  // bytes per socket call
+  // Several streams at once: one connection per token, each on its own
+  // thread (`token` is then the first). Empty: the one stream of `token`.
+  std::vector<std::string> tokens;
 };
 
 struct TcpResultRequest {
   std::string token;
-  double timeout = 60;  // s the listener waits for the connection
+  double timeout = 60;              // s the listener waits for the connection
+  std::vector<std::string> tokens;  // several streams: each token's (see TcpRunRequest)
 };
 
 // The kernel's tcp_info of one socket at the end of a sample.
@@ -94,12 +98,20 @@ struct TcpInfo {
   uint64_t rtt_idle_us = 0;     // RTT before the data flowed, us (0: unknown)
 };
 
-struct TcpResult {
+// One stream of several: this side's bytes and time, and its socket.
+struct TcpStream {
   uint64_t bytes = 0;
   double seconds = 0;
-  bool sender = false;  // this side sent the data
   TcpInfo tcp_info;
+};
+
+struct TcpResult {
+  uint64_t bytes = 0;   // several streams: their sum
+  double seconds = 0;   // several streams: the longest's
+  bool sender = false;  // this side sent the data
+  TcpInfo tcp_info;     // several streams: summed counters, the first's RTT and path
   CpuSummary cpu;
+  std::vector<TcpStream> streams;  // several streams: each one's; empty with one
 };
 
 struct TcpDetails {
@@ -108,6 +120,9 @@ struct TcpDetails {
   double sender_seconds = 0;
   TcpInfo tcp_info;           // the sender's socket
   TcpInfo receiver_tcp_info;  // the receiver's socket
+  // Several streams: each one's figure as the receiver counted it (bytes, s)
+  // with the sender's socket; the sample's bytes are their sum. Empty: one.
+  std::vector<TcpStream> streams;
 };
 
 // ---- share files (make_file, file_info, remove_file) -----------------------

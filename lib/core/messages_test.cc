@@ -130,6 +130,31 @@ TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_FALSE(d2.receiver_tcp_info.available);
 }
 
+// Several streams: the requests' tokens, each stream's figure in the result
+// and the stored details; one stream writes none of them (older agents' form).
+TEST(Messages, TcpStreamsRoundTripAndOneStreamWritesNone) {
+  TcpRunRequest run{"198.18.0.1", 40001, "a", "send", 2, 65536, {"a", "b", "c"}};
+  EXPECT_EQ(round_trip(run).tokens, (std::vector<std::string>{"a", "b", "c"}));
+  TcpResultRequest res{"a", 10, {"a", "b"}};
+  EXPECT_EQ(round_trip(res).tokens, (std::vector<std::string>{"a", "b"}));
+  TcpResult t{3000, 2, true, some_tcp_info(), some_cpu(), {}};
+  EXPECT_FALSE(to_json(t).contains("streams"));
+  t.streams = {{1000, 2, some_tcp_info()}, {2000, 1.9, TcpInfo{}}};
+  const TcpResult t2 = round_trip(t);
+  ASSERT_EQ(t2.streams.size(), 2u);
+  EXPECT_EQ(t2.streams[1].bytes, 2000u);
+  EXPECT_DOUBLE_EQ(t2.streams[1].seconds, 1.9);
+  EXPECT_EQ(t2.streams[0].tcp_info.rtt_us, 250u);
+  TcpDetails d{"server", 3000, 2, some_tcp_info(), TcpInfo{}, t.streams};
+  const TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
+  ASSERT_EQ(d2.streams.size(), 2u);
+  EXPECT_EQ(d2.streams[0].bytes, 1000u);
+  // A stream without its figure is refused from a peer.
+  json::object bad = to_json(t);
+  bad["streams"].as_array()[0].as_object().erase("bytes");
+  EXPECT_THROW(decode<TcpResult>(bad, "tcp_run"), Error);
+}
+
 TEST(Messages, FileMessagesRoundTrip) {
   FileRequest f{"/srv", "a.dat", 5000, 65536, true, true};
   FileRequest f2 = round_trip(f);

@@ -97,6 +97,14 @@ std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where
   return sizes;
 }
 
+}  // namespace
+
+std::string streams_value(int streams) {
+  return streams == kAutoTcpStreams ? "auto" : std::to_string(streams);
+}
+
+namespace {
+
 using Setter = std::function<void(Plan&, const std::string& value, const std::string& where)>;
 using Section = std::map<std::string, Setter>;
 
@@ -150,6 +158,10 @@ Section tcp_keys() {
                            fmt::format("{}: {} is outside 1 KiB .. 16 MiB", w, v));
              }
              p.tcp_buffer = static_cast<uint32_t>(b);
+           }},
+          {"streams",
+           [](Plan& p, auto& v, auto& w) {
+             p.tcp_streams = v == "auto" ? kAutoTcpStreams : parse_count(v, w, 1, kMaxTcpStreams);
            }},
           {"data_address", [](Plan& p, auto& v, auto&) { p.data_address = v; }}};
 }
@@ -598,6 +610,7 @@ std::string plan_to_json(const Plan& p) {
         {"seconds", p.tcp_seconds},
         {"count", p.tcp_count},
         {"buffer", p.tcp_buffer},
+        {"streams", streams_value(p.tcp_streams)},
         {"data_address", p.data_address}}},
       {"link", {{"nominal_bits", p.link_bits}}},
       {"timeouts", {{"silence", p.silence_timeout}, {"stall", p.stall_after}}},
@@ -655,8 +668,13 @@ std::vector<StageOutline> plan_outline(const Plan& plan) {
     for (const char* dir : {"server->client", "client->server"}) {
       out.push_back(
           {fmt::format("tcp {}", dir),
-           fmt::format("{} samples of {:g} s, RAM to RAM", plan.tcp_count, plan.tcp_seconds),
-           plan.tcp_count, 0});
+           fmt::format("{} samples of {:g} s, RAM to RAM{}", plan.tcp_count, plan.tcp_seconds,
+                       plan.tcp_streams == kAutoTcpStreams ? ", then more streams at once "
+                                                             "where one is CPU-bound"
+                       : plan.tcp_streams > 1 ? fmt::format(", then {} with {} streams",
+                                                            plan.tcp_count, plan.tcp_streams)
+                                              : ""),
+           plan.tcp_streams > 1 ? plan.tcp_count * 2 : plan.tcp_count, 0});
     }
   }
   // Protocol stages in the order the runner takes them: RAM shares (stage 3)

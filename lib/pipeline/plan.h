@@ -58,6 +58,11 @@ constexpr int kMinProtoSamples = 3;
 constexpr int kMaxSizes = 64;
 constexpr int64_t kMaxPlanSamples = 100'000;
 
+inline constexpr int kAutoTcpStreams = 0;
+inline constexpr int kMaxTcpStreams = 16;  // the listener serves 16 connections at once
+// "auto" for kAutoTcpStreams, else the number (plan JSON, stage params).
+std::string streams_value(int streams);
+
 struct Plan {
   EndpointPlan server, client;
 
@@ -73,7 +78,11 @@ struct Plan {
   double tcp_seconds = 2;            // per sample; >= 2 s for a stable figure
   int tcp_count = 5;                 // samples per direction
   uint32_t tcp_buffer = 128u << 10;  // bytes per send/recv call
-  std::string data_address;          // the server's address on the data path; "" = SSH host
+  // Streams at once after the one-stream series: kAutoTcpStreams (more while
+  // one stream is CPU-bound and the total rises, at most a stream per core of
+  // the end with fewer), 1 (one stream only) or 2 .. kMaxTcpStreams.
+  int tcp_streams = kAutoTcpStreams;
+  std::string data_address;  // the server's address on the data path; "" = SSH host
 
   uint64_t link_bits = 0;  // nominal link speed, bit/s; 0 = detect from interfaces
 

@@ -149,6 +149,16 @@ TEST(Plan, SeriesStopsAtTheBudgetAfterTheMinimumSamples) {
   EXPECT_TRUE(proto_series_done(both, 5, 6));
 }
 
+TEST(Plan, TcpStreamsAreAutoByDefaultOrACountFromOneToSixteen) {
+  EXPECT_EQ(parse_plan("", "plan.ini").tcp_streams, kAutoTcpStreams);
+  EXPECT_EQ(parse_plan("[tcp]\nstreams = auto\n", "plan.ini").tcp_streams, kAutoTcpStreams);
+  EXPECT_EQ(parse_plan("[tcp]\nstreams = 4\n", "plan.ini").tcp_streams, 4);
+  EXPECT_EQ(parse_plan("[tcp]\nstreams = 1\n", "plan.ini").tcp_streams, 1);
+  EXPECT_THROW(parse_plan("[tcp]\nstreams = 0\n", "plan.ini"), Error);
+  EXPECT_THROW(parse_plan("[tcp]\nstreams = 17\n", "plan.ini"), Error);
+  EXPECT_THROW(parse_plan("[tcp]\nstreams = many\n", "plan.ini"), Error);
+}
+
 TEST(Plan, ErrorsNameLineAndKey) {
   EXPECT_NE(error_of("[disk]\n\nsizez = 1MB\n").find("plan.ini:3: unknown key 'sizez' in [disk]"),
             std::string::npos);

@@ -84,6 +84,7 @@ class RunnerTest : public ::testing::Test {
     plan_.disk_count = 2;
     plan_.tcp_seconds = 0.3;
     plan_.tcp_count = 2;
+    plan_.tcp_streams = 1;  // the sample counts below; streams = auto's depend on the CPU
     plan_.data_address = "127.0.0.1";
     plan_.disk_settle = 0;
   }
@@ -94,6 +95,36 @@ class RunnerTest : public ::testing::Test {
   Plan plan_;
   InProcessAgent server_{"server"}, client_{"client"};
 };
+
+// Two streams through the real agents and the TCP probe on loopback: each
+// sample of the two-stream series holds both streams' figures, which the
+// receiver counted and which sum to the sample's bytes.
+TEST_F(RunnerTest, TcpStreamsTwoRecordEachStreamThroughRealAgents) {
+  plan_.disk_enabled = false;
+  plan_.tcp_streams = 2;
+  plan_.tcp_seconds = 0.3;
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  for (int64_t id : {1, 2}) {
+    EXPECT_EQ(rec.stages[id - 1].status, kComplete) << rec.stages[id - 1].error;
+    ASSERT_EQ(rec.samples[id].size(), 4u);  // two with one stream, two with two
+    for (size_t i = 0; i < 4; ++i) {
+      const SampleRecord& s = rec.samples[id][i];
+      const auto d = msg::read_stored<msg::TcpDetails>(s.details_json);
+      ASSERT_EQ(d.streams.size(), i < 2 ? 0u : 2u);
+      uint64_t sum = 0;
+      for (const auto& e : d.streams) {
+        EXPECT_GT(e.bytes, 0u);
+        EXPECT_TRUE(e.tcp_info.available);
+        sum += e.bytes;
+      }
+      if (i >= 2) EXPECT_EQ(sum, s.bytes);
+      EXPECT_EQ(d.sender_bytes, s.bytes);  // everything sent arrived
+    }
+  }
+}
 
 TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   Recorded rec;
@@ -454,6 +485,117 @@ TEST(ScriptedRunnerTest, TcpFigureIsTheReceiversAndTheDetailsHoldTheSendersSocke
   EXPECT_EQ(ud.sender, "client");
   EXPECT_EQ(ud.tcp_info.rtt_us, 444u);
   EXPECT_EQ(ud.receiver_tcp_info.rtt_us, 222u);
+}
+
+// [tcp] streams: both agents answer one stream or several, each end on two
+// cores, the sending thread at `thread_pct` of a core; `total(n)` is what n
+// streams carry at once, bytes in 1 s.
+struct StreamsScript {
+  double thread_pct = 99;
+  std::function<uint64_t(size_t)> total;
+  std::vector<size_t> asked;  // streams per tcp_run, in order
+  json::object answer(size_t n, bool sender) const {
+    msg::TcpResult r;
+    r.bytes = total(n);
+    r.seconds = 1;
+    r.sender = sender;
+    r.tcp_info.available = true;
+    r.cpu.seconds = 1;
+    r.cpu.core_busy_pct = {thread_pct, 10};
+    r.cpu.top.push_back({});
+    r.cpu.top.back().comm = "chokepoint-agen";
+    r.cpu.top.back().role = "agent";
+    r.cpu.top.back().cpu_pct = thread_pct;
+    r.cpu.top.back().top_thread_pct = thread_pct;
+    for (size_t i = 0; n > 1 && i < n; ++i) r.streams.push_back({r.bytes / n, 1, r.tcp_info});
+    return msg::to_json(r);
+  }
+};
+
+// One direction's samples (server -> client) under `script` and `plan`.
+std::vector<SampleRecord> tcp_samples(Plan plan, StreamsScript& script) {
+  plan.disk_enabled = false;
+  plan.tcp_enabled = true;
+  plan.tcp_seconds = 1;
+  ScriptedAgent server("server", [&](const std::string& type, const json::object& args) {
+    if (type == "tcp_listen") return msg::to_json(msg::TcpListenResult{5001});
+    const auto q = msg::decode<msg::TcpResultRequest>(args, "tcp_result");
+    return script.answer(std::max<size_t>(1, q.tokens.size()), true);
+  });
+  ScriptedAgent client("client", [&](const std::string&, const json::object& args) {
+    const auto q = msg::decode<msg::TcpRunRequest>(args, "tcp_run");
+    script.asked.push_back(std::max<size_t>(1, q.tokens.size()));
+    return script.answer(script.asked.back(), false);
+  });
+  Recorded rec;
+  CancelToken cancel;
+  Agents a{server, client, "srv", "cli", "198.18.0.1"};
+  run_stages(plan, a, rec, cancel);
+  EXPECT_EQ(rec.stages.at(0).status, kComplete) << rec.stages.at(0).error;
+  return rec.samples[1];
+}
+
+size_t streams_of(const SampleRecord& s) {
+  return std::max<size_t>(1, msg::read_stored<msg::TcpDetails>(s.details_json).streams.size());
+}
+
+TEST(ScriptedRunnerTest, TcpStreamsAutoAddsStreamsWhileOneIsCpuBoundAndTheTotalRises) {
+  Plan plan = disk_only_plan();
+  plan.tcp_count = 3;
+  StreamsScript script;
+  script.total = [](size_t n) { return n == 1 ? 1000u : 1800u; };  // two cores: at most two
+  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  // Three with one stream, one at two (it rose), two more at two: three there.
+  ASSERT_EQ(s.size(), 6u);
+  std::vector<size_t> streams;
+  for (const auto& r : s) streams.push_back(streams_of(r));
+  EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 1, 2, 2, 2}));
+  EXPECT_EQ(s[3].bytes, 1800u);  // the total; each stream's in the details
+  EXPECT_EQ(msg::read_stored<msg::TcpDetails>(s[3].details_json).streams.at(1).bytes, 900u);
+}
+
+TEST(ScriptedRunnerTest, TcpStreamsAutoStopsWhenTheTotalDoesNotRise) {
+  Plan plan = disk_only_plan();
+  plan.tcp_count = 2;
+  StreamsScript script;
+  script.total = [](size_t n) { return n == 1 ? 1000u : 1020u; };  // +2 %: no gain
+  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  std::vector<size_t> streams;
+  for (const auto& r : s) streams.push_back(streams_of(r));
+  EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 2}));  // tried two, kept none
+}
+
+TEST(ScriptedRunnerTest, TcpStreamsAutoKeepsOneStreamWhenNoEndIsCpuBound) {
+  Plan plan = disk_only_plan();
+  plan.tcp_count = 2;
+  StreamsScript script;
+  script.thread_pct = 40;
+  script.total = [](size_t n) { return 1000u * n; };
+  EXPECT_EQ(tcp_samples(plan, script).size(), 2u);
+  EXPECT_EQ(script.asked, (std::vector<size_t>{1, 1, 1, 1}));  // both directions
+}
+
+TEST(ScriptedRunnerTest, TcpStreamsNTakesCountSamplesAtNAfterTheOneStreamSeries) {
+  Plan plan = disk_only_plan();
+  plan.tcp_count = 2;
+  plan.tcp_streams = 4;
+  StreamsScript script;
+  script.thread_pct = 40;  // N is asked for whatever the CPU
+  script.total = [](size_t n) { return 1000u * n; };
+  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  std::vector<size_t> streams;
+  for (const auto& r : s) streams.push_back(streams_of(r));
+  EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 4, 4}));
+  EXPECT_EQ(s[2].bytes, 4000u);
+}
+
+TEST(ScriptedRunnerTest, TcpStreamsOneTakesOneStreamOnly) {
+  Plan plan = disk_only_plan();
+  plan.tcp_count = 2;
+  plan.tcp_streams = 1;
+  StreamsScript script;
+  script.total = [](size_t n) { return 1000u * n; };
+  EXPECT_EQ(tcp_samples(plan, script).size(), 2u);
 }
 
 // The sweep asks the agent only for the cells the driver's table says it can

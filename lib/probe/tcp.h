@@ -106,4 +106,14 @@ TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& tok
                   double seconds, uint32_t buffer, const CancelToken& cancel,
                   const Progress& progress);
 
+// Several streams at once (a link faster than one stream, as iperf3 -P):
+// one tcp_run per token to the same listener, each on its own thread. Their
+// results in the tokens' order; `progress` gets their bytes summed. A stream
+// that fails ends the others (reset, so the listener records failures too) and
+// its error is thrown; `cancel` ends them all (Error(kCancelled)).
+std::vector<TcpResult> tcp_run_streams(const std::string& host, uint16_t port,
+                                       const std::vector<std::string>& tokens, TcpMode mode,
+                                       double seconds, uint32_t buffer, const CancelToken& cancel,
+                                       const Progress& progress);
+
 }  // namespace cp::probe

@@ -2,9 +2,11 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <atomic>
 
 #include <chrono>
 #include <cstring>
@@ -121,6 +123,43 @@ TEST(Tcp, SeveralSamplesInParallelKeepTheirTokens) {
   TcpResult ca = a.get(), cb = b.get();
   EXPECT_EQ(server.wait_result("b", kWait, cancel).bytes, cb.bytes);
   EXPECT_EQ(server.wait_result("a", kWait, cancel).bytes, ca.bytes);
+}
+
+TEST(Tcp, SeveralStreamsRunAtOnceEachWithItsOwnFigure) {
+  const std::vector<std::string> tokens{"m1", "m2", "m3"};
+  TcpServer server("127.0.0.1", 0, tokens);
+  CancelToken cancel;
+  std::atomic<uint64_t> last{0};
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<TcpResult> c =
+      tcp_run_streams("127.0.0.1", server.port(), tokens, TcpMode::kSend, 0.5, kDefaultTcpBuffer,
+                      cancel, [&](uint64_t bytes, double) { last = bytes; });
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(c.size(), 3u);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const TcpResult s = server.wait_result(tokens[i], kWait, cancel);
+    EXPECT_TRUE(c[i].sender);
+    EXPECT_GT(c[i].bytes, 0u);
+    EXPECT_EQ(c[i].bytes, s.bytes) << tokens[i];
+    sum += c[i].bytes;
+  }
+  // At once, not one after another (3 x 0.5 s).
+  EXPECT_LT(took, 1.4);
+  EXPECT_LE(last.load(), sum);
+  EXPECT_GT(last.load(), 0u);
+}
+
+TEST(Tcp, SeveralStreamsFailTogetherWhenOneIsRefused) {
+  TcpServer server("127.0.0.1", 0, {"ok1", "ok2"});
+  CancelToken cancel;
+  EXPECT_THROW(tcp_run_streams("127.0.0.1", server.port(), {"ok1", "stranger"}, TcpMode::kSend, 0.5,
+                               kDefaultTcpBuffer, cancel, nullptr),
+               Error);
+  EXPECT_THROW(tcp_run_streams("127.0.0.1", server.port(), {}, TcpMode::kSend, 0.5,
+                               kDefaultTcpBuffer, cancel, nullptr),
+               Error);
 }
 
 TEST(Tcp, BadHeadersAreRejectedAndTheServerKeepsServing) {

@@ -41,6 +41,48 @@ std::string describe_proc(const std::string& comm, const std::string& role) {
 
 std::string head(const Finding& f);
 
+// "SATA 3.0 Gbps", "PCIe 8.0 GT/s x4", "USB 5000 Mbit/s".
+std::string one_link(const analysis::BusLinkInfo& l) {
+  if (l.kind == "sata") return "SATA " + l.link;
+  if (l.kind == "pcie") return l.link.find("PCIe") == std::string::npos ? "PCIe " + l.link : l.link;
+  if (l.kind == "usb") return "USB " + l.link;
+  if (l.kind == "virtual") return l.member + ": no bus";
+  return l.kind + " " + l.link;
+}
+
+// The bus's name: one link's, or an array's members' links.
+std::string bus_name(const analysis::BusCeiling& b) {
+  if (b.kind != "members") return b.links.empty() ? b.kind : one_link(b.links[0]);
+  std::string s;
+  for (const auto& l : b.links) {
+    s += (s.empty() ? "" : ", ") +
+         (l.kind == "virtual" ? one_link(l) : l.member + ": " + one_link(l));
+  }
+  return fmt::format("its {} members' links together ({})", b.links.size(), s);
+}
+
+// What frees a disk from its bus.
+std::string bus_fix(const analysis::BusCeiling& b) {
+  if (b.kind == "sata") {
+    const bool slow = !b.links.empty() && b.links[0].link.rfind("6", 0) != 0;
+    return slow ? "connect the disk to a 6 Gbit/s SATA port or another controller"
+                : "a faster interface (NVMe) or another controller";
+  }
+  if (b.kind == "pcie") return "a slot with more lanes or a newer PCIe generation";
+  if (b.kind == "usb") return "a faster USB port (or another controller), or an internal port";
+  return "spread the members over more ports or controllers";
+}
+
+// A disk capped by its bus (path.bus, protocol.disk_bus).
+std::string bus_cap_text(const Finding& f) {
+  return fmt::format(
+      "the {} caps it: the {} disk {}s {} = {} of {} ({} theoretical, {} effective): {}", f.layer,
+      word(f, "disk_where"), f.subject.layer == "disk" ? f.subject.op : f.beneath.op,
+      mbps(f.subject.layer == "disk" ? f.subject.median : f.beneath.median),
+      pct(num(f, "bus_ratio")), bus_name(f.bus), mbps(num(f, "bus_theoretical_bytes_per_s")),
+      mbps(num(f, "bus_effective_bytes_per_s")), bus_fix(f.bus));
+}
+
 // What the TCP rules cite besides their verdict: tcp_info limits, retransmits
 // and the round trip.
 std::string tcp_because(const Finding& f) {
@@ -181,6 +223,7 @@ std::string path_head(const Finding& f) {
     return fmt::format("{}: the CPU caps it: the {} {} {} while {}", f.path, cap.name, cap.verb,
                        mbps(cap.median), cpu_text(f.cpu));
   }
+  if (f.rule == "path.bus") return fmt::format("{}: {}", f.path, bus_cap_text(f));
   CP_CHECK(f.rule == "path.slowest");
   return fmt::format("{}: the {} caps it: it {} {}{}", f.path, cap.name, cap.verb, mbps(cap.median),
                      cap.size ? fmt::format(" ({} files)", format_size(cap.size)) : "");
@@ -214,10 +257,20 @@ std::string disk_context(const Finding& f) {
   return s;
 }
 
+// Which TCP a protocol is held against, where the run measured several
+// streams: " with one stream, as FTP uses one connection".
+std::string tcp_which(const Finding& f) {
+  if (!has(f, "tcp_streams")) return "";
+  const double n = num(f, "tcp_streams"), c = num(f, "connections");
+  const std::string proto = word(f, "protocol");
+  if (n <= 1) return fmt::format(" with one stream, as {} uses one connection", proto);
+  return fmt::format(" with {:.0f} streams at once, as {} uses {:.0f} connections", n, proto, c);
+}
+
 // "SMB from RAM read moves 50 MB/s = 43 % of TCP (117 MB/s)".
 std::string moves_of(const Finding& f) {
-  return fmt::format("{} moves {} = {} of {} ({})", f.subject.name, mbps(f.subject.median),
-                     pct(f.ratio), f.beneath.name, mbps(f.beneath.median));
+  return fmt::format("{} moves {} = {} of {}{} ({})", f.subject.name, mbps(f.subject.median),
+                     pct(f.ratio), f.beneath.name, tcp_which(f), mbps(f.beneath.median));
 }
 
 // A client-side limit (protocol.turn_taking, client_*): the figure is a lower bound.
@@ -339,12 +392,17 @@ std::string protocol_head(const Finding& f) {
   }
   if (f.rule == "protocol.layer") {
     return fmt::format(
-        "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), pct(f.ratio), mbps(b.median), pct(f.ratio_lo), pct(f.ratio_hi), proto);
+        "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
+        mbps(r.median), pct(f.ratio), tcp_which(f), mbps(b.median), pct(f.ratio_lo),
+        pct(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,
                        r.name, mbps(r.median), pct(f.ratio), cpu_text(f.cpu), size_note(f));
+  }
+  if (f.rule == "protocol.disk_bus") {
+    return fmt::format("{}: {} moves {} = {} of the server disk, and {}{}", p, r.name,
+                       mbps(r.median), pct(f.ratio), bus_cap_text(f), size_note(f));
   }
   if (f.rule == "protocol.disk_ceiling") {
     return fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({}){}", p,
@@ -475,6 +533,15 @@ std::string cpu_text(const CpuBound& c) {
   }
   if (c.same_machine && c.host != "both") s += " (both ends share one machine's CPUs)";
   return s;
+}
+
+std::string bus_ladder_text(const analysis::Row& r) {
+  const analysis::BusCeiling& b = r.bus;
+  if (b.kind == "virtual") return "no bus: a virtual disk";
+  if (b.empty()) return "";
+  if (b.theoretical <= 0) return fmt::format("on {} (its ceiling unknown)", bus_name(b));
+  return fmt::format("{} of {} ({} theoretical, {} effective)", pct(r.bus_ratio), bus_name(b),
+                     mbps(b.theoretical), mbps(b.effective()));
 }
 
 std::string cpu_brief(const CpuBound& c) {

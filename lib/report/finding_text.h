@@ -28,4 +28,8 @@ std::string cpu_text(const analysis::CpuBound& c);
 // "cpu: a thread of smbd at 98 % (server)", "cpu: all cores 99 % busy (both ends)".
 std::string cpu_brief(const analysis::CpuBound& c);
 
+// A disk row against its bus, for the ladder: "80 % of SATA 3.0 Gbps (300 MB/s
+// theoretical, 240 MB/s effective)", "no bus: a virtual disk"; "" unknown.
+std::string bus_ladder_text(const analysis::Row& r);
+
 }  // namespace cp::report

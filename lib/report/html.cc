@@ -240,6 +240,7 @@ std::string ladder_table(const analysis::Analysis& a) {
       vs = fmt::format("{:.0f} % of {}", r.ratio * 100,
                        b && b->layer != "link" ? b->label : std::string("link"));
     }
+    if (r.layer == "disk") vs = bus_ladder_text(r);
     std::string notes;
     if (r.failed) notes += fmt::format("<span class=\"bad\">{} failed</span> ", r.failed);
     if (r.cache_suspected) {

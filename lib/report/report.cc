@@ -246,6 +246,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
                                 r.ratio_hi * 100, below)
                   : fmt::format("{:.0f} % of {}", r.ratio * 100, below);
     }
+    if (r.layer == "disk") vs = bus_ladder_text(r);
     std::string flags;
     if (r.failed) flags += fmt::format(" {}{} failed{}", red(o), r.failed, reset(o));
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
@@ -320,6 +321,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     if (r.rwnd_limited_frac >= 0) row["rwnd_limited_frac"] = r.rwnd_limited_frac;
     if (r.sndbuf_limited_frac >= 0) row["sndbuf_limited_frac"] = r.sndbuf_limited_frac;
     if (r.rtt_us > 0) row["rtt_us"] = r.rtt_us;
+    if (r.layer == "tcp") row["streams"] = r.streams;  // at once; the figure is their total
     row["cache_suspected"] = r.cache_suspected;
     row["cache_reason"] = r.cache_reason;
     // The figures above come from exactly these samples (ids in "stages").
@@ -335,6 +337,20 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     if (!r.server_fs.empty()) row["server_fs"] = r.server_fs;
     if (!r.server_disk.empty()) row["server_disk"] = r.server_disk;
     if (!r.medium_reason.empty()) row["medium_mismatch"] = r.medium_reason;
+    if (!r.bus.empty()) {
+      json::array links;
+      for (const auto& l : r.bus.links) {
+        links.push_back({{"member", l.member},
+                         {"kind", l.kind},
+                         {"link", l.link},
+                         {"ceiling_bytes_per_s", l.ceiling}});
+      }
+      row["bus"] = {{"kind", r.bus.kind},
+                    {"links", std::move(links)},
+                    {"theoretical_bytes_per_s", r.bus.theoretical},
+                    {"effective_bytes_per_s", r.bus.effective()},
+                    {"ratio", r.bus_ratio}};
+    }
     json::object cpu;
     for (const auto& [host, u] : r.cpu) cpu[host] = cpu_use_json(u);
     if (!cpu.empty()) row["cpu"] = std::move(cpu);

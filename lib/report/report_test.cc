@@ -112,6 +112,51 @@ TEST(Report, JsonCarriesSamplesBehindTheVerdict) {
   EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
 }
 
+// Each disk row carries the bus beneath its disk: kind, links, theoretical and
+// effective ceilings and the row's ratio to the theoretical one.
+TEST(Report, JsonLadderCarriesEachDiskRowsBus) {
+  RunRecord run = sample_run();
+  run.hosts[0].facts_json =
+      R"({"hostname":"nas","net":{"name":"eth0","mtu":1500,"speed_mbit":1000},)"
+      R"("disk_dir":{"path":"/srv","device":{"name":"sda1","disk":"sda","partition":true,)"
+      R"("slaves":[],"bus":{"kind":"sata","link":"3.0 Gbps","ceiling_bytes_per_s":300000000}}}})";
+  run.hosts[1].facts_json =
+      R"({"hostname":"mac","net":{"name":"en0","mtu":1500,"speed_mbit":1000},)"
+      R"("disk_dir":{"path":"/tmp","device":{"name":"loop0","disk":"loop0","partition":false,)"
+      R"("slaves":[],"bus":{"kind":"virtual","link":"","ceiling_bytes_per_s":0}}}})";
+  for (const char* where : {"server", "client"}) {
+    StageRecord disk;
+    disk.layer = "disk";
+    disk.where = where;
+    disk.status = kComplete;
+    SampleRecord s;
+    s.id = where == std::string("server") ? 200 : 300;
+    s.op = "read";
+    s.size = 100'000'000;
+    s.bytes = s.size;
+    s.seconds = 0.5;  // 200 MB/s
+    disk.samples.push_back(s);
+    run.stages.push_back(disk);
+  }
+  auto doc = boost::json::parse(run_json(run, analysis::analyze(run))).as_object();
+  std::map<std::string, boost::json::object> bus;
+  for (const auto& r : doc.at("ladder").as_array()) {
+    if (r.as_object().contains("bus")) {
+      bus[std::string(r.at("key").as_string())] = r.at("bus").as_object();
+    }
+  }
+  ASSERT_EQ(bus.size(), 2u);
+  const auto& sata = bus.at("disk:server:read:100000000");
+  EXPECT_EQ(sata.at("kind").as_string(), "sata");
+  EXPECT_EQ(sata.at("links").as_array()[0].at("link").as_string(), "3.0 Gbps");
+  EXPECT_DOUBLE_EQ(sata.at("theoretical_bytes_per_s").as_double(), 300e6);
+  EXPECT_DOUBLE_EQ(sata.at("effective_bytes_per_s").as_double(), 240e6);
+  EXPECT_NEAR(sata.at("ratio").as_double(), 200.0 / 300, 1e-9);
+  const auto& loop = bus.at("disk:client:read:100000000");
+  EXPECT_EQ(loop.at("kind").as_string(), "virtual");
+  EXPECT_DOUBLE_EQ(loop.at("theoretical_bytes_per_s").as_double(), 0);
+}
+
 // A verdict left undecided because the files are too short for the path's round
 // trips carries the file size that would settle it.
 TEST(Report, JsonCarriesTheSuggestedFileSizeOfALatencyVerdict) {

@@ -45,7 +45,11 @@ const analysis::Cited* held_against(const Finding& f) {
 // A row in a few words: "TCP", "server disk", "SMB from RAM" (its size and op
 // are the judged row's too).
 std::string short_name(const analysis::Cited& c) {
-  if (c.layer == "tcp") return "TCP";
+  if (c.layer == "tcp") {
+    // Several streams at once: "tcp:server->client:send:2".
+    const size_t n = std::count(c.key.begin(), c.key.end(), ':');
+    return n < 3 ? "TCP" : fmt::format("TCP, {} streams", c.key.substr(c.key.rfind(':') + 1));
+  }
   if (c.layer == "disk") return c.where + " disk";
   if (c.where == "ram") return display_name(c.layer) + " from RAM";
   if (c.where == "disk") return display_name(c.layer) + " from disk";
@@ -112,7 +116,8 @@ std::string capped_by(const Finding& f) {
     return f.cpu.empty() ? what : fmt::format("{} ({})", what, cpu_who(f.cpu));
   }
   if (l == "tcp") return "TCP";
-  if (l == "server disk" || l == "client disk" || l == "network" || l == "network path") {
+  if (l == "server disk" || l == "client disk" || l == "network" || l == "network path" ||
+      l == "server bus" || l == "client bus") {
     return "the " + l;
   }
   if (const size_t plus = l.find(" + disk"); plus != std::string::npos) {

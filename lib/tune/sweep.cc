@@ -243,6 +243,9 @@ pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
   pipeline::Plan p = plan;
   p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
   p.sweep = false;
+  // One TCP stream: the samples of every value alike (streams = auto's count
+  // depends on the CPU, and the sweep pools a stage's samples).
+  p.tcp_streams = 1;
   p.shares.clear();
   for (const auto& a : knob.affects) {
     if (a.layer == "disk") p.disk_enabled = plan.disk_enabled;

@@ -154,7 +154,7 @@ TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
   TempDir t;
   write_file(t.file("plan.ini"), dirs(t) +
                                      "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 3\n"
-                                     "[timeouts]\nstall = 2s\nsilence = 60s\n");
+                                     "streams = 1\n[timeouts]\nstall = 2s\nsilence = 60s\n");
   const std::string db = t.file("runs.db");
   auto c = start_diagnose(db, t.file("plan.ini"));
   auto agents = agents_of(*c);
