@@ -256,10 +256,11 @@ void protocol_stage(StageContext& ctx, const SharePlan& share) {
               details.server_fs = server_fs;
               details.cache_reason = cache_reason;
               details.server_disk = server_disk;
-              s.details_json = json::serialize(msg::to_json(details));
+              stored::Details stored_details{std::move(details)};
               s.cpu_json = sample_cpu_json(cpu);
-              const bool stalled =
-                  flag_stall(plan, s, {&a.client}, 0, obs);  // the transfer was its last call
+              const bool stalled = flag_stall(plan, s, stored_details, {&a.client}, 0,
+                                              obs);  // the transfer was its last call
+              s.details_json = sample_details_json(stored_details);
               obs.on_sample(stage.id(), s);
               obs.on_progress({label, i, plan.proto_count, s.bytes, s.seconds, true});
               if (!s.error.empty() && !stalled) throw Error(ErrorKind::kIo, s.error);

@@ -98,12 +98,12 @@ void tcp_stage(StageContext& ctx, bool upload) {
       const msg::TcpResult& sender = upload ? client_r : server_r;
       s.bytes = receiver.bytes;
       s.seconds = receiver.seconds;
-      s.details_json = json::serialize(
-          msg::to_json(msg::TcpDetails{upload ? kClient : kServer, sender.bytes, sender.seconds,
-                                       sender.tcp_info, receiver.tcp_info}));
+      stored::Details details{msg::TcpDetails{upload ? kClient : kServer, sender.bytes,
+                                              sender.seconds, sender.tcp_info, receiver.tcp_info}};
       s.cpu_json = sample_cpu_json({{kServer, server_r.cpu}, {kClient, client_r.cpu}});
       const bool stalled =
-          flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
+          flag_stall(plan, s, details, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, obs);
+      s.details_json = sample_details_json(details);
       obs.on_sample(stage.id(), s);
       if (!stalled && s.seconds > 0) a.tcp_rates[rec.where].push_back(double(s.bytes) / s.seconds);
       obs.on_progress({label, i, plan.tcp_count, s.bytes, s.seconds, true});
