@@ -38,7 +38,7 @@ class Collector : public pipeline::RunObserver {
         value_(value),
         by_layer_(by_layer),
         nvalues_(nvalues) {}
-  void on_host(const HostRecord& h) override { store_.add_host(run_, h); }
+  void on_host(const HostRecord& h, const msg::Facts&) override { store_.add_host(run_, h); }
   int64_t on_stage_begin(const StageRecord& s) override {
     const int64_t id = store_.begin_stage(run_, s);
     stages_[id] = {s.layer, s.where};
