@@ -48,7 +48,7 @@ class Collector : public pipeline::RunObserver {
     store_.add_sample(stage, s);
     const auto& [layer, where] = stages_[stage];
     if (!s.error.empty() || !affects_any(knobs_, layer, where, s.op)) return;
-    auto& slot = by_layer_[layer_key(layer, where, s)];
+    auto& slot = by_layer_[layer_key(layer, where, s.op, s.size)];
     if (slot.size() < nvalues_) slot.resize(nvalues_);
     slot[value_].push_back(s.rate());
   }
