@@ -13,6 +13,8 @@ pkgs=(
   iproute2 util-linux e2fsprogs openssh-server openssh-client procps iputils-ping
   # benchmarks: the peer tools we are held against
   iperf3 fio time python3
+  # bench/history.sh: times with bc, checkpoints the WAL with the sqlite3 shell
+  bc sqlite3
   # the agent message schema test (tests/schema)
   python3-jsonschema
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,

@@ -124,14 +124,18 @@ std::string db_path(const po::variables_map& vm) {
   return vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
 }
 
-// Prints `run` as analyzed once by the caller (`a`), as text or JSON.
-void print_run(const stored::Run& run, const analysis::Analysis& a, bool as_json) {
+// Prints `run` as analyzed once by the caller (`a`), as text or JSON; text
+// gives each finding in brief unless `explain`.
+void print_run(const stored::Run& run, const analysis::Analysis& a, bool as_json, bool explain) {
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
     // Text shows remote strings escaped (core/text.h); JSON escapes its own.
     const stored::Run safe = stored::sanitized(run);
-    std::cout << report::run_text(safe, analysis::analyze(safe), {isatty(1) == 1});
+    report::TextOptions o;
+    o.color = isatty(1) == 1;
+    o.explain = explain;
+    std::cout << report::run_text(safe, analysis::analyze(safe), o);
   }
   std::cout.flush();
 }
@@ -258,8 +262,9 @@ int diagnose(const std::vector<std::string>& args) {
       "plan", po::value<std::string>(), "plan file (see examples/plan.ini)")(
       "label", po::value<std::string>()->default_value(""), "a label stored with the run")(
       "db", po::value<std::string>(), "SQLite database (default: under $XDG_DATA_HOME)")(
-      "json", "print the report as JSON")("html", po::value<std::string>(),
-                                          "also write a self-contained HTML report to FILE")(
+      "json", "print the report as JSON")(
+      "explain", "give each finding with its full evidence (text; JSON and HTML always have it)")(
+      "html", po::value<std::string>(), "also write a self-contained HTML report to FILE")(
       "ssh-config", po::value<std::string>(), "SSH config file (default ~/.ssh/config)")(
       "accept-new-host-keys", "add unknown host keys to known_hosts (changed keys stay refused)")(
       "share", po::value<std::vector<std::string>>()->composing(),
@@ -450,7 +455,7 @@ int diagnose(const std::vector<std::string>& args) {
   const stored::Run ended = store.load(run_id);
   if (!verdict) verdict = analysis::analyze(ended);
   store.put_verdicts(run_id, summarize_verdicts(*verdict));  // what `history` lists
-  print_run(ended, *verdict, as_json);
+  print_run(ended, *verdict, as_json, vm.count("explain") > 0);
   if (vm.count("html")) write_run_html(ended, *verdict, vm["html"].as<std::string>());
   if (vm.count("push")) return push_stored_run(ended, *verdict, vm["push"].as<std::string>(), rc);
   return rc;
@@ -576,6 +581,7 @@ int show(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint show RUN [options]");
   desc.add_options()("help,h", "this help")("run", po::value<std::string>(), "run id or label")(
       "db", po::value<std::string>(), "SQLite database")("json", "print as JSON")(
+      "explain", "give each finding with its full evidence (text; JSON and HTML always have it)")(
       "html", po::value<std::string>(), "also write a self-contained HTML report to FILE");
   po::positional_options_description pos;
   pos.add("run", 1);
@@ -593,7 +599,7 @@ int show(const std::vector<std::string>& args) {
   const int64_t id = store.resolve(vm["run"].as<std::string>());
   const stored::Run run = store.load(id);
   const analysis::Analysis a = analysis::analyze(run);
-  print_run(run, a, vm.count("json") > 0);
+  print_run(run, a, vm.count("json") > 0, vm.count("explain") > 0);
   if (vm.count("html")) write_run_html(run, a, vm["html"].as<std::string>());
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "app/app.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
+#include "app/trend.h"
 #include "app/verdict_summary.h"
 #include "core/cpu_message.h"
 #include "core/error.h"
@@ -229,6 +231,79 @@ TEST_F(HistoryStore, PruneKeepsLabelledRunsAndADryRunChangesNothing) {
   // The newest (4) and the labelled (1) stay.
   EXPECT_EQ(left, (std::vector<int64_t>{4, 1}));
   EXPECT_EQ(run_main({"prune", "--db", db_}), kExitUsage);  // neither --before nor --keep
+}
+
+// A run a stored tune session names stays unless --tune-runs; a labelled one
+// unless --labelled.
+TEST_F(HistoryStore, PruneKeepsRunsATuneSessionNamesUnlessAsked) {
+  {
+    Store store(db_);
+    for (int i = 0; i < 3; ++i) {
+      save(store, report::testing::SeedRun(0, "")
+                      .stage("tcp", "server->client", "send", 0, {117, 116, 118})
+                      .build());
+    }
+  }
+  // As `tune` stores a session (the store's own tables once it has them).
+  sql(db_,
+      "CREATE TABLE IF NOT EXISTS tune_sessions (id INTEGER PRIMARY KEY, started_at REAL, "
+      "finished_at REAL, status TEXT, knob TEXT, endpoint TEXT, server TEXT, client TEXT, "
+      "original TEXT, values_json TEXT, rounds INTEGER, result_json TEXT, error TEXT, "
+      "target TEXT);"
+      "CREATE TABLE IF NOT EXISTS tune_runs (session_id INTEGER REFERENCES tune_sessions(id), "
+      "run_id INTEGER, round INTEGER, value TEXT, is_original INTEGER);"
+      "INSERT INTO tune_sessions (id, status, knob) VALUES (1, 'complete', 'readahead');"
+      "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
+      "VALUES (1, 1, 1, '128', 1);");
+  auto left = [&] {
+    std::vector<int64_t> ids;
+    for (const auto& r : Store(db_, Store::Access::kReadOnly).history({})) ids.push_back(r.id);
+    return ids;
+  };
+  std::ostringstream out;
+  ASSERT_EQ(prune_command({"--db", db_, "--keep", "1"}, out), 0);
+  EXPECT_EQ(left(), (std::vector<int64_t>{3, 1}));  // the newest, and the tune session's
+  ASSERT_EQ(prune_command({"--db", db_, "--keep", "1", "--tune-runs"}, out), 0);
+  EXPECT_EQ(left(), (std::vector<int64_t>{3}));
+}
+
+// history --trend: the path's verdict per run between the same hosts, oldest
+// first, each as the run's own analysis gives it, with what changed between
+// neighbours (the tuned run raised smb2 max read and the readahead).
+TEST_F(HistoryStore, TrendGivesEachRunsVerdictOfThePathAndWhatChangedBetween) {
+  fill();
+  const Store store(db_, Store::Access::kReadOnly);
+  VerdictRefresher refresher(store);
+  const Trend t = build_trend(store, refresher, "smb ram read", "");
+  ASSERT_EQ(t.entries.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const TrendEntry& e = t.entries[i];
+    const analysis::Analysis a = analysis::analyze(stored::decode(store.load_run(e.point.run_id)));
+    const auto paths = analysis::path_verdicts(a);
+    auto it = std::find_if(paths.begin(), paths.end(),
+                           [](const analysis::PathVerdict& p) { return p.path == "smb ram read"; });
+    ASSERT_NE(it, paths.end());
+    EXPECT_EQ(e.point.verdict.layer, it->layer);
+    EXPECT_DOUBLE_EQ(e.point.verdict.figure, it->figure);
+  }
+  EXPECT_LT(t.entries[0].point.started_at, t.entries[1].point.started_at);
+  EXPECT_TRUE(t.entries[0].changes.empty());
+  bool samba = false;
+  for (const analysis::EnvDiff& d : t.entries[1].changes) {
+    samba = samba || (d.where == "server" && d.what.find("smb2 max read") != std::string::npos);
+  }
+  EXPECT_TRUE(samba);
+  // A path no run has: a usage error naming the paths there are.
+  try {
+    build_trend(store, refresher, "nfs ram read", "");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  }
+  // The HTML page draws a point per run (inline SVG, no script).
+  const std::string html = trend_html(t);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
 }
 
 TEST_F(HistoryStore, SecurityAForeignSqliteFileIsLeftByteForByte) {

@@ -13,6 +13,7 @@
 #include "core/units.h"
 #include "report/compare_report.h"
 #include "report/finding_text.h"
+#include "report/summary.h"
 
 namespace cp::report {
 namespace {
@@ -260,6 +261,22 @@ std::string ladder_table(const analysis::Analysis& a) {
 }
 
 // The finding's sentence; its hints follow on their own lines.
+// The summary the text report opens with: a row per path.
+std::string summary_table(const analysis::Analysis& a) {
+  std::string out =
+      "<table class=\"summary\"><tr><th>path</th><th>capped by</th><th>MB/s</th>"
+      "<th>share of the layer beneath</th><th>sure</th></tr>\n";
+  for (const SummaryLine& l : summary_lines(a)) {
+    out += fmt::format(
+        "<tr data-path=\"{}\"><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td>"
+        "<td>{}</td></tr>\n",
+        esc(l.path), esc(l.path), esc(l.capped_by), esc(l.figure), esc(l.share), esc(l.confidence));
+  }
+  out +=
+      fmt::format("</table>\n<p class=\"brief\"><b>Headline:</b> {}</p>\n", esc(headline_brief(a)));
+  return out;
+}
+
 std::string finding_html(const analysis::Finding& f) {
   std::string out = fmt::format("<p class=\"finding\">{}", esc(finding_sentence(f)));
   if (!f.hints.empty()) {
@@ -313,6 +330,7 @@ std::string run_html(const stored::Run& run, const analysis::Analysis& a) {
       esc(iso_time(run.started_at)), esc(run.status), esc(run.server), esc(run.client),
       esc(run.version));
   if (!run.error.empty()) body += fmt::format("<p class=\"bad\">error: {}</p>\n", esc(run.error));
+  body += summary_table(a);
   body += fmt::format("<div class=\"headline\">{}</div>\n", esc(headline_text(a)));
   body += hosts_table(run);
 

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "report/finding_text.h"
+#include "report/summary.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -34,6 +35,22 @@ void expect_self_contained(const std::string& html) {
                           "<link", "<iframe", "<img"}) {
     EXPECT_EQ(html.find(bad), std::string::npos) << bad;
   }
+}
+
+// The page opens with the text report's summary: a row per path, before the
+// ladder's charts.
+TEST(Html, OpensWithTheSummaryTableARowPerPath) {
+  const RunRecord run = testing::seed_run();
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const std::string html = run_html(stored::decode(run), a);
+  const auto paths = analysis::path_verdicts(a);
+  ASSERT_FALSE(paths.empty());
+  EXPECT_EQ(count(html, "<tr data-path="), paths.size());
+  for (const auto& p : paths) {
+    EXPECT_NE(html.find("<tr data-path=\"" + html_escape(p.path) + "\""), std::string::npos)
+        << p.path;
+  }
+  EXPECT_LT(html.find("class=\"summary\""), html.find("<svg"));
 }
 
 TEST(Html, Escape) {

@@ -12,6 +12,7 @@
 #include "core/units.h"
 #include "report/finding_text.h"
 #include "report/sample_json.h"
+#include "report/summary.h"
 
 namespace cp::report {
 namespace {
@@ -202,6 +203,7 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
     out += fmt::format("  {:<7} degraded {}: {} (restore: {})\n", d.role, d.fact, d.method,
                        d.privilege);
   }
+  out += summary_text(a, o.color);
   out += fmt::format(
       "\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples; vs beneath: ratio of "
       "medians, its 95 % interval)\n",
@@ -240,6 +242,21 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
       out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.driver, st.where, st.status, reset(o),
                          st.error);
     }
+  }
+  if (!o.explain) {
+    // Each finding in brief, but those the summary already says; the
+    // evidence is `--explain`'s.
+    bool first = true;
+    for (const auto& f : a.findings) {
+      if (!brief_adds_to_summary(f)) continue;
+      if (first) {
+        out += fmt::format("\n{}Findings{} (in brief; --explain gives the evidence)\n", bold(o),
+                           reset(o));
+      }
+      first = false;
+      out += fmt::format("  - {}\n", finding_brief(f, a));
+    }
+    return out;
   }
   out += fmt::format("\n{}Verdict{}\n  {}\n", bold(o), reset(o), headline_text(a));
   bool first = true;
@@ -306,7 +323,11 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
     row["sample_ids"] = ids;
     ladder.push_back(row);
   }
-  for (const auto& f : a.findings) findings.push_back(finding_json(f));
+  for (const auto& f : a.findings) {
+    json::object fj = finding_json(f);
+    fj["brief"] = finding_brief(f, a);
+    findings.push_back(std::move(fj));
+  }
   for (const auto& st : run.stages) {
     json::array samples;
     for (const auto& s : st.samples) {
@@ -342,7 +363,10 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
       {"degraded", degraded_json(run)},
       {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
       {"ladder", ladder},
-      {"verdict", {{"headline", headline_text(a)}, {"findings", findings}}},
+      {"verdict",
+       {{"headline", headline_text(a)},
+        {"headline_brief", headline_brief(a)},
+        {"findings", findings}}},
       {"stages", stages},
   };
   return json::serialize(doc) + "\n";

@@ -14,7 +14,8 @@
 namespace cp::report {
 
 struct TextOptions {
-  bool color = false;  // ANSI colour: only on a TTY
+  bool color = false;    // ANSI colour: only on a TTY
+  bool explain = false;  // each finding with its full evidence, not in brief
 };
 
 // A fact a host's agent measured with a lesser method for want of a

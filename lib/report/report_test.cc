@@ -64,7 +64,9 @@ std::vector<std::string> ladder_columns(const std::string& text, const std::stri
 TEST(Report, TextShowsEachRowsFiguresAndEveryFindingOfTheAnalysis) {
   RunRecord run = sample_run();
   const analysis::Analysis a = analysis::analyze(stored::decode(run));
-  std::string t = run_text(stored::decode(run), a, {false});
+  TextOptions explain;
+  explain.explain = true;  // every finding with its evidence
+  std::string t = run_text(stored::decode(run), a, explain);
   EXPECT_NE(t.find("chokepoint run 7"), std::string::npos);
   EXPECT_NE(t.find("label \"before\""), std::string::npos);
   // The TCP row's median, spread and count as the analysis has them.

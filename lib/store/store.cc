@@ -26,6 +26,7 @@
 namespace cp::embedded {
 extern const std::string_view sqlite_0001_init;
 extern const std::string_view sqlite_0002_compact_and_verdicts;
+extern const std::string_view sqlite_0003_sample_details_view;
 }  // namespace cp::embedded
 
 namespace cp {
@@ -45,9 +46,10 @@ struct Migration {
 const Migration kMigrations[] = {
     {1, embedded::sqlite_0001_init},
     {2, embedded::sqlite_0002_compact_and_verdicts},
+    {3, embedded::sqlite_0003_sample_details_view},
 };
 
-constexpr int kKnownVersion = 2;
+constexpr int kKnownVersion = 3;
 
 // The tables and columns each schema version has: what a file must hold to
 // be read as a chokepoint database of that version.

@@ -231,6 +231,39 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   EXPECT_EQ(raw.one("SELECT COUNT(*) FROM samples WHERE run_id = " + std::to_string(run_id)), "3");
 }
 
+// Schema 2 stores a driver's "properties" once per run; the sample_details
+// view (schema 3) gives each sample its whole details back for hand queries.
+TEST_F(StoreTest, SampleDetailsViewPutsThePropertiesBack) {
+  Store s(path_);
+  const int64_t run_id = s.begin_run(sample_run("", 1700000000, "a", "b"));
+  const int64_t stage_id = s.begin_stage(run_id, stage("smb", "client"));
+  SampleRecord with = rate_sample(1, "read", 1e8);
+  with.details_json = R"({"share":"smb-ram","properties":{"dialect":"SMB3_11","connections":4}})";
+  SampleRecord without = rate_sample(2, "read", 1e8);
+  without.details_json = R"({"share":"smb-ram"})";
+  const int64_t id_with = s.add_sample(stage_id, with);
+  const int64_t id_without = s.add_sample(stage_id, without);
+  RawDb raw(path_);
+  // The properties really are stored apart (else this test shows nothing).
+  EXPECT_EQ(raw.one(fmt::format("SELECT props_idx >= 0 FROM samples WHERE id = {}", id_with)), "1");
+  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.properties.dialect') FROM "
+                                "samples WHERE id = {}",
+                                id_with)),
+            "");
+  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.properties.dialect') FROM "
+                                "sample_details WHERE id = {}",
+                                id_with)),
+            "SMB3_11");
+  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.share') FROM "
+                                "sample_details WHERE id = {}",
+                                id_with)),
+            "smb-ram");
+  EXPECT_EQ(
+      raw.one(fmt::format("SELECT details_json FROM sample_details WHERE id = {}", id_without)),
+      without.details_json);
+  EXPECT_EQ(raw.one("SELECT count(*) FROM sample_details"), "2");
+}
+
 TEST_F(StoreTest, AddHostReplacesTheSameRole) {
   Store store(path_);
   int64_t id = store.begin_run(sample_run("", 1, "a", "b"));

@@ -64,7 +64,7 @@ TEST(LocalDiagnose, StoresEverySampleAndReports) {
   // show and history read the database alone.
   RunResult show = chokepoint({"show", "local-e2e", "--db", db});
   ASSERT_EQ(show.exit_code, 0) << show.err;
-  EXPECT_NE(show.out.find("Verdict"), std::string::npos);
+  EXPECT_NE(show.out.find("Summary"), std::string::npos);
   EXPECT_NE(show.out.find("TCP server -> client"), std::string::npos);
   RunResult hist = chokepoint({"history", "--db", db, "--json"});
   ASSERT_EQ(hist.exit_code, 0) << hist.err;

@@ -59,7 +59,7 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
 
   // Every sample moved its bytes and says what was negotiated.
   const std::string nfs_samples =
-      "FROM samples WHERE json_extract(details_json, '$.share') LIKE 'nfs-%'";
+      "FROM sample_details WHERE json_extract(details_json, '$.share') LIKE 'nfs-%'";
   EXPECT_EQ(query_int(db, "SELECT count(*) " + nfs_samples + " AND error = ''"), 2 * 2 * 3);
   EXPECT_EQ(query_int(db,
                       "SELECT count(DISTINCT json_extract(details_json, "

@@ -199,14 +199,15 @@ TEST_F(Tune, MaxXmitSweepRunsUnderNt1RecordsItAndPutsTheConfigBack) {
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 6);
   EXPECT_GT(query_int(db, "SELECT count(*) FROM samples"), 0);
   EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM samples WHERE error = '' AND "
+                      "SELECT count(*) FROM sample_details WHERE error = '' AND "
                       "json_extract(details_json, '$.properties.dialect') IS NOT 'NT1'"),
             0);
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = s.run_id "
-                      "WHERE json_extract(s.details_json, '$.properties.max_xmit') IS NOT "
-                      "t.value"),
-            0);
+  EXPECT_EQ(
+      query_int(db,
+                "SELECT count(*) FROM sample_details s JOIN tune_runs t ON t.run_id = s.run_id "
+                "WHERE json_extract(s.details_json, '$.properties.max_xmit') IS NOT "
+                "t.value"),
+      0);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   EXPECT_EQ(slurp(smb_conf_), conf_before);
   EXPECT_FALSE(std::filesystem::exists(dropin_));
@@ -252,13 +253,13 @@ TEST_F(Tune, GridOfTwoKnobsRunsEveryCombinationWithItsValues) {
     const json::array& set = combos[i].at("settings").as_array();
     const std::string label(combos[i].at("label").as_string());
     EXPECT_EQ(
-        query_int(db, fmt::format("SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = "
-                                  "s.run_id WHERE t.value = '{}' AND (json_extract(s.details_json, "
-                                  "'$.properties.max_read_size') IS NOT '{}' OR "
-                                  "json_extract(s.details_json, '$.properties.max_write_size') IS "
-                                  "NOT '{}')",
-                                  label, std::string(set[0].as_string()),
-                                  std::string(set[1].as_string()))),
+        query_int(db, fmt::format(
+                          "SELECT count(*) FROM sample_details s JOIN tune_runs t ON t.run_id = "
+                          "s.run_id WHERE t.value = '{}' AND (json_extract(s.details_json, "
+                          "'$.properties.max_read_size') IS NOT '{}' OR "
+                          "json_extract(s.details_json, '$.properties.max_write_size') IS "
+                          "NOT '{}')",
+                          label, std::string(set[0].as_string()), std::string(set[1].as_string()))),
         0)
         << label;
     EXPECT_EQ(
@@ -511,11 +512,12 @@ TEST(TuneLocal, NetatalkServerQuantumRestartsTheServerAndPutsAfpConfBack) {
   // announced it after its restart.
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM tune_runs"), 4);
   EXPECT_GT(query_int(db, "SELECT count(*) FROM samples WHERE error = ''"), 0);
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM samples s JOIN tune_runs t ON t.run_id = s.run_id "
-                      "WHERE json_extract(s.details_json, '$.properties.quantum') IS NOT "
-                      "t.value"),
-            0);
+  EXPECT_EQ(
+      query_int(db,
+                "SELECT count(*) FROM sample_details s JOIN tune_runs t ON t.run_id = s.run_id "
+                "WHERE json_extract(s.details_json, '$.properties.quantum') IS NOT "
+                "t.value"),
+      0);
   EXPECT_EQ(slurp(conf), conf_text);
   // Restarted once more by the revert: a server runs, with the original quantum.
   EXPECT_TRUE(std::filesystem::exists(pid_file));

@@ -311,7 +311,9 @@ TEST_F(Verdict, ClientAgentCpuQuotaHoldsTheProtocolRows) {
 
 // The client's disk reads limited to 50 MB/s: the put path (client -> server)
 // reads the client disk and names it; the get path (server -> client) writes
-// it, unlimited, and never names it.
+// it, unlimited: the read limit never holds it. (Unlimited, the client disk's
+// writes may still be the slowest of its three rows on a loaded machine, and
+// then rightly named: what must not happen is the read limit showing there.)
 TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
   ASSERT_NO_FATAL_FAILURE(throttle({"--client-disk-read", "50MB/s"}));
   const json::object doc =
@@ -323,8 +325,12 @@ TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
   EXPECT_EQ(str(*up, "cap"), "disk:client:read:100000000");
   const json::object* down = finding(doc, "server -> client");
   ASSERT_NE(down, nullptr);
-  EXPECT_NE(str(*down, "layer"), "client disk") << str(*down, "text");
-  EXPECT_EQ(str(*down, "cap").rfind("disk:client", 0), std::string::npos) << str(*down, "text");
+  EXPECT_NE(str(*down, "cap").rfind("disk:client:read", 0), 0u) << str(*down, "text");
+  // Whatever caps it moves far more than the 50 MB/s the limit allows.
+  if (down->contains("subject")) {
+    EXPECT_GT(down->at("subject").at("median_bytes_per_s").to_number<double>(), 150e6)
+        << str(*down, "text");
+  }
 }
 
 // Busy loops in the server's network namespace, one per core of this machine

@@ -1,0 +1,169 @@
+// The verdict read in ten seconds: a summary line per path, a short headline,
+// each finding in brief; the evidence only with --explain.
+#include "report/summary.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <sstream>
+
+#include "report/finding_text.h"
+#include "report/report.h"
+#include "report/test_runs.h"
+
+namespace cp::report {
+namespace {
+
+size_t words(const std::string& s) {
+  std::istringstream in(s);
+  size_t n = 0;
+  for (std::string w; in >> w;) ++n;
+  return n;
+}
+
+std::vector<RunRecord> runs() {
+  return {testing::seed_run(), testing::tuned_run(), testing::drift_run(false),
+          testing::drift_run(true)};
+}
+
+TEST(Summary, OneLinePerPathWithItsLayerFigureAndConfidence) {
+  for (const RunRecord& run : runs()) {
+    const analysis::Analysis a = analysis::analyze(stored::decode(run));
+    const std::vector<analysis::PathVerdict> paths = analysis::path_verdicts(a);
+    const std::vector<SummaryLine> lines = summary_lines(a);
+    ASSERT_EQ(lines.size(), paths.size());
+    ASSERT_FALSE(lines.empty());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].path, paths[i].path);
+      EXPECT_EQ(lines[i].confidence.rfind(analysis::confidence_name(paths[i].confidence), 0), 0u)
+          << lines[i].path;
+      if (paths[i].figure > 0) {
+        EXPECT_NEAR(std::stod(lines[i].figure), paths[i].figure / 1e6, 0.051) << lines[i].path;
+      }
+    }
+  }
+}
+
+TEST(Summary, CappedByNamesTheLayerOfTheFinding) {
+  analysis::Finding f;
+  f.layer = "server disk";
+  EXPECT_EQ(capped_by(f), "the server disk");
+  f.layer = "smb";
+  EXPECT_EQ(capped_by(f), "the SMB layer");
+  f.layer = "smb + disk";
+  EXPECT_EQ(capped_by(f), "SMB + the server disk");
+  f.layer = "tcp";
+  EXPECT_EQ(capped_by(f), "TCP");
+  f.layer = "undecided";
+  f.undecided_reason = "noise";
+  EXPECT_EQ(capped_by(f), "cannot tell (noise)");
+  f.layer = "cpu";
+  f.cpu.kind = "quota";
+  f.cpu.host = "server";
+  f.cpu.process = "smbd";
+  f.cpu.pct = 20;
+  EXPECT_EQ(capped_by(f), "the CPU (smbd at its quota, server)");
+}
+
+// Each finding in brief stays short, and one that rests on another listed
+// finding names its path instead of quoting its sentence.
+TEST(Summary, BriefFindingsAreShortAndNameWhatTheyRestOnByPath) {
+  size_t resting = 0;  // findings that rest on another
+  for (const RunRecord& run : runs()) {
+    const analysis::Analysis a = analysis::analyze(stored::decode(run));
+    for (const analysis::Finding& f : a.findings) {
+      const std::string brief = finding_brief(f, a);
+      EXPECT_LE(words(brief), 45u) << brief;
+      EXPECT_LE(brief.size(), finding_text(f).size()) << brief;
+      if (f.because.empty()) continue;
+      const analysis::Finding& b = f.because.front();
+      EXPECT_EQ(brief.find(finding_sentence(b)), std::string::npos) << brief;
+      ++resting;
+    }
+  }
+  (void)resting;  // the stored runs above may have none: the next test builds them
+}
+
+// A disk path at its RAM figure's ceiling rests on the RAM path's finding,
+// which the report lists: named by its path. TCP explained inside a path is
+// listed nowhere else: named by its row and cause.
+TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
+  analysis::Analysis a;
+  analysis::Finding ram;
+  ram.rule = "protocol.layer";
+  ram.path = "smb ram read";
+  ram.layer = "smb";
+  ram.subject.key = "smb:ram:read:100000000";
+  ram.subject.name = "SMB from RAM read";
+  ram.subject.n = 5;
+  ram.subject.median = 50e6;
+  ram.beneath.key = "tcp:server->client:send";
+  ram.beneath.name = "TCP";
+  ram.ratio = 0.43;
+  analysis::Finding disk = ram;
+  disk.rule = "protocol.at_ram_ceiling";
+  disk.path = "smb disk read";
+  disk.because.push_back(ram);
+  analysis::Finding tcp_cpu;
+  tcp_cpu.rule = "tcp.cpu";
+  tcp_cpu.path = "tcp";
+  tcp_cpu.layer = "cpu";
+  tcp_cpu.cpu.kind = "thread";
+  tcp_cpu.cpu.host = "client";
+  tcp_cpu.cpu.process = "chokepoint-agen";
+  tcp_cpu.cpu.role = "agent";
+  tcp_cpu.subject.key = "tcp:server->client:send";
+  tcp_cpu.subject.name = "TCP server -> client";
+  analysis::Finding path;
+  path.rule = "path.tcp";
+  path.path = "server -> client";
+  path.layer = "cpu";
+  path.cpu = tcp_cpu.cpu;
+  path.because.push_back(tcp_cpu);
+  a.findings = {ram, disk, path};
+  const std::string d = finding_brief(a.findings[1], a);
+  EXPECT_NE(d.find("see smb ram read"), std::string::npos) << d;
+  EXPECT_EQ(d.find(finding_sentence(ram)), std::string::npos) << d;
+  const std::string p = finding_brief(a.findings[2], a);
+  EXPECT_NE(p.find("TCP server -> client held by the CPU"), std::string::npos) << p;
+  EXPECT_EQ(p.find(finding_sentence(tcp_cpu)), std::string::npos) << p;
+}
+
+TEST(Summary, TextOpensWithTheSummaryAndExplainAddsTheEvidence) {
+  const RunRecord run = testing::seed_run();
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const std::string brief = run_text(stored::decode(run), a, {});
+  TextOptions explain;
+  explain.explain = true;
+  const std::string full = run_text(stored::decode(run), a, explain);
+  // The summary comes before the ladder, in both.
+  for (const std::string& t : {brief, full}) {
+    ASSERT_NE(t.find("\nSummary"), std::string::npos);
+    EXPECT_LT(t.find("\nSummary"), t.find("\nLadder"));
+  }
+  // Every finding's full sentence is in --explain only; its brief in the
+  // default where it says more than its summary line.
+  for (const analysis::Finding& f : a.findings) {
+    EXPECT_NE(full.find(finding_text(f)), std::string::npos) << f.rule;
+    EXPECT_EQ(brief.find(finding_text(f)), std::string::npos) << f.rule;
+    EXPECT_EQ(brief.find(finding_brief(f, a)) != std::string::npos, brief_adds_to_summary(f))
+        << f.rule;
+  }
+  EXPECT_LT(brief.size(), full.size());
+}
+
+TEST(Summary, JsonCarriesTheBriefOfEachFindingAndTheShortHeadline) {
+  const RunRecord run = testing::seed_run();
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const auto doc = boost::json::parse(run_json(stored::decode(run), a)).as_object();
+  const auto& v = doc.at("verdict").as_object();
+  EXPECT_EQ(v.at("headline_brief").as_string(), headline_brief(a));
+  const auto& findings = v.at("findings").as_array();
+  ASSERT_EQ(findings.size(), a.findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    EXPECT_EQ(findings[i].at("brief").as_string(), finding_brief(a.findings[i], a));
+  }
+}
+
+}  // namespace
+}  // namespace cp::report
