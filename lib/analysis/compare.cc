@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/json_util.h"
 #include "core/stored_run_json.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
@@ -160,6 +161,12 @@ void classify(EnvDiff& e) {
     for (std::string part : split_words(rule.parts)) {
       if (part == "{drivers}") {
         for (auto& d : changed_share_drivers(e.a, e.b)) e.parts.push_back(d);
+        continue;
+      }
+      if (part == "{samba}") {
+        for (const transfer::DriverSpec* d : transfer::driver_specs()) {
+          if (d->hints.samba_config) e.parts.emplace_back(d->name);
+        }
         continue;
       }
       if (const size_t at = part.find("{h}"); at != std::string::npos) {

@@ -83,12 +83,13 @@ inline constexpr const char* kUnknown = "(unknown)";
 // "host" (either host's facts). `parts` are space-separated names of the
 // parts of the setup the change can touch; "{h}" stands for the host whose
 // fact changed, "{drivers}" for the drivers of the shares whose definition
-// changed, "*" for every row, "" for none. A row depends on these parts:
+// changed, "{samba}" for the drivers whose figures a Samba configuration can
+// change (DriverSpec::hints.samba_config: smb, and path, which may be an SMB
+// mount), "*" for every row, "" for none. A row depends on these parts:
 //   disk row on host H:      H.disk H.host plan.disk
 //   TCP row:                 net tcp server.host client.host plan.tcp
 //   protocol row (driver D): D net tcp server.host client.host client.ram plan.protocol
 //                            and server.ram (from RAM) or server.disk (from disk)
-// ("path" is a mounted share, which may be an SMB mount, so Samba touches it.)
 struct ChangeRule {
   const char* where;
   const char* prefix;  // the key itself or a dotted parent of it; "" matches any
@@ -102,7 +103,7 @@ inline constexpr ChangeRule kChangeRules[] = {
     {"run", "", "run", "*"},
     {"plan", "source", "plan file name", ""},
     {"plan", "link", "nominal link speed (the verdict's yardstick only)", ""},
-    {"plan", "server.samba_conf", "Samba configuration", "smb path"},
+    {"plan", "server.samba_conf", "Samba configuration", "{samba}"},
     {"plan", "server.disk_dir", "server disk directory", "server.disk"},
     {"plan", "client.disk_dir", "client disk directory", "client.disk"},
     {"plan", "server.ram_dir", "server RAM directory", "server.ram"},
@@ -113,7 +114,7 @@ inline constexpr ChangeRule kChangeRules[] = {
     {"plan", "protocol", "protocol stage plan", "plan.protocol"},
     {"plan", "shares", "share definitions", "{drivers}"},
     {"plan", "", "plan", "*"},
-    {"host", "samba", "Samba configuration", "smb path"},
+    {"host", "samba", "Samba configuration", "{samba}"},
     {"host", "disk_dir", "disk under test", "{h}.disk"},
     {"host", "ram_dir", "RAM directory", "{h}.ram"},
     {"host", "net", "network interface", "net"},

@@ -23,7 +23,8 @@ namespace cp::analysis {
 // --- words the rows and hints use ----------------------------------------
 inline std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 inline std::string mbps(double bps) { return format_mbps(bps); }
-// "smb" -> "SMB"; the path driver measures whatever is mounted.
+// "smb" -> "SMB", "path" -> "mounted path": the driver's display name
+// (transfer::protocol_display).
 std::string protocol_name(const std::string& layer);
 bool is_protocol(const std::string& layer);
 // A protocol row of the ladder proper (not a sweep cell).

@@ -70,8 +70,6 @@ constexpr double kPathShort = 0.80;
 // load swings (it left the loaded lab's unshaped TCP 12-70 % apart).
 constexpr double kSteadyRate = 0.05;
 constexpr size_t kSteadySamples = 3;
-// Samba's default `smb2 max read`/`smb2 max write`/`smb2 max trans` (4.x): 8 MiB.
-constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
 
 // One end's CPU over a row's samples: window-weighted averages of the
 // per-sample CPU messages (core/cpu_message.h), % of one core unless noted.

@@ -10,6 +10,7 @@
 #include "analysis/judge.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 
@@ -25,20 +26,24 @@ struct ProtocolCase {
 
 namespace {
 
-// Values in the server's Samba config worse than Samba's defaults, for `op`.
-std::vector<std::string> samba_misconfigured(const Analysis& a, const std::string& op) {
+// Values in the server's config worse than its defaults, for `op`: the
+// settings the protocol's driver declares to cap one request
+// (DriverSpec::hints.server_limits), read from the Samba config the host
+// facts hold.
+std::vector<std::string> server_misconfigured(const Analysis& a, const transfer::DriverSpec* spec,
+                                              const std::string& op) {
   std::vector<std::string> out;
-  if (!a.server.samba_known) return out;
-  const std::string key = op == "read" ? "smb2 max read" : "smb2 max write";
-  for (const std::string& k : {key, std::string("smb2 max trans")}) {
-    auto it = a.server.samba.find(k);
+  if (!spec || !a.server.samba_known) return out;
+  for (const transfer::ServerLimit& limit : spec->hints.server_limits) {
+    if (!limit.op.empty() && limit.op != op) continue;
+    auto it = a.server.samba.find(std::string(limit.key));
     if (it == a.server.samba.end()) continue;
     const uint64_t v = max_of_sysctl(it->second);
-    if (v > 0 && v < kSambaDefaultMaxIo) {
+    if (v > 0 && v < limit.server_default) {
       out.push_back(
           fmt::format("`{} = {}` in the server's Samba config ({} per request; "
                       "Samba's default is {}): remove it or raise it",
-                      k, it->second, format_size(v), format_size(kSambaDefaultMaxIo)));
+                      limit.key, it->second, format_size(v), format_size(limit.server_default)));
     }
   }
   return out;
@@ -444,7 +449,8 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.ratio = r.ratio;
   f.ratio_lo = r.ratio_lo;
   f.ratio_hi = r.ratio_hi;
-  if (r.layer == "smb") f.misconfigured = samba_misconfigured(a, r.op);
+  const transfer::DriverSpec* spec = transfer::find_driver_spec(r.layer);
+  f.misconfigured = server_misconfigured(a, spec, r.op);
   if (r.where == "disk" && p.disk) f.rows.push_back(p.disk->key);
   if (p.tcp && find_row(a, "link")) f.rows.push_back("link");
   if (p.tcp) f.rows.push_back(p.tcp->key);
@@ -466,11 +472,12 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
     for (const auto& m : f.misconfigured) f.hints.push_back(m);
     // The negotiated request size, when it is small and the config does not say why.
     const uint64_t io = property_number(r, read ? "max_read_size" : "max_write_size");
-    if (r.layer == "smb" && f.misconfigured.empty() && io > 0 && io < (1u << 20)) {
+    if (spec && spec->hints.negotiated_request_size && f.misconfigured.empty() && io > 0 &&
+        io < (1u << 20)) {
       f.hints.push_back(
-          fmt::format("the SMB session moves at most {} per {} request (negotiated): "
+          fmt::format("the {} session moves at most {} per {} request (negotiated): "
                       "the server limits it",
-                      format_size(io), r.op));
+                      proto, format_size(io), r.op));
     }
   }
   return f;

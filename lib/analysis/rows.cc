@@ -13,6 +13,7 @@
 #include "core/cpu_message.h"
 #include "core/stored_run.h"
 #include "core/units.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
@@ -131,12 +132,7 @@ struct Accum {
 
 }  // namespace
 
-std::string protocol_name(const std::string& layer) {
-  if (layer == "path") return "mounted path";
-  std::string up = layer;
-  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return up;
-}
+std::string protocol_name(const std::string& layer) { return transfer::protocol_display(layer); }
 
 bool is_protocol(const std::string& layer) {
   return layer != "disk" && layer != "tcp" && layer != "link";

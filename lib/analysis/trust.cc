@@ -8,6 +8,7 @@
 #include "analysis/judge.h"
 #include "core/bootstrap.h"
 #include "core/units.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
@@ -98,7 +99,8 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
       const Row* t = find_row(a, r.below);
       if (t && faster(*t)) {
         // Only a client that caches (a mounted filesystem's page cache) can beat TCP.
-        if (r.layer == "path" && read) {
+        const transfer::DriverSpec* spec = transfer::find_driver_spec(r.layer);
+        if (spec && spec->hints.client_cache && read) {
           reasons.push_back(fmt::format(
               "{} moves {}, faster than TCP carries ({}): the client's page cache served part "
               "of it",

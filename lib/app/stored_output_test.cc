@@ -3,10 +3,11 @@
 // (disk, TCP, a mounted path from RAM and disk, its transfer-size sweep), and
 // outputs.sha256 the SHA-256 of what show (text, JSON, HTML), export (CSV,
 // JSON, OpenMetrics) and compare (text, JSON, HTML) printed for them with the
-// code before the typed run (core/stored_run.h; main at 579627e). Reading the
-// run decoded once must give the same bytes. On a mismatch the outputs are kept under
-// the temporary directory the failure names, to diff against a build of the
-// older code (or, for an intended change of output, to refresh the digests:
+// code before the typed run (core/stored_run.h): main at 579627e, with
+// 5f75575's driver display name in show's summary. Reading the run decoded
+// once must give the same bytes. On a mismatch the outputs are kept under the
+// temporary directory the failure names, to diff against a build of the older
+// code (or, for an intended change of output, to refresh the digests:
 // `sha256sum *` there).
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -98,149 +98,168 @@ std::vector<uint64_t> parse_sizes(const std::string& v, const std::string& where
 }
 
 using Setter = std::function<void(Plan&, const std::string& value, const std::string& where)>;
+using Section = std::map<std::string, Setter>;
 
-const std::map<std::string, std::map<std::string, Setter>>& keys() {
-  static const std::map<std::string, std::map<std::string, Setter>> k = {
-      {"server",
-       {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.server.ram_dir = dir_value(v, w); }},
-        {"disk_dir",
-         [](Plan& p, auto& v, auto& w) {
-           p.server.disk_dir = dir_value(v, w);
-           p.server.disk_dir_set = true;
-         }},
-        {"samba_conf",
-         [](Plan& p, auto& v, auto& w) { p.server.samba_conf = dir_value(v, w); }}}},
-      {"client",
-       {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.client.ram_dir = dir_value(v, w); }},
-        {"disk_dir",
-         [](Plan& p, auto& v, auto& w) {
-           p.client.disk_dir = dir_value(v, w);
-           p.client.disk_dir_set = true;
-         }}}},
-      {"disk",
-       {{"enabled", [](Plan& p, auto& v, auto& w) { p.disk_enabled = parse_bool(v, w); }},
-        {"sizes", [](Plan& p, auto& v, auto& w) { p.disk_sizes = parse_sizes(v, w); }},
-        {"count", [](Plan& p, auto& v, auto& w) { p.disk_count = parse_count(v, w, 1, 1000); }},
-        {"block", [](Plan& p, auto& v, auto& w) { p.disk_block = parse_block(v, w); }},
-        {"settle",
-         [](Plan& p, auto& v, auto& w) {
-           p.disk_settle = parse_duration(v, w);
-           if (p.disk_settle > 600) {
-             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 10 minutes", w, v));
-           }
-         }}}},
-      {"tcp",
-       {{"enabled", [](Plan& p, auto& v, auto& w) { p.tcp_enabled = parse_bool(v, w); }},
-        {"seconds",
-         [](Plan& p, auto& v, auto& w) {
-           p.tcp_seconds = parse_duration(v, w);
-           if (p.tcp_seconds < 0.1 || p.tcp_seconds > 3600) {
-             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 0.1 s .. 1 h", w, v));
-           }
-         }},
-        {"count", [](Plan& p, auto& v, auto& w) { p.tcp_count = parse_count(v, w, 1, 1000); }},
-        {"buffer",
-         [](Plan& p, auto& v, auto& w) {
-           uint64_t b = parse_size(v, w);
-           if (b < 1024 || b > (16u << 20)) {
-             throw Error(ErrorKind::kConfig,
-                         fmt::format("{}: {} is outside 1 KiB .. 16 MiB", w, v));
-           }
-           p.tcp_buffer = static_cast<uint32_t>(b);
-         }},
-        {"data_address", [](Plan& p, auto& v, auto&) { p.data_address = v; }}}},
-      {"timeouts",
-       {{"silence",
-         [](Plan& p, auto& v, auto& w) {
-           p.silence_timeout = parse_duration(v, w);
-           if (p.silence_timeout < 2 || p.silence_timeout > 3600) {
-             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v),
-                         "agents send a heartbeat every second: a few seconds is enough on a "
-                         "sound host");
-           }
-         }},
-        {"stall",
-         [](Plan& p, auto& v, auto& w) {
-           p.stall_after = parse_duration(v, w);
-           if (p.stall_after < 2 || p.stall_after > 3600) {
-             throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v));
-           }
-         }}}},
+// [server] and [client]: the directories each end works in.
+Section server_keys() {
+  return {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.server.ram_dir = dir_value(v, w); }},
+          {"disk_dir",
+           [](Plan& p, auto& v, auto& w) {
+             p.server.disk_dir = dir_value(v, w);
+             p.server.disk_dir_set = true;
+           }},
+          {"samba_conf", [](Plan& p, auto& v, auto& w) { p.server.samba_conf = dir_value(v, w); }}};
+}
+
+Section client_keys() {
+  return {{"ram_dir", [](Plan& p, auto& v, auto& w) { p.client.ram_dir = dir_value(v, w); }},
+          {"disk_dir", [](Plan& p, auto& v, auto& w) {
+             p.client.disk_dir = dir_value(v, w);
+             p.client.disk_dir_set = true;
+           }}};
+}
+
+Section disk_keys() {
+  return {{"enabled", [](Plan& p, auto& v, auto& w) { p.disk_enabled = parse_bool(v, w); }},
+          {"sizes", [](Plan& p, auto& v, auto& w) { p.disk_sizes = parse_sizes(v, w); }},
+          {"count", [](Plan& p, auto& v, auto& w) { p.disk_count = parse_count(v, w, 1, 1000); }},
+          {"block", [](Plan& p, auto& v, auto& w) { p.disk_block = parse_block(v, w); }},
+          {"settle", [](Plan& p, auto& v, auto& w) {
+             p.disk_settle = parse_duration(v, w);
+             if (p.disk_settle > 600) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 10 minutes", w, v));
+             }
+           }}};
+}
+
+Section tcp_keys() {
+  return {{"enabled", [](Plan& p, auto& v, auto& w) { p.tcp_enabled = parse_bool(v, w); }},
+          {"seconds",
+           [](Plan& p, auto& v, auto& w) {
+             p.tcp_seconds = parse_duration(v, w);
+             if (p.tcp_seconds < 0.1 || p.tcp_seconds > 3600) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 0.1 s .. 1 h", w, v));
+             }
+           }},
+          {"count", [](Plan& p, auto& v, auto& w) { p.tcp_count = parse_count(v, w, 1, 1000); }},
+          {"buffer",
+           [](Plan& p, auto& v, auto& w) {
+             uint64_t b = parse_size(v, w);
+             if (b < 1024 || b > (16u << 20)) {
+               throw Error(ErrorKind::kConfig,
+                           fmt::format("{}: {} is outside 1 KiB .. 16 MiB", w, v));
+             }
+             p.tcp_buffer = static_cast<uint32_t>(b);
+           }},
+          {"data_address", [](Plan& p, auto& v, auto&) { p.data_address = v; }}};
+}
+
+Section timeout_keys() {
+  return {{"silence",
+           [](Plan& p, auto& v, auto& w) {
+             p.silence_timeout = parse_duration(v, w);
+             if (p.silence_timeout < 2 || p.silence_timeout > 3600) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v),
+                           "agents send a heartbeat every second: a few seconds is enough on a "
+                           "sound host");
+             }
+           }},
+          {"stall", [](Plan& p, auto& v, auto& w) {
+             p.stall_after = parse_duration(v, w);
+             if (p.stall_after < 2 || p.stall_after > 3600) {
+               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is outside 2 s .. 1 h", w, v));
+             }
+           }}};
+}
+
+Section protocol_keys() {
+  return {{"enabled", [](Plan& p, auto& v, auto& w) { p.proto_enabled = parse_bool(v, w); }},
+          {"sizes",
+           [](Plan& p, auto& v, auto& w) {
+             p.proto_sizes = parse_sizes(v, w);
+             p.proto_sizes_set = true;
+           }},
+          {"count",
+           [](Plan& p, auto& v, auto& w) {
+             p.proto_count = parse_count(v, w, 1, 1000);
+             p.proto_count_set = true;
+           }},
+          {"budget",
+           [](Plan& p, auto& v, auto& w) {
+             p.proto_budget = parse_duration(v, w);
+             p.proto_budget_set = true;
+           }},
+          {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }},
+          {"sweep", [](Plan& p, auto& v, auto& w) { p.sweep = parse_bool(v, w); }},
+          {"sweep_sizes",
+           [](Plan& p, auto& v, auto& w) {
+             p.sweep_sizes = parse_sizes(v, w);
+             for (auto s : p.sweep_sizes) {
+               if (s > (16u << 20)) {
+                 throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 16 MiB", w, s));
+               }
+             }
+           }},
+          {"sweep_bytes", [](Plan& p, auto& v, auto& w) { p.sweep_bytes = parse_size(v, w); }},
+          {"sweep_file", [](Plan& p, auto& v, auto& w) { p.sweep_file = parse_size(v, w); }}};
+}
+
+// [share NAME]: the setters act on the share being declared.
+Section share_keys() {
+  return {{"url",
+           [](Plan& p, auto& v, auto& w) {
+             p.shares.back().driver = driver_for_url(v, w);
+             p.shares.back().url = v;
+           }},
+          {"server_dir",
+           [](Plan& p, auto& v, auto& w) { p.shares.back().server_dir = dir_value(v, w); }},
+          {"medium",
+           [](Plan& p, auto& v, auto& w) {
+             if (v != "ram" && v != "disk") {
+               throw Error(
+                   ErrorKind::kConfig, fmt::format("{}: '{}' is not ram or disk", w, v),
+                   "medium = ram for a tmpfs share (stage 3), disk for one on disk (stage 4)");
+             }
+             p.shares.back().medium = v;
+           }},
+          {"user", [](Plan& p, auto& v, auto&) { p.shares.back().user = v; }},
+          {"password_env", [](Plan& p, auto& v, auto&) { p.shares.back().password_env = v; }},
+          {"password_file",
+           [](Plan& p, auto& v, auto& w) { p.shares.back().password_file = dir_value(v, w); }},
+          {"password_prompt",
+           [](Plan& p, auto& v, auto& w) { p.shares.back().password_prompt = parse_bool(v, w); }},
+          {"password",
+           [](Plan&, auto&, auto& w) {
+             throw Error(ErrorKind::kConfig, fmt::format("{}: passwords do not go in the plan", w),
+                         "use password_env = VAR, password_file = /path/to/0600-file, or "
+                         "password_prompt = yes");
+           }},
+          {"options", [](Plan& p, auto& v, auto& w) {
+             for (std::string_view raw : items(v)) {
+               const std::string_view item = trim(raw);
+               const size_t eq = item.find('=');
+               if (eq == std::string_view::npos || eq == 0) {
+                 throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not key=value", w, item),
+                             "write options = depth=8, request_size=1MiB");
+               }
+               p.shares.back().options[std::string(trim(item.substr(0, eq)))] =
+                   std::string(trim(item.substr(eq + 1)));
+             }
+           }}};
+}
+
+// Every section's keys ("share" for every [share NAME]).
+const std::map<std::string, Section>& keys() {
+  static const std::map<std::string, Section> k = {
+      {"server", server_keys()},
+      {"client", client_keys()},
+      {"disk", disk_keys()},
+      {"tcp", tcp_keys()},
+      {"timeouts", timeout_keys()},
       {"link",
        {{"nominal", [](Plan& p, auto& v, auto& w) { p.link_bits = parse_rate_bits(v, w); }}}},
-      {"protocol",
-       {{"enabled", [](Plan& p, auto& v, auto& w) { p.proto_enabled = parse_bool(v, w); }},
-        {"sizes",
-         [](Plan& p, auto& v, auto& w) {
-           p.proto_sizes = parse_sizes(v, w);
-           p.proto_sizes_set = true;
-         }},
-        {"count",
-         [](Plan& p, auto& v, auto& w) {
-           p.proto_count = parse_count(v, w, 1, 1000);
-           p.proto_count_set = true;
-         }},
-        {"budget",
-         [](Plan& p, auto& v, auto& w) {
-           p.proto_budget = parse_duration(v, w);
-           p.proto_budget_set = true;
-         }},
-        {"block", [](Plan& p, auto& v, auto& w) { p.proto_block = parse_block(v, w); }},
-        {"sweep", [](Plan& p, auto& v, auto& w) { p.sweep = parse_bool(v, w); }},
-        {"sweep_sizes",
-         [](Plan& p, auto& v, auto& w) {
-           p.sweep_sizes = parse_sizes(v, w);
-           for (auto s : p.sweep_sizes) {
-             if (s > (16u << 20)) {
-               throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 16 MiB", w, s));
-             }
-           }
-         }},
-        {"sweep_bytes", [](Plan& p, auto& v, auto& w) { p.sweep_bytes = parse_size(v, w); }},
-        {"sweep_file", [](Plan& p, auto& v, auto& w) { p.sweep_file = parse_size(v, w); }}}},
-      // [share NAME]: the setters act on the share being declared.
-      {"share",
-       {{"url",
-         [](Plan& p, auto& v, auto& w) {
-           p.shares.back().driver = driver_for_url(v, w);
-           p.shares.back().url = v;
-         }},
-        {"server_dir",
-         [](Plan& p, auto& v, auto& w) { p.shares.back().server_dir = dir_value(v, w); }},
-        {"medium",
-         [](Plan& p, auto& v, auto& w) {
-           if (v != "ram" && v != "disk") {
-             throw Error(
-                 ErrorKind::kConfig, fmt::format("{}: '{}' is not ram or disk", w, v),
-                 "medium = ram for a tmpfs share (stage 3), disk for one on disk (stage 4)");
-           }
-           p.shares.back().medium = v;
-         }},
-        {"user", [](Plan& p, auto& v, auto&) { p.shares.back().user = v; }},
-        {"password_env", [](Plan& p, auto& v, auto&) { p.shares.back().password_env = v; }},
-        {"password_file",
-         [](Plan& p, auto& v, auto& w) { p.shares.back().password_file = dir_value(v, w); }},
-        {"password_prompt",
-         [](Plan& p, auto& v, auto& w) { p.shares.back().password_prompt = parse_bool(v, w); }},
-        {"password",
-         [](Plan&, auto&, auto& w) {
-           throw Error(ErrorKind::kConfig, fmt::format("{}: passwords do not go in the plan", w),
-                       "use password_env = VAR, password_file = /path/to/0600-file, or "
-                       "password_prompt = yes");
-         }},
-        {"options",
-         [](Plan& p, auto& v, auto& w) {
-           for (std::string_view raw : items(v)) {
-             const std::string_view item = trim(raw);
-             const size_t eq = item.find('=');
-             if (eq == std::string_view::npos || eq == 0) {
-               throw Error(ErrorKind::kConfig, fmt::format("{}: '{}' is not key=value", w, item),
-                           "write options = depth=8, request_size=1MiB");
-             }
-             p.shares.back().options[std::string(trim(item.substr(0, eq)))] =
-                 std::string(trim(item.substr(eq + 1)));
-           }
-         }}}},
+      {"protocol", protocol_keys()},
+      {"share", share_keys()},
   };
   return k;
 }
@@ -446,6 +465,15 @@ std::string settle_server_disk_dir(Plan& plan) {
 
 namespace {
 
+// The share URLs the drivers take, for a hint: "ftp://... or smb://... or ...".
+std::string url_forms() {
+  std::vector<std::string> forms;
+  for (const transfer::DriverSpec* d : transfer::driver_specs()) {
+    if (!d->url_prefixes.empty()) forms.push_back(std::string(d->url_prefixes.front()) + "...");
+  }
+  return join(forms, " or ");
+}
+
 // A plan may ask for at most kMaxPlanSamples samples (plan_outline's count);
 // past it, the error names the key behind the most of them.
 void check_sample_count(const Plan& plan) {
@@ -489,9 +517,10 @@ void validate(const Plan& plan) {
     const std::string at = fmt::format("share '{}' ({})", s.name, s.declared_at);
     if (s.url.empty()) {
       throw Error(ErrorKind::kConfig, at + " has no url",
-                  "add url = smb://host/share (or ftp://, afp://, a path)");
+                  "add url = " + url_forms() + " (`chokepoint drivers` lists them)");
     }
-    if (s.server_dir.empty() && s.driver != "null") {
+    // A driver whose shares have no server side (null) needs no server_dir.
+    if (s.server_dir.empty() && !s.driver.empty() && transfer::driver_spec(s.driver).server_files) {
       throw Error(ErrorKind::kConfig, at + " has no server_dir",
                   "add server_dir = the directory on the server behind the share, so the server "
                   "agent can lay out and remove its files");

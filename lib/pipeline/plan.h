@@ -24,12 +24,14 @@ struct EndpointPlan {
 
 // A file share to measure through its protocol (stages 3 and 4).
 struct SharePlan {
-  std::string name;        // [share NAME]
-  std::string url;         // ftp://, ftps://, smb://, afp://, file:// or /mounted/path, null:
-  std::string driver;      // from the URL scheme: ftp, smb, afp, path, null
-  std::string server_dir;  // the directory on the server behind the share's root
-  std::string medium;      // "ram" (stage 3) or "disk" (stage 4)
-  std::string user;        // empty: the URL's, else anonymous/guest
+  std::string name;    // [share NAME]
+  std::string url;     // a URL one of the drivers takes (`chokepoint drivers`: smb://, /mnt/x, ...)
+  std::string driver;  // the driver whose URL prefix starts it (transfer::driver_for_url)
+  // The directory on the server behind the share's root; "" for a driver
+  // without server files (DriverSpec::server_files).
+  std::string server_dir;
+  std::string medium;  // "ram" (stage 3) or "disk" (stage 4)
+  std::string user;    // empty: the URL's, else anonymous/guest
   // Where the password comes from (at most one); never the plan itself.
   std::string password_env;   // an environment variable of the orchestrator
   std::string password_file;  // a file only its owner can read (0600)
@@ -38,7 +40,8 @@ struct SharePlan {
   std::string declared_at;                     // "plan.ini:12", for messages
 };
 
-// The driver for a share URL; throws Error(kConfig) naming the supported schemes.
+// The driver for a share URL (the driver table's); throws Error(kConfig) naming
+// the URL forms the drivers take.
 std::string driver_for_url(const std::string& url, const std::string& where);
 
 // Checks a share against its driver's declared data (transfer::DriverSpec):

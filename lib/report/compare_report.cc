@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/units.h"
 #include "report/finding_text.h"
+#include "transfer/driver.h"
 
 namespace cp::report {
 namespace {
@@ -66,10 +67,8 @@ std::string parts_text(const std::vector<std::string>& parts) {
       w = "network";
     } else if (p == "tcp") {
       w = "TCP";
-    } else if (p == "path") {
-      w = "mounted path";
-    } else if (p == "smb" || p == "ftp" || p == "afp" || p == "nfs") {
-      for (char ch : p) w += static_cast<char>(ch - 'a' + 'A');
+    } else if (transfer::find_driver_spec(p)) {
+      w = transfer::protocol_display(p);  // a protocol: "SMB", "mounted path"
     } else if (p.size() > 5 && p.compare(p.size() - 5, 5, ".host") == 0) {
       w = "everything on the " + p.substr(0, p.size() - 5);
     } else if (p.rfind("plan.", 0) == 0) {

@@ -8,6 +8,7 @@
 
 #include "core/units.h"
 #include "report/finding_text.h"
+#include "transfer/driver.h"
 
 namespace cp::report {
 namespace {
@@ -16,10 +17,8 @@ using analysis::Finding;
 
 constexpr double kMB = 1e6;
 
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
+// A protocol layer as reports name it: its driver's display name ("SMB").
+std::string display_name(const std::string& layer) { return transfer::protocol_display(layer); }
 
 std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 
@@ -48,8 +47,8 @@ const analysis::Cited* held_against(const Finding& f) {
 std::string short_name(const analysis::Cited& c) {
   if (c.layer == "tcp") return "TCP";
   if (c.layer == "disk") return c.where + " disk";
-  if (c.where == "ram") return upper(c.layer) + " from RAM";
-  if (c.where == "disk") return upper(c.layer) + " from disk";
+  if (c.where == "ram") return display_name(c.layer) + " from RAM";
+  if (c.where == "disk") return display_name(c.layer) + " from disk";
   return c.name.empty() ? c.label : c.name;
 }
 
@@ -117,10 +116,11 @@ std::string capped_by(const Finding& f) {
     return "the " + l;
   }
   if (const size_t plus = l.find(" + disk"); plus != std::string::npos) {
-    return fmt::format("{} + the server disk", upper(l.substr(0, plus)));
+    return fmt::format("{} + the server disk", display_name(l.substr(0, plus)));
   }
   // A protocol id ("smb", "nfs"): its layer.
-  if (l.find(' ') == std::string::npos && !l.empty()) return fmt::format("the {} layer", upper(l));
+  if (l.find(' ') == std::string::npos && !l.empty())
+    return fmt::format("the {} layer", display_name(l));
   return l;
 }
 

@@ -1,8 +1,10 @@
 // File-transfer drivers: one per protocol (ftp, smb, afp, nfs, path, null),
 // each behind this small interface. Each driver declares itself as data, the
 // way a fio ioengine does (its ioengine_ops: name, flags, options): a
-// DriverSpec with its URL prefixes, capabilities and options, listed in one
-// explicit table (registry.cc). The plan is checked against that data when it
+// DriverSpec with its URL prefixes, capabilities, options and what the plan,
+// the stages, the verdict and reports need to know of its protocol (display
+// name, hints, negotiated-status request), listed in registry.cc's table or
+// registered at run time (register_driver). The plan is checked against that data when it
 // is read; `chokepoint drivers` prints it. The agent on the client opens a
 // session to a share, then streams files through it with bounded buffers.
 #pragma once
@@ -118,8 +120,52 @@ struct OptionSpec {
   std::string_view help{};  // one line
 };
 
+// A server setting that caps how much one request moves (the verdict's hint
+// when the server's config sets it below the server's own default).
+struct ServerLimit {
+  std::string_view key{};       // as the server's config names it: "smb2 max read"
+  std::string_view op{};        // "read" | "write" | "": both
+  uint64_t server_default = 0;  // bytes, the server's default
+};
+
+// What the verdict knows of a protocol beyond the generic rules
+// (analysis/protocol_rules.cc): the hints its findings may give.
+struct ProtocolHints {
+  // Settings in the server's config that cap one request. Read from the
+  // server's host facts, which hold Samba's [global] section (the only
+  // server config chokepoint collects; another server's needs its probe).
+  std::span<const ServerLimit> server_limits{};
+  // Its sessions report what the server lets one request move
+  // (`max_read_size`, `max_write_size` properties): a hint when under 1 MiB
+  // and no server setting explains it.
+  bool negotiated_request_size = false;
+  // A Samba configuration can change its figures (smb; path, which may be an
+  // SMB mount): `compare` ties a change of the server's Samba config to its rows.
+  bool samba_config = false;
+  // Its client caches file data (a mounted filesystem's page cache): a read
+  // over RAM faster than TCP is that cache, not an anomaly.
+  bool client_cache = false;
+};
+
+// What the server says a client negotiated, for a protocol whose client
+// library does not tell (smb: smbd's view through `smbstatus`). The protocol
+// stage asks the server agent once per share and adds the answer to every
+// sample's properties.
+struct NegotiatedQuery {
+  std::string_view request{};  // the server agent's request type ("smb_status"); "": none
+  // The request's body (JSON text), given the plan's server config file
+  // ([server] samba_conf; "" = the running server's).
+  std::string (*body)(const std::string& server_conf) = nullptr;
+  // The properties the reply (JSON text) gives the client at
+  // `client_address` ("" = any). When it cannot say, one "<name>_negotiated"
+  // = "unknown: why" entry; otherwise the stage drops the session's own
+  // "negotiated" note.
+  std::map<std::string, std::string> (*read)(const std::string& reply,
+                                             const std::string& client_address) = nullptr;
+};
+
 struct DriverSpec {
-  std::string_view name{};     // "smb": the plan's driver, the agent's
+  std::string_view name{};     // "smb": the plan's driver, the agent's, a stage's layer
   std::string_view summary{};  // one line: what it speaks, through what
   // The share URLs it takes, by their start: "smb://"; the path driver's
   // "/" and "file://".
@@ -127,13 +173,35 @@ struct DriverSpec {
   Capabilities caps{};
   std::span<const OptionSpec> options{};
   std::unique_ptr<Driver> (*make)() = nullptr;
+  // How reports, the verdict and `compare` name it: "SMB", "mounted path".
+  std::string_view display{};
+  // Whether its share is a directory on the server (the plan's server_dir)
+  // whose files the server agent lays out, checks and removes; false for a
+  // driver with no server (null).
+  bool server_files = true;
+  ProtocolHints hints{};
+  NegotiatedQuery negotiated{};
 };
 
-// Every driver this build has, in one explicit table (registry.cc).
+// Every driver this build has: the built-in table (registry.cc), then those
+// registered at run time, in registration order.
 std::span<const DriverSpec* const> driver_specs();
 const std::vector<std::string>& driver_names();
+// Adds a driver to the table (a test's, or a plug-in's), before the table is
+// first read; a second driver of one name is a bug (CHECK). DriverRegistration
+// does it from a file's static initializer, the way a fio engine registers.
+void register_driver(const DriverSpec& spec);
+struct DriverRegistration {
+  explicit DriverRegistration(const DriverSpec& spec) { register_driver(spec); }
+};
 // The spec of a driver; throws Error(kConfig) naming the known ones.
 const DriverSpec& driver_spec(std::string_view name);
+// The spec of a driver; null when this build has none of that name (a stored
+// run measured by another build).
+const DriverSpec* find_driver_spec(std::string_view name);
+// How reports name a protocol layer: its driver's display name, else the
+// layer in capitals (a driver this build lacks).
+std::string protocol_display(std::string_view name);
 // The driver whose URL prefix starts `url`; throws Error(kConfig) naming the
 // URL forms every driver takes.
 const DriverSpec& driver_for_url(std::string_view url);

@@ -761,6 +761,7 @@ const DriverSpec kFtpDriver = {
     .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
     .options = kFtpOptions,
     .make = make,
+    .display = "FTP",
 };
 
 }  // namespace cp::transfer

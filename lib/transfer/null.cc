@@ -84,6 +84,8 @@ const DriverSpec kNullDriver = {
     .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
     .options = kNullOptions,
     .make = make,
+    .display = "NULL",
+    .server_files = false,
 };
 
 }  // namespace cp::transfer

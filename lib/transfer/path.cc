@@ -360,6 +360,8 @@ const DriverSpec kPathDriver = {
     .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
     .options = {},
     .make = make,
+    .display = "mounted path",
+    .hints = {.samba_config = true, .client_cache = true},
 };
 
 }  // namespace cp::transfer

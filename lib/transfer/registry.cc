@@ -1,10 +1,12 @@
-// The one table of drivers, and what is done with their declared data:
+// The table of drivers, and what is done with their declared data:
 // scheme -> driver, option checks, the text `chokepoint drivers` prints.
 #include "transfer/registry.h"
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
+#include <iterator>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -15,9 +17,26 @@
 namespace cp::transfer {
 namespace {
 
-// The one explicit list of drivers (fio's engine list does the same).
-const DriverSpec* const kDrivers[] = {&kNullDriver, &kFtpDriver, &kSmbDriver,
+// The drivers built in, each declared in its own file; others (a test's)
+// register at run time. fio's engines register themselves from their files;
+// an explicit list keeps a static library's driver files linked.
+const DriverSpec* const kBuiltIn[] = {&kNullDriver, &kFtpDriver, &kSmbDriver,
                                       &kPathDriver, &kAfpDriver, &kNfsDriver};
+
+// The table: the built-in drivers, then the registered ones. Built on first
+// use, so a static initializer in another file may register into it.
+struct Table {
+  std::vector<const DriverSpec*> specs{std::begin(kBuiltIn), std::end(kBuiltIn)};
+  std::vector<std::string> names;
+  Table() {
+    for (const DriverSpec* d : specs) names.emplace_back(d->name);
+  }
+};
+
+Table& table() {
+  static Table t;
+  return t;
+}
 
 std::string option_names(const DriverSpec& spec) {
   std::vector<std::string> names;
@@ -170,28 +189,41 @@ void File::commit_write(size_t n) {
   write(staged_.data(), n);
 }
 
-std::span<const DriverSpec* const> driver_specs() { return kDrivers; }
+std::span<const DriverSpec* const> driver_specs() { return table().specs; }
 
-const std::vector<std::string>& driver_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const DriverSpec* d : kDrivers) v.emplace_back(d->name);
-    return v;
-  }();
-  return names;
+const std::vector<std::string>& driver_names() { return table().names; }
+
+void register_driver(const DriverSpec& spec) {
+  CP_CHECK(!spec.name.empty() && spec.make != nullptr && !spec.url_prefixes.empty());
+  CP_CHECK(find_driver_spec(spec.name) == nullptr);  // one driver per name
+  table().specs.push_back(&spec);
+  table().names.emplace_back(spec.name);
+}
+
+const DriverSpec* find_driver_spec(std::string_view name) {
+  for (const DriverSpec* d : driver_specs()) {
+    if (d->name == name) return d;
+  }
+  return nullptr;
 }
 
 const DriverSpec& driver_spec(std::string_view name) {
-  for (const DriverSpec* d : kDrivers) {
-    if (d->name == name) return *d;
-  }
+  if (const DriverSpec* d = find_driver_spec(name)) return *d;
   throw Error(ErrorKind::kConfig, fmt::format("no transfer driver '{}'", name),
               "this build has: " + join(driver_names()));
 }
 
+std::string protocol_display(std::string_view name) {
+  const DriverSpec* d = find_driver_spec(name);
+  if (d && !d->display.empty()) return std::string(d->display);
+  std::string up(name);
+  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return up;
+}
+
 const DriverSpec& driver_for_url(std::string_view url) {
   std::vector<std::string> forms;
-  for (const DriverSpec* d : kDrivers) {
+  for (const DriverSpec* d : driver_specs()) {
     std::vector<std::string> prefixes;
     for (std::string_view p : d->url_prefixes) {
       if (url.starts_with(p)) return *d;
@@ -264,7 +296,7 @@ std::optional<double> option_number(const DriverSpec& spec,
 
 std::string describe_drivers() {
   std::string out;
-  for (const DriverSpec* d : kDrivers) {
+  for (const DriverSpec* d : driver_specs()) {
     std::vector<std::string> prefixes, can;
     for (std::string_view p : d->url_prefixes) prefixes.emplace_back(p);
     if (d->caps.read) can.emplace_back("read");

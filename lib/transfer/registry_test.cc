@@ -170,6 +170,42 @@ TEST(Registry, DriversPageHoldsTheListingVerbatim) {
 
 // A driver without request buffers of its own: write_buffer lends the File's
 // buffer and commit_write passes exactly the committed bytes to write().
+// Every driver names its protocol for reports; a driver with a
+// negotiated-status request declares both its body and its reader.
+TEST(Registry, EveryDriverDeclaresItsDisplayNameAndWholeHooks) {
+  for (const DriverSpec* d : driver_specs()) {
+    EXPECT_FALSE(d->display.empty()) << d->name;
+    EXPECT_EQ(protocol_display(d->name), d->display);
+    if (!d->negotiated.request.empty()) {
+      EXPECT_NE(d->negotiated.body, nullptr) << d->name;
+      EXPECT_NE(d->negotiated.read, nullptr) << d->name;
+    }
+  }
+  // A layer no driver of this build has: its name in capitals.
+  EXPECT_EQ(protocol_display("webdav"), "WEBDAV");
+}
+
+// A driver registered at run time joins the table: found by name and URL,
+// listed, its options checked like a built-in's.
+TEST(Registry, RegisteredDriverJoinsTheTable) {
+  static constexpr std::string_view kPrefixes[] = {"registered-test:"};
+  static const DriverSpec kSpec = {
+      .name = "registered-test",
+      .summary = "a test driver",
+      .url_prefixes = kPrefixes,
+      .make = [] { return driver_spec("null").make(); },
+      .display = "Registered",
+  };
+  ASSERT_EQ(find_driver_spec("registered-test"), nullptr);
+  register_driver(kSpec);
+  EXPECT_EQ(&driver_spec("registered-test"), &kSpec);
+  EXPECT_EQ(&driver_for_url("registered-test:x"), &kSpec);
+  EXPECT_EQ(driver_names().back(), "registered-test");
+  EXPECT_EQ(protocol_display("registered-test"), "Registered");
+  EXPECT_EQ(kind_of([] { check_options(kSpec, {{"depth", "8"}}); }), ErrorKind::kConfig);
+  EXPECT_NE(make_driver("registered-test"), nullptr);
+}
+
 TEST(File, DefaultWriteBufferHandsTheCommittedBytesToWrite) {
   struct Recorder : File {
     std::string written;

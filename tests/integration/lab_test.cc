@@ -104,10 +104,15 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   }
   EXPECT_TRUE(lab_pids_matching("chokepoint-agent").empty());
 
-  // show reads the database alone and prints the same verdict.
+  // show reads the database alone and prints the same verdict: the headline in
+  // brief by default, with its evidence under --explain.
   RunResult show = chokepoint({"show", "lab-e2e", "--db", db});
   ASSERT_EQ(show.exit_code, 0) << show.err;
-  EXPECT_NE(show.out.find(std::string(doc.at("verdict").at("headline").as_string())),
+  EXPECT_NE(show.out.find(std::string(doc.at("verdict").at("headline_brief").as_string())),
+            std::string::npos);
+  RunResult explain = chokepoint({"show", "lab-e2e", "--db", db, "--explain"});
+  ASSERT_EQ(explain.exit_code, 0) << explain.err;
+  EXPECT_NE(explain.out.find(std::string(doc.at("verdict").at("headline").as_string())),
             std::string::npos);
 }
 

@@ -714,6 +714,7 @@ const DriverSpec kAfpDriver = {
     .caps = {.read = true, .write = true, .random_access = true, .random_write = false},
     .options = kAfpOptions,
     .make = make,
+    .display = "AFP",
 };
 
 }  // namespace cp::transfer

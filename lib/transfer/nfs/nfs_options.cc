@@ -99,6 +99,7 @@ const DriverSpec kNfsDriver = {
     .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
     .options = kNfsOptions,
     .make = nfs::make_driver,
+    .display = "NFS",
 };
 
 }  // namespace cp::transfer

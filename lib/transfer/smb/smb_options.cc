@@ -1,10 +1,14 @@
 // The smb driver's options (types, ranges, defaults: the table plan read and
-// the session both check against), connections=auto, and its DriverSpec.
+// the session both check against), connections=auto, what the verdict and the
+// protocol stage know of SMB (Samba's limits, smbstatus), and its DriverSpec.
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
 
 #include "core/error.h"
+#include "core/messages_json.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
@@ -72,6 +76,42 @@ constexpr OptionSpec kSmbOptions[] = {
      .words = kSmbProtocols,
      .help = "the newest dialect offered"},
 };
+// Samba's settings that cap one request, and their default (4.x): 8 MiB.
+constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
+constexpr ServerLimit kSambaLimits[] = {
+    {"smb2 max read", "read", kSambaDefaultMaxIo},
+    {"smb2 max write", "write", kSambaDefaultMaxIo},
+    {"smb2 max trans", "", kSambaDefaultMaxIo},
+};
+
+// What the server agent's smb_status asks: smbstatus with this smb.conf.
+std::string status_body(const std::string& server_conf) {
+  return boost::json::serialize(msg::to_json(msg::SmbStatusRequest{server_conf}));
+}
+
+// The SMB session the client holds, as smbd reports it: dialect, signing,
+// encryption (libsmbclient does not tell its caller); {"smb_negotiated":
+// "unknown: why"} when smbd lists none from this client.
+std::map<std::string, std::string> status_properties(const std::string& reply,
+                                                     const std::string& client_address) {
+  const auto st = msg::decode<msg::SmbStatusResult>(boost::json::parse(reply), "smb_status");
+  for (const auto& sess : st.sessions) {
+    // "ipv4:198.18.0.2:41234": this client's address between the colons.
+    if (!client_address.empty() &&
+        sess.client.find(":" + client_address + ":") == std::string::npos) {
+      continue;
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& [k, val] :
+         {std::pair{"dialect", sess.dialect}, std::pair{"signing", sess.signing},
+          std::pair{"encryption", sess.encryption}}) {
+      out[std::string("smb_") + k] = (val.empty() || val == "-") ? "none" : val;
+    }
+    return out;
+  }
+  return {{"smb_negotiated", "unknown: smbstatus lists no session from this client"}};
+}
+
 }  // namespace
 
 const DriverSpec kSmbDriver = {
@@ -81,6 +121,9 @@ const DriverSpec kSmbDriver = {
     .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
     .options = kSmbOptions,
     .make = smb::make_driver,
+    .display = "SMB",
+    .hints = {.server_limits = kSambaLimits, .negotiated_request_size = true, .samba_config = true},
+    .negotiated = {.request = "smb_status", .body = status_body, .read = status_properties},
 };
 
 }  // namespace cp::transfer
