@@ -398,6 +398,10 @@ json::object Agent::do_disk(const Request& r) {
   probe::DiskResult d;
   if (q.op == "write") {
     d = probe::disk_write(path, q.size, block, r.cancel, progress);
+  } else if (q.op == "syncwrite") {
+    // The synchronous write rate: nothing reads the file back.
+    d = probe::disk_write(path, q.size, block, r.cancel, progress, true, /*flush_each=*/true);
+    if (q.delete_after) ::unlinkat(f.dir_fd, f.name.c_str(), 0);
   } else if (q.op == "read") {
     // The probe opens by path (O_DIRECT): only a file of this uid, not a link,
     // which no other user can swap in a sticky (or private) run directory.
@@ -406,9 +410,10 @@ json::object Agent::do_disk(const Request& r) {
     d = probe::disk_read(path, block, r.cancel, progress);
     if (q.delete_after) ::unlinkat(f.dir_fd, f.name.c_str(), 0);
   } else {
-    throw Error(ErrorKind::kPeer, fmt::format("message 'disk': field 'op' must be read or write, "
-                                              "not '{}'",
-                                              q.op));
+    throw Error(ErrorKind::kPeer,
+                fmt::format("message 'disk': field 'op' must be read, write or syncwrite, "
+                            "not '{}'",
+                            q.op));
   }
   return msg::to_json(msg::DiskResult{d.bytes, d.seconds, d.direct, d.cache_possible, d.method,
                                       d.huge_page, cpu.stop(), d.cache_reason});

@@ -89,12 +89,12 @@ void diff(const std::string& where, const json::value& a, const json::value& b,
     auto it = mb.find(k);
     if (it == mb.end() && va == kUnknown && has_children(fb, k)) continue;
     const std::string vb = it == mb.end() ? missing(k, globals_b) : it->second;
-    if (va != vb) out.push_back({where, k, va, vb, "", {}});
+    if (va != vb) out.push_back({where, k, va, vb, "", {}, {}});
   }
   for (const auto& [k, vb] : fb) {
     if (seen.count(k) || volatile_key(k)) continue;
     if (vb == kUnknown && has_children(fa, k)) continue;
-    out.push_back({where, k, missing(k, globals_a), vb, "", {}});
+    out.push_back({where, k, missing(k, globals_a), vb, "", {}, {}});
   }
 }
 
@@ -186,7 +186,7 @@ void classify(EnvDiff& e) {
 std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b) {
   std::vector<EnvDiff> out;
   auto add = [&](const std::string& what, const std::string& va, const std::string& vb) {
-    if (va != vb) out.push_back({"run", what, va, vb, "", {}});
+    if (va != vb) out.push_back({"run", what, va, vb, "", {}, {}});
   };
   add("server", a.server, b.server);
   add("client", a.client, b.client);
@@ -199,6 +199,50 @@ std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b) {
          hb ? stored::to_json(hb->facts) : json::value(nullptr), out);
   }
   for (auto& e : out) classify(e);
+  return out;
+}
+
+std::vector<EnvDiff> negotiated_diff(const Analysis& a, const Analysis& b) {
+  // driver -> property -> distinct values over its rows, in row order.
+  using Values = std::map<std::string, std::map<std::string, std::vector<std::string>>>;
+  auto collect = [](const Analysis& an) {
+    Values out;
+    for (const Row& r : an.rows) {
+      if (r.layer == "link" || r.layer == "tcp" || r.layer == "disk" || r.rate.n == 0) continue;
+      auto& of_driver = out[r.layer];
+      for (const NegotiatedProperty& np : kNegotiated) {
+        if (r.layer != np.driver) continue;
+        auto it = r.properties.find(np.property);
+        if (it == r.properties.end()) continue;
+        auto& v = of_driver[np.property];
+        if (std::find(v.begin(), v.end(), it->second) == v.end()) v.push_back(it->second);
+      }
+    }
+    return out;
+  };
+  const Values va = collect(a), vb = collect(b);
+  auto text = [](const std::map<std::string, std::vector<std::string>>& of_driver,
+                 const char* property) {
+    auto it = of_driver.find(property);
+    if (it == of_driver.end()) return std::string(kAbsent);
+    std::string s;
+    for (const auto& v : it->second) s += (s.empty() ? "" : " | ") + v;
+    return s;
+  };
+  std::vector<EnvDiff> out;
+  for (const NegotiatedProperty& np : kNegotiated) {
+    auto ia = va.find(np.driver), ib = vb.find(np.driver);
+    if (ia == va.end() || ib == vb.end()) continue;
+    const std::string ta = text(ia->second, np.property), tb = text(ib->second, np.property);
+    if (ta == tb) continue;
+    out.push_back({"negotiated",
+                   fmt::format("{}.{}", np.driver, np.property),
+                   ta,
+                   tb,
+                   "negotiated by the protocol's session",
+                   std::vector<std::string>{np.driver},
+                   {}});
+  }
   return out;
 }
 
@@ -304,6 +348,7 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
   c.a = side(ra, aa);
   c.b = side(rb, ab);
   c.env = env_diff(ra, rb);
+  for (EnvDiff& e : negotiated_diff(aa, ab)) c.env.push_back(std::move(e));
   for (const auto& r : aa.rows) {
     if (r.layer == "link" || r.rate.n == 0) continue;
     const Row* other = find_row(ab, r.key);
@@ -326,11 +371,13 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
     d.spread = (relative_iqr(r.samples) + relative_iqr(other->samples)) / 2;
     d.cache_suspected = r.cache_suspected || other->cache_suspected;
     const std::vector<std::string> parts = row_parts(r.layer, r.where);
-    for (const auto& e : c.env) {
+    for (auto& e : c.env) {
       const bool touches = std::any_of(e.parts.begin(), e.parts.end(), [&](const std::string& p) {
         return p == "*" || std::find(parts.begin(), parts.end(), p) != parts.end();
       });
-      if (touches) d.affected_by.push_back(e.where + " " + e.what);
+      if (!touches) continue;
+      d.affected_by.push_back(e.where + " " + e.what);
+      e.rows.push_back(d.key);
     }
     d.affected_by_change = !d.affected_by.empty();
     c.rows.push_back(std::move(d));

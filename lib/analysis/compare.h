@@ -62,14 +62,21 @@ struct RowDelta {
 };
 
 struct EnvDiff {
-  std::string where;  // "run" | "plan" | "server" | "client"
-  std::string what;   // flattened key: "kernel", "net.mtu", "samba.global.smb2 max read"
-  std::string a, b;   // values as text; kAbsent when one run lacks it
+  // "run" | "plan" | "server" | "client" | "negotiated" (what a protocol's
+  // samples record of their session: kNegotiated)
+  std::string where;
+  // flattened key: "kernel", "net.mtu", "samba.global.smb2 max read";
+  // negotiated: "DRIVER.PROPERTY" ("smb.smb_encryption")
+  std::string what;
+  std::string a, b;  // values as text; kAbsent when one run lacks it
   // What kind of change it is ("Samba configuration") and the parts of the
   // setup it can affect ("smb", "server.disk", "*" = all; see kChangeRules);
   // no parts: it changes nothing measured (the plan's file name).
   std::string kind;
   std::vector<std::string> parts;
+  // The keys of the rows both runs measured that it can touch (compare_runs
+  // fills them; env_diff alone leaves them empty).
+  std::vector<std::string> rows;
 };
 
 inline constexpr const char* kAbsent = "(absent)";
@@ -122,6 +129,42 @@ inline constexpr ChangeRule kChangeRules[] = {
     {"host", "", "host (kernel, CPU, memory, OS)", "{h}.host"},
 };
 
+// What a protocol's session settles with the server, per driver: the
+// properties its samples record (Row::properties) that compare diffs, each
+// touching that driver's rows. The driver's other properties are the
+// client's measurements (round trips, bytes in flight) and change every run.
+struct NegotiatedProperty {
+  const char* driver;
+  const char* property;
+};
+inline constexpr NegotiatedProperty kNegotiated[] = {
+    {"smb", "smb_dialect"},
+    {"smb", "dialect"},
+    {"smb", "smb_signing"},
+    {"smb", "smb_encryption"},
+    {"smb", "max_read_size"},
+    {"smb", "max_write_size"},
+    {"smb", "max_xmit"},
+    {"smb", "io_size"},
+    {"smb", "connections"},
+    {"smb", "connections_chosen"},
+    {"smb", "connections_reason"},
+    {"nfs", "version"},
+    {"nfs", "rsize"},
+    {"nfs", "wsize"},
+    {"nfs", "write_size_limit"},
+    {"nfs", "request_size"},
+    {"nfs", "depth_chosen"},
+    {"afp", "afp_version"},
+    {"afp", "uam"},
+    {"afp", "quantum"},
+    {"afp", "request_size"},
+    {"ftp", "tls"},
+    {"ftp", "greeting"},
+    {"path", "fstype"},
+    {"path", "mount_options"},
+};
+
 // The controls' movement between the runs, from the ratios B/A of the
 // medians of the rows no recorded difference can touch (with enough samples
 // for a test). Changes are fractions (B/A - 1). Empty `controls`: no drift
@@ -167,6 +210,11 @@ Comparison compare_runs(const stored::Run& a, const stored::Run& b);
 // What differs between the runs' plans and host facts (Comparison::env),
 // classified by kChangeRules; needs no stages (Store::load_run_header).
 std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b);
+
+// What the protocols' samples recorded differently (kNegotiated), per
+// driver: a property's values over that driver's rows (distinct ones joined
+// by " | "; kAbsent when a run has none). Only drivers both runs measured.
+std::vector<EnvDiff> negotiated_diff(const Analysis& a, const Analysis& b);
 
 // The verdict of one row from its corrected test, spread, delta and the
 // drift (exposed for tests).

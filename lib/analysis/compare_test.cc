@@ -572,5 +572,67 @@ TEST(Compare, SambaParametersOfAnUnreadConfigAreAbsentNotDefault) {
                "server samba.global.server multi channel support: (absent) -> yes"}));
 }
 
+// A protocol stage whose samples record `properties` (a JSON object's members).
+StageRecord proto_stage(const std::string& layer, const std::string& where,
+                        const std::vector<double>& mbps, const std::string& properties) {
+  StageRecord st = file_stage(layer, where, "read", 100'000'000, mbps);
+  for (auto& s : st.samples) s.details_json = R"({"properties":{)" + properties + "}}";
+  return st;
+}
+
+// The second run's SMB sessions were encrypted (the server's config changed
+// where its facts do not show): compare names what the samples recorded, and
+// the SMB rows are the ones it touches; the client's own measurements (round
+// trips) and the FTP row are no difference and no change.
+TEST(Compare, WhatTheProtocolNegotiatedIsADifferenceTouchingItsRows) {
+  const std::vector<double> s = {70, 71, 72, 73};
+  auto smb = [&](const std::string& where, const char* encryption, const char* rtt) {
+    return proto_stage("smb", where, s,
+                       fmt::format(R"("smb_encryption":"{}","smb_dialect":"SMB3_11",)"
+                                   R"("path_rtt_ms":"{}")",
+                                   encryption, rtt));
+  };
+  RunRecord a = run(1, "",
+                    {smb("ram", "none", "0.1"), smb("disk", "none", "0.1"),
+                     proto_stage("ftp", "ram", s, R"("tls":"none")")});
+  RunRecord b = run(2, "",
+                    {smb("ram", "AES-128-GCM", "0.2"), smb("disk", "AES-128-GCM", "0.3"),
+                     proto_stage("ftp", "ram", s, R"("tls":"none")")});
+  const Comparison c = compare_runs(stored::decode(a), stored::decode(b));
+  ASSERT_EQ(c.env.size(), 1u);
+  EXPECT_EQ(c.env[0].where, "negotiated");
+  EXPECT_EQ(c.env[0].what, "smb.smb_encryption");
+  EXPECT_EQ(c.env[0].a, "none");
+  EXPECT_EQ(c.env[0].b, "AES-128-GCM");
+  EXPECT_EQ(c.env[0].parts, std::vector<std::string>{"smb"});
+  EXPECT_EQ(c.env[0].rows,
+            (std::vector<std::string>{"smb:ram:read:100000000", "smb:disk:read:100000000"}));
+  std::vector<std::string> affected;
+  for (const auto& d : c.rows)
+    if (d.affected_by_change) affected.push_back(d.key);
+  EXPECT_EQ(affected,
+            (std::vector<std::string>{"smb:ram:read:100000000", "smb:disk:read:100000000"}));
+  EXPECT_EQ(row(c, "smb:ram:read:100000000")->affected_by,
+            std::vector<std::string>{"negotiated smb.smb_encryption"});
+}
+
+// Rows of one driver that negotiated differently show every value; a driver
+// only one run measured is no difference of its own (its rows are "only in").
+TEST(Compare, NegotiatedValuesOfSeveralRowsAreListedOnce) {
+  const std::vector<double> s = {70, 71, 72, 73};
+  RunRecord a = run(1, "",
+                    {proto_stage("nfs", "ram", s, R"("version":"3","wsize":"1048576")"),
+                     proto_stage("nfs", "disk", s, R"("version":"3","wsize":"65536")"),
+                     proto_stage("afp", "ram", s, R"("uam":"DHX2")")});
+  RunRecord b = run(2, "",
+                    {proto_stage("nfs", "ram", s, R"("version":"4","wsize":"1048576")"),
+                     proto_stage("nfs", "disk", s, R"("version":"4","wsize":"1048576")")});
+  std::vector<std::string> got;
+  for (const auto& e : negotiated_diff(analyze(stored::decode(a)), analyze(stored::decode(b))))
+    got.push_back(fmt::format("{}: {} -> {}", e.what, e.a, e.b));
+  EXPECT_EQ(got, (std::vector<std::string>{"nfs.version: 3 -> 4",
+                                           "nfs.wsize: 1048576 | 65536 -> 1048576"}));
+}
+
 }  // namespace
 }  // namespace cp::analysis

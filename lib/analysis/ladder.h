@@ -206,6 +206,17 @@ struct Cited {
   bool empty() const { return key.empty(); }
 };
 
+// A costly server setting a finding names (analysis/costly_settings.h): the
+// value the run recorded and the evidence that fit.
+struct SettingFound {
+  std::string server;     // "samba" | "nfs" | "vsftpd"
+  std::string parameter;  // "sync always"
+  std::string value;      // "Yes"
+  std::string default_value;
+  std::string cost;      // what it costs: "a flush (fsync) after every write"
+  std::string evidence;  // what fit, with its figures
+};
+
 struct Finding {
   // The rule that made it: a stable id from verdict_rules() ("protocol.layer",
   // "tcp.window", "trust.page_cache"); docs/verdict-rules.md lists them.
@@ -265,6 +276,9 @@ struct Finding {
   // Configured values worse than their defaults ("smb2 max read = 16384"),
   // named whatever caps the path.
   std::vector<std::string> misconfigured;
+  // Costly server settings whose evidence fits this finding (those not at
+  // their default also in `misconfigured`).
+  std::vector<SettingFound> settings;
   // Labels of rows on this path whose figure a cache may have served: the
   // verdict does not trust them.
   std::vector<std::string> untrusted;

@@ -493,6 +493,26 @@ TEST(Ladder, TcpVerdictIsNotRepeated) {
   EXPECT_EQ(finding(a, "tcp"), nullptr);
 }
 
+// Neither the plan nor the interfaces give a speed, and no window, buffer or
+// CPU limit shows: the link may be at its ceiling or TCP or a CPU short of it.
+TEST(Ladder, TcpWithNoKnownLinkSpeedAndNoLimitIsUndecided) {
+  RunRecord run = RunBuilder()
+                      .raw_host("server", R"({"net":{"mtu":1500}})")
+                      .raw_host("client", R"({"net":{"mtu":1500}})")
+                      .tcp("server->client", {110, 112, 111})
+                      .build();
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "server -> client");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->rule, "path.tcp");
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->undecided_reason, "unexplained");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"network", "tcp", "cpu"}));
+  ASSERT_EQ(f->because.size(), 1u);
+  EXPECT_EQ(f->because[0].rule, "tcp.link_unknown");
+  EXPECT_EQ(f->confidence, Confidence::kCannotTell);
+}
+
 TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   RunRecord run = RunBuilder()
                       .host("server", 1500, 10000)
@@ -502,7 +522,12 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
   Analysis a = analyze(stored::decode(run));
   const Finding* tcp = finding(a, "server -> client");
   ASSERT_NE(tcp, nullptr);
-  EXPECT_EQ(tcp->layer, "tcp");  // above the interfaces' speed: neither network layer caps it
+  // Above the interfaces' speed, neither network layer caps it, and no window,
+  // buffer or CPU limit shows: no layer without a cause.
+  EXPECT_EQ(tcp->layer, "undecided");
+  EXPECT_EQ(tcp->undecided_reason, "unexplained");
+  EXPECT_EQ(tcp->candidates, (std::vector<std::string>{"tcp", "cpu"}));
+  EXPECT_TRUE(tcp->cap.empty());
   EXPECT_GT(find_row(a, "tcp:server->client:send")->ratio, kAboveLink);
 }
 
@@ -555,10 +580,13 @@ TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu") << f->rule;
   EXPECT_EQ(f->cpu.kind, "all cores");
-  // The same swing without the busy CPU: TCP, not the network.
+  // The same swing without the busy CPU: not the network, and with no limit
+  // chokepoint can see, undecided between TCP and the CPU.
   set_cpu(run, "tcp", "client->server",
           R"({"server":{"seconds":6,"total_busy_pct":40,"agent_pct":60,"top":[]}})");
-  EXPECT_EQ(finding(analyze(stored::decode(run)), "client -> server")->layer, "tcp");
+  const Finding* quiet = finding(analyze(stored::decode(run)), "client -> server");
+  EXPECT_EQ(quiet->layer, "undecided");
+  EXPECT_EQ(quiet->undecided_reason, "unexplained");
 }
 
 TEST(Ladder, CacheAndFailuresAreFlagged) {
@@ -816,6 +844,111 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
   EXPECT_EQ(f->layer, "cpu");
   ASSERT_EQ(f->misconfigured.size(), 1u);
   for (const auto& h : f->hints) EXPECT_EQ(h.find("aio"), std::string::npos) << h;
+}
+
+// Samba flushing every write (`sync always = Yes`): SMB writes to the disk
+// share sit at the server disk's synchronous write rate, far below its
+// plain write rate. The finding names the setting with its value, and cites the
+// synchronous write row; `strict sync` (Samba's default) is not named while
+// `sync always` explains it. At the disk's plain write rate, nothing is named.
+TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
+  auto build = [](double smb_disk_write) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("sync always":"Yes","strict sync":"Yes","smb2 max write":"8388608"}}})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("smb", "ram", "write", {950, 960, 955})
+        .proto("smb", "disk", "write", {smb_disk_write, smb_disk_write + 5, smb_disk_write + 10})
+        .build();
+  };
+  const Analysis a = analyze(stored::decode(build(410)));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].server, "samba");
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  EXPECT_EQ(f->settings[0].value, "Yes");
+  EXPECT_EQ(f->settings[0].default_value, "no");
+  ASSERT_EQ(f->misconfigured.size(), 1u);
+  ASSERT_FALSE(f->rows.empty());
+  EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
+  EXPECT_EQ(finding(a, "smb ram write")->settings.size(), 0u);  // RAM: no disk to flush
+  // Writes below the synchronous rate's reach yet under the disk's plain
+  // rate are held back by the flush too; at the plain write rate nothing is named.
+  EXPECT_EQ(finding(analyze(stored::decode(build(700))), "smb disk write")->settings.size(), 1u);
+  const Analysis fast = analyze(stored::decode(build(880)));
+  EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
+  EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
+  // A disk on which a flush costs nothing (synchronous at its plain write rate):
+  // the setting holds nothing back there.
+  RunRecord cheap = build(410);
+  for (auto& st : cheap.stages) {
+    if (st.layer != "disk") continue;
+    for (auto& smp : st.samples) smp.seconds = double(smp.size) / 420e6;
+  }
+  EXPECT_TRUE(finding(analyze(stored::decode(cheap)), "smb disk write")->settings.empty());
+}
+
+// `strict sync` (Samba's default) with `sync always` off, SMB writes to the
+// disk share at the synchronous rate: a client that flushes; named, but not
+// as misconfigured (it is the default).
+TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server",
+                    R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                    R"("sync always":"No","strict sync":"Yes"}}})")
+          .host("client", 1500, 10000)
+          .disk("server", "write", 10'000'000, {900, 910, 905})
+          .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+          .tcp("client->server", {1100, 1110, 1105})
+          .proto("smb", "ram", "write", {950, 960, 955})
+          .proto("smb", "disk", "write", {410, 415, 420})
+          .build();
+  const Finding* f = finding(analyze(stored::decode(run)), "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u);
+  EXPECT_EQ(f->settings[0].parameter, "strict sync");
+  EXPECT_TRUE(f->misconfigured.empty());
+  // Writes well above the synchronous rate show no flush per request.
+  for (auto& st : run.stages) {
+    if (st.layer != "smb" || st.where != "disk") continue;
+    for (auto& smp : st.samples) smp.seconds = double(smp.size) / 700e6;
+  }
+  EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
+}
+
+// Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
+// names `server smb encrypt` with its value; the same read unencrypted, or not
+// CPU-bound, names nothing.
+TEST(Ladder, EncryptionIsNamedWhereAnEncryptedSessionIsCpuBound) {
+  auto build = [](const char* encryption, double server_core) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("server smb encrypt":"required"}}})")
+        .host("client", 1500, 10000)
+        .tcp("server->client", {1100, 1110, 1105})
+        .proto_details(fmt::format(R"({{"properties":{{"smb_encryption":"{}"}}}})", encryption))
+        .proto("smb", "ram", "read", {300, 305, 310}, server_core)
+        .build();
+  };
+  const Analysis a = analyze(stored::decode(build("AES-128-GCM", 99)));
+  const Finding* f = finding(a, "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu");
+  ASSERT_EQ(f->settings.size(), 1u);
+  EXPECT_EQ(f->settings[0].parameter, "server smb encrypt");
+  EXPECT_EQ(f->settings[0].value, "required");
+  EXPECT_EQ(f->misconfigured.size(), 1u);
+  EXPECT_TRUE(
+      finding(analyze(stored::decode(build("none", 99))), "smb ram read")->settings.empty());
+  EXPECT_TRUE(
+      finding(analyze(stored::decode(build("AES-128-GCM", 20))), "smb ram read")->settings.empty());
 }
 
 TEST(Ladder, SmallNegotiatedRequestSizeIsNamed) {

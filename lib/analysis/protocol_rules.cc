@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "analysis/costly_settings.h"
 #include "analysis/judge.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
 
@@ -47,6 +49,28 @@ std::vector<std::string> server_misconfigured(const Analysis& a, const transfer:
     }
   }
   return out;
+}
+
+// The costly settings whose evidence fits (costly_settings.h): each in
+// `settings`; those off their default in `misconfigured` too (request sizes
+// keep samba_misconfigured's words), with the rows their evidence cites.
+void name_costly_settings(const Analysis& a, const Row& r, Finding& f) {
+  f.settings = settings_found(a, r, f);
+  for (const SettingFound& s : f.settings) {
+    if (s.parameter.rfind("smb2 max ", 0) == 0) continue;
+    if (lower(s.value) == lower(s.default_value)) continue;
+    f.misconfigured.push_back(fmt::format("`{} = {}` on the {} server (default {}): {}; {}",
+                                          s.parameter, s.value, s.server, s.default_value, s.cost,
+                                          s.evidence));
+  }
+  const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
+  const bool cites_sync = std::any_of(f.settings.begin(), f.settings.end(), [](const auto& s) {
+    return s.parameter == "sync always" || s.parameter == "strict sync";
+  });
+  if (sync && cites_sync) {
+    f.rows.insert(f.rows.begin(), sync->key);
+    f.context.push_back(cite(*sync, "the server disk", "writes synchronously"));
+  }
 }
 
 // A property of a protocol row as a number (0 when absent).
@@ -468,6 +492,7 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   const bool judged = run_chain(r.where == "ram" ? kProtocolRamChain : kProtocolDiskChain,
                                 Case{a, nullptr, nullptr, &p}, f);
   CP_CHECK(judged);  // protocol.layer and protocol.plus_disk apply to what the others leave
+  name_costly_settings(a, r, f);
   if (extras) {
     for (const auto& m : f.misconfigured) f.hints.push_back(m);
     // The negotiated request size, when it is small and the config does not say why.

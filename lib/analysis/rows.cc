@@ -309,7 +309,10 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
       if (st.kind == stored::StageKind::kDisk) {
         key = fmt::format("disk:{}:{}:{}", st.where, s.op, s.size);
         proto.size = s.size;
-        proto.label = fmt::format("{} disk {}, {} files", st.where, s.op, format_size(s.size));
+        // syncwrite: a flush per block, as a file server with sync on writes.
+        proto.label =
+            fmt::format("{} disk {}, {} files", st.where,
+                        s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
       } else if (st.kind == stored::StageKind::kTcp) {
         key = fmt::format("tcp:{}:{}", st.where, s.op);
         proto.label = "TCP " + where_label(st.where);

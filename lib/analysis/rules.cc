@@ -25,8 +25,8 @@ constexpr Rule kRules[] = {
   // Why TCP is where it is (tcp_rules.cc).
   {"tcp.cpu", kTcpChain, "a thread of the endpoint at a core or a process at its quota caps TCP (every core busy does not take a TCP at the link's rate)", rules::tcp_cpu},
   {"tcp.window", kTcpChain, "tcp_info shows the receive window or send buffer limited > 20 % of the time, or tcp_rmem max is below the bandwidth-delay product", rules::tcp_window},
-  {"tcp.link_unknown", kTcpChain, "no link or interface speed is known: TCP is named, with the fix ([link] nominal)", rules::tcp_link_unknown},
-  {"tcp.above_link", kTcpChain, "a sample beyond the nominal speed: that speed is no ceiling (a virtual link)", rules::tcp_above_link},
+  {"tcp.link_unknown", kTcpChain, "no link or interface speed is known and no window, buffer or CPU limit shows: cannot tell (network, tcp, cpu), with the fix ([link] nominal)", rules::tcp_link_unknown},
+  {"tcp.above_link", kTcpChain, "a sample beyond the nominal speed: that speed is no ceiling (a virtual link), and no window, buffer or CPU limit shows: cannot tell (tcp, cpu)", rules::tcp_above_link},
   {"tcp.busy_near_link", kTcpChain, "within 80 % of the link while every core was busy and the samples swing: cannot tell the network from the CPU", rules::tcp_busy_near_link},
   {"tcp.at_link", kTcpChain, "at >= 80 % of the link: the network is at its ceiling", rules::tcp_at_link},
   {"tcp.load", kTcpChain, "short of the link while other processes kept every core busy and the samples swing: cannot tell", rules::tcp_load},

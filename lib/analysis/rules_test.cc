@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/costly_settings.h"
 #include "analysis/ladder.h"
 #include "core/text.h"
 
@@ -41,6 +42,21 @@ TEST(VerdictRules, IdsAreUniqueAndEachHasASummary) {
     EXPECT_TRUE(seen.insert(std::string(r.id)).second) << r.id;
     EXPECT_FALSE(r.summary.empty()) << r.id;
     EXPECT_FALSE(r.chain.empty()) << r.id;
+  }
+}
+
+// Every costly setting has its row in the doc's "Costly settings" table,
+// which starts with its server and the parameter's first name.
+TEST(VerdictRules, DocListsEveryCostlySetting) {
+  const std::optional<std::string> doc =
+      read_file(std::string(CP_SOURCE_DIR) + "/docs/verdict-rules.md");
+  ASSERT_TRUE(doc.has_value());
+  for (const CostlySetting& c : costly_settings()) {
+    std::string first(c.parameter);
+    first = first.substr(0, first.find(" ("));
+    first = first.substr(0, first.find(" / "));
+    const std::string row = std::string("| ") + c.server + " | `" + first + "`";
+    EXPECT_NE(doc->find(row), std::string::npos) << row;
   }
 }
 

@@ -124,6 +124,14 @@ void undecided_by_load(Finding& f, std::vector<std::string> candidates) {
   f.candidates = std::move(candidates);
 }
 
+// No limit chokepoint can see (window, buffer, CPU, link, path, loss):
+// cannot tell, never a bare layer name.
+void undecided_unexplained(Finding& f, std::vector<std::string> candidates) {
+  f.layer = "undecided";
+  f.undecided_reason = "unexplained";
+  f.candidates = std::move(candidates);
+}
+
 }  // namespace
 
 std::string mtu_hint(const Analysis& a) {
@@ -161,15 +169,20 @@ bool tcp_window(const Case& c, Finding& f) {
   return true;
 }
 
+// No link or interface speed to hold TCP against, and no window, buffer or
+// CPU limit: the link may be at its ceiling, or TCP or a CPU short of one.
 bool tcp_link_unknown(const Case& c, Finding& f) {
   if (c.tcp->path_bits > 0) return false;
-  f.layer = "tcp";
+  undecided_unexplained(f, {"network", "tcp", "cpu"});
   return true;
 }
 
+// Beyond the nominal speed (a virtual link): that speed is no ceiling, and no
+// window, buffer or CPU limit shows; what holds it (the kernel's work spread
+// over cores, TCP's own congestion control) chokepoint cannot see.
 bool tcp_above_link(const Case& c, Finding& f) {
   if (!c.tcp->above_link) return false;
-  f.layer = "tcp";
+  undecided_unexplained(f, {"tcp", "cpu"});
   f.numbers["fastest_ratio"] = c.tcp->t.rate.max * 8 / c.tcp->path_bits;
   return true;
 }

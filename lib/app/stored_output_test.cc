@@ -4,7 +4,8 @@
 // outputs.sha256 the SHA-256 of what show (text, JSON, HTML), export (CSV,
 // JSON, OpenMetrics) and compare (text, JSON, HTML) printed for them with the
 // code before the typed run (core/stored_run.h): main at 579627e, with
-// 5f75575's driver display name in show's summary. Reading the run decoded
+// 5f75575's driver display name in show's summary and 7c0f9b4's empty
+// "settings" list in each JSON finding. Reading the run decoded
 // once must give the same bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:

@@ -180,7 +180,7 @@ json::value parse_stored(std::string_view text) {
 
 json::object to_json(const DiskRequest& m) {
   json::object o{{"dir", m.dir}, {"op", m.op}, {"name", m.name}, {"block", m.block}};
-  if (m.op == "write") o["size"] = m.size;
+  if (m.op == "write" || m.op == "syncwrite") o["size"] = m.size;
   if (m.delete_after) o["delete_after"] = true;
   return o;
 }
@@ -191,7 +191,7 @@ void from_json(const json::value& v, DiskRequest& m, Source src, std::string_vie
       .need("name", m.name)
       .opt("block", m.block)
       .opt("delete_after", m.delete_after);
-  if (m.op == "write")
+  if (m.op == "write" || m.op == "syncwrite")
     in.need("size", m.size);  // a write says how much
   else
     in.opt("size", m.size);

@@ -21,11 +21,11 @@ namespace cp::msg {
 
 struct DiskRequest {
   std::string dir;            // a prepared base dir; the file lives in its run dir
-  std::string op;             // "write" | "read"
+  std::string op;             // "write" | "read" | "syncwrite" (a flush per block)
   std::string name;           // a plain file name
-  uint64_t size = 0;          // bytes to write (write only)
+  uint64_t size = 0;          // bytes to write (writes only)
   uint64_t block = 1u << 20;  // bytes per I/O call
-  bool delete_after = false;  // read: remove the file after
+  bool delete_after = false;  // read, syncwrite: remove the file after
 };
 
 struct DiskResult {

@@ -8,7 +8,7 @@ namespace {
 Plan two_share_plan() {
   Plan p;
   p.disk_sizes = {10'000'000};
-  p.disk_count = 2;  // 4 samples per end
+  p.disk_count = 2;  // 4 samples per end, and the server's 2 synchronous writes
   p.disk_settle = 0;
   p.tcp_seconds = 2;
   p.tcp_count = 3;
@@ -46,10 +46,10 @@ TEST(RunEta, UnknownUntilARateIsMeasuredThenFromTheRates) {
   // Disk at 100 MB/s: 10 MB files take 0.1 s each.
   eta.sample_done(done(10'000'000, 0.1));
   const double t = eta.remaining_s(Progress{});
-  // 7 disk samples left at 0.1 s, 6 TCP samples at 2 s, 20 protocol samples of
-  // 100 MB at the disk's rate (nothing faster known yet): 1 s each; plus each
-  // sample's overhead.
-  const double want = 7 * 0.1 + 6 * 2 + 20 * 1.0 + 33 * 0.2;
+  // 9 disk samples left at 0.1 s (the server's 2 synchronous writes too), 6
+  // TCP samples at 2 s, 20 protocol samples of 100 MB at the disk's rate
+  // (nothing faster known yet): 1 s each; plus each sample's overhead.
+  const double want = 9 * 0.1 + 6 * 2 + 20 * 1.0 + 35 * 0.2;
   EXPECT_NEAR(t, want, 1e-6);
   // The sample under way has spent 0.05 s of its 0.1 s.
   Progress live{"x", 2, 4, 5'000'000, 0.05, false};

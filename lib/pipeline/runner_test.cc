@@ -10,6 +10,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -113,15 +114,22 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   EXPECT_EQ(rec.stages[2].layer + ":" + rec.stages[2].where, "tcp:server->client");
   EXPECT_EQ(rec.stages[3].layer + ":" + rec.stages[3].where, "tcp:client->server");
   for (const auto& s : rec.stages) EXPECT_EQ(s.status, kComplete) << s.error;
-  // 2 sizes x (2 writes + 2 reads) per disk stage, distinct files.
-  ASSERT_EQ(rec.samples[1].size(), 8u);
+  // 2 sizes x (2 writes + 2 reads) per disk stage, distinct files; on the
+  // server also 2 writes of the smallest size with a flush per block.
+  ASSERT_EQ(rec.samples[1].size(), 10u);
+  EXPECT_EQ(rec.samples[1][8].op, "syncwrite");
+  EXPECT_EQ(rec.samples[1][8].size,
+            *std::min_element(plan_.disk_sizes.begin(), plan_.disk_sizes.end()));
+  const std::string method(json::parse(rec.samples[1][8].details_json).at("method").as_string());
+  EXPECT_TRUE(method.ends_with(" + fsync per block")) << method;
+  ASSERT_EQ(rec.samples[2].size(), 8u);
   std::set<std::string> files;
   for (const auto& s : rec.samples[1]) {
     EXPECT_EQ(s.bytes, s.size);
     EXPECT_GT(s.seconds, 0);
     files.insert(json::parse(s.details_json).at("file").as_string().c_str());
   }
-  EXPECT_EQ(files.size(), 4u);  // each written file read back once
+  EXPECT_EQ(files.size(), 6u);  // each written file read back once, and 2 synchronous writes
   for (int64_t id : {3, 4}) {
     ASSERT_EQ(rec.samples[id].size(), 2u);
     for (const auto& s : rec.samples[id]) {
@@ -134,7 +142,7 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
       EXPECT_TRUE(cpu.contains("server") && cpu.contains("client"));
     }
   }
-  EXPECT_EQ(rec.progress_done, 8 + 8 + 2 + 2);
+  EXPECT_EQ(rec.progress_done, 10 + 8 + 2 + 2);
   // The agents removed their run directories.
   EXPECT_TRUE(fs::is_empty(dir_));
 }
@@ -386,7 +394,7 @@ TEST(ScriptedRunnerTest, ASampleDuringWhichTheAgentWasSilentIsStoredStalled) {
   Recorded rec;
   CancelToken cancel;
   run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
-  ASSERT_EQ(rec.samples[1].size(), 2u);
+  ASSERT_EQ(rec.samples[1].size(), 3u);  // write, read, synchronous write
   const SampleRecord& write = rec.samples[1][0];
   EXPECT_EQ(write.op, "write");
   EXPECT_FALSE(write.error.empty());

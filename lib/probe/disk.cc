@@ -140,7 +140,8 @@ std::string method_name(bool direct) { return direct ? "O_DIRECT" : "fsync+fadvi
 }  // namespace
 
 DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
-                      const CancelToken& cancel, const Progress& progress, bool allow_direct) {
+                      const CancelToken& cancel, const Progress& progress, bool allow_direct,
+                      bool flush_each) {
   check_block(block);
   cancel.check();
   IoBuffer buf(block);
@@ -191,6 +192,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
       if (direct) direct_bytes += static_cast<uint64_t>(w);
     }
     done += n;
+    if (flush_each && ::fsync(fd) != 0) throw io_error("cannot fsync", path, errno);
     reporter.update(done);
   }
   if (::fsync(fd) != 0) throw io_error("cannot fsync", path, errno);
@@ -204,9 +206,10 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
   r.bytes = done;
   r.seconds = end - start;
   r.direct = done > 0 ? direct_bytes * 2 >= done : direct;
-  r.cache_possible = !r.direct;
+  // Each block flushed before the next: no cache absorbed any of it.
+  r.cache_possible = !r.direct && !flush_each;
   if (r.cache_possible) r.cache_reason = "no O_DIRECT (the filesystem refused it)";
-  r.method = method_name(r.direct);
+  r.method = flush_each ? method_name(r.direct) + " + fsync per block" : method_name(r.direct);
   r.huge_page = buf.huge_backed();
   return r;
 }

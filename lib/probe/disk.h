@@ -44,9 +44,13 @@ struct DiskResult {
 // Throws Error(kConfig) for a bad block size, Error(kIo) naming the path and errno
 // (EEXIST, ENOSPC, EACCES, ...), Error(kCancelled) when `cancel` fires (checked between
 // blocks). On any throw the partially written file is removed.
+// `flush_each`: the synchronous write rate, as a file server with sync on
+// writes (Samba's `sync always`, an NFS `sync` export): the same writes, each
+// block fsynced before the next, so that only the flush differs from a plain
+// write's figure (method "O_DIRECT + fsync per block", never cache_possible).
 DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
-                      const CancelToken& cancel, const Progress& progress,
-                      bool allow_direct = true);
+                      const CancelToken& cancel, const Progress& progress, bool allow_direct = true,
+                      bool flush_each = false);
 
 // Reads `path` to EOF in `block`-byte reads: O_DIRECT where possible, else
 // fadvise(DONTNEED) first and cache_possible = true; on ZFS cache_possible

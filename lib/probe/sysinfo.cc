@@ -427,7 +427,44 @@ std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
   f.source = source;
   f.sha256 = sha256_hex(text);
   f.global = parse_samba_globals(text);
+  if (source == "testparm") {
+    try {
+      // Every parameter's effective value (-v), synonyms and includes
+      // resolved: one process where one per name would cost 16.
+      RunResult r = run_command(
+          {find_program("testparm"), "-s", "-v", "--suppress-prompt", f.config_path}, "", 20);
+      merge_samba_effective(f.global, parse_samba_globals(r.out));
+    } catch (const Error&) {
+    }
+  }
   return f;
+}
+
+const std::vector<std::string>& samba_parameters_asked() {
+  // The verdict's table of costly settings (analysis/costly_settings.h) and
+  // tune's knob table (tune/knobs.cc) name these; an app test holds them to it.
+  static const std::vector<std::string> kNames = {
+      "smb2 max read",  "smb2 max write",      "smb2 max trans",     "sync always",
+      "strict sync",    "server smb encrypt",  "server signing",     "aio read size",
+      "aio write size", "use sendfile",        "socket options",     "server multi channel support",
+      "max xmit",       "server min protocol", "server max protocol"};
+  return kNames;
+}
+
+void merge_samba_effective(msg::NamedValues& global, const msg::NamedValues& verbose) {
+  for (const std::string& name : samba_parameters_asked()) {
+    const std::optional<std::string>* value = nullptr;
+    for (const msg::NamedValue& v : verbose) {
+      if (v.name == name) value = &v.value;
+    }
+    if (value == nullptr) continue;  // an older Samba without it
+    auto same = [&](const msg::NamedValue& v) { return v.name == name; };
+    if (auto it = std::find_if(global.begin(), global.end(), same); it != global.end()) {
+      it->value = *value;
+    } else {
+      global.push_back({name, *value});
+    }
+  }
 }
 
 std::optional<msg::BlockDeviceFacts> dir_device_facts(const std::string& path) {

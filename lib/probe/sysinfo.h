@@ -49,7 +49,8 @@ msg::NamedValues tcp_sysctl_facts(const std::string& proc_root = "/proc");
 // The effective Samba configuration, so runs can be compared: its path, how it
 // was found, "source" ("testparm" | "file"), the text's sha256 and its [global]
 // parameters. The text is `testparm -s --suppress-prompt PATH` when testparm
-// exists (includes resolved, defaults omitted), else the file. `conf_path`
+// exists (includes resolved, defaults omitted; then samba_parameters_asked()
+// are added with their effective values from `testparm -s -v`), else the file. `conf_path`
 // empty means the one samba_config_path finds; nullopt when that does not
 // exist. A given path that cannot be read gives {config_path, error}.
 std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path);
@@ -86,6 +87,17 @@ std::string samba_config_path(const std::string& planned, std::string* how,
 // trimmed; '#'/';' comments and '\' continuation lines handled; a later line
 // sets the value where the first stood. Empty when there is no [global] section.
 msg::NamedValues parse_samba_globals(std::string_view text);
+
+// The Samba parameters whose effective value samba_facts records in `global`
+// whether or not the config sets them (testparm -s leaves out defaults, and a
+// synonym such as `smb encrypt` or a parameter in an included file shows
+// under no canonical line): those the verdict or the knob table reads.
+const std::vector<std::string>& samba_parameters_asked();
+
+// Sets in `global` the value `verbose` (the [global] of `testparm -s -v`:
+// every parameter under its canonical name) holds for each of
+// samba_parameters_asked(), appending those `global` lacks.
+void merge_samba_effective(msg::NamedValues& global, const msg::NamedValues& verbose);
 
 // SHA-256 of `text` as 64 hex digits.
 std::string sha256_hex(std::string_view text);

@@ -344,6 +344,43 @@ TEST(Sysinfo, SambaFactsOfAGivenConfig) {
   EXPECT_EQ(*msg::find_value(w->global, "smb2 max read"), "4194304");
 }
 
+// A parameter set under an older name (`smb encrypt`) in a file the config
+// includes shows in no line of `testparm -s`; the facts hold its effective
+// value under the canonical name, and defaults of the parameters asked.
+TEST(Sysinfo, SambaFactsHoldEffectiveValuesThroughSynonymsAndIncludes) {
+  TempDir dir;
+  write(dir.file("extra.conf"), "smb encrypt = required\nsync always = yes\n");
+  write(dir.file("smb.conf"),
+        "[global]\n  include = " + dir.file("extra.conf") + "\n[data]\n  path = /tmp\n");
+  const auto v = samba_facts(dir.file("smb.conf"));
+  ASSERT_TRUE(v.has_value());
+  ASSERT_EQ(v->source, "testparm");  // Debian's samba-common-bin is a build dependency
+  auto value = [&](const char* name) {
+    const auto* found = msg::find_value(v->global, name);
+    return found ? *found : std::string("(absent)");
+  };
+  EXPECT_EQ(value("server smb encrypt"), "required");
+  EXPECT_EQ(value("sync always"), "Yes");
+  EXPECT_EQ(value("strict sync"), "Yes");  // Samba 4's default
+  EXPECT_EQ(value("smb2 max read"), "8388608");
+  for (const std::string& name : samba_parameters_asked()) {
+    EXPECT_NE(msg::find_value(v->global, name), nullptr) << name;
+  }
+}
+
+TEST(Sysinfo, MergeSambaEffectiveSetsAndAppendsOnlyTheParametersAsked) {
+  msg::NamedValues global = {{"workgroup", std::string("LAB")}, {"sync always", std::string("no")}};
+  merge_samba_effective(global, {{"workgroup", std::string("OTHER")},
+                                 {"sync always", std::string("Yes")},
+                                 {"server smb encrypt", std::string("required")},
+                                 {"log level", std::string("1")}});
+  ASSERT_EQ(global.size(), 3u);
+  EXPECT_EQ(global[0].value, "LAB");  // not asked: as the config says
+  EXPECT_EQ(global[1].value, "Yes");
+  EXPECT_EQ(global[2].name, "server smb encrypt");
+  EXPECT_EQ(global[2].value, "required");
+}
+
 TEST(Sysinfo, SambaFactsOfAMissingConfig) {
   const auto v = samba_facts("/no/such/smb.conf");
   ASSERT_TRUE(v.has_value());

@@ -214,7 +214,8 @@ std::string compare_json(const analysis::Comparison& c) {
                    {"a", e.a},
                    {"b", e.b},
                    {"kind", e.kind},
-                   {"affects", strings(e.parts)}});
+                   {"affects", strings(e.parts)},
+                   {"rows", strings(e.rows)}});
   }
   for (const auto& r : c.only_a) only_a.push_back(json::string(r));
   for (const auto& r : c.only_b) only_b.push_back(json::string(r));

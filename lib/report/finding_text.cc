@@ -101,12 +101,15 @@ std::string tcp_head(const Finding& f) {
         "{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
         has(f, "path_bits") ? fmt::format(" ({} of {})", pct(num(f, "link_ratio")), bits(f)) : "");
   } else if (f.rule == "tcp.link_unknown") {
-    s = fmt::format("{} carries {} (link speed unknown: set [link] nominal in the plan)", t.label,
-                    mbps(t.median));
+    s = fmt::format(
+        "{} carries {} with no window, buffer or CPU limit, and the link's speed is unknown: "
+        "cannot tell whether the network, TCP or a CPU caps it; set [link] nominal in the plan",
+        t.label, mbps(t.median));
   } else if (f.rule == "tcp.above_link") {
     s = fmt::format(
         "{} carries {} (its fastest sample {}), above the {} nominal {} ({}): that speed is no "
-        "ceiling here (a virtual link?), and no CPU or window limit shows",
+        "ceiling here (a virtual link?), and no window, buffer or CPU limit shows: cannot tell "
+        "what caps it (TCP itself, or CPU work spread over cores that no thread or quota shows)",
         t.label, mbps(t.median), mbps(t.max), kind == "link" ? "link's" : "interfaces'", bits(f),
         pct(num(f, "fastest_ratio")));
   } else if (f.rule == "tcp.busy_near_link") {
@@ -163,6 +166,9 @@ std::string path_head(const Finding& f) {
   }
   if (f.rule == "path.tcp") {
     const std::string& layer = f.layer;
+    if (layer == "undecided" && f.undecided_reason != "load") {
+      return fmt::format("{}: TCP is the slowest layer, and {}", f.path, head(f.because.at(0)));
+    }
     return fmt::format("{}: {} caps it. {}", f.path,
                        layer == "network"        ? "the network"
                        : layer == "network path" ? "the network path"

@@ -115,6 +115,15 @@ json::object finding_json(const analysis::Finding& f) {
   for (const auto& c : f.context) context.push_back(cited_json(c));
   for (const auto& u : f.untrusted) untrusted.push_back(json::string(u));
   for (const auto& b : f.because) because.push_back(finding_json(b));
+  json::array settings;
+  for (const auto& s : f.settings) {
+    settings.push_back({{"server", s.server},
+                        {"parameter", s.parameter},
+                        {"value", s.value},
+                        {"default", s.default_value},
+                        {"cost", s.cost},
+                        {"evidence", s.evidence}});
+  }
   json::object finding{{"path", f.path},
                        {"layer", f.layer},
                        {"rule", f.rule},
@@ -127,6 +136,7 @@ json::object finding_json(const analysis::Finding& f) {
                        {"ratio_hi", f.ratio_hi},
                        {"hints", hints},
                        {"misconfigured", misconfigured},
+                       {"settings", settings},
                        {"lower_bound", f.lower_bound},
                        {"evidence", evidence_json(f)}};
   if (!f.subject.empty()) finding["subject"] = cited_json(f.subject);

@@ -380,8 +380,8 @@ void resolve_axes(const SweepSetup& s, const pipeline::Plan& aplan,
   }
 }
 
-// A value equal to its axis' original is the original's slot, not one of
-// its own (it would run the same setting twice as two values).
+}  // namespace
+
 void drop_originals(SweepSetup& s, const std::vector<std::string>& originals,
                     const std::function<void(const std::string&)>& note) {
   for (size_t i = 0; i < s.axes.size(); ++i) {
@@ -399,6 +399,8 @@ void drop_originals(SweepSetup& s, const std::vector<std::string>& originals,
     }
   }
 }
+
+namespace {
 
 // The session's endpoint ("server+client") and target (knobs on one target
 // name it once).

@@ -154,6 +154,13 @@ struct SweepSetup {
 // The exact commands of a sweep, changing nothing: asks the knob's agent.
 std::string dry_run_text(const SweepSetup& s);
 
+// A value equal to its axis' original (`originals`, one per axis) is the
+// original's slot, not one of its own: it is dropped with a note, so the same
+// setting never runs twice as two values. Throws Error(kUsage) when an axis
+// has no other value left.
+void drop_originals(SweepSetup& s, const std::vector<std::string>& originals,
+                    const std::function<void(const std::string&)>& note);
+
 // Runs the sweep, stores its runs and the session, reverts (also on error
 // or cancellation), and returns the result; `samples` receives the raw
 // samples for the HTML chart. `note` receives progress lines.

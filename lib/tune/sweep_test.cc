@@ -21,6 +21,27 @@ TEST(Schedule, InterleavesValuesInEveryRoundOriginalFirst) {
   }
 }
 
+// A value equal to the host's original runs once, as the original's slot,
+// with a note; an axis left with nothing but its original is a usage error.
+TEST(DropOriginals, AValueEqualToTheOriginalIsTheOriginalsSlot) {
+  SweepSetup s;
+  s.axes.push_back({&find_knob("server.readahead"), {"16", "8192", "4096"}});
+  std::vector<std::string> notes;
+  drop_originals(s, {"8192"}, [&](const std::string& n) { notes.push_back(n); });
+  EXPECT_EQ(s.axes[0].values, (std::vector<std::string>{"16", "4096"}));
+  EXPECT_EQ(notes.size(), 1u);
+  // Slots: the original and the two others, each once per round.
+  EXPECT_EQ(schedule(s.axes[0].values.size() + 1, 3).size(), 9u);
+  SweepSetup only;
+  only.axes.push_back({&find_knob("server.readahead"), {"8192"}});
+  try {
+    drop_originals(only, {"8192"}, [](const std::string&) {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+  }
+}
+
 pipeline::Plan lab_like_plan() {
   pipeline::Plan p;
   for (const char* proto : {"ftp", "smb"}) {

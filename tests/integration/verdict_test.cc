@@ -420,5 +420,95 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   }
 }
 
+// Samba set to flush every write (`strict sync = yes`, `sync always = yes`,
+// inherited by the disk share): SMB writes to the disk share are held at the
+// server disk's synchronous write rate, which the disk stage measures. The
+// finding names `sync always` with its value, and lists the synchronous write
+// row first among its rows.
+TEST_F(Verdict, SyncAlwaysOnTheDiskShareIsNamedWithTheSyncWriteRow) {
+  ASSERT_NO_FATAL_FAILURE(
+      reshape({"--rate", "0", "--samba", "strict sync = yes", "--samba", "sync always = yes"}));
+  const json::object doc = diagnose(
+      "[disk]\nsizes = 20MB\ncount = 3\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = "
+      "3\n" +
+      share("smb", "ram") + share("smb", "disk"));
+  ASSERT_FALSE(doc.empty());
+  const json::object* sync_row = ladder_row(doc, "disk:server:syncwrite:20000000");
+  ASSERT_NE(sync_row, nullptr);
+  EXPECT_EQ(sync_row->at("failed").to_number<int64_t>(), 0);
+  const json::object* f = finding(doc, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  const json::object* named = nullptr;
+  for (const auto& s : f->at("settings").as_array()) {
+    if (str(s.as_object(), "parameter") == "sync always") named = &s.as_object();
+  }
+  auto median = [&](const char* key) {
+    const json::object* r = ladder_row(doc, key);
+    return r ? json::serialize(r->at("median_bytes_per_s")) : std::string("none");
+  };
+  ASSERT_NE(named, nullptr) << str(*f, "text") << "; disk write "
+                            << median("disk:server:write:20000000") << ", synchronous "
+                            << median("disk:server:syncwrite:20000000") << " bytes/s";
+  EXPECT_EQ(str(*named, "server"), "samba");
+  EXPECT_EQ(str(*named, "value"), "Yes");
+  EXPECT_EQ(str(*named, "default"), "no");
+  EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  const json::array& rows = f->at("rows").as_array();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0].as_string(), "disk:server:syncwrite:20000000");
+}
+
+// Two runs of SMB from RAM, the second after `smb encrypt = required` was set
+// under its older name in a file smb.conf includes (testparm -s prints no line
+// of it): compare's difference entries name the negotiated encryption and the
+// effective Samba parameter, each with the SMB rows it touches.
+TEST_F(Verdict, CompareNamesEncryptionSetInAnIncludedFileWithTheSmbRows) {
+  const std::string extra = lab_.dir + "/verdict-test-encrypt.conf";
+  write_file(extra, "smb encrypt = required\n");
+  TempDir t;
+  const std::string db = t.file("runs.db");
+  const std::string plan =
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 20MB\ncount = 4\n" +
+      share("smb", "ram");
+  RunResult first = diagnose_lab(t, plan, db);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "include = " + extra}));
+  RunResult second = diagnose_lab(t, plan, db);
+  std::filesystem::remove(extra);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  RunResult cmp = chokepoint({"compare", "1", "2", "--db", db, "--json"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  const json::object doc = json::parse(cmp.out).as_object();
+  std::vector<std::string> smb_rows;
+  for (const auto& r : doc.at("rows").as_array()) {
+    if (str(r.as_object(), "layer") == "smb") smb_rows.push_back(str(r.as_object(), "key"));
+  }
+  ASSERT_EQ(smb_rows.size(), 2u);  // read and write
+  auto entry = [&](const char* where, const char* what) -> const json::object* {
+    for (const auto& e : doc.at("env").as_array()) {
+      if (str(e.as_object(), "where") == where && str(e.as_object(), "what") == what) {
+        return &e.as_object();
+      }
+    }
+    return nullptr;
+  };
+  auto rows_of = [](const json::object& e) {
+    std::vector<std::string> out;
+    for (const auto& k : e.at("rows").as_array()) out.emplace_back(k.as_string());
+    return out;
+  };
+  const json::object* negotiated = entry("negotiated", "smb.smb_encryption");
+  ASSERT_NE(negotiated, nullptr) << cmp.out;
+  EXPECT_EQ(str(*negotiated, "a"), "none");
+  EXPECT_NE(str(*negotiated, "b"), "none");
+  EXPECT_NE(str(*negotiated, "b").find("AES"), std::string::npos) << str(*negotiated, "b");
+  EXPECT_EQ(rows_of(*negotiated), smb_rows);
+  const json::object* param = entry("server", "samba.global.server smb encrypt");
+  ASSERT_NE(param, nullptr) << cmp.out;
+  EXPECT_EQ(str(*param, "a"), "default");
+  EXPECT_EQ(str(*param, "b"), "required");
+  EXPECT_EQ(rows_of(*param), smb_rows);
+}
+
 }  // namespace
 }  // namespace cp::itest

@@ -1,0 +1,251 @@
+#include "analysis/costly_settings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "analysis/judge.h"
+#include "core/text.h"
+#include "core/units.h"
+
+namespace cp::analysis {
+namespace {
+
+using E = SettingEvidence;
+using W = CostlyWhen;
+
+// Costs, as the table names them.
+constexpr const char* kFlushCost =
+    "a flush (fsync) after every write: writes at the disk's "
+    "synchronous rate";
+constexpr const char* kCpuCost = "CPU per byte on both ends";
+constexpr const char* kRequestCost = "more requests, and round trips, per byte";
+// Samba 4.x's default of smb2 max read/write/trans: 8 MiB (the smb driver's
+// server limits, lib/transfer/smb/smb_options.cc, hold the same).
+constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
+
+const std::vector<CostlySetting> kTable = {
+    {"samba", "smb", "sync always", "no", "write", "samba", W::kOneOf, "yes", 0, kFlushCost,
+     E::kSyncWrites},
+    {"samba", "smb", "strict sync", "yes", "write", "samba", W::kOneOf, "yes", 0,
+     "a flush whenever the client asks for one (macOS clients flush often)", E::kFlushingSync},
+    {"samba", "smb", "server smb encrypt", "default", "", "samba", W::kOneOf,
+     "required|desired|if_required|mandatory|auto|yes", 0, kCpuCost, E::kCpuEncrypted},
+    {"samba", "smb", "server signing", "default", "", "samba", W::kOneOf,
+     "mandatory|required|yes|auto|desired", 0, kCpuCost, E::kCpuSigned},
+    {"samba", "smb", "aio read size", "1", "read", "samba", W::kOneOf, "0", 0,
+     "each read served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
+    {"samba", "smb", "aio write size", "1", "write", "samba", W::kOneOf, "0", 0,
+     "each write served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
+    {"samba", "smb", "use sendfile", "no", "read", "samba", W::kOneOf, "no", 0,
+     "a copy through smbd per byte read (sendfile skips it when neither signing nor encryption "
+     "is on)",
+     E::kCpuServerRead},
+    {"samba", "smb", "socket options", "TCP_NODELAY", "", "samba", W::kBuffer, "", 0,
+     "a fixed socket buffer caps the TCP window at buffer / round trip", E::kWindow},
+    {"samba", "smb", "smb2 max read", "8388608", "read", "samba", W::kBelowBytes, "",
+     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
+    {"samba", "smb", "smb2 max write", "8388608", "write", "samba", W::kBelowBytes, "",
+     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
+    {"samba", "smb", "smb2 max trans", "8388608", "", "samba", W::kBelowBytes, "",
+     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
+    // NFS: what the session negotiated tells the server's largest request
+    // (NFS-Ganesha MaxRead/MaxWrite, knfsd max_block_size; 1 MiB by default).
+    {"nfs", "nfs", "MaxRead (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "read",
+     "property:rsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    {"nfs", "nfs", "MaxWrite (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "write",
+     "property:wsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    // exports(5) `sync` (its default) / Ganesha's stable writes: the facts
+    // do not hold a server's exports yet, so it is never named.
+    {"nfs", "nfs", "sync (exports) / NFS_Commit (NFS-Ganesha)", "sync", "write", "", W::kOneOf,
+     "sync", 0, kFlushCost, E::kNotRead},
+    // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
+    {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
+     "explicit|implicit", 0, kCpuCost, E::kCpuTls},
+};
+
+bool one_of(const std::string& value, std::string_view list) {
+  const std::string v = lower(value);
+  size_t i = 0;
+  while (i <= list.size()) {
+    size_t j = list.find('|', i);
+    if (j == std::string_view::npos) j = list.size();
+    if (v == list.substr(i, j - i)) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+// The value the run recorded for `s` ("" when it did not).
+std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r) {
+  const std::string_view source = s.source;
+  if (source == "samba") {
+    if (!a.server.samba_known) return {};
+    auto it = a.server.samba.find(s.parameter);
+    return it == a.server.samba.end() ? std::string() : it->second;
+  }
+  if (source.rfind("property:", 0) == 0) {
+    auto it = r.properties.find(std::string(source.substr(9)));
+    return it == r.properties.end() ? std::string() : it->second;
+  }
+  return {};
+}
+
+// SO_SNDBUF=N (reads: the server sends) or SO_RCVBUF=N (writes) in `socket
+// options`, bytes; 0 when it sets none.
+uint64_t socket_buffer(const std::string& options, const std::string& op) {
+  const std::string key = op == "read" ? "so_sndbuf=" : "so_rcvbuf=";
+  const std::string o = lower(options);
+  const size_t at = o.find(key);
+  if (at == std::string::npos) return 0;
+  return max_of_sysctl(o.substr(at + key.size(), o.find(' ', at) - at - key.size()));
+}
+
+bool costly_value(const CostlySetting& s, const std::string& value, const Row& r) {
+  switch (s.when) {
+    case W::kOneOf:
+      return one_of(value, s.costly);
+    case W::kBelowBytes: {
+      const uint64_t v = max_of_sysctl(value);
+      return v > 0 && v < s.bytes;
+    }
+    case W::kBuffer:
+      return socket_buffer(value, r.op) > 0;
+  }
+  return false;
+}
+
+bool cpu_bound(const Row& r, const Finding& f) {
+  return f.layer == "cpu" || !r.cpu_bound.empty() || f.rule == "protocol.turn_taking";
+}
+
+bool session_on(const Row& r, const char* key) {
+  auto it = r.properties.find(key);
+  return it != r.properties.end() && !it->second.empty() && lower(it->second) != "none" &&
+         it->second.rfind("unknown", 0) != 0;
+}
+
+// Writes to a disk share that a flush per request holds back; "" when they
+// are not, else the evidence with its figures. With the synchronous rate
+// measured: a flush costs on this disk (that rate below kAtCeiling of the
+// plain one), and the writes sit below both the disk's plain write rate and
+// the protocol over RAM (the disk costs them something a plain write does
+// not explain). A file server flushes per request, and its requests may be
+// larger than the disk stage's block or run on several connections, so the
+// writes may beat the disk stage's synchronous rate.
+std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
+  if (r.op != "write" || r.where != "disk") return {};
+  const std::string proto = protocol_name(r.layer);
+  const Row* ram = proto_row(a.rows, r.layer, "ram", "write", r.size);
+  if (const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size)) {
+    const Row* plain = disk_row(a.rows, "server", "write", r.size);
+    const double z = r.rate.median, s = sync->rate.median;
+    if (plain && s >= plain->rate.median * kAtCeiling) return {};
+    if (plain && z >= plain->rate.median * kAtCeiling) return {};
+    if (ram && z >= ram->rate.median * kAtCeiling) return {};
+    const std::string from_ram =
+        ram ? fmt::format(" ({} from RAM: {})", proto, mbps(ram->rate.median)) : "";
+    if (z <= s * kNearSyncRate) {
+      return fmt::format(
+          "{} from disk writes {}{}, within {:.0f} % of the server disk's synchronous write rate "
+          "({}, a flush per {} block)",
+          proto, mbps(z), from_ram, (kNearSyncRate - 1) * 100, mbps(s), format_size(1u << 20));
+    }
+    return fmt::format(
+        "{} from disk writes {}{}, below the server disk's plain write rate{} where a flush "
+        "per {} block writes {}",
+        proto, mbps(z), from_ram,
+        plain ? fmt::format(" ({})", mbps(plain->rate.median)) : std::string(),
+        format_size(1u << 20), mbps(s));
+  }
+  if (f.rule != "protocol.plus_disk") return {};
+  return fmt::format(
+      "{} from disk writes {}, below both the server disk and {} from RAM (the disk's "
+      "synchronous write rate was not measured)",
+      proto, mbps(r.rate.median), proto);
+}
+
+std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r, const Finding& f,
+                        const std::string& value) {
+  const std::string proto = protocol_name(r.layer);
+  switch (s.evidence) {
+    case E::kAlways:
+      return fmt::format("{} per request, below the default {}", format_size(max_of_sysctl(value)),
+                         format_size(s.bytes));
+    case E::kSyncWrites:
+      return sync_writes(a, r, f);
+    case E::kFlushingSync: {
+      auto it = a.server.samba.find("sync always");
+      if (it != a.server.samba.end() && one_of(it->second, "yes")) return {};
+      // chokepoint's own client never asks for a flush: only writes held at the
+      // synchronous rate show one per request.
+      const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
+      if (!sync || r.rate.median > sync->rate.median * kNearSyncRate) return {};
+      const std::string e = sync_writes(a, r, f);
+      return e.empty() ? e : e + ", with `sync always` off: the client flushes";
+    }
+    case E::kCpuEncrypted:
+      if (!cpu_bound(r, f) || !session_on(r, "smb_encryption")) return {};
+      return fmt::format("CPU-bound with the session encrypted ({})",
+                         r.properties.at("smb_encryption"));
+    case E::kCpuSigned:
+      if (!cpu_bound(r, f) || !session_on(r, "smb_signing")) return {};
+      return fmt::format("CPU-bound with the session signed ({})", r.properties.at("smb_signing"));
+    case E::kCpuServerRead:
+      if (r.op != "read" || !cpu_bound(r, f) || session_on(r, "smb_signing") ||
+          session_on(r, "smb_encryption")) {
+        return {};
+      }
+      if (f.cpu.role != "server" || (f.cpu.host != "server" && f.cpu.host != "both")) return {};
+      return fmt::format("the server's {} at a CPU limit ({}) while serving reads", f.cpu.process,
+                         f.cpu.kind);
+    case E::kDiskBelow:
+      if (f.rule != "protocol.plus_disk") return {};
+      return fmt::format("{} from disk below both the server disk and {} from RAM", proto, proto);
+    case E::kWindow: {
+      const Row* t = tcp_row(a.rows, r.op == "read" ? "server->client" : "client->server");
+      const double rtt_us = t ? (t->rtt_idle_us > 0 ? t->rtt_idle_us : t->rtt_us) : 0;
+      const uint64_t buffer = socket_buffer(value, r.op);
+      if (!t || rtt_us <= 0 || t->rate.median <= 0) return {};
+      const double window_rate = double(buffer) / (rtt_us / 1e6);
+      if (window_rate >= t->rate.median || r.rate.median > window_rate * kNearSyncRate) return {};
+      return fmt::format("{} over the {:.2f} ms round trip allows {}, below TCP's {}; {} moves {}",
+                         format_size(buffer), rtt_us / 1000, mbps(window_rate),
+                         mbps(t->rate.median), proto, mbps(r.rate.median));
+    }
+    case E::kCpuTls:
+      if (!cpu_bound(r, f)) return {};
+      return fmt::format("CPU-bound with TLS on the data connection ({})", value);
+    case E::kNotRead:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+const std::vector<CostlySetting>& costly_settings() { return kTable; }
+
+std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const Finding& f) {
+  std::vector<SettingFound> out;
+  for (const CostlySetting& s : kTable) {
+    if (r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
+    const std::string value = value_of(s, a, r);
+    if (value.empty() || !costly_value(s, value, r)) continue;
+    std::string evidence = evidence_of(s, a, r, f, value);
+    if (evidence.empty()) continue;
+    out.push_back({s.server, s.parameter, value, s.default_value, s.cost, std::move(evidence)});
+  }
+  return out;
+}
+
+std::vector<std::string> costly_samba_parameters() {
+  std::vector<std::string> out;
+  for (const CostlySetting& s : kTable) {
+    if (std::string_view(s.source) == "samba") out.emplace_back(s.parameter);
+  }
+  return out;
+}
+
+}  // namespace cp::analysis

@@ -1,0 +1,70 @@
+// Server settings that cost throughput, as data: one entry per setting, with
+// its default, what it costs and the evidence that lets a finding name it
+// (docs/verdict-rules.md, "Costly settings", lists the table). A protocol
+// finding names every entry whose value is costly and whose evidence fits
+// (Finding::settings), with the value the run recorded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/ladder.h"
+
+namespace cp::analysis {
+
+// The evidence a setting needs before a finding names it.
+enum class SettingEvidence {
+  kAlways,         // its value alone costs (a request size below the default)
+  kSyncWrites,     // a flush costs on the server disk (its synchronous write rate below
+                   // kAtCeiling of its plain (unflushed) one) and writes to a disk share sit below
+                   // kAtCeiling of both that plain rate and the protocol over RAM
+                   // (unmeasured: below both the disk and the protocol over RAM)
+  kFlushingSync,   // kSyncWrites within kNearSyncRate of the synchronous rate while
+                   // `sync always` is off: a client that flushes
+  kCpuEncrypted,   // CPU-bound while the session is encrypted
+  kCpuSigned,      // CPU-bound while the session is signed
+  kCpuServerRead,  // a read CPU-bound on the server, the session neither signed nor encrypted
+  kDiskBelow,      // from disk, below both the disk and the protocol over RAM
+  kWindow,         // the buffer over the path's round trip is below what TCP carries
+  kCpuTls,         // CPU-bound with TLS on the data connection
+  kNotRead,        // the value is not in the facts: never named (the table documents it)
+};
+
+// How a value is judged costly.
+enum class CostlyWhen {
+  kOneOf,       // `costly` lists the values ("yes|required"), case-insensitive
+  kBelowBytes,  // a size below `bytes`
+  kBuffer,      // `socket options` setting SO_SNDBUF (reads) or SO_RCVBUF (writes)
+};
+
+struct CostlySetting {
+  const char* server;     // "samba" | "nfs" | "vsftpd"
+  const char* driver;     // the rows it concerns: "smb", "nfs", "ftp"
+  const char* parameter;  // "sync always"
+  const char* default_value;
+  const char* ops;  // "read" | "write" | "" (both)
+  // Where the run records its value: "samba" (the server's Samba facts, by
+  // parameter name), "property:KEY" (the session's, Row::properties), "" none.
+  const char* source;
+  CostlyWhen when;
+  const char* costly;  // kOneOf: the costly values
+  uint64_t bytes;      // kBelowBytes: the default size
+  const char* cost;    // what it costs, briefly
+  SettingEvidence evidence;
+};
+
+// Writes within 25 % of the disk's synchronous rate are said to be at it.
+constexpr double kNearSyncRate = 1.25;
+
+// The table, in the order findings list what they name.
+const std::vector<CostlySetting>& costly_settings();
+
+// Every entry of costly_settings() whose value the run recorded is costly and
+// whose evidence `f` (a protocol finding of row `r`, judged) and the rows fit.
+std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const Finding& f);
+
+// The Samba parameters the table reads (probe/sysinfo.h asks for each).
+std::vector<std::string> costly_samba_parameters();
+
+}  // namespace cp::analysis
