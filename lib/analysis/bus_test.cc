@@ -77,8 +77,8 @@ const Row& server_disk(const Analysis& a) {
 }
 
 TEST(Bus, DiskRowIsHeldAgainstItsSataLinksTheoreticalCeiling) {
-  const Analysis a =
-      analyze(run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {150, 152, 149}));
+  const Analysis a = analyze(stored::decode(
+      run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {150, 152, 149})));
   const Row& r = server_disk(a);
   EXPECT_EQ(r.bus.kind, "sata");
   EXPECT_DOUBLE_EQ(r.bus.theoretical, kSata3G);
@@ -87,8 +87,8 @@ TEST(Bus, DiskRowIsHeldAgainstItsSataLinksTheoreticalCeiling) {
 }
 
 TEST(Bus, DiskAtItsSataLinksEffectiveCeilingIsCappedByTheBus) {
-  const Analysis a =
-      analyze(run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239}));
+  const Analysis a = analyze(stored::decode(
+      run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239})));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->rule, "path.bus");
@@ -100,8 +100,8 @@ TEST(Bus, DiskAtItsSataLinksEffectiveCeilingIsCappedByTheBus) {
 }
 
 TEST(Bus, DiskBelowItsBusEffectiveCeilingIsTheDiskItself) {
-  const Analysis a =
-      analyze(run_with(one_disk("sda", bus_json("sata", "6.0 Gbps", kSata6G)), {240, 242, 239}));
+  const Analysis a = analyze(stored::decode(
+      run_with(one_disk("sda", bus_json("sata", "6.0 Gbps", kSata6G)), {240, 242, 239})));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->rule, "path.slowest");
@@ -118,7 +118,7 @@ TEST(Bus, NvmeDiskAtItsPcieLinksEffectiveCeilingIsCappedByTheBus) {
       fmt::format(R"({{"hostname":"server","net":{{"name":"eth0","mtu":1500,"speed_mbit":100000}},)"
                   R"("disk_dir":{{"path":"/srv","device":{}}}}})",
                   one_disk("nvme0n1", bus_json("pcie", "8.0 GT/s PCIe x4", kPcie3x4)));
-  const Analysis a = analyze(run);
+  const Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->rule, "path.bus");
@@ -127,15 +127,15 @@ TEST(Bus, NvmeDiskAtItsPcieLinksEffectiveCeilingIsCappedByTheBus) {
 }
 
 TEST(Bus, UsbDiskBelowItsLinksEffectiveCeilingKeepsTheDisk) {
-  const Analysis a =
-      analyze(run_with(one_disk("sdc", bus_json("usb", "5000 Mbit/s", kUsb5G)), {350, 352, 349}));
+  const Analysis a = analyze(stored::decode(
+      run_with(one_disk("sdc", bus_json("usb", "5000 Mbit/s", kUsb5G)), {350, 352, 349})));
   EXPECT_NEAR(server_disk(a).bus_ratio, 0.70, 0.01);
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
 }
 
 TEST(Bus, LoopDeviceHasNoBusAndNoCeiling) {
-  const Analysis a =
-      analyze(run_with(one_disk("loop0", bus_json("virtual", "", 0)), {3000, 3010, 2990}));
+  const Analysis a = analyze(
+      stored::decode(run_with(one_disk("loop0", bus_json("virtual", "", 0)), {3000, 3010, 2990})));
   const Row& r = server_disk(a);
   EXPECT_EQ(r.bus.kind, "virtual");
   EXPECT_EQ(r.bus.theoretical, 0);
@@ -144,8 +144,8 @@ TEST(Bus, LoopDeviceHasNoBusAndNoCeiling) {
 }
 
 TEST(Bus, OlderAgentWithoutBusFactsLeavesTheRowWithoutABus) {
-  const Analysis a =
-      analyze(run_with(R"({"name":"sda","disk":"sda","partition":false,"slaves":[]})", {240, 241}));
+  const Analysis a = analyze(stored::decode(
+      run_with(R"({"name":"sda","disk":"sda","partition":false,"slaves":[]})", {240, 241})));
   EXPECT_TRUE(server_disk(a).bus.empty());
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
 }
@@ -160,13 +160,13 @@ TEST(Bus, ArrayIsHeldAgainstItsMembersLinksTogether) {
   const std::string members =
       fmt::format(R"({{"member":"sda1","bus":{}}},{{"member":"sdb1","bus":{}}})",
                   bus_json("sata", "3.0 Gbps", kSata3G), bus_json("sata", "3.0 Gbps", kSata3G));
-  const Analysis fast = analyze(run_with(md_with(members), {500, 505, 498}));
+  const Analysis fast = analyze(stored::decode(run_with(md_with(members), {500, 505, 498})));
   EXPECT_EQ(server_disk(fast).bus.kind, "members");
   EXPECT_EQ(server_disk(fast).bus.links.size(), 2u);
   EXPECT_DOUBLE_EQ(server_disk(fast).bus.theoretical, 2 * kSata3G);
   EXPECT_EQ(finding(fast, "server -> client")->layer, "server bus");
   // At one member's ceiling only: the two links together are not the limit.
-  const Analysis slow = analyze(run_with(md_with(members), {290, 292, 288}));
+  const Analysis slow = analyze(stored::decode(run_with(md_with(members), {290, 292, 288})));
   EXPECT_EQ(finding(slow, "server -> client")->layer, "server disk");
 }
 
@@ -174,7 +174,7 @@ TEST(Bus, ArrayWithAMemberOnNoBusHasNoCeiling) {
   const std::string members =
       fmt::format(R"({{"member":"sda1","bus":{}}},{{"member":"loop1","bus":{}}})",
                   bus_json("sata", "3.0 Gbps", kSata3G), bus_json("virtual", "", 0));
-  const Analysis a = analyze(run_with(md_with(members), {290, 292, 288}));
+  const Analysis a = analyze(stored::decode(run_with(md_with(members), {290, 292, 288})));
   EXPECT_EQ(server_disk(a).bus.kind, "members");
   EXPECT_EQ(server_disk(a).bus.theoretical, 0);
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
@@ -184,7 +184,7 @@ TEST(Bus, ArrayOfLoopDevicesHasNoBus) {
   const std::string members =
       fmt::format(R"({{"member":"loop0","bus":{}}},{{"member":"loop1","bus":{}}})",
                   bus_json("virtual", "", 0), bus_json("virtual", "", 0));
-  const Analysis a = analyze(run_with(md_with(members), {900}));
+  const Analysis a = analyze(stored::decode(run_with(md_with(members), {900})));
   EXPECT_EQ(server_disk(a).bus.kind, "virtual");
 }
 
@@ -192,7 +192,7 @@ TEST(Bus, ProtocolFromADiskAtItsBusCeilingNamesTheServersBus) {
   RunRecord run = run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239});
   add_stage(run, "smb", "ram", "read", 100'000'000, {900, 905, 898});
   add_stage(run, "smb", "disk", "read", 100'000'000, {236, 238, 235});
-  const Analysis a = analyze(run);
+  const Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->rule, "protocol.disk_bus");

@@ -12,6 +12,7 @@
 #include "analysis/ladder.h"
 #include "core/error.h"
 #include "core/json_util.h"
+#include "core/stored_run_json.h"
 #include "transfer/driver.h"
 
 namespace cp::analysis {
@@ -180,15 +181,9 @@ void classify(EnvDiff& e) {
   e.parts = {"*"};
 }
 
-const HostRecord* host(const RunRecord& r, const std::string& role) {
-  for (const auto& h : r.hosts)
-    if (h.role == role) return &h;
-  return nullptr;
-}
-
 }  // namespace
 
-std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
+std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b) {
   std::vector<EnvDiff> out;
   auto add = [&](const std::string& what, const std::string& va, const std::string& vb) {
     if (va != vb) out.push_back({"run", what, va, vb, "", {}, {}});
@@ -196,12 +191,12 @@ std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b) {
   add("server", a.server, b.server);
   add("client", a.client, b.client);
   add("chokepoint version", a.version, b.version);
-  diff("plan", parse_json_or_null(a.plan_json), parse_json_or_null(b.plan_json), out);
+  diff("plan", a.plan.value(), b.plan.value(), out);
   for (const char* role : {"server", "client"}) {
-    const HostRecord* ha = host(a, role);
-    const HostRecord* hb = host(b, role);
-    diff(role, ha ? parse_json_or_null(ha->facts_json) : json::value(nullptr),
-         hb ? parse_json_or_null(hb->facts_json) : json::value(nullptr), out);
+    const stored::Host* ha = a.host(role);
+    const stored::Host* hb = b.host(role);
+    diff(role, ha ? stored::to_json(ha->facts) : json::value(nullptr),
+         hb ? stored::to_json(hb->facts) : json::value(nullptr), out);
   }
   for (auto& e : out) classify(e);
   return out;
@@ -282,7 +277,7 @@ std::string list(const std::vector<std::string>& labels) {
   return s;
 }
 
-RunSide side(const RunRecord& r, const Analysis& an) {
+RunSide side(const stored::Run& r, const Analysis& an) {
   return {r.id, r.label, r.started_at, r.status, headline_of(an)};
 }
 
@@ -346,7 +341,7 @@ std::vector<std::string> row_parts(const std::string& layer, const std::string& 
       "client.host", "client.ram", "plan.protocol", where == "ram" ? "server.ram" : "server.disk"};
 }
 
-Comparison compare_runs(const RunRecord& ra, const RunRecord& rb) {
+Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
   const Analysis aa = analyze(ra);
   const Analysis ab = analyze(rb);
   Comparison c;

@@ -205,11 +205,11 @@ inline constexpr const char* kCorrection = "holm";
 
 // Throws Error(kUsage) when the runs have no measured row in common, naming
 // the rows each one has.
-Comparison compare_runs(const RunRecord& a, const RunRecord& b);
+Comparison compare_runs(const stored::Run& a, const stored::Run& b);
 
 // What differs between the runs' plans and host facts (Comparison::env),
 // classified by kChangeRules; needs no stages (Store::load_run_header).
-std::vector<EnvDiff> env_diff(const RunRecord& a, const RunRecord& b);
+std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b);
 
 // What the protocols' samples recorded differently (kNegotiated), per
 // driver: a property's values over that driver's rows (distinct ones joined

@@ -105,7 +105,7 @@ TEST(Compare, TuningThatHelpedIsFaster) {
   RunRecord a = run(1, "before", {tcp_stage("server->client", {50, 51, 49, 49.5, 52})});
   RunRecord b = run(2, "after", {tcp_stage("server->client", {100, 101, 99, 100.5, 98})});
   b.hosts[0].facts_json = bigger_rmem_facts();  // a TCP change: it can touch the TCP row
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   EXPECT_EQ(c.a.id, 1);
   EXPECT_EQ(c.b.label, "after");
   ASSERT_EQ(c.rows.size(), 1u);
@@ -124,7 +124,7 @@ TEST(Compare, TuningThatHelpedIsFaster) {
   EXPECT_EQ(d.a_samples.size(), 5u);
   EXPECT_EQ(d.b_ids[0], 1000);  // the stored sample behind the first figure
   // Swapped, the same runs read as slower.
-  EXPECT_EQ(compare_runs(b, a).rows[0].verdict, "slower");
+  EXPECT_EQ(compare_runs(stored::decode(b), stored::decode(a)).rows[0].verdict, "slower");
   // No control row: no drift measured, the change is held against its spread only.
   EXPECT_TRUE(c.drift.controls.empty());
   EXPECT_FALSE(c.drift.nothing_recorded);
@@ -133,7 +133,7 @@ TEST(Compare, TuningThatHelpedIsFaster) {
 TEST(Compare, NoiseIsNoChange) {
   RunRecord a = run(1, "", {tcp_stage("server->client", {100, 101, 99, 100, 102})});
   RunRecord b = run(2, "", {tcp_stage("server->client", {101, 99, 100, 102, 100.5})});
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.rows[0].verdict, "no change");
   EXPECT_GT(c.rows[0].test.p, 0.05);
@@ -146,7 +146,7 @@ TEST(Compare, FewSamplesCannotShowAChange) {
   RunRecord b =
       run(2, "",
           {tcp_stage("server->client", {100, 101, 99}), tcp_stage("client->server", {100, 101})});
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* three = row(c, "tcp:server->client:send");
   ASSERT_NE(three, nullptr);
   // 3 vs 3, fully separated: p = 0.1 at best.
@@ -170,7 +170,7 @@ TEST(Compare, RowsInOnlyOneRunAreListed) {
   RunRecord b = run(2, "",
                     {tcp_stage("server->client", {50, 51, 49, 50}),
                      disk_stage("client", "write", 10'000'000, {90, 91, 92, 93})});
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.rows.size(), 1u);
   EXPECT_EQ(c.only_a, std::vector<std::string>{"server disk read, 100 MB files"});
   EXPECT_EQ(c.only_b, std::vector<std::string>{"client disk write, 10 MB files"});
@@ -180,7 +180,7 @@ TEST(Compare, RefusesRunsWithNothingInCommon) {
   RunRecord a = run(3, "", {tcp_stage("server->client", {50, 51, 49, 50})});
   RunRecord b = run(5, "", {disk_stage("server", "read", 100'000'000, {70, 71, 72, 73})});
   try {
-    compare_runs(a, b);
+    compare_runs(stored::decode(a), stored::decode(b));
     FAIL() << "compared runs with no common stage";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -191,7 +191,7 @@ TEST(Compare, RefusesRunsWithNothingInCommon) {
   }
   // A run without samples has nothing to compare either.
   RunRecord empty = run(6, "", {});
-  EXPECT_THROW(compare_runs(a, empty), Error);
+  EXPECT_THROW(compare_runs(stored::decode(a), stored::decode(empty)), Error);
 }
 
 TEST(Compare, EnvironmentDifferencesAreListed) {
@@ -200,7 +200,7 @@ TEST(Compare, EnvironmentDifferencesAreListed) {
   b.hosts[0].facts_json = facts("6.1.0-21-amd64", 9000, 4096, "4096 131072 33554432",
                                 R"("smb2 max read":"1048576","aio read size":"16384")", "bbbb");
   b.plan_json = R"({"tcp":{"seconds":2,"count":5,"buffer":262144}})";
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   std::vector<std::string> got;
   for (const auto& e : c.env)
     got.push_back(fmt::format("{} {}: {} -> {}", e.where, e.what, e.a, e.b));
@@ -221,7 +221,7 @@ TEST(Compare, EnvironmentDifferencesAreListed) {
 
 TEST(Compare, SameRunHasNoChangeAndNoDifferences) {
   RunRecord a = run(1, "", {tcp_stage("server->client", {50, 51, 49, 50, 52})});
-  Comparison c = compare_runs(a, a);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(a));
   EXPECT_EQ(c.rows[0].verdict, "no change");
   EXPECT_DOUBLE_EQ(c.rows[0].delta, 0);
   EXPECT_TRUE(c.env.empty());
@@ -323,7 +323,7 @@ TEST(Compare, SambaOnlyChangeWithDisksMovingBothWaysIsDrift) {
   RunRecord a = run(1, "before", stages(1, 1, 1, 1));
   RunRecord b = run(2, "after", stages(0.8, 1.2, 1.15, 1.5));
   b.hosts[0].facts_json = samba_changed_facts();
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.rows.size(), 9u);
   for (const char* key :
        {"disk:server:write:100000000", "disk:server:read:100000000", "disk:client:write:100000000",
@@ -379,7 +379,7 @@ TEST(Compare, DoubledRowWithQuietControlsCounts) {
            tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
            file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
   b.hosts[0].facts_json = samba_changed_facts();
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* smb = row(c, "smb:ram:read:100000000");
   ASSERT_NE(smb, nullptr);
   EXPECT_TRUE(smb->affected_by_change);
@@ -410,7 +410,7 @@ TEST(Compare, ANoisyControlThatDidNotMoveLeavesTheBandNarrow) {
            tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
            file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
   b.hosts[0].facts_json = samba_changed_facts();
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* noisy = row(c, "disk:client:read:100000000");
   EXPECT_GT(noisy->delta, 1.0);            // its median more than doubled...
   EXPECT_EQ(noisy->verdict, "no change");  // ...within its noise
@@ -442,7 +442,7 @@ TEST(Compare, HolmDemotesAMarginalPAmongManyRows) {
   RunRecord b = run(2, "after", stages(1.3));
   b.hosts[0].facts_json = facts("6.1.0-21-amd64", 1500, 128, "4096 131072 6291456",
                                 R"("smb2 max read":"65536","max xmit":"65535")", "aaaa");
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* smb = row(c, "smb:ram:read:100000000");
   ASSERT_NE(smb, nullptr);
   EXPECT_NEAR(smb->test.p, 2.0 / 70, 1e-12);
@@ -455,7 +455,7 @@ TEST(Compare, HolmDemotesAMarginalPAmongManyRows) {
   EXPECT_EQ(c.drift.controls, std::vector<std::string>{"disk:client:read:100000000"});
   // The same runs with the change touching only SMB: a family of one, it counts.
   b.hosts[0].facts_json = samba_changed_facts();
-  const Comparison alone = compare_runs(a, b);
+  const Comparison alone = compare_runs(stored::decode(a), stored::decode(b));
   EXPECT_EQ(row(alone, "smb:ram:read:100000000")->family, 1u);
   EXPECT_EQ(row(alone, "smb:ram:read:100000000")->verdict, "faster");
 }
@@ -468,7 +468,7 @@ TEST(Compare, OverlappingSpreadsAreNoChange) {
   RunRecord a = run(1, "", {file_stage("smb", "ram", "read", 100'000'000, spread)});
   RunRecord b = run(2, "", {file_stage("smb", "ram", "read", 100'000'000, times(spread, 1.1))});
   b.hosts[0].facts_json = samba_changed_facts();
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.rows.size(), 1u);
   const RowDelta& d = c.rows[0];
   EXPECT_TRUE(d.affected_by_change);
@@ -487,7 +487,7 @@ TEST(Compare, NothingRecordedMakesEveryRowAControl) {
                     {tcp_stage("server->client", {100, 101, 99, 100.5, 98}),
                      disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71})});
   b.plan_json = R"({"source":"other.ini","tcp":{"seconds":2,"count":5,"buffer":131072}})";
-  Comparison c = compare_runs(a, b);
+  Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   // The plan file's name differs, which changes nothing measured.
   ASSERT_EQ(c.env.size(), 1u);
   EXPECT_TRUE(c.env[0].parts.empty());
@@ -511,7 +511,7 @@ TEST(Compare, EachKindOfChangeTouchesItsLayers) {
        file_stage("ftp", "ram", "read", 100'000'000, s)});
   auto affected = [&](const RunRecord& b) {
     std::vector<std::string> keys;
-    for (const auto& d : compare_runs(a, b).rows)
+    for (const auto& d : compare_runs(stored::decode(a), stored::decode(b)).rows)
       if (d.affected_by_change) keys.push_back(d.key);
     return keys;
   };
@@ -542,7 +542,7 @@ TEST(Compare, EachKindOfChangeTouchesItsLayers) {
   b = a;
   b.hosts[1].facts_json = R"({"hostname":"mac","kernel":"24.1","net":{"mtu":1500}})";
   EXPECT_EQ(affected(b).size(), 5u);
-  EXPECT_EQ(compare_runs(a, b).drift.controls,
+  EXPECT_EQ(compare_runs(stored::decode(a), stored::decode(b)).drift.controls,
             std::vector<std::string>{"disk:server:read:100000000"});
   // Another chokepoint version: every row.
   b = a;
@@ -557,15 +557,19 @@ TEST(Compare, SambaParametersOfAnUnreadConfigAreAbsentNotDefault) {
   RunRecord b = a;
   a.hosts[0].facts_json = R"({"hostname":"nas","samba":null})";
   b.hosts[0].facts_json =
-      R"({"hostname":"nas","samba":{"sha256":"bbbb","global":{"smb2 max read":"1048576",)"
+      R"({"hostname":"nas","samba":{"config_path":"/etc/samba/smb.conf","found_by":"default",)"
+      R"("source":"testparm","sha256":"bbbb","global":{"smb2 max read":"1048576",)"
       R"("server multi channel support":"yes"}}})";
   std::vector<std::string> got;
-  for (const auto& e : compare_runs(a, b).env)
+  for (const auto& e : compare_runs(stored::decode(a), stored::decode(b)).env)
     got.push_back(fmt::format("{} {}: {} -> {}", e.where, e.what, e.a, e.b));
-  EXPECT_EQ(got, (std::vector<std::string>{
-                     "server samba.sha256: (absent) -> bbbb",
-                     "server samba.global.smb2 max read: (absent) -> 1048576",
-                     "server samba.global.server multi channel support: (absent) -> yes"}));
+  EXPECT_EQ(
+      got, (std::vector<std::string>{
+               "server samba.config_path: (absent) -> /etc/samba/smb.conf",
+               "server samba.found_by: (absent) -> default",
+               "server samba.source: (absent) -> testparm", "server samba.sha256: (absent) -> bbbb",
+               "server samba.global.smb2 max read: (absent) -> 1048576",
+               "server samba.global.server multi channel support: (absent) -> yes"}));
 }
 
 // A protocol stage whose samples record `properties` (a JSON object's members).
@@ -594,7 +598,7 @@ TEST(Compare, WhatTheProtocolNegotiatedIsADifferenceTouchingItsRows) {
   RunRecord b = run(2, "",
                     {smb("ram", "AES-128-GCM", "0.2"), smb("disk", "AES-128-GCM", "0.3"),
                      proto_stage("ftp", "ram", s, R"("tls":"none")")});
-  const Comparison c = compare_runs(a, b);
+  const Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.env.size(), 1u);
   EXPECT_EQ(c.env[0].where, "negotiated");
   EXPECT_EQ(c.env[0].what, "smb.smb_encryption");
@@ -624,7 +628,7 @@ TEST(Compare, NegotiatedValuesOfSeveralRowsAreListedOnce) {
                     {proto_stage("nfs", "ram", s, R"("version":"4","wsize":"1048576")"),
                      proto_stage("nfs", "disk", s, R"("version":"4","wsize":"1048576")")});
   std::vector<std::string> got;
-  for (const auto& e : negotiated_diff(analyze(a), analyze(b)))
+  for (const auto& e : negotiated_diff(analyze(stored::decode(a)), analyze(stored::decode(b))))
     got.push_back(fmt::format("{}: {} -> {}", e.what, e.a, e.b));
   EXPECT_EQ(got, (std::vector<std::string>{"nfs.version: 3 -> 4",
                                            "nfs.wsize: 1048576 | 65536 -> 1048576"}));

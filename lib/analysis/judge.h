@@ -38,8 +38,8 @@ std::string layer_name(const Row& r);
 
 // --- rows.cc ---------------------------------------------------------------
 // The link, the hosts' facts and whether both ends share one machine.
-void detect_link(const RunRecord& run, Analysis& a);
-std::vector<Row> build_rows(const RunRecord& run, const Analysis& a);
+void detect_link(const stored::Run& run, Analysis& a);
+std::vector<Row> build_rows(const stored::Run& run, const Analysis& a);
 // The disk row of `where`/`op` with files of `size`, else the nearest size;
 // size 0: the biggest files (the sustained figure).
 const Row* disk_row(const std::vector<Row>& rows, const std::string& where, const std::string& op,

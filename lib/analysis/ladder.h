@@ -14,6 +14,7 @@
 
 #include "core/model.h"
 #include "core/stats.h"
+#include "core/stored_run.h"
 
 namespace cp::analysis {
 
@@ -355,7 +356,7 @@ struct Analysis {
 
 // Runs every rule of verdict_rules() over the run's stored samples, once: a
 // command passes the result to each report it prints.
-Analysis analyze(const RunRecord& run);
+Analysis analyze(const stored::Run& run);
 
 // The rules, in the order they are tried (docs/verdict-rules.md lists them; a
 // test holds both together). Within a chain the first rule that applies makes

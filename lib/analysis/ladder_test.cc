@@ -161,7 +161,7 @@ RunRecord seed_run() {
 }
 
 TEST(Ladder, SeedLadderRowsAndRatios) {
-  Analysis a = analyze(seed_run());
+  Analysis a = analyze(stored::decode(seed_run()));
   EXPECT_DOUBLE_EQ(a.link_bits, 1e9);
   const Row* tcp = find_row(a, "tcp:server->client:send");
   ASSERT_NE(tcp, nullptr);
@@ -174,7 +174,7 @@ TEST(Ladder, SeedLadderRowsAndRatios) {
 }
 
 TEST(Ladder, SeedVerdictReadsLikeTheAuthors) {
-  Analysis a = analyze(seed_run());
+  Analysis a = analyze(stored::decode(seed_run()));
   const Finding* down = finding(a, "server -> client");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->layer, "server disk");
@@ -219,7 +219,7 @@ RunRecord seed_protocol_run() {
 }
 
 TEST(Ladder, SeedProtocolsAgainstTcp) {
-  Analysis a = analyze(seed_protocol_run());
+  Analysis a = analyze(stored::decode(seed_protocol_run()));
   const Row* smb = find_row(a, "smb:ram:read:100000000");
   ASSERT_NE(smb, nullptr);
   EXPECT_EQ(smb->below, "tcp:server->client:send");
@@ -249,7 +249,7 @@ TEST(Ladder, ProtocolAtTcpCeilingNamesTheLayerBeneath) {
                       .tcp("server->client", {117})
                       .proto("ftp", "ram", "read", {112})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network");
@@ -267,7 +267,7 @@ TEST(Ladder, DiskShareAtTheCeilingOfARamShareAtTcpsCeilingNamesTheNetwork) {
                       .proto("ftp", "ram", "read", {119.4})
                       .proto("ftp", "disk", "read", {119.3})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network") << f->rule;
@@ -281,7 +281,7 @@ TEST(Ladder, StarvedProtocolServerIsCpuBound) {
                       .tcp("server->client", {2000})
                       .proto("smb", "ram", "read", {300}, 100, "smbd")
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu");
@@ -324,7 +324,7 @@ TEST(Ladder, ProcessAtItsCpuQuotaIsCpuBound) {
           R"({"server":{"seconds":2,"core_busy_pct":[60,25],"top":[)"
           R"({"comm":"vsftpd","cpu_pct":60,"cpu_limit_pct":0,"other_netns":false},)"
           R"({"comm":"smbd","cpu_pct":0.1,"cpu_limit_pct":20,"other_netns":false}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* smb = find_row(a, "smb:ram:read:100000000");
   ASSERT_NE(smb, nullptr);
   EXPECT_EQ(smb->quota_host, "server");
@@ -357,7 +357,7 @@ TEST(Ladder, QuotaEvidenceNeedsNinetyPercentOfTheLimitOverALongEnoughWindow) {
             fmt::format(R"({{"server":{{"seconds":{},"core_busy_pct":[30,25],"top":[)"
                         R"({{"comm":"smbd","cpu_pct":{},"cpu_limit_pct":20}}]}}}})",
                         seconds, used));
-    return analyze(run);
+    return analyze(stored::decode(run));
   };
   Analysis a = smb_at(17, 2);  // 85 % of its quota
   EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
@@ -385,7 +385,7 @@ TEST(Ladder, ProcessAtItsQuotaOutsideTheCapIsNamed) {
   set_cpu(run, "disk", "server",
           R"({"server":{"seconds":1,"core_busy_pct":[40,10],"top":[)"
           R"({"comm":"restic","cpu_pct":50,"cpu_limit_pct":50}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
   const Finding* cpu = finding(a, "cpu");
   ASSERT_NE(cpu, nullptr);
@@ -404,7 +404,7 @@ TEST(Ladder, ThrottledServerDiskCapsTheDiskShare) {
                       .proto("ftp", "ram", "read", {750})
                       .proto("ftp", "disk", "read", {51})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "server disk");
@@ -423,7 +423,7 @@ TEST(Ladder, ShapedLinkNamesTheNetwork) {
                       .disk("client", "write", 100'000'000, {3000})
                       .tcp("server->client", {23.9, 23.8, 24.0})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_DOUBLE_EQ(a.link_bits, 200e6);
   EXPECT_NE(a.link_source.find("tc rate"), std::string::npos);
   const Finding* down = finding(a, "server -> client");
@@ -438,7 +438,7 @@ TEST(Ladder, ShortTcpWithWindowEvidence) {
                       .host("client", 9000, 1000)
                       .tcp("server->client", {28.75, 29, 28.5}, 30, 0.8, 12)
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* down = finding(a, "server -> client");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->layer, "tcp");
@@ -456,7 +456,7 @@ TEST(Ladder, SaturatedCoreMeansCpuBound) {
                       .host("client", 1500, 10000)
                       .tcp("server->client", {400, 410, 390}, 99)
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* down = finding(a, "server -> client");
   ASSERT_NE(down, nullptr);
   // The sending agent's thread at 99 % of a core, spread over two cores (no core
@@ -476,7 +476,7 @@ TEST(Ladder, ShortCpuWindowsAreNotEvidence) {
                       .cpu_window(0.01)
                       .tcp("server->client", {400}, 100)
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   // Only the client's 2 s window (10 %) counts; the server's 0.01 s one does not.
   EXPECT_DOUBLE_EQ(find_row(a, "tcp:server->client:send")->max_core_pct, 10);
   EXPECT_NE(finding(a, "server -> client")->layer, "cpu");
@@ -488,7 +488,7 @@ TEST(Ladder, TcpVerdictIsNotRepeated) {
                       .host("client", 1500, 1000)
                       .tcp("server->client", {117})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
   EXPECT_EQ(finding(a, "tcp"), nullptr);
 }
@@ -501,7 +501,7 @@ TEST(Ladder, TcpWithNoKnownLinkSpeedAndNoLimitIsUndecided) {
                       .raw_host("client", R"({"net":{"mtu":1500}})")
                       .tcp("server->client", {110, 112, 111})
                       .build();
-  const Analysis a = analyze(run);
+  const Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->rule, "path.tcp");
@@ -519,7 +519,7 @@ TEST(Ladder, TcpAboveNominalLinkIsCalledOut) {
                       .host("client", 1500, 10000)
                       .tcp("server->client", {2400})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* tcp = finding(a, "server -> client");
   ASSERT_NE(tcp, nullptr);
   // Above the interfaces' speed, neither network layer caps it, and no window,
@@ -546,7 +546,7 @@ TEST(Ladder, SwingingTcpNearTheLinkWithEveryCoreBusyIsUndecided) {
           R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":60,"kernel_pct":20,)"
           R"("other_pct":110,"top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,)"
           R"("top_thread_pct":45}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "client -> server");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -556,7 +556,7 @@ TEST(Ladder, SwingingTcpNearTheLinkWithEveryCoreBusyIsUndecided) {
   set_cpu(run, "tcp", "client->server",
           R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":165,)"
           R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
-  const Analysis loaded = analyze(run);
+  const Analysis loaded = analyze(stored::decode(run));
   EXPECT_TRUE(find_row(loaded, "tcp:client->server:send")->cpu_bound.empty());
   EXPECT_EQ(finding(loaded, "client -> server")->layer, "undecided");
 }
@@ -575,7 +575,7 @@ TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
           R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":60,"kernel_pct":20,)"
           R"("other_pct":110,"top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,)"
           R"("top_thread_pct":45}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "client -> server");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu") << f->rule;
@@ -584,7 +584,7 @@ TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
   // chokepoint can see, undecided between TCP and the CPU.
   set_cpu(run, "tcp", "client->server",
           R"({"server":{"seconds":6,"total_busy_pct":40,"agent_pct":60,"top":[]}})");
-  const Finding* quiet = finding(analyze(run), "client -> server");
+  const Finding* quiet = finding(analyze(stored::decode(run)), "client -> server");
   EXPECT_EQ(quiet->layer, "undecided");
   EXPECT_EQ(quiet->undecided_reason, "unexplained");
 }
@@ -600,7 +600,7 @@ TEST(Ladder, CacheAndFailuresAreFlagged) {
   bad.size = 10'000'000;
   bad.error = "disk full";
   run.stages[0].samples.push_back(bad);
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* r = find_row(a, "disk:server:read:10000000");
   ASSERT_NE(r, nullptr);
   EXPECT_EQ(r->rate.n, 2u);
@@ -617,7 +617,7 @@ TEST(Ladder, CacheAndFailuresAreFlagged) {
 TEST(Ladder, PlanLinkOverridesInterfaces) {
   RunRecord run = RunBuilder().host("server", 1500, 10000).host("client", 1500, 10000).build();
   run.plan_json = R"({"link":{"nominal_bits":1000000000}})";
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_DOUBLE_EQ(a.link_bits, 1e9);
   EXPECT_EQ(a.link_source, "set in the plan");
   EXPECT_EQ(a.headline_finding, -1);
@@ -627,7 +627,7 @@ TEST(Ladder, PlanLinkOverridesInterfaces) {
 
 TEST(Ladder, RowsKeepTheirSamplesAndIds) {
   RunRecord run = seed_run();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* tcp = find_row(a, "tcp:client->server:send");
   ASSERT_NE(tcp, nullptr);
   ASSERT_EQ(tcp->samples.size(), 3u);
@@ -641,7 +641,7 @@ TEST(Ladder, RowsKeepTheirSamplesAndIds) {
 }
 
 TEST(Ladder, FindingsNameTheirRowsAndCap) {
-  Analysis a = analyze(seed_protocol_run());
+  Analysis a = analyze(stored::decode(seed_protocol_run()));
   const Finding* down = finding(a, "server -> client");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->rows,
@@ -679,16 +679,17 @@ TEST(Ladder, ReadaheadHintOnlyWhereTheDiskIsFastButTheProtocolFromDiskIsSlow) {
         .build();
   };
   // The disk reads 900 MB/s on its own; FTP from it 300: readahead may help.
-  Analysis small = analyze(run_with(128, 900));
+  Analysis small = analyze(stored::decode(run_with(128, 900)));
   const Finding* f = finding(small, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "ftp + disk");
   ASSERT_EQ(f->hints.size(), 1u);
   EXPECT_NE(f->hints[0].find("blockdev --setra 4096 /dev/sdb"), std::string::npos) << f->hints[0];
   // Already large: no hint.
-  EXPECT_TRUE(finding(analyze(run_with(4096, 900)), "ftp disk read")->hints.empty());
+  EXPECT_TRUE(
+      finding(analyze(stored::decode(run_with(4096, 900))), "ftp disk read")->hints.empty());
   // The disk's own reads cap it: the disk is named, and readahead is not suggested.
-  Analysis slow = analyze(run_with(128, 300));
+  Analysis slow = analyze(stored::decode(run_with(128, 300)));
   f = finding(slow, "ftp disk read");
   EXPECT_EQ(f->layer, "server disk");
   EXPECT_TRUE(f->hints.empty());
@@ -708,7 +709,7 @@ TEST(Ladder, ReadingAndServingTogetherDoNotBlameTheDisk) {
           .proto("ftp", "ram", "read", {1631})
           .proto("ftp", "disk", "read", {1150})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "ftp + disk");
@@ -731,7 +732,7 @@ TEST(Ladder, ShortTcpHintsCiteBuffersAndBdp) {
           .sndbuf_frac(0.5)
           .tcp("server->client", {40, 41, 39})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "tcp");
@@ -758,7 +759,7 @@ TEST(Ladder, FlatTcpBelowBothNicsIsTheNetworkPath) {
     for (auto& s : st.samples)
       s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":2000,)"
                        R"("rtt_idle_us":150}})";
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "network path");
@@ -784,7 +785,7 @@ TEST(Ladder, JumboFramesOnlyForPerPacketCpuCost) {
             sys_pct);
       }
     }
-    return analyze(run);
+    return analyze(stored::decode(run));
   };
   const Finding* f = nullptr;
   Analysis packets = run_with(40);  // 50 of 60 % busy is kernel work
@@ -805,7 +806,7 @@ TEST(Ladder, MtuMismatchHint) {
                       .host("client", 1500, 1000)
                       .tcp("server->client", {30})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(f->hints.size(), 1u);
@@ -825,7 +826,7 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
           .proto_details(R"({"properties":{"max_read_size":"65536"}})")
           .proto("smb", "ram", "read", {49.1, 50.2})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   // The configured value worse than Samba's default is named, with its value.
@@ -838,7 +839,7 @@ TEST(Ladder, SmbHintCitesTheServerConfig) {
   set_cpu(run, "smb", "ram",
           R"({"server":{"seconds":2,"total_busy_pct":55,"top":[{"comm":"smbd","role":"server",)"
           R"("cpu_pct":99,"top_thread_pct":99}]}})");
-  Analysis busy = analyze(run);
+  Analysis busy = analyze(stored::decode(run));
   f = finding(busy, "smb ram read");
   EXPECT_EQ(f->layer, "cpu");
   ASSERT_EQ(f->misconfigured.size(), 1u);
@@ -864,7 +865,7 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
         .proto("smb", "disk", "write", {smb_disk_write, smb_disk_write + 5, smb_disk_write + 10})
         .build();
   };
-  const Analysis a = analyze(build(410));
+  const Analysis a = analyze(stored::decode(build(410)));
   const Finding* f = finding(a, "smb disk write");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(f->settings.size(), 1u) << f->rule;
@@ -878,8 +879,8 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   EXPECT_EQ(finding(a, "smb ram write")->settings.size(), 0u);  // RAM: no disk to flush
   // Writes below the synchronous rate's reach yet under the disk's plain
   // rate are held back by the flush too; at the plain write rate nothing is named.
-  EXPECT_EQ(finding(analyze(build(700)), "smb disk write")->settings.size(), 1u);
-  const Analysis fast = analyze(build(880));
+  EXPECT_EQ(finding(analyze(stored::decode(build(700))), "smb disk write")->settings.size(), 1u);
+  const Analysis fast = analyze(stored::decode(build(880)));
   EXPECT_TRUE(finding(fast, "smb disk write")->settings.empty());
   EXPECT_TRUE(finding(fast, "smb disk write")->misconfigured.empty());
   // A disk on which a flush costs nothing (synchronous at its plain write rate):
@@ -889,7 +890,7 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
     if (st.layer != "disk") continue;
     for (auto& smp : st.samples) smp.seconds = double(smp.size) / 420e6;
   }
-  EXPECT_TRUE(finding(analyze(cheap), "smb disk write")->settings.empty());
+  EXPECT_TRUE(finding(analyze(stored::decode(cheap)), "smb disk write")->settings.empty());
 }
 
 // `strict sync` (Samba's default) with `sync always` off, SMB writes to the
@@ -908,7 +909,7 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
           .proto("smb", "ram", "write", {950, 960, 955})
           .proto("smb", "disk", "write", {410, 415, 420})
           .build();
-  const Finding* f = finding(analyze(run), "smb disk write");
+  const Finding* f = finding(analyze(stored::decode(run)), "smb disk write");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(f->settings.size(), 1u);
   EXPECT_EQ(f->settings[0].parameter, "strict sync");
@@ -918,7 +919,7 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
     if (st.layer != "smb" || st.where != "disk") continue;
     for (auto& smp : st.samples) smp.seconds = double(smp.size) / 700e6;
   }
-  EXPECT_TRUE(finding(analyze(run), "smb disk write")->settings.empty());
+  EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
 }
 
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
@@ -936,7 +937,7 @@ TEST(Ladder, EncryptionIsNamedWhereAnEncryptedSessionIsCpuBound) {
         .proto("smb", "ram", "read", {300, 305, 310}, server_core)
         .build();
   };
-  const Analysis a = analyze(build("AES-128-GCM", 99));
+  const Analysis a = analyze(stored::decode(build("AES-128-GCM", 99)));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu");
@@ -944,8 +945,10 @@ TEST(Ladder, EncryptionIsNamedWhereAnEncryptedSessionIsCpuBound) {
   EXPECT_EQ(f->settings[0].parameter, "server smb encrypt");
   EXPECT_EQ(f->settings[0].value, "required");
   EXPECT_EQ(f->misconfigured.size(), 1u);
-  EXPECT_TRUE(finding(analyze(build("none", 99)), "smb ram read")->settings.empty());
-  EXPECT_TRUE(finding(analyze(build("AES-128-GCM", 20)), "smb ram read")->settings.empty());
+  EXPECT_TRUE(
+      finding(analyze(stored::decode(build("none", 99))), "smb ram read")->settings.empty());
+  EXPECT_TRUE(
+      finding(analyze(stored::decode(build("AES-128-GCM", 20))), "smb ram read")->settings.empty());
 }
 
 TEST(Ladder, SmallNegotiatedRequestSizeIsNamed) {
@@ -956,7 +959,7 @@ TEST(Ladder, SmallNegotiatedRequestSizeIsNamed) {
                       .proto_details(R"({"properties":{"max_read_size":"16384"}})")
                       .proto("smb", "ram", "read", {49.1, 50.2})
                       .build();
-  const Analysis a = analyze(run);
+  const Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_TRUE(f->misconfigured.empty());  // the server's config was not read
@@ -973,7 +976,7 @@ TEST(Ladder, ProtocolFasterThanTheDiskIsCacheSuspected) {
                       .proto("ftp", "ram", "read", {900})
                       .proto("ftp", "disk", "read", {800})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* r = find_row(a, "ftp:disk:read:100000000");
   ASSERT_NE(r, nullptr);
   EXPECT_TRUE(r->cache_suspected);
@@ -995,7 +998,7 @@ TEST(Ladder, FilesThatFitInRamWithoutODirectAreCacheSuspected) {
                         .raw_host("server", fmt::format(R"({{"memory_bytes":{}}})", memory))
                         .disk("server", "read", 100'000'000, {900}, /*cache=*/true)
                         .build();
-    return analyze(run);
+    return analyze(stored::decode(run));
   };
   Analysis fits = run_with(16'000'000'000);
   EXPECT_TRUE(find_row(fits, "disk:server:read:100000000")->cache_suspected);
@@ -1034,7 +1037,7 @@ TEST(Ladder, SaturatedCoreOutsideTheCapIsNamed) {
                    R"({"comm":"kcryptd","role":"kernel","cpu_pct":96,"top_thread_pct":96}]}})";
     }
   }
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
   const Finding* cpu = finding(a, "cpu");
   ASSERT_NE(cpu, nullptr);
@@ -1056,7 +1059,7 @@ TEST(Ladder, LayersWithinEachOthersNoiseAreUndecided) {
                       .proto("ftp", "ram", "read", {500, 800, 640, 1000, 700, 550, 900, 600})
                       .proto("ftp", "disk", "read", {600, 900, 833, 1100, 650, 1000, 750, 950})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided");
@@ -1093,7 +1096,7 @@ TEST(Ladder, RowsAreHeldAgainstTheSameFileSize) {
     }
     run.stages.push_back(st);
   }
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(find_row(a, "afp:disk:read:10000000")->below, "disk:server:read:10000000");
   EXPECT_EQ(find_row(a, "afp:disk:read:100000000")->below, "afp:ram:read:100000000");
   EXPECT_EQ(find_row(a, "afp:disk:read:100000000")->below_size, 0u);
@@ -1114,7 +1117,7 @@ TEST(Ladder, AllCoresBusyOnOneMachineNamesTheSharedCpu) {
           R"({"comm":"smbd","role":"server","cpu_pct":67,"top_thread_pct":67},)"
           R"({"comm":"chokepoint-agen","role":"other","other_netns":true,"cpu_pct":80,)"
           R"("top_thread_pct":80}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_TRUE(a.same_machine);
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
@@ -1139,7 +1142,7 @@ TEST(Ladder, ProcessesOutsideTheEndpointAreNeverTheCap) {
           R"({"comm":"smbclient","role":"other","other_netns":true,"cpu_pct":51,)"
           R"("top_thread_pct":51},)"
           R"({"comm":"smbd","role":"server","cpu_pct":30,"top_thread_pct":30}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "smb");
@@ -1153,7 +1156,7 @@ TEST(Ladder, RamShareWriteFasterThanTcpIsAnAnomalyNotACache) {
                       .tcp("client->server", {1000, 1010, 990})
                       .proto("ftp", "ram", "write", {1500, 1520, 1490})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* r = find_row(a, "ftp:ram:write:100000000");
   EXPECT_FALSE(r->cache_suspected);
   EXPECT_TRUE(r->anomaly);
@@ -1172,7 +1175,7 @@ TEST(Ladder, RamShareOnADiskRestsOnNoVerdictAndSaysTheFix) {
                       .proto_details(R"({"server_fs":"ext4"})")
                       .proto("smb", "ram", "read", {50, 51, 49})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_FALSE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
@@ -1192,7 +1195,7 @@ TEST(Ladder, RamShareOnTmpfsKeepsItsVerdict) {
                       .proto_details(R"({"server_fs":"tmpfs"})")
                       .proto("smb", "ram", "read", {50, 51, 49})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_TRUE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
   EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
   EXPECT_EQ(finding(a, "config"), nullptr);
@@ -1207,7 +1210,7 @@ TEST(Ladder, UnknownShareFilesystemIsNotJudged) {
                       .proto_details(R"({"server_fs":"unknown"})")
                       .proto("smb", "ram", "read", {50, 51, 49})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
 }
 
@@ -1221,7 +1224,7 @@ TEST(Ladder, DiskShareOnTmpfsRestsOnNoVerdict) {
                       .proto("ftp", "ram", "read", {110, 111, 112})
                       .proto("ftp", "disk", "read", {60, 61, 62})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_FALSE(find_row(a, "ftp:disk:read:100000000")->medium_reason.empty());
   EXPECT_TRUE(find_row(a, "ftp:ram:read:100000000")->medium_reason.empty());
   const Finding* f = finding(a, "ftp disk read");
@@ -1241,7 +1244,7 @@ TEST(Ladder, ClientRamDirOnADiskRestsOnNoProtocolVerdict) {
           .proto_details(R"({"server_fs":"tmpfs"})")
           .proto("smb", "ram", "read", {50, 51, 49})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->undecided_reason, "medium");
@@ -1263,7 +1266,7 @@ TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
           .proto_details(R"({"server_fs":"ext4","server_disk":"md2"})")
           .proto("ftp", "disk", "read", {58, 59, 60})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided");
@@ -1284,7 +1287,7 @@ TEST(Ladder, DiskShareOnTheMeasuredDiskKeepsItsVerdict) {
           .proto_details(R"({"server_fs":"ext4","server_disk":"sdb"})")
           .proto("ftp", "disk", "read", {58, 59, 60})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(finding(a, "ftp disk read")->layer, "server disk");
   EXPECT_EQ(finding(a, "config"), nullptr);
 }
@@ -1307,7 +1310,7 @@ TEST(Ladder, ProtocolReadsTheServerSaysACacheMayServeRestOnNoVerdict) {
   for (auto& st : run.stages)
     if (st.layer == "ftp" && st.where == "disk")
       for (auto& smp : st.samples) smp.cache_possible = true;
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* r = find_row(a, "ftp:disk:read:100000000");
   ASSERT_NE(r, nullptr);
   EXPECT_TRUE(r->cache_suspected);
@@ -1328,7 +1331,7 @@ TEST(Ladder, DiskShareWriteFasterThanTheDiskRestsOnNoVerdict) {
                       .proto("ftp", "ram", "write", {1000, 1010, 990})
                       .proto("ftp", "disk", "write", {988, 990, 985})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_TRUE(find_row(a, "ftp:disk:write:100000000")->cache_suspected);
   const Finding* f = finding(a, "ftp disk write");
   ASSERT_NE(f, nullptr);
@@ -1346,7 +1349,7 @@ TEST(Ladder, ProtocolFromDiskFarFasterThanOverRamIsCacheSuspected) {
                       .proto("afp", "ram", "read", {300, 310, 295})
                       .proto("afp", "disk", "read", {820, 830, 815})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_TRUE(find_row(a, "afp:disk:read:100000000")->cache_suspected);
   EXPECT_EQ(finding(a, "afp disk read")->layer, "undecided");
 }
@@ -1365,7 +1368,7 @@ TEST(Ladder, ClientWindowLimitedFigureIsALowerBound) {
       for (auto& s : st.samples)
         s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
                          R"("rtt_idle_us":10000}})";
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
@@ -1387,7 +1390,7 @@ TEST(Ladder, BusyCoresDoNotOverrideALayerAtTheCeilingBeneath) {
           R"({"server":{"seconds":3,"total_busy_pct":96,"other_pct":131,"top":[)"
           R"({"comm":"cc1plus","role":"other","cpu_pct":99,"top_thread_pct":99},)"
           R"({"comm":"vsftpd","role":"server","cpu_pct":5,"top_thread_pct":5}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "server disk");
@@ -1416,7 +1419,7 @@ TEST(Ladder, EveryCoreBusyWithTheEndpointsOwnWorkIsCpuBound) {
           R"("other_pct":110,"top":[)"
           R"({"comm":"cc1plus","role":"other","cpu_pct":99,"top_thread_pct":99},)"
           R"({"comm":"smbd","role":"server","cpu_pct":30,"top_thread_pct":30}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu");
@@ -1451,7 +1454,7 @@ TEST(Ladder, CompetingLoadStarvingTheEndpointIsTheCpuNamingTheCompetitor) {
           R"("kernel_pct":5,"other_pct":170,"own_wait_pct":60,"top":[)"
           R"({"comm":"indexer","role":"other","cpu_pct":170,"top_thread_pct":85},)"
           R"({"comm":"vsftpd","role":"server","cpu_pct":20,"top_thread_pct":20}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   for (const char* path : {"smb ram read", "ftp ram read"}) {
     const Finding* f = finding(a, path);
     ASSERT_NE(f, nullptr) << path;
@@ -1470,7 +1473,7 @@ TEST(Ladder, CompetingLoadStarvingTheEndpointIsTheCpuNamingTheCompetitor) {
           R"({"server":{"seconds":3,"total_busy_pct":99,"server_pct":15,"agent_pct":5,)"
           R"("other_pct":180,"own_wait_pct":5,"top":[)"
           R"({"comm":"indexer","role":"other","cpu_pct":180,"top_thread_pct":90}]}})");
-  const Analysis idle = analyze(run);
+  const Analysis idle = analyze(stored::decode(run));
   const Finding* f = finding(idle, "ftp ram read");
   EXPECT_EQ(f->layer, "undecided");
   EXPECT_EQ(f->undecided_reason, "load");
@@ -1500,7 +1503,7 @@ TEST(Ladder, OnOneMachineTheOtherEndsAgentIsNotCompetingLoad) {
           R"({"comm":"sh","role":"other","cpu_pct":60},)"
           R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":100},)"
           R"({"comm":"vsftpd","role":"server","other_netns":true,"cpu_pct":30}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu") << f->rule;
@@ -1529,7 +1532,7 @@ TEST(Ladder, DiskReadStarvedOfCoresIsTheCpuNotTheDisk) {
           R"("other_pct":200,"own_wait_pct":80,"top":[)"
           R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":100},)"
           R"({"comm":"sh","role":"other","cpu_pct":90}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "client -> server");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "cpu") << f->rule;
@@ -1541,7 +1544,7 @@ TEST(Ladder, DiskReadStarvedOfCoresIsTheCpuNotTheDisk) {
           R"({"client":{"seconds":1,"total_busy_pct":100,"agent_pct":5,"kernel_pct":4,)"
           R"("other_pct":200,"own_wait_pct":3,"top":[)"
           R"({"comm":"cc1plus","role":"other","other_netns":true,"cpu_pct":100}]}})");
-  EXPECT_EQ(finding(analyze(run), "client -> server")->layer, "client disk");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "client -> server")->layer, "client disk");
 }
 
 TEST(Ladder, BusyCoresDoNotOverrideATcpAtTheLinksRate) {
@@ -1555,7 +1558,7 @@ TEST(Ladder, BusyCoresDoNotOverrideATcpAtTheLinksRate) {
       run, "tcp", "server->client",
       R"({"server":{"seconds":2,"total_busy_pct":97,"agent_pct":60,"other_pct":120,)"
       R"("top":[{"comm":"chokepoint-agen","role":"agent","cpu_pct":60,"top_thread_pct":60}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(find_row(a, "tcp:server->client:send")->cpu_bound.kind, "all cores");
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
 }
@@ -1576,7 +1579,7 @@ TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
       for (auto& s : st.samples)
         s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
                          R"("rtt_idle_us":10000}})";
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
@@ -1588,7 +1591,7 @@ TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
       for (auto& s : st.samples)
         s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":300,)"
                          R"("rtt_idle_us":200}})";
-  Analysis lan = analyze(run);
+  Analysis lan = analyze(stored::decode(run));
   EXPECT_EQ(finding(lan, "smb ram read")->layer, "smb");
 }
 
@@ -1607,7 +1610,7 @@ TEST(Ladder, AThrottledQuotaBindsThoughCompetingLoadKeepsItBelowTheLimit) {
                         R"("other_pct":170,"top":[{{"comm":"smbd","role":"server","cpu_pct":14,)"
                         R"("top_thread_pct":14,"cpu_limit_pct":20,"throttled_pct":{}}}]}}}})",
                         throttled));
-    return analyze(run);
+    return analyze(stored::decode(run));
   };
   Analysis bound = with(60);
   const Finding* f = finding(bound, "smb ram read");
@@ -1636,7 +1639,7 @@ TEST(Ladder, HelperConnectionsCoverEachOthersRoundTrips) {
       for (auto& s : st.samples)
         s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
                          R"("rtt_idle_us":10000}})";
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "smb");
@@ -1647,7 +1650,7 @@ TEST(Ladder, HelperConnectionsCoverEachOthersRoundTrips) {
       if (st.layer == "smb")
         s.details_json = R"({"properties":{"io_size":"8388608","connections":"1",)"
                          R"("in_flight_bytes":"8388608"}})";
-  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "probe");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "smb ram read")->layer, "probe");
 }
 
 TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
@@ -1666,7 +1669,7 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
           R"({"comm":"chokepoint-agen","role":"agent","cpu_pct":62,"top_thread_pct":59}]},)"
           R"("server":{"seconds":1.3,"total_busy_pct":55,"server_pct":53,"top":[)"
           R"({"comm":"smbd","role":"server","cpu_pct":53,"top_thread_pct":36}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
@@ -1678,7 +1681,7 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
     if (st.layer == "smb")
       for (auto& s : st.samples)
         s.details_json = R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})";
-  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "smb ram read")->layer, "smb");
 }
 
 // The same under competing load: the two threads got less than a core
@@ -1708,13 +1711,13 @@ TEST(Ladder, TurnsStarvedByCompetingLoadAreStillALowerBound) {
     return run;
   };
   const Finding* f = nullptr;
-  Analysis a = analyze(run_with(40));
+  Analysis a = analyze(stored::decode(run_with(40)));
   f = finding(a, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
   EXPECT_TRUE(f->lower_bound);
   EXPECT_EQ(f->cpu.kind, "turns");
-  Analysis b = analyze(run_with(0));
+  Analysis b = analyze(stored::decode(run_with(0)));
   f = finding(b, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "smb");
@@ -1734,7 +1737,7 @@ TEST(Ladder, ARequestSizeTheClientHeldItselfToIsALowerBoundNotTheProtocol) {
                         .proto(layer, "ram", op, {60, 61, 59}, 30, "ganesha.nfsd")
                         .proto(layer, "disk", op, {59, 60, 58}, 30, "ganesha.nfsd")
                         .build();
-    return analyze(run);
+    return analyze(stored::decode(run));
   };
   const Analysis limited =
       run_with("nfs", "write",
@@ -1783,7 +1786,7 @@ TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound)
       for (auto& s : st.samples)
         s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":42000,)"
                          R"("rtt_idle_us":40000}})";
-  const Finding* f = finding(analyze(run), "nfs ram write");
+  const Finding* f = finding(analyze(stored::decode(run)), "nfs ram write");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "probe");
   EXPECT_TRUE(f->lower_bound);
@@ -1812,7 +1815,7 @@ TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
         s.seconds = 30.0 / (100.0 / s.seconds);  // same rate, 30 MB files
       }
     }
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -1835,7 +1838,7 @@ TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
         s.seconds *= 10;
         s.size = s.bytes = 300'000'000;
       }
-  const Analysis big = analyze(run);
+  const Analysis big = analyze(stored::decode(run));
   EXPECT_EQ(finding(big, "ftp ram read")->layer, "ftp");
   EXPECT_EQ(finding(big, "ftp disk read")->layer, "ftp");
   // The same short files on a sub-millisecond path: thousands of round trips.
@@ -1844,7 +1847,7 @@ TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
       if (st.layer == "tcp")
         s.details_json =
             R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":80,"rtt_idle_us":40}})";
-  EXPECT_EQ(finding(analyze(run), "ftp ram read")->layer, "ftp");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "ftp ram read")->layer, "ftp");
 }
 
 // The unshaped lab while other engineers' compilers kept both cores busy (other
@@ -1867,7 +1870,7 @@ TEST(Ladder, ProtocolBelowTcpUnderCompetingLoadIsUndecided) {
       R"({"comm":"smbd","role":"server","cpu_pct":12,"top_thread_pct":12}]}})";
   set_cpu(run, "smb", "ram", loaded);
   set_cpu(run, "smb", "disk", loaded);
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   for (const char* path : {"smb ram read", "smb disk read"}) {
     const Finding* f = finding(a, path);
     ASSERT_NE(f, nullptr) << path;
@@ -1882,7 +1885,7 @@ TEST(Ladder, ProtocolBelowTcpUnderCompetingLoadIsUndecided) {
   // A quiet machine: the same figures are the SMB layer's.
   set_cpu(run, "smb", "ram",
           R"({"server":{"seconds":1.1,"total_busy_pct":20,"server_pct":12,"top":[]}})");
-  EXPECT_EQ(finding(analyze(run), "smb ram read")->layer, "smb");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "smb ram read")->layer, "smb");
 }
 
 // TCP short of a 10 Gbit/s interface pair with no window, buffer or CPU limit
@@ -1899,7 +1902,7 @@ TEST(Ladder, TcpShortOfTheNicsUnderCompetingLoadIsUndecided) {
   set_cpu(run, "tcp", "server->client",
           R"({"server":{"seconds":6,"total_busy_pct":100,"agent_pct":30,"other_pct":170,)"
           R"("top":[{"comm":"cc1plus","role":"other","cpu_pct":90,"top_thread_pct":90}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "server -> client");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -1915,7 +1918,7 @@ TEST(Ladder, TcpShortOfTheNicsUnderCompetingLoadIsUndecided) {
                          .build();
   for (auto& st : shaped.stages)
     for (auto& s : st.samples) s.cpu_json = run.stages[0].samples[0].cpu_json;
-  const Finding* p = finding(analyze(shaped), "server -> client");
+  const Finding* p = finding(analyze(stored::decode(shaped)), "server -> client");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->layer, "network path") << p->rule;
 }
@@ -1936,7 +1939,7 @@ TEST(Ladder, BusyCoresDoNotOverrideADiskShareAtTheCeilingOfARamShareAtTcps) {
           R"({"server":{"seconds":3,"total_busy_pct":97,"server_pct":40,"agent_pct":30,)"
           R"("other_pct":120,"top":[{"comm":"vsftpd","role":"server","cpu_pct":40,)"
           R"("top_thread_pct":40}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_EQ(find_row(a, "ftp:ram:read:100000000")->cpu_bound.kind, "all cores");
   for (const char* path : {"ftp ram read", "ftp disk read"}) {
     const Finding* f = finding(a, path);
@@ -1967,7 +1970,7 @@ TEST(Ladder, ProtocolBelowTcpWithTooShortCpuWindowsIsUndecided) {
         s.size = s.bytes = 20'000'000;
         s.seconds /= 5;
       }
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "ftp ram write");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -1978,13 +1981,13 @@ TEST(Ladder, ProtocolBelowTcpWithTooShortCpuWindowsIsUndecided) {
   // Windows long enough on a quiet machine: the FTP layer.
   set_cpu(run, "ftp", "ram",
           R"({"client":{"seconds":0.9,"total_busy_pct":40,"agent_pct":31,"top":[]}})");
-  EXPECT_EQ(finding(analyze(run), "ftp ram write")->layer, "ftp");
+  EXPECT_EQ(finding(analyze(stored::decode(run)), "ftp ram write")->layer, "ftp");
 }
 
 TEST(Ladder, RunWithoutSamplesHasNoVerdict) {
   RunRecord run;
-  EXPECT_FALSE(analyze(run).has_verdict());
-  EXPECT_TRUE(analyze(seed_run()).has_verdict());
+  EXPECT_FALSE(analyze(stored::decode(run)).has_verdict());
+  EXPECT_TRUE(analyze(stored::decode(seed_run())).has_verdict());
 }
 
 // Matrix round 2, NFSv4 with the server disk throttled to 50 MB/s while other
@@ -2006,7 +2009,7 @@ TEST(Ladder, ARowItsOwnVerdictJudgedGetsNoSecondCpuFinding) {
           R"("other_pct":98,"top":[)"
           R"({"comm":"cc1plus","role":"other","cpu_pct":98,"top_thread_pct":98},)"
           R"({"comm":"ganesha.nfsd","role":"server","cpu_pct":60,"top_thread_pct":30}]}})");
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Row* r = find_row(a, "nfs:disk:read:100000000");
   ASSERT_NE(r, nullptr);
   ASSERT_EQ(r->cpu_bound.kind, "all cores");  // the premise: busy cores, own work busy too
@@ -2038,7 +2041,7 @@ TEST(Ladder, FromDiskFasterThanAQuotaBoundRamRowIsNoCache) {
       R"("cpu_limit_pct":20}]}})";
   set_cpu(run, "nfs", "ram", quota);
   set_cpu(run, "nfs", "disk", quota);
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
   const Finding* f = finding(a, "nfs disk read");
   ASSERT_NE(f, nullptr);
@@ -2055,7 +2058,7 @@ TEST(Ladder, ProtocolWithNothingMeasuredBeneathNamesNoLayer) {
                       .host("client", 1500, 10000)
                       .proto("nfs", "ram", "read", {420, 430, 426})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "nfs ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -2075,7 +2078,7 @@ TEST(Ladder, FromDiskBelowRamWithTheServerDiskUnmeasuredIsUndecided) {
                       .proto("nfs", "ram", "read", {420, 430, 426})
                       .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "nfs disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;
@@ -2100,7 +2103,7 @@ TEST(Ladder, ADiskRowOnTmpfsIsNoDisk) {
           .tcp("server->client", {1600, 1610, 1590})
           .tcp("client->server", {1800, 1810, 1790})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_FALSE(find_row(a, "disk:client:write:100000000")->medium_reason.empty());
   EXPECT_TRUE(find_row(a, "disk:server:read:100000000")->medium_reason.empty());
   const Finding* cfg = finding(a, "config");
@@ -2127,7 +2130,7 @@ TEST(Ladder, FromDiskFasterThanAThreadBoundRamRowTakesItsVerdict) {
                       .proto("nfs", "ram", "read", {289, 295, 280, 291}, 97, "ganesha.nfsd")
                       .proto("nfs", "disk", "read", {372, 380, 365, 370}, 60, "ganesha.nfsd")
                       .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
   const Finding* f = finding(a, "nfs disk read");
   ASSERT_NE(f, nullptr);
@@ -2156,7 +2159,7 @@ TEST(Ladder, FromDiskFasterThanARamRowOnBusyCoresIsNoCache) {
       R"("top_thread_pct":20}]}})";
   set_cpu(run, "nfs", "ram", busy);
   set_cpu(run, "nfs", "disk", busy);
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   ASSERT_EQ(find_row(a, "nfs:ram:read:100000000")->cpu_bound.kind, "all cores");
   EXPECT_FALSE(find_row(a, "nfs:disk:read:100000000")->cache_suspected);
   const Finding* f = finding(a, "nfs disk read");
@@ -2180,7 +2183,7 @@ TEST(Ladder, FromDiskBelowRamWithTheServerDiskStageOnTmpfsIsUndecided) {
           .proto("nfs", "ram", "read", {420, 430, 426})
           .proto("nfs", "disk", "read", {49.4, 49.6, 49.5})
           .build();
-  Analysis a = analyze(run);
+  Analysis a = analyze(stored::decode(run));
   const Finding* f = finding(a, "nfs disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided") << f->rule;

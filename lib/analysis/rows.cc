@@ -1,7 +1,6 @@
 // Decoding stored samples into rows: one per layer, place, op and size, with
 // their samples, CPU, TCP and driver evidence folded in.
 #include <fmt/format.h>
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -12,36 +11,12 @@
 #include "analysis/judge.h"
 #include "core/bootstrap.h"
 #include "core/cpu_message.h"
-#include "core/facts_message_json.h"
-#include "core/json_util.h"
-#include "core/messages_json.h"
+#include "core/stored_run.h"
 #include "core/units.h"
 #include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
-namespace json = boost::json;
-
-const json::value* path(const json::object& o, std::initializer_list<const char*> keys) {
-  const json::object* cur = &o;
-  const json::value* v = nullptr;
-  for (const char* k : keys) {
-    if (!cur) return nullptr;
-    auto it = cur->find(k);
-    if (it == cur->end()) return nullptr;
-    v = &it->value();
-    cur = v->is_object() ? &v->as_object() : nullptr;
-  }
-  return v;
-}
-
-double number(const json::value* v, double fallback = 0) {
-  if (!v) return fallback;
-  if (v->is_double()) return v->as_double();
-  if (v->is_int64()) return double(v->as_int64());
-  if (v->is_uint64()) return double(v->as_uint64());
-  return fallback;
-}
 
 std::string where_label(const std::string& where) {
   if (where == "server->client") return "server -> client";
@@ -49,11 +24,9 @@ std::string where_label(const std::string& where) {
   return where;
 }
 
-// Folds one sample's CPU summaries ({"server":{...},"client":{...}}) into the row.
-void add_cpu(Row& row, const json::object& cpu) {
-  for (const auto& [host, v] : cpu) {
-    if (!v.is_object()) continue;
-    const msg::CpuSummary c = msg::cpu_summary_from_json(v);
+// Folds one sample's CPU summaries (each end's) into the row.
+void add_cpu(Row& row, const std::vector<stored::EndCpu>& cpu) {
+  for (const auto& [host, c] : cpu) {
     // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
     // only windows of at least half a second count as evidence.
     if (c.seconds < kMinCpuWindow) continue;
@@ -252,15 +225,14 @@ HostFacts read_host_facts(const msg::Facts& f) {
 
 }  // namespace
 
-void detect_link(const RunRecord& run, Analysis& a) {
-  json::object plan = parse_json_object(run.plan_json);
-  double planned = number(path(plan, {"link", "nominal_bits"}));
+void detect_link(const stored::Run& run, Analysis& a) {
+  const double planned = run.planned_link_bits;
   if (planned > 0) {
     a.link_bits = planned;
     a.link_source = "set in the plan";
   }
   for (const auto& h : run.hosts) {
-    const HostFacts facts = read_host_facts(msg::read_stored<msg::Facts>(h.facts_json));
+    const HostFacts facts = read_host_facts(h.facts ? *h.facts : msg::Facts{});
     (h.role == "server" ? a.server_mtu : a.client_mtu) = facts.mtu;
     (h.role == "server" ? a.server : a.client) = facts;
     a.same_machine = !a.server.boot_id.empty() && a.server.boot_id == a.client.boot_id;
@@ -324,26 +296,27 @@ void link_protocol_rows(std::vector<Row>& rows) {
 
 }  // namespace
 
-std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
+std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
   std::map<std::string, Accum> acc;
   std::vector<std::string> order;
   for (const auto& st : run.stages) {
     for (const auto& s : st.samples) {
       std::string key;
       Row proto;
-      proto.layer = st.layer;
+      proto.layer = st.driver;
       proto.where = st.where;
       proto.op = s.op;
-      if (st.layer == "disk") {
+      if (st.kind == stored::StageKind::kDisk) {
         key = fmt::format("disk:{}:{}:{}", st.where, s.op, s.size);
         proto.size = s.size;
         // syncwrite: a flush per block, as a file server with sync on writes.
         proto.label =
             fmt::format("{} disk {}, {} files", st.where,
                         s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
-      } else if (st.layer == "tcp") {
+      } else if (st.kind == stored::StageKind::kTcp) {
         // Several streams at once: a row per count, the figure their total.
-        const size_t n = msg::read_stored<msg::TcpDetails>(s.details_json).streams.size();
+        const auto* td = s.details.as<msg::TcpDetails>();
+        const size_t n = td ? td->streams.size() : 0;
         proto.streams = n > 1 ? static_cast<int>(n) : 1;
         key = n > 1 ? fmt::format("tcp:{}:{}:{}", st.where, s.op, n)
                     : fmt::format("tcp:{}:{}", st.where, s.op);
@@ -352,14 +325,14 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
         proto.below = "link";
       } else {
         // A protocol over a RAM or disk share.
-        key = fmt::format("{}:{}:{}:{}", st.layer, st.where, s.op, s.size);
+        key = fmt::format("{}:{}:{}:{}", st.driver, st.where, s.op, s.size);
         proto.size = s.size;
         if (s.op.rfind("sweep-", 0) == 0) {
-          proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.layer),
+          proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.driver),
                                     st.where == "ram" ? "from RAM" : "from disk", s.op.substr(6),
                                     format_size(s.size));
         } else {
-          proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.layer),
+          proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.driver),
                                     st.where == "ram" ? "from RAM" : "from disk",
                                     s.op == "read" ? "read" : "write", format_size(s.size));
         }
@@ -380,27 +353,27 @@ std::vector<Row> build_rows(const RunRecord& run, const Analysis& a) {
       // The agent's reason for the row's first sample a cache may have served.
       const bool want_why = s.cache_possible && ac.row.cache_possible_why.empty();
       if (s.cache_possible) ac.row.cache_possible++;
-      if (want_why && st.layer == "disk") {
-        ac.row.cache_possible_why = msg::read_stored<msg::DiskDetails>(s.details_json).cache_reason;
-      }
-      const json::object cpu = parse_json_object(s.cpu_json);
-      add_cpu(ac.row, cpu);
-      for (const auto& [host, v] : cpu) {
-        ac.cpu[std::string(host)].add(msg::cpu_summary_from_json(v));
-      }
-      // Protocol samples' details, read once: the driver's properties and the
-      // share's filesystem from the first, a cache reason where one is wanted.
-      if (is_protocol(st.layer) && (ac.row.properties.empty() || want_why)) {
-        msg::TransferDetails td = msg::read_stored<msg::TransferDetails>(s.details_json);
-        if (want_why) ac.row.cache_possible_why = td.cache_reason;
-        if (ac.row.properties.empty()) {
-          ac.row.properties = std::move(td.properties);
-          ac.row.server_fs = td.server_fs;
-          ac.row.server_disk = td.server_disk;
+      if (want_why) {
+        if (const auto* d = s.details.as<msg::DiskDetails>()) {
+          ac.row.cache_possible_why = d->cache_reason;
         }
       }
-      if (st.layer == "tcp") {
-        const msg::TcpInfo t = msg::read_stored<msg::TcpDetails>(s.details_json).tcp_info;
+      if (s.cpu) {
+        add_cpu(ac.row, *s.cpu);
+        for (const auto& [host, c] : *s.cpu) ac.cpu[host].add(c);
+      }
+      // Protocol samples' details: the driver's properties and the share's
+      // filesystem from the first, a cache reason where one is wanted.
+      if (const auto* td = s.details.as<msg::TransferDetails>()) {
+        if (want_why) ac.row.cache_possible_why = td->cache_reason;
+        if (ac.row.properties.empty()) {
+          ac.row.properties = td->properties;
+          ac.row.server_fs = td->server_fs;
+          ac.row.server_disk = td->server_disk;
+        }
+      }
+      if (const auto* td = s.details.as<msg::TcpDetails>()) {
+        const msg::TcpInfo& t = td->tcp_info;
         if (t.available) {
           ac.info = true;
           ac.busy_s += t.busy_s;

@@ -241,7 +241,7 @@ std::vector<RuleInfo> verdict_rules() {
   return out;
 }
 
-Analysis analyze(const RunRecord& run) {
+Analysis analyze(const stored::Run& run) {
   Analysis a;
   a.stages_ran = !run.stages.empty();
   detect_link(run, a);

@@ -126,12 +126,12 @@ std::string db_path(const po::variables_map& vm) {
 
 // Prints `run` as analyzed once by the caller (`a`), as text or JSON; text
 // gives each finding in brief unless `explain`.
-void print_run(const RunRecord& run, const analysis::Analysis& a, bool as_json, bool explain) {
+void print_run(const stored::Run& run, const analysis::Analysis& a, bool as_json, bool explain) {
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
     // Text shows remote strings escaped (core/text.h); JSON escapes its own.
-    const RunRecord safe = sanitized_run(run);
+    const stored::Run safe = stored::sanitized(run);
     report::TextOptions o;
     o.color = isatty(1) == 1;
     o.explain = explain;
@@ -241,7 +241,7 @@ void configure_link(remote::AgentLink& link, const pipeline::Plan& plan, Progres
 // diagnose --push: the stored run's metrics to a Pushgateway. A failed push
 // loses nothing (the run is stored): it is reported, and a run that was
 // otherwise complete exits kExitFailed.
-int push_stored_run(const RunRecord& run, const analysis::Analysis& a, const std::string& base,
+int push_stored_run(const stored::Run& run, const analysis::Analysis& a, const std::string& base,
                     int rc) {
   try {
     const std::string url = push_run(run, a, base);
@@ -440,7 +440,7 @@ int diagnose(const std::vector<std::string>& args) {
     error = "interrupted by a signal";
   } else if (stages_ran) {
     // Every stage ran; failed stages or samples make it partial, no verdict failed.
-    const RunRecord measured = store.load_run(run_id);
+    const stored::Run measured = store.load(run_id);
     verdict = analysis::analyze(measured);
     RunOutcome o = outcome_of(measured, *verdict);
     status = o.status;
@@ -452,7 +452,7 @@ int diagnose(const std::vector<std::string>& args) {
   if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
   // The run as it ended (status, stages the end interrupted); its samples are
   // those judged above.
-  const RunRecord ended = store.load_run(run_id);
+  const stored::Run ended = store.load(run_id);
   if (!verdict) verdict = analysis::analyze(ended);
   store.put_verdicts(run_id, summarize_verdicts(*verdict));  // what `history` lists
   print_run(ended, *verdict, as_json, vm.count("explain") > 0);
@@ -597,7 +597,7 @@ int show(const std::vector<std::string>& args) {
   }
   Store store(db_path(vm), Store::Access::kReadOnly);
   const int64_t id = store.resolve(vm["run"].as<std::string>());
-  const RunRecord run = store.load_run(id);
+  const stored::Run run = store.load(id);
   const analysis::Analysis a = analysis::analyze(run);
   print_run(run, a, vm.count("json") > 0, vm.count("explain") > 0);
   if (vm.count("html")) write_run_html(run, a, vm["html"].as<std::string>());

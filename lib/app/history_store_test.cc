@@ -120,13 +120,14 @@ class HistoryStore : public ::testing::Test {
     std::string out;
     for (int64_t id : {int64_t{1}, int64_t{2}}) {
       const RunRecord run = store.load_run(id);
-      const analysis::Analysis a = analysis::analyze(run);
-      out += report::run_text(run, a, {false}) + report::run_json(run, a);
+      const analysis::Analysis a = analysis::analyze(stored::decode(run));
+      out += report::run_text(stored::decode(run), a, {false}) +
+             report::run_json(stored::decode(run), a);
       std::ostringstream csv, js;
       export_command({std::to_string(id), "--db", db}, csv);
       export_command({std::to_string(id), "--db", db, "--format", "json"}, js);
       out += csv.str() + js.str();
-      write_run_html(run, a, dir_ + "/r.html");
+      write_run_html(stored::decode(run), a, dir_ + "/r.html");
       out += read(dir_ + "/r.html");
     }
     std::ostringstream cmp;
@@ -277,7 +278,7 @@ TEST_F(HistoryStore, TrendGivesEachRunsVerdictOfThePathAndWhatChangedBetween) {
   ASSERT_EQ(t.entries.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const TrendEntry& e = t.entries[i];
-    const analysis::Analysis a = analysis::analyze(store.load_run(e.point.run_id));
+    const analysis::Analysis a = analysis::analyze(stored::decode(store.load_run(e.point.run_id)));
     const auto paths = analysis::path_verdicts(a);
     auto it = std::find_if(paths.begin(), paths.end(),
                            [](const analysis::PathVerdict& p) { return p.path == "smb ram read"; });

@@ -60,7 +60,7 @@ void check_push_url(const std::string& base) {
   }
 }
 
-std::string push_run(const RunRecord& run, const analysis::Analysis& a, const std::string& base) {
+std::string push_run(const stored::Run& run, const analysis::Analysis& a, const std::string& base) {
   check_push_url(base);
   const std::string url = pushgateway_group_url(base, run.server, run.client);
   push_metrics(url, report::export_openmetrics(run, a, {.eof = false}));

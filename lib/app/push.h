@@ -4,7 +4,7 @@
 #include <string>
 
 #include "analysis/ladder.h"
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::app {
 
@@ -27,6 +27,6 @@ void check_push_url(const std::string& base);
 
 // A stored run's metrics (report::export_openmetrics) pushed to its group on
 // the Pushgateway at `base`; returns the group's URL.
-std::string push_run(const RunRecord& run, const analysis::Analysis& a, const std::string& base);
+std::string push_run(const stored::Run& run, const analysis::Analysis& a, const std::string& base);
 
 }  // namespace cp::app

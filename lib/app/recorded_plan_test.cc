@@ -16,7 +16,7 @@ TEST(RecordedPlan, CompareNamesALabThrottleBetweenRuns) {
   starved.smbd_cpu = 0.2;
   a.plan_json = with_lab_throttle(a.plan_json, none);
   b.plan_json = with_lab_throttle(b.plan_json, starved);
-  const analysis::Comparison c = analysis::compare_runs(a, b);
+  const analysis::Comparison c = analysis::compare_runs(stored::decode(a), stored::decode(b));
   bool named = false;
   for (const auto& d : c.env) {
     if (d.where == "plan" && d.what.find("lab_throttle") != std::string::npos &&

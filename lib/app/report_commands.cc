@@ -117,7 +117,7 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
-void write_run_html(const RunRecord& run, const analysis::Analysis& a, const std::string& path) {
+void write_run_html(const stored::Run& run, const analysis::Analysis& a, const std::string& path) {
   write_file_atomic(path, report::run_html(run, a));
 }
 
@@ -152,14 +152,14 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
                 fmt::format("'{}' and '{}' are the same run ({})", runs[0], runs[1], ida),
                 "compare two different runs: `chokepoint history` lists them");
   }
-  const RunRecord a = store.load_run(ida);
-  const RunRecord b = store.load_run(idb);
+  const stored::Run a = store.load(ida);
+  const stored::Run b = store.load(idb);
   const analysis::Comparison c = analysis::compare_runs(a, b);
   if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), report::compare_html(c));
   if (vm.count("json")) {
     out << report::compare_json(c);
   } else {  // remote strings (facts, Samba config) escaped, as in `show` (core/text.h)
-    out << report::compare_text(analysis::compare_runs(sanitized_run(a), sanitized_run(b)),
+    out << report::compare_text(analysis::compare_runs(stored::sanitized(a), stored::sanitized(b)),
                                 {to_tty(out)});
   }
   return 0;
@@ -305,7 +305,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
                 "write --format csv, --format json or --format openmetrics");
   }
   const Store store(db_path(vm), Store::Access::kReadOnly);
-  const RunRecord run = store.load_run(store.resolve(vm["run"].as<std::string>()));
+  const stored::Run run = store.load(store.resolve(vm["run"].as<std::string>()));
   const std::string text = format == "csv" ? report::export_csv(run)
                            : format == "json"
                                ? report::export_json(run)

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analysis/ladder.h"
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::app {
 
@@ -29,7 +29,7 @@ int prune_command(const std::vector<std::string>& args, std::ostream& out);
 int export_command(const std::vector<std::string>& args, std::ostream& out);
 
 // Writes the self-contained HTML report of `run` (analyzed as `a`) to `path`.
-void write_run_html(const RunRecord& run, const analysis::Analysis& a, const std::string& path);
+void write_run_html(const stored::Run& run, const analysis::Analysis& a, const std::string& path);
 
 // Writes `content` to `path` through a temporary file renamed over it, so a
 // reader never sees half a report; the temporary's name is random and it is

@@ -163,13 +163,13 @@ TEST_F(ReportCommands, ShowHtmlFile) {
   Store store(db_);
   const std::string path = dir_ + "/run.html";
   const RunRecord run = store.load_run(before_);
-  const analysis::Analysis a = analysis::analyze(run);
-  write_run_html(run, a, path);
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  write_run_html(stored::decode(run), a, path);
   std::string page = read(path);
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(page.find("data-chart=\"path:server -&gt; client\""), std::string::npos);
   try {
-    write_run_html(run, a, dir_ + "/no/such/dir/run.html");
+    write_run_html(stored::decode(run), a, dir_ + "/no/such/dir/run.html");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kIo);

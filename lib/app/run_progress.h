@@ -83,17 +83,16 @@ class Recorder : public pipeline::RunObserver {
  public:
   Recorder(Store& store, int64_t run_id, ProgressPrinter& out, const pipeline::Plan& plan)
       : store_(store), run_(run_id), out_(out), eta_(plan) {}
-  void on_host(const HostRecord& h) override {
-    hosts_.push_back(h);
+  void on_host(const HostRecord& h, const msg::Facts& facts) override {
+    hosts_.push_back({h, facts});
     store_.add_host(run_, h);
   }
   // Kept with the host's facts, so benchmarks and tests can read it back.
   void on_agent_stats(const std::string& role, uint64_t max_rss_kb) override {
-    for (auto& h : hosts_) {
+    for (auto& [h, facts] : hosts_) {
       if (h.role != role) continue;
-      msg::Facts f = msg::read_stored<msg::Facts>(h.facts_json);
-      f.agent_max_rss_kb = max_rss_kb;
-      h.facts_json = boost::json::serialize(msg::to_json(f));
+      facts.agent_max_rss_kb = max_rss_kb;
+      h.facts_json = boost::json::serialize(msg::to_json(facts));
       store_.add_host(run_, h);
     }
   }
@@ -116,7 +115,7 @@ class Recorder : public pipeline::RunObserver {
   int64_t run_;
   ProgressPrinter& out_;
   pipeline::RunEta eta_;
-  std::vector<HostRecord> hosts_;
+  std::vector<std::pair<HostRecord, msg::Facts>> hosts_;  // as stored, and typed
 };
 
 }  // namespace cp::app

@@ -4,7 +4,7 @@
 
 namespace cp::app {
 
-RunOutcome outcome_of(const RunRecord& run, const analysis::Analysis& a) {
+RunOutcome outcome_of(const stored::Run& run, const analysis::Analysis& a) {
   int failed_stages = 0, failed_samples = 0;
   std::string first;
   for (const auto& st : run.stages) {
@@ -12,14 +12,14 @@ RunOutcome outcome_of(const RunRecord& run, const analysis::Analysis& a) {
       ++failed_stages;
       if (first.empty()) {
         first =
-            fmt::format("{} {}: {}", st.layer, st.where, st.error.empty() ? st.status : st.error);
+            fmt::format("{} {}: {}", st.driver, st.where, st.error.empty() ? st.status : st.error);
       }
     }
     for (const auto& s : st.samples) {
       if (s.error.empty()) continue;
       ++failed_samples;
       if (first.empty())
-        first = fmt::format("{} {} sample {}: {}", st.layer, st.where, s.seq, s.error);
+        first = fmt::format("{} {} sample {}: {}", st.driver, st.where, s.seq, s.error);
     }
   }
   if (!a.has_verdict()) {

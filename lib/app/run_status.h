@@ -7,7 +7,7 @@
 #include <string>
 
 #include "analysis/ladder.h"
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::app {
 
@@ -26,7 +26,7 @@ struct RunOutcome {
 // For a run whose stages all ran (not interrupted, not failed before them),
 // from its samples and its analysis (analysis::analyze(run), done once by the
 // caller and passed on to the reports).
-RunOutcome outcome_of(const RunRecord& run, const analysis::Analysis& a);
+RunOutcome outcome_of(const stored::Run& run, const analysis::Analysis& a);
 
 int exit_code_for(const std::string& run_status);
 

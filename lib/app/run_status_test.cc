@@ -11,7 +11,9 @@ namespace {
 using report::testing::seed_run;
 using report::testing::SeedRun;
 
-RunOutcome outcome(const RunRecord& run) { return outcome_of(run, analysis::analyze(run)); }
+RunOutcome outcome(const RunRecord& run) {
+  return outcome_of(stored::decode(run), analysis::analyze(stored::decode(run)));
+}
 
 TEST(RunOutcome, EveryStageAndSampleGoodIsComplete) {
   RunOutcome o = outcome(seed_run());
@@ -56,7 +58,7 @@ TEST(RunOutcome, OnlyNotesAndNoPathIsNoVerdict) {
   RunRecord run = SeedRun(1, "x").stage("disk", "server", "read", 100'000'000, {70, 71}).build();
   for (auto& s : run.stages[0].samples) s.error = "disk full";
   run.stages[0].status = kFailed;
-  EXPECT_FALSE(analysis::analyze(run).has_verdict());
+  EXPECT_FALSE(analysis::analyze(stored::decode(run)).has_verdict());
   EXPECT_EQ(outcome(run).status, kFailed);
 }
 

@@ -72,7 +72,7 @@ Trend build_trend(const Store& store, VerdictRefresher& refresher, const std::st
         ErrorKind::kUsage, fmt::format("no stored run has a verdict for '{}'", path),
         known.empty() ? "run `chokepoint diagnose` first" : "paths with verdicts: " + known);
   }
-  RunRecord prev;
+  stored::Run prev;
   for (TrendPoint& p : store.trend(t.server, t.client, path)) {
     if (refresher.stale(p.analysis_version)) {
       const VerdictSummary v = refresher.derive(p.run_id, kComplete);
@@ -81,7 +81,7 @@ Trend build_trend(const Store& store, VerdictRefresher& refresher, const std::st
     }
     if (p.verdict.path.empty()) continue;
     TrendEntry e{p, {}};
-    RunRecord head = store.load_run_header(p.run_id);
+    stored::Run head = store.load_header(p.run_id);
     if (!t.entries.empty()) {
       for (analysis::EnvDiff& d : analysis::env_diff(prev, head)) {
         if (!d.parts.empty()) e.changes.push_back(std::move(d));  // a plan file's name is none

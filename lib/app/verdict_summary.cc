@@ -34,7 +34,7 @@ VerdictSummary summarize_verdicts(const analysis::Analysis& a) {
 }
 
 void record_verdicts(Store& store, int64_t id) {
-  store.put_verdicts(id, summarize_verdicts(analysis::analyze(store.load_run(id))));
+  store.put_verdicts(id, summarize_verdicts(analysis::analyze(store.load(id))));
 }
 
 analysis::Headline headline_of(const RunListRow& row) {
@@ -67,7 +67,7 @@ Store* VerdictRefresher::writer() {
 }
 
 VerdictSummary VerdictRefresher::derive(int64_t id, const std::string& status) {
-  VerdictSummary v = summarize_verdicts(analysis::analyze(reader_.load_run(id)));
+  VerdictSummary v = summarize_verdicts(analysis::analyze(reader_.load(id)));
   if (status == kRunning) return v;
   if (Store* w = writer()) {
     try {

@@ -14,5 +14,8 @@ namespace cp {
 boost::json::value parse_json_or_null(std::string_view text);
 // The parsed object, or an empty one when the text is not a JSON object.
 boost::json::object parse_json_object(std::string_view text);
+// Sanitizes every string of `v`, object keys too (core/text.h
+// sanitize_field, for the terminal); whether any changed. In text.cc.
+bool sanitize_json(boost::json::value& v);
 
 }  // namespace cp

@@ -1,6 +1,7 @@
-// What a run produces, as stored and as analysed: plain records shared by
-// pipeline (which fills them), store (which persists them) and analysis.
-// Probe-specific detail travels as JSON text so these stay plain structs.
+// What a run produces, as the pipeline writes it and the store persists it:
+// plain records whose probe-specific parts are JSON text (each message's
+// codec wrote it). Readers take the run decoded once instead
+// (core/stored_run.h, Store::load).
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,9 @@ struct SampleRecord {
 struct StageRecord {
   int64_t id = 0;
   int64_t run_id = 0;
-  std::string layer;   // "disk" | "tcp"
-  std::string where;   // disk: "server" | "client"; tcp: "server->client" | "client->server"
+  std::string layer;   // "disk" | "tcp" | the protocol driver's name ("smb", "nfs", "path", ...)
+  std::string where;   // disk: "server" | "client"; tcp: "server->client" | "client->server";
+                       // protocol and sweep: the share's medium, "ram" | "disk"
   std::string status;  // running | complete | failed | interrupted | skipped
   std::string error;   // why it failed or was skipped
   std::string params_json;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "core/json_util.h"
 #include "core/model.h"
 
 namespace cp {
@@ -99,7 +100,20 @@ std::string sanitize(std::string_view s, bool keep_newlines) {
   return out;
 }
 
-// Sanitizes every string of `v`, object keys too; whether any changed.
+void sanitize_json_text(std::string& text) {
+  if (text.empty()) return;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec) return;
+  if (sanitize_json(v)) text = boost::json::serialize(v);
+}
+
+void sanitize_in_place(std::string& s) { s = sanitize_field(s); }
+
+}  // namespace
+
+std::string sanitize_field(std::string_view s) { return sanitize(s, false); }
+
 bool sanitize_json(boost::json::value& v) {
   bool changed = false;
   if (v.is_string()) {
@@ -123,19 +137,6 @@ bool sanitize_json(boost::json::value& v) {
   return changed;
 }
 
-void sanitize_json_text(std::string& text) {
-  if (text.empty()) return;
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  if (ec) return;
-  if (sanitize_json(v)) text = boost::json::serialize(v);
-}
-
-void sanitize_in_place(std::string& s) { s = sanitize_field(s); }
-
-}  // namespace
-
-std::string sanitize_field(std::string_view s) { return sanitize(s, false); }
 std::string sanitize_text(std::string_view s) { return sanitize(s, true); }
 
 RunRecord sanitized_run(const RunRecord& run) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/facts_message.h"
 #include "core/model.h"
 #include "pipeline/plan.h"
 
@@ -31,7 +32,8 @@ struct Progress {
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
-  virtual void on_host(const HostRecord& host) = 0;
+  // host.facts_json is `facts` encoded (core/facts_message_json.h).
+  virtual void on_host(const HostRecord& host, const msg::Facts& facts) = 0;
   virtual int64_t on_stage_begin(const StageRecord& stage) = 0;  // returns the stage id
   virtual void on_sample(int64_t stage_id, const SampleRecord& sample) = 0;
   virtual void on_stage_end(int64_t stage_id, const std::string& status,

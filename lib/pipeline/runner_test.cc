@@ -59,7 +59,7 @@ struct Recorded : RunObserver {
   std::map<int64_t, std::vector<SampleRecord>> samples;
   std::vector<std::string> notes;
   int progress_done = 0;
-  void on_host(const HostRecord& h) override { hosts.push_back(h); }
+  void on_host(const HostRecord& h, const msg::Facts&) override { hosts.push_back(h); }
   int64_t on_stage_begin(const StageRecord& s) override {
     stages.push_back(s);
     stages.back().id = static_cast<int64_t>(stages.size());

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/stored_run_json.h"
 #include "remote/agent_port.h"
 
 namespace cp::pipeline {
@@ -44,8 +45,8 @@ void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
 // with the reason as its error and "stalled": true in its details, so the
 // figures leave it out and the run is partial. `over` is the sample's time
 // past its planned duration (TCP), s. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const AgentPort*>& links,
-                double over, RunObserver& obs) {
+bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
+                const std::vector<const AgentPort*>& links, double over, RunObserver& obs) {
   if (!s.error.empty()) return false;
   double silent = 0;
   for (const AgentPort* l : links) {
@@ -60,15 +61,8 @@ bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const Agent
         fmt::format("stalled: took {:.1f} s, {:.1f} s over its planned duration", s.seconds, over);
   }
   if (s.error.empty()) return false;
-  json::object details;
-  if (!s.details_json.empty()) {
-    boost::system::error_code ec;
-    json::value v = json::parse(s.details_json, ec);
-    if (!ec && v.is_object()) details = v.as_object();
-  }
-  details["stalled"] = true;
-  details["silent_seconds"] = silent;
-  s.details_json = json::serialize(details);
+  details.stalled = true;
+  details.silent_seconds = silent;
   obs.on_note(s.error + "; this sample is left out of the figures");
   return true;
 }
@@ -93,6 +87,11 @@ msg::ShareRef share_message(const SharePlan& share, const Agents& a) {
   if (auto it = a.passwords.find(share.name); it != a.passwords.end()) ref.password = it->second;
   for (const auto& [k, v] : share.options) ref.options[k] = v;
   return ref;
+}
+
+std::string sample_details_json(const stored::Details& details) {
+  const json::value v = stored::to_json(details);
+  return v.is_null() ? std::string() : json::serialize(v);
 }
 
 std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/messages_json.h"
+#include "core/stored_run.h"
 #include "pipeline/runner.h"
 #include "remote/agent_port.h"
 
@@ -72,10 +73,12 @@ void protocol_stage(StageContext& ctx, const SharePlan& share);
 void sweep_stage(StageContext& ctx, const SharePlan& share);
 
 // A sample during which an agent was silent past [timeouts] stall, or that ran
-// `over` s past its planned duration: flagged stalled (error and details) and
-// left out of the figures. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s,
+// `over` s past its planned duration: flagged stalled (s.error and `details`)
+// and left out of the figures. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
                 const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
+// A sample's details column: the stage kind's codec, and the stall flag.
+std::string sample_details_json(const stored::Details& details);
 // Asks `agent` to prepare run directories; notes those of gone agents it
 // swept on the way (`who`: kServer | kClient).
 msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequest& req,

@@ -16,7 +16,8 @@ using testing::seed_run;
 using testing::tuned_run;
 
 TEST(CompareReport, TextShowsChangesAndWhatDiffers) {
-  analysis::Comparison c = analysis::compare_runs(seed_run(), tuned_run());
+  analysis::Comparison c =
+      analysis::compare_runs(stored::decode(seed_run()), stored::decode(tuned_run()));
   std::string t = compare_text(c, {false});
   EXPECT_NE(t.find("A = run 1 \"before\""), std::string::npos) << t;
   EXPECT_NE(t.find("B = run 2 \"after\""), std::string::npos);
@@ -38,7 +39,8 @@ TEST(CompareReport, TextShowsChangesAndWhatDiffers) {
 }
 
 TEST(CompareReport, JsonCarriesSamplesAndTests) {
-  analysis::Comparison c = analysis::compare_runs(seed_run(), tuned_run());
+  analysis::Comparison c =
+      analysis::compare_runs(stored::decode(seed_run()), stored::decode(tuned_run()));
   auto doc = boost::json::parse(compare_json(c)).as_object();
   EXPECT_EQ(doc.at("a").at("id").as_int64(), 1);
   EXPECT_EQ(doc.at("b").at("label").as_string(), "after");
@@ -63,7 +65,8 @@ TEST(CompareReport, JsonCarriesSamplesAndTests) {
 // are controls, that they drifted and by how much, and counts only the SMB
 // change beyond the drift.
 TEST(CompareReport, JsonSeparatesDriftFromChange) {
-  analysis::Comparison c = analysis::compare_runs(drift_run(false), drift_run(true));
+  analysis::Comparison c =
+      analysis::compare_runs(stored::decode(drift_run(false)), stored::decode(drift_run(true)));
   auto doc = boost::json::parse(compare_json(c)).as_object();
   EXPECT_EQ(doc.at("correction").as_string(), "holm");
   std::map<std::string, std::string> verdicts;
@@ -111,7 +114,9 @@ TEST(CompareReport, JsonSeparatesDriftFromChange) {
 TEST(CompareReport, JsonHasNoDriftFigureWithoutControls) {
   RunRecord b = seed_run(2, "after");
   b.version = "0.2.0";
-  auto doc = boost::json::parse(compare_json(analysis::compare_runs(seed_run(), b))).as_object();
+  auto doc = boost::json::parse(compare_json(analysis::compare_runs(stored::decode(seed_run()),
+                                                                    stored::decode(b))))
+                 .as_object();
   const auto& drift = doc.at("drift").as_object();
   EXPECT_TRUE(drift.at("controls").as_array().empty());
   EXPECT_TRUE(drift.at("median_change").is_null());
@@ -123,7 +128,8 @@ TEST(CompareReport, JsonHasNoDriftFigureWithoutControls) {
 }
 
 TEST(CompareReport, TextShowsDriftAndRoles) {
-  analysis::Comparison c = analysis::compare_runs(drift_run(false), drift_run(true));
+  analysis::Comparison c =
+      analysis::compare_runs(stored::decode(drift_run(false)), stored::decode(drift_run(true)));
   std::string t = compare_text(c, {false});
   EXPECT_NE(t.find("-24.5 % drift (p="), std::string::npos) << t;
   // The change is drift, not a slower row: no row's verdict says slower.
@@ -145,7 +151,8 @@ TEST(CompareReport, TextNamesLongSambaParametersWhole) {
   RunRecord a = seed_run(), b = seed_run(2, "after");
   b.hosts[0].facts_json = R"({"samba":{"sha256":"bb22","global":{"smb2 max read":"65536",)"
                           R"("server multi channel support":"yes"}}})";
-  std::string t = compare_text(analysis::compare_runs(a, b), {false});
+  std::string t =
+      compare_text(analysis::compare_runs(stored::decode(a), stored::decode(b)), {false});
   EXPECT_NE(t.find("samba.global.server multi channel support"), std::string::npos) << t;
 }
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/cpu_message.h"
-#include "core/json_util.h"
+#include "core/stored_run_json.h"
 #include "report/report.h"
 #include "report/sample_json.h"
 
@@ -28,18 +28,16 @@ void flatten(const json::value& v, const std::string& prefix, json::object& out)
   }
 }
 
-// The busiest core (% busy), top process and busiest thread of one end's CPU
-// message, read through its codec (core/cpu_message.h).
-void add_cpu(const json::value& cpu, const char* role, json::object& row) {
+// The busiest core (% busy), top process and busiest thread of one end's CPU.
+void add_cpu(const stored::Sample& sample, const char* role, json::object& row) {
   const std::string p = role;
   row[p + "_max_core_pct"] = nullptr;
   row[p + "_top_process"] = nullptr;
   row[p + "_top_cpu_pct"] = nullptr;
   row[p + "_top_thread_pct"] = nullptr;
-  if (!cpu.is_object()) return;
-  const json::value* end = cpu.as_object().if_contains(role);
-  if (!end || !end->is_object()) return;
-  const msg::CpuSummary s = msg::cpu_summary_from_json(*end);
+  const msg::CpuSummary* end = sample.cpu_of(role);
+  if (!end) return;
+  const msg::CpuSummary& s = *end;
   if (!s.core_busy_pct.empty()) {
     row[p + "_max_core_pct"] = *std::max_element(s.core_busy_pct.begin(), s.core_busy_pct.end());
   }
@@ -58,7 +56,7 @@ struct Table {
   std::vector<json::value> details, cpus;  // whole, for JSON
 };
 
-Table build(const RunRecord& run) {
+Table build(const stored::Run& run) {
   Table t;
   t.columns = {"run_id",
                "run_label",
@@ -87,14 +85,13 @@ Table build(const RunRecord& run) {
   std::vector<std::string> extra;
   for (const auto& st : run.stages) {
     for (const auto& s : st.samples) {
-      json::object row{{"run_id", run.id},  {"run_label", run.label}, {"stage_id", st.id},
-                       {"layer", st.layer}, {"where", st.where},      {"stage_status", st.status},
+      json::object row{{"run_id", run.id},   {"run_label", run.label}, {"stage_id", st.id},
+                       {"layer", st.driver}, {"where", st.where},      {"stage_status", st.status},
                        {"sample_id", s.id}};
       for (auto& [k, v] : sample_measure_json(s)) row[k] = std::move(v);
-      json::value cpu = parse_json_or_null(s.cpu_json);
-      add_cpu(cpu, "server", row);
-      add_cpu(cpu, "client", row);
-      json::value details = parse_json_or_null(s.details_json);
+      add_cpu(s, "server", row);
+      add_cpu(s, "client", row);
+      json::value details = stored::to_json(s.details);
       json::object flat;
       if (details.is_object()) flatten(details, "details", flat);
       for (auto& [k, v] : flat) {
@@ -104,7 +101,7 @@ Table build(const RunRecord& run) {
       }
       t.rows.push_back(std::move(row));
       t.details.push_back(std::move(details));
-      t.cpus.push_back(std::move(cpu));
+      t.cpus.push_back(stored::to_json(s.cpu));
     }
   }
   t.columns.insert(t.columns.end(), extra.begin(), extra.end());
@@ -144,7 +141,7 @@ std::string csv_field(const std::string& s) {
   return quoted(s);
 }
 
-std::string export_csv(const RunRecord& run) {
+std::string export_csv(const stored::Run& run) {
   Table t = build(run);
   std::string out;
   for (size_t i = 0; i < t.columns.size(); ++i) out += (i ? "," : "") + csv_field(t.columns[i]);
@@ -158,7 +155,7 @@ std::string export_csv(const RunRecord& run) {
   return out;
 }
 
-std::string export_json(const RunRecord& run) {
+std::string export_json(const stored::Run& run) {
   Table t = build(run);
   json::array columns, samples;
   for (const auto& c : t.columns) columns.push_back(json::string(c));

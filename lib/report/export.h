@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::report {
 
@@ -14,13 +14,13 @@ namespace cp::report {
 // client_...); then every scalar of the sample's details flattened
 // ("details.tcp_info.rtt_us", "details.properties.max_read_size"), in the
 // order they first appear. Sizes in bytes, times in seconds, rates in bytes/s.
-std::string export_csv(const RunRecord& run);
+std::string export_csv(const stored::Run& run);
 
 // The same rows as JSON: {"run": {..., "degraded": [{"role", "fact", "method",
 // "privilege"}]}, "columns": [...], "samples": [{column: value, "details": {...},
 // "cpu": {...}}]}, with details and CPU summaries whole; "degraded" is
 // report::degraded_facts(run).
-std::string export_json(const RunRecord& run);
+std::string export_json(const stored::Run& run);
 
 // One CSV text field: prefixed with ' when it starts with = + - @ TAB or CR
 // (a spreadsheet would run it as a formula), then quoted when it holds a

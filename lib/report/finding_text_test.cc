@@ -51,8 +51,8 @@ TEST(FindingText, HintsAreRenderedInTheTextOnlyAndTheSentenceOmitsThem) {
 // JSON, text and the headline carry one rendering of each finding, with its rule id.
 TEST(FindingText, JsonTextAndRuleIdAreThoseOfTheFinding) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
-  const auto doc = boost::json::parse(run_json(run, a)).as_object();
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const auto doc = boost::json::parse(run_json(stored::decode(run), a)).as_object();
   const auto& findings = doc.at("verdict").at("findings").as_array();
   ASSERT_EQ(findings.size(), a.findings.size());
   for (size_t i = 0; i < findings.size(); ++i) {

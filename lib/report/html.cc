@@ -177,7 +177,7 @@ bool charted(const analysis::Finding& f) {
          f.path != "cpu";
 }
 
-std::string hosts_table(const RunRecord& run) {
+std::string hosts_table(const stored::Run& run) {
   std::string out =
       "<table><tr><th>role</th><th>host</th><th>kernel</th><th>CPU</th><th>memory</th>"
       "<th>interface</th><th>disk</th></tr>";
@@ -191,7 +191,7 @@ std::string hosts_table(const RunRecord& run) {
     }
   };
   for (const auto& h : run.hosts) {
-    const msg::Facts f = stored_facts(h).value_or(msg::Facts{});
+    const msg::Facts f = h.facts.value_or(msg::Facts{});
     const msg::NetFacts net = f.net.value_or(msg::NetFacts{});
     const msg::BlockDeviceFacts* dev =
         f.disk_dir && f.disk_dir->device ? &*f.disk_dir->device : nullptr;
@@ -321,7 +321,7 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-std::string run_html(const RunRecord& run, const analysis::Analysis& a) {
+std::string run_html(const stored::Run& run, const analysis::Analysis& a) {
   std::string body;
   body += fmt::format("<h1>chokepoint run {}{}</h1>\n", run.id,
                       run.label.empty() ? "" : " \u201C" + esc(run.label) + "\u201D");
@@ -376,8 +376,8 @@ std::string run_html(const RunRecord& run, const analysis::Analysis& a) {
   if (!notes.empty()) body += "<h2>Notes</h2>\n" + notes;
   for (const auto& st : run.stages) {
     if (st.status == kFailed || st.status == kInterrupted) {
-      body += fmt::format("<p class=\"bad\">stage {} {} {}: {}</p>\n", esc(st.layer), esc(st.where),
-                          esc(st.status), esc(st.error));
+      body += fmt::format("<p class=\"bad\">stage {} {} {}: {}</p>\n", esc(st.driver),
+                          esc(st.where), esc(st.status), esc(st.error));
     }
   }
   body +=

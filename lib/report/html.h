@@ -13,14 +13,14 @@
 
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::report {
 
 // The run's hosts, its verdict, one ladder chart per path (a bar per layer,
 // the capping layer marked, the samples' spread), a chart of every
 // measured row, the ladder table and every finding.
-std::string run_html(const RunRecord& run, const analysis::Analysis& a);
+std::string run_html(const stored::Run& run, const analysis::Analysis& a);
 
 // Both runs' verdicts, a before/after overlay chart per row both measured
 // (with both runs' samples), the table of changes, the rows only one

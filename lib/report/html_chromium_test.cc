@@ -149,8 +149,8 @@ class ChromiumRender : public ::testing::Test {
 
 TEST_F(ChromiumRender, RunPageChartsAreDrawn) {
   RunRecord run = testing::seed_run();
-  analysis::Analysis a = analysis::analyze(run);
-  auto charts = render(run_html(run, a), "run.html");
+  analysis::Analysis a = analysis::analyze(stored::decode(run));
+  auto charts = render(run_html(stored::decode(run), a), "run.html");
   std::set<std::string> want;
   for (const auto& f : a.findings) {
     if (f.rows.empty() || f.path == "cache" || f.path == "errors" || f.path == "cpu") continue;
@@ -183,7 +183,8 @@ TEST_F(ChromiumRender, RunPageChartsAreDrawn) {
 }
 
 TEST_F(ChromiumRender, ComparePageOverlaysAreDrawn) {
-  analysis::Comparison c = analysis::compare_runs(testing::seed_run(), testing::tuned_run());
+  analysis::Comparison c = analysis::compare_runs(stored::decode(testing::seed_run()),
+                                                  stored::decode(testing::tuned_run()));
   auto charts = render(compare_html(c), "compare.html");
   ASSERT_EQ(charts.size(), c.rows.size());
   for (const auto& d : c.rows) {
@@ -203,7 +204,7 @@ TEST_F(ChromiumRender, ComparePageOverlaysAreDrawn) {
 // (a broken stylesheet) or absent is caught.
 TEST_F(ChromiumRender, ProbeCatchesUndrawnAndEmptyCharts) {
   RunRecord run = testing::seed_run();
-  std::string html = run_html(run, analysis::analyze(run));
+  std::string html = run_html(stored::decode(run), analysis::analyze(stored::decode(run)));
   std::string hidden = html;
   hidden.replace(hidden.find("</style>"), 8, "rect.bar{fill:none!important}</style>");
   auto charts = render(hidden, "hidden.html");

@@ -41,8 +41,8 @@ void expect_self_contained(const std::string& html) {
 // ladder's charts.
 TEST(Html, OpensWithTheSummaryTableARowPerPath) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
-  const std::string html = run_html(run, a);
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const std::string html = run_html(stored::decode(run), a);
   const auto paths = analysis::path_verdicts(a);
   ASSERT_FALSE(paths.empty());
   EXPECT_EQ(count(html, "<tr data-path="), paths.size());
@@ -59,8 +59,8 @@ TEST(Html, Escape) {
 
 TEST(Html, RunPageHasAChartPerPath) {
   RunRecord run = testing::seed_run();
-  analysis::Analysis a = analysis::analyze(run);
-  std::string html = run_html(run, a);
+  analysis::Analysis a = analysis::analyze(stored::decode(run));
+  std::string html = run_html(stored::decode(run), a);
   expect_self_contained(html);
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find(html_escape(headline_text(a))), std::string::npos);
@@ -104,7 +104,8 @@ TEST(Html, RunPageHasAChartPerPath) {
 
 TEST(Html, CapOfTheSeedDownPathIsTheServerDisk) {
   RunRecord run = testing::seed_run();
-  std::string svg = chart(run_html(run, analysis::analyze(run)), "path:server -> client");
+  std::string svg = chart(run_html(stored::decode(run), analysis::analyze(stored::decode(run))),
+                          "path:server -> client");
   EXPECT_NE(svg.find(R"(<rect class="bar cap" data-key="disk:server:read:100000000")"),
             std::string::npos)
       << svg;
@@ -115,15 +116,15 @@ TEST(Html, CacheSuspectedBarIsMarked) {
   RunRecord run = testing::SeedRun(4, "")
                       .stage("disk", "server", "read", 10'000'000, {900, 950, 940}, true)
                       .build();
-  analysis::Analysis a = analysis::analyze(run);
-  std::string html = run_html(run, a);
+  analysis::Analysis a = analysis::analyze(stored::decode(run));
+  std::string html = run_html(stored::decode(run), a);
   EXPECT_NE(html.find("cache suspected"), std::string::npos);
   EXPECT_NE(chart(html, "path:server -> client").find("cache\" data-key"), std::string::npos);
 }
 
 TEST(Html, EmptyRunStillRenders) {
   RunRecord run = testing::SeedRun(5, "").build();
-  std::string html = run_html(run, analysis::analyze(run));
+  std::string html = run_html(stored::decode(run), analysis::analyze(stored::decode(run)));
   expect_self_contained(html);
   EXPECT_NE(html.find("No path has samples to chart."), std::string::npos);
   EXPECT_EQ(html.find("<svg"), std::string::npos);
@@ -132,11 +133,13 @@ TEST(Html, EmptyRunStillRenders) {
 // Each degraded fact is a row keyed by host and fact; a run without any has no table.
 TEST(Html, DegradedFactsGetARowEach) {
   RunRecord run = testing::SeedRun(7, "").stage("tcp", "server->client", "send", 0, {100}).build();
-  EXPECT_EQ(run_html(run, analysis::analyze(run)).find("class=\"degraded\""), std::string::npos);
+  EXPECT_EQ(run_html(stored::decode(run), analysis::analyze(stored::decode(run)))
+                .find("class=\"degraded\""),
+            std::string::npos);
   run.hosts[0].facts_json =
       R"({"hostname":"nas","degraded":[{"fact":"process_netns","method":"m","privilege":"p"},)"
       R"({"fact":"smb_negotiated","method":"m","privilege":"p"}]})";
-  const std::string html = run_html(run, analysis::analyze(run));
+  const std::string html = run_html(stored::decode(run), analysis::analyze(stored::decode(run)));
   expect_self_contained(html);
   EXPECT_NE(html.find("<tr data-role=\"server\" data-fact=\"process_netns\">"), std::string::npos);
   EXPECT_NE(html.find("<tr data-role=\"server\" data-fact=\"smb_negotiated\">"), std::string::npos);
@@ -145,7 +148,7 @@ TEST(Html, DegradedFactsGetARowEach) {
 TEST(Html, LabelsAreEscaped) {
   RunRecord run =
       testing::SeedRun(6, "<b>x</b>").stage("tcp", "server->client", "send", 0, {100}).build();
-  std::string html = run_html(run, analysis::analyze(run));
+  std::string html = run_html(stored::decode(run), analysis::analyze(stored::decode(run)));
   EXPECT_EQ(html.find("<b>x</b>"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;x&lt;/b&gt;"), std::string::npos);
 }
@@ -161,7 +164,7 @@ TEST(SecurityHtml, HostileHostnameAndLabelAreEscaped) {
   facts["hostname"] = host;
   facts["kernel"] = "6.1\n<script>x</script>";
   run.hosts[0].facts_json = boost::json::serialize(facts);
-  const std::string html = run_html(run, analysis::analyze(run));
+  const std::string html = run_html(stored::decode(run), analysis::analyze(stored::decode(run)));
   expect_self_contained(html);  // no <script, no <iframe
   EXPECT_NE(html.find("&lt;iframe onload=alert(1)&gt;"), std::string::npos);
   EXPECT_NE(html.find(html_escape(host)), std::string::npos);
@@ -169,7 +172,8 @@ TEST(SecurityHtml, HostileHostnameAndLabelAreEscaped) {
 }
 
 TEST(Html, ComparePageOverlaysBothRuns) {
-  analysis::Comparison c = analysis::compare_runs(testing::seed_run(), testing::tuned_run());
+  analysis::Comparison c = analysis::compare_runs(stored::decode(testing::seed_run()),
+                                                  stored::decode(testing::tuned_run()));
   std::string html = compare_html(c);
   expect_self_contained(html);
   for (const auto& d : c.rows) {
@@ -186,8 +190,8 @@ TEST(Html, ComparePageOverlaysBothRuns) {
 }
 
 TEST(Html, ComparePageMarksDriftAndControls) {
-  analysis::Comparison c =
-      analysis::compare_runs(testing::drift_run(false), testing::drift_run(true));
+  analysis::Comparison c = analysis::compare_runs(stored::decode(testing::drift_run(false)),
+                                                  stored::decode(testing::drift_run(true)));
   std::string html = compare_html(c);
   expect_self_contained(html);
   EXPECT_NE(html.find("data-controls=\"8\""), std::string::npos);

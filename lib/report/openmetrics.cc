@@ -127,7 +127,7 @@ std::string openmetrics_label_value(const std::string& v) {
   return out;
 }
 
-std::string export_openmetrics(const RunRecord& run, const analysis::Analysis& a,
+std::string export_openmetrics(const stored::Run& run, const analysis::Analysis& a,
                                const OpenMetricsOptions& o) {
   Writer w({{"server", run.server}, {"client", run.client}, {"run_label", run.label}});
   w.family("chokepoint_run_info", "A stored run: its id, status and chokepoint's version.");

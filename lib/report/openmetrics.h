@@ -6,7 +6,7 @@
 #include <string>
 
 #include "analysis/ladder.h"
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::report {
 
@@ -31,7 +31,7 @@ struct OpenMetricsOptions {
   // End with `# EOF` (OpenMetrics); the Pushgateway's 0.0.4 parser wants none.
   bool eof = true;
 };
-std::string export_openmetrics(const RunRecord& run, const analysis::Analysis& a,
+std::string export_openmetrics(const stored::Run& run, const analysis::Analysis& a,
                                const OpenMetricsOptions& o = {});
 
 // A label value escaped as both formats want it: backslash, double quote and

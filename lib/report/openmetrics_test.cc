@@ -74,9 +74,9 @@ const Sample* find(const std::vector<Sample>& all, const std::string& name,
 
 TEST(OpenMetrics, RowsCarryMedianRatioAndRunLabels) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
   std::map<std::string, std::string> typed;
-  const std::string text = export_openmetrics(run, a);
+  const std::string text = export_openmetrics(stored::decode(run), a);
   const auto samples = parse(text, &typed);
 
   const Sample* smb = find(samples, "chokepoint_layer_throughput_bytes_per_second",
@@ -104,14 +104,15 @@ TEST(OpenMetrics, RowsCarryMedianRatioAndRunLabels) {
   // Every family is typed as a gauge; the text ends with # EOF.
   for (const Sample& s : samples) EXPECT_EQ(typed[s.name], "gauge") << s.name;
   EXPECT_EQ(text.substr(text.size() - 6), "# EOF\n");
-  EXPECT_EQ(export_openmetrics(run, a, {.eof = false}).find("# EOF"), std::string::npos);
+  EXPECT_EQ(export_openmetrics(stored::decode(run), a, {.eof = false}).find("# EOF"),
+            std::string::npos);
 }
 
 TEST(OpenMetrics, EachFindingIsOneVerdictSample) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
   std::map<std::string, std::string> typed;
-  const auto samples = parse(export_openmetrics(run, a), &typed);
+  const auto samples = parse(export_openmetrics(stored::decode(run), a), &typed);
   ASSERT_FALSE(a.findings.empty());
   for (const analysis::Finding& f : a.findings) {
     const Sample* v =
@@ -124,9 +125,9 @@ TEST(OpenMetrics, EachFindingIsOneVerdictSample) {
 TEST(OpenMetrics, LabelValuesFromThePeerCannotBreakTheLine) {
   RunRecord run = testing::seed_run();
   run.label = "a\"b\\c\nd\x1b[31m";
-  const analysis::Analysis a = analysis::analyze(run);
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
   std::map<std::string, std::string> typed;
-  const std::string text = export_openmetrics(run, a);
+  const std::string text = export_openmetrics(stored::decode(run), a);
   const auto samples = parse(text, &typed);
   const Sample* info = find(samples, "chokepoint_run_info", {});
   ASSERT_NE(info, nullptr);

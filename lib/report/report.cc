@@ -8,8 +8,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "core/facts_message_json.h"
-#include "core/json_util.h"
+#include "core/stored_run_json.h"
 #include "core/units.h"
 #include "report/finding_text.h"
 #include "report/sample_json.h"
@@ -30,8 +29,8 @@ const char* reset(const TextOptions& o) { return o.color ? "\033[0m" : ""; }
 std::string shown(const std::optional<std::string>& v) { return v.value_or("?"); }
 std::string shown(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "?"; }
 
-std::string host_line(const HostRecord& h) {
-  const std::optional<msg::Facts> f = stored_facts(h);
+std::string host_line(const stored::Host& h) {
+  const std::optional<msg::Facts>& f = h.facts;
   if (!f) return fmt::format("  {:<7} {}", h.role, h.address);
   std::string net;
   if (f->net) {
@@ -177,18 +176,10 @@ json::object cpu_use_json(const analysis::CpuUse& u) {
 
 }  // namespace
 
-std::optional<msg::Facts> stored_facts(const HostRecord& h) {
-  const json::value v = msg::parse_stored(h.facts_json);
-  if (!v.is_object()) return std::nullopt;
-  msg::Facts f;
-  msg::from_json(v, f, msg::Source::kStored, "facts");
-  return f;
-}
-
-std::vector<DegradedFact> degraded_facts(const RunRecord& run) {
+std::vector<DegradedFact> degraded_facts(const stored::Run& run) {
   std::vector<DegradedFact> out;
   for (const auto& h : run.hosts) {
-    const std::optional<msg::Facts> f = stored_facts(h);
+    const std::optional<msg::Facts>& f = h.facts;
     if (!f) continue;
     for (const msg::DegradedFact& d : f->degraded) {
       out.push_back({h.role, d.fact, d.method, d.privilege});
@@ -199,7 +190,7 @@ std::vector<DegradedFact> degraded_facts(const RunRecord& run) {
 
 namespace {
 
-json::array degraded_json(const RunRecord& run) {
+json::array degraded_json(const stored::Run& run) {
   json::array a;
   for (const DegradedFact& d : degraded_facts(run)) {
     a.push_back(
@@ -210,7 +201,7 @@ json::array degraded_json(const RunRecord& run) {
 
 }  // namespace
 
-std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& o) {
+std::string run_text(const stored::Run& run, const analysis::Analysis& a, const TextOptions& o) {
   std::string out;
   out += fmt::format("{}chokepoint run {}{}  {}  {}{}\n", bold(o), run.id, reset(o),
                      iso_time(run.started_at), run.status,
@@ -259,7 +250,7 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
   out += sweep_tables(a);
   for (const auto& st : run.stages) {
     if (st.status == kFailed || st.status == kInterrupted) {
-      out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.layer, st.where, st.status, reset(o),
+      out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.driver, st.where, st.status, reset(o),
                          st.error);
     }
   }
@@ -289,11 +280,11 @@ std::string run_text(const RunRecord& run, const analysis::Analysis& a, const Te
   return out;
 }
 
-std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
+std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
   json::array hosts, ladder, findings, stages;
   for (const auto& h : run.hosts) {
     hosts.push_back(
-        {{"role", h.role}, {"address", h.address}, {"facts", parse_json_or_null(h.facts_json)}});
+        {{"role", h.role}, {"address", h.address}, {"facts", stored::to_json(h.facts)}});
   }
   for (const auto& r : a.rows) {
     json::object row{{"key", r.key},
@@ -368,16 +359,16 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
     for (const auto& s : st.samples) {
       json::object sample{{"id", s.id}};
       for (auto& [k, v] : sample_measure_json(s)) sample[k] = std::move(v);
-      sample["details"] = parse_json_or_null(s.details_json);
-      sample["cpu"] = parse_json_or_null(s.cpu_json);
+      sample["details"] = stored::to_json(s.details);
+      sample["cpu"] = stored::to_json(s.cpu);
       samples.push_back(std::move(sample));
     }
     stages.push_back({{"id", st.id},
-                      {"layer", st.layer},
+                      {"layer", st.driver},
                       {"where", st.where},
                       {"status", st.status},
                       {"error", st.error},
-                      {"params", parse_json_or_null(st.params_json)},
+                      {"params", st.params.value()},
                       {"started_at", st.started_at},
                       {"finished_at", st.finished_at},
                       {"samples", samples}});
@@ -393,7 +384,7 @@ std::string run_json(const RunRecord& run, const analysis::Analysis& a) {
         {"server", run.server},
         {"client", run.client},
         {"version", run.version},
-        {"plan", parse_json_or_null(run.plan_json)}}},
+        {"plan", run.plan.value()}}},
       {"hosts", hosts},
       {"degraded", degraded_json(run)},
       {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},

@@ -8,6 +8,7 @@
 #include "analysis/ladder.h"
 #include "core/facts_message.h"
 #include "core/model.h"
+#include "core/stored_run.h"
 #include "store/store.h"
 
 namespace cp::report {
@@ -27,18 +28,14 @@ struct DegradedFact {
   std::string privilege;  // what would restore the full method
 };
 // In host order, then the agent's order; empty for runs from before the list.
-std::vector<DegradedFact> degraded_facts(const RunRecord& run);
-
-// A host's stored facts read back through their codec (fields a run from before
-// them lacks are unset); nullopt when the column holds no JSON object.
-std::optional<msg::Facts> stored_facts(const HostRecord& h);
+std::vector<DegradedFact> degraded_facts(const stored::Run& run);
 
 // The ladder table and the verdict (and the degraded facts, under the hosts).
-std::string run_text(const RunRecord& run, const analysis::Analysis& a, const TextOptions& opt);
+std::string run_text(const stored::Run& run, const analysis::Analysis& a, const TextOptions& opt);
 // The same content as one JSON document, with every sample, so each number
 // of the verdict can be traced to stored samples; "degraded": [{"role", "fact",
 // "method", "privilege"}] lists degraded_facts(run).
-std::string run_json(const RunRecord& run, const analysis::Analysis& a);
+std::string run_json(const stored::Run& run, const analysis::Analysis& a);
 
 // `history`: each run with its verdict in brief (`verdicts[i]` is rows[i]'s).
 std::string history_text(const std::vector<RunListRow>& rows,

@@ -4,7 +4,7 @@
 
 namespace cp::report {
 
-boost::json::object sample_measure_json(const SampleRecord& s) {
+boost::json::object sample_measure_json(const stored::Sample& s) {
   return {{"seq", s.seq},
           {"op", s.op},
           {"size", s.size},

@@ -4,11 +4,11 @@
 
 #include <boost/json/object.hpp>
 
-#include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp::report {
 
 // seq, op, size, bytes, seconds, bytes_per_s, started_at, cache_possible, error.
-boost::json::object sample_measure_json(const SampleRecord& s);
+boost::json::object sample_measure_json(const stored::Sample& s);
 
 }  // namespace cp::report

@@ -28,7 +28,7 @@ std::vector<RunRecord> runs() {
 
 TEST(Summary, OneLinePerPathWithItsLayerFigureAndConfidence) {
   for (const RunRecord& run : runs()) {
-    const analysis::Analysis a = analysis::analyze(run);
+    const analysis::Analysis a = analysis::analyze(stored::decode(run));
     const std::vector<analysis::PathVerdict> paths = analysis::path_verdicts(a);
     const std::vector<SummaryLine> lines = summary_lines(a);
     ASSERT_EQ(lines.size(), paths.size());
@@ -70,7 +70,7 @@ TEST(Summary, CappedByNamesTheLayerOfTheFinding) {
 TEST(Summary, BriefFindingsAreShortAndNameWhatTheyRestOnByPath) {
   size_t resting = 0;  // findings that rest on another
   for (const RunRecord& run : runs()) {
-    const analysis::Analysis a = analysis::analyze(run);
+    const analysis::Analysis a = analysis::analyze(stored::decode(run));
     for (const analysis::Finding& f : a.findings) {
       const std::string brief = finding_brief(f, a);
       EXPECT_LE(words(brief), 45u) << brief;
@@ -131,11 +131,11 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
 
 TEST(Summary, TextOpensWithTheSummaryAndExplainAddsTheEvidence) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
-  const std::string brief = run_text(run, a, {});
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const std::string brief = run_text(stored::decode(run), a, {});
   TextOptions explain;
   explain.explain = true;
-  const std::string full = run_text(run, a, explain);
+  const std::string full = run_text(stored::decode(run), a, explain);
   // The summary comes before the ladder, in both.
   for (const std::string& t : {brief, full}) {
     ASSERT_NE(t.find("\nSummary"), std::string::npos);
@@ -154,8 +154,8 @@ TEST(Summary, TextOpensWithTheSummaryAndExplainAddsTheEvidence) {
 
 TEST(Summary, JsonCarriesTheBriefOfEachFindingAndTheShortHeadline) {
   const RunRecord run = testing::seed_run();
-  const analysis::Analysis a = analysis::analyze(run);
-  const auto doc = boost::json::parse(run_json(run, a)).as_object();
+  const analysis::Analysis a = analysis::analyze(stored::decode(run));
+  const auto doc = boost::json::parse(run_json(stored::decode(run), a)).as_object();
   const auto& v = doc.at("verdict").as_object();
   EXPECT_EQ(v.at("headline_brief").as_string(), headline_brief(a));
   const auto& findings = v.at("findings").as_array();

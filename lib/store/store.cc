@@ -691,4 +691,7 @@ RunRecord Store::load_run(int64_t id) const {
   return run;
 }
 
+stored::Run Store::load(int64_t id) const { return stored::decode(load_run(id)); }
+stored::Run Store::load_header(int64_t id) const { return stored::decode(load_run_header(id)); }
+
 }  // namespace cp

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/stored_run.h"
 
 namespace cp {
 
@@ -136,6 +137,10 @@ class Store {
   // The run with its hosts, its stages in the order they ran and their
   // samples by seq. Error(kUsage) if there is no such run.
   RunRecord load_run(int64_t id) const;
+  // The same run decoded once (core/stored_run.h): typed facts, details per
+  // stage kind and each end's CPU, what analysis, report, export and compare
+  // read. Error(kUsage) if there is no such run.
+  stored::Run load(int64_t id) const;
   // "12" -> run 12; "latest"/"last" -> the newest run; otherwise the newest
   // run with that label. Error(kUsage) when none matches, saying what exists.
   int64_t resolve(const std::string& id_or_label) const;
@@ -150,6 +155,8 @@ class Store {
   VerdictSummary verdicts(int64_t run_id) const;
   // The run as load_run gives it, without its stages: hosts, facts and plan.
   RunRecord load_run_header(int64_t id) const;
+  // The same decoded (core/stored_run.h).
+  stored::Run load_header(int64_t id) const;
   // Finished runs between `server` and `client`, oldest first, with the
   // stored verdict of `path` (verdict.path "" where that run has none stored;
   // analysis_version tells a stale or missing summary).

@@ -14,9 +14,10 @@ namespace json = boost::json;
 
 namespace detail {
 
-std::string layer_key(const std::string& layer, const std::string& where, const SampleRecord& s) {
-  std::string key = fmt::format("{} {} {}", layer, where, s.op);
-  if (s.size > 0) key += " " + format_size(s.size);
+std::string layer_key(const std::string& layer, const std::string& where, const std::string& op,
+                      uint64_t size) {
+  std::string key = fmt::format("{} {} {}", layer, where, op);
+  if (size > 0) key += " " + format_size(size);
   return key;
 }
 
@@ -77,12 +78,12 @@ TuneResult load_session(Store& store, const std::string& which,
     }
     const int64_t run_id = std::stoll(tr[0]);
     run_ids.push_back(run_id);
-    const RunRecord run = store.load_run(run_id);
+    const stored::Run run = store.load(run_id);
     for (const auto& stage : run.stages) {
       for (const auto& smp : stage.samples) {
-        if (!smp.error.empty() || !detail::affects_any(knobs, stage.layer, stage.where, smp.op))
+        if (!smp.error.empty() || !detail::affects_any(knobs, stage.driver, stage.where, smp.op))
           continue;
-        auto& slot = by_layer[detail::layer_key(stage.layer, stage.where, smp)];
+        auto& slot = by_layer[detail::layer_key(stage.driver, stage.where, smp.op, smp.size)];
         slot.resize(values.size());
         slot[index].push_back(smp.rate());
       }

@@ -130,7 +130,8 @@ class SessionTable {
 };
 
 // "smb disk read 100 MB", "tcp server->client send".
-std::string layer_key(const std::string& layer, const std::string& where, const SampleRecord& s);
+std::string layer_key(const std::string& layer, const std::string& where, const std::string& op,
+                      uint64_t size);
 bool affects_any(const std::vector<const Knob*>& knobs, const std::string& layer,
                  const std::string& where, const std::string& op);
 

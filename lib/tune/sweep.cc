@@ -38,7 +38,7 @@ class Collector : public pipeline::RunObserver {
         value_(value),
         by_layer_(by_layer),
         nvalues_(nvalues) {}
-  void on_host(const HostRecord& h) override { store_.add_host(run_, h); }
+  void on_host(const HostRecord& h, const msg::Facts&) override { store_.add_host(run_, h); }
   int64_t on_stage_begin(const StageRecord& s) override {
     const int64_t id = store_.begin_stage(run_, s);
     stages_[id] = {s.layer, s.where};
@@ -48,7 +48,7 @@ class Collector : public pipeline::RunObserver {
     store_.add_sample(stage, s);
     const auto& [layer, where] = stages_[stage];
     if (!s.error.empty() || !affects_any(knobs_, layer, where, s.op)) return;
-    auto& slot = by_layer_[layer_key(layer, where, s)];
+    auto& slot = by_layer_[layer_key(layer, where, s.op, s.size)];
     if (slot.size() < nvalues_) slot.resize(nvalues_);
     slot[value_].push_back(s.rate());
   }

@@ -108,11 +108,12 @@ void disk_stage(StageContext& ctx, const std::string& where) {
         s.bytes = r.bytes;
         s.seconds = r.seconds;
         s.cache_possible = r.cache_possible;
-        s.details_json = json::serialize(
-            msg::to_json(msg::DiskDetails{file, r.method, r.direct, r.huge_page, plan.disk_block,
-                                          r.cache_possible ? r.cache_reason : ""}));
+        stored::Details details{msg::DiskDetails{file, r.method, r.direct, r.huge_page,
+                                                 plan.disk_block,
+                                                 r.cache_possible ? r.cache_reason : ""}};
         s.cpu_json = sample_cpu_json({{where, r.cpu}});
-        flag_stall(plan, s, {&agent}, 0, obs);
+        flag_stall(plan, s, details, {&agent}, 0, obs);
+        s.details_json = sample_details_json(details);
         obs.on_sample(stage.id(), s);
         obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});
       }

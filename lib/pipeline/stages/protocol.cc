@@ -264,10 +264,11 @@ void one_sample(ShareRun& run, StageScope& stage, SampleRecord& s, const std::st
   const msg::TransferResult r = transfer(run, stage, s, file, label, i);
   std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
   check_arrival(run, s, file, r, expect, cpu);
-  s.details_json = json::serialize(msg::to_json(details_of(run, file, expect, r, cache_reason)));
+  stored::Details details{details_of(run, file, expect, r, cache_reason)};
   s.cpu_json = sample_cpu_json(cpu);
-  const bool stalled =
-      flag_stall(run.ctx.plan, s, {&a.client}, 0, run.ctx.obs);  // the transfer was its last call
+  const bool stalled = flag_stall(run.ctx.plan, s, details, {&a.client}, 0,
+                                  run.ctx.obs);  // the transfer was its last call
+  s.details_json = sample_details_json(details);
   run.ctx.obs.on_sample(stage.id(), s);
   run.ctx.obs.on_progress({label, i, run.ctx.plan.proto_count, s.bytes, s.seconds, true});
   if (!s.error.empty() && !stalled) throw Error(ErrorKind::kIo, s.error);

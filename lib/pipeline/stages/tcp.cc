@@ -146,22 +146,24 @@ TcpSample TcpDirection::sample(int seq, int of, int streams) {
   const msg::TcpResult& sender = upload_ ? client_r : server_r;
   s.bytes = receiver.bytes;
   s.seconds = receiver.seconds;
-  msg::TcpDetails details{upload_ ? kClient : kServer,
-                          sender.bytes,
-                          sender.seconds,
-                          sender.tcp_info,
-                          receiver.tcp_info,
-                          {}};
+  msg::TcpDetails tcp{upload_ ? kClient : kServer,
+                      sender.bytes,
+                      sender.seconds,
+                      sender.tcp_info,
+                      receiver.tcp_info,
+                      {}};
   // Each stream: the receiver's count and time, the sender's socket.
   for (size_t i = 0; i < receiver.streams.size(); ++i) {
-    details.streams.push_back(
+    tcp.streams.push_back(
         {receiver.streams[i].bytes, receiver.streams[i].seconds, sender.streams[i].tcp_info});
   }
-  s.details_json = json::serialize(msg::to_json(details));
+  stored::Details details{std::move(tcp)};
   s.cpu_json = sample_cpu_json({{kServer, server_r.cpu}, {kClient, client_r.cpu}});
   out.server_cpu = server_r.cpu;
   out.client_cpu = client_r.cpu;
-  out.stalled = flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, ctx_.obs);
+  out.stalled =
+      flag_stall(plan, s, details, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, ctx_.obs);
+  s.details_json = sample_details_json(details);
   ctx_.obs.on_sample(stage_.id(), s);
   ctx_.obs.on_progress({label, seq, of, s.bytes, s.seconds, true});
   return out;

@@ -1,0 +1,114 @@
+// A stored run's reports byte for byte: tests/golden/stored_run/runs.sql holds
+// two runs a real `chokepoint diagnose --server local --client local` stored
+// (disk, TCP, a mounted path from RAM and disk, its transfer-size sweep), and
+// outputs.sha256 the SHA-256 of what show (text, JSON, HTML), export (CSV,
+// JSON, OpenMetrics) and compare (text, JSON, HTML) printed for them with the
+// code before the typed run (core/stored_run.h): main at 579627e, with
+// 5f75575's driver display name in show's summary and 7c0f9b4's empty
+// "settings" list in each JSON finding. Reading the run decoded
+// once must give the same bytes. On a mismatch the outputs are kept under the
+// temporary directory the failure names, to diff against a build of the older
+// code (or, for an intended change of output, to refresh the digests:
+// `sha256sum *` there).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "app/app.h"
+#include "app/report_commands.h"
+#include "core/sha256.h"
+
+namespace cp::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kGolden = std::string(CP_SOURCE_DIR) + "/tests/golden/stored_run";
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int run_main(std::vector<std::string> args) {
+  args.insert(args.begin(), "chokepoint");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return main(static_cast<int>(argv.size()), argv.data());
+}
+
+// What `chokepoint ARGS` prints on stdout, and its exit code.
+std::pair<int, std::string> stdout_of(const std::vector<std::string>& args) {
+  ::testing::internal::CaptureStdout();
+  const int rc = run_main(args);
+  return {rc, ::testing::internal::GetCapturedStdout()};
+}
+
+std::string sha256_hex(const std::string& text) {
+  Sha256 h;
+  h.update(text.data(), text.size());
+  return h.hex();
+}
+
+TEST(StoredOutput, ShowExportAndCompareOfAStoredRunMatchTheOlderCodesBytes) {
+  std::string tmpl = (fs::temp_directory_path() / "cp-golden-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string dir = tmpl, db = dir + "/runs.db";
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(h, read(kGolden + "/runs.sql").c_str(), nullptr, nullptr, &err),
+              SQLITE_OK)
+        << (err ? err : "");
+    sqlite3_close(h);
+  }
+  std::map<std::string, std::string> out;  // output name -> its bytes
+  for (const std::string id : {"1", "2"}) {
+    auto [rc, text] = stdout_of({"show", id, "--db", db, "--html", dir + "/show_" + id + ".html"});
+    ASSERT_EQ(rc, 0);
+    out["show_" + id + ".txt"] = text;
+    out["show_" + id + ".html"] = read(dir + "/show_" + id + ".html");
+    std::tie(rc, text) = stdout_of({"show", id, "--db", db, "--json"});
+    ASSERT_EQ(rc, 0);
+    out["show_" + id + ".json"] = text;
+    for (const auto& [format, ext] : std::map<std::string, std::string>{
+             {"csv", "csv"}, {"json", "json"}, {"openmetrics", "om"}}) {
+      std::ostringstream s;
+      ASSERT_EQ(export_command({id, "--db", db, "--format", format}, s), 0);
+      out["export_" + id + "." + ext] = s.str();
+    }
+  }
+  std::ostringstream text, json;
+  ASSERT_EQ(compare_command({"1", "2", "--db", db, "--html", dir + "/compare.html"}, text), 0);
+  ASSERT_EQ(compare_command({"1", "2", "--db", db, "--json"}, json), 0);
+  out["compare.txt"] = text.str();
+  out["compare.json"] = json.str();
+  out["compare.html"] = read(dir + "/compare.html");
+
+  std::istringstream digests(read(kGolden + "/outputs.sha256"));
+  std::string digest, name;
+  size_t checked = 0, wrong = 0;
+  while (digests >> digest >> name) {
+    ++checked;
+    ASSERT_TRUE(out.count(name)) << name;
+    if (sha256_hex(out[name]) != digest) {
+      ++wrong;
+      ADD_FAILURE() << name << " differs from the older code's output";
+    }
+  }
+  EXPECT_EQ(checked, out.size());
+  if (wrong == 0) {
+    fs::remove_all(dir);
+  } else {
+    for (const auto& [n, bytes] : out) std::ofstream(dir + "/" + n, std::ios::binary) << bytes;
+    ADD_FAILURE() << "the outputs are kept in " << dir;
+  }
+}
+
+}  // namespace
+}  // namespace cp::app

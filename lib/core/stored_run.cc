@@ -1,0 +1,284 @@
+#include "core/stored_run.h"
+
+#include <boost/json.hpp>
+
+#include <utility>
+
+#include "core/facts_message_json.h"
+#include "core/json_util.h"
+#include "core/messages_json.h"
+#include "core/stored_run_json.h"
+#include "core/text.h"
+
+namespace cp::stored {
+
+namespace json = boost::json;
+
+const char* kind_name(StageKind k) {
+  switch (k) {
+    case StageKind::kDisk:
+      return "disk";
+    case StageKind::kTcp:
+      return "tcp";
+    case StageKind::kProtocol:
+      return "protocol";
+    case StageKind::kSweep:
+      return "sweep";
+  }
+  return "disk";
+}
+
+const char* place_name(Place p) {
+  switch (p) {
+    case Place::kServer:
+      return "server";
+    case Place::kClient:
+      return "client";
+    case Place::kServerToClient:
+      return "server->client";
+    case Place::kClientToServer:
+      return "client->server";
+    case Place::kRam:
+      return "ram";
+    case Place::kDisk:
+      return "disk";
+    case Place::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+JsonDoc::JsonDoc() : v_(std::make_shared<const json::value>(nullptr)) {}
+JsonDoc::JsonDoc(std::shared_ptr<const json::value> v) : v_(std::move(v)) {
+  if (!v_) v_ = std::make_shared<const json::value>(nullptr);
+}
+
+const msg::CpuSummary* Sample::cpu_of(std::string_view role) const {
+  if (!cpu) return nullptr;
+  for (const EndCpu& e : *cpu) {
+    if (e.role == role) return &e.cpu;
+  }
+  return nullptr;
+}
+
+const Host* Run::host(std::string_view role) const {
+  for (const Host& h : hosts) {
+    if (h.role == role) return &h;
+  }
+  return nullptr;
+}
+
+namespace {
+
+JsonDoc doc(std::string_view text) {
+  return JsonDoc(std::make_shared<const json::value>(parse_json_or_null(text)));
+}
+
+// The stage's kind from its stored columns: "disk" and "tcp" name
+// themselves; any other layer is a protocol driver, whose sweep stages are
+// told by their parameters ({"sweep": true}) or their samples' ops.
+StageKind kind_of(const StageRecord& st, const json::value& params) {
+  if (st.layer == "disk") return StageKind::kDisk;
+  if (st.layer == "tcp") return StageKind::kTcp;
+  if (params.is_object()) {
+    const json::value* sweep = params.as_object().if_contains("sweep");
+    if (sweep && sweep->is_bool() && sweep->as_bool()) return StageKind::kSweep;
+  }
+  for (const SampleRecord& s : st.samples) {
+    if (s.op.rfind("sweep-", 0) == 0) return StageKind::kSweep;
+  }
+  return StageKind::kProtocol;
+}
+
+Place place_of(std::string_view where) {
+  for (Place p : {Place::kServer, Place::kClient, Place::kServerToClient, Place::kClientToServer,
+                  Place::kRam, Place::kDisk}) {
+    if (where == place_name(p)) return p;
+  }
+  return Place::kOther;
+}
+
+template <class T>
+T stored_as(const json::value& v) {
+  T m;
+  msg::from_json(v, m, msg::Source::kStored, "");
+  return m;
+}
+
+Details decode_details(StageKind kind, const json::value& v) {
+  Details d;
+  if (!v.is_object()) return d;
+  switch (kind) {
+    case StageKind::kDisk:
+      d.kind = stored_as<msg::DiskDetails>(v);
+      break;
+    case StageKind::kTcp:
+      d.kind = stored_as<msg::TcpDetails>(v);
+      break;
+    case StageKind::kProtocol:
+      d.kind = stored_as<msg::TransferDetails>(v);
+      break;
+    case StageKind::kSweep:
+      d.kind = stored_as<msg::SweepDetails>(v);
+      break;
+  }
+  const json::object& o = v.as_object();
+  if (const json::value* s = o.if_contains("stalled"); s && s->is_bool()) d.stalled = s->as_bool();
+  if (const json::value* s = o.if_contains("silent_seconds"); s && s->is_number()) {
+    d.silent_seconds = s->to_number<double>();
+  }
+  return d;
+}
+
+std::optional<std::vector<EndCpu>> decode_cpu(const json::value& v) {
+  if (!v.is_object()) return std::nullopt;
+  std::vector<EndCpu> ends;
+  for (const auto& [role, summary] : v.as_object()) {
+    ends.push_back({std::string(role), msg::cpu_summary_from_json(summary)});
+  }
+  return ends;
+}
+
+std::optional<msg::Facts> decode_facts(std::string_view text) {
+  const json::value v = msg::parse_stored(text);
+  if (!v.is_object()) return std::nullopt;
+  msg::Facts f;
+  msg::from_json(v, f, msg::Source::kStored, "facts");
+  return f;
+}
+
+double planned_link(const json::value& plan) {
+  if (!plan.is_object()) return 0;
+  const json::value* link = plan.as_object().if_contains("link");
+  if (!link || !link->is_object()) return 0;
+  const json::value* bits = link->as_object().if_contains("nominal_bits");
+  return bits && bits->is_number() ? bits->to_number<double>() : 0;
+}
+
+}  // namespace
+
+Run decode(const RunRecord& r) {
+  Run run;
+  run.id = r.id;
+  run.label = r.label;
+  run.status = r.status;
+  run.error = r.error;
+  run.started_at = r.started_at;
+  run.finished_at = r.finished_at;
+  run.server = r.server;
+  run.client = r.client;
+  run.version = r.version;
+  run.plan = doc(r.plan_json);
+  run.planned_link_bits = planned_link(run.plan.value());
+  for (const HostRecord& h : r.hosts)
+    run.hosts.push_back({h.role, h.address, decode_facts(h.facts_json)});
+  for (const StageRecord& st : r.stages) {
+    Stage s;
+    s.id = st.id;
+    s.run_id = st.run_id;
+    s.params = doc(st.params_json);
+    s.kind = kind_of(st, s.params.value());
+    s.place = place_of(st.where);
+    s.driver = st.layer;
+    s.where = st.where;
+    s.status = st.status;
+    s.error = st.error;
+    s.started_at = st.started_at;
+    s.finished_at = st.finished_at;
+    for (const SampleRecord& sr : st.samples) {
+      Sample x;
+      x.id = sr.id;
+      x.stage_id = sr.stage_id;
+      x.seq = sr.seq;
+      x.op = sr.op;
+      x.size = sr.size;
+      x.bytes = sr.bytes;
+      x.seconds = sr.seconds;
+      x.started_at = sr.started_at;
+      x.cache_possible = sr.cache_possible;
+      x.error = sr.error;
+      x.details = decode_details(s.kind, msg::parse_stored(sr.details_json));
+      x.cpu = decode_cpu(msg::parse_stored(sr.cpu_json));
+      s.samples.push_back(std::move(x));
+    }
+    run.stages.push_back(std::move(s));
+  }
+  return run;
+}
+
+json::value to_json(const Details& d) {
+  json::value v = std::visit(
+      [](const auto& k) -> json::value {
+        if constexpr (std::is_same_v<std::decay_t<decltype(k)>, std::monostate>) {
+          return nullptr;
+        } else {
+          return msg::to_json(k);
+        }
+      },
+      d.kind);
+  if (!d.stalled) return v;
+  json::object o = v.is_object() ? v.as_object() : json::object{};
+  o["stalled"] = true;
+  o["silent_seconds"] = d.silent_seconds;
+  return o;
+}
+
+json::value to_json(const std::optional<std::vector<EndCpu>>& cpu) {
+  if (!cpu) return nullptr;
+  json::object o;
+  for (const EndCpu& e : *cpu) o[e.role] = msg::to_json(e.cpu);
+  return o;
+}
+
+json::value to_json(const std::optional<msg::Facts>& facts) {
+  if (!facts) return nullptr;
+  return msg::to_json(*facts);
+}
+
+namespace {
+
+void clean(std::string& s) { s = sanitize_field(s); }
+
+// `m` through its codec with every string sanitized, when any needs it.
+template <class T, class Decode>
+void clean_via_json(T& m, json::value v, Decode decode) {
+  if (sanitize_json(v)) m = decode(v);
+}
+
+}  // namespace
+
+Run sanitized(const Run& run) {
+  Run r = run;
+  for (std::string* s : {&r.label, &r.status, &r.error, &r.server, &r.client, &r.version}) {
+    clean(*s);
+  }
+  auto clean_doc = [](JsonDoc& d) {
+    json::value v = d.value();
+    if (sanitize_json(v)) d = JsonDoc(std::make_shared<const json::value>(std::move(v)));
+  };
+  clean_doc(r.plan);
+  for (Host& h : r.hosts) {
+    clean(h.role);
+    clean(h.address);
+    clean_via_json(h.facts, to_json(h.facts), [](const json::value& v) {
+      msg::Facts f;
+      msg::from_json(v, f, msg::Source::kStored, "facts");
+      return std::optional<msg::Facts>(std::move(f));
+    });
+  }
+  for (Stage& st : r.stages) {
+    for (std::string* s : {&st.driver, &st.where, &st.status, &st.error}) clean(*s);
+    clean_doc(st.params);
+    for (Sample& sa : st.samples) {
+      clean(sa.op);
+      clean(sa.error);
+      const StageKind kind = st.kind;
+      clean_via_json(sa.details, to_json(sa.details),
+                     [kind](const json::value& v) { return decode_details(kind, v); });
+      clean_via_json(sa.cpu, to_json(sa.cpu), decode_cpu);
+    }
+  }
+  return r;
+}
+
+}  // namespace cp::stored
