@@ -18,10 +18,9 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/messages.h"
+#include "core/progress.h"
 
 namespace cp::agent {
-
-using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
 
 // bytes, seconds, checksum (XXH3-64 hex of the bytes): the file requests' answer.
 using FileResult = msg::FileResult;

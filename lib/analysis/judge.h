@@ -21,7 +21,6 @@
 namespace cp::analysis {
 
 // --- words the rows and hints use ----------------------------------------
-inline std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 inline std::string mbps(double bps) { return format_mbps(bps); }
 // "smb" -> "SMB"; the path driver measures whatever is mounted.
 std::string protocol_name(const std::string& layer);

@@ -270,7 +270,7 @@ class ScriptedAgent : public remote::AgentPort {
   using Answer = std::function<json::object(const std::string& type, const json::object& args)>;
   ScriptedAgent(std::string name, Answer answer) : name_(std::move(name)), answer_(answer) {}
 
-  json::object call(const std::string& type, json::object args, double, const remote::ProgressFn&,
+  json::object call(const std::string& type, json::object args, double, const ProgressFn&,
                     const CancelToken* cancel) override {
     if (cancel) cancel->check();
     calls.push_back(type);

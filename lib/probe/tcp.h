@@ -104,6 +104,6 @@ std::string listen_address_for(const std::string& peer_address);
 // (the connection is then reset so the peer records a failure too).
 TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& token, TcpMode mode,
                   double seconds, uint32_t buffer, const CancelToken& cancel,
-                  const Progress& progress);
+                  const ProgressFn& progress);
 
 }  // namespace cp::probe

@@ -13,11 +13,9 @@
 
 #include "core/clock.h"
 #include "core/messages.h"
+#include "core/progress.h"
 
 namespace cp::remote {
-
-// Progress of a long request: bytes and seconds so far on the agent.
-using ProgressFn = std::function<void(uint64_t bytes, double seconds)>;
 
 class AgentPort {
  public:

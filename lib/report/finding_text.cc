@@ -14,7 +14,6 @@ using analysis::Cited;
 using analysis::CpuBound;
 using analysis::Finding;
 
-std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 std::string mbps(double bps) { return format_mbps(bps); }
 
 double num(const Finding& f, const char* key, double fallback = 0) {
@@ -47,10 +46,12 @@ std::string tcp_because(const Finding& f) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "; ") + part; };
   if (has(f, "rwnd_limited_frac")) {
-    add(fmt::format("receive-window-limited {} of the time", pct(num(f, "rwnd_limited_frac"))));
+    add(fmt::format("receive-window-limited {} of the time",
+                    format_percent(num(f, "rwnd_limited_frac"))));
   }
   if (has(f, "sndbuf_limited_frac")) {
-    add(fmt::format("send-buffer-limited {} of the time", pct(num(f, "sndbuf_limited_frac"))));
+    add(fmt::format("send-buffer-limited {} of the time",
+                    format_percent(num(f, "sndbuf_limited_frac"))));
   }
   if (has(f, "retransmits")) add(fmt::format("{:.0f} retransmits", num(f, "retransmits")));
   if (has(f, "rtt_idle_ms")) {
@@ -84,7 +85,7 @@ std::string tcp_path_text(const Finding& f) {
   return fmt::format(
       "{} carries {}, only {} of {}, with no window, buffer or CPU limit: the network path "
       "between the hosts caps it ({}{})",
-      t.label, mbps(t.median), pct(num(f, "link_ratio")), bits(f), evidence,
+      t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f), evidence,
       has(f, "retransmits") ? fmt::format("; {:.0f} retransmits", num(f, "retransmits")) : "");
 }
 
@@ -97,9 +98,10 @@ std::string tcp_head(const Finding& f) {
   if (f.rule == "tcp.cpu") {
     s = fmt::format("{} carries {} while {}", t.label, mbps(t.median), cpu_text(f.cpu));
   } else if (f.rule == "tcp.window") {
-    s = fmt::format(
-        "{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
-        has(f, "path_bits") ? fmt::format(" ({} of {})", pct(num(f, "link_ratio")), bits(f)) : "");
+    s = fmt::format("{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
+                    has(f, "path_bits")
+                        ? fmt::format(" ({} of {})", format_percent(num(f, "link_ratio")), bits(f))
+                        : "");
   } else if (f.rule == "tcp.link_unknown") {
     s = fmt::format("{} carries {} (link speed unknown: set [link] nominal in the plan)", t.label,
                     mbps(t.median));
@@ -108,7 +110,7 @@ std::string tcp_head(const Finding& f) {
         "{} carries {} (its fastest sample {}), above the {} nominal {} ({}): that speed is no "
         "ceiling here (a virtual link?), and no CPU or window limit shows",
         t.label, mbps(t.median), mbps(t.max), kind == "link" ? "link's" : "interfaces'", bits(f),
-        pct(num(f, "fastest_ratio")));
+        format_percent(num(f, "fastest_ratio")));
   } else if (f.rule == "tcp.busy_near_link") {
     const std::string why =
         f.cpu_weighed.empty()
@@ -118,18 +120,18 @@ std::string tcp_head(const Finding& f) {
     s = fmt::format(
         "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the CPU may "
         "hold it there as well as the network; measure on a quieter machine",
-        t.label, pct(num(f, "link_ratio")), bits(f), kind, mbps(t.median), mbps(t.min), mbps(t.max),
-        why);
+        t.label, format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median), mbps(t.min),
+        mbps(t.max), why);
   } else if (f.rule == "tcp.at_link") {
     s = fmt::format("{} reaches {} of the {} {} ({}): the network is at its ceiling", t.label,
-                    pct(num(f, "link_ratio")), bits(f), kind, mbps(t.median));
+                    format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median));
   } else if (f.rule == "tcp.load") {
     s = fmt::format(
         "{} carries {}, only {} of {}, but every core was busy during its samples, mostly with "
         "other processes ({:.0f} % of a core{}): the load alone may have held it back; measure "
         "on a quieter machine",
-        t.label, mbps(t.median), pct(num(f, "link_ratio")), bits(f), num(f, "competing_load_pct"),
-        busiest(f));
+        t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f),
+        num(f, "competing_load_pct"), busiest(f));
   } else {
     CP_CHECK(false && "a tcp rule without its text");
   }
@@ -211,7 +213,7 @@ std::string disk_context(const Finding& f) {
 // "SMB from RAM read moves 50 MB/s = 43 % of TCP (117 MB/s)".
 std::string moves_of(const Finding& f) {
   return fmt::format("{} moves {} = {} of {} ({})", f.subject.name, mbps(f.subject.median),
-                     pct(f.ratio), f.beneath.name, mbps(f.beneath.median));
+                     format_percent(f.ratio), f.beneath.name, mbps(f.beneath.median));
 }
 
 // A client-side limit (protocol.turn_taking, client_*): the figure is a lower bound.
@@ -244,7 +246,7 @@ std::string probe_head(const Finding& f) {
         "{}: {}, but chokepoint's client waits a round trip ({:.2f} ms) after every {} call, {} "
         "of its time: {}",
         p, moves_of(f), num(f, "rtt_ms"), format_size(static_cast<uint64_t>(num(f, "io_size"))),
-        pct(num(f, "drain")), bound);
+        format_percent(num(f, "drain")), bound);
   }
   CP_CHECK(f.rule == "protocol.client_window");
   return fmt::format(
@@ -294,25 +296,25 @@ std::string protocol_undecided(const Finding& f) {
         "{}: {} moves {} = {} of the layer beneath, but every core was busy during its samples, "
         "mostly with other processes ({:.0f} % of a core{}): the load alone may have made it "
         "slow; measure on a quieter machine",
-        p, what, mbps(r.median), pct(f.ratio), num(f, "competing_load_pct"), busiest(f));
+        p, what, mbps(r.median), format_percent(f.ratio), num(f, "competing_load_pct"), busiest(f));
   }
   if (f.rule == "protocol.short_cpu") {
     return fmt::format(
         "{}: {} moves {} = {} of the layer beneath, but the CPU was sampled over only {:.2f} s "
         "of its {} samples, too short to rule the CPU out; repeat with files of at least {}",
-        p, what, mbps(r.median), pct(f.ratio), num(f, "cpu_seconds"), r.n,
+        p, what, mbps(r.median), format_percent(f.ratio), num(f, "cpu_seconds"), r.n,
         format_size(f.suggested_size));
   }
   if (f.rule == "protocol.disk_medium") {
     return fmt::format("{}: cannot tell what caps it: {} moves {}, only {} of {} from RAM, and {}",
-                       p, what, mbps(r.median), pct(f.ratio), proto, word(f, "reason"));
+                       p, what, mbps(r.median), format_percent(f.ratio), proto, word(f, "reason"));
   }
   CP_CHECK(f.rule == "protocol.disk_unmeasured");
   return fmt::format(
       "{}: {} moves {}, only {} of {} from RAM ({}), but the server disk's {}s were not "
       "measured (the disk stage was disabled or failed): the disk alone may hold it; run the "
       "disk stage too",
-      p, what, mbps(r.median), pct(f.ratio), proto, mbps(b.median), r.op);
+      p, what, mbps(r.median), format_percent(f.ratio), proto, mbps(b.median), r.op);
 }
 
 std::string protocol_head(const Finding& f) {
@@ -321,7 +323,7 @@ std::string protocol_head(const Finding& f) {
   const std::string proto = word(f, "protocol");
   if (f.rule == "protocol.cpu") {
     return fmt::format("{}: {} moves {}{}: the CPU caps it: {}", p, r.name, mbps(r.median),
-                       b.empty() ? "" : fmt::format(" = {} of {}", pct(f.ratio), b.name),
+                       b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),
                        cpu_text(f.cpu));
   }
   if (f.rule == "protocol.at_tcp_ceiling") {
@@ -334,27 +336,30 @@ std::string protocol_head(const Finding& f) {
   if (f.rule == "protocol.layer") {
     return fmt::format(
         "{}: {} moves {} = {} of TCP ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), pct(f.ratio), mbps(b.median), pct(f.ratio_lo), pct(f.ratio_hi), proto);
+        mbps(r.median), format_percent(f.ratio), mbps(b.median), format_percent(f.ratio_lo),
+        format_percent(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,
-                       r.name, mbps(r.median), pct(f.ratio), cpu_text(f.cpu), size_note(f));
+                       r.name, mbps(r.median), format_percent(f.ratio), cpu_text(f.cpu),
+                       size_note(f));
   }
   if (f.rule == "protocol.disk_ceiling") {
     return fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({}){}", p,
-                       r.name, mbps(r.median), pct(f.ratio), disk_context(f), size_note(f));
+                       r.name, mbps(r.median), format_percent(f.ratio), disk_context(f),
+                       size_note(f));
   }
   if (f.rule == "protocol.at_ram_ceiling") {
     return fmt::format(
         "{}: {} moves {} = {} of {} from RAM ({}){}: the disk costs nothing here, and what caps "
         "{} from RAM caps it: {}",
-        p, r.name, mbps(r.median), pct(f.ratio), proto, disk_context(f), size_note(f), proto,
-        head(f.because.at(0)));
+        p, r.name, mbps(r.median), format_percent(f.ratio), proto, disk_context(f), size_note(f),
+        proto, head(f.because.at(0)));
   }
   if (f.rule == "protocol.plus_disk") {
     std::string s = fmt::format(
         "{}: {} moves {}, only {} of {} ({}): {} together cost more than either layer alone{}", p,
-        r.name, mbps(r.median), pct(f.ratio), b.name, disk_context(f),
+        r.name, mbps(r.median), format_percent(f.ratio), b.name, disk_context(f),
         r.op == "read" ? "reading and serving" : "receiving and writing", size_note(f));
     if (word(f, "readahead") == "enough") {
       s += fmt::format("; the server's readahead is already {:.0f} KiB on {}: more would not help",

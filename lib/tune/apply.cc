@@ -89,7 +89,6 @@ namespace {
 using detail::dir_of;
 using detail::is_kernel_file;
 using detail::run_read;
-using detail::squeeze;
 using detail::sysctl_path;
 
 // The whole disk under `dir` ("loop3", "sda"), from sysfs.
@@ -383,7 +382,7 @@ Resolved resolve_here(const Knob& knob, const std::string& value, const Where& w
         throw Error(ErrorKind::kUnsupported, fmt::format("knob {}: {} cannot be read: {}",
                                                          knob.name, path, std::strerror(errno)));
       }
-      r.original = squeeze(text);
+      r.original = squeeze_ws(text);
       r.apply.push_back(write(path, value + "\n"));
       r.revert.push_back(write(path, r.original + "\n"));
       return r;

@@ -10,26 +10,6 @@
 #include "tune/detail.h"
 
 namespace cp::tune {
-namespace detail {
-
-std::string squeeze(const std::string& s) {
-  std::string out;
-  bool space = false;
-  for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty()) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
-}  // namespace detail
-
-using detail::squeeze;
 
 std::string parse_addr_ifname(const std::string& out) {
   // "3: cpd-s    inet 198.19.6.1/24 ..." (the name may carry "@peer").
@@ -84,7 +64,7 @@ std::string merge_samba_dropin(const std::string& old, const std::string& param,
     }
   }
   auto same = [](const std::string& a, const std::string& b) {
-    std::string x = squeeze(a), y = squeeze(b);
+    std::string x = squeeze_ws(a), y = squeeze_ws(b);
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     for (char& c : y) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return x == y;
@@ -109,7 +89,7 @@ std::string set_afp_param(const std::string& conf, const std::string& param,
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   auto lower = [](std::string x) {
     for (char& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return squeeze(x);
+    return squeeze_ws(x);
   };
   const std::string want = lower(param);
   long global = -1, end = static_cast<long>(lines.size()), at = -1;
@@ -153,7 +133,7 @@ std::string add_samba_include(const std::string& conf, const std::string& dropin
   std::stringstream in(conf);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   for (const auto& l : lines) {
-    if (squeeze(l) == squeeze(line)) return conf;
+    if (squeeze_ws(l) == squeeze_ws(line)) return conf;
   }
   auto section_of = [](const std::string& l) -> std::string {
     const std::string t(trim(l));

@@ -11,8 +11,6 @@
 
 namespace cp::tune::detail {
 
-// Runs of whitespace made one space, leading and trailing dropped.
-std::string squeeze(const std::string& s);
 // "/a/b/c" -> "/a/b"; "c" -> "."; "/c" -> "/".
 std::string dir_of(const std::string& path);
 // Paths under /proc/ or /sys/: one write, no truncation, owned by root.
