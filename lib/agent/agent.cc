@@ -137,7 +137,7 @@ class Agent {
   json::object do_hello(const Request&);
   json::object do_facts(const Request& r);
   json::object do_prepare(const Request& r);
-  json::object do_sweep_orphans(const Request& r);
+  json::object do_clean_orphans(const Request& r);
   json::object do_check_space(const Request& r);
   json::object do_disk(const Request& r);
   json::object do_tcp_listen(const Request& r);
@@ -201,7 +201,7 @@ const Agent::Op Agent::kOps[] = {
     {"hello", &Agent::do_hello},
     {"facts", &Agent::do_facts},
     {"prepare", &Agent::do_prepare},
-    {"sweep_orphans", &Agent::do_sweep_orphans},
+    {"sweep_orphans", &Agent::do_clean_orphans},
     {"check_space", &Agent::do_check_space},
     {"disk", &Agent::do_disk},
     {"tcp_listen", &Agent::do_tcp_listen},
@@ -294,7 +294,7 @@ json::object Agent::do_prepare(const Request& r) {
     }
     // Run directories of agents that were killed (SIGKILL, a crash, a reboot).
     std::vector<msg::RunDirEntry> kept;
-    for (auto& s : sweep_run_dirs(base, &kept)) out.swept.push_back(std::move(s));
+    for (auto& s : clean_orphan_run_dirs(base, &kept)) out.swept.push_back(std::move(s));
     for (auto& k : kept) {
       if (!k.refused.empty()) out.refused.push_back(std::move(k));
     }
@@ -306,10 +306,10 @@ json::object Agent::do_prepare(const Request& r) {
   return msg::to_json(out);
 }
 
-json::object Agent::do_sweep_orphans(const Request& r) {
-  msg::SweepOrphansResult out;
-  for (const std::string& dir : decode<msg::SweepOrphansRequest>(r).dirs) {
-    for (auto& s : sweep_run_dirs(dir, &out.kept)) out.removed.push_back(std::move(s));
+json::object Agent::do_clean_orphans(const Request& r) {
+  msg::CleanOrphansResult out;
+  for (const std::string& dir : decode<msg::CleanOrphansRequest>(r).dirs) {
+    for (auto& s : clean_orphan_run_dirs(dir, &out.kept)) out.removed.push_back(std::move(s));
   }
   return msg::to_json(out);
 }

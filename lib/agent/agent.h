@@ -23,7 +23,7 @@ struct AgentOptions {
   std::function<std::unique_ptr<ClientRole>()> client_role;
 };
 
-// Run directories and their orphan sweep: agent/run_dir.h.
+// Run directories and their orphan cleanup: agent/run_dir.h.
 
 // Serves until the peer closes in_fd, says bye, or a signal arrives.
 // Returns the process exit code (0 on a clean end).

@@ -325,7 +325,7 @@ TEST_F(AgentLinkTest, PrepareSweepsRunDirsOfGoneAgentsOnly) {
   EXPECT_EQ(owner.run, 8);
   // A second agent's sweep keeps this live run's directory.
   json::object s = link_->call("sweep_orphans", {{"dirs", json::array{dir_.string()}}}, 10);
-  EXPECT_TRUE(msg::decode<msg::SweepOrphansResult>(s, "sweep_orphans").removed.empty());
+  EXPECT_TRUE(msg::decode<msg::CleanOrphansResult>(s, "sweep_orphans").removed.empty());
   EXPECT_TRUE(fs::exists(mine));
 }
 

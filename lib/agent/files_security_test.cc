@@ -1,8 +1,8 @@
 // The agent on a shared server, tried as another local user would: links,
 // FIFOs and forged owner records planted in its run directories and in the
-// directories it sweeps (a temp dir plays the shared one). What must hold: no
+// directories its orphan cleanup scans (a temp dir plays the shared one). What must hold: no
 // file outside the run directory changes (checksums of the planted targets),
-// the request fails with a typed error, the sweep leaves what is not its own
+// the request fails with a typed error, the cleanup leaves what is not its own
 // alone and says so (RunDirEntry::refused), and a worker stuck on a FIFO does
 // not keep the agent from exiting on SIGTERM.
 #include <fcntl.h>
@@ -70,7 +70,7 @@ fs::path make_temp_dir(const char* what) {
   return tmpl;
 }
 
-// An old directory: the sweep counts an unowned one untouched for an hour as left behind.
+// An old directory: the orphan cleanup counts an unowned one untouched for an hour as left behind.
 void age(const fs::path& p) {
   fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(2));
 }
@@ -166,9 +166,9 @@ TEST_F(SecurityAgentFiles, FifoOrHardLinkAtAChecksummedNameIsRefused) {
   EXPECT_EQ(checksum_of(victim_), victim_sum_);
 }
 
-// The sweep's cases, on sweep_run_dirs directly: each planted directory is
+// The orphan cleanup's cases, on clean_orphan_run_dirs directly: each planted directory is
 // kept with its refusal code and nothing in it or behind it changes.
-class SecuritySweep : public ::testing::Test {
+class SecurityOrphanCleanup : public ::testing::Test {
  protected:
   void SetUp() override {
     base_ = make_temp_dir("sweep-sec");
@@ -180,10 +180,10 @@ class SecuritySweep : public ::testing::Test {
     fs::remove_all(base_);
     fs::remove_all(outside_);
   }
-  // The sweep's refusal for `name` ("" kept without one; "removed").
+  // The cleanup's refusal for `name` ("" kept without one; "removed").
   std::string outcome(const std::string& name) {
     std::vector<msg::RunDirEntry> kept;
-    const auto removed = sweep_run_dirs(base_.string(), &kept);
+    const auto removed = clean_orphan_run_dirs(base_.string(), &kept);
     for (const auto& r : removed) {
       if (fs::path(r.path).filename() == name) return "removed";
     }
@@ -196,7 +196,7 @@ class SecuritySweep : public ::testing::Test {
   std::string victim_sum_;
 };
 
-TEST_F(SecuritySweep, FifoOwnerRecordIsLeftAloneWithoutBlocking) {
+TEST_F(SecurityOrphanCleanup, FifoOwnerRecordIsLeftAloneWithoutBlocking) {
   const fs::path d = base_ / "chokepoint-run-fifo01";
   fs::create_directory(d);
   ASSERT_EQ(mkfifo((d / kOwnerFile).c_str(), 0644), 0);
@@ -206,7 +206,7 @@ TEST_F(SecuritySweep, FifoOwnerRecordIsLeftAloneWithoutBlocking) {
 }
 
 // A record linked to /dev/zero is never read: memory does not grow by it.
-TEST_F(SecuritySweep, OwnerRecordLinkedToDevZeroIsNotRead) {
+TEST_F(SecurityOrphanCleanup, OwnerRecordLinkedToDevZeroIsNotRead) {
   const fs::path d = base_ / "chokepoint-run-zero01";
   fs::create_directory(d);
   fs::create_symlink("/dev/zero", d / kOwnerFile);
@@ -219,7 +219,7 @@ TEST_F(SecuritySweep, OwnerRecordLinkedToDevZeroIsNotRead) {
   EXPECT_TRUE(fs::is_symlink(d / kOwnerFile));
 }
 
-TEST_F(SecuritySweep, HugeOwnerRecordIsNotRead) {
+TEST_F(SecurityOrphanCleanup, HugeOwnerRecordIsNotRead) {
   const fs::path d = base_ / "chokepoint-run-huge01";
   fs::create_directory(d);
   std::ofstream(d / kOwnerFile) << gone_owner_record() << std::string(8192, ' ');
@@ -229,7 +229,7 @@ TEST_F(SecuritySweep, HugeOwnerRecordIsNotRead) {
 
 // A link named like a run directory, pointing at a directory that looks like
 // an orphan: not followed, not removed.
-TEST_F(SecuritySweep, RunDirThatIsALinkIsLeftAlone) {
+TEST_F(SecurityOrphanCleanup, RunDirThatIsALinkIsLeftAlone) {
   const fs::path target = outside_ / "looks-orphaned";
   fs::create_directory(target);
   std::ofstream(target / kOwnerFile) << gone_owner_record();
@@ -240,7 +240,7 @@ TEST_F(SecuritySweep, RunDirThatIsALinkIsLeftAlone) {
 
 // An orphan of this uid goes, but a link inside it is removed, not followed:
 // the directory and file it points at stay.
-TEST_F(SecuritySweep, RemovingAnOrphanNeverFollowsALinkInIt) {
+TEST_F(SecurityOrphanCleanup, RemovingAnOrphanNeverFollowsALinkInIt) {
   const fs::path d = base_ / "chokepoint-run-gone01";
   fs::create_directories(d / "sub");
   std::ofstream(d / kOwnerFile) << gone_owner_record();
@@ -253,7 +253,7 @@ TEST_F(SecuritySweep, RemovingAnOrphanNeverFollowsALinkInIt) {
 
 // As root: a directory of another user (nobody) with a forged record of a
 // gone agent, and a forged record of another user in a directory of ours.
-TEST_F(SecuritySweep, ForeignOwnedDirOrRecordIsLeftAlone) {
+TEST_F(SecurityOrphanCleanup, ForeignOwnedDirOrRecordIsLeftAlone) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to chown to nobody";
   const passwd* nobody = getpwnam("nobody");
   ASSERT_NE(nobody, nullptr);

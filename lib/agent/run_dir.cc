@@ -212,7 +212,7 @@ RunDir make_run_dir(const std::string& base, const std::string& owner_json, bool
                  "free some space there, or name another directory in the plan");
   };
   if (d.fd.get() < 0) throw fail("open the run directory just made", errno);
-  // The owner record first, so no later sweep takes a live run's files, and
+  // The owner record first, so no later orphan cleanup takes a live run's files, and
   // before the directory opens to anyone else.
   const int fd =
       ::openat(d.fd.get(), kOwnerFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -240,8 +240,8 @@ std::string remove_tree_at(int parent_fd, const std::string& name) {
   return remove_tree(parent_fd, name, 0);
 }
 
-std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
-                                             std::vector<msg::RunDirEntry>* kept) {
+std::vector<msg::RunDirEntry> clean_orphan_run_dirs(const std::string& base,
+                                                    std::vector<msg::RunDirEntry>* kept) {
   std::vector<msg::RunDirEntry> removed;
   const DirFd base_fd = open_base(base);
   std::vector<std::string> names;

@@ -1,6 +1,6 @@
 // The agent's run directories (chokepoint-run-*): made with a random name and
 // the owner record first, opened to a protocol server's user with the sticky
-// bit, removed without following a symbolic link, and the sweep that removes
+// bit, removed without following a symbolic link, and the orphan cleanup that removes
 // those of agents that are gone. A run directory behind a share is writable by
 // every local user (01777), so nothing here trusts a name in one: entries are
 // reached through directory fds (openat, fstatat, unlinkat), never through a
@@ -22,7 +22,7 @@ inline constexpr const char* kRunDirPrefix = "chokepoint-run-";
 // Largest owner record read, bytes: a record is ~250; anything bigger is not one.
 inline constexpr int64_t kMaxOwnerRecord = 4096;
 
-// Why the sweep left a directory alone (RunDirEntry::refused): it is not
+// Why the orphan cleanup left a directory alone (RunDirEntry::refused): it is not
 // provably a run directory of this uid.
 namespace refusal {
 inline constexpr const char* kNotADirectory = "not_a_directory";  // a symlink, FIFO, file
@@ -85,7 +85,7 @@ std::string remove_tree_at(int parent_fd, const std::string& name);
 // gets the others: a live run's, another host's on a shared filesystem, one
 // that could not be removed (its error), or one left alone (its refused code,
 // refusal::*).
-std::vector<msg::RunDirEntry> sweep_run_dirs(const std::string& base,
-                                             std::vector<msg::RunDirEntry>* kept);
+std::vector<msg::RunDirEntry> clean_orphan_run_dirs(const std::string& base,
+                                                    std::vector<msg::RunDirEntry>* kept);
 
 }  // namespace cp::agent

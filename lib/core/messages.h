@@ -157,15 +157,17 @@ struct RunDirEntry {
 
 struct PrepareResult {
   std::map<std::string, std::string> dirs;  // base dir -> the run dir made in it
-  std::vector<RunDirEntry> swept;           // orphans removed on the way
+  std::vector<RunDirEntry> swept;           // orphans removed on the way (wire name kept)
   std::vector<RunDirEntry> refused;         // chokepoint-run-* left alone on the way
 };
 
-struct SweepOrphansRequest {
+// The orphan cleanup (`chokepoint clean`); its wire type stays "sweep_orphans"
+// so agents of other versions still answer.
+struct CleanOrphansRequest {
   std::vector<std::string> dirs;
 };
 
-struct SweepOrphansResult {
+struct CleanOrphansResult {
   std::vector<RunDirEntry> removed;
   std::vector<RunDirEntry> kept;
 };

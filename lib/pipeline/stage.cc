@@ -76,7 +76,7 @@ bool flag_stall(const Plan& plan, SampleRecord& s, const std::vector<const Agent
 msg::PrepareResult prepare_dirs(AgentPort& agent, const msg::PrepareRequest& req, RunObserver& obs,
                                 const std::string& who) {
   auto made = ask<msg::PrepareResult>(agent, "prepare", req, 30);
-  // The orphan sweep the agent did on the way (run dirs of agents that are gone).
+  // The orphan cleanup the agent did on the way (run dirs of agents that are gone).
   for (const auto& s : made.swept) {
     obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who, s.path, s.reason));
   }
