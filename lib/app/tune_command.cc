@@ -21,12 +21,12 @@
 #include "core/units.h"
 #include "lab/lab.h"
 #include "lab/layout.h"
+#include "link/agent_link.h"
 #include "pipeline/plan.h"
-#include "remote/agent_link.h"
 #include "remote/endpoint.h"
 #include "store/store.h"
-#include "tune/knobs.h"
 #include "tune/sweep.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::app {
 namespace {

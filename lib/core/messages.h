@@ -151,7 +151,7 @@ struct RunDirEntry {
   std::string error;   // kept: why it could not be removed ("" when alive)
   // kept: left alone as not provably this uid's run directory (a foreign
   // owner, an owner record that is a link, FIFO or too large):
-  // agent/run_dir.h's refusal codes; "" otherwise.
+  // agent_server/run_dir.h's refusal codes; "" otherwise.
   std::string refused;
 };
 
@@ -208,7 +208,8 @@ struct RevertedKnob {
 
 // A tune journal (or one entry of it) the agent refused to run.
 struct RefusedJournal {
-  std::string reason;  // tune/journal.h to_string(Refusal): "symlink", "mode", "action_shape", ...
+  std::string
+      reason;  // tune_agent/journal.h to_string(Refusal): "symlink", "mode", "action_shape", ...
   std::string knob;    // "" when the whole file is refused
   std::string action;  // the refused action as shown; "" for a whole entry or file
   std::string detail;

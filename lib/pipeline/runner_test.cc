@@ -16,13 +16,13 @@
 #include <thread>
 #include <tuple>
 
-#include "agent/agent.h"
-#include "agent/client_role.h"
+#include "agent/driver_role.h"
+#include "agent_server/agent.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
-#include "remote/agent_link.h"
-#include "remote/agent_port.h"
+#include "link/agent_link.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 namespace {

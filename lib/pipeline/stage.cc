@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "core/messages_json.h"
+#include "link/agent_port.h"
 #include "pipeline/runner.h"
-#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 

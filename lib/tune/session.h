@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/model.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::tune::detail {
 

@@ -14,8 +14,8 @@
 #include "core/stats.h"
 #include "core/units.h"
 #include "core/version.h"
+#include "link/agent_link.h"
 #include "pipeline/runner.h"
-#include "remote/agent_link.h"
 #include "store/store.h"
 #include "tune/session.h"
 

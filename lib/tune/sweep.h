@@ -16,7 +16,7 @@
 
 #include "core/clock.h"
 #include "pipeline/plan.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp {
 class Store;

@@ -1,4 +1,4 @@
-#include "tune/agent_requests.h"
+#include "tune_agent/agent_requests.h"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
-#include "tune/apply.h"
-#include "tune/journal.h"
+#include "tune_agent/apply.h"
+#include "tune_agent/journal.h"
 
 namespace cp::tune {
 namespace json = boost::json;

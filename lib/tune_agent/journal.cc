@@ -1,4 +1,4 @@
-#include "tune/journal.h"
+#include "tune_agent/journal.h"
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -16,7 +16,7 @@
 
 #include "core/error.h"
 #include "core/text.h"
-#include "tune/detail.h"
+#include "tune_agent/detail.h"
 
 namespace cp::tune {
 namespace json = boost::json;

@@ -1,4 +1,4 @@
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 #include <gtest/gtest.h>
 

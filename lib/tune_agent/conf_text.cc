@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/text.h"
-#include "tune/apply.h"
-#include "tune/detail.h"
+#include "tune_agent/apply.h"
+#include "tune_agent/detail.h"
 
 namespace cp::tune {
 

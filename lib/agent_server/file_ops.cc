@@ -1,4 +1,4 @@
-#include "agent/file_ops.h"
+#include "agent_server/file_ops.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

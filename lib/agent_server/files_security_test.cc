@@ -24,13 +24,13 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/agent.h"
-#include "agent/run_dir.h"
+#include "agent_server/agent.h"
+#include "agent_server/run_dir.h"
 #include "core/checksum.h"
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "core/process.h"
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 namespace cp::agent {
 namespace {

@@ -1,6 +1,6 @@
-#include "tune/apply.h"
+#include "tune_agent/apply.h"
 
-#include "tune/journal.h"
+#include "tune_agent/journal.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

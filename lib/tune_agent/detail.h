@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "core/process.h"
-#include "tune/apply.h"
-#include "tune/knobs.h"
+#include "tune_agent/apply.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::tune::detail {
 

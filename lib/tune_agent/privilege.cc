@@ -14,8 +14,8 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "core/text.h"
-#include "tune/apply.h"
-#include "tune/detail.h"
+#include "tune_agent/apply.h"
+#include "tune_agent/detail.h"
 
 namespace cp::tune {
 namespace {

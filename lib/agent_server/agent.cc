@@ -1,4 +1,4 @@
-#include "agent/agent.h"
+#include "agent_server/agent.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,9 +24,9 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/client_role.h"
-#include "agent/file_ops.h"
-#include "agent/run_dir.h"
+#include "agent_server/client_role.h"
+#include "agent_server/file_ops.h"
+#include "agent_server/run_dir.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
@@ -38,7 +38,7 @@
 #include "probe/disk.h"
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
-#include "tune/agent_requests.h"
+#include "tune_agent/agent_requests.h"
 
 namespace cp::agent {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "core/clock.h"
-#include "remote/agent_port.h"
-#include "remote/stream.h"
+#include "link/agent_port.h"
+#include "link/stream.h"
 
 namespace cp::remote {
 

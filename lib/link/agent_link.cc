@@ -1,4 +1,4 @@
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 #include <fmt/format.h>
 

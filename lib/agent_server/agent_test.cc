@@ -1,6 +1,6 @@
 // The agent's request loop, driven through the orchestrator's link over a
 // socketpair (agent::serve runs in this process).
-#include "agent/agent.h"
+#include "agent_server/agent.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 #include "core/messages_json.h"
 #include "core/process.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 namespace cp::agent {
 using remote::AgentLink;

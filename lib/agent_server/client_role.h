@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/file_ops.h"
+#include "agent_server/file_ops.h"
 #include "core/clock.h"
 #include "core/messages.h"
 
@@ -35,8 +35,5 @@ class ClientRole {
   // From the agent's reader thread at shutdown: cancels open sessions.
   virtual void cancel_sessions() = 0;
 };
-
-// The full agent's client role: every driver in lib/transfer.
-std::unique_ptr<ClientRole> make_client_role();
 
 }  // namespace cp::agent

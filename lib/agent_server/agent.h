@@ -13,7 +13,7 @@
 
 namespace cp::agent {
 
-class ClientRole;  // agent/client_role.h
+class ClientRole;  // agent_server/client_role.h
 
 struct AgentOptions {
   std::string build_id;  // printed in the sentinel; the orchestrator compares it
@@ -23,7 +23,7 @@ struct AgentOptions {
   std::function<std::unique_ptr<ClientRole>()> client_role;
 };
 
-// Run directories and their orphan cleanup: agent/run_dir.h.
+// Run directories and their orphan cleanup: agent_server/run_dir.h.
 
 // Serves until the peer closes in_fd, says bye, or a signal arrives.
 // Returns the process exit code (0 on a clean end).

@@ -1,4 +1,4 @@
-#include "tune/agent_requests.h"
+#include "tune_agent/agent_requests.h"
 
 #include <sched.h>
 #include <sys/wait.h>
@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/process.h"
-#include "tune/apply.h"
+#include "tune_agent/apply.h"
 
 namespace cp::tune {
 namespace {

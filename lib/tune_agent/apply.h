@@ -1,13 +1,13 @@
 // Applying knobs on an endpoint, on the agent's side: the exact actions a
 // knob's row turns into for this host (the disk under a directory, this
 // smbd's smb.conf), run directly or, without root, through `sudo -n`. The
-// journal that makes every change revertible is tune/journal.h.
+// journal that makes every change revertible is tune_agent/journal.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::tune {
 

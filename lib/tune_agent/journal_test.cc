@@ -1,7 +1,7 @@
 // The tune journal as an attacker plants it: each refused with its typed
 // reason, nothing of it run (a marker file the planted action would create
 // stays absent), the file left as found.
-#include "tune/journal.h"
+#include "tune_agent/journal.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "tune/detail.h"
+#include "tune_agent/detail.h"
 
 namespace cp::tune {
 namespace {

@@ -1,4 +1,4 @@
-#include "tune/apply.h"
+#include "tune_agent/apply.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,7 +16,7 @@
 #include "core/process.h"
 #include "core/text.h"
 #include "probe/sysinfo.h"
-#include "tune/detail.h"
+#include "tune_agent/detail.h"
 
 namespace cp::tune {
 namespace detail {

@@ -1,7 +1,7 @@
 // The tuning knobs as data: one table row per knob says where it lives, how
 // its current value is read, how it is applied and reverted, what must
 // reload, which stages it affects and what privilege it needs. Everything
-// that touches a host is derived from a row (lib/tune/apply.h); the
+// that touches a host is derived from a row (lib/tune_agent/apply.h); the
 // orchestrator only picks rows and values. Plain structs: no Boost here.
 #pragma once
 

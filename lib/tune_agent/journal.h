@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "tune/apply.h"
-#include "tune/knobs.h"
+#include "tune_agent/apply.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::tune {
 

@@ -1,4 +1,4 @@
-#include "agent/run_dir.h"
+#include "agent_server/run_dir.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "remote/stream.h"
+#include "link/stream.h"
 
 #include <poll.h>
 #include <unistd.h>
