@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "agent/agent.h"
+#include "agent_server/agent.h"
 #include "core/sha256.h"
 #include "core/version.h"
 

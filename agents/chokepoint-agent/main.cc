@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "agent/agent.h"
-#include "agent/client_role.h"
+#include "agent/driver_role.h"
+#include "agent_server/agent.h"
 #include "core/sha256.h"
 #include "core/version.h"
 

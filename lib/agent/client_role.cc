@@ -1,4 +1,4 @@
-#include "agent/client_role.h"
+#include "agent/driver_role.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // The full agent (with the client role): hello lists its drivers, and a
 // transfer moves a file through one (the null driver: no network).
-#include "agent/client_role.h"
+#include "agent/driver_role.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/agent.h"
+#include "agent_server/agent.h"
 #include "core/error.h"
 #include "core/messages_json.h"
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 namespace cp::agent {
 namespace {

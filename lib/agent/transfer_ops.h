@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "agent/file_ops.h"
+#include "agent_server/file_ops.h"
 #include "core/clock.h"
 #include "transfer/driver.h"
 

@@ -25,7 +25,6 @@ struct BlockDeviceFacts;
 namespace cp::analysis {
 
 // --- words the rows and hints use ----------------------------------------
-inline std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 inline std::string mbps(double bps) { return format_mbps(bps); }
 // "smb" -> "SMB", "path" -> "mounted path": the driver's display name
 // (transfer::protocol_display).

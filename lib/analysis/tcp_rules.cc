@@ -42,7 +42,7 @@ std::vector<std::string> buffer_hints(const Row& t, const Analysis& a, double pa
   if (t.rwnd_limited_frac > kWindowLimited || rmem_short) {
     std::string why =
         t.rwnd_limited_frac > kWindowLimited
-            ? fmt::format("receive-window-limited {}", pct(t.rwnd_limited_frac))
+            ? fmt::format("receive-window-limited {}", format_percent(t.rwnd_limited_frac))
             : fmt::format(
                   "the {}'s tcp_rmem max {} bytes is below the bandwidth-delay product {} bytes "
                   "({} x {:.2f} ms RTT)",
@@ -62,7 +62,7 @@ std::vector<std::string> buffer_hints(const Row& t, const Analysis& a, double pa
                         sysctl_of(sf, "net.ipv4.tcp_wmem"), sysctl_of(sf, "net.core.wmem_max"));
     }
     hints.push_back(fmt::format("send-buffer-limited {}: raise the {}'s send buffer max{}",
-                                pct(t.sndbuf_limited_frac), sender, now));
+                                format_percent(t.sndbuf_limited_frac), sender, now));
   }
   return hints;
 }

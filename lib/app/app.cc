@@ -26,6 +26,7 @@
 #include "app/generate.h"
 #include "app/help.h"
 #include "app/info_commands.h"
+#include "app/options.h"
 #include "app/push.h"
 #include "app/recorded_plan.h"
 #include "app/report_commands.h"
@@ -46,10 +47,10 @@
 #include "lab/lab.h"
 #include "lab/lab_cli.h"
 #include "lab/layout.h"
+#include "link/agent_link.h"
 #include "pipeline/eta.h"
 #include "pipeline/plan.h"
 #include "pipeline/runner.h"
-#include "remote/agent_link.h"
 #include "remote/endpoint.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -105,24 +106,6 @@ class CancelWatchdog {
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
-
-po::variables_map parse(const po::options_description& desc, const std::vector<std::string>& args,
-                        const po::positional_options_description* pos = nullptr) {
-  po::variables_map vm;
-  try {
-    auto parser = po::command_line_parser(args).options(desc);
-    if (pos) parser.positional(*pos);
-    po::store(parser.run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw Error(ErrorKind::kUsage, e.what(), "see --help");
-  }
-  return vm;
-}
-
-std::string db_path(const po::variables_map& vm) {
-  return vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
-}
 
 // Prints `run` as analyzed once by the caller (`a`), as text or JSON; text
 // gives each finding in brief unless `explain`.
@@ -253,7 +236,7 @@ int push_stored_run(const stored::Run& run, const analysis::Analysis& a, const s
   return rc;
 }
 
-int diagnose(const std::vector<std::string>& args) {
+po::options_description diagnose_options() {
   po::options_description desc("chokepoint diagnose [options]");
   desc.add_options()("help,h", "this help")("server", po::value<std::string>(),
                                             "the file server: SSH host or alias, or 'local'")(
@@ -276,11 +259,51 @@ int diagnose(const std::vector<std::string>& args) {
       "push", po::value<std::string>(),
       "after the run, push its metrics to the Prometheus Pushgateway at URL")("quiet,q",
                                                                               "no progress output");
-  auto vm = parse(desc, args);
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
+  return desc;
+}
+
+// The two ends a diagnosis measures, and what the lab (when it is the
+// target) puts into the plan's defaults.
+struct Targets {
+  remote::EndpointSpec server, client;
+  pipeline::Plan base;
+  std::optional<lab::LabState> lab;
+};
+
+// The lab's ends and directories; Error(kUsage) when no lab is up,
+// Error(kUnsupported) when it is not healthy.
+void target_lab(Targets& t) {
+  const int instance = lab::default_instance();
+  const std::string up_cmd = instance == 0
+                                 ? std::string("chokepoint lab up")
+                                 : fmt::format("chokepoint lab up --instance {}", instance);
+  auto lab = lab::load();
+  if (!lab) {
+    throw Error(
+        ErrorKind::kUsage,
+        fmt::format("no --server/--client given and no lab is up (instance {}, {})", instance,
+                    lab::default_dir()),
+        fmt::format("start the lab with `{}`, or name hosts with --server and --client", up_cmd));
   }
+  const lab::LabHealth health = lab::check_health(*lab);
+  if (!health.healthy) {
+    throw Error(ErrorKind::kUnsupported,
+                fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
+                fmt::format("`{}` restarts what is down (or `lab down`, then `lab up`)", up_cmd));
+  }
+  t.server.host = lab->server.alias;
+  t.client.host = lab->client.alias;
+  t.server.ssh_config = t.client.ssh_config = lab->ssh_config;
+  // An unprivileged server login works in the shares it owns (lab.h).
+  std::tie(t.base.server.ram_dir, t.base.server.disk_dir) = lab::diagnosis_dirs(*lab, lab->server);
+  t.base.server.disk_dir_set = true;
+  std::tie(t.base.client.ram_dir, t.base.client.disk_dir) = lab::diagnosis_dirs(*lab, lab->client);
+  t.base.data_address = lab->server.data_address;
+  t.base.server.samba_conf = lab::server_files(*lab).smb_conf;
+  t.lab = *lab;
+}
+
+Targets diagnose_targets(const po::variables_map& vm) {
   if (vm.count("lab") && (vm.count("server") || vm.count("client"))) {
     throw Error(ErrorKind::kUsage, "--lab cannot be combined with --server or --client",
                 "either diagnose the lab (--lab) or name two hosts (--server and --client)");
@@ -290,73 +313,95 @@ int diagnose(const std::vector<std::string>& args) {
     throw Error(ErrorKind::kUsage, "diagnose needs both --server and --client",
                 "name two hosts (e.g. --server nas --client local), or use --lab");
   }
-  if (vm.count("push")) check_push_url(vm["push"].as<std::string>());
-  pipeline::Plan base;
-  std::optional<lab::LabState> lab_state;
-  remote::EndpointSpec server_spec, client_spec;
-  server_spec.role = "server";
-  client_spec.role = "client";
-  if (vm.count("ssh-config")) {
-    server_spec.ssh_config = client_spec.ssh_config = checked_ssh_config(vm);
-  }
-  server_spec.accept_new_host_keys = client_spec.accept_new_host_keys =
+  Targets t;
+  t.server.role = "server";
+  t.client.role = "client";
+  if (vm.count("ssh-config")) t.server.ssh_config = t.client.ssh_config = checked_ssh_config(vm);
+  t.server.accept_new_host_keys = t.client.accept_new_host_keys =
       vm.count("accept-new-host-keys") > 0;
   if (use_lab) {
-    const int instance = lab::default_instance();
-    const std::string up_cmd = instance == 0
-                                   ? std::string("chokepoint lab up")
-                                   : fmt::format("chokepoint lab up --instance {}", instance);
-    auto lab = lab::load();
-    if (!lab) {
-      throw Error(
-          ErrorKind::kUsage,
-          fmt::format("no --server/--client given and no lab is up (instance {}, {})", instance,
-                      lab::default_dir()),
-          fmt::format("start the lab with `{}`, or name hosts with --server and --client", up_cmd));
-    }
-    const lab::LabHealth health = lab::check_health(*lab);
-    if (!health.healthy) {
-      throw Error(
-          ErrorKind::kUnsupported,
-          fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
-          fmt::format("`{}` restarts what is down (or `lab down`, then `lab up`)", up_cmd));
-    }
-    server_spec.host = lab->server.alias;
-    client_spec.host = lab->client.alias;
-    server_spec.ssh_config = client_spec.ssh_config = lab->ssh_config;
-    // An unprivileged server login works in the shares it owns (lab.h).
-    std::tie(base.server.ram_dir, base.server.disk_dir) = lab::diagnosis_dirs(*lab, lab->server);
-    base.server.disk_dir_set = true;
-    std::tie(base.client.ram_dir, base.client.disk_dir) = lab::diagnosis_dirs(*lab, lab->client);
-    base.data_address = lab->server.data_address;
-    base.server.samba_conf = lab::server_files(*lab).smb_conf;
-    lab_state = *lab;
+    target_lab(t);
   } else {
-    server_spec.host = checked_host("server", vm["server"].as<std::string>());
-    client_spec.host = checked_host("client", vm["client"].as<std::string>());
+    t.server.host = checked_host("server", vm["server"].as<std::string>());
+    t.client.host = checked_host("client", vm["client"].as<std::string>());
   }
-  pipeline::Plan plan =
-      vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), base) : base;
-  if (plan.source.empty()) plan.source = use_lab ? "(defaults, lab)" : "(defaults)";
-  if (vm.count("share")) {
-    for (const auto& f : vm["share"].as<std::vector<std::string>>())
-      pipeline::add_share_flag(plan, f);
+  return t;
+}
+
+// --dry-run: what would be measured, as text or JSON.
+void print_dry_run(const Targets& t, const pipeline::Plan& plan, const std::string& disk_dir_note,
+                   bool as_json) {
+  if (as_json) {
+    json::array stages;
+    for (const pipeline::StageOutline& o : pipeline::plan_outline(plan)) {
+      stages.push_back(
+          {{"stage", o.stage}, {"what", o.what}, {"samples", o.samples}, {"bytes", o.bytes}});
+    }
+    std::cout << json::serialize(json::object{{"server", t.server.host},
+                                              {"client", t.client.host},
+                                              {"plan", json::parse(pipeline::plan_to_json(plan))},
+                                              {"stages", std::move(stages)},
+                                              {"notes", disk_dir_note}})
+              << "\n";
+    return;
   }
-  // The lab's FTP and SMB shares, unless the plan or the flags name shares.
-  if (lab_state && plan.shares.empty()) {
-    for (const auto& ls : lab_state->server.shares) {
-      pipeline::SharePlan sp;
-      sp.name = ls.protocol + "-" + ls.medium;
-      sp.url = ls.url;
-      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
-      sp.server_dir = ls.server_dir;
-      sp.medium = ls.medium;
-      sp.user = lab_state->share_user;
-      sp.password_file = lab_state->share_password_file;
-      sp.declared_at = "the lab";
-      plan.shares.push_back(sp);
+  std::cout << sanitize_text(fmt::format(
+      "dry run: the plan ({}) and its shares are valid; nothing was measured or stored\n"
+      "server {}, client {}\n{}{}",
+      plan.source, t.server.host, t.client.host, pipeline::plan_outline_text(plan),
+      disk_dir_note.empty() ? "" : "note: " + disk_dir_note + "\n"));
+}
+
+// How the stages of a run ended: status and error, and whether every stage ran.
+struct StagesEnd {
+  std::string status = kComplete, error;
+  bool ran = false;
+};
+
+// Opens both ends and runs the plan's stages into run `run_id`.
+StagesEnd run_diagnosis(const Targets& t, const pipeline::Plan& plan,
+                        const std::map<std::string, std::string>& passwords, Store& store,
+                        int64_t run_id, ProgressPrinter& progress) {
+  StagesEnd end;
+  try {
+    auto log = [&](const std::string& line) { progress.note(line); };
+    auto server = remote::Endpoint::open(t.server, log);
+    auto client = remote::Endpoint::open(t.client, log);
+    configure_link(server->agent(), plan, progress);
+    configure_link(client->agent(), plan, progress);
+    progress.note(fmt::format("agents up: server {} ({}), client {} ({})", server->host(),
+                              server->deployment(), client->host(), client->deployment()));
+    std::string data_address =
+        plan.data_address.empty() ? server->default_data_address() : plan.data_address;
+    Recorder recorder(store, run_id, progress, plan);
+    pipeline::Agents agents{server->agent(),      client->agent(), t.server.host,
+                            t.client.host,        data_address,    passwords,
+                            /*client_address=*/{}};
+    agents.run_id = run_id;
+    pipeline::run_stages(plan, agents, recorder, g_cancel);
+    end.ran = true;
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kCancelled || g_cancel.cancelled()) {
+      end.status = kInterrupted;
+      end.error = "interrupted by a signal";
+    } else {
+      end.status = kFailed;
+      end.error = describe(e);
     }
   }
+  return end;
+}
+
+int diagnose(const std::vector<std::string>& args) {
+  const po::options_description desc = diagnose_options();
+  auto vm = parse_options(desc, args);
+  if (vm.count("help")) {
+    show_help(std::cout, desc);
+    return 0;
+  }
+  if (vm.count("push")) check_push_url(vm["push"].as<std::string>());
+  const Targets targets = diagnose_targets(vm);
+  pipeline::Plan plan = plan_from_options(vm, targets.base, targets.lab);
   const std::string disk_dir_note = pipeline::settle_server_disk_dir(plan);
   pipeline::validate(plan);
   // Passwords are read before anything connects, so a missing one fails fast;
@@ -367,25 +412,7 @@ int diagnose(const std::vector<std::string>& args) {
   }
   const bool as_json = vm.count("json") > 0;
   if (vm.count("dry-run")) {
-    if (as_json) {
-      json::array stages;
-      for (const pipeline::StageOutline& o : pipeline::plan_outline(plan)) {
-        stages.push_back(
-            {{"stage", o.stage}, {"what", o.what}, {"samples", o.samples}, {"bytes", o.bytes}});
-      }
-      std::cout << json::serialize(json::object{{"server", server_spec.host},
-                                                {"client", client_spec.host},
-                                                {"plan", json::parse(pipeline::plan_to_json(plan))},
-                                                {"stages", std::move(stages)},
-                                                {"notes", disk_dir_note}})
-                << "\n";
-      return 0;
-    }
-    std::cout << sanitize_text(fmt::format(
-        "dry run: the plan ({}) and its shares are valid; nothing was measured or stored\n"
-        "server {}, client {}\n{}{}",
-        plan.source, server_spec.host, client_spec.host, pipeline::plan_outline_text(plan),
-        disk_dir_note.empty() ? "" : "note: " + disk_dir_note + "\n"));
+    print_dry_run(targets, plan, disk_dir_note, as_json);
     return 0;
   }
   ProgressPrinter progress(vm.count("quiet") > 0);
@@ -393,11 +420,11 @@ int diagnose(const std::vector<std::string>& args) {
   Store store(db_path(vm));
   RunRecord run;
   run.label = vm["label"].as<std::string>();
-  run.server = server_spec.host;
-  run.client = client_spec.host;
+  run.server = targets.server.host;
+  run.client = targets.client.host;
   run.plan_json = pipeline::plan_to_json(plan);
   // A throttle changes figures as much as a plan key does: compare names it.
-  if (lab_state) run.plan_json = with_lab_throttle(run.plan_json, lab_state->throttle);
+  if (targets.lab) run.plan_json = with_lab_throttle(run.plan_json, targets.lab->throttle);
   run.version = kVersion;
   const int64_t run_id = store.begin_run(run);
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
@@ -406,50 +433,25 @@ int diagnose(const std::vector<std::string>& args) {
   install_stop_signals(g_cancel, /*exit_on_second=*/true);
   CancelWatchdog watchdog(store.path(), run_id);
 
-  std::string status = kComplete, error;
-  bool stages_ran = false;
+  StagesEnd end = run_diagnosis(targets, plan, passwords, store, run_id, progress);
   std::optional<analysis::Analysis> verdict;  // judged once, for the status and every report
-  try {
-    auto log = [&](const std::string& line) { progress.note(line); };
-    auto server = remote::Endpoint::open(server_spec, log);
-    auto client = remote::Endpoint::open(client_spec, log);
-    configure_link(server->agent(), plan, progress);
-    configure_link(client->agent(), plan, progress);
-    progress.note(fmt::format("agents up: server {} ({}), client {} ({})", server->host(),
-                              server->deployment(), client->host(), client->deployment()));
-    std::string data_address =
-        plan.data_address.empty() ? server->default_data_address() : plan.data_address;
-    Recorder recorder(store, run_id, progress, plan);
-    pipeline::Agents agents{server->agent(),      client->agent(), server_spec.host,
-                            client_spec.host,     data_address,    passwords,
-                            /*client_address=*/{}};
-    agents.run_id = run_id;
-    pipeline::run_stages(plan, agents, recorder, g_cancel);
-    stages_ran = true;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kCancelled || g_cancel.cancelled()) {
-      status = kInterrupted;
-      error = "interrupted by a signal";
-    } else {
-      status = kFailed;
-      error = describe(e);
-    }
-  }
-  if (stages_ran && g_cancel.cancelled()) {
-    status = kInterrupted;
-    error = "interrupted by a signal";
-  } else if (stages_ran) {
+  if (end.ran && g_cancel.cancelled()) {
+    end.status = kInterrupted;
+    end.error = "interrupted by a signal";
+  } else if (end.ran) {
     // Every stage ran; failed stages or samples make it partial, no verdict failed.
     const stored::Run measured = store.load(run_id);
     verdict = analysis::analyze(measured);
     RunOutcome o = outcome_of(measured, *verdict);
-    status = o.status;
-    error = o.error;
+    end.status = o.status;
+    end.error = o.error;
   }
-  store.end_run(run_id, status, error);
+  store.end_run(run_id, end.status, end.error);
   watchdog.disarm();
-  const int rc = exit_code_for(status);
-  if (rc != 0) progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, status, error));
+  const int rc = exit_code_for(end.status);
+  if (rc != 0) {
+    progress.note(fmt::format("chokepoint: run {} {}: {}", run_id, end.status, end.error));
+  }
   // The run as it ended (status, stages the end interrupted); its samples are
   // those judged above.
   const stored::Run ended = store.load(run_id);
@@ -462,13 +464,14 @@ int diagnose(const std::vector<std::string>& args) {
 }
 
 // chokepoint clean HOST...: removes the run directories that killed agents
-// left on each host (the sweep every run's agents also do as they start).
+// left on each host (the orphan cleanup every run's agents also do as they
+// start).
 int clean(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint clean HOST... [options]");
   desc.add_options()("help,h", "this help")("hosts", po::value<std::vector<std::string>>(),
                                             "SSH hosts or aliases, or 'local'")(
       "dir", po::value<std::vector<std::string>>()->composing(),
-      "a directory to sweep (repeatable); default: the plan's directories")(
+      "a directory to clean (repeatable); default: the plan's directories")(
       "plan", po::value<std::string>(),
       "plan file whose ram_dir, disk_dir and shares' server_dir are swept")(
       "ssh-config", po::value<std::string>(), "SSH config file (default ~/.ssh/config)")(
@@ -476,7 +479,7 @@ int clean(const std::vector<std::string>& args) {
       "json", "print as JSON");
   po::positional_options_description pos;
   pos.add("hosts", -1);
-  auto vm = parse(desc, args, &pos);
+  auto vm = parse_options(desc, args, &pos);
   if (vm.count("help")) {
     show_help(std::cout, desc);
     return 0;
@@ -514,10 +517,10 @@ int clean(const std::vector<std::string>& args) {
     try {
       auto ep = remote::Endpoint::open(
           spec, [](const std::string& line) { std::cerr << sanitize_text(line) << "\n"; });
-      // Directories missing on that host have nothing to sweep.
+      // Directories missing on that host have nothing to clean.
       // The answer through its codec, printed as the agent's entries are.
-      const boost::json::object r = msg::to_json(msg::decode<msg::SweepOrphansResult>(
-          ep->agent().call("sweep_orphans", msg::to_json(msg::SweepOrphansRequest{dirs}), 120),
+      const boost::json::object r = msg::to_json(msg::decode<msg::CleanOrphansResult>(
+          ep->agent().call("sweep_orphans", msg::to_json(msg::CleanOrphansRequest{dirs}), 120),
           "sweep_orphans"));
       entry["removed"] = r.at("removed");
       entry["kept"] = r.at("kept");
@@ -585,7 +588,7 @@ int show(const std::vector<std::string>& args) {
       "html", po::value<std::string>(), "also write a self-contained HTML report to FILE");
   po::positional_options_description pos;
   pos.add("run", 1);
-  auto vm = parse(desc, args, &pos);
+  auto vm = parse_options(desc, args, &pos);
   if (vm.count("help")) {
     show_help(std::cout, desc);
     return 0;

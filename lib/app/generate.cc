@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "core/version.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::embedded {
 extern const std::string_view completion_bash;  // lib/app/completion.bash

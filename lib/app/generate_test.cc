@@ -16,7 +16,7 @@
 #include "core/text.h"
 #include "report/test_runs.h"
 #include "store/store.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::app {
 namespace {

@@ -78,6 +78,18 @@ TEST(ReadmeLayout, TableListsEveryLibraryAndOnlyThose) {
   EXPECT_EQ(listed, built);
 }
 
+// A folder is a library: lib/NAME/ builds cp_NAME and nothing else, so the
+// tree shows what depends on what (the static agent's libraries apart from
+// the orchestrator's).
+TEST(ReadmeLayout, EveryFolderBuildsOneLibraryOfItsName) {
+  std::map<std::string, std::vector<std::string>> by_dir;
+  for (const auto& [name, lib] : cmake_libraries()) by_dir[lib.dir].push_back(name);
+  ASSERT_GT(by_dir.size(), 10u);
+  for (const auto& [dir, names] : by_dir) {
+    EXPECT_EQ(names, std::vector<std::string>{"cp_" + dir}) << "lib/" << dir;
+  }
+}
+
 TEST(ReadmeLayout, CmakeDepsPointOnlyToRowsAbove) {
   const auto rows = readme_rows();
   for (const auto& [name, lib] : cmake_libraries()) {

@@ -16,6 +16,7 @@
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
 #include "app/help.h"
+#include "app/options.h"
 #include "app/trend.h"
 #include "app/verdict_summary.h"
 #include "core/clock.h"
@@ -34,22 +35,6 @@ namespace cp::app {
 namespace {
 
 namespace po = boost::program_options;
-
-po::variables_map parse(const po::options_description& desc, const std::vector<std::string>& args,
-                        const po::positional_options_description& pos) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw Error(ErrorKind::kUsage, e.what(), "see --help");
-  }
-  return vm;
-}
-
-std::string db_path(const po::variables_map& vm) {
-  return vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
-}
 
 bool to_tty(const std::ostream& out) { return (&out == &std::cout) && ::isatty(1) == 1; }
 
@@ -133,7 +118,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
       "html", po::value<std::string>(), "also write a self-contained HTML page to FILE");
   po::positional_options_description pos;
   pos.add("runs", -1);
-  auto vm = parse(desc, args, pos);
+  auto vm = parse_options(desc, args, &pos);
   if (vm.count("help")) {
     show_help(out, desc);
     return 0;
@@ -179,7 +164,7 @@ int history_command(const std::vector<std::string>& args, std::ostream& out) {
                                "the capping layer and figure of PATH over the runs, and what "
                                "changed between them")(
       "html", po::value<std::string>(), "with --trend: also write a self-contained HTML page");
-  auto vm = parse(desc, args, {});
+  auto vm = parse_options(desc, args);
   if (vm.count("help")) {
     show_help(out, desc);
     return 0;
@@ -225,7 +210,7 @@ int prune_command(const std::vector<std::string>& args, std::ostream& out) {
       "labelled", "remove labelled runs too")("tune-runs",
                                               "remove runs a stored tune session names too")(
       "dry-run", "list what would be removed, change nothing");
-  auto vm = parse(desc, args, {});
+  auto vm = parse_options(desc, args);
   if (vm.count("help")) {
     show_help(out, desc);
     return 0;
@@ -289,7 +274,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
                                                          "write to FILE instead of stdout");
   po::positional_options_description pos;
   pos.add("run", 1);
-  auto vm = parse(desc, args, pos);
+  auto vm = parse_options(desc, args, &pos);
   if (vm.count("help")) {
     show_help(out, desc);
     return 0;

@@ -9,7 +9,7 @@
 
 #include "analysis/costly_settings.h"
 #include "probe/sysinfo.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp {
 namespace {

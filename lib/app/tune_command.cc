@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "app/help.h"
+#include "app/options.h"
 #include "app/signals.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -20,12 +21,12 @@
 #include "core/units.h"
 #include "lab/lab.h"
 #include "lab/layout.h"
+#include "link/agent_link.h"
 #include "pipeline/plan.h"
-#include "remote/agent_link.h"
 #include "remote/endpoint.h"
 #include "store/store.h"
-#include "tune/knobs.h"
 #include "tune/sweep.h"
+#include "tune_agent/knobs.h"
 
 namespace cp::app {
 namespace {
@@ -204,7 +205,7 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
 // `tune --show`: a stored session, read without creating or changing the
 // database (a missing one is an error naming its path).
 int show_command(const po::variables_map& vm, bool as_json) {
-  const std::string db = vm.count("db") ? vm["db"].as<std::string>() : Store::default_path();
+  const std::string db = db_path(vm);
   Store::require_existing(db);
   Store store(db);
   std::vector<tune::LayerSamples> samples;
@@ -217,27 +218,7 @@ int show_command(const po::variables_map& vm, bool as_json) {
 
 // The plan a sweep runs: --plan or the lab's, its shares, counts and size.
 pipeline::Plan tune_plan(const po::variables_map& vm, const Hosts& h, int count) {
-  pipeline::Plan plan =
-      vm.count("plan") ? pipeline::load_plan(vm["plan"].as<std::string>(), h.base) : h.base;
-  if (plan.source.empty()) plan.source = h.lab ? "(defaults, lab)" : "(defaults)";
-  if (vm.count("share")) {
-    for (const auto& f : vm["share"].as<std::vector<std::string>>())
-      pipeline::add_share_flag(plan, f);
-  }
-  if (h.lab && plan.shares.empty()) {
-    for (const auto& ls : h.lab->server.shares) {
-      pipeline::SharePlan sp;
-      sp.name = ls.protocol + "-" + ls.medium;
-      sp.url = ls.url;
-      sp.driver = pipeline::driver_for_url(ls.url, "lab share " + sp.name);
-      sp.server_dir = ls.server_dir;
-      sp.medium = ls.medium;
-      sp.user = h.lab->share_user;
-      sp.password_file = h.lab->share_password_file;
-      sp.declared_at = "the lab";
-      plan.shares.push_back(sp);
-    }
-  }
+  pipeline::Plan plan = plan_from_options(vm, h.base, h.lab);
   plan.disk_count = plan.proto_count = plan.tcp_count = count;
   if (vm.count("size")) {
     const uint64_t size = parse_size(vm["size"].as<std::string>(), "--size");
@@ -298,13 +279,7 @@ int tune_command(const std::vector<std::string>& args) {
   const po::options_description desc = tune_options();
   po::positional_options_description pos;
   pos.add("hosts", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw Error(ErrorKind::kUsage, e.what(), "see chokepoint tune --help");
-  }
+  const po::variables_map vm = parse_options(desc, args, &pos, "see chokepoint tune --help");
   if (vm.count("help")) {
     show_help(std::cout, desc);
     return 0;
@@ -390,7 +365,7 @@ int tune_command(const std::vector<std::string>& args) {
     std::cout << tune::dry_run_text(s);
     return 0;
   }
-  Store store(vm.count("db") ? vm["db"].as<std::string>() : Store::default_path());
+  Store store(db_path(vm));
   std::vector<tune::LayerSamples> samples;
   try {
     tune::TuneResult r = tune::run_sweep(s, store, g_tune_cancel, note, &samples);

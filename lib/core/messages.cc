@@ -149,15 +149,15 @@ void from_json(const json::value& v, PrepareResult& m, Source src, std::string_v
   In(v, src, what).need("dirs", m.dirs).opt("swept", m.swept).opt("refused", m.refused);
 }
 
-json::object to_json(const SweepOrphansRequest& m) { return {{"dirs", strings(m.dirs)}}; }
-void from_json(const json::value& v, SweepOrphansRequest& m, Source src, std::string_view what) {
+json::object to_json(const CleanOrphansRequest& m) { return {{"dirs", strings(m.dirs)}}; }
+void from_json(const json::value& v, CleanOrphansRequest& m, Source src, std::string_view what) {
   In(v, src, what).need("dirs", m.dirs);
 }
 
-json::object to_json(const SweepOrphansResult& m) {
+json::object to_json(const CleanOrphansResult& m) {
   return {{"removed", array_of(m.removed)}, {"kept", array_of(m.kept)}};
 }
-void from_json(const json::value& v, SweepOrphansResult& m, Source src, std::string_view what) {
+void from_json(const json::value& v, CleanOrphansResult& m, Source src, std::string_view what) {
   In(v, src, what).need("removed", m.removed).need("kept", m.kept);
   // A removed directory says why it was removed (clean prints it).
   for (size_t i = 0; i < m.removed.size() && src == Source::kPeer; ++i) {

@@ -166,21 +166,23 @@ struct RunDirEntry {
   std::string error;   // kept: why it could not be removed ("" when alive)
   // kept: left alone as not provably this uid's run directory (a foreign
   // owner, an owner record that is a link, FIFO or too large):
-  // agent/run_dir.h's refusal codes; "" otherwise.
+  // agent_server/run_dir.h's refusal codes; "" otherwise.
   std::string refused;
 };
 
 struct PrepareResult {
   std::map<std::string, std::string> dirs;  // base dir -> the run dir made in it
-  std::vector<RunDirEntry> swept;           // orphans removed on the way
+  std::vector<RunDirEntry> swept;           // orphans removed on the way (wire name kept)
   std::vector<RunDirEntry> refused;         // chokepoint-run-* left alone on the way
 };
 
-struct SweepOrphansRequest {
+// The orphan cleanup (`chokepoint clean`); its wire type stays "sweep_orphans"
+// so agents of other versions still answer.
+struct CleanOrphansRequest {
   std::vector<std::string> dirs;
 };
 
-struct SweepOrphansResult {
+struct CleanOrphansResult {
   std::vector<RunDirEntry> removed;
   std::vector<RunDirEntry> kept;
 };
@@ -221,7 +223,8 @@ struct RevertedKnob {
 
 // A tune journal (or one entry of it) the agent refused to run.
 struct RefusedJournal {
-  std::string reason;  // tune/journal.h to_string(Refusal): "symlink", "mode", "action_shape", ...
+  std::string
+      reason;  // tune_agent/journal.h to_string(Refusal): "symlink", "mode", "action_shape", ...
   std::string knob;    // "" when the whole file is refused
   std::string action;  // the refused action as shown; "" for a whole entry or file
   std::string detail;

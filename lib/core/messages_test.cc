@@ -247,11 +247,11 @@ TEST(Messages, RunDirectoryMessagesRoundTrip) {
   EXPECT_EQ(p2.swept[0].path, "/ram/chokepoint-run-old");
   EXPECT_EQ(p2.swept[0].reason, "its agent (pid 9, run 3) is gone");
 
-  EXPECT_EQ(round_trip(SweepOrphansRequest{{"/a", "/b"}}).dirs.size(), 2u);
-  SweepOrphansResult o;
+  EXPECT_EQ(round_trip(CleanOrphansRequest{{"/a", "/b"}}).dirs.size(), 2u);
+  CleanOrphansResult o;
   o.removed = {{"/a/chokepoint-run-1", "ran before the last reboot", ""}};
   o.kept = {{"/a/chokepoint-run-2", "", ""}, {"/a/chokepoint-run-3", "", "Permission denied"}};
-  const SweepOrphansResult o2 = round_trip(o);
+  const CleanOrphansResult o2 = round_trip(o);
   ASSERT_EQ(o2.removed.size(), 1u);
   EXPECT_EQ(o2.removed[0].reason, "ran before the last reboot");
   ASSERT_EQ(o2.kept.size(), 2u);
@@ -384,7 +384,7 @@ TEST(Messages, PeerArrayOfTheWrongKindIsAPeerError) {
     }
   }
   try {
-    decode<SweepOrphansResult>(json::parse(R"({"removed":[{"reason":"x"}],"kept":[]})"),
+    decode<CleanOrphansResult>(json::parse(R"({"removed":[{"reason":"x"}],"kept":[]})"),
                                "sweep_orphans");
     ADD_FAILURE() << "an entry without its path accepted";
   } catch (const Error& e) {
@@ -449,7 +449,7 @@ TEST(Messages, StoredDetailsThatAreDamagedReadAsDefaults) {
 // uncaught std::out_of_range, exit 134).
 TEST(SecurityMessages, ASweepReplyWithoutAReasonIsAPeerErrorNamingIt) {
   try {
-    decode<SweepOrphansResult>(json::parse(R"({"removed":[{"path":"/var/tmp/x"}],"kept":[]})"),
+    decode<CleanOrphansResult>(json::parse(R"({"removed":[{"path":"/var/tmp/x"}],"kept":[]})"),
                                "sweep_orphans");
     FAIL() << "accepted";
   } catch (const Error& e) {
@@ -457,7 +457,7 @@ TEST(SecurityMessages, ASweepReplyWithoutAReasonIsAPeerErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("'reason'"), std::string::npos) << e.what();
   }
   // Kept entries need none.
-  EXPECT_EQ(decode<SweepOrphansResult>(
+  EXPECT_EQ(decode<CleanOrphansResult>(
                 json::parse(R"({"removed":[],"kept":[{"path":"/var/tmp/x"}]})"), "sweep_orphans")
                 .kept.size(),
             1u);

@@ -53,6 +53,26 @@ std::vector<MountInfoLine> parse_mountinfo(std::string_view text) {
   return out;
 }
 
+MountEntry mount_holding(std::string_view mountinfo, std::string_view path, std::string_view dev) {
+  MountEntry best;
+  bool best_dev = false;
+  for (MountInfoLine& m : parse_mountinfo(mountinfo)) {
+    if (!under_mount_point(path, m.mount_point)) continue;
+    const bool dev_match = !dev.empty() && m.dev == dev;
+    // >= : of equal mount points the later line wins (it mounts over).
+    if (best.mount_point.empty() || (dev_match && !best_dev) ||
+        (dev_match == best_dev && m.mount_point.size() >= best.mount_point.size())) {
+      best.mount_point = std::move(m.mount_point);
+      best.fstype = std::move(m.fstype);
+      best.source = std::move(m.source);
+      best.options = std::move(m.options);
+      if (!m.super_options.empty()) best.options += "," + m.super_options;
+      best_dev = dev_match;
+    }
+  }
+  return best;
+}
+
 bool under_mount_point(std::string_view path, std::string_view mount_point) {
   if (mount_point == "/") return true;
   return path == mount_point ||

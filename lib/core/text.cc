@@ -191,6 +191,15 @@ std::vector<std::string_view> split_ws(std::string_view s) {
   return out;
 }
 
+std::string squeeze_ws(std::string_view s) {
+  std::string out;
+  for (std::string_view w : split_ws(s)) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) {

@@ -18,6 +18,9 @@ std::string_view trim(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char sep);
 // The runs of non-whitespace: split_ws(" a  b\n") is {"a", "b"}.
 std::vector<std::string_view> split_ws(std::string_view s);
+// Each run of whitespace made one space, leading and trailing dropped:
+// squeeze_ws(" a\t b\n") is "a b".
+std::string squeeze_ws(std::string_view s);
 // ASCII lower case.
 std::string lower(std::string_view s);
 // "a, b, c".

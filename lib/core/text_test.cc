@@ -32,6 +32,12 @@ TEST(Text, SplitWsDropsRuns) {
   EXPECT_TRUE(split_ws(" \n").empty());
 }
 
+TEST(Text, SqueezeWsMakesEachRunOneSpaceAndTrims) {
+  EXPECT_EQ(squeeze_ws(" a\t\tb  c\n"), "a b c");
+  EXPECT_EQ(squeeze_ws("include = /etc/x.conf"), "include = /etc/x.conf");
+  EXPECT_EQ(squeeze_ws(" \n"), "");
+}
+
 TEST(Text, LowerJoinAndYesNo) {
   EXPECT_EQ(lower("SMB3_11 Global"), "smb3_11 global");
   EXPECT_EQ(join({"a", "b", "c"}), "a, b, c");

@@ -134,4 +134,8 @@ std::string format_rate_bits(double bps) {
   return trim_number(bps) + " bit/s";
 }
 
+std::string format_percent(double fraction) { return fmt::format("{:.0f} %", fraction * 100); }
+
+std::string format_change(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
+
 }  // namespace cp

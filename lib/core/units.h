@@ -27,6 +27,10 @@ std::string format_size(uint64_t bytes);
 std::string format_mbps(double bytes_per_second);
 // bit/s -> "1 Gbit/s", "200 Mbit/s".
 std::string format_rate_bits(double bits_per_second);
+// A fraction as a whole percentage: 0.123 -> "12 %".
+std::string format_percent(double fraction);
+// A relative change, signed, one decimal: 0.123 -> "+12.3 %", -0.05 -> "-5.0 %".
+std::string format_change(double fraction);
 
 constexpr double kMB = 1e6;
 

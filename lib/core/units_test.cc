@@ -28,6 +28,13 @@ TEST(Units, ParseSizeRejectsWithFieldName) {
   EXPECT_THROW(parse_size("-1MB"), Error);
 }
 
+TEST(Units, PercentAndChange) {
+  EXPECT_EQ(format_percent(0.123), "12 %");
+  EXPECT_EQ(format_percent(1.0), "100 %");
+  EXPECT_EQ(format_change(0.123), "+12.3 %");
+  EXPECT_EQ(format_change(-0.05), "-5.0 %");
+}
+
 TEST(Units, ParseRateAndDuration) {
   EXPECT_EQ(parse_rate_bits("1gbit"), 1'000'000'000u);
   EXPECT_EQ(parse_rate_bits("200mbit"), 200'000'000u);

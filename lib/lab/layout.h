@@ -1,5 +1,7 @@
 // The lab's fixed layout and the text it writes: names, addresses, paths,
-// tc/ip argument lists, sshd_config, ssh_config, known_hosts and lab.json.
+// tc/ip argument lists, sshd_config, ssh_config, known_hosts and lab.json
+// (layout.cc: names, files, plan, validation; shaping.cc, host_scripts.cc,
+// config_text.cc, state_json.cc).
 // Pure functions (no system calls), so all of it is unit-tested.
 #pragma once
 

@@ -68,6 +68,130 @@ CgroupLayout cgroup_layout() {
   return l;
 }
 
+namespace {
+
+// Each process of `pids` moved into cgroup `dir`, but those in `skip`.
+void move_all(ThrottlePlan& p, const std::vector<int>& pids, const std::string& dir,
+              const std::vector<int>& skip = {}) {
+  for (int pid : pids) {
+    if (std::find(skip.begin(), skip.end(), pid) != skip.end()) continue;
+    p.ops.push_back({CgroupOp::kMove, dir + "/cgroup.procs", std::to_string(pid)});
+  }
+}
+
+// A share of one core as a CFS quota per kCfsPeriodUs, microseconds.
+int quota_of(double share) {
+  return std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(share * kCfsPeriodUs)));
+}
+
+// One CPU quota's group: its leaf name, share of a core (0: none) and processes.
+struct CpuQuota {
+  const char* leaf;
+  double share;
+  const std::vector<int>& pids;
+};
+
+// One host's disk limit: its group's leaf, the device "MAJ:MIN", bytes/s (0: none).
+struct DiskLimit {
+  bool wanted;
+  const char* leaf;
+  const std::string& device;
+  uint64_t read_bps, write_bps;
+  const std::vector<int>& pids;
+};
+
+// cgroup v1: a cpu group per quota, a blkio group per host limiting that
+// host's own loop device.
+void plan_v1(const CgroupLayout& l, const std::string& name, bool cpu_v1, bool io_v1,
+             const std::vector<CpuQuota>& quotas, const std::vector<DiskLimit>& disks,
+             ThrottlePlan& p) {
+  for (const auto& q : quotas) {
+    if (!cpu_v1 || q.share <= 0) continue;
+    const std::string dir = l.cpu_v1 + "/" + name + "-" + q.leaf;
+    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+    p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
+    p.ops.push_back(
+        {CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota_of(q.share))});
+    move_all(p, q.pids, dir);
+    p.cgroups.push_back(dir);
+  }
+  for (const auto& d : disks) {
+    if (!io_v1 || !d.wanted) continue;
+    const std::string dir = l.blkio_v1 + "/" + name + "-" + d.leaf;
+    p.ops.push_back({CgroupOp::kMkdir, dir, ""});
+    // "MAJ:MIN 0" removes a rule, so both files are always written.
+    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
+                     fmt::format("{} {}", d.device, d.read_bps)});
+    p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.write_bps_device",
+                     fmt::format("{} {}", d.device, d.write_bps)});
+    move_all(p, d.pids, dir);
+    p.cgroups.push_back(dir);
+  }
+}
+
+// cgroup v2: a process sits in one cgroup only, and only leaves hold
+// processes: <base>/smbd, <base>/nfsd (cpu.max), <base>/client (its cpu.max
+// and io.max) and <base>/server (the server's other processes); the server's
+// io.max on <base> covers smbd and nfsd too.
+void plan_v2(const CgroupLayout& l, const std::string& name, bool cpu_v2, bool io_v2,
+             const std::vector<CpuQuota>& quotas, const DiskLimit& server_disk,
+             const DiskLimit& client_disk, double client_cpu, const std::vector<int>& quota_pids,
+             ThrottlePlan& p) {
+  const std::string base = l.v2 + "/" + name;
+  std::string controllers = cpu_v2 ? "+cpu" : "";
+  if (io_v2) controllers += controllers.empty() ? "+io" : " +io";
+  p.ops.push_back({CgroupOp::kWrite, l.v2 + "/cgroup.subtree_control", controllers});
+  p.ops.push_back({CgroupOp::kMkdir, base, ""});
+  p.ops.push_back({CgroupOp::kWrite, base + "/cgroup.subtree_control", controllers});
+  const bool server_io = io_v2 && server_disk.wanted;
+  if (server_io) {
+    p.ops.push_back({CgroupOp::kWrite, base + "/io.max",
+                     fmt::format("{} rbps={} wbps={}", server_disk.device,
+                                 bps_text(server_disk.read_bps), bps_text(server_disk.write_bps))});
+  }
+  bool server_cpu = false;
+  for (const auto& q : quotas) {
+    if (!cpu_v2 || q.share <= 0 || q.leaf == std::string_view("client")) continue;
+    server_cpu = true;
+    const std::string leaf = base + "/" + q.leaf;
+    p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
+    p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
+                     fmt::format("{} {}", quota_of(q.share), kCfsPeriodUs)});
+    move_all(p, q.pids, leaf);
+    p.cgroups.push_back(leaf);
+  }
+  const bool client_cpu_v2 = cpu_v2 && client_cpu > 0;
+  const bool client_io_v2 = io_v2 && client_disk.wanted;
+  if (client_cpu_v2 || client_io_v2) {
+    const std::string leaf = base + "/client";
+    p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
+    if (client_cpu_v2) {
+      p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
+                       fmt::format("{} {}", quota_of(client_cpu), kCfsPeriodUs)});
+    }
+    if (client_io_v2) {
+      p.ops.push_back(
+          {CgroupOp::kWrite, leaf + "/io.max",
+           fmt::format("{} rbps={} wbps={}", client_disk.device, bps_text(client_disk.read_bps),
+                       bps_text(client_disk.write_bps))});
+    }
+    move_all(p, client_disk.pids, leaf);
+    p.cgroups.push_back(leaf);
+  }
+  if (server_cpu || server_io) {
+    p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
+    // With the cpu quota in v2 smbd and nfsd stay in their own leaves; io.max
+    // still covers them.
+    if (server_io) {
+      move_all(p, server_disk.pids, base + "/server", cpu_v2 ? quota_pids : std::vector<int>{});
+    }
+    p.cgroups.push_back(base + "/server");
+  }
+  p.cgroups.push_back(base);
+}
+
+}  // namespace
+
 ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                            const std::string& device, const std::vector<int>& smbd_pids,
                            const std::vector<int>& server_pids, const std::string& name,
@@ -100,116 +224,22 @@ ThrottlePlan plan_throttle(const CgroupLayout& l, const LabThrottle& want,
                             server_io ? "server" : "client"),
                 "enable the io controller (v2: echo +io > <cgroup2 mount>/cgroup.subtree_control)");
   }
-  auto move_all = [&](const std::vector<int>& pids, const std::string& dir, bool skip_smbd) {
-    for (int pid : pids) {
-      if (skip_smbd && (std::find(smbd_pids.begin(), smbd_pids.end(), pid) != smbd_pids.end() ||
-                        std::find(nfsd_pids.begin(), nfsd_pids.end(), pid) != nfsd_pids.end())) {
-        continue;
-      }
-      p.ops.push_back({CgroupOp::kMove, dir + "/cgroup.procs", std::to_string(pid)});
-    }
-  };
-  auto quota_of = [](double share) {
-    return std::max(kCfsMinQuotaUs, static_cast<int>(std::lround(share * kCfsPeriodUs)));
-  };
   // Each quota'd server in a group of its own: smbd, ganesha.nfsd; the client
   // host's processes in a third.
-  const struct {
-    const char* leaf;
-    double share;
-    const std::vector<int>& pids;
-  } quotas[] = {{"smbd", want.smbd_cpu, smbd_pids},
-                {"nfsd", want.nfsd_cpu, nfsd_pids},
-                {"client", want.client_cpu, client.pids}};
-  if (cpu_v1) {
-    for (const auto& q : quotas) {
-      if (q.share <= 0) continue;
-      const std::string dir = l.cpu_v1 + "/" + name + "-" + q.leaf;
-      p.ops.push_back({CgroupOp::kMkdir, dir, ""});
-      p.ops.push_back({CgroupOp::kWrite, dir + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs)});
-      p.ops.push_back(
-          {CgroupOp::kWrite, dir + "/cpu.cfs_quota_us", std::to_string(quota_of(q.share))});
-      move_all(q.pids, dir, false);
-      p.cgroups.push_back(dir);
-    }
-  }
-  if (io_v1) {
-    // One blkio group per host, each limiting that host's own loop device.
-    const struct {
-      bool wanted;
-      const char* leaf;
-      const std::string& device;
-      uint64_t read_bps, write_bps;
-      const std::vector<int>& pids;
-    } disks[] = {
-        {server_io, "server", device, want.disk_read_bps, want.disk_write_bps, server_pids},
-        {client_io, "client", client.device, want.client_disk_read_bps, want.client_disk_write_bps,
-         client.pids}};
-    for (const auto& d : disks) {
-      if (!d.wanted) continue;
-      const std::string dir = l.blkio_v1 + "/" + name + "-" + d.leaf;
-      p.ops.push_back({CgroupOp::kMkdir, dir, ""});
-      // "MAJ:MIN 0" removes a rule, so both files are always written.
-      p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.read_bps_device",
-                       fmt::format("{} {}", d.device, d.read_bps)});
-      p.ops.push_back({CgroupOp::kWrite, dir + "/blkio.throttle.write_bps_device",
-                       fmt::format("{} {}", d.device, d.write_bps)});
-      move_all(d.pids, dir, false);
-      p.cgroups.push_back(dir);
-    }
-  }
+  const std::vector<CpuQuota> quotas = {{"smbd", want.smbd_cpu, smbd_pids},
+                                        {"nfsd", want.nfsd_cpu, nfsd_pids},
+                                        {"client", want.client_cpu, client.pids}};
+  const DiskLimit server_disk{server_io,           "server",   device, want.disk_read_bps,
+                              want.disk_write_bps, server_pids};
+  const DiskLimit client_disk{
+      client_io,  "client", client.device, want.client_disk_read_bps, want.client_disk_write_bps,
+      client.pids};
+  plan_v1(l, name, cpu_v1, io_v1, quotas, {server_disk, client_disk}, p);
   if (cpu_v2 || io_v2) {
-    // v2: a process sits in one cgroup only, and only leaves hold processes:
-    // <base>/smbd, <base>/nfsd (cpu.max), <base>/client (its cpu.max and
-    // io.max) and <base>/server (the server's other processes); the server's
-    // io.max on <base> covers smbd and nfsd too.
-    const std::string base = l.v2 + "/" + name;
-    std::string controllers = cpu_v2 ? "+cpu" : "";
-    if (io_v2) controllers += controllers.empty() ? "+io" : " +io";
-    p.ops.push_back({CgroupOp::kWrite, l.v2 + "/cgroup.subtree_control", controllers});
-    p.ops.push_back({CgroupOp::kMkdir, base, ""});
-    p.ops.push_back({CgroupOp::kWrite, base + "/cgroup.subtree_control", controllers});
-    if (io_v2 && server_io) {
-      p.ops.push_back({CgroupOp::kWrite, base + "/io.max",
-                       fmt::format("{} rbps={} wbps={}", device, bps_text(want.disk_read_bps),
-                                   bps_text(want.disk_write_bps))});
-    }
-    if (cpu_v2) {
-      for (const auto& q : quotas) {
-        if (q.share <= 0 || q.leaf == std::string_view("client")) continue;
-        const std::string leaf = base + "/" + q.leaf;
-        p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
-        p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
-                         fmt::format("{} {}", quota_of(q.share), kCfsPeriodUs)});
-        move_all(q.pids, leaf, false);
-        p.cgroups.push_back(leaf);
-      }
-    }
-    const bool client_cpu_v2 = cpu_v2 && want.client_cpu > 0;
-    const bool client_io_v2 = io_v2 && client_io;
-    if (client_cpu_v2 || client_io_v2) {
-      const std::string leaf = base + "/client";
-      p.ops.push_back({CgroupOp::kMkdir, leaf, ""});
-      if (client_cpu_v2) {
-        p.ops.push_back({CgroupOp::kWrite, leaf + "/cpu.max",
-                         fmt::format("{} {}", quota_of(want.client_cpu), kCfsPeriodUs)});
-      }
-      if (client_io_v2) {
-        p.ops.push_back(
-            {CgroupOp::kWrite, leaf + "/io.max",
-             fmt::format("{} rbps={} wbps={}", client.device, bps_text(want.client_disk_read_bps),
-                         bps_text(want.client_disk_write_bps))});
-      }
-      move_all(client.pids, leaf, false);
-      p.cgroups.push_back(leaf);
-    }
-    if ((cpu_v2 && server_cpu) || (io_v2 && server_io)) {
-      p.ops.push_back({CgroupOp::kMkdir, base + "/server", ""});
-      // With the cpu quota in v2 smbd stays in its own leaf; io.max still covers it.
-      if (io_v2 && server_io) move_all(server_pids, base + "/server", cpu_v2);
-      p.cgroups.push_back(base + "/server");
-    }
-    p.cgroups.push_back(base);
+    std::vector<int> quota_pids = smbd_pids;
+    quota_pids.insert(quota_pids.end(), nfsd_pids.begin(), nfsd_pids.end());
+    plan_v2(l, name, cpu_v2, io_v2, quotas, server_disk, client_disk, want.client_cpu, quota_pids,
+            p);
   }
   return p;
 }

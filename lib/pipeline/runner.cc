@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
+#include "link/agent_port.h"
 #include "pipeline/stage.h"
-#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 namespace {

@@ -14,7 +14,7 @@
 #include "pipeline/plan.h"
 
 namespace cp::remote {
-class AgentPort;  // remote/agent_port.h: an AgentLink, or a test's script
+class AgentPort;  // link/agent_port.h: an AgentLink, or a test's script
 }
 
 namespace cp::pipeline {

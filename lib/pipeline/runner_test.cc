@@ -17,13 +17,13 @@
 #include <thread>
 #include <tuple>
 
-#include "agent/agent.h"
-#include "agent/client_role.h"
+#include "agent/driver_role.h"
+#include "agent_server/agent.h"
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
-#include "remote/agent_link.h"
-#include "remote/agent_port.h"
+#include "link/agent_link.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 namespace {
@@ -309,7 +309,7 @@ class ScriptedAgent : public remote::AgentPort {
   using Answer = std::function<json::object(const std::string& type, const json::object& args)>;
   ScriptedAgent(std::string name, Answer answer) : name_(std::move(name)), answer_(answer) {}
 
-  json::object call(const std::string& type, json::object args, double, const remote::ProgressFn&,
+  json::object call(const std::string& type, json::object args, double, const ProgressFn&,
                     const CancelToken* cancel) override {
     if (cancel) cancel->check();
     calls.push_back(type);

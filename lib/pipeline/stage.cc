@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "core/stored_run_json.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 
@@ -70,7 +70,7 @@ bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
 msg::PrepareResult prepare_dirs(AgentPort& agent, const msg::PrepareRequest& req, RunObserver& obs,
                                 const std::string& who) {
   auto made = ask<msg::PrepareResult>(agent, "prepare", req, 30);
-  // The orphan sweep the agent did on the way (run dirs of agents that are gone).
+  // The orphan cleanup the agent did on the way (run dirs of agents that are gone).
   for (const auto& s : made.swept) {
     obs.on_note(fmt::format("{}: removed {} left by an earlier run ({})", who, s.path, s.reason));
   }

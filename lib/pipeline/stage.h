@@ -13,8 +13,8 @@
 
 #include "core/messages_json.h"
 #include "core/stored_run.h"
+#include "link/agent_port.h"
 #include "pipeline/runner.h"
-#include "remote/agent_port.h"
 
 namespace cp::pipeline {
 
@@ -61,7 +61,7 @@ void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
 // (core/messages_json.h); an answer that does not decode is Error(kPeer).
 template <class Result, class Request>
 Result ask(remote::AgentPort& agent, const char* type, const Request& req, double timeout_s,
-           const remote::ProgressFn& progress = {}, const CancelToken* cancel = nullptr) {
+           const ProgressFn& progress = {}, const CancelToken* cancel = nullptr) {
   return msg::decode<Result>(agent.call(type, msg::to_json(req), timeout_s, progress, cancel),
                              type);
 }

@@ -337,6 +337,158 @@ void CpuSampler::sample_now() {
   m.close_interval_locked(now, t);
 }
 
+namespace {
+
+// The cores' figures between `first` and `now` (`max_pct`: each core's
+// busiest closed interval, -1 none). Returns the window in clock ticks of one
+// core: /proc/stat and /proc/PID/stat count the same ticks.
+double add_core_figures(const std::vector<CpuTimes>& first, const std::vector<CpuTimes>& now,
+                        const std::vector<double>& max_pct, CpuSummary& s) {
+  const size_t n = std::min(first.size(), now.size());
+  uint64_t busy_sum = 0, total_sum = 0, system_sum = 0, softirq_sum = 0;
+  size_t cores_counted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double avg = busy_pct(first[i], now[i]);
+    double mx = i < max_pct.size() ? max_pct[i] : -1;
+    s.core_busy_pct.push_back(std::max(avg, 0.0));
+    // The max over intervals is never below the average (the short tail may have been dropped).
+    s.core_busy_max_pct.push_back(std::max({mx, avg, 0.0}));
+    if (avg >= 0) {
+      busy_sum += now[i].busy - first[i].busy;
+      total_sum += now[i].total - first[i].total;
+      if (now[i].system >= first[i].system) system_sum += now[i].system - first[i].system;
+      if (now[i].softirq >= first[i].softirq) softirq_sum += now[i].softirq - first[i].softirq;
+      ++cores_counted;
+    }
+  }
+  if (total_sum > 0) {
+    s.total_busy_pct = 100.0 * static_cast<double>(busy_sum) / total_sum;
+    s.sys_pct = 100.0 * static_cast<double>(system_sum) / total_sum;
+    s.softirq_pct = 100.0 * static_cast<double>(softirq_sum) / total_sum;
+  }
+  double window_ticks = cores_counted > 0 ? static_cast<double>(total_sum) / cores_counted : 0;
+  if (window_ticks <= 0) window_ticks = s.seconds * static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return window_ticks;
+}
+
+// One process's load over the window (% of one core), from its times at the
+// end and, when it is the same process (pid and start time), at the start
+// (`start`, else nullptr: it started in the window).
+ProcLoad process_load(int pid, const os::ProcessTimes& p, const os::ProcessTimes* start,
+                      double window_ticks, double window_ns) {
+  const uint64_t base = start ? start->jiffies : 0;
+  double pct = p.jiffies > base ? 100.0 * static_cast<double>(p.jiffies - base) / window_ticks : 0;
+  // Per-thread times in ns are exact where ticks are 10 ms coarse (a 0.1 s sample is
+  // 10 ticks): prefer their sum, and take the busiest thread from them.
+  double top_thread = -1, wait_pct = 0;
+  if (!p.thread_ns.empty() && window_ns > 0) {
+    uint64_t sum_ns = 0, max_ns = 0, wait_sum = 0;
+    for (const auto& [tid, times] : p.thread_ns) {
+      const auto [ns, wait] = times;
+      uint64_t b = 0, bw = 0;
+      if (start) {
+        auto t = start->thread_ns.find(tid);
+        if (t != start->thread_ns.end() && t->second.first <= ns && t->second.second <= wait) {
+          b = t->second.first;
+          bw = t->second.second;
+        }
+      }
+      sum_ns += ns - b;
+      max_ns = std::max(max_ns, ns - b);
+      wait_sum += wait - bw;
+    }
+    wait_pct = 100.0 * static_cast<double>(wait_sum) / window_ns;
+    // The tick count also holds threads that ended unseen: the larger of the two.
+    if (!start || !start->thread_ns.empty()) {
+      pct = std::max(pct, 100.0 * static_cast<double>(sum_ns) / window_ns);
+    }
+    top_thread = std::min(100.0, 100.0 * static_cast<double>(max_ns) / window_ns);
+  }
+  ProcLoad load{pid, p.comm, pct};
+  load.top_thread_pct = top_thread;
+  load.wait_pct = wait_pct;
+  load.threads = static_cast<int>(p.thread_ns.size());
+  return load;
+}
+
+// Every process that used the CPU in the window, into s.top (unsorted) and the
+// per-role sums. `me`: this agent's pid.
+void add_processes(const std::map<int, os::ProcessTimes>& procs_start,
+                   const std::map<int, os::ProcessTimes>& procs_end, int me, double window_ticks,
+                   CpuSummary& s) {
+  if (window_ticks <= 0) return;
+  const double window_ns = s.seconds * 1e9;
+  // The role of each process: its own comm and those of its ancestors.
+  auto role_of = [&](int pid, const os::ProcessTimes& p) {
+    if (pid == me) return std::string("agent");
+    std::vector<std::string> ancestors;
+    int up = p.ppid;
+    for (int depth = 0; depth < 16 && up > 2; ++depth) {
+      auto it = procs_end.find(up);
+      if (it == procs_end.end()) break;
+      ancestors.push_back(it->second.comm);
+      up = it->second.ppid;
+    }
+    return process_role(pid, p.ppid, p.comm, ancestors);
+  };
+  for (const auto& [pid, p] : procs_end) {
+    auto it = procs_start.find(pid);
+    const bool same = it != procs_start.end() && it->second.start_ticks == p.start_ticks;
+    ProcLoad load = process_load(pid, p, same ? &it->second : nullptr, window_ticks, window_ns);
+    if (load.cpu_pct <= 0) continue;
+    load.role = role_of(pid, p);
+    if (load.role == "agent" || load.role == "server") s.own_wait_pct += load.wait_pct;
+    if (load.role == "agent")
+      s.agent_pct += load.cpu_pct;
+    else if (load.role == "server")
+      s.server_pct += load.cpu_pct;
+    else if (load.role == "kernel")
+      s.kernel_pct += load.cpu_pct;
+    else
+      s.other_pct += load.cpu_pct;
+    s.top.push_back(std::move(load));
+  }
+}
+
+// Of `top` (busiest first): the kTopProcesses busiest, then those near their
+// cgroup's limit and the endpoint's own among the rest; each limited one with
+// how much of the window its cgroup was throttled (from `throttle_start`).
+std::vector<ProcLoad> notable_processes(
+    std::vector<ProcLoad>& top, os::CpuLimits& limits,
+    const std::map<std::string, os::ThrottleStat>& throttle_start) {
+  std::vector<ProcLoad> kept;
+  for (size_t i = 0; i < top.size(); ++i) {
+    ProcLoad& p = top[i];
+    if (i < kTopProcesses) {
+      p.cpu_limit_pct = limits.of_pid(p.pid);
+      kept.push_back(p);
+      continue;
+    }
+    if (p.cpu_pct < kMinLimitedPct || kept.size() >= kTopProcesses + kLimitedProcesses) break;
+    p.cpu_limit_pct = limits.of_pid(p.pid);
+    // Near its limit, or the endpoint's own (the agent, a file server): the verdict
+    // needs their figures even when busier processes outrun them.
+    if ((p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) || p.role == "agent" ||
+        p.role == "server") {
+      kept.push_back(p);
+    }
+  }
+  for (ProcLoad& p : kept) {
+    if (p.cpu_limit_pct <= 0) continue;
+    std::string dir;
+    limits.of_pid(p.pid, &dir);
+    auto it = throttle_start.find(dir);
+    const auto now = it == throttle_start.end() ? std::nullopt : os::read_throttle(dir);
+    if (now && now->periods > it->second.periods && now->throttled >= it->second.throttled) {
+      p.throttled_pct = 100.0 * static_cast<double>(now->throttled - it->second.throttled) /
+                        static_cast<double>(now->periods - it->second.periods);
+    }
+  }
+  return kept;
+}
+
+}  // namespace
+
 CpuSummary CpuSampler::stop() {
   Impl& m = *impl_;
   {
@@ -361,140 +513,20 @@ CpuSummary CpuSampler::stop() {
 
   CpuSummary s;
   s.seconds = t_end - m.t_start;
-  const size_t n = std::min(m.first.size(), now.size());
-  uint64_t busy_sum = 0, total_sum = 0, system_sum = 0, softirq_sum = 0;
-  size_t cores_counted = 0;
-  for (size_t i = 0; i < n; ++i) {
-    double avg = busy_pct(m.first[i], now[i]);
-    double mx = i < m.max_pct.size() ? m.max_pct[i] : -1;
-    s.core_busy_pct.push_back(std::max(avg, 0.0));
-    // The max over intervals is never below the average (the short tail may have been dropped).
-    s.core_busy_max_pct.push_back(std::max({mx, avg, 0.0}));
-    if (avg >= 0) {
-      busy_sum += now[i].busy - m.first[i].busy;
-      total_sum += now[i].total - m.first[i].total;
-      if (now[i].system >= m.first[i].system) system_sum += now[i].system - m.first[i].system;
-      if (now[i].softirq >= m.first[i].softirq) softirq_sum += now[i].softirq - m.first[i].softirq;
-      ++cores_counted;
-    }
-  }
-  if (total_sum > 0) {
-    s.total_busy_pct = 100.0 * static_cast<double>(busy_sum) / total_sum;
-    s.sys_pct = 100.0 * static_cast<double>(system_sum) / total_sum;
-    s.softirq_pct = 100.0 * static_cast<double>(softirq_sum) / total_sum;
-  }
-
-  // Process CPU in % of one core: ticks used / ticks one core had in the window. /proc/stat
-  // and /proc/PID/stat count the same ticks, so the window is measured in them too.
-  double window_ticks = cores_counted > 0 ? static_cast<double>(total_sum) / cores_counted : 0;
-  if (window_ticks <= 0) window_ticks = s.seconds * static_cast<double>(::sysconf(_SC_CLK_TCK));
-  const int me = m.me;
-  const double window_ns = s.seconds * 1e9;
+  // Process CPU in % of one core: ticks used / ticks one core had in the window.
+  const double window_ticks = add_core_figures(m.first, now, m.max_pct, s);
   // Threads of this process that ended in the window count with their last-seen time.
-  if (auto self = procs_end.find(me); self != procs_end.end() && !self->second.thread_ns.empty()) {
+  if (auto self = procs_end.find(m.me);
+      self != procs_end.end() && !self->second.thread_ns.empty()) {
     for (const auto& [tid, times] : m.self_seen) self->second.thread_ns.try_emplace(tid, times);
   }
-  // The role of each process: its own comm and those of its ancestors.
-  auto role_of = [&](int pid, const os::ProcessTimes& p) {
-    if (pid == me) return std::string("agent");
-    std::vector<std::string> ancestors;
-    int up = p.ppid;
-    for (int depth = 0; depth < 16 && up > 2; ++depth) {
-      auto it = procs_end.find(up);
-      if (it == procs_end.end()) break;
-      ancestors.push_back(it->second.comm);
-      up = it->second.ppid;
-    }
-    return process_role(pid, p.ppid, p.comm, ancestors);
-  };
-  if (window_ticks > 0) {
-    for (const auto& [pid, p] : procs_end) {
-      uint64_t base = 0;
-      auto it = m.procs_start.find(pid);
-      // Same pid and start time: the same process; otherwise it started in the window.
-      const bool same = it != m.procs_start.end() && it->second.start_ticks == p.start_ticks;
-      if (same) base = it->second.jiffies;
-      double pct =
-          p.jiffies > base ? 100.0 * static_cast<double>(p.jiffies - base) / window_ticks : 0;
-      // Per-thread times in ns are exact where ticks are 10 ms coarse (a 0.1 s sample is
-      // 10 ticks): prefer their sum, and take the busiest thread from them.
-      double top_thread = -1, wait_pct = 0;
-      if (!p.thread_ns.empty() && window_ns > 0) {
-        uint64_t sum_ns = 0, max_ns = 0, wait_sum = 0;
-        for (const auto& [tid, times] : p.thread_ns) {
-          const auto [ns, wait] = times;
-          uint64_t b = 0, bw = 0;
-          if (same) {
-            auto t = it->second.thread_ns.find(tid);
-            if (t != it->second.thread_ns.end() && t->second.first <= ns &&
-                t->second.second <= wait) {
-              b = t->second.first;
-              bw = t->second.second;
-            }
-          }
-          sum_ns += ns - b;
-          max_ns = std::max(max_ns, ns - b);
-          wait_sum += wait - bw;
-        }
-        wait_pct = 100.0 * static_cast<double>(wait_sum) / window_ns;
-        // The tick count also holds threads that ended unseen: the larger of the two.
-        if (same ? !it->second.thread_ns.empty() : true) {
-          pct = std::max(pct, 100.0 * static_cast<double>(sum_ns) / window_ns);
-        }
-        top_thread = std::min(100.0, 100.0 * static_cast<double>(max_ns) / window_ns);
-      }
-      if (pct <= 0) continue;
-      ProcLoad load{pid, p.comm, pct};
-      load.role = role_of(pid, p);
-      load.top_thread_pct = top_thread;
-      load.wait_pct = wait_pct;
-      load.threads = static_cast<int>(p.thread_ns.size());
-      if (load.role == "agent" || load.role == "server") s.own_wait_pct += wait_pct;
-      if (load.role == "agent")
-        s.agent_pct += pct;
-      else if (load.role == "server")
-        s.server_pct += pct;
-      else if (load.role == "kernel")
-        s.kernel_pct += pct;
-      else
-        s.other_pct += pct;
-      s.top.push_back(std::move(load));
-    }
-  }
+  add_processes(m.procs_start, procs_end, m.me, window_ticks, s);
   auto busiest_first = [](const ProcLoad& a, const ProcLoad& b) {
     return a.cpu_pct != b.cpu_pct ? a.cpu_pct > b.cpu_pct : a.pid < b.pid;
   };
   std::sort(s.top.begin(), s.top.end(), busiest_first);
-  // The busiest, then those near their cgroup's limit among the rest.
   os::CpuLimits limits(m.proc_root, m.fs_root);
-  std::vector<ProcLoad> kept;
-  for (size_t i = 0; i < s.top.size(); ++i) {
-    ProcLoad& p = s.top[i];
-    if (i < kTopProcesses) {
-      p.cpu_limit_pct = limits.of_pid(p.pid);
-      kept.push_back(p);
-      continue;
-    }
-    if (p.cpu_pct < kMinLimitedPct || kept.size() >= kTopProcesses + kLimitedProcesses) break;
-    p.cpu_limit_pct = limits.of_pid(p.pid);
-    // Near its limit, or the endpoint's own (the agent, a file server): the verdict
-    // needs their figures even when busier processes outrun them.
-    if ((p.cpu_limit_pct > 0 && p.cpu_pct >= kNearLimit * p.cpu_limit_pct) || p.role == "agent" ||
-        p.role == "server") {
-      kept.push_back(p);
-    }
-  }
-  for (ProcLoad& p : kept) {
-    if (p.cpu_limit_pct <= 0) continue;
-    std::string dir;
-    limits.of_pid(p.pid, &dir);
-    auto it = m.throttle_start.find(dir);
-    const auto now = it == m.throttle_start.end() ? std::nullopt : os::read_throttle(dir);
-    if (now && now->periods > it->second.periods && now->throttled >= it->second.throttled) {
-      p.throttled_pct = 100.0 * static_cast<double>(now->throttled - it->second.throttled) /
-                        static_cast<double>(now->periods - it->second.periods);
-    }
-  }
+  std::vector<ProcLoad> kept = notable_processes(s.top, limits, m.throttle_start);
   mark_other_netns(kept, procs_end, m.proc_root);
   std::sort(kept.begin(), kept.end(), busiest_first);
   s.top = std::move(kept);

@@ -118,7 +118,7 @@ void stamp(unsigned char* buf, size_t n, uint64_t offset, uint64_t nonce) {
 
 class Reporter {
  public:
-  Reporter(const Progress& progress, double start)
+  Reporter(const ProgressFn& progress, double start)
       : progress_(progress), start_(start), last_(start) {}
   void update(uint64_t bytes) {
     if (!progress_) return;
@@ -130,7 +130,7 @@ class Reporter {
   }
 
  private:
-  const Progress& progress_;
+  const ProgressFn& progress_;
   double start_;
   double last_;
 };
@@ -140,7 +140,7 @@ std::string method_name(bool direct) { return direct ? "O_DIRECT" : "fsync+fadvi
 }  // namespace
 
 DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
-                      const CancelToken& cancel, const Progress& progress, bool allow_direct,
+                      const CancelToken& cancel, const ProgressFn& progress, bool allow_direct,
                       bool flush_each) {
   check_block(block);
   cancel.check();
@@ -215,7 +215,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
 }
 
 DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
-                     const Progress& progress, bool allow_direct) {
+                     const ProgressFn& progress, bool allow_direct) {
   check_block(block);
   cancel.check();
   IoBuffer buf(block);
@@ -333,24 +333,6 @@ const char* magic_name(unsigned long magic) {
 
 }  // namespace
 
-MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_path, dev_t dev) {
-  MountEntry best;
-  bool best_dev = false;
-  const std::string want_dev = fmt::format("{}:{}", major(dev), minor(dev));
-  for (MountInfoLine& m : parse_mountinfo(mountinfo)) {
-    if (!under_mount_point(real_path, m.mount_point)) continue;
-    const bool dev_match = m.dev == want_dev;
-    if (best.mount_point.empty() || (dev_match && !best_dev) ||
-        (dev_match == best_dev && m.mount_point.size() >= best.mount_point.size())) {
-      best.mount_point = std::move(m.mount_point);
-      best.fs_type = std::move(m.fstype);
-      best.source = std::move(m.source);
-      best_dev = dev_match;
-    }
-  }
-  return best;
-}
-
 namespace {
 
 std::string real_path_of(const std::string& path) {
@@ -370,7 +352,7 @@ MountEntry mount_of(const std::string& path) {
 
 std::string fs_type(const std::string& path) {
   MountEntry m = mount_of(path);
-  if (!m.fs_type.empty()) return m.fs_type;
+  if (!m.fstype.empty()) return m.fstype;
   struct statfs sf;
   if (::statfs(real_path_of(path).c_str(), &sf) == 0) {
     if (const char* name = magic_name(static_cast<unsigned long>(sf.f_type))) return name;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "core/mountinfo.h"
 #include "probe/platform.h"
 #include "probe/progress.h"
 
@@ -49,7 +50,7 @@ struct DiskResult {
 // block fsynced before the next, so that only the flush differs from a plain
 // write's figure (method "O_DIRECT + fsync per block", never cache_possible).
 DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
-                      const CancelToken& cancel, const Progress& progress, bool allow_direct = true,
+                      const CancelToken& cancel, const ProgressFn& progress, bool allow_direct = true,
                       bool flush_each = false);
 
 // Reads `path` to EOF in `block`-byte reads: O_DIRECT where possible, else
@@ -57,7 +58,7 @@ DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
 // unless the file is larger than the ARC's c_max (cache_reason says which).
 // Errors as disk_write.
 DiskResult disk_read(const std::string& path, uint32_t block, const CancelToken& cancel,
-                     const Progress& progress, bool allow_direct = true);
+                     const ProgressFn& progress, bool allow_direct = true);
 
 // Whether a cache may still serve a read of `bytes` of `path` after the cache
 // was bypassed (`bypassed`: O_DIRECT was used, or the pages were evicted after
@@ -77,18 +78,9 @@ FsSpace fs_space(const std::string& path);
 // Throws Error(kIo) when `path` does not exist.
 std::string fs_type(const std::string& path);
 
-struct MountEntry {
-  std::string mount_point;  // "" when no mount matched
-  std::string fs_type;      // "ext4", "fuse.sshfs", ...
-  std::string source;       // "/dev/vda1", "tmpfs", "server:/export", ...
-};
-// The mount holding `path` (from /proc/self/mountinfo); empty fields when unknown.
-// Throws Error(kIo) when `path` does not exist.
+// The mount holding `path` (mount_holding over /proc/self/mountinfo, its
+// device preferred); empty fields when unknown. Throws Error(kIo) when `path`
+// does not exist.
 MountEntry mount_of(const std::string& path);
-// Pure part of mount_of: the mount in `mountinfo` text (the format of
-// /proc/self/mountinfo) holding the absolute, symlink-free `real_path` on device `dev`
-// (st_dev): mounts with that device are preferred, then the deepest mount point, then
-// the last listed (it hides earlier ones on the same point).
-MountEntry mountinfo_lookup(std::string_view mountinfo, const std::string& real_path, dev_t dev);
 
 }  // namespace cp::probe

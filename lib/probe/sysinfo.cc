@@ -236,22 +236,6 @@ std::optional<msg::DirFacts> dir_facts(const char* role, const std::string& path
   return o;
 }
 
-// "a\tb  c\n" -> "a b c".
-std::string squeeze_spaces(std::string_view s) {
-  std::string out;
-  bool space = false;
-  for (char c : s) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      space = true;
-      continue;
-    }
-    if (space && !out.empty()) out += ' ';
-    space = false;
-    out += c;
-  }
-  return out;
-}
-
 }  // namespace
 
 msg::NamedValues tcp_sysctl_facts(const std::string& proc_root) {
@@ -260,7 +244,7 @@ msg::NamedValues tcp_sysctl_facts(const std::string& proc_root) {
                           "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
                           "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_mtu_probing"}) {
     const std::optional<std::string> value = os::sysctl(proc_root, key);
-    o.push_back({key, value ? unless_empty(squeeze_spaces(*value)) : std::nullopt});
+    o.push_back({key, value ? unless_empty(squeeze_ws(*value)) : std::nullopt});
   }
   return o;
 }
@@ -274,7 +258,7 @@ msg::NamedValues parse_samba_globals(std::string_view text) {
       continue;
     }
     if (!in_global || l.kind != IniLine::Kind::kEntry) continue;
-    const std::string name = lower(squeeze_spaces(l.key));
+    const std::string name = lower(squeeze_ws(l.key));
     if (name.empty()) continue;
     auto same = [&](const msg::NamedValue& v) { return v.name == name; };
     if (auto it = std::find_if(o.begin(), o.end(), same); it != o.end()) {

@@ -217,7 +217,7 @@ size_t recv_exact(int fd, unsigned char* p, size_t n, const Abort& abort, double
 // Sends `buf` over and over for `seconds`, shuts down the write side, then waits for the
 // receiver's close: it reads to EOF before closing, so the close marks full delivery.
 TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double seconds,
-                     const Abort& abort, const Progress& progress, const std::string& peer) {
+                     const Abort& abort, const ProgressFn& progress, const std::string& peer) {
   TcpResult r;
   r.sender = true;
   r.rtt_idle_us = os::read_tcp_info(fd).rtt_us;  // before any payload: the idle path
@@ -265,7 +265,7 @@ TcpResult run_sender(int fd, const unsigned char* buf, size_t len, double second
 
 // Reads to EOF; the clock runs from the first payload byte to EOF.
 TcpResult run_receiver(int fd, unsigned char* buf, size_t len, const Abort& abort,
-                       const Progress& progress, const std::string& peer) {
+                       const ProgressFn& progress, const std::string& peer) {
   TcpResult r;
   r.rtt_idle_us = os::read_tcp_info(fd).rtt_us;  // before any payload: the idle path
   uint64_t bytes = 0;
@@ -630,7 +630,7 @@ bool connect_with_timeout(asio::io_context& io, tcp::socket& sock, const tcp::en
 
 TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& token, TcpMode mode,
                   double seconds, uint32_t buffer, const CancelToken& cancel,
-                  const Progress& progress) {
+                  const ProgressFn& progress) {
   check_params(token, seconds, buffer);
   cancel.check();
   asio::io_context io;

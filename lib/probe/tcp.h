@@ -104,7 +104,7 @@ std::string listen_address_for(const std::string& peer_address);
 // (the connection is then reset so the peer records a failure too).
 TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& token, TcpMode mode,
                   double seconds, uint32_t buffer, const CancelToken& cancel,
-                  const Progress& progress);
+                  const ProgressFn& progress);
 
 // Several streams at once (a link faster than one stream, as iperf3 -P):
 // one tcp_run per token to the same listener, each on its own thread. Their
@@ -114,6 +114,6 @@ TcpResult tcp_run(const std::string& host, uint16_t port, const std::string& tok
 std::vector<TcpResult> tcp_run_streams(const std::string& host, uint16_t port,
                                        const std::vector<std::string>& tokens, TcpMode mode,
                                        double seconds, uint32_t buffer, const CancelToken& cancel,
-                                       const Progress& progress);
+                                       const ProgressFn& progress);
 
 }  // namespace cp::probe

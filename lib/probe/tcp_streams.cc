@@ -15,7 +15,7 @@ namespace cp::probe {
 std::vector<TcpResult> tcp_run_streams(const std::string& host, uint16_t port,
                                        const std::vector<std::string>& tokens, TcpMode mode,
                                        double seconds, uint32_t buffer, const CancelToken& cancel,
-                                       const Progress& progress) {
+                                       const ProgressFn& progress) {
   if (tokens.empty() || tokens.size() > static_cast<size_t>(kMaxTcpConnections)) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("TCP streams: {} asked for, 1 to {} allowed", tokens.size(),

@@ -1,6 +1,6 @@
 // The link's handshake against scripted streams, and a local Endpoint (the
 // agent binary as a subprocess).
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 #include <unistd.h>
 

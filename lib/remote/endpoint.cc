@@ -17,7 +17,7 @@
 #include "core/process.h"
 #include "core/text.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 #include "remote/ssh.h"
 
 namespace cp::remote {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "remote/stream.h"
+#include "link/stream.h"
 
 namespace cp::remote {
 

@@ -52,8 +52,6 @@ json::array strings(const std::vector<std::string>& v) {
   return out;
 }
 
-std::string pct(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
-
 }  // namespace
 
 std::string parts_text(const std::vector<std::string>& parts) {
@@ -105,12 +103,12 @@ std::string drift_text(const analysis::Drift& d, size_t rows) {
           ? fmt::format(
                 "{} control{} (rows no recorded difference can touch): median change {}; none "
                 "moved beyond its own noise, so the band is that median alone",
-                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median))
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", format_change(d.median))
           : fmt::format(
                 "{} control{} (rows no recorded difference can touch): median change {}, band {} "
                 ".. {} (a factor of {:.2f} either way of the median); {} of them moved",
-                d.controls.size(), d.controls.size() == 1 ? "" : "s", pct(d.median), pct(d.low),
-                pct(d.high), d.spread, d.moved);
+                d.controls.size(), d.controls.size() == 1 ? "" : "s", format_change(d.median),
+                format_change(d.low), format_change(d.high), d.spread, d.moved);
   if (d.nothing_recorded) {
     out += fmt::format(
         ". Nothing recorded differs between the runs{}: every row is a control, and any movement "

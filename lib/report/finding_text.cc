@@ -14,7 +14,6 @@ using analysis::Cited;
 using analysis::CpuBound;
 using analysis::Finding;
 
-std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
 std::string mbps(double bps) { return format_mbps(bps); }
 
 double num(const Finding& f, const char* key, double fallback = 0) {
@@ -79,7 +78,7 @@ std::string bus_cap_text(const Finding& f) {
       "the {} caps it: the {} disk {}s {} = {} of {} ({} theoretical, {} effective): {}", f.layer,
       word(f, "disk_where"), f.subject.layer == "disk" ? f.subject.op : f.beneath.op,
       mbps(f.subject.layer == "disk" ? f.subject.median : f.beneath.median),
-      pct(num(f, "bus_ratio")), bus_name(f.bus), mbps(num(f, "bus_theoretical_bytes_per_s")),
+      format_percent(num(f, "bus_ratio")), bus_name(f.bus), mbps(num(f, "bus_theoretical_bytes_per_s")),
       mbps(num(f, "bus_effective_bytes_per_s")), bus_fix(f.bus));
 }
 
@@ -89,10 +88,12 @@ std::string tcp_because(const Finding& f) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "; ") + part; };
   if (has(f, "rwnd_limited_frac")) {
-    add(fmt::format("receive-window-limited {} of the time", pct(num(f, "rwnd_limited_frac"))));
+    add(fmt::format("receive-window-limited {} of the time",
+                    format_percent(num(f, "rwnd_limited_frac"))));
   }
   if (has(f, "sndbuf_limited_frac")) {
-    add(fmt::format("send-buffer-limited {} of the time", pct(num(f, "sndbuf_limited_frac"))));
+    add(fmt::format("send-buffer-limited {} of the time",
+                    format_percent(num(f, "sndbuf_limited_frac"))));
   }
   if (has(f, "retransmits")) add(fmt::format("{:.0f} retransmits", num(f, "retransmits")));
   if (has(f, "rtt_idle_ms")) {
@@ -126,7 +127,7 @@ std::string tcp_path_text(const Finding& f) {
   return fmt::format(
       "{} carries {}, only {} of {}, with no window, buffer or CPU limit: the network path "
       "between the hosts caps it ({}{})",
-      t.label, mbps(t.median), pct(num(f, "link_ratio")), bits(f), evidence,
+      t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f), evidence,
       has(f, "retransmits") ? fmt::format("; {:.0f} retransmits", num(f, "retransmits")) : "");
 }
 
@@ -139,9 +140,10 @@ std::string tcp_head(const Finding& f) {
   if (f.rule == "tcp.cpu") {
     s = fmt::format("{} carries {} while {}", t.label, mbps(t.median), cpu_text(f.cpu));
   } else if (f.rule == "tcp.window") {
-    s = fmt::format(
-        "{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
-        has(f, "path_bits") ? fmt::format(" ({} of {})", pct(num(f, "link_ratio")), bits(f)) : "");
+    s = fmt::format("{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
+                    has(f, "path_bits")
+                        ? fmt::format(" ({} of {})", format_percent(num(f, "link_ratio")), bits(f))
+                        : "");
   } else if (f.rule == "tcp.link_unknown") {
     s = fmt::format(
         "{} carries {} with no window, buffer or CPU limit, and the link's speed is unknown: "
@@ -153,7 +155,7 @@ std::string tcp_head(const Finding& f) {
         "ceiling here (a virtual link?), and no window, buffer or CPU limit shows: cannot tell "
         "what caps it (TCP itself, or CPU work spread over cores that no thread or quota shows)",
         t.label, mbps(t.median), mbps(t.max), kind == "link" ? "link's" : "interfaces'", bits(f),
-        pct(num(f, "fastest_ratio")));
+        format_percent(num(f, "fastest_ratio")));
   } else if (f.rule == "tcp.busy_near_link") {
     const std::string why =
         f.cpu_weighed.empty()
@@ -163,18 +165,18 @@ std::string tcp_head(const Finding& f) {
     s = fmt::format(
         "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the CPU may "
         "hold it there as well as the network; measure on a quieter machine",
-        t.label, pct(num(f, "link_ratio")), bits(f), kind, mbps(t.median), mbps(t.min), mbps(t.max),
-        why);
+        t.label, format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median), mbps(t.min),
+        mbps(t.max), why);
   } else if (f.rule == "tcp.at_link") {
     s = fmt::format("{} reaches {} of the {} {} ({}): the network is at its ceiling", t.label,
-                    pct(num(f, "link_ratio")), bits(f), kind, mbps(t.median));
+                    format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median));
   } else if (f.rule == "tcp.load") {
     s = fmt::format(
         "{} carries {}, only {} of {}, but every core was busy during its samples, mostly with "
         "other processes ({:.0f} % of a core{}): the load alone may have held it back; measure "
         "on a quieter machine",
-        t.label, mbps(t.median), pct(num(f, "link_ratio")), bits(f), num(f, "competing_load_pct"),
-        busiest(f));
+        t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f),
+        num(f, "competing_load_pct"), busiest(f));
   } else {
     CP_CHECK(false && "a tcp rule without its text");
   }
@@ -270,7 +272,7 @@ std::string tcp_which(const Finding& f) {
 // "SMB from RAM read moves 50 MB/s = 43 % of TCP (117 MB/s)".
 std::string moves_of(const Finding& f) {
   return fmt::format("{} moves {} = {} of {}{} ({})", f.subject.name, mbps(f.subject.median),
-                     pct(f.ratio), f.beneath.name, tcp_which(f), mbps(f.beneath.median));
+                     format_percent(f.ratio), f.beneath.name, tcp_which(f), mbps(f.beneath.median));
 }
 
 // A client-side limit (protocol.turn_taking, client_*): the figure is a lower bound.
@@ -303,7 +305,7 @@ std::string probe_head(const Finding& f) {
         "{}: {}, but chokepoint's client waits a round trip ({:.2f} ms) after every {} call, {} "
         "of its time: {}",
         p, moves_of(f), num(f, "rtt_ms"), format_size(static_cast<uint64_t>(num(f, "io_size"))),
-        pct(num(f, "drain")), bound);
+        format_percent(num(f, "drain")), bound);
   }
   CP_CHECK(f.rule == "protocol.client_window");
   return fmt::format(
@@ -353,25 +355,25 @@ std::string protocol_undecided(const Finding& f) {
         "{}: {} moves {} = {} of the layer beneath, but every core was busy during its samples, "
         "mostly with other processes ({:.0f} % of a core{}): the load alone may have made it "
         "slow; measure on a quieter machine",
-        p, what, mbps(r.median), pct(f.ratio), num(f, "competing_load_pct"), busiest(f));
+        p, what, mbps(r.median), format_percent(f.ratio), num(f, "competing_load_pct"), busiest(f));
   }
   if (f.rule == "protocol.short_cpu") {
     return fmt::format(
         "{}: {} moves {} = {} of the layer beneath, but the CPU was sampled over only {:.2f} s "
         "of its {} samples, too short to rule the CPU out; repeat with files of at least {}",
-        p, what, mbps(r.median), pct(f.ratio), num(f, "cpu_seconds"), r.n,
+        p, what, mbps(r.median), format_percent(f.ratio), num(f, "cpu_seconds"), r.n,
         format_size(f.suggested_size));
   }
   if (f.rule == "protocol.disk_medium") {
     return fmt::format("{}: cannot tell what caps it: {} moves {}, only {} of {} from RAM, and {}",
-                       p, what, mbps(r.median), pct(f.ratio), proto, word(f, "reason"));
+                       p, what, mbps(r.median), format_percent(f.ratio), proto, word(f, "reason"));
   }
   CP_CHECK(f.rule == "protocol.disk_unmeasured");
   return fmt::format(
       "{}: {} moves {}, only {} of {} from RAM ({}), but the server disk's {}s were not "
       "measured (the disk stage was disabled or failed): the disk alone may hold it; run the "
       "disk stage too",
-      p, what, mbps(r.median), pct(f.ratio), proto, mbps(b.median), r.op);
+      p, what, mbps(r.median), format_percent(f.ratio), proto, mbps(b.median), r.op);
 }
 
 std::string protocol_head(const Finding& f) {
@@ -380,7 +382,7 @@ std::string protocol_head(const Finding& f) {
   const std::string proto = word(f, "protocol");
   if (f.rule == "protocol.cpu") {
     return fmt::format("{}: {} moves {}{}: the CPU caps it: {}", p, r.name, mbps(r.median),
-                       b.empty() ? "" : fmt::format(" = {} of {}", pct(f.ratio), b.name),
+                       b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),
                        cpu_text(f.cpu));
   }
   if (f.rule == "protocol.at_tcp_ceiling") {
@@ -393,32 +395,34 @@ std::string protocol_head(const Finding& f) {
   if (f.rule == "protocol.layer") {
     return fmt::format(
         "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), pct(f.ratio), tcp_which(f), mbps(b.median), pct(f.ratio_lo),
-        pct(f.ratio_hi), proto);
+        mbps(r.median), format_percent(f.ratio), tcp_which(f), mbps(b.median), format_percent(f.ratio_lo),
+        format_percent(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,
-                       r.name, mbps(r.median), pct(f.ratio), cpu_text(f.cpu), size_note(f));
+                       r.name, mbps(r.median), format_percent(f.ratio), cpu_text(f.cpu),
+                       size_note(f));
   }
   if (f.rule == "protocol.disk_bus") {
     return fmt::format("{}: {} moves {} = {} of the server disk, and {}{}", p, r.name,
-                       mbps(r.median), pct(f.ratio), bus_cap_text(f), size_note(f));
+                       mbps(r.median), format_percent(f.ratio), bus_cap_text(f), size_note(f));
   }
   if (f.rule == "protocol.disk_ceiling") {
     return fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({}){}", p,
-                       r.name, mbps(r.median), pct(f.ratio), disk_context(f), size_note(f));
+                       r.name, mbps(r.median), format_percent(f.ratio), disk_context(f),
+                       size_note(f));
   }
   if (f.rule == "protocol.at_ram_ceiling") {
     return fmt::format(
         "{}: {} moves {} = {} of {} from RAM ({}){}: the disk costs nothing here, and what caps "
         "{} from RAM caps it: {}",
-        p, r.name, mbps(r.median), pct(f.ratio), proto, disk_context(f), size_note(f), proto,
-        head(f.because.at(0)));
+        p, r.name, mbps(r.median), format_percent(f.ratio), proto, disk_context(f), size_note(f),
+        proto, head(f.because.at(0)));
   }
   if (f.rule == "protocol.plus_disk") {
     std::string s = fmt::format(
         "{}: {} moves {}, only {} of {} ({}): {} together cost more than either layer alone{}", p,
-        r.name, mbps(r.median), pct(f.ratio), b.name, disk_context(f),
+        r.name, mbps(r.median), format_percent(f.ratio), b.name, disk_context(f),
         r.op == "read" ? "reading and serving" : "receiving and writing", size_note(f));
     if (word(f, "readahead") == "enough") {
       s += fmt::format("; the server's readahead is already {:.0f} KiB on {}: more would not help",
@@ -540,7 +544,7 @@ std::string bus_ladder_text(const analysis::Row& r) {
   if (b.kind == "virtual") return "no bus: a virtual disk";
   if (b.empty()) return "";
   if (b.theoretical <= 0) return fmt::format("on {} (its ceiling unknown)", bus_name(b));
-  return fmt::format("{} of {} ({} theoretical, {} effective)", pct(r.bus_ratio), bus_name(b),
+  return fmt::format("{} of {} ({} theoretical, {} effective)", format_percent(r.bus_ratio), bus_name(b),
                      mbps(b.theoretical), mbps(b.effective()));
 }
 

@@ -392,6 +392,60 @@ std::string join(const std::vector<std::string>& v) {
   for (const auto& s : v) out += (out.empty() ? "" : "; ") + s;
   return out;
 }
+// One row of a comparison as a chart: A's median as a wide pale bar, B's as
+// a narrow one over it coloured by the verdict, every sample a dot.
+std::string compare_chart(const analysis::RowDelta& d) {
+  const double scale = nice_max(std::max({d.a.median, d.b.median, d.a.max, d.b.max}));
+  const int h = 8 + 34;
+  const double cy = 8 + 13;
+  std::string change =
+      d.verdict == "faster" || d.verdict == "slower"
+          ? fmt::format("{:+.1f} % {} (Holm p={:.3f})", d.delta * 100, d.verdict, d.p_corrected)
+      : d.verdict == "drift"
+          ? fmt::format("{:+.1f} % drift (Holm p={:.3f})", d.delta * 100, d.p_corrected)
+      : d.verdict == "no change" ? fmt::format("~ no change (Holm p={:.3f})", d.p_corrected)
+                                 : d.verdict;
+  std::string svg = fmt::format(
+      R"(<svg class="chart compare" data-chart="{}" width="{}" height="{}" viewBox="0 0 {} {}" role="img"><title>{}</title>)",
+      esc("compare:" + d.key), kWidth, h + 22, kWidth, h + 22, esc(d.label));
+  svg += fmt::format(
+      R"(<text x="{}" y="{:.1f}" text-anchor="end" dominant-baseline="middle">{}</text>)", kLabelW,
+      cy, esc(d.label));
+  // A: a wide pale bar; B: a narrow one over it, coloured by the verdict.
+  svg += fmt::format(
+      R"(<rect class="bar a" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="26"><title>A median {}</title></rect>)",
+      esc(d.key), kBarX, cy - 13, std::max(1.0, x_of(d.a.median, scale) - kBarX),
+      esc(mb(d.a.median)));
+  const std::string b_cls = d.verdict == "faster"   ? " faster"
+                            : d.verdict == "slower" ? " slower"
+                            : d.verdict == "drift"  ? " drift"
+                                                    : "";
+  svg += fmt::format(
+      R"(<rect class="bar b{}" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="10"><title>B median {}</title></rect>)",
+      b_cls, esc(d.key), kBarX, cy - 5, std::max(1.0, x_of(d.b.median, scale) - kBarX),
+      esc(mb(d.b.median)));
+  for (double s : d.a_samples) {
+    svg += fmt::format(R"(<circle class="sample a" cx="{:.1f}" cy="{:.1f}" r="3"/>)",
+                       x_of(s, scale), cy - 9);
+  }
+  for (double s : d.b_samples) {
+    svg += fmt::format(R"(<circle class="sample b" cx="{:.1f}" cy="{:.1f}" r="3"/>)",
+                       x_of(s, scale), cy + 9);
+  }
+  svg += fmt::format(R"(<text x="{}" y="{:.1f}" dominant-baseline="middle">{} &#8594; {}</text>)",
+                     kBarX + kBarW + 8, cy - 7, esc(mb(d.a.median)), esc(mb(d.b.median)));
+  svg += fmt::format(R"(<text x="{}" y="{:.1f}" dominant-baseline="middle" class="{}">{}</text>)",
+                     kBarX + kBarW + 8, cy + 8,
+                     d.verdict == "faster"   ? "good"
+                     : d.verdict == "slower" ? "bad"
+                     : d.verdict == "drift"  ? "drift"
+                                             : "muted",
+                     esc(change));
+  svg += axis(scale, h);
+  svg += "</svg>\n";
+  return svg;
+}
+
 }  // namespace
 
 std::string compare_html(const analysis::Comparison& c) {
@@ -417,57 +471,7 @@ std::string compare_html(const analysis::Comparison& c) {
       "<span style=\"background:#b9c3cf\"></span>A (wide bar, open dots)"
       "<span style=\"background:#2f6db5\"></span>B (narrow bar, filled dots); "
       "green faster, red slower, amber drift, blue no change.</p>\n";
-  for (const auto& d : c.rows) {
-    const double scale = nice_max(std::max({d.a.median, d.b.median, d.a.max, d.b.max}));
-    const int h = 8 + 34;
-    const double cy = 8 + 13;
-    std::string change =
-        d.verdict == "faster" || d.verdict == "slower"
-            ? fmt::format("{:+.1f} % {} (Holm p={:.3f})", d.delta * 100, d.verdict, d.p_corrected)
-        : d.verdict == "drift"
-            ? fmt::format("{:+.1f} % drift (Holm p={:.3f})", d.delta * 100, d.p_corrected)
-        : d.verdict == "no change" ? fmt::format("~ no change (Holm p={:.3f})", d.p_corrected)
-                                   : d.verdict;
-    std::string svg = fmt::format(
-        R"(<svg class="chart compare" data-chart="{}" width="{}" height="{}" viewBox="0 0 {} {}" role="img"><title>{}</title>)",
-        esc("compare:" + d.key), kWidth, h + 22, kWidth, h + 22, esc(d.label));
-    svg += fmt::format(
-        R"(<text x="{}" y="{:.1f}" text-anchor="end" dominant-baseline="middle">{}</text>)",
-        kLabelW, cy, esc(d.label));
-    // A: a wide pale bar; B: a narrow one over it, coloured by the verdict.
-    svg += fmt::format(
-        R"(<rect class="bar a" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="26"><title>A median {}</title></rect>)",
-        esc(d.key), kBarX, cy - 13, std::max(1.0, x_of(d.a.median, scale) - kBarX),
-        esc(mb(d.a.median)));
-    const std::string b_cls = d.verdict == "faster"   ? " faster"
-                              : d.verdict == "slower" ? " slower"
-                              : d.verdict == "drift"  ? " drift"
-                                                      : "";
-    svg += fmt::format(
-        R"(<rect class="bar b{}" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="10"><title>B median {}</title></rect>)",
-        b_cls, esc(d.key), kBarX, cy - 5, std::max(1.0, x_of(d.b.median, scale) - kBarX),
-        esc(mb(d.b.median)));
-    for (double s : d.a_samples) {
-      svg += fmt::format(R"(<circle class="sample a" cx="{:.1f}" cy="{:.1f}" r="3"/>)",
-                         x_of(s, scale), cy - 9);
-    }
-    for (double s : d.b_samples) {
-      svg += fmt::format(R"(<circle class="sample b" cx="{:.1f}" cy="{:.1f}" r="3"/>)",
-                         x_of(s, scale), cy + 9);
-    }
-    svg += fmt::format(R"(<text x="{}" y="{:.1f}" dominant-baseline="middle">{} &#8594; {}</text>)",
-                       kBarX + kBarW + 8, cy - 7, esc(mb(d.a.median)), esc(mb(d.b.median)));
-    svg += fmt::format(R"(<text x="{}" y="{:.1f}" dominant-baseline="middle" class="{}">{}</text>)",
-                       kBarX + kBarW + 8, cy + 8,
-                       d.verdict == "faster"   ? "good"
-                       : d.verdict == "slower" ? "bad"
-                       : d.verdict == "drift"  ? "drift"
-                                               : "muted",
-                       esc(change));
-    svg += axis(scale, h);
-    svg += "</svg>\n";
-    body += svg;
-  }
+  for (const auto& d : c.rows) body += compare_chart(d);
 
   body +=
       "<h2>Table</h2>\n<table><tr><th>layer</th><th>role</th><th>A MB/s: median (min-max)</th>"

@@ -27,6 +27,7 @@ namespace cp::embedded {
 extern const std::string_view sqlite_0001_init;
 extern const std::string_view sqlite_0002_compact_and_verdicts;
 extern const std::string_view sqlite_0003_sample_details_view;
+extern const std::string_view sqlite_0004_tune_sessions;
 }  // namespace cp::embedded
 
 namespace cp {
@@ -39,6 +40,9 @@ using store_detail::Txn;
 struct Migration {
   int version;
   std::string_view sql;
+  // Run in the same transaction before `sql`: what plain SQL cannot say
+  // (adding a column only where it is missing).
+  void (*before)(const Db&) = nullptr;
 };
 
 // In order; a new schema version is a new file appended here, never an edit
@@ -47,9 +51,10 @@ const Migration kMigrations[] = {
     {1, embedded::sqlite_0001_init},
     {2, embedded::sqlite_0002_compact_and_verdicts},
     {3, embedded::sqlite_0003_sample_details_view},
+    {4, embedded::sqlite_0004_tune_sessions, store_detail::add_missing_tune_columns},
 };
 
-constexpr int kKnownVersion = 3;
+constexpr int kKnownVersion = 4;
 
 // The tables and columns each schema version has: what a file must hold to
 // be read as a chokepoint database of that version.
@@ -80,6 +85,11 @@ const TableColumns kTables[] = {
      "verdicts",
      {"run_id", "seq", "path", "layer", "cap", "cap_label", "figure", "ratio", "ratio_lo",
       "ratio_hi", "reason", "lower_bound", "headline"}},
+    {4,
+     "tune_sessions",
+     {"id", "started_at", "finished_at", "status", "knob", "endpoint", "server", "client",
+      "original", "values_json", "rounds", "result_json", "error", "target"}},
+    {4, "tune_runs", {"session_id", "run_id", "round", "value", "is_original"}},
 };
 
 bool is_final_stage_status(const std::string& s) {
@@ -239,6 +249,7 @@ void Store::Impl::migrate() {
     v = user_version(db);
     if (v > kKnownVersion) check_chokepoint(false);  // says it is newer
     if (m.version > v) {
+      if (m.before) m.before(db);
       db.exec(std::string(m.sql), fmt::format("applying schema migration {}", m.version));
       db.exec(fmt::format("PRAGMA user_version = {}", m.version), "recording schema version");
       v = m.version;

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +77,33 @@ struct PruneFilter {
 struct PruneResult {
   std::vector<RunListRow> removed;             // newest first
   uint64_t bytes_before = 0, bytes_after = 0;  // the file with its WAL
+};
+
+// A tune session (`chokepoint tune`, table tune_sessions): one sweep of a
+// knob's values, or of a grid of several knobs' combinations.
+struct TuneSessionRecord {
+  int64_t id = 0;
+  double started_at = 0;            // Unix seconds
+  double finished_at = 0;           // Unix seconds; 0 while running
+  std::string status;               // running | complete | failed | interrupted
+  std::string knob;                 // the knob's name; a grid's names joined with " x "
+  std::string endpoint;             // where the knobs were set: "server", "client", "server+client"
+  std::string server, client;       // as named on the command line
+  std::string original;             // the value before the sweep (a grid: its label)
+  std::string target;               // what the knobs were set on ("" in older rows)
+  std::vector<std::string> values;  // the values tried besides the original
+  int rounds = 0;
+  std::string result_json;  // the session's result, JSON (lib/tune/result.cc); "" unless complete
+  std::string error;        // why it failed or was interrupted, "" otherwise
+};
+
+// One round of a tune session: an ordinary run linked to it (table tune_runs).
+struct TuneRunRecord {
+  int64_t session_id = 0;
+  int64_t run_id = 0;
+  int round = 0;             // 1-based
+  std::string value;         // the value (a grid: the combination's label) the run had
+  bool is_original = false;  // the run had the original value
 };
 
 struct HistoryFilter {
@@ -162,6 +191,21 @@ class Store {
   // analysis_version tells a stale or missing summary).
   std::vector<TrendPoint> trend(const std::string& server, const std::string& client,
                                 const std::string& path) const;
+
+  // Tune sessions (lib/store/tune_sessions.cc). begin_tune_session inserts
+  // `s` (started_at now if 0) with status "running" and returns its id;
+  // end_tune_session sets s.id's status, original, target, result_json and
+  // error, and finished_at = now.
+  int64_t begin_tune_session(const TuneSessionRecord& s);
+  void add_tune_run(const TuneRunRecord& r);
+  void end_tune_session(const TuneSessionRecord& s);
+  // Session `id` (0: the newest); nullopt when there is none (also for a
+  // read-only file whose schema predates the tune tables and holds none).
+  std::optional<TuneSessionRecord> tune_session(int64_t id) const;
+  // The runs linked to a session, by run id.
+  std::vector<TuneRunRecord> tune_runs(int64_t session_id) const;
+  // Run ids any stored tune session names.
+  std::set<int64_t> tuned_run_ids() const;
 
   // The runs `filter` selects (never a running one), newest first; unless
   // dry_run, deletes them, then VACUUMs. bytes_* are the file's size before

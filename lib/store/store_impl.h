@@ -9,13 +9,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "core/process.h"
 #include "store/sqlite_db.h"
 #include "store/store.h"
 
 namespace cp {
+namespace store_detail {
+// Before migration 4: a tune_sessions table an older build created without
+// `target` gains it (lib/store/tune_sessions.cc).
+void add_missing_tune_columns(const Db& db);
+// The columns of `table` ({} when there is no such table).
+std::vector<std::string> table_columns(const Db& db, const std::string& table);
+// Run ids a stored tune session names ({} when the file has no tune tables).
+std::set<int64_t> tuned_run_ids(const Db& db);
+}  // namespace store_detail
 
 // Who writes runs opened by this process.
 struct StoreOwner {

@@ -230,16 +230,9 @@ PruneResult Store::prune(const PruneFilter& f, bool dry_run) {
   CP_CHECK(f.before > 0 || f.keep > 0);
   PruneResult res;
   res.bytes_before = im.file_bytes();
-  std::set<int64_t> tuned;  // runs a stored tune session names (lib/tune's tables)
-  {
-    Stmt has(im.db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tune_runs'");
-    Stmt::Use q(has);
-    if (q.step() && !f.tune_runs) {
-      Stmt ids(im.db, "SELECT DISTINCT run_id FROM tune_runs WHERE run_id IS NOT NULL");
-      Stmt::Use r(ids);
-      while (r.step()) tuned.insert(r.i64(0));
-    }
-  }
+  // Runs a stored tune session names.
+  const std::set<int64_t> tuned =
+      f.tune_runs ? std::set<int64_t>{} : store_detail::tuned_run_ids(im.db);
   {
     Stmt st(im.db,
             "SELECT id, label, status, server, client, started_at, COALESCE(finished_at, 0)"

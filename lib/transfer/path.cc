@@ -256,7 +256,7 @@ class PathDriver : public Driver {
     MountEntry mount;
     char resolved[PATH_MAX];
     if (::realpath(root.c_str(), resolved)) {
-      mount = find_mount(read_file("/proc/self/mountinfo").value_or(""), resolved);
+      mount = mount_holding(read_file("/proc/self/mountinfo").value_or(""), resolved);
     }
     return std::make_unique<PathSession>(root, std::move(mount));
   }
@@ -330,22 +330,6 @@ Error path_error(int err, Step step, const Place& w) {
                                                                        : "writing",
                                                target, sys));
   }
-}
-
-MountEntry find_mount(std::string_view info, std::string_view path) {
-  MountEntry best;
-  for (MountInfoLine& m : parse_mountinfo(info)) {
-    if (!under_mount_point(path, m.mount_point)) continue;
-    // Later lines mount over earlier ones; >= keeps the last of equal length.
-    if (best.mount_point.empty() || m.mount_point.size() >= best.mount_point.size()) {
-      best.mount_point = std::move(m.mount_point);
-      best.fstype = std::move(m.fstype);
-      best.source = std::move(m.source);
-      best.options = std::move(m.options);
-      if (!m.super_options.empty()) best.options += "," + m.super_options;
-    }
-  }
-  return best;
 }
 
 namespace {

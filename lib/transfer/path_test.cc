@@ -168,26 +168,5 @@ TEST(PathError, MapsErrno) {
             std::string::npos);
 }
 
-TEST(FindMount, PicksTheLongestPrefix) {
-  const std::string info =
-      "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
-      "30 22 0:40 / /mnt rw shared:2 - tmpfs tmpfs rw,size=10k\n"
-      "31 30 0:41 / /mnt/nas\\040box rw,relatime - cifs //nas/share rw,vers=3.1.1,rsize=4194304\n"
-      "32 30 0:42 / /mnt/nasother rw - nfs4 nas:/x rw,vers=4.2\n"
-      "garbage line\n";
-  MountEntry m = find_mount(info, "/mnt/nas box/dir");
-  EXPECT_EQ(m.mount_point, "/mnt/nas box");
-  EXPECT_EQ(m.fstype, "cifs");
-  EXPECT_EQ(m.source, "//nas/share");
-  EXPECT_NE(m.options.find("vers=3.1.1"), std::string::npos);
-  m = find_mount(info, "/mnt/nasother");
-  EXPECT_EQ(m.fstype, "nfs4");
-  m = find_mount(info, "/mnt/na");
-  EXPECT_EQ(m.fstype, "tmpfs");
-  m = find_mount(info, "/home");
-  EXPECT_EQ(m.fstype, "ext4");
-  EXPECT_EQ(find_mount("", "/x").mount_point, "");
-}
-
 }  // namespace
 }  // namespace cp::transfer

@@ -140,15 +140,4 @@ unsigned smb_auto_connections(double rtt_s, uint64_t io_size, double rate);
 // --- path ------------------------------------------------------------------
 Error path_error(int err, Step step, const Place& where);
 
-struct MountEntry {
-  std::string mount_point;  // "/mnt/nas"
-  std::string fstype;       // "cifs", "nfs4", "fuse.sshfs"
-  std::string source;       // "//nas/share"
-  std::string options;      // per-mount and superblock options: "rw,relatime,vers=3.1.1,..."
-};
-// The mount holding `path` (absolute, resolved) in /proc/self/mountinfo
-// text: the entry with the longest mount point that is a prefix of it.
-// Empty mount_point when none matches.
-MountEntry find_mount(std::string_view mountinfo, std::string_view path);
-
 }  // namespace cp::transfer

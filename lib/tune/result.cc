@@ -17,8 +17,6 @@ namespace {
 
 std::string mbps(double bps) { return fmt::format("{:.1f}", bps / kMB); }
 
-std::string pct(double change) { return fmt::format("{:+.1f} %", change * 100); }
-
 std::string p_text(const ValueStats& v) {
   if (v.too_few) return "too few";
   return v.p_holm < 0.001 ? "<0.001" : fmt::format("{:.3f}", v.p_holm);
@@ -71,8 +69,8 @@ int suggested_rounds(const ValueStats& base, const ValueStats& v, size_t compari
   return static_cast<int>(std::clamp(want, double(rounds + 1), 100.0));
 }
 
-TuneResult analyze(const std::string& knob, const std::vector<std::string>& values,
-                   const std::vector<LayerSamples>& layers, int rounds) {
+TuneResult analyze_sweep(const std::string& knob, const std::vector<std::string>& values,
+                         const std::vector<LayerSamples>& layers, int rounds) {
   TuneResult r;
   r.knob = knob;
   r.values = values;
@@ -143,8 +141,8 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
     r.reason = fmt::format(
         "{} moves {} {} against the original {} (Holm-corrected p < {} over {} comparisons), and "
         "no affected layer got significantly worse",
-        grid ? values[best] : knob + " = " + values[best], gain_layer[best], pct(gain[best]),
-        values.empty() ? "" : values[0], kAlpha, ps.size());
+        grid ? values[best] : knob + " = " + values[best], gain_layer[best],
+        format_change(gain[best]), values.empty() ? "" : values[0], kAlpha, ps.size());
   } else {
     bool any_better = false;
     for (size_t v = 1; v < values.size(); ++v) any_better = any_better || better[v];
@@ -161,7 +159,7 @@ TuneResult analyze(const std::string& knob, const std::vector<std::string>& valu
           "; yet {} moved the median of {} {} beyond the original's spread (p25-p75), missing "
           "significance (Holm-corrected p {:.3f}): about {} rounds (--rounds {}) would likely "
           "settle it",
-          grid ? u.value : knob + " = " + u.value, u.layer, pct(u.change), u.p_holm,
+          grid ? u.value : knob + " = " + u.value, u.layer, format_change(u.change), u.p_holm,
           u.suggested_rounds, u.suggested_rounds);
     }
   }
@@ -185,7 +183,7 @@ std::string result_text(const TuneResult& r) {
       out += fmt::format("    {:<{}} {:>10} {:>21} {:>4}", name, w, mbps(v.median),
                          mbps(v.p25) + "-" + mbps(v.p75), v.n);
       if (i > 0) {
-        out += fmt::format(" {:>9} {:>9}{}", pct(v.change), p_text(v),
+        out += fmt::format(" {:>9} {:>9}{}", format_change(v.change), p_text(v),
                            v.better ? "  better" : (v.worse ? "  worse" : ""));
       }
       out += "\n";

@@ -1,8 +1,11 @@
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "core/error.h"
 #include "core/messages_json.h"
 #include "core/units.h"
 #include "store/store.h"
@@ -31,52 +34,56 @@ bool affects_any(const std::vector<const Knob*>& knobs, const std::string& layer
 
 }  // namespace detail
 
+namespace {
+
+// "latest" -> 0 (the newest), "12" -> 12; anything else names no session.
+int64_t session_id(const std::string& which) {
+  if (which == "latest") return 0;
+  size_t used = 0;
+  int64_t id = -1;
+  try {
+    id = std::stoll(which, &used);
+  } catch (const std::exception&) {
+  }
+  return used == which.size() && id > 0 ? id : -1;
+}
+
+}  // namespace
+
 TuneResult load_session(Store& store, const std::string& which,
                         std::vector<LayerSamples>* samples_out) {
-  detail::SessionTable sessions(store.path(), /*read_only=*/true);
-  if (!sessions.has_tables()) {
-    throw Error(ErrorKind::kUsage, fmt::format("no tune session in {}", store.path()),
-                "`chokepoint tune --knob ...` stores one");
+  const int64_t id = session_id(which);
+  const std::optional<TuneSessionRecord> found = id < 0 ? std::nullopt : store.tune_session(id);
+  if (!found) {
+    throw Error(
+        ErrorKind::kUsage,
+        which == "latest" ? fmt::format("no tune session in {}", store.path())
+                          : fmt::format("no tune session {} in {}", which, store.path()),
+        which == "latest"
+            ? "`chokepoint tune --knob ...` stores one"
+            : "sessions are numbered as `tune` prints them (\"tune session N stored in ...\")");
   }
-  auto row = which == "latest" ? sessions.rows(
-                                     "SELECT id, knob, endpoint, original, target, values_json, "
-                                     "rounds, status, result_json FROM tune_sessions ORDER BY id "
-                                     "DESC LIMIT 1",
-                                     {})
-                               : sessions.rows(
-                                     "SELECT id, knob, endpoint, original, target, values_json, "
-                                     "rounds, status, result_json FROM tune_sessions WHERE id = ?",
-                                     {which});
-  if (row.empty()) {
-    throw Error(ErrorKind::kUsage,
-                which == "latest" ? fmt::format("no tune session in {}", store.path())
-                                  : fmt::format("no tune session {} in {}", which, store.path()),
-                "sessions are numbered as `tune` prints them (\"tune session N stored in ...\")");
-  }
-  const auto& r0 = row.front();
+  const TuneSessionRecord& session = *found;
   // A grid's knobs are stored joined with " x ".
   std::vector<const Knob*> knobs;
   for (size_t start = 0;;) {
-    const size_t x = r0[1].find(" x ", start);
-    knobs.push_back(&find_knob(r0[1].substr(start, x - start)));
+    const size_t x = session.knob.find(" x ", start);
+    knobs.push_back(&find_knob(session.knob.substr(start, x - start)));
     if (x == std::string::npos) break;
     start = x + 3;
   }
-  std::vector<std::string> values = {r0[3]};
-  const json::value tried = json::parse(r0[5]);
-  for (const auto& v : tried.as_array()) values.emplace_back(v.as_string());
+  std::vector<std::string> values = {session.original};
+  values.insert(values.end(), session.values.begin(), session.values.end());
   std::map<std::string, std::vector<std::vector<double>>> by_layer;
   std::vector<int64_t> run_ids;
-  for (const auto& tr : sessions.rows("SELECT run_id, value, is_original FROM tune_runs WHERE "
-                                      "session_id = ? ORDER BY run_id",
-                                      {r0[0]})) {
+  for (const TuneRunRecord& tr : store.tune_runs(session.id)) {
     size_t index = 0;
-    if (tr[2] != "1") {
-      auto it = std::find(values.begin() + 1, values.end(), tr[1]);
+    if (!tr.is_original) {
+      auto it = std::find(values.begin() + 1, values.end(), tr.value);
       if (it == values.end()) continue;
       index = static_cast<size_t>(it - values.begin());
     }
-    const int64_t run_id = std::stoll(tr[0]);
+    const int64_t run_id = tr.run_id;
     run_ids.push_back(run_id);
     const stored::Run run = store.load(run_id);
     for (const auto& stage : run.stages) {
@@ -91,11 +98,11 @@ TuneResult load_session(Store& store, const std::string& which,
   }
   std::vector<LayerSamples> layers;
   for (auto& [name, by_value] : by_layer) layers.push_back({name, by_value});
-  TuneResult r = analyze(r0[1], values, layers, std::stoi(r0[6]));
-  if (knobs.size() > 1 && !r0[8].empty()) {
+  TuneResult r = analyze_sweep(session.knob, values, layers, session.rounds);
+  if (knobs.size() > 1 && !session.result_json.empty()) {
     // The grid's axes as the session stored them (result_json above wrote
     // them; what is missing or mistyped in an older row is left out).
-    const json::value stored = msg::parse_stored(r0[8]);
+    const json::value stored = msg::parse_stored(session.result_json);
     auto texts = [](const json::value* v) {
       std::vector<std::string> out;
       if (v && v->is_array()) {
@@ -115,12 +122,12 @@ TuneResult load_session(Store& store, const std::string& which,
       }
     }
   }
-  r.endpoint = r0[2];
-  r.target = r0[4];
-  r.original = r0[3];
+  r.endpoint = session.endpoint;
+  r.target = session.target;
+  r.original = session.original;
   r.run_ids = run_ids;
-  if (r0[7] != kComplete) {
-    r.reason = fmt::format("the session ended {}: {}", r0[7], r.reason);
+  if (session.status != kComplete) {
+    r.reason = fmt::format("the session ended {}: {}", session.status, r.reason);
   }
   if (samples_out) *samples_out = std::move(layers);
   return r;

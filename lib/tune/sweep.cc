@@ -14,8 +14,8 @@
 #include "core/stats.h"
 #include "core/units.h"
 #include "core/version.h"
+#include "link/agent_link.h"
 #include "pipeline/runner.h"
-#include "remote/agent_link.h"
 #include "store/store.h"
 #include "tune/session.h"
 
@@ -489,7 +489,6 @@ void apply_combination(const SweepSetup& s, const std::vector<size_t>& pick,
 struct SlotRun {
   const SweepSetup& s;
   Store& store;
-  detail::SessionTable& sessions;
   int64_t session;
   const pipeline::Plan& aplan;
   const std::vector<const Knob*>& knobs;
@@ -518,7 +517,7 @@ void run_slot(const SlotRun& c, const Slot& slot, const std::vector<size_t>& pic
   run.version = kVersion;
   const int64_t run_id = c.store.begin_run(run);
   c.run_ids.push_back(run_id);
-  c.sessions.link(c.session, run_id, slot.round, label, orig);
+  c.store.add_tune_run({c.session, run_id, slot.round, label, orig});
   Collector collector(c.store, run_id, c.knobs, slot.value, c.by_layer, c.ncombos);
   try {
     pipeline::run_stages(
@@ -567,16 +566,23 @@ TuneResult run_sweep(const SweepSetup& setup, Store& store, const CancelToken& c
   const std::string knob_name = joined_names(s);
   const auto [endpoint, target] = endpoint_and_target(s, targets);
   // After every knob resolved on its host: a refused knob leaves no session.
-  detail::SessionTable sessions(store.path());
-  const int64_t session = sessions.begin(
-      s, knob_name, endpoint, std::vector<std::string>(labels.begin() + 1, labels.end()));
+  TuneSessionRecord stored;
+  stored.knob = knob_name;
+  stored.endpoint = endpoint;
+  stored.server = s.server_name;
+  stored.client = s.client_name;
+  stored.original = labels.front();
+  stored.target = target;
+  stored.values.assign(labels.begin() + 1, labels.end());
+  stored.rounds = s.rounds;
+  const int64_t session = stored.id = store.begin_tune_session(stored);
   note(fmt::format("tune session {} stored in {}", session, store.path()));
 
   std::map<std::string, std::vector<std::vector<double>>> by_layer;
   std::vector<int64_t> run_ids;
   Applied applied{s, std::vector<std::string>(s.axes.size())};
-  const SlotRun slot_run{s,     store,     sessions,      session,  aplan,
-                         knobs, knob_name, combos.size(), by_layer, run_ids};
+  const SlotRun slot_run{s,         store,         session,  aplan,  knobs,
+                         knob_name, combos.size(), by_layer, run_ids};
   std::string status = kComplete, error;
   try {
     for (const Slot& slot : schedule(combos.size(), s.rounds)) {
@@ -596,7 +602,9 @@ TuneResult run_sweep(const SweepSetup& setup, Store& store, const CancelToken& c
       revert_error = describe(e2);
     }
     if (!revert_error.empty()) error += fmt::format(" (and reverting failed: {})", revert_error);
-    sessions.end(session, status, labels.front(), target, "", error);
+    stored.status = status;
+    stored.error = error;
+    store.end_tune_session(stored);
     if (!revert_error.empty()) {
       // Not "interrupted, all is well": the host may still carry a value.
       throw Error(ErrorKind::kIo, error,
@@ -610,13 +618,15 @@ TuneResult run_sweep(const SweepSetup& setup, Store& store, const CancelToken& c
     by_value.resize(combos.size());
     layers.push_back({name, by_value});
   }
-  TuneResult r = analyze(knob_name, labels, layers, s.rounds);
+  TuneResult r = analyze_sweep(knob_name, labels, layers, s.rounds);
   r.endpoint = endpoint;
   r.target = target;
   r.original = labels.front();
   r.run_ids = run_ids;
   set_grid(s, combos, originals, r);
-  sessions.end(session, status, labels.front(), target, result_json(r), error);
+  stored.status = status;
+  stored.result_json = result_json(r);
+  store.end_tune_session(stored);
   if (samples_out) *samples_out = std::move(layers);
   return r;
 }

@@ -16,7 +16,7 @@
 
 #include "core/clock.h"
 #include "pipeline/plan.h"
-#include "tune/knobs.h"
+#include "tune_agent/knobs.h"
 
 namespace cp {
 class Store;
@@ -121,9 +121,10 @@ inline constexpr double kAlpha = 0.05;
 // many samples per value as this sweep's did; at least rounds + 1, at most 100.
 int suggested_rounds(const ValueStats& base, const ValueStats& v, size_t comparisons, int rounds);
 
-// The statistics and the recommendation from samples.
-TuneResult analyze(const std::string& knob, const std::vector<std::string>& values,
-                   const std::vector<LayerSamples>& layers, int rounds);
+// The statistics and the recommendation from a sweep's samples (not
+// analysis::analyze, which judges one run).
+TuneResult analyze_sweep(const std::string& knob, const std::vector<std::string>& values,
+                         const std::vector<LayerSamples>& layers, int rounds);
 
 std::string result_text(const TuneResult& r);
 std::string result_json(const TuneResult& r);

@@ -90,7 +90,7 @@ std::vector<double> around(double level, int n) {
 
 TEST(Analyze, RecommendsTheSignificantlyBestValue) {
   LayerSamples l{"smb disk read 100 MB", {around(500e6, 9), around(700e6, 9), around(1000e6, 9)}};
-  TuneResult r = analyze("samba.smb2_max_read", {"65536", "1048576", "8388608"}, {l}, 3);
+  TuneResult r = analyze_sweep("samba.smb2_max_read", {"65536", "1048576", "8388608"}, {l}, 3);
   EXPECT_EQ(r.recommended, "8388608");
   ASSERT_EQ(r.layers.size(), 1u);
   EXPECT_TRUE(r.layers[0].values[1].better);
@@ -104,14 +104,14 @@ TEST(Analyze, NoSignificantGainKeepsWhatYouHave) {
   // Same level everywhere: shuffled copies of one set.
   std::vector<double> a = around(500e6, 9), b = a, c = a;
   std::rotate(b.begin(), b.begin() + 3, b.end());
-  TuneResult r = analyze("server.readahead", {"131072", "4194304"}, {{"x", {a, b}}}, 3);
+  TuneResult r = analyze_sweep("server.readahead", {"131072", "4194304"}, {{"x", {a, b}}}, 3);
   EXPECT_EQ(r.recommended, "");
   EXPECT_FALSE(r.layers[0].values[1].better);
   EXPECT_FALSE(r.layers[0].values[1].worse);
 }
 
 TEST(Analyze, TooFewSamplesGiveNoVerdict) {
-  TuneResult r = analyze("k", {"a", "b"}, {{"x", {{1, 2}, {10, 20}}}}, 1);
+  TuneResult r = analyze_sweep("k", {"a", "b"}, {{"x", {{1, 2}, {10, 20}}}}, 1);
   EXPECT_TRUE(r.layers[0].values[1].too_few);
   EXPECT_EQ(r.recommended, "");
 }
@@ -119,7 +119,7 @@ TEST(Analyze, TooFewSamplesGiveNoVerdict) {
 TEST(Analyze, AValueThatHurtsAnotherLayerIsNotRecommended) {
   LayerSamples read{"read", {around(500e6, 9), around(900e6, 9)}};
   LayerSamples write{"write", {around(500e6, 9), around(200e6, 9)}};
-  TuneResult r = analyze("k", {"orig", "v"}, {read, write}, 3);
+  TuneResult r = analyze_sweep("k", {"orig", "v"}, {read, write}, 3);
   EXPECT_TRUE(r.layers[0].values[1].better);
   EXPECT_TRUE(r.layers[1].values[1].worse);
   EXPECT_EQ(r.recommended, "");
@@ -127,7 +127,7 @@ TEST(Analyze, AValueThatHurtsAnotherLayerIsNotRecommended) {
 
 TEST(Analyze, JsonCarriesTheRecommendationAndEveryValue) {
   LayerSamples l{"smb ram read", {around(500e6, 9), around(1000e6, 9)}};
-  TuneResult r = analyze("samba.smb2_max_read", {"65536", "8388608"}, {l}, 3);
+  TuneResult r = analyze_sweep("samba.smb2_max_read", {"65536", "8388608"}, {l}, 3);
   auto j = boost::json::parse(result_json(r)).as_object();
   EXPECT_EQ(j.at("recommended").as_string(), "8388608");
   EXPECT_EQ(j.at("layers").as_array()[0].at("values").as_array().size(), 2u);
@@ -175,7 +175,7 @@ TEST(Analyze, HolmCorrectsOverEveryComparisonOfEveryLayer) {
   // Two layers, two values: four comparisons in one family.
   LayerSamples a{"a", {around(500e6, 9), around(900e6, 9), around(500e6, 9)}};
   LayerSamples b{"b", {around(500e6, 9), around(500e6, 9), around(900e6, 9)}};
-  TuneResult r = analyze("x", {"o", "v1", "v2"}, {a, b}, 3);
+  TuneResult r = analyze_sweep("x", {"o", "v1", "v2"}, {a, b}, 3);
   const double p = r.layers[0].values[1].p;
   // The smallest of four raw p values is multiplied by four.
   EXPECT_NEAR(r.layers[0].values[1].p_holm, std::min(1.0, 4 * p), 1e-12);
@@ -186,7 +186,7 @@ TEST(Analyze, HolmCorrectsOverEveryComparisonOfEveryLayer) {
 TEST(Analyze, AGridRecommendsTheBestCombinationByItsLabel) {
   LayerSamples l{"smb ram read",
                  {around(500e6, 9), around(600e6, 9), around(520e6, 9), around(1000e6, 9)}};
-  TuneResult r = analyze("a x b", {"a=1 b=1", "a=2 b=1", "a=1 b=2", "a=2 b=2"}, {l}, 3);
+  TuneResult r = analyze_sweep("a x b", {"a=1 b=1", "a=2 b=1", "a=1 b=2", "a=2 b=2"}, {l}, 3);
   EXPECT_EQ(r.recommended, "a=2 b=2");
 }
 
@@ -204,7 +204,7 @@ TEST(Analyze, AMoveBeyondTheSpreadWithoutSignificanceNamesTheRoundsToSettleIt) {
   const std::vector<double> orig = {433, 500, 560, 600, 640, 700, 760, 1100, 1529};
   const std::vector<double> high = {450, 520, 700, 900, 1000, 1050, 1200, 1300, 1529};
   TuneResult r =
-      analyze("server.readahead", {"8192", "4194304"}, {{"ftp disk read", {orig, high}}}, 3);
+      analyze_sweep("server.readahead", {"8192", "4194304"}, {{"ftp disk read", {orig, high}}}, 3);
   EXPECT_TRUE(r.recommended.empty());
   const ValueStats& v = r.layers[0].values[1];
   ASSERT_FALSE(v.better);
@@ -224,7 +224,7 @@ TEST(Analyze, AMoveBeyondTheSpreadWithoutSignificanceNamesTheRoundsToSettleIt) {
 TEST(Analyze, AMoveWithinTheSpreadLeavesNothingUnsettled) {
   const std::vector<double> orig = {400, 500, 600, 700, 800, 900, 1000, 1100, 1200};
   const std::vector<double> same = {420, 520, 620, 720, 820, 920, 1020, 1120, 1220};
-  TuneResult r = analyze("k", {"a", "b"}, {{"x", {orig, same}}}, 3);
+  TuneResult r = analyze_sweep("k", {"a", "b"}, {{"x", {orig, same}}}, 3);
   EXPECT_FALSE(r.unsettled.has_value());
   EXPECT_FALSE(r.layers[0].values[1].beyond_spread);
   EXPECT_TRUE(boost::json::parse(result_json(r)).as_object().at("unsettled").is_null());

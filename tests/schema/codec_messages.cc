@@ -130,8 +130,8 @@ int main() {
   result("prepare", to_json(PrepareResult{{{"/ram", "/ram/chokepoint-run-a"}},
                                           {{"/ram/chokepoint-run-b", "its agent is gone", ""}},
                                           {{"/ram/chokepoint-run-e", "", "", "foreign_owner"}}}));
-  request("sweep_orphans", to_json(SweepOrphansRequest{{"/ram"}}));
-  result("sweep_orphans", to_json(SweepOrphansResult{
+  request("sweep_orphans", to_json(CleanOrphansRequest{{"/ram"}}));
+  result("sweep_orphans", to_json(CleanOrphansResult{
                               {{"/ram/chokepoint-run-b", "its agent is gone", ""}},
                               {{"/ram/chokepoint-run-c", "", ""},
                                {"/ram/chokepoint-run-d", "", "Permission denied"},

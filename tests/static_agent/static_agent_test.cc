@@ -22,7 +22,7 @@
 #include "core/messages_json.h"
 #include "core/process.h"
 #include "core/wire.h"
-#include "remote/agent_link.h"
+#include "link/agent_link.h"
 
 namespace cp {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/messages_json.h"
 #include "core/units.h"
 #include "core/wire.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 

@@ -15,7 +15,7 @@
 #include "core/random.h"
 #include "core/stats.h"
 #include "core/units.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 #include "transfer/driver.h"
 
 namespace cp::pipeline {

@@ -11,7 +11,7 @@
 #include "core/messages_json.h"
 #include "core/random.h"
 #include "core/units.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 #include "transfer/driver.h"
 
 namespace cp::pipeline {

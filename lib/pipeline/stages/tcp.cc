@@ -13,7 +13,7 @@
 #include "core/random.h"
 #include "core/units.h"
 #include "core/wire.h"
-#include "remote/agent_port.h"
+#include "link/agent_port.h"
 
 namespace cp::pipeline {
 

@@ -1,10 +1,15 @@
 // Linux: where a directory is mounted (/proc/self/mountinfo) and whether a
 // buffer is on huge pages (/proc/self/smaps) (platform.h).
+#include <sys/sysmacros.h>
+
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <fstream>
 #include <optional>
 #include <string>
 
+#include "core/mountinfo.h"
 #include "core/text.h"
 #include "probe/disk.h"
 #include "probe/io_buffer.h"
@@ -15,7 +20,7 @@ namespace cp::probe::os {
 MountEntry mount_entry(const std::string& real_path, dev_t dev) {
   const std::optional<std::string> text = read_file("/proc/self/mountinfo");
   if (!text) return {};
-  return mountinfo_lookup(*text, real_path, dev);
+  return mount_holding(*text, real_path, fmt::format("{}:{}", major(dev), minor(dev)));
 }
 
 bool huge_page_backed(const void* addr, size_t len) {

@@ -1,0 +1,33 @@
+// What every command's argument parsing shares: options parsed with bad ones
+// a usage error, and the database a command uses (--db, else the default).
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lab/lab.h"
+#include "pipeline/plan.h"
+
+namespace cp::app {
+
+// `args` parsed against `desc` (and `pos`, when given); a bad option or value
+// is Error(kUsage) with `hint` as its fix.
+boost::program_options::variables_map parse_options(
+    const boost::program_options::options_description& desc, const std::vector<std::string>& args,
+    const boost::program_options::positional_options_description* pos = nullptr,
+    const std::string& hint = "see --help");
+
+// --db FILE, else Store::default_path().
+std::string db_path(const boost::program_options::variables_map& vm);
+
+// The plan a measuring command (diagnose, tune) runs: --plan over `base`,
+// then the --share flags; with neither naming a share, the lab's shares when
+// `lab` is the target. Not validated yet.
+pipeline::Plan plan_from_options(const boost::program_options::variables_map& vm,
+                                 const pipeline::Plan& base,
+                                 const std::optional<lab::LabState>& lab);
+
+}  // namespace cp::app
