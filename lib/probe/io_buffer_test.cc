@@ -1,6 +1,9 @@
 #include "probe/io_buffer.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <cstdlib>
 
 #include <cstdint>
 #include <cstring>
@@ -52,14 +55,19 @@ TEST(IoBuffer, HugePageAdviceIsTakenWhereTheKernelHasThp) {
   EXPECT_TRUE(b.huge_advised()) << "THP mode " << mode;
 }
 
-// Virtual memory of this process, KiB (VmSize in /proc/self/status).
+// Virtual memory of this process, KiB (VmSize in /proc/self/status). Read
+// into a stack buffer: a heap allocation here could grow or trim the heap and
+// move VmSize by itself.
 long vm_size_kib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmSize:", 0) == 0) return std::stol(line.substr(7));
-  }
-  return -1;
+  char buf[8192];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* at = std::strstr(buf, "\nVmSize:");
+  return at ? std::strtol(at + 8, nullptr, 10) : -1;
 }
 
 TEST(IoBuffer, MapsOnlyWhatItUsesAndUnmapsIt) {
