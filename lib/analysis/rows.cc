@@ -294,6 +294,46 @@ void link_protocol_rows(std::vector<Row>& rows) {
   }
 }
 
+// A sample's row: its key ("disk:server:read:100000000", "tcp:server->client:send[:N]",
+// "smb:ram:read:100000000") and what the row is (`proto`: layer, place, op, label).
+std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto) {
+  std::string key;
+  proto.layer = st.driver;
+  proto.where = st.where;
+  proto.op = s.op;
+  if (st.kind == stored::StageKind::kDisk) {
+    key = fmt::format("disk:{}:{}:{}", st.where, s.op, s.size);
+    proto.size = s.size;
+    // syncwrite: a flush per block, as a file server with sync on writes.
+    proto.label =
+        fmt::format("{} disk {}, {} files", st.where,
+                    s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
+  } else if (st.kind == stored::StageKind::kTcp) {
+    // Several streams at once: a row per count, the figure their total.
+    const auto* td = s.details.as<msg::TcpDetails>();
+    const size_t n = td ? td->streams.size() : 0;
+    proto.streams = n > 1 ? static_cast<int>(n) : 1;
+    key = n > 1 ? fmt::format("tcp:{}:{}:{}", st.where, s.op, n)
+                : fmt::format("tcp:{}:{}", st.where, s.op);
+    proto.label = "TCP " + where_label(st.where) + (n > 1 ? fmt::format(", {} streams", n) : "");
+    proto.below = "link";
+  } else {
+    // A protocol over a RAM or disk share.
+    key = fmt::format("{}:{}:{}:{}", st.driver, st.where, s.op, s.size);
+    proto.size = s.size;
+    if (s.op.rfind("sweep-", 0) == 0) {
+      proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.driver),
+                                st.where == "ram" ? "from RAM" : "from disk", s.op.substr(6),
+                                format_size(s.size));
+    } else {
+      proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.driver),
+                                st.where == "ram" ? "from RAM" : "from disk",
+                                s.op == "read" ? "read" : "write", format_size(s.size));
+    }
+  }
+  return key;
+}
+
 }  // namespace
 
 std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
@@ -301,42 +341,8 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
   std::vector<std::string> order;
   for (const auto& st : run.stages) {
     for (const auto& s : st.samples) {
-      std::string key;
       Row proto;
-      proto.layer = st.driver;
-      proto.where = st.where;
-      proto.op = s.op;
-      if (st.kind == stored::StageKind::kDisk) {
-        key = fmt::format("disk:{}:{}:{}", st.where, s.op, s.size);
-        proto.size = s.size;
-        // syncwrite: a flush per block, as a file server with sync on writes.
-        proto.label =
-            fmt::format("{} disk {}, {} files", st.where,
-                        s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
-      } else if (st.kind == stored::StageKind::kTcp) {
-        // Several streams at once: a row per count, the figure their total.
-        const auto* td = s.details.as<msg::TcpDetails>();
-        const size_t n = td ? td->streams.size() : 0;
-        proto.streams = n > 1 ? static_cast<int>(n) : 1;
-        key = n > 1 ? fmt::format("tcp:{}:{}:{}", st.where, s.op, n)
-                    : fmt::format("tcp:{}:{}", st.where, s.op);
-        proto.label =
-            "TCP " + where_label(st.where) + (n > 1 ? fmt::format(", {} streams", n) : "");
-        proto.below = "link";
-      } else {
-        // A protocol over a RAM or disk share.
-        key = fmt::format("{}:{}:{}:{}", st.driver, st.where, s.op, s.size);
-        proto.size = s.size;
-        if (s.op.rfind("sweep-", 0) == 0) {
-          proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.driver),
-                                    st.where == "ram" ? "from RAM" : "from disk", s.op.substr(6),
-                                    format_size(s.size));
-        } else {
-          proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.driver),
-                                    st.where == "ram" ? "from RAM" : "from disk",
-                                    s.op == "read" ? "read" : "write", format_size(s.size));
-        }
-      }
+      const std::string key = row_of(st, s, proto);
       auto [it, inserted] = acc.try_emplace(key);
       Accum& ac = it->second;
       if (inserted) {
