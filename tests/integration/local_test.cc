@@ -37,11 +37,12 @@ TEST(LocalDiagnose, StoresEverySampleAndReports) {
   EXPECT_EQ(query_text(db, "SELECT label FROM runs"), "local-e2e");
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM hosts"), 2);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 4);
-  // 2 sizes x 2 ops x 2 files on each end; 2 TCP samples each way.
+  // 2 sizes x 2 ops x 2 files on each end, and the server's synchronous
+  // writes of its smallest files (2); 2 TCP samples each way.
   EXPECT_EQ(query_int(db,
                       "SELECT count(*) FROM samples s JOIN stages g ON s.stage_id = g.id "
                       "WHERE g.layer = 'disk'"),
-            16);
+            16 + 2);
   EXPECT_EQ(query_int(db,
                       "SELECT count(*) FROM samples s JOIN stages g ON s.stage_id = g.id "
                       "WHERE g.layer = 'tcp'"),
@@ -124,7 +125,8 @@ TEST(LocalDiagnose, SigintKeepsSamplesAndMarksTheRunInterrupted) {
   EXPECT_LT(monotonic_seconds() - sent, 15);  // not after the 30 s sample
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "interrupted");
   EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE layer = 'tcp'"), "interrupted");
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 8);  // the disk samples
+  // The disk samples: 2 ops x 2 files on each end, and the server's 2 synchronous writes.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 8 + 2);
   for (const auto& e : std::filesystem::directory_iterator(t.path())) {
     EXPECT_EQ(e.path().filename().string().find("chokepoint-run-"), std::string::npos);
   }
