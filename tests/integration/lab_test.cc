@@ -61,10 +61,11 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
 
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(query_text(db, "SELECT server FROM runs"), lab_names().server_netns);
-  // Disk on each end, TCP each way, and the lab's six shares (ftp, smb and nfs,
-  // over RAM and from disk).
+  // Disk on each end (and the server's synchronous writes of its smallest
+  // files), TCP each way, and the lab's six shares (ftp, smb and nfs, over RAM
+  // and from disk).
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 10);
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 2 * 2 + 6 * 2 * 2);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 3 + 2 * 2 + 6 * 2 * 2);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   EXPECT_EQ(query_int(db,
                       "SELECT count(DISTINCT layer || ':' || location) FROM stages "
