@@ -63,7 +63,9 @@ Labels row_labels(const analysis::Row& r) {
           {"path", proto ? fmt::format("{} {} {}", r.layer, r.where, r.op) : ""},
           {"where", r.where},
           {"op", r.op},
-          {"size", r.size > 0 ? fmt::format("{}", r.size) : ""}};
+          {"size", r.size > 0 ? fmt::format("{}", r.size) : ""},
+          // A TCP row of several streams at once (`[tcp] streams`); one stream: none.
+          {"streams", r.streams > 1 ? fmt::format("{}", r.streams) : ""}};
 }
 
 void write_rows(Writer& w, const analysis::Analysis& a) {
