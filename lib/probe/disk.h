@@ -50,8 +50,8 @@ struct DiskResult {
 // block fsynced before the next, so that only the flush differs from a plain
 // write's figure (method "O_DIRECT + fsync per block", never cache_possible).
 DiskResult disk_write(const std::string& path, uint64_t size, uint32_t block,
-                      const CancelToken& cancel, const ProgressFn& progress, bool allow_direct = true,
-                      bool flush_each = false);
+                      const CancelToken& cancel, const ProgressFn& progress,
+                      bool allow_direct = true, bool flush_each = false);
 
 // Reads `path` to EOF in `block`-byte reads: O_DIRECT where possible, else
 // fadvise(DONTNEED) first and cache_possible = true; on ZFS cache_possible

@@ -78,8 +78,9 @@ std::string bus_cap_text(const Finding& f) {
       "the {} caps it: the {} disk {}s {} = {} of {} ({} theoretical, {} effective): {}", f.layer,
       word(f, "disk_where"), f.subject.layer == "disk" ? f.subject.op : f.beneath.op,
       mbps(f.subject.layer == "disk" ? f.subject.median : f.beneath.median),
-      format_percent(num(f, "bus_ratio")), bus_name(f.bus), mbps(num(f, "bus_theoretical_bytes_per_s")),
-      mbps(num(f, "bus_effective_bytes_per_s")), bus_fix(f.bus));
+      format_percent(num(f, "bus_ratio")), bus_name(f.bus),
+      mbps(num(f, "bus_theoretical_bytes_per_s")), mbps(num(f, "bus_effective_bytes_per_s")),
+      bus_fix(f.bus));
 }
 
 // What the TCP rules cite besides their verdict: tcp_info limits, retransmits
@@ -395,8 +396,8 @@ std::string protocol_head(const Finding& f) {
   if (f.rule == "protocol.layer") {
     return fmt::format(
         "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), format_percent(f.ratio), tcp_which(f), mbps(b.median), format_percent(f.ratio_lo),
-        format_percent(f.ratio_hi), proto);
+        mbps(r.median), format_percent(f.ratio), tcp_which(f), mbps(b.median),
+        format_percent(f.ratio_lo), format_percent(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,
@@ -544,8 +545,8 @@ std::string bus_ladder_text(const analysis::Row& r) {
   if (b.kind == "virtual") return "no bus: a virtual disk";
   if (b.empty()) return "";
   if (b.theoretical <= 0) return fmt::format("on {} (its ceiling unknown)", bus_name(b));
-  return fmt::format("{} of {} ({} theoretical, {} effective)", format_percent(r.bus_ratio), bus_name(b),
-                     mbps(b.theoretical), mbps(b.effective()));
+  return fmt::format("{} of {} ({} theoretical, {} effective)", format_percent(r.bus_ratio),
+                     bus_name(b), mbps(b.theoretical), mbps(b.effective()));
 }
 
 std::string cpu_brief(const CpuBound& c) {

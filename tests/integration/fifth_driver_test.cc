@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "agent_server/agent.h"
 #include "agent/driver_role.h"
+#include "agent_server/agent.h"
 #include "app/app.h"
 #include "core/units.h"
 #include "core/version.h"
