@@ -20,8 +20,6 @@ constexpr double kMB = 1e6;
 // A protocol layer as reports name it: its driver's display name ("SMB").
 std::string display_name(const std::string& layer) { return transfer::protocol_display(layer); }
 
-std::string pct(double ratio) { return fmt::format("{:.0f} %", ratio * 100); }
-
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Who holds the CPU, in a few words: "smbd, server", "chokepoint's agent, client".
@@ -62,7 +60,7 @@ std::string share_of(const Finding& f) {
   const bool spread = f.ratio_hi - f.ratio_lo >= 0.005;
   std::string s = spread ? fmt::format("{:.0f} % ({:.0f}-{:.0f})", f.ratio * 100, f.ratio_lo * 100,
                                        f.ratio_hi * 100)
-                         : pct(f.ratio);
+                         : format_percent(f.ratio);
   if (b) {
     s += " of " + short_name(*b);
   } else if (starts_with(f.rule, "tcp.")) {
