@@ -114,6 +114,8 @@ std::string capped_by(const Finding& f) {
     return f.cpu.empty() ? what : fmt::format("{} ({})", what, cpu_who(f.cpu));
   }
   if (l == "tcp") return "TCP";
+  // chokepoint's own client holds the figure (turn-taking, its window): a lower bound.
+  if (l == "probe") return "chokepoint's client";
   if (l == "server disk" || l == "client disk" || l == "network" || l == "network path" ||
       l == "server bus" || l == "client bus") {
     return "the " + l;

@@ -54,6 +54,8 @@ TEST(Summary, CappedByNamesTheLayerOfTheFinding) {
   EXPECT_EQ(capped_by(f), "SMB + the server disk");
   f.layer = "tcp";
   EXPECT_EQ(capped_by(f), "TCP");
+  f.layer = "probe";  // chokepoint's own client, not a protocol
+  EXPECT_EQ(capped_by(f), "chokepoint's client");
   f.layer = "undecided";
   f.undecided_reason = "noise";
   EXPECT_EQ(capped_by(f), "cannot tell (noise)");
