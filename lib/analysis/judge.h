@@ -178,6 +178,9 @@ bool protocol_plus_disk(const Case&, Finding&);
 
 // Why TCP is where it is: a finding of the TCP chain (path "tcp").
 Finding explain_tcp(const Row& t, const Analysis& a);
+// Takes TCP's explanation of row t as f's verdict (layer, cap, CPU,
+// candidates, hints) and keeps the explanation as f's evidence.
+void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f);
 // The row that stands for the capping layer of a TCP explanation: the link
 // when the network is at its ceiling, else the TCP row.
 std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& layer);

@@ -208,16 +208,7 @@ bool protocol_noise(const Case& c, Finding& f) {
 bool protocol_at_tcp_ceiling(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   if (p.level != Level::kCeiling) return false;
-  Finding e = explain_tcp(*p.b, c.a);
-  f.layer = e.layer;
-  f.cap = e.cap;
-  f.cpu = e.cpu;
-  f.cpu_weighed = e.cpu_weighed;
-  f.lower_bound = e.lower_bound;
-  f.candidates = e.candidates;
-  f.undecided_reason = e.undecided_reason;
-  f.hints = e.hints;
-  f.because.push_back(std::move(e));
+  adopt_tcp_explanation(*p.b, c.a, f);
   return true;
 }
 

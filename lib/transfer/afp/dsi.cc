@@ -407,21 +407,10 @@ bool Connection::read_available() {
   if (have_header_ && staged_begin_ == staged_end_ &&
       cur_.length - cur_got_ >= staging_.size() / 2) {
     const ssize_t n = ::recv(fd_, cur_dst_ + cur_got_, cur_.length - cur_got_, 0);
-    if (n > 0) {
-      cur_got_ += static_cast<size_t>(n);
-      last_recv_ = monotonic_seconds();
-      consume_staged();
-      return true;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-    if (n == 0 || errno == ECONNRESET) {
-      fail(Error(ErrorKind::kRemote,
-                 fmt::format("AFP server {} closed the connection in the middle of a reply", peer_),
-                 "check the server's log (afpd); it may have crashed or been restarted"));
-    }
-    fail(Error(ErrorKind::kRemote,
-               fmt::format("lost the connection to AFP server {}: {}", peer_, errno_text(errno)),
-               "check that the server is up"));
+    if (!received(n, /*mid_reply=*/true)) return false;
+    cur_got_ += static_cast<size_t>(n);
+    consume_staged();
+    return true;
   }
   if (staged_begin_ == staged_end_) staged_begin_ = staged_end_ = 0;
   if (staged_end_ == staging_.size()) {
@@ -430,13 +419,23 @@ bool Connection::read_available() {
     staged_begin_ = 0;
   }
   const ssize_t n = ::recv(fd_, staging_.data() + staged_end_, staging_.size() - staged_end_, 0);
+  if (!received(n, /*mid_reply=*/false)) return false;
+  staged_end_ += static_cast<size_t>(n);
+  consume_staged();
+  return true;
+}
+
+bool Connection::received(ssize_t n, bool mid_reply) {
   if (n > 0) {
-    staged_end_ += static_cast<size_t>(n);
     last_recv_ = monotonic_seconds();
-    consume_staged();
     return true;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  if ((n == 0 || errno == ECONNRESET) && mid_reply) {
+    fail(Error(ErrorKind::kRemote,
+               fmt::format("AFP server {} closed the connection in the middle of a reply", peer_),
+               "check the server's log (afpd); it may have crashed or been restarted"));
+  }
   if (n == 0 || errno == ECONNRESET) {
     fail(
         Error(ErrorKind::kRemote,

@@ -142,6 +142,7 @@ class NfsFile : public File {
   void wait_slot(size_t i);  // until slot i is complete (resending short answers)
   void drain();              // until nothing is on the wire
   void retire_head();        // waits out the oldest slot in order_ and frees it
+  void read_head_out();      // reads: the head slot is handed out: free it, read further
   void retire_all();         // retire_head() until order_ is empty (writes: all answered)
   void drop_queued();        // reads: drain(), then frees every slot queued ahead
   void send_staged();        // writes: the slot being filled goes out as it is (if not empty)
