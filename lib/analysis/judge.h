@@ -181,6 +181,9 @@ Finding explain_tcp(const Row& t, const Analysis& a);
 // Takes TCP's explanation of row t as f's verdict (layer, cap, CPU,
 // candidates, hints) and keeps the explanation as f's evidence.
 void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f);
+// f takes e's verdict (layer, cap, CPU, candidates, undecided reason, hints)
+// and keeps e as its evidence.
+void adopt_verdict(Finding e, Finding& f);
 // The row that stands for the capping layer of a TCP explanation: the link
 // when the network is at its ceiling, else the TCP row.
 std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& layer);

@@ -344,17 +344,9 @@ bool protocol_at_ram_ceiling(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   if (!(p.level == Level::kCeiling || p.level == Level::kFaster)) return false;
   Finding over_ram = protocol_finding(c.a, *p.b, false);
-  f.layer = over_ram.layer;
-  f.cap = over_ram.cap;
-  f.cpu = over_ram.cpu;
-  f.cpu_weighed = over_ram.cpu_weighed;
-  f.lower_bound = over_ram.lower_bound;
-  f.candidates = over_ram.candidates;
-  f.undecided_reason = over_ram.undecided_reason;
   f.suggested_count = over_ram.suggested_count;
   f.suggested_size = over_ram.suggested_size;
-  f.hints = over_ram.hints;
-  f.because.push_back(std::move(over_ram));
+  adopt_verdict(std::move(over_ram), f);
   return true;
 }
 

@@ -249,7 +249,10 @@ Finding explain_tcp(const Row& t, const Analysis& a) {
 }
 
 void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f) {
-  Finding e = explain_tcp(t, a);
+  adopt_verdict(explain_tcp(t, a), f);
+}
+
+void adopt_verdict(Finding e, Finding& f) {
   f.layer = e.layer;
   f.cap = e.cap;
   f.cpu = e.cpu;

@@ -489,21 +489,23 @@ void Connection::finish_current() {
   // The checks dispatch() makes of a reply (the target awaits one, so its id
   // cannot be a discarded one).
   cur_direct_ = false;
-  auto it = outstanding_.find(cur_.request_id);
-  if (it == outstanding_.end()) {
-    fail(
-        peer_error(fmt::format("AFP server {} sent a {} reply to request id {}, which "
-                               "awaits no reply",
-                               peer_, command_name(cur_.command), cur_.request_id)));
-  }
-  if (it->second != cur_.command) {
-    fail(peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
-                                command_name(it->second), cur_.request_id,
-                                command_name(cur_.command))));
-  }
-  outstanding_.erase(it);
+  settle_outstanding(cur_);
   target_.done = true;
   target_.header = cur_;
+}
+
+void Connection::settle_outstanding(const Header& h) {
+  auto it = outstanding_.find(h.request_id);
+  if (it == outstanding_.end()) {
+    fail(peer_error(
+        fmt::format("AFP server {} sent a {} reply to request id {}, which awaits no reply", peer_,
+                    command_name(h.command), h.request_id)));
+  }
+  if (it->second != h.command) {
+    fail(peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
+                                command_name(it->second), h.request_id, command_name(h.command))));
+  }
+  outstanding_.erase(it);
 }
 
 void Connection::detach_target() {
@@ -520,19 +522,7 @@ void Connection::dispatch(Message m) {
   const Header& h = m.header;
   if (h.is_reply()) {
     if (discarded_.erase(h.request_id)) return;
-    auto it = outstanding_.find(h.request_id);
-    if (it == outstanding_.end()) {
-      fail(
-          peer_error(fmt::format("AFP server {} sent a {} reply to request id {}, which "
-                                 "awaits no reply",
-                                 peer_, command_name(h.command), h.request_id)));
-    }
-    if (it->second != h.command) {
-      fail(
-          peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
-                                 command_name(it->second), h.request_id, command_name(h.command))));
-    }
-    outstanding_.erase(it);
+    settle_outstanding(h);
     replies_.emplace(h.request_id, std::move(m));
     return;
   }

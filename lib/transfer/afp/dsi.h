@@ -195,6 +195,9 @@ class Connection {
   bool received(ssize_t n, bool mid_reply);
   void consume_staged();
   void dispatch(Message m);
+  // A reply's request was awaiting one, of its command: no longer outstanding
+  // (else the connection fails: the server broke the protocol).
+  void settle_outstanding(const Header& h);
   // The message being received is complete: hand it on.
   void finish_current();
   // wait_into() is leaving: a payload still landing in its buffer moves to
