@@ -64,7 +64,7 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
 TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) {
   auto role = make_client_role();
   CancelToken cancel;
-  msg::SweepRequest req;
+  msg::SizeScanRequest req;
   req.share = {"s", "ftp://127.0.0.1:1/x", "ftp", "", "", {}};
   req.remote = "f.dat";
   req.request = 4096;
@@ -74,7 +74,7 @@ TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) 
     SCOPED_TRACE(pattern);
     req.pattern = pattern;
     try {
-      role->sweep(req, {cancel, {}, {}});
+      role->size_scan(req, {cancel, {}, {}});
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -83,7 +83,7 @@ TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) 
   // A sequential read is not refused by the table: it tries the server.
   req.pattern = "seqread";
   try {
-    role->sweep(req, {cancel, {}, {}});
+    role->size_scan(req, {cancel, {}, {}});
     ADD_FAILURE() << "port 1 answered";
   } catch (const Error& e) {
     EXPECT_NE(e.kind(), ErrorKind::kUnsupported);

@@ -141,7 +141,7 @@ class Agent {
   json::object do_cpu_start(const Request&);
   json::object do_cpu_stop(const Request&);
   json::object do_transfer(const Request& r);
-  json::object do_sweep(const Request& r);
+  json::object do_size_scan(const Request& r);
   json::object do_smb_status(const Request& r);
   json::object do_close_shares(const Request&);
   json::object do_stats(const Request&);
@@ -205,7 +205,7 @@ const Agent::Op Agent::kOps[] = {
     {"cpu_start", &Agent::do_cpu_start},
     {"cpu_stop", &Agent::do_cpu_stop},
     {"transfer", &Agent::do_transfer},
-    {"sweep", &Agent::do_sweep},
+    {"sweep", &Agent::do_size_scan},  // the size scan's cells; its wire name kept
     {"smb_status", &Agent::do_smb_status},
     {"close_shares", &Agent::do_close_shares},
     {"stats", &Agent::do_stats},
@@ -541,9 +541,10 @@ json::object Agent::do_transfer(const Request& r) {
       role.transfer(q, {r.cancel, progress_to(r.id), run_file(q.dir, q.name, r.type)}));
 }
 
-json::object Agent::do_sweep(const Request& r) {
+json::object Agent::do_size_scan(const Request& r) {
   ClientRole& role = client(r.type);
-  return msg::to_json(role.sweep(decode<msg::SweepRequest>(r), {r.cancel, progress_to(r.id), {}}));
+  return msg::to_json(
+      role.size_scan(decode<msg::SizeScanRequest>(r), {r.cancel, progress_to(r.id), {}}));
 }
 
 json::object Agent::do_close_shares(const Request&) {

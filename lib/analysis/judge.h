@@ -30,7 +30,7 @@ inline std::string mbps(double bps) { return format_mbps(bps); }
 // (transfer::protocol_display).
 std::string protocol_name(const std::string& layer);
 bool is_protocol(const std::string& layer);
-// A protocol row of the ladder proper (not a sweep cell).
+// A protocol row of the ladder proper (not a size-scan cell).
 bool is_protocol_row(const Row& r);
 // The layer name a row stands for in a verdict ("server disk", "tcp", "smb").
 std::string layer_name(const Row& r);

@@ -1,5 +1,5 @@
 // The agent's typed messages: a struct per request and result (disk, TCP,
-// files, run directories, transfer and sweep samples, facts, the agent's own
+// files, run directories, transfer and size-scan samples, facts, the agent's own
 // hello/stats/smb_status, tuning), the progress and error frames, and the
 // details a stage stores with each sample. Each has one codec
 // (messages_json.h, for .cc files only): the agent decodes requests and builds
@@ -329,9 +329,9 @@ struct TuneRevertResult {
   std::vector<RefusedJournal> refused;  // at start or now: never run
 };
 
-// ---- protocol samples (transfer, sweep) ------------------------------------
+// ---- protocol samples (transfer, size scan: wire type "sweep") ------------
 
-// The share as transfer/sweep requests carry it (password included: never stored).
+// The share as transfer/size-scan requests carry it (password included: never stored).
 struct ShareRef {
   std::string name;
   std::string url;
@@ -373,7 +373,7 @@ struct TransferDetails {
   std::string cache_reason;  // the server's make_file: why a cache may serve the file
 };
 
-struct SweepRequest {
+struct SizeScanRequest {
   ShareRef share;
   std::string remote;
   std::string pattern;     // "seqread" | "randread" | "seqwrite" | "randwrite"
@@ -382,14 +382,14 @@ struct SweepRequest {
   uint64_t file_size = 0;  // bytes of the file the offsets fall in
 };
 
-struct SweepResult {
+struct SizeScanResult {
   uint64_t bytes = 0;
   double seconds = 0;
   std::string checksum;
   CpuSummary cpu;  // the client's
 };
 
-struct SweepDetails {
+struct SizeScanDetails {
   std::string share;
   std::string pattern;
   uint64_t request = 0;

@@ -64,9 +64,9 @@ CP_MESSAGE_CODEC(ShareRef)
 CP_MESSAGE_CODEC(TransferRequest)
 CP_MESSAGE_CODEC(TransferResult)
 CP_MESSAGE_CODEC(TransferDetails)
-CP_MESSAGE_CODEC(SweepRequest)
-CP_MESSAGE_CODEC(SweepResult)
-CP_MESSAGE_CODEC(SweepDetails)
+CP_MESSAGE_CODEC(SizeScanRequest)
+CP_MESSAGE_CODEC(SizeScanResult)
+CP_MESSAGE_CODEC(SizeScanDetails)
 CP_MESSAGE_CODEC(FactsRequest)
 
 #undef CP_MESSAGE_CODEC

@@ -211,21 +211,21 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(d2.checksum, "cafe");
   EXPECT_EQ(d2.properties.at("io_size"), "65536");
 
-  SweepRequest s{some_share(), "run-x/s.dat", "randread", 4096, 1u << 20, 2u << 20};
-  SweepRequest s2 = round_trip(s);
+  SizeScanRequest s{some_share(), "run-x/s.dat", "randread", 4096, 1u << 20, 2u << 20};
+  SizeScanRequest s2 = round_trip(s);
   EXPECT_EQ(s2.share.driver, "smb");
   EXPECT_EQ(s2.remote, "run-x/s.dat");
   EXPECT_EQ(s2.pattern, "randread");
   EXPECT_EQ(s2.request, 4096u);
   EXPECT_EQ(s2.bytes, 1u << 20);
   EXPECT_EQ(s2.file_size, 2u << 20);
-  SweepResult sr{1u << 20, 0.3, "", some_cpu()};
-  SweepResult sr2 = round_trip(sr);
+  SizeScanResult sr{1u << 20, 0.3, "", some_cpu()};
+  SizeScanResult sr2 = round_trip(sr);
   EXPECT_EQ(sr2.bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(sr2.seconds, 0.3);
   EXPECT_DOUBLE_EQ(sr2.cpu.seconds, 2.5);
-  SweepDetails sd{"s1", "seqwrite", 65536};
-  SweepDetails sd2 = read_stored<SweepDetails>(json::serialize(to_json(sd)));
+  SizeScanDetails sd{"s1", "seqwrite", 65536};
+  SizeScanDetails sd2 = read_stored<SizeScanDetails>(json::serialize(to_json(sd)));
   EXPECT_EQ(sd2.share, "s1");
   EXPECT_EQ(sd2.pattern, "seqwrite");
   EXPECT_EQ(sd2.request, 65536u);
@@ -505,10 +505,10 @@ TEST(SecurityMessages, AHugeStringFromThePeerIsRefusedNamingTheField) {
 
 // A CPU summary nested in a reply is read strictly too.
 TEST(SecurityMessages, AMistypedCpuFieldInAReplyNamesIt) {
-  json::object o = to_json(SweepResult{1, 1, "", {}});
+  json::object o = to_json(SizeScanResult{1, 1, "", {}});
   o["cpu"].as_object()["top"] = json::array{json::object{{"pid", "1"}}};
   try {
-    decode<SweepResult>(o, "sweep");
+    decode<SizeScanResult>(o, "sweep");
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kPeer);

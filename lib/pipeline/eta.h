@@ -28,7 +28,7 @@ class RunEta {
   double remaining_s(const Progress& live) const;
 
  private:
-  enum class Kind { kDisk, kTcp, kProtocol, kSweep };
+  enum class Kind { kDisk, kTcp, kProtocol, kSizeScan };
   struct Stage {
     StageOutline outline;
     Kind kind;

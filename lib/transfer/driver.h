@@ -35,15 +35,15 @@ struct Share {
 };
 
 // What a driver can do. The plan refuses a share whose driver cannot read and
-// write (the protocol stages get and put); the sweep's random cells need the
+// write (the protocol stages get and put); the size scan's random cells need the
 // random ones (File::pread/pwrite; without them the cell is skipped).
 struct Capabilities {
   bool read = true;
   bool write = true;
-  bool random_access = false;  // pread at offsets (the transfer-size sweep's random reads)
+  bool random_access = false;  // pread at offsets (the transfer-size scan's random reads)
   bool random_write = false;   // pwrite at offsets (its random writes)
   // What it lacks to read or write (at random offsets when `random`) in
-  // words ("random reads"); null when it can. The sweep's stage and the agent
+  // words ("random reads"); null when it can. The size scan's stage and the agent
   // both ask this before a cell.
   const char* lacks(bool write, bool random) const;
 };

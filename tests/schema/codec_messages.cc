@@ -122,8 +122,9 @@ int main() {
                                               1u << 20, true}));
   result("transfer",
          to_json(TransferResult{1u << 20, 0.2, "0123456789abcdef", {{"dialect", "3.1.1"}}, cpu()}));
-  request("sweep", to_json(SweepRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
-  result("sweep", to_json(SweepResult{1u << 20, 0.3, "", cpu()}));
+  request("sweep",
+          to_json(SizeScanRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
+  result("sweep", to_json(SizeScanResult{1u << 20, 0.3, "", cpu()}));
   result("remove_file", to_json(RemoveFileResult{true}));
   // Run directories.
   request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));
