@@ -12,6 +12,7 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <climits>
@@ -195,6 +196,33 @@ void NfsSession::remove(const std::string& rel) {
     if (nfs_rmdir(nfs_, path.c_str()) == 0) return;
   }
   fail(rc, Step::kRemove, place(rel));
+}
+
+// LOOKUP and GETATTR (libnfs's nfs_stat64: the path's components looked
+// up, then its attributes).
+FileInfo NfsSession::stat(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  struct nfs_stat_64 st {};
+  const int rc = nfs_stat64(nfs_, path.c_str(), &st);
+  if (rc != 0) fail(rc, Step::kOpenRead, place(rel));
+  return {.size = st.nfs_size,
+          .mtime = int64_t(st.nfs_mtime),
+          .is_dir = (st.nfs_mode & S_IFMT) == S_IFDIR};
+}
+
+void NfsSession::mkdir(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  const int rc = nfs_mkdir(nfs_, path.c_str());
+  if (rc != 0) fail(rc, Step::kOpenWrite, place(rel));
+}
+
+void NfsSession::rmdir(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  const int rc = nfs_rmdir(nfs_, path.c_str());
+  if (rc != 0) fail(rc, Step::kRemove, place(rel));
 }
 
 std::map<std::string, std::string> NfsSession::properties() const {

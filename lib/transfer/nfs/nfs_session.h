@@ -172,6 +172,9 @@ class NfsSession : public Session {
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override;
   void remove(const std::string& rel) override;
+  FileInfo stat(const std::string& rel) override;
+  void mkdir(const std::string& rel) override;
+  void rmdir(const std::string& rel) override;
   std::map<std::string, std::string> properties() const override;
 
   // Bytes per READ or WRITE: the option, within what the server takes (and,
