@@ -15,12 +15,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <mutex>
 #include <vector>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/share_url.h"
@@ -121,6 +123,15 @@ NfsSession::NfsSession(const Share& share, const CancelToken& cancel) : cancel_(
   }
   nfs_set_uid(nfs_, opts_.uid);
   nfs_set_gid(nfs_, opts_.gid);
+  if (opts_.version == 4) {
+    // A client name of its own per session: libnfs names every context of a
+    // process alike, and an NFSv4 server takes a second SETCLIENTID of one
+    // name as the same client rebooting, expiring the first's state
+    // (NFS4ERR_EXPIRED) when the small-file pass runs sessions side by side.
+    static std::atomic<unsigned> sessions{0};
+    client_name_ = fmt::format("chokepoint-{}-{}-{}", host_name(), getpid(), ++sessions);
+    nfs4_set_client_name(nfs_, client_name_.c_str());
+  }
   // A lost connection fails the call (a retry would hide the fault and the time).
   nfs_set_autoreconnect(nfs_, 0);
   // The sync calls (mount, open, COMMIT, close) give up after this.
