@@ -68,6 +68,9 @@ CP_MESSAGE_CODEC(SweepRequest)
 CP_MESSAGE_CODEC(SweepResult)
 CP_MESSAGE_CODEC(SweepDetails)
 CP_MESSAGE_CODEC(FactsRequest)
+CP_MESSAGE_CODEC(FilesShareRequest)
+CP_MESSAGE_CODEC(FilesPhase)
+CP_MESSAGE_CODEC(FilesShareResult)
 
 #undef CP_MESSAGE_CODEC
 
