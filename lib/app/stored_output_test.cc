@@ -7,7 +7,7 @@
 // 5f75575's driver display name in show's summary and 7c0f9b4's empty
 // "settings" list in each JSON finding, and show's outputs as the code before
 // the typed run printed them with the bus and TCP-stream ladder (the links
-// merge). Reading the run decoded
+// merge) and each ladder row's "unit" (#24). Reading the run decoded
 // once must give the same bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:
