@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "transfer/forked_session.h"
 
 namespace cp::transfer {
 namespace {
@@ -308,7 +309,9 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   std::string note;
   if (want > 1 && more) {
     try {
-      while (extra.size() + 1 < want) extra.push_back(more());
+      while (extra.size() + 1 < want) {
+        extra.push_back(driver.caps.threads ? more() : fork_session(more));
+      }
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kCancelled) throw;
       note = fmt::format("{} in flight asked, {} connected: {}", want, extra.size() + 1, e.what());
