@@ -71,6 +71,8 @@ CP_MESSAGE_CODEC(FactsRequest)
 CP_MESSAGE_CODEC(FilesShareRequest)
 CP_MESSAGE_CODEC(FilesPhase)
 CP_MESSAGE_CODEC(FilesShareResult)
+CP_MESSAGE_CODEC(FilesTreeRequest)
+CP_MESSAGE_CODEC(FilesTreeResult)
 
 #undef CP_MESSAGE_CODEC
 
