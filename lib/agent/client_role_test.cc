@@ -2,6 +2,7 @@
 // transfer moves a file through one (the null driver: no network).
 #include "agent/driver_role.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "agent_server/agent.h"
+#include "agent_server/files_tree.h"
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "link/agent_link.h"
@@ -107,6 +109,35 @@ TEST(ClientRole, FilesShareRunsAPassOverAShareAndLeavesNothing) {
   }
   agent.join();
   close(sv[1]);
+  fs::remove_all(dir);
+}
+
+// A tree the server agent laid out (files_tree layout): the pass has no
+// create phase, stats, reads and deletes every file, and removes the tree.
+TEST(ClientRole, FilesShareOverATreeTheServerLaidOut) {
+  const fs::path dir = fs::temp_directory_path() / ("files-laid-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  CancelToken cancel;
+  const files::Tree tree{.count = 30, .size = 700, .dirs = 3};
+  ASSERT_EQ(lay_out_tree({fd, "laid", (dir / "laid").string()}, tree, cancel).files, 30u);
+  auto role = make_client_role();
+  msg::FilesShareRequest q;
+  q.share = {"p", dir.string(), "path", "", "", {}};
+  q.root = "laid";
+  q.count = 30;
+  q.size = 700;
+  q.dirs = 3;
+  q.laid_out = true;
+  const msg::FilesShareResult r = role->files_share(q, {cancel, {}, {}});
+  ASSERT_EQ(r.phases.size(), 4u);
+  EXPECT_EQ(r.phases[0].ops, 0u);
+  EXPECT_FALSE(r.phases[0].skipped.empty());
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.phases[i].ops, 30u) << r.phases[i].phase;
+  EXPECT_EQ(r.phases[2].bytes, 30u * 700);
+  EXPECT_FALSE(fs::exists(dir / "laid"));
+  ::close(fd);
   fs::remove_all(dir);
 }
 

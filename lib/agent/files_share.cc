@@ -54,6 +54,7 @@ msg::FilesShareResult run_files_share(const msg::FilesShareRequest& req, transfe
   o.seed = req.seed;
   o.budget_s = req.budget;
   o.in_flight = static_cast<unsigned>(req.in_flight);
+  o.laid_out = req.laid_out;
   // The client's CPU per phase: a window from one phase's start to the next's.
   std::optional<probe::CpuSampler> cpu;
   std::vector<msg::CpuSummary> cpus;

@@ -26,6 +26,7 @@
 
 #include "agent_server/client_role.h"
 #include "agent_server/file_ops.h"
+#include "agent_server/files_tree.h"
 #include "agent_server/run_dir.h"
 #include "agent_server/tcp_ops.h"
 #include "core/clock.h"
@@ -145,6 +146,7 @@ class Agent {
   json::object do_transfer(const Request& r);
   json::object do_size_scan(const Request& r);
   json::object do_files_share(const Request& r);
+  json::object do_files_tree(const Request& r);
   json::object do_smb_status(const Request& r);
   json::object do_close_shares(const Request&);
   json::object do_stats(const Request&);
@@ -211,6 +213,7 @@ const Agent::Op Agent::kOps[] = {
     {"transfer", &Agent::do_transfer},
     {"sweep", &Agent::do_size_scan},  // the size scan's cells; its wire name kept
     {"files_share", &Agent::do_files_share},
+    {"files_tree", &Agent::do_files_tree},
     {"smb_status", &Agent::do_smb_status},
     {"close_shares", &Agent::do_close_shares},
     {"stats", &Agent::do_stats},
@@ -581,6 +584,17 @@ json::object Agent::do_files_share(const Request& r) {
   ClientRole& role = client(r.type);
   return msg::to_json(
       role.files_share(decode<msg::FilesShareRequest>(r), {r.cancel, progress_to(r.id), {}}));
+}
+
+json::object Agent::do_files_tree(const Request& r) {
+  const auto q = decode<msg::FilesTreeRequest>(r);
+  const files::Tree tree{.count = q.count, .size = q.size, .dirs = std::max<uint64_t>(1, q.dirs)};
+  const RunFile at = run_file(q.dir, q.name, r.type);
+  if (q.action == "layout") return msg::to_json(lay_out_tree(at, tree, r.cancel));
+  if (q.action == "drop") return msg::to_json(drop_tree(at, tree, r.cancel));
+  if (q.action == "remove") return msg::to_json(remove_tree(at, tree));
+  throw Error(ErrorKind::kPeer,
+              "message 'files_tree': field 'action' must be layout, drop or remove");
 }
 
 json::object Agent::do_close_shares(const Request&) {

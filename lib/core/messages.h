@@ -458,6 +458,8 @@ struct FilesShareRequest {
   uint64_t seed = 0;
   double budget = 30;      // seconds a phase may take once a tenth of the files are in; 0: none
   uint64_t in_flight = 1;  // operations in flight asked for (capped at the driver's)
+  // The server agent laid the tree out (files_tree layout): no create phase.
+  bool laid_out = false;
 };
 
 struct FilesShareResult {
@@ -467,6 +469,23 @@ struct FilesShareResult {
   uint64_t created = 0;                           // files the create phase made
   std::string leftover;                           // what could not be removed ("" none)
   std::map<std::string, std::string> properties;  // the driver session's
+};
+
+// The server agent's part (files_tree): the tree `name` in the run dir of
+// `dir` (the share's server_dir) laid out, dropped from the cache, or removed.
+struct FilesTreeRequest {
+  std::string dir;
+  std::string name;
+  std::string action;  // "layout" | "drop" | "remove"
+  uint64_t count = 0, size = 0, dirs = 1;
+};
+
+struct FilesTreeResult {
+  uint64_t files = 0;  // made, dropped or removed
+  uint64_t bytes = 0;
+  double seconds = 0;
+  bool cache_possible = false;  // layout, drop: a cache may still serve them
+  std::string cache_reason;
 };
 
 // ---- facts -----------------------------------------------------------------

@@ -32,7 +32,8 @@ void from_json(const json::value& v, FilesShareRequest& m, Source src, std::stri
       .need("order", m.order)
       .opt("seed", m.seed)
       .opt("budget", m.budget)
-      .opt("in_flight", m.in_flight);
+      .opt("in_flight", m.in_flight)
+      .opt("laid_out", m.laid_out);
 }
 
 json::object to_json(const FilesShareResult& m) {
@@ -52,6 +53,37 @@ void from_json(const json::value& v, FilesShareResult& m, Source src, std::strin
       .need("created", m.created)
       .opt("leftover", m.leftover)
       .opt("properties", m.properties);
+}
+
+json::object to_json(const FilesTreeRequest& m) {
+  return {{"dir", m.dir},     {"name", m.name}, {"action", m.action},
+          {"count", m.count}, {"size", m.size}, {"dirs", m.dirs}};
+}
+void from_json(const json::value& v, FilesTreeRequest& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("dir", m.dir)
+      .need("name", m.name)
+      .need("action", m.action)
+      .need("count", m.count)
+      .need("size", m.size)
+      .need("dirs", m.dirs);
+}
+
+json::object to_json(const FilesTreeResult& m) {
+  json::object o{{"files", m.files},
+                 {"bytes", m.bytes},
+                 {"seconds", m.seconds},
+                 {"cache_possible", m.cache_possible}};
+  if (!m.cache_reason.empty()) o["cache_reason"] = m.cache_reason;
+  return o;
+}
+void from_json(const json::value& v, FilesTreeResult& m, Source src, std::string_view what) {
+  In(v, src, what)
+      .need("files", m.files)
+      .need("bytes", m.bytes)
+      .need("seconds", m.seconds)
+      .opt("cache_possible", m.cache_possible)
+      .opt("cache_reason", m.cache_reason);
 }
 
 }  // namespace cp::msg

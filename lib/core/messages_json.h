@@ -76,6 +76,8 @@ CP_MESSAGE_CODEC(SizeScanDetails)
 CP_MESSAGE_CODEC(FactsRequest)
 CP_MESSAGE_CODEC(FilesShareRequest)
 CP_MESSAGE_CODEC(FilesShareResult)
+CP_MESSAGE_CODEC(FilesTreeRequest)
+CP_MESSAGE_CODEC(FilesTreeResult)
 
 #undef CP_MESSAGE_CODEC
 

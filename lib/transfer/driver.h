@@ -50,6 +50,9 @@ struct Capabilities {
   // here); 1: strictly one at a time (one control connection, FTP; AFP as
   // chokepoint speaks it). How they are kept is the driver's (small-files.md).
   unsigned max_in_flight = 1;
+  // Whether its sessions may run in threads side by side; false: the pass
+  // runs each extra one in a helper process (transfer/forked_session.h).
+  bool threads = true;
   // What it lacks to read or write (at random offsets when `random`) in
   // words ("random reads"); null when it can. The size scan's stage and the agent
   // both ask this before a cell.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "transfer/forked_session.h"
 
 namespace cp::transfer {
 namespace {
@@ -107,7 +108,13 @@ class Pass {
   FilesPassResult run() {
     FilesPassResult r;
     r.in_flight = static_cast<unsigned>(sessions_.size());
-    sessions_[0]->mkdir(opts_.root);
+    if (opts_.laid_out) {
+      created_.assign(opts_.tree.count, 1);
+      created_count_ = opts_.tree.count;
+      dirs_made_ = std::min(opts_.tree.dirs, opts_.tree.count);
+    } else {
+      sessions_[0]->mkdir(opts_.root);
+    }
     for (size_t p = 0; p < files::kPhases.size(); ++p) {
       const Phase phase = files::kPhases[p];
       if (opts_.before_phase) opts_.before_phase(phase);
@@ -130,6 +137,10 @@ class Pass {
     st.in_flight_mean = 0;
     st.in_flight_max = 0;
     const bool stat = phase == Phase::stat, dirs = phase == Phase::create;
+    if (dirs && opts_.laid_out) {
+      st.skipped = "laid out by the server agent";
+      return st;
+    }
     if ((stat && !driver_.caps.stat) || (dirs && !driver_.caps.mkdir)) {
       st.skipped = fmt::format("the {} driver cannot {}", driver_.name,
                                stat ? "stat a file" : "create a directory");
@@ -308,7 +319,9 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   std::string note;
   if (want > 1 && more) {
     try {
-      while (extra.size() + 1 < want) extra.push_back(more());
+      while (extra.size() + 1 < want) {
+        extra.push_back(driver.caps.threads ? more() : fork_session(more));
+      }
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kCancelled) throw;
       note = fmt::format("{} in flight asked, {} connected: {}", want, extra.size() + 1, e.what());

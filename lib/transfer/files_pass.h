@@ -30,6 +30,10 @@ struct FilesPassOptions {
   double budget_s = 30;
   // Operations in flight asked for; capped at the driver's max_in_flight.
   unsigned in_flight = 1;
+  // The tree is on the share already (the server agent laid it out: its
+  // files_tree request): no create phase, and `root` is not made here. The
+  // delete phase still removes it.
+  bool laid_out = false;
   // Called on the pass's thread before each phase starts (the server agent
   // drops the files from its cache before the read phase).
   std::function<void(files::Phase)> before_phase;

@@ -10,9 +10,11 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/error.h"
+#include "transfer/forked_session.h"
 
 namespace cp::transfer {
 namespace {
@@ -162,6 +164,62 @@ TEST_F(FilesPassTest, SessionsInThreadsKeepSeveralOperationsInFlight) {
     EXPECT_GT(p.in_flight_mean, 2.0);
     EXPECT_LE(p.in_flight_mean, 4.0 + 1e-9);
   }
+}
+
+// Children of this process (helpers left running).
+size_t children() {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(e.path() / "stat");
+    std::string pid, comm, state, ppid;
+    st >> pid >> comm >> state >> ppid;
+    if (ppid == std::to_string(getpid())) ++n;
+  }
+  return n;
+}
+
+// A driver whose sessions cannot share threads (smb) gets its extra sessions
+// in helper processes: the same figures, and the helpers end with the pass.
+TEST_F(FilesPassTest, SessionsThatCannotShareThreadsRunInHelperProcesses) {
+  DriverSpec no_threads = driver_spec("path");
+  no_threads.caps.threads = false;
+  auto s = connect("path");
+  FilesPassOptions o = options(60, 2000, 3);
+  o.in_flight = 3;
+  size_t during = 0;
+  o.before_phase = [&](Phase p) {
+    if (p == Phase::read) during = children();
+  };
+  const FilesPassResult r = run_files_pass(
+      *s, [&]() -> std::unique_ptr<Session> { return connect("path"); }, no_threads, o, cancel_);
+  EXPECT_EQ(during, 2u);
+  EXPECT_EQ(r.in_flight, 3u);
+  for (const auto& p : r.phases) {
+    SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+    EXPECT_EQ(p.ops, 60u);
+    EXPECT_TRUE(p.error.empty()) << p.error;
+    EXPECT_LE(p.in_flight_max, 3u);
+  }
+  EXPECT_EQ(r.phases[2].bytes, 60u * 2000);
+  EXPECT_EQ(left(), 0u);
+  EXPECT_EQ(children(), 0u);
+}
+
+// A helper that cannot log in: its error, as it was, here.
+TEST_F(FilesPassTest, AForkedSessionThatCannotConnectThrowsItsError) {
+  try {
+    fork_session([]() -> std::unique_ptr<Session> {
+      throw Error(ErrorKind::kConfig, "no such share", "fix the URL");
+    });
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+    EXPECT_EQ(std::string(e.what()), "no such share");
+    EXPECT_EQ(e.hint(), "fix the URL");
+  }
+  EXPECT_EQ(children(), 0u);
 }
 
 TEST_F(FilesPassTest, InFlightIsCappedAtTheDriversMaximum) {

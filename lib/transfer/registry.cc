@@ -321,6 +321,15 @@ std::string describe_drivers() {
     if (d->caps.write) can.emplace_back("write");
     if (d->caps.random_access) can.emplace_back("random reads");
     if (d->caps.random_write) can.emplace_back("random writes");
+    if (d->caps.stat) can.emplace_back("stat");
+    if (d->caps.mkdir) can.emplace_back("directories");
+    // The small-file pass's operations in flight (docs/small-files.md).
+    if (d->caps.stat || d->caps.mkdir) {
+      can.emplace_back(d->caps.max_in_flight <= 1
+                           ? std::string("small files one at a time")
+                           : fmt::format("small files {} in flight{}", d->caps.max_in_flight,
+                                         d->caps.threads ? "" : " (helper processes)"));
+    }
     out += fmt::format("{}: {}\n  URLs:    {}\n  does:    {}\n", d->name, d->summary,
                        join(prefixes, ", "), join(can));
     if (d->options.empty()) {

@@ -147,6 +147,8 @@ int main() {
   fr.created = 1000;
   fr.properties = {{"dialect", "3.1.1"}};
   result("files_share", to_json(fr));
+  request("files_tree", to_json(FilesTreeRequest{"/srv", "files-smb", "layout", 1000, 4096, 10}));
+  result("files_tree", to_json(FilesTreeResult{1000, 4096000, 0.8, true, "ZFS's ARC"}));
   result("remove_file", to_json(RemoveFileResult{true}));
   // Run directories.
   request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));

@@ -118,16 +118,17 @@ const DriverSpec kSmbDriver = {
     .name = "smb",
     .summary = "SMB2/3 through libsmbclient (Samba's client library)",
     .url_prefixes = kSmbPrefixes,
-    // One at a time for the small-file pass: its calls in flight need a
-    // session each, and libsmbclient's contexts cannot run in several threads
-    // (smb_session.h); helper processes, as `connections` has, are to come.
+    // The small-file pass's operations in flight: a session each, the extra
+    // ones in helper processes (libsmbclient's contexts cannot run in several
+    // threads: smb_session.h), as many as `connections` allows.
     .caps = {.read = true,
              .write = true,
              .random_access = true,
              .random_write = true,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 1},
+             .max_in_flight = transfer::kSmbMaxConnections,
+             .threads = false},
     .options = kSmbOptions,
     .make = smb::make_driver,
     .display = "SMB",
