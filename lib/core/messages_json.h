@@ -68,6 +68,7 @@ CP_MESSAGE_CODEC(SweepRequest)
 CP_MESSAGE_CODEC(SweepResult)
 CP_MESSAGE_CODEC(SweepDetails)
 CP_MESSAGE_CODEC(FactsRequest)
+CP_MESSAGE_CODEC(CpuStartRequest)
 
 #undef CP_MESSAGE_CODEC
 

@@ -16,6 +16,7 @@
 //   zfs.cc           the ZFS ARC                        (/proc/spl/kstat/zfs/arcstats)
 //   qdisc.cc         shaping on an interface            (rtnetlink qdisc and class dumps)
 //   privilege.cc     what this process may not read     (euid, /proc/PID/ns, smbstatus)
+//   sockets.cc       a process's TCP connections        (/proc/PID/fd, /proc/PID/net/tcp{,6})
 //
 // Plain structs only: no Boost.JSON or Asio here (sysinfo.cc turns them into facts).
 #pragma once
@@ -76,6 +77,14 @@ std::vector<NamedProcess> processes_named(const std::string& proc_root, std::str
 // Process `pid`'s network namespace ("net:[4026531993]"; pid 0: this process's),
 // "" when it may not be read (another user's, without root) or is gone.
 std::string process_netns(const std::string& proc_root, int pid);
+
+// --- Sockets (sockets.cc) -------------------------------------------------------
+// The TCP sockets of process `pid`'s network namespace (their inodes, local
+// ports, peers; IPv4 and IPv6), as that namespace lists them; empty when unreadable.
+std::vector<TcpSocketEntry> netns_tcp_sockets(const std::string& proc_root, int pid);
+// The inodes of the sockets process `pid` holds open (its fds); empty when
+// unreadable (another user's process, without root).
+std::vector<uint64_t> socket_inodes(const std::string& proc_root, int pid);
 
 // --- CPU limits (cpu_limits.cc) -------------------------------------------------
 // A process's CPU limit set by its group (Linux: the cgroup CFS quota, v1 or v2),

@@ -17,6 +17,7 @@
 #include "core/units.h"
 #include "link/agent_port.h"
 #include "transfer/driver.h"
+#include "transfer/share_url.h"
 
 namespace cp::pipeline {
 
@@ -66,7 +67,21 @@ struct ShareRun {
   // The share directory's filesystem on the server and the disk under it ("" unknown).
   std::string server_fs, server_disk;
   std::map<std::string, std::string> negotiated;  // what the server says it agreed with this client
+  msg::CpuStartRequest cpu_start;                 // the connection the file server holds
 };
+
+// The connection the share's file server holds: its URL's port (else the
+// driver's default) from the client's address, so that the server agent
+// knows that server whatever namespace or container it runs in.
+msg::CpuStartRequest server_connection(const SharePlan& share, const transfer::DriverSpec* spec,
+                                       const Agents& a) {
+  msg::CpuStartRequest q;
+  if (share.url.find("://") == std::string::npos || a.client_address.empty()) return q;
+  const transfer::ShareUrl url = transfer::parse_share_url(share.url);
+  q.port = url.port > 0 ? url.port : spec ? spec->default_port : 0;
+  if (q.port > 0) q.peer = a.client_address;
+  return q;
+}
 
 // The sizes the share runs under the plan's budget (noting those left out),
 // and the share as the agent gets it. A driver whose table declares a
@@ -93,6 +108,7 @@ ShareRun plan_share(StageContext& ctx, const SharePlan& share) {
     run.ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   run.has_server = !share.server_dir.empty();
+  run.cpu_start = server_connection(share, run.spec, ctx.agents);
   return run;
 }
 
@@ -260,7 +276,7 @@ void one_sample(ShareRun& run, StageScope& stage, SampleRecord& s, const std::st
   s.started_at = wall_seconds();
   std::string cache_reason;
   std::string expect = make_source(run, s, file, s.op == "read", cache_reason);
-  if (run.has_server) a.server.call("cpu_start", {}, 30);
+  if (run.has_server) a.server.call("cpu_start", msg::to_json(run.cpu_start), 30);
   const msg::TransferResult r = transfer(run, stage, s, file, label, i);
   std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
   check_arrival(run, s, file, r, expect, cpu);
