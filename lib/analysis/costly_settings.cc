@@ -77,14 +77,33 @@ bool one_of(const std::string& value, std::string_view list) {
   return false;
 }
 
-// The value the run recorded for `s` ("" when it did not).
-std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r) {
-  const std::string_view source = s.source;
-  if (source == "samba") {
-    if (!a.server.samba_known) return {};
-    auto it = a.server.samba.find(s.parameter);
-    return it == a.server.samba.end() ? std::string() : it->second;
+// Samba parameter `name`'s effective value for the share row `r` used (the
+// session's `share_name`): the share section's where it sets one, else
+// [global]'s, which shares inherit; `section` gets which. "" when unknown.
+std::string samba_value(const Analysis& a, const Row& r, const std::string& name,
+                        std::string* section = nullptr) {
+  if (!a.server.samba_known) return {};
+  if (auto share = r.properties.find("share_name"); share != r.properties.end()) {
+    auto sec = a.server.samba_shares.find(lower(share->second));
+    if (sec != a.server.samba_shares.end()) {
+      if (auto it = sec->second.find(name); it != sec->second.end()) {
+        if (section) *section = sec->first;
+        return it->second;
+      }
+    }
   }
+  auto it = a.server.samba.find(name);
+  if (it == a.server.samba.end()) return {};
+  if (section) *section = "global";
+  return it->second;
+}
+
+// The value the run recorded for `s` ("" when it did not); `section` gets
+// where a Samba value was set.
+std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r,
+                     std::string* section) {
+  const std::string_view source = s.source;
+  if (source == "samba") return samba_value(a, r, s.parameter, section);
   if (source.rfind("property:", 0) == 0) {
     auto it = r.properties.find(std::string(source.substr(9)));
     return it == r.properties.end() ? std::string() : it->second;
@@ -176,8 +195,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
     case E::kSyncWrites:
       return sync_writes(a, r, f);
     case E::kFlushingSync: {
-      auto it = a.server.samba.find("sync always");
-      if (it != a.server.samba.end() && one_of(it->second, "yes")) return {};
+      if (one_of(samba_value(a, r, "sync always"), "yes")) return {};
       // chokepoint's own client never asks for a flush: only writes held at the
       // synchronous rate show one per request.
       const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
@@ -231,11 +249,13 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
   std::vector<SettingFound> out;
   for (const CostlySetting& s : kTable) {
     if (r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
-    const std::string value = value_of(s, a, r);
+    std::string section;
+    const std::string value = value_of(s, a, r, &section);
     if (value.empty() || !costly_value(s, value, r)) continue;
     std::string evidence = evidence_of(s, a, r, f, value);
     if (evidence.empty()) continue;
-    out.push_back({s.server, s.parameter, value, s.default_value, s.cost, std::move(evidence)});
+    out.push_back(
+        {s.server, s.parameter, section, value, s.default_value, s.cost, std::move(evidence)});
   }
   return out;
 }

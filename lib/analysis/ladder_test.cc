@@ -922,6 +922,45 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
   EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
 }
 
+// `sync always` set in the disk share's own section (`[disk]`, as people set
+// it per share) with [global] at Samba's defaults: writes to that share, at
+// the synchronous rate, name it with the share's section; the RAM share
+// (which inherits [global]) names nothing. A run whose sessions did not
+// record their share reads [global] alone: a flushing client (`strict sync`).
+TEST(Ladder, SyncAlwaysOfTheSharesOwnSectionIsNamedForThatShare) {
+  auto build = [](const char* disk_share) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("sync always":"No","strict sync":"Yes"},"shares":{"disk":)"
+                  R"({"sync always":"Yes","path":"/srv/disk"},"ram":{"path":"/srv/ram"}}}})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto_details(R"({"properties":{"share_name":"ram"}})")
+        .proto("smb", "ram", "write", {950, 960, 955})
+        .proto_details(std::string(R"({"properties":{"share_name":")") + disk_share + R"("}})")
+        .proto("smb", "disk", "write", {410, 415, 420})
+        .build();
+  };
+  const Analysis a = analyze(stored::decode(build("Disk")));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  EXPECT_EQ(f->settings[0].section, "disk");
+  EXPECT_EQ(f->settings[0].value, "Yes");
+  EXPECT_EQ(f->misconfigured.size(), 1u);
+  EXPECT_TRUE(finding(a, "smb ram write")->settings.empty());
+  // A share without a section of its own in the facts: [global]'s values.
+  const Finding* g = finding(analyze(stored::decode(build("other"))), "smb disk write");
+  ASSERT_EQ(g->settings.size(), 1u);
+  EXPECT_EQ(g->settings[0].parameter, "strict sync");
+  EXPECT_EQ(g->settings[0].section, "global");
+  EXPECT_TRUE(g->misconfigured.empty());
+}
+
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
 // names `server smb encrypt` with its value; the same read unencrypted, or not
 // CPU-bound, names nothing.

@@ -219,6 +219,11 @@ HostFacts read_host_facts(const msg::Facts& f) {
     for (const msg::NamedValue& v : f.samba->global) {
       if (v.value) h.samba[v.name] = *v.value;
     }
+    for (const auto& [share, values] : f.samba->shares) {
+      for (const msg::NamedValue& v : values) {
+        if (v.value) h.samba_shares[share][v.name] = *v.value;
+      }
+    }
   }
   return h;
 }

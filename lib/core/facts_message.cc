@@ -83,11 +83,17 @@ json::object to_json(const DirFacts& m) {
 
 json::object to_json(const SambaFacts& m) {
   if (!m.error.empty()) return {{"config_path", m.config_path}, {"error", m.error}};
-  return {{"config_path", m.config_path},
-          {"found_by", m.found_by},
-          {"source", m.source},
-          {"sha256", m.sha256},
-          {"global", named_values(m.global)}};
+  json::object o{{"config_path", m.config_path},
+                 {"found_by", m.found_by},
+                 {"source", m.source},
+                 {"sha256", m.sha256},
+                 {"global", named_values(m.global)}};
+  if (!m.shares.empty()) {  // facts stored before shares were read re-encode as they were
+    json::object shares;
+    for (const auto& [name, values] : m.shares) shares[name] = named_values(values);
+    o["shares"] = std::move(shares);
+  }
+  return o;
 }
 
 template <class T>
@@ -287,6 +293,16 @@ void read(const Ctx& c, const json::object& o, SambaFacts& m) {
   get(c, o, "source", m.source);
   get(c, o, "sha256", m.sha256);
   get(c, o, "global", m.global);
+  if (const json::value* v = o.if_contains("shares"); v && !v->is_null()) {
+    if (!v->is_object()) {
+      c.bad("shares", "must be an object");
+    } else {
+      for (const auto& [name, values] : v->as_object()) {
+        json::object one{{"v", values}};
+        get(c, one, "v", m.shares[std::string(name)]);
+      }
+    }
+  }
 }
 
 void read(const Ctx& c, const json::object& o, AgentFacts& m) {

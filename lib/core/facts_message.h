@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -93,6 +94,9 @@ struct SambaFacts {
   std::string source;    // "testparm" | "file"
   std::string sha256;    // of the text, hex
   NamedValues global;    // its [global] parameters, lower-case names
+  // Each share section (lower-case name): the parameters of the verdict's
+  // and the knob table's it sets apart from [global], and its path.
+  std::map<std::string, NamedValues> shares;
 };
 
 // A fact measured with a lesser method for want of a privilege.

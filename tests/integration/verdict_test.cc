@@ -593,6 +593,42 @@ TEST_F(Verdict, SyncAlwaysOnTheDiskShareIsNamedWithTheSyncWriteRow) {
   EXPECT_EQ(rows[0].as_string(), "disk:server:syncwrite:20000000");
 }
 
+// `sync always = yes` set in the disk share's own section (`[disk]`, as people
+// set it per share), [global] at Samba's defaults: the finding on SMB writes
+// to the disk share names it with that section, and the RAM share (which
+// inherits [global]) names no `sync always`.
+TEST_F(Verdict, SyncAlwaysInTheDiskSharesSectionIsNamedForThatShare) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "[disk] sync always = yes"}));
+  const json::object doc = diagnose(
+      "[disk]\nsizes = 20MB\ncount = 3\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = "
+      "3\n" +
+      share("smb", "ram") + share("smb", "disk"));
+  ASSERT_FALSE(doc.empty());
+  auto named = [&](const char* path) -> const json::object* {
+    const json::object* f = finding(doc, path);
+    if (f == nullptr) return nullptr;
+    for (const auto& s : f->at("settings").as_array()) {
+      if (str(s.as_object(), "parameter") == "sync always") return &s.as_object();
+    }
+    return nullptr;
+  };
+  auto median = [&](const char* key) {
+    const json::object* r = ladder_row(doc, key);
+    return r ? json::serialize(r->at("median_bytes_per_s")) : std::string("none");
+  };
+  const json::object* f = finding(doc, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  const json::object* s = named("smb disk write");
+  ASSERT_NE(s, nullptr) << str(*f, "text") << "; disk write "
+                        << median("disk:server:write:20000000") << ", synchronous "
+                        << median("disk:server:syncwrite:20000000") << ", smb ram write "
+                        << median("smb:ram:write:50000000") << " bytes/s";
+  EXPECT_EQ(str(*s, "section"), "disk");
+  EXPECT_EQ(str(*s, "value"), "Yes");
+  EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  EXPECT_EQ(named("smb ram write"), nullptr);
+}
+
 // Two runs of SMB from RAM, the second after `smb encrypt = required` was set
 // under its older name in a file smb.conf includes (testparm -s prints no line
 // of it): compare's difference entries name the negotiated encryption and the
