@@ -893,6 +893,36 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   EXPECT_TRUE(finding(analyze(stored::decode(cheap)), "smb disk write")->settings.empty());
 }
 
+// On a loaded machine SMB from RAM is CPU-bound, as slow as the flushed
+// writes to the disk share: no ceiling of the protocol's own, so the disk's
+// evidence alone (a flush costs there, the writes below its plain rate) names
+// `sync always`. The same RAM figure not CPU-bound is the protocol's ceiling:
+// the disk share's writes at it show no flush holding them.
+TEST(Ladder, SyncAlwaysIsNamedWhenSmbFromRamIsCpuBoundAtTheSameRate) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x",)"
+                              R"("global":{"sync always":"Yes","strict sync":"Yes"}}})")
+          .host("client", 1500, 10000)
+          .disk("server", "write", 10'000'000, {900, 910, 905})
+          .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+          .tcp("client->server", {1100, 1110, 1105})
+          .proto("smb", "ram", "write", {450, 455, 460})
+          .proto("smb", "disk", "write", {430, 435, 440})
+          .build();
+  EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
+  set_cpu(run, "smb", "ram",
+          R"({"server":{"seconds":2,"total_busy_pct":100,"top":[{"comm":"smbd","role":"server",)"
+          R"("cpu_pct":99,"top_thread_pct":99}]}})");
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  ASSERT_FALSE(f->rows.empty());
+  EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
+}
+
 // `strict sync` (Samba's default) with `sync always` off, SMB writes to the
 // disk share at the synchronous rate: a client that flushes; named, but not
 // as misconfigured (it is the default).
