@@ -56,10 +56,21 @@ const std::vector<CostlySetting> kTable = {
      "property:rsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
     {"nfs", "nfs", "MaxWrite (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "write",
      "property:wsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    // exports(5) `sync` (its default) / Ganesha's stable writes: the facts
-    // do not hold a server's exports yet, so it is never named.
-    {"nfs", "nfs", "sync (exports) / NFS_Commit (NFS-Ganesha)", "sync", "write", "", W::kOneOf,
-     "sync", 0, kFlushCost, E::kNotRead},
+    // NFS-Ganesha's own config, where the server's facts read it (a small
+    // MaxRead/MaxWrite caps every client, whatever it asks for).
+    {"nfs-ganesha", "nfs", "MaxRead", "1048576", "read", "config:nfs-ganesha:maxread",
+     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    {"nfs-ganesha", "nfs", "MaxWrite", "1048576", "write", "config:nfs-ganesha:maxwrite",
+     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    // exports(5) `sync` (its default) on the kernel's NFS server: a commit
+    // of every write before the reply, as /proc/fs/nfs/exports shows it.
+    {"knfsd", "nfs", "sync (exports)", "sync", "write", "config:knfsd:sync", W::kOneOf,
+     "sync|mixed", 0, kFlushCost, E::kSyncWrites},
+    // vsftpd: a per-session rate limit, and a copy per byte without sendfile.
+    {"vsftpd", "ftp", "local_max_rate", "0", "", "config:vsftpd:local_max_rate", W::kPositive, "",
+     0, "each session held to that many bytes per second", E::kRateCap},
+    {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf, "no",
+     0, "a copy through vsftpd per byte read", E::kCpuServerRead},
     // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
     {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
      "explicit|implicit", 0, kCpuCost, E::kCpuTls},
@@ -104,6 +115,14 @@ std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r,
                      std::string* section) {
   const std::string_view source = s.source;
   if (source == "samba") return samba_value(a, r, s.parameter, section);
+  if (source.rfind("config:", 0) == 0) {
+    const std::string_view rest = source.substr(7);
+    const size_t colon = rest.find(':');
+    auto server = a.server.server_configs.find(std::string(rest.substr(0, colon)));
+    if (server == a.server.server_configs.end()) return {};
+    auto it = server->second.find(std::string(rest.substr(colon + 1)));
+    return it == server->second.end() ? std::string() : it->second;
+  }
   if (source.rfind("property:", 0) == 0) {
     auto it = r.properties.find(std::string(source.substr(9)));
     return it == r.properties.end() ? std::string() : it->second;
@@ -131,6 +150,8 @@ bool costly_value(const CostlySetting& s, const std::string& value, const Row& r
     }
     case W::kBuffer:
       return socket_buffer(value, r.op) > 0;
+    case W::kPositive:
+      return max_of_sysctl(value) > 0;
   }
   return false;
 }
@@ -218,7 +239,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       return fmt::format("CPU-bound with the session signed ({})", r.properties.at("smb_signing"));
     case E::kCpuServerRead:
       if (r.op != "read" || !cpu_bound(r, f) || session_on(r, "smb_signing") ||
-          session_on(r, "smb_encryption")) {
+          session_on(r, "smb_encryption") || session_on(r, "tls")) {
         return {};
       }
       if (f.cpu.role != "server" || (f.cpu.host != "server" && f.cpu.host != "both")) return {};
@@ -241,6 +262,16 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
     case E::kCpuTls:
       if (!cpu_bound(r, f)) return {};
       return fmt::format("CPU-bound with TLS on the data connection ({})", value);
+    case E::kRateCap: {
+      const double cap = double(max_of_sysctl(value));
+      // A limiter holds its sessions close under the limit: far below it,
+      // something else holds the row.
+      if (cap <= 0 || r.rate.median > cap * kNearRateCap || r.rate.median < cap * kShortTcp) {
+        return {};
+      }
+      return fmt::format("{} moves {}, at the {} per session the setting allows", proto,
+                         mbps(r.rate.median), mbps(cap));
+    }
     case E::kNotRead:
       return {};
   }

@@ -341,6 +341,9 @@ struct HostFacts {
   std::map<std::string, std::string> samba;  // its [global] parameters
   // Each share section's parameters set apart from [global] (lower-case names).
   std::map<std::string, std::map<std::string, std::string>> samba_shares;
+  // Other file servers' settings by server ("vsftpd", "nfs-ganesha",
+  // "knfsd"), from the config each was started with (lower-case names).
+  std::map<std::string, std::map<std::string, std::string>> server_configs;
 };
 
 struct Analysis {

@@ -991,6 +991,58 @@ TEST(Ladder, SyncAlwaysOfTheSharesOwnSectionIsNamedForThatShare) {
   EXPECT_TRUE(g->misconfigured.empty());
 }
 
+// Settings from the config each file server was started with (the facts'
+// file_servers): NFS-Ganesha's small MaxWrite is named on NFS writes by its
+// value alone; vsftpd's local_max_rate where FTP sits at that rate, not where
+// it runs far below it; the kernel NFS server's `sync` export where writes to
+// the disk share sit at the disk's synchronous rate (named, not
+// misconfigured: it is the default).
+TEST(Ladder, FileServerConfigSettingsAreNamedWhereTheirEvidenceFits) {
+  auto build = [](double ftp_read, double nfs_disk_write) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)"
+                  R"({"server":"nfs-ganesha","config_path":"/l/ganesha.conf","found_by":"x",)"
+                  R"("settings":{"maxwrite":"65536"}},)"
+                  R"({"server":"vsftpd","config_path":"/etc/vsftpd.conf","found_by":"x",)"
+                  R"("settings":{"local_max_rate":"50000000","use_sendfile":"YES"}},)"
+                  R"({"server":"knfsd","config_path":"/proc/fs/nfs/exports","found_by":"kernel",)"
+                  R"("settings":{"sync":"sync"}}]})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("server->client", {1100, 1110, 1105})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("ftp", "ram", "read", {ftp_read, ftp_read + 0.5, ftp_read + 1})
+        .proto("nfs", "ram", "write", {950, 960, 955})
+        .proto("nfs", "disk", "write", {nfs_disk_write, nfs_disk_write + 5, nfs_disk_write + 10})
+        .build();
+  };
+  auto named = [](const Finding* f, const char* parameter) -> const SettingFound* {
+    for (const SettingFound& s : f->settings)
+      if (s.parameter == parameter) return &s;
+    return nullptr;
+  };
+  const Analysis a = analyze(stored::decode(build(49.5, 410)));
+  const SettingFound* rate = named(finding(a, "ftp ram read"), "local_max_rate");
+  ASSERT_NE(rate, nullptr);
+  EXPECT_EQ(rate->server, "vsftpd");
+  EXPECT_EQ(rate->value, "50000000");
+  EXPECT_FALSE(finding(a, "ftp ram read")->misconfigured.empty());
+  const SettingFound* max_write = named(finding(a, "nfs ram write"), "MaxWrite");
+  ASSERT_NE(max_write, nullptr);
+  EXPECT_EQ(max_write->server, "nfs-ganesha");
+  EXPECT_EQ(max_write->value, "65536");
+  const SettingFound* sync = named(finding(a, "nfs disk write"), "sync (exports)");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->server, "knfsd");
+  EXPECT_EQ(named(finding(a, "nfs ram write"), "sync (exports)"), nullptr);  // no disk to flush
+  // FTP far below the rate limit, NFS writes at the disk's plain rate: neither named.
+  const Analysis b = analyze(stored::decode(build(20, 880)));
+  EXPECT_EQ(named(finding(b, "ftp ram read"), "local_max_rate"), nullptr);
+  EXPECT_EQ(named(finding(b, "nfs disk write"), "sync (exports)"), nullptr);
+}
+
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
 // names `server smb encrypt` with its value; the same read unencrypted, or not
 // CPU-bound, names nothing.

@@ -225,6 +225,12 @@ HostFacts read_host_facts(const msg::Facts& f) {
       }
     }
   }
+  for (const msg::ServerConfigFacts& sc : f.file_servers) {
+    if (!sc.error.empty()) continue;  // an unreadable config tells no setting
+    for (const msg::NamedValue& v : sc.settings) {
+      if (v.value) h.server_configs[sc.server][v.name] = *v.value;
+    }
+  }
   return h;
 }
 

@@ -339,6 +339,18 @@ json::object to_json(const Facts& m) {
                  {"samba", object_or_null(m.samba)},
                  {"euid", or_null(m.euid)},
                  {"degraded", std::move(degraded)}};
+  if (!m.file_servers.empty()) {  // facts stored before re-encode as they were
+    json::array servers;
+    for (const ServerConfigFacts& f : m.file_servers) {
+      json::object one{{"server", f.server},
+                       {"config_path", f.config_path},
+                       {"found_by", f.found_by},
+                       {"settings", named_values(f.settings)}};
+      if (!f.error.empty()) one["error"] = f.error;
+      servers.push_back(std::move(one));
+    }
+    o["file_servers"] = std::move(servers);
+  }
   if (m.agent) o["agent"] = {{"role", m.agent->role}, {"arch", m.agent->arch}};
   if (m.agent_max_rss_kb) o["agent_max_rss_kb"] = *m.agent_max_rss_kb;
   return o;
@@ -367,6 +379,24 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
   get(c, o, "disk_dir", m.disk_dir);
   get(c, o, "tcp_sysctls", m.tcp_sysctls);
   get(c, o, "samba", m.samba);
+  if (const json::value* d = field(o, "file_servers"); d && !d->is_array()) {
+    c.bad("file_servers", "must be an array");
+  } else if (d) {
+    const Ctx fc = c.at("file_servers[]");
+    for (const json::value& e : d->as_array()) {
+      if (!e.is_object()) {
+        c.bad("file_servers", "must hold objects");
+        continue;
+      }
+      ServerConfigFacts f;
+      get(fc, e.as_object(), "server", f.server);
+      get(fc, e.as_object(), "config_path", f.config_path);
+      get(fc, e.as_object(), "found_by", f.found_by);
+      get(fc, e.as_object(), "error", f.error);
+      get(fc, e.as_object(), "settings", f.settings);
+      m.file_servers.push_back(std::move(f));
+    }
+  }
   get(c, o, "euid", m.euid);
   if (const json::value* d = field(o, "degraded"); d && !d->is_array()) {
     c.bad("degraded", "must be an array");

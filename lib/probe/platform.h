@@ -119,6 +119,9 @@ int64_t link_speed_mbit(const std::string& ifname);  // 0 when the driver does n
 // A kernel tunable by its sysctl name ("net.ipv4.tcp_rmem") under `proc_root`;
 // nullopt when it does not exist or cannot be read.
 std::optional<std::string> sysctl(const std::string& proc_root, std::string_view key);
+// The kernel NFS server's exports with their effective options (Linux:
+// <proc_root>/fs/nfs/exports); nullopt when it serves none (no nfsd).
+std::optional<std::string> nfs_exports(const std::string& proc_root);
 
 // --- Mounts and memory (mounts.cc) ----------------------------------------------
 // The mount holding `real_path` (a resolved path) on device `dev`; empty when

@@ -1,5 +1,7 @@
 #include "probe/sysinfo.h"
 
+#include "probe/server_configs.h"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <ifaddrs.h>
@@ -636,6 +638,8 @@ msg::Facts collect_facts(const FactsRequest& req) {
   if (!req.peer_address.empty()) f.net = net_facts(req.peer_address);
   f.tcp_sysctls = tcp_sysctl_facts();
   if (req.samba) f.samba = samba_facts(req.samba_conf);
+  // The same end: its other file servers' settings (never a client's).
+  if (req.samba) f.file_servers = server_config_facts();
   f.euid = static_cast<uint64_t>(::geteuid());
   // What this agent measured with a lesser method, for want of a privilege.
   const std::string disk_fs = f.disk_dir && f.disk_dir->fs_type ? *f.disk_dir->fs_type : "";
