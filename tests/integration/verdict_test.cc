@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -627,6 +628,39 @@ TEST_F(Verdict, SyncAlwaysInTheDiskSharesSectionIsNamedForThatShare) {
   EXPECT_EQ(str(*s, "value"), "Yes");
   EXPECT_FALSE(f->at("misconfigured").as_array().empty());
   EXPECT_EQ(named("smb ram write"), nullptr);
+}
+
+// The server's facts hold the settings of the file servers it runs, read
+// from the config each was started with (never running anything): the lab's
+// vsftpd (its conf in the lab dir: TLS offered, Debian's isolate defaults
+// kept, so no isolate line) and NFS-Ganesha (its conf, which sets no
+// MaxRead/MaxWrite: none recorded).
+TEST_F(Verdict, ServerFactsHoldTheConfigsItsFileServersWereStartedWith) {
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 1\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* facts = nullptr;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (str(h.as_object(), "role") == "server") facts = &h.as_object().at("facts").as_object();
+  }
+  ASSERT_NE(facts, nullptr);
+  ASSERT_TRUE(facts->contains("file_servers")) << json::serialize(*facts);
+  std::map<std::string, const json::object*> servers;
+  for (const auto& f : facts->at("file_servers").as_array()) {
+    servers[str(f.as_object(), "server")] = &f.as_object();
+  }
+  ASSERT_EQ(servers.count("vsftpd"), 1u) << json::serialize(*facts);
+  const json::object& ftp = *servers["vsftpd"];
+  EXPECT_EQ(str(ftp, "config_path"), lab_.dir + "/server/ftp/vsftpd.conf");
+  EXPECT_EQ(str(ftp, "error"), "");
+  const json::object& ftp_settings = ftp.at("settings").as_object();
+  EXPECT_EQ(str(ftp_settings, "ssl_enable"), "YES");
+  EXPECT_FALSE(ftp_settings.contains("isolate_network"));
+  ASSERT_EQ(servers.count("nfs-ganesha"), 1u) << json::serialize(*facts);
+  const json::object& nfs = *servers["nfs-ganesha"];
+  EXPECT_EQ(str(nfs, "config_path"), lab_.dir + "/server/nfs/ganesha.conf");
+  EXPECT_EQ(str(nfs, "error"), "");
+  EXPECT_TRUE(nfs.at("settings").as_object().empty());
 }
 
 // Two runs of SMB from RAM, the second after `smb encrypt = required` was set
