@@ -17,7 +17,6 @@
 #include "core/units.h"
 #include "link/agent_port.h"
 #include "transfer/driver.h"
-#include "transfer/share_url.h"
 
 namespace cp::pipeline {
 
@@ -70,19 +69,6 @@ struct ShareRun {
   msg::CpuStartRequest cpu_start;                 // the connection the file server holds
 };
 
-// The connection the share's file server holds: its URL's port (else the
-// driver's default) from the client's address, so that the server agent
-// knows that server whatever namespace or container it runs in.
-msg::CpuStartRequest server_connection(const SharePlan& share, const transfer::DriverSpec* spec,
-                                       const Agents& a) {
-  msg::CpuStartRequest q;
-  if (share.url.find("://") == std::string::npos || a.client_address.empty()) return q;
-  const transfer::ShareUrl url = transfer::parse_share_url(share.url);
-  q.port = url.port > 0 ? url.port : spec ? spec->default_port : 0;
-  if (q.port > 0) q.peer = a.client_address;
-  return q;
-}
-
 // The sizes the share runs under the plan's budget (noting those left out),
 // and the share as the agent gets it. A driver whose table declares a
 // path_rate option (smb, nfs) gets the path's rate from the TCP stage (the
@@ -108,7 +94,7 @@ ShareRun plan_share(StageContext& ctx, const SharePlan& share) {
     run.ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   run.has_server = !share.server_dir.empty();
-  run.cpu_start = server_connection(share, run.spec, ctx.agents);
+  run.cpu_start = server_connection(share, ctx.agents);
   return run;
 }
 
