@@ -132,10 +132,10 @@ TEST(ClientRole, FilesShareOverATreeTheServerLaidOut) {
   q.laid_out = true;
   const msg::FilesShareResult r = role->files_share(q, {cancel, {}, {}});
   ASSERT_EQ(r.phases.size(), 4u);
-  EXPECT_EQ(r.phases[0].ops, 0u);
-  EXPECT_FALSE(r.phases[0].skipped.empty());
-  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.phases[i].ops, 30u) << r.phases[i].phase;
-  EXPECT_EQ(r.phases[2].bytes, 30u * 700);
+  EXPECT_EQ(r.phases[0].stats.ops, 0u);
+  EXPECT_FALSE(r.phases[0].stats.skipped.empty());
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.phases[i].stats.ops, 30u) << i;
+  EXPECT_EQ(r.phases[2].stats.bytes, 30u * 700);
   EXPECT_FALSE(fs::exists(dir / "laid"));
   ::close(fd);
   fs::remove_all(dir);

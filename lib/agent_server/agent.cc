@@ -542,9 +542,14 @@ json::object Agent::do_remove_file(const Request& r) {
   return msg::to_json(msg::RemoveFileResult{::unlinkat(f.dir_fd, f.name.c_str(), 0) == 0});
 }
 
-json::object Agent::do_cpu_start(const Request&) {
+json::object Agent::do_cpu_start(const Request& r) {
+  const auto q = decode<msg::CpuStartRequest>(r);
+  if (q.port < 0 || q.port > 65535) {
+    throw Error(ErrorKind::kPeer, fmt::format("cpu_start: port {} is no TCP port", q.port),
+                "the orchestrator and agent builds differ: redeploy the agent");
+  }
   cpu_watch_ = std::make_unique<probe::CpuSampler>();
-  cpu_watch_->start();
+  cpu_watch_->start({static_cast<int>(q.port), q.peer});
   return {};
 }
 

@@ -67,11 +67,13 @@ void diff(const std::string& where, const json::value& a, const json::value& b,
   flatten(b, "", fb);
   std::map<std::string, std::string> mb(fb.begin(), fb.end());
   std::set<std::string> seen;
-  // A Samba parameter testparm leaves out is at its default, when that run
-  // read a config at all (a run whose facts have none does not tell).
+  // A Samba parameter testparm leaves out is at its default (a share's: at
+  // [global]'s), when that run read a config at all (a run whose facts have
+  // none does not tell).
   auto missing = [](const std::string& key, bool globals) {
-    return key.rfind("samba.global.", 0) == 0 && globals ? std::string(kDefault)
-                                                         : std::string(kAbsent);
+    return (key.rfind("samba.global.", 0) == 0 || key.rfind("samba.shares.", 0) == 0) && globals
+               ? std::string(kDefault)
+               : std::string(kAbsent);
   };
   const bool globals_a = has_samba_globals(a), globals_b = has_samba_globals(b);
   // A null in one document where the other has an object ("samba": null

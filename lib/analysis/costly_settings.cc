@@ -56,10 +56,21 @@ const std::vector<CostlySetting> kTable = {
      "property:rsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
     {"nfs", "nfs", "MaxWrite (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "write",
      "property:wsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    // exports(5) `sync` (its default) / Ganesha's stable writes: the facts
-    // do not hold a server's exports yet, so it is never named.
-    {"nfs", "nfs", "sync (exports) / NFS_Commit (NFS-Ganesha)", "sync", "write", "", W::kOneOf,
-     "sync", 0, kFlushCost, E::kNotRead},
+    // NFS-Ganesha's own config, where the server's facts read it (a small
+    // MaxRead/MaxWrite caps every client, whatever it asks for).
+    {"nfs-ganesha", "nfs", "MaxRead", "1048576", "read", "config:nfs-ganesha:maxread",
+     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    {"nfs-ganesha", "nfs", "MaxWrite", "1048576", "write", "config:nfs-ganesha:maxwrite",
+     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+    // exports(5) `sync` (its default) on the kernel's NFS server: a commit
+    // of every write before the reply, as /proc/fs/nfs/exports shows it.
+    {"knfsd", "nfs", "sync (exports)", "sync", "write", "config:knfsd:sync", W::kOneOf,
+     "sync|mixed", 0, kFlushCost, E::kSyncWrites},
+    // vsftpd: a per-session rate limit, and a copy per byte without sendfile.
+    {"vsftpd", "ftp", "local_max_rate", "0", "", "config:vsftpd:local_max_rate", W::kPositive, "",
+     0, "each session held to that many bytes per second", E::kRateCap},
+    {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf, "no",
+     0, "a copy through vsftpd per byte read", E::kCpuServerRead},
     // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
     {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
      "explicit|implicit", 0, kCpuCost, E::kCpuTls},
@@ -77,13 +88,40 @@ bool one_of(const std::string& value, std::string_view list) {
   return false;
 }
 
-// The value the run recorded for `s` ("" when it did not).
-std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r) {
+// Samba parameter `name`'s effective value for the share row `r` used (the
+// session's `share_name`): the share section's where it sets one, else
+// [global]'s, which shares inherit; `section` gets which. "" when unknown.
+std::string samba_value(const Analysis& a, const Row& r, const std::string& name,
+                        std::string* section = nullptr) {
+  if (!a.server.samba_known) return {};
+  if (auto share = r.properties.find("share_name"); share != r.properties.end()) {
+    auto sec = a.server.samba_shares.find(lower(share->second));
+    if (sec != a.server.samba_shares.end()) {
+      if (auto it = sec->second.find(name); it != sec->second.end()) {
+        if (section) *section = sec->first;
+        return it->second;
+      }
+    }
+  }
+  auto it = a.server.samba.find(name);
+  if (it == a.server.samba.end()) return {};
+  if (section) *section = "global";
+  return it->second;
+}
+
+// The value the run recorded for `s` ("" when it did not); `section` gets
+// where a Samba value was set.
+std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r,
+                     std::string* section) {
   const std::string_view source = s.source;
-  if (source == "samba") {
-    if (!a.server.samba_known) return {};
-    auto it = a.server.samba.find(s.parameter);
-    return it == a.server.samba.end() ? std::string() : it->second;
+  if (source == "samba") return samba_value(a, r, s.parameter, section);
+  if (source.rfind("config:", 0) == 0) {
+    const std::string_view rest = source.substr(7);
+    const size_t colon = rest.find(':');
+    auto server = a.server.server_configs.find(std::string(rest.substr(0, colon)));
+    if (server == a.server.server_configs.end()) return {};
+    auto it = server->second.find(std::string(rest.substr(colon + 1)));
+    return it == server->second.end() ? std::string() : it->second;
   }
   if (source.rfind("property:", 0) == 0) {
     auto it = r.properties.find(std::string(source.substr(9)));
@@ -112,6 +150,8 @@ bool costly_value(const CostlySetting& s, const std::string& value, const Row& r
     }
     case W::kBuffer:
       return socket_buffer(value, r.op) > 0;
+    case W::kPositive:
+      return max_of_sysctl(value) > 0;
   }
   return false;
 }
@@ -143,9 +183,15 @@ std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
     const double z = r.rate.median, s = sync->rate.median;
     if (plain && s >= plain->rate.median * kAtCeiling) return {};
     if (plain && z >= plain->rate.median * kAtCeiling) return {};
-    if (ram && z >= ram->rate.median * kAtCeiling) return {};
+    // The protocol over RAM held by a CPU (a loaded machine, a quota) is no
+    // ceiling of the protocol's own: what sets the disk share's writes apart
+    // is then the disk alone, whose flushes cost (above).
+    const bool ram_ceiling = ram && ram->cpu_bound.empty();
+    if (ram_ceiling && z >= ram->rate.median * kAtCeiling) return {};
     const std::string from_ram =
-        ram ? fmt::format(" ({} from RAM: {})", proto, mbps(ram->rate.median)) : "";
+        ram ? fmt::format(" ({} from RAM: {}{})", proto, mbps(ram->rate.median),
+                          ram_ceiling ? "" : ", CPU-bound")
+            : "";
     if (z <= s * kNearSyncRate) {
       return fmt::format(
           "{} from disk writes {}{}, within {:.0f} % of the server disk's synchronous write rate "
@@ -176,8 +222,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
     case E::kSyncWrites:
       return sync_writes(a, r, f);
     case E::kFlushingSync: {
-      auto it = a.server.samba.find("sync always");
-      if (it != a.server.samba.end() && one_of(it->second, "yes")) return {};
+      if (one_of(samba_value(a, r, "sync always"), "yes")) return {};
       // chokepoint's own client never asks for a flush: only writes held at the
       // synchronous rate show one per request.
       const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
@@ -194,7 +239,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       return fmt::format("CPU-bound with the session signed ({})", r.properties.at("smb_signing"));
     case E::kCpuServerRead:
       if (r.op != "read" || !cpu_bound(r, f) || session_on(r, "smb_signing") ||
-          session_on(r, "smb_encryption")) {
+          session_on(r, "smb_encryption") || session_on(r, "tls")) {
         return {};
       }
       if (f.cpu.role != "server" || (f.cpu.host != "server" && f.cpu.host != "both")) return {};
@@ -217,6 +262,16 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
     case E::kCpuTls:
       if (!cpu_bound(r, f)) return {};
       return fmt::format("CPU-bound with TLS on the data connection ({})", value);
+    case E::kRateCap: {
+      const double cap = double(max_of_sysctl(value));
+      // A limiter holds its sessions close under the limit: far below it,
+      // something else holds the row.
+      if (cap <= 0 || r.rate.median > cap * kNearRateCap || r.rate.median < cap * kShortTcp) {
+        return {};
+      }
+      return fmt::format("{} moves {}, at the {} per session the setting allows", proto,
+                         mbps(r.rate.median), mbps(cap));
+    }
     case E::kNotRead:
       return {};
   }
@@ -231,11 +286,13 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
   std::vector<SettingFound> out;
   for (const CostlySetting& s : kTable) {
     if (r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
-    const std::string value = value_of(s, a, r);
+    std::string section;
+    const std::string value = value_of(s, a, r, &section);
     if (value.empty() || !costly_value(s, value, r)) continue;
     std::string evidence = evidence_of(s, a, r, f, value);
     if (evidence.empty()) continue;
-    out.push_back({s.server, s.parameter, value, s.default_value, s.cost, std::move(evidence)});
+    out.push_back(
+        {s.server, s.parameter, section, value, s.default_value, s.cost, std::move(evidence)});
   }
   return out;
 }

@@ -28,6 +28,7 @@ enum class SettingEvidence {
   kDiskBelow,      // from disk, below both the disk and the protocol over RAM
   kWindow,         // the buffer over the path's round trip is below what TCP carries
   kCpuTls,         // CPU-bound with TLS on the data connection
+  kRateCap,        // the row's median from kShortTcp (80 %) to kNearRateCap of the value (bytes/s)
   kNotRead,        // the value is not in the facts: never named (the table documents it)
 };
 
@@ -36,6 +37,7 @@ enum class CostlyWhen {
   kOneOf,       // `costly` lists the values ("yes|required"), case-insensitive
   kBelowBytes,  // a size below `bytes`
   kBuffer,      // `socket options` setting SO_SNDBUF (reads) or SO_RCVBUF (writes)
+  kPositive,    // a number above 0 (a rate limit set)
 };
 
 struct CostlySetting {
@@ -45,7 +47,8 @@ struct CostlySetting {
   const char* default_value;
   const char* ops;  // "read" | "write" | "" (both)
   // Where the run records its value: "samba" (the server's Samba facts, by
-  // parameter name), "property:KEY" (the session's, Row::properties), "" none.
+  // parameter name), "config:SERVER:KEY" (a file server's config, the facts'
+  // file_servers), "property:KEY" (the session's, Row::properties), "" none.
   const char* source;
   CostlyWhen when;
   const char* costly;  // kOneOf: the costly values
@@ -56,6 +59,8 @@ struct CostlySetting {
 
 // Writes within 25 % of the disk's synchronous rate are said to be at it.
 constexpr double kNearSyncRate = 1.25;
+// A row within 10 % above a configured rate limit is held by it.
+constexpr double kNearRateCap = 1.10;
 
 // The table, in the order findings list what they name.
 const std::vector<CostlySetting>& costly_settings();

@@ -257,7 +257,10 @@ struct Cited {
 struct SettingFound {
   std::string server;     // "samba" | "nfs" | "vsftpd"
   std::string parameter;  // "sync always"
-  std::string value;      // "Yes"
+  // Where the value was set: a Samba share's section ("disk") or "global";
+  // "" where the server has no sections.
+  std::string section;
+  std::string value;  // "Yes"
   std::string default_value;
   std::string cost;      // what it costs: "a flush (fsync) after every write"
   std::string evidence;  // what fit, with its figures
@@ -351,6 +354,11 @@ struct HostFacts {
   double shaped_bits = 0;    // a tc rate shaping it, bit/s (0 none)
   bool samba_known = false;  // a Samba config was read
   std::map<std::string, std::string> samba;  // its [global] parameters
+  // Each share section's parameters set apart from [global] (lower-case names).
+  std::map<std::string, std::map<std::string, std::string>> samba_shares;
+  // Other file servers' settings by server ("vsftpd", "nfs-ganesha",
+  // "knfsd"), from the config each was started with (lower-case names).
+  std::map<std::string, std::map<std::string, std::string>> server_configs;
 };
 
 struct Analysis {

@@ -893,6 +893,36 @@ TEST(Ladder, SyncAlwaysIsNamedWhereSmbWritesSitAtTheSynchronousRate) {
   EXPECT_TRUE(finding(analyze(stored::decode(cheap)), "smb disk write")->settings.empty());
 }
 
+// On a loaded machine SMB from RAM is CPU-bound, as slow as the flushed
+// writes to the disk share: no ceiling of the protocol's own, so the disk's
+// evidence alone (a flush costs there, the writes below its plain rate) names
+// `sync always`. The same RAM figure not CPU-bound is the protocol's ceiling:
+// the disk share's writes at it show no flush holding them.
+TEST(Ladder, SyncAlwaysIsNamedWhenSmbFromRamIsCpuBoundAtTheSameRate) {
+  RunRecord run =
+      RunBuilder()
+          .raw_host("server", R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x",)"
+                              R"("global":{"sync always":"Yes","strict sync":"Yes"}}})")
+          .host("client", 1500, 10000)
+          .disk("server", "write", 10'000'000, {900, 910, 905})
+          .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+          .tcp("client->server", {1100, 1110, 1105})
+          .proto("smb", "ram", "write", {450, 455, 460})
+          .proto("smb", "disk", "write", {430, 435, 440})
+          .build();
+  EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
+  set_cpu(run, "smb", "ram",
+          R"({"server":{"seconds":2,"total_busy_pct":100,"top":[{"comm":"smbd","role":"server",)"
+          R"("cpu_pct":99,"top_thread_pct":99}]}})");
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  ASSERT_FALSE(f->rows.empty());
+  EXPECT_EQ(f->rows.front(), "disk:server:syncwrite:10000000");
+}
+
 // `strict sync` (Samba's default) with `sync always` off, SMB writes to the
 // disk share at the synchronous rate: a client that flushes; named, but not
 // as misconfigured (it is the default).
@@ -920,6 +950,97 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
     for (auto& smp : st.samples) smp.seconds = double(smp.size) / 700e6;
   }
   EXPECT_TRUE(finding(analyze(stored::decode(run)), "smb disk write")->settings.empty());
+}
+
+// `sync always` set in the disk share's own section (`[disk]`, as people set
+// it per share) with [global] at Samba's defaults: writes to that share, at
+// the synchronous rate, name it with the share's section; the RAM share
+// (which inherits [global]) names nothing. A run whose sessions did not
+// record their share reads [global] alone: a flushing client (`strict sync`).
+TEST(Ladder, SyncAlwaysOfTheSharesOwnSectionIsNamedForThatShare) {
+  auto build = [](const char* disk_share) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"samba":{"sha256":"x","global":{)"
+                  R"("sync always":"No","strict sync":"Yes"},"shares":{"disk":)"
+                  R"({"sync always":"Yes","path":"/srv/disk"},"ram":{"path":"/srv/ram"}}}})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto_details(R"({"properties":{"share_name":"ram"}})")
+        .proto("smb", "ram", "write", {950, 960, 955})
+        .proto_details(std::string(R"({"properties":{"share_name":")") + disk_share + R"("}})")
+        .proto("smb", "disk", "write", {410, 415, 420})
+        .build();
+  };
+  const Analysis a = analyze(stored::decode(build("Disk")));
+  const Finding* f = finding(a, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->settings.size(), 1u) << f->rule;
+  EXPECT_EQ(f->settings[0].parameter, "sync always");
+  EXPECT_EQ(f->settings[0].section, "disk");
+  EXPECT_EQ(f->settings[0].value, "Yes");
+  EXPECT_EQ(f->misconfigured.size(), 1u);
+  EXPECT_TRUE(finding(a, "smb ram write")->settings.empty());
+  // A share without a section of its own in the facts: [global]'s values.
+  const Finding* g = finding(analyze(stored::decode(build("other"))), "smb disk write");
+  ASSERT_EQ(g->settings.size(), 1u);
+  EXPECT_EQ(g->settings[0].parameter, "strict sync");
+  EXPECT_EQ(g->settings[0].section, "global");
+  EXPECT_TRUE(g->misconfigured.empty());
+}
+
+// Settings from the config each file server was started with (the facts'
+// file_servers): NFS-Ganesha's small MaxWrite is named on NFS writes by its
+// value alone; vsftpd's local_max_rate where FTP sits at that rate, not where
+// it runs far below it; the kernel NFS server's `sync` export where writes to
+// the disk share sit at the disk's synchronous rate (named, not
+// misconfigured: it is the default).
+TEST(Ladder, FileServerConfigSettingsAreNamedWhereTheirEvidenceFits) {
+  auto build = [](double ftp_read, double nfs_disk_write) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)"
+                  R"({"server":"nfs-ganesha","config_path":"/l/ganesha.conf","found_by":"x",)"
+                  R"("settings":{"maxwrite":"65536"}},)"
+                  R"({"server":"vsftpd","config_path":"/etc/vsftpd.conf","found_by":"x",)"
+                  R"("settings":{"local_max_rate":"50000000","use_sendfile":"YES"}},)"
+                  R"({"server":"knfsd","config_path":"/proc/fs/nfs/exports","found_by":"kernel",)"
+                  R"("settings":{"sync":"sync"}}]})")
+        .host("client", 1500, 10000)
+        .disk("server", "write", 10'000'000, {900, 910, 905})
+        .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
+        .tcp("server->client", {1100, 1110, 1105})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("ftp", "ram", "read", {ftp_read, ftp_read + 0.5, ftp_read + 1})
+        .proto("nfs", "ram", "write", {950, 960, 955})
+        .proto("nfs", "disk", "write", {nfs_disk_write, nfs_disk_write + 5, nfs_disk_write + 10})
+        .build();
+  };
+  auto named = [](const Finding* f, const char* parameter) -> const SettingFound* {
+    for (const SettingFound& s : f->settings)
+      if (s.parameter == parameter) return &s;
+    return nullptr;
+  };
+  const Analysis a = analyze(stored::decode(build(49.5, 410)));
+  const SettingFound* rate = named(finding(a, "ftp ram read"), "local_max_rate");
+  ASSERT_NE(rate, nullptr);
+  EXPECT_EQ(rate->server, "vsftpd");
+  EXPECT_EQ(rate->value, "50000000");
+  EXPECT_FALSE(finding(a, "ftp ram read")->misconfigured.empty());
+  const SettingFound* max_write = named(finding(a, "nfs ram write"), "MaxWrite");
+  ASSERT_NE(max_write, nullptr);
+  EXPECT_EQ(max_write->server, "nfs-ganesha");
+  EXPECT_EQ(max_write->value, "65536");
+  const SettingFound* sync = named(finding(a, "nfs disk write"), "sync (exports)");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(sync->server, "knfsd");
+  EXPECT_EQ(named(finding(a, "nfs ram write"), "sync (exports)"), nullptr);  // no disk to flush
+  // FTP far below the rate limit, NFS writes at the disk's plain rate: neither named.
+  const Analysis b = analyze(stored::decode(build(20, 880)));
+  EXPECT_EQ(named(finding(b, "ftp ram read"), "local_max_rate"), nullptr);
+  EXPECT_EQ(named(finding(b, "nfs disk write"), "sync (exports)"), nullptr);
 }
 
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session

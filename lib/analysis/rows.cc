@@ -223,6 +223,17 @@ HostFacts read_host_facts(const msg::Facts& f) {
     for (const msg::NamedValue& v : f.samba->global) {
       if (v.value) h.samba[v.name] = *v.value;
     }
+    for (const auto& [share, values] : f.samba->shares) {
+      for (const msg::NamedValue& v : values) {
+        if (v.value) h.samba_shares[share][v.name] = *v.value;
+      }
+    }
+  }
+  for (const msg::ServerConfigFacts& sc : f.file_servers) {
+    if (!sc.error.empty()) continue;  // an unreadable config tells no setting
+    for (const msg::NamedValue& v : sc.settings) {
+      if (v.value) h.server_configs[sc.server][v.name] = *v.value;
+    }
   }
   return h;
 }

@@ -83,11 +83,17 @@ json::object to_json(const DirFacts& m) {
 
 json::object to_json(const SambaFacts& m) {
   if (!m.error.empty()) return {{"config_path", m.config_path}, {"error", m.error}};
-  return {{"config_path", m.config_path},
-          {"found_by", m.found_by},
-          {"source", m.source},
-          {"sha256", m.sha256},
-          {"global", named_values(m.global)}};
+  json::object o{{"config_path", m.config_path},
+                 {"found_by", m.found_by},
+                 {"source", m.source},
+                 {"sha256", m.sha256},
+                 {"global", named_values(m.global)}};
+  if (!m.shares.empty()) {  // facts stored before shares were read re-encode as they were
+    json::object shares;
+    for (const auto& [name, values] : m.shares) shares[name] = named_values(values);
+    o["shares"] = std::move(shares);
+  }
+  return o;
 }
 
 template <class T>
@@ -287,6 +293,16 @@ void read(const Ctx& c, const json::object& o, SambaFacts& m) {
   get(c, o, "source", m.source);
   get(c, o, "sha256", m.sha256);
   get(c, o, "global", m.global);
+  if (const json::value* v = o.if_contains("shares"); v && !v->is_null()) {
+    if (!v->is_object()) {
+      c.bad("shares", "must be an object");
+    } else {
+      for (const auto& [name, values] : v->as_object()) {
+        json::object one{{"v", values}};
+        get(c, one, "v", m.shares[std::string(name)]);
+      }
+    }
+  }
 }
 
 void read(const Ctx& c, const json::object& o, AgentFacts& m) {
@@ -323,6 +339,18 @@ json::object to_json(const Facts& m) {
                  {"samba", object_or_null(m.samba)},
                  {"euid", or_null(m.euid)},
                  {"degraded", std::move(degraded)}};
+  if (!m.file_servers.empty()) {  // facts stored before re-encode as they were
+    json::array servers;
+    for (const ServerConfigFacts& f : m.file_servers) {
+      json::object one{{"server", f.server},
+                       {"config_path", f.config_path},
+                       {"found_by", f.found_by},
+                       {"settings", named_values(f.settings)}};
+      if (!f.error.empty()) one["error"] = f.error;
+      servers.push_back(std::move(one));
+    }
+    o["file_servers"] = std::move(servers);
+  }
   if (m.agent) o["agent"] = {{"role", m.agent->role}, {"arch", m.agent->arch}};
   if (m.agent_max_rss_kb) o["agent_max_rss_kb"] = *m.agent_max_rss_kb;
   return o;
@@ -351,6 +379,24 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
   get(c, o, "disk_dir", m.disk_dir);
   get(c, o, "tcp_sysctls", m.tcp_sysctls);
   get(c, o, "samba", m.samba);
+  if (const json::value* d = field(o, "file_servers"); d && !d->is_array()) {
+    c.bad("file_servers", "must be an array");
+  } else if (d) {
+    const Ctx fc = c.at("file_servers[]");
+    for (const json::value& e : d->as_array()) {
+      if (!e.is_object()) {
+        c.bad("file_servers", "must hold objects");
+        continue;
+      }
+      ServerConfigFacts f;
+      get(fc, e.as_object(), "server", f.server);
+      get(fc, e.as_object(), "config_path", f.config_path);
+      get(fc, e.as_object(), "found_by", f.found_by);
+      get(fc, e.as_object(), "error", f.error);
+      get(fc, e.as_object(), "settings", f.settings);
+      m.file_servers.push_back(std::move(f));
+    }
+  }
   get(c, o, "euid", m.euid);
   if (const json::value* d = field(o, "degraded"); d && !d->is_array()) {
     c.bad("degraded", "must be an array");

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -93,6 +94,19 @@ struct SambaFacts {
   std::string source;    // "testparm" | "file"
   std::string sha256;    // of the text, hex
   NamedValues global;    // its [global] parameters, lower-case names
+  // Each share section (lower-case name): the parameters of the verdict's
+  // and the knob table's it sets apart from [global], and its path.
+  std::map<std::string, NamedValues> shares;
+};
+
+// A file server's settings from the config it was started with
+// (probe/server_configs.h): vsftpd, NFS-Ganesha, the kernel's NFS exports.
+struct ServerConfigFacts {
+  std::string server;       // "vsftpd" | "nfs-ganesha" | "knfsd"
+  std::string config_path;  // "/etc/vsftpd.conf"; knfsd: "/proc/fs/nfs/exports"
+  std::string found_by;     // "running vsftpd (pid N)", "kernel"
+  std::string error;        // the config could not be read (no settings then)
+  NamedValues settings;     // lower-case names: "local_max_rate", "maxwrite", "sync"
 };
 
 // A fact measured with a lesser method for want of a privilege.
@@ -117,7 +131,8 @@ struct Facts {
   std::optional<DirFacts> ram_dir, disk_dir;
   NamedValues tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
   std::optional<SambaFacts> samba;
-  std::optional<uint64_t> euid;  // the agent's effective uid (0: root)
+  std::vector<ServerConfigFacts> file_servers;  // the server end's; [] none
+  std::optional<uint64_t> euid;                 // the agent's effective uid (0: root)
   std::vector<DegradedFact> degraded;
   // Added by the orchestrator, not the agent: which agent served the end and
   // the machine it ran on (from its hello), and the agent's peak memory after

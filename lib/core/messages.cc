@@ -517,6 +517,16 @@ void from_json(const json::value& v, FactsRequest& m, Source src, std::string_vi
       .opt("samba", m.samba);
 }
 
+json::object to_json(const CpuStartRequest& m) {
+  json::object o;
+  if (m.port > 0) o["port"] = m.port;
+  if (!m.peer.empty()) o["peer"] = m.peer;
+  return o;
+}
+void from_json(const json::value& v, CpuStartRequest& m, Source src, std::string_view what) {
+  In(v, src, what).opt("port", m.port).opt("peer", m.peer);
+}
+
 std::vector<std::string> tune_start_lines(const TuneStartReport& r) {
   std::vector<std::string> out;
   for (const auto& k : r.reverted) {

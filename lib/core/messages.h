@@ -502,4 +502,15 @@ struct FactsRequest {
   bool samba = true;
 };
 
+// ---- cpu_start -------------------------------------------------------------
+
+// Which connection the sample's file server holds, so that the server agent
+// knows it for this end's whatever its network namespace (a container, a
+// session of vsftpd's isolate_network): the server end's TCP port and the
+// client's address as the server sees it. Both absent: no such hint.
+struct CpuStartRequest {
+  int64_t port = 0;  // the share's port (its URL's, else its driver's default)
+  std::string peer;  // the client's address toward the server ("198.18.0.2")
+};
+
 }  // namespace cp::msg

@@ -78,6 +78,7 @@ CP_MESSAGE_CODEC(FilesShareRequest)
 CP_MESSAGE_CODEC(FilesShareResult)
 CP_MESSAGE_CODEC(FilesTreeRequest)
 CP_MESSAGE_CODEC(FilesTreeResult)
+CP_MESSAGE_CODEC(CpuStartRequest)
 
 #undef CP_MESSAGE_CODEC
 

@@ -54,6 +54,17 @@ ShareRef some_share() {
   return {"s1", "smb://h/share", "smb", "u", "secret", {{"connections", "2"}, {"seal", "no"}}};
 }
 
+// cpu_start's hint of the sample's server connection; none at all is {} (an
+// older orchestrator's), and a port that is no number is a peer's error.
+TEST(Messages, CpuStartRequestRoundTrip) {
+  const CpuStartRequest q2 = round_trip(CpuStartRequest{445, "198.18.0.2"});
+  EXPECT_EQ(q2.port, 445);
+  EXPECT_EQ(q2.peer, "198.18.0.2");
+  EXPECT_TRUE(to_json(CpuStartRequest{}).empty());
+  EXPECT_THROW(decode<CpuStartRequest>(boost::json::parse(R"({"port":"445"})"), "cpu_start"),
+               Error);
+}
+
 TEST(Messages, DiskRequestAndResultRoundTrip) {
   DiskRequest q{"/d", "write", "f.dat", 4096 * 3, 8192, false};
   DiskRequest q2 = round_trip(q);

@@ -142,6 +142,15 @@ std::string smb_conf_text(const LabState& s) {
       fmt::arg("port", kSmbPort), fmt::arg("private", d[0]), fmt::arg("lock", d[1]),
       fmt::arg("state", d[2]), fmt::arg("cache", d[3]), fmt::arg("run", d[4]),
       fmt::arg("ncalrpc", d[5]), fmt::arg("samba", f.samba_dir));
+  // `lab up --samba` lines of `section` ("": [global]).
+  auto params_of = [&](const std::string& section) {
+    std::string lines;
+    for (const std::string& p : s.options.samba_params) {
+      const auto [sec, param] = samba_param_section(p);
+      if (sec == section) lines += "  " + param + "\n";
+    }
+    return lines.empty() ? lines : "  # lab up --samba\n" + lines;
+  };
   auto share = [&](const std::string& name, const std::string& path, bool read_only) {
     out += fmt::format(
         "\n[{}]\n"
@@ -149,11 +158,9 @@ std::string smb_conf_text(const LabState& s) {
         "  read only = {}\n"
         "  valid users = {}\n",
         name, path, read_only ? "yes" : "no", s.share_user);
+    out += params_of(name);
   };
-  if (!s.options.samba_params.empty()) {
-    out += "  # lab up --samba\n";
-    for (const std::string& p : s.options.samba_params) out += "  " + p + "\n";
-  }
+  out += params_of("");
   share("ram", f.ram_share, false);
   share("disk", f.disk_share, false);
   share(kReadOnlyShare, f.ro_share, true);

@@ -225,7 +225,8 @@ const std::vector<LabSubcommand>& lab_subcommands() {
        "                  the switch's ports, or the lab's delay line where there is no netem\n"
        "  --mtu M         both hosts' data MTU in bytes (default 1500)\n"
        "  --server-mtu M, --client-mtu M   one host's own (the switch takes the largest)\n"
-       "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts\n"
+       "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts;\n"
+       "                  '[disk] name = value' sets it in one share's section (ram, disk, ro)\n"
        "  --disk-size S   each host's ext4 disk (default 3GiB)\n"
        "  --ram-size S    each host's tmpfs (default 2GiB)\n"
        "  --server-profile nas   the server's SSH sessions run in a root filesystem holding\n"
@@ -325,8 +326,9 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
                                                     "one-way delay")(
       "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
                                                           "ram size")(
-      "samba", po::value<std::vector<std::string>>(), "smb.conf [global] parameter")(
-      "server-profile", po::value<std::string>(), "the server host's kind")(
+      "samba", po::value<std::vector<std::string>>(),
+      "smb.conf [global] (or '[share] ...') parameter")("server-profile", po::value<std::string>(),
+                                                        "the server host's kind")(
       "server-login", po::value<std::string>(), "whom the server's SSH sessions log in as");
   add_instance_option(desc);
   const po::variables_map vm = parse("up", desc, args);

@@ -198,9 +198,19 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
   return s;
 }
 
+std::pair<std::string, std::string> samba_param_section(const std::string& line) {
+  if (line.empty() || line.front() != '[') return {"", line};
+  const size_t close = line.find(']');
+  if (close == std::string::npos) return {"", line};
+  std::string rest = line.substr(close + 1);
+  while (!rest.empty() && rest.front() == ' ') rest.erase(0, 1);
+  return {line.substr(1, close - 1), rest};
+}
+
 void validate_samba_param(const std::string& line) {
-  const size_t eq = line.find('=');
-  std::string name = eq == std::string::npos ? line : line.substr(0, eq);
+  const auto [section, param] = samba_param_section(line);
+  const size_t eq = param.find('=');
+  std::string name = eq == std::string::npos ? param : param.substr(0, eq);
   while (!name.empty() && name.back() == ' ') name.pop_back();
   while (!name.empty() && name.front() == ' ') name.erase(0, 1);
   const bool one_line = line.find_first_of("\n\r") == std::string::npos;
@@ -208,9 +218,15 @@ void validate_samba_param(const std::string& line) {
       !name.empty() && name.find_first_not_of(
                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                            "0123456789 :") == std::string::npos;
-  if (eq == std::string::npos || !one_line || !plain_name) {
+  // A share's own section: one the lab exports.
+  const bool known_section =
+      line.front() != '[' || section == "ram" || section == "disk" || section == kReadOnlyShare;
+  if (eq == std::string::npos || !one_line || !plain_name || !known_section) {
     throw Error(ErrorKind::kConfig, fmt::format("--samba '{}' is not one smb.conf parameter", line),
-                "give 'name = value' on one line, like --samba 'smb2 max read = 16384'");
+                fmt::format("give 'name = value' on one line, like --samba 'smb2 max read = "
+                            "16384', or '[share] name = value' for one share's section (ram, "
+                            "disk or {})",
+                            kReadOnlyShare));
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lab/lab.h"
@@ -147,8 +148,12 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance = 0);
 // Throws Error(kConfig) naming the option when the lab cannot apply it.
 void validate(const LabOptions& opts);
 // Throws Error(kConfig) unless `line` is one smb.conf parameter "name = value"
-// (one line, a name of letters, digits and spaces, no section header).
+// (one line, a name of letters, digits and spaces), optionally for one of the
+// lab's shares: "[disk] name = value".
 void validate_samba_param(const std::string& line);
+// A --samba line's share section and parameter: "[disk] sync always = yes" is
+// {"disk", "sync always = yes"}; a line without one is {"", line} ([global]).
+std::pair<std::string, std::string> samba_param_section(const std::string& line);
 // Throws Error(kConfig) when `dir` is not absolute, lies under /run or
 // /dev/shm (hidden inside the hosts), or holds characters that the sshd and
 // ssh config files would split or expand (space, quotes, %, ~ ...).
@@ -226,14 +231,16 @@ std::string sshd_config_text(const LabState& state, const LabHost& host);
 
 // vsftpd.conf: standalone on the data address, local users only (the share
 // user), passive ports kPasvMinPort..kPasvMaxPort, no chroot, no seccomp
-// sandbox or isolation (they break inside a namespace), state in the lab dir.
+// sandbox (its filter refuses a syscall of this kernel's), Debian's isolate
+// and isolate_network defaults kept, state in the lab dir.
 std::string vsftpd_conf_text(const LabState& state);
 // The PAM service vsftpd uses inside the server host: pam_unix alone (the
 // share user's shell is nologin, which Debian's pam_shells would refuse).
 extern const char* const kVsftpdPam;
 // smb.conf: a standalone server on the data address only, SMB2 or later,
 // every state dir in the lab dir, shares ram, disk and ro for the share user;
-// options.samba_params at the end of [global].
+// options.samba_params at the end of [global], those given as "[share] name =
+// value" at the end of that share's section.
 std::string smb_conf_text(const LabState& state);
 
 // The fixed script that lays out the share dirs and starts vsftpd and smbd

@@ -460,6 +460,29 @@ TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   EXPECT_NO_THROW(validate_samba_param("vfs objects ="));
 }
 
+// "[disk] name = value" goes to the end of the disk share's section only, as
+// people set `sync always` per share; a share the lab does not export, or a
+// bad parameter after the section, is refused.
+TEST(LayoutTest, SambaParamsOfAShareGoToItsSectionOnly) {
+  LabOptions o;
+  o.samba_params = {"[disk] sync always = yes", "strict sync = yes"};
+  EXPECT_NO_THROW(validate(o));
+  const std::string conf = smb_conf_text(plan(o, "/l"));
+  const size_t disk = conf.find("[disk]");
+  const size_t param = conf.find("  sync always = yes\n");
+  ASSERT_NE(param, std::string::npos) << conf;
+  EXPECT_GT(param, disk);
+  EXPECT_EQ(conf.find("sync always", param + 3), std::string::npos) << conf;
+  const size_t next = conf.find("\n[", disk);
+  if (next != std::string::npos) EXPECT_LT(param, next) << conf;
+  EXPECT_LT(conf.find("  strict sync = yes\n"), conf.find("[ram]"));
+  for (const char* bad : {"[printers] sync always = yes", "[disk] no equals", "[disk]", "[disk"}) {
+    EXPECT_EQ(kind_of([&] { validate_samba_param(bad); }), ErrorKind::kConfig) << bad;
+  }
+  EXPECT_EQ(samba_param_section("[ram] aio read size = 0"),
+            std::make_pair(std::string("ram"), std::string("aio read size = 0")));
+}
+
 TEST(LayoutTest, NetemProbeRunsInAThrowawayNamespace) {
   const Argv a = netem_probe_command();
   ASSERT_GE(a.size(), 3u);

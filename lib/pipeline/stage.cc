@@ -7,6 +7,8 @@
 #include "core/messages_json.h"
 #include "core/stored_run_json.h"
 #include "link/agent_port.h"
+#include "transfer/driver.h"
+#include "transfer/share_url.h"
 
 namespace cp::pipeline {
 
@@ -80,6 +82,16 @@ msg::PrepareResult prepare_dirs(AgentPort& agent, const msg::PrepareRequest& req
                             s.path, s.refused));
   }
   return made;
+}
+
+msg::CpuStartRequest server_connection(const SharePlan& share, const Agents& a) {
+  msg::CpuStartRequest q;
+  if (share.url.find("://") == std::string::npos || a.client_address.empty()) return q;
+  const transfer::DriverSpec* spec = transfer::find_driver_spec(share.driver);
+  const transfer::ShareUrl url = transfer::parse_share_url(share.url);
+  q.port = url.port > 0 ? url.port : spec ? spec->default_port : 0;
+  if (q.port > 0) q.peer = a.client_address;
+  return q;
 }
 
 msg::ShareRef share_message(const SharePlan& share, const Agents& a) {

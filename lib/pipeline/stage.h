@@ -94,6 +94,11 @@ msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequ
 // The share as the agent's transfer/size-scan (wire type "sweep") requests carry it (password
 // included).
 msg::ShareRef share_message(const SharePlan& share, const Agents& a);
+// The connection the share's file server holds, for cpu_start: its URL's
+// port (else its driver's default) from the client's address, so that the
+// server agent knows that server whatever namespace or container it runs
+// in; empty for a share without a URL (a mounted path) or an unknown client.
+msg::CpuStartRequest server_connection(const SharePlan& share, const Agents& a);
 // A sample's CPU column: each end's summary by role ("server", "client"), in this order.
 std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);
 // The server agent's run directory inside the share; its name, with a '/',

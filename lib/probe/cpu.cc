@@ -1,5 +1,6 @@
 #include "probe/cpu.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -9,9 +10,11 @@
 #include <cerrno>
 #include <charconv>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "core/clock.h"
@@ -160,36 +163,132 @@ std::string process_role(int pid, int ppid, const std::string& comm,
   return "other";
 }
 
+std::string canonical_address(std::string_view address) {
+  const std::string a(address);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, a.c_str(), &v4) == 1) {
+    char buf[INET_ADDRSTRLEN];
+    return ::inet_ntop(AF_INET, &v4, buf, sizeof buf) ? buf : "";
+  }
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, a.c_str(), &v6) != 1) return "";
+  char buf[INET6_ADDRSTRLEN];
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) {
+    std::memcpy(&v4, &v6.s6_addr[12], 4);
+    return ::inet_ntop(AF_INET, &v4, buf, sizeof buf) ? buf : "";
+  }
+  return ::inet_ntop(AF_INET6, &v6, buf, sizeof buf) ? buf : "";
+}
+
+std::vector<TcpSocketEntry> parse_proc_net_tcp(std::string_view text, bool v6) {
+  // "sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...": each
+  // address is the kernel's in-memory words printed as hex (%08X each).
+  auto address = [v6](std::string_view hex) -> std::string {
+    const size_t words = v6 ? 4 : 1;
+    if (hex.size() != 8 * words) return "";
+    uint32_t w[4] = {};
+    for (size_t i = 0; i < words; ++i) {
+      auto [p, ec] = std::from_chars(hex.data() + 8 * i, hex.data() + 8 * i + 8, w[i], 16);
+      if (ec != std::errc() || p != hex.data() + 8 * i + 8) return "";
+    }
+    char buf[INET6_ADDRSTRLEN];
+    if (!v6) return ::inet_ntop(AF_INET, w, buf, sizeof buf) ? canonical_address(buf) : "";
+    return ::inet_ntop(AF_INET6, w, buf, sizeof buf) ? canonical_address(buf) : "";
+  };
+  std::vector<TcpSocketEntry> out;
+  for (std::string_view line : split(text, '\n')) {
+    const std::vector<std::string_view> f = split_ws(line);
+    if (f.size() < 10 || f[0].empty() || f[0].back() != ':') continue;
+    const size_t lc = f[1].rfind(':'), rc = f[2].rfind(':');
+    if (lc == std::string_view::npos || rc == std::string_view::npos) continue;
+    TcpSocketEntry e;
+    const std::string_view port = f[1].substr(lc + 1);
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), e.local_port, 16);
+    if (ec != std::errc() || p != port.data() + port.size()) continue;
+    e.remote_address = address(f[2].substr(0, rc));
+    if (e.remote_address.empty() || !to_u64(f[9], &e.inode)) continue;
+    e.established = f[3] == "01";
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 namespace {
+
+// Whether process `pid` or one of its ancestors holds the sample's server
+// connection (`conn`). The socket may belong to another namespace than its
+// holder's: vsftpd's isolate_network session keeps the control connection its
+// listener accepted, so every namespace along the line is searched.
+bool holds_connection(int pid, const std::map<int, os::ProcessTimes>& all,
+                      const std::string& proc_root, const ServerConnection& conn) {
+  std::vector<int> line;
+  for (int up = pid, depth = 0; depth < 16 && up > 2; ++depth) {
+    line.push_back(up);
+    auto it = all.find(up);
+    if (it == all.end()) break;
+    up = it->second.ppid;
+  }
+  std::set<std::string> seen_netns;
+  std::set<uint64_t> wanted;
+  for (int p : line) {
+    if (!seen_netns.insert(os::process_netns(proc_root, p)).second) continue;
+    for (const TcpSocketEntry& e : os::netns_tcp_sockets(proc_root, p)) {
+      if (e.established && e.local_port == conn.port && e.remote_address == conn.peer) {
+        wanted.insert(e.inode);
+      }
+    }
+  }
+  if (wanted.empty()) return false;
+  for (int p : line) {
+    for (uint64_t inode : os::socket_inodes(proc_root, p))
+      if (wanted.count(inode)) return true;
+  }
+  return false;
+}
 
 // Marks the processes in another network namespace than the agent's (a lab's
 // other host, a container: competing load, not this end's). A file server's
 // process whose file-server ancestor runs in the agent's namespace is this
 // end's all the same: vsftpd's isolate_network (its default) runs each session
 // in a fresh namespace of its own, forked by the listener the share talks to.
-void mark_other_netns(std::vector<ProcLoad>& procs, const std::map<int, os::ProcessTimes>& all,
-                      const std::string& proc_root) {
+// So is the process holding the sample's server connection and what it forked,
+// whatever its namespace (a file server in a container): a file server then,
+// whatever its name. Returns the CPU % of processes that became the server's.
+double mark_other_netns(std::vector<ProcLoad>& procs, const std::map<int, os::ProcessTimes>& all,
+                        const std::string& proc_root, const ServerConnection& conn) {
   const std::string own = os::process_netns(proc_root, 0);
-  if (own.empty()) return;
+  if (own.empty()) return 0;
   auto foreign = [&](int pid) {
     const std::string netns = os::process_netns(proc_root, pid);
     return !netns.empty() && netns != own;
   };
+  double now_server_pct = 0;
   for (ProcLoad& p : procs) {
     p.other_netns = foreign(p.pid);
-    if (!p.other_netns || p.role != "server") continue;
-    int up = 0;
-    if (auto it = all.find(p.pid); it != all.end()) up = it->second.ppid;
-    for (int depth = 0; depth < 16 && up > 2; ++depth) {
-      auto it = all.find(up);
-      if (it == all.end()) break;
-      if (is_file_server_comm(it->second.comm) && !foreign(up)) {
-        p.other_netns = false;
-        break;
+    if (!p.other_netns) continue;
+    if (p.role == "server") {
+      int up = 0;
+      if (auto it = all.find(p.pid); it != all.end()) up = it->second.ppid;
+      for (int depth = 0; depth < 16 && up > 2; ++depth) {
+        auto it = all.find(up);
+        if (it == all.end()) break;
+        if (is_file_server_comm(it->second.comm) && !foreign(up)) {
+          p.other_netns = false;
+          break;
+        }
+        up = it->second.ppid;
       }
-      up = it->second.ppid;
+    }
+    if (!p.other_netns || conn.port <= 0 || conn.peer.empty()) continue;
+    if (p.role != "other" && p.role != "server") continue;
+    if (!holds_connection(p.pid, all, proc_root, conn)) continue;
+    p.other_netns = false;
+    if (p.role == "other") {
+      p.role = "server";
+      now_server_pct += p.cpu_pct;
     }
   }
+  return now_server_pct;
 }
 
 }  // namespace
@@ -218,6 +317,7 @@ struct CpuSampler::Impl {
   std::map<int, std::pair<uint64_t, uint64_t>> self_seen;
   // Each CPU-limited cgroup's throttling counters at start, by dir.
   std::map<std::string, os::ThrottleStat> throttle_start;
+  ServerConnection conn;  // start()'s
   // Each process's CPU-limiting cgroup dir ("" when none), kept across samples:
   // reading every process's cgroup at every start() cost ~10 ms of ~30 with 250
   // processes. A process is known by pid and start time (a pid reused is
@@ -280,7 +380,7 @@ CpuSampler::~CpuSampler() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-void CpuSampler::start() {
+void CpuSampler::start(const ServerConnection& conn) {
   Impl& m = *impl_;
   std::vector<CpuTimes> first = m.read_stat();
   if (first.empty()) {
@@ -323,6 +423,8 @@ void CpuSampler::start() {
     m.self_seen.clear();
     if (auto it = procs.find(m.me); it != procs.end()) m.self_seen = it->second.thread_ns;
     m.procs_start = std::move(procs);
+    m.conn = conn;
+    m.conn.peer = canonical_address(conn.peer);
     m.throttle_start = std::move(throttle);
   }
   m.thread = std::thread([&m] { m.loop(); });
@@ -527,7 +629,9 @@ CpuSummary CpuSampler::stop() {
   std::sort(s.top.begin(), s.top.end(), busiest_first);
   os::CpuLimits limits(m.proc_root, m.fs_root);
   std::vector<ProcLoad> kept = notable_processes(s.top, limits, m.throttle_start);
-  mark_other_netns(kept, procs_end, m.proc_root);
+  const double moved = mark_other_netns(kept, procs_end, m.proc_root, m.conn);
+  s.server_pct += moved;
+  s.other_pct = std::max(0.0, s.other_pct - moved);
   std::sort(kept.begin(), kept.end(), busiest_first);
   s.top = std::move(kept);
   return s;

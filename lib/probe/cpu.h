@@ -20,6 +20,29 @@ using CpuSummary = msg::CpuSummary;
 
 inline constexpr double kNearLimit = 0.5;
 
+// One line of /proc/PID/net/tcp or tcp6: a TCP socket of that network namespace.
+struct TcpSocketEntry {
+  uint64_t inode = 0;
+  int local_port = 0;
+  std::string remote_address;  // "198.18.0.2", "fd00::2"; an IPv4-mapped IPv6 one as IPv4
+  bool established = false;    // state 01 (a listener is 0A)
+};
+// The sockets of /proc/PID/net/tcp (`v6` false) or tcp6 text; lines that do
+// not parse are skipped.
+std::vector<TcpSocketEntry> parse_proc_net_tcp(std::string_view text, bool v6);
+// An address in the form parse_proc_net_tcp gives ("::ffff:1.2.3.4" as
+// "1.2.3.4", IPv6 compressed); "" when `address` is no IP literal.
+std::string canonical_address(std::string_view address);
+
+// The connection the sample's file server holds (msg::CpuStartRequest): a
+// process holding an established socket of local port `port` whose peer is
+// `peer`, or one of its descendants, is this end's file server whatever its
+// network namespace. Inactive when either is empty.
+struct ServerConnection {
+  int port = 0;
+  std::string peer;  // canonical_address()
+};
+
 class CpuSampler {
  public:
   // Samples <proc_root>/stat every interval_s on a background thread from start() to stop().
@@ -32,7 +55,8 @@ class CpuSampler {
   CpuSampler& operator=(const CpuSampler&) = delete;
 
   // Throws Error(kIo) when <proc_root>/stat cannot be read. Calling it while running is a bug.
-  void start();
+  // `conn`: the connection the sample's file server holds, when known.
+  void start(const ServerConnection& conn = {});
   // Ends the window and summarises it. Calling it when not running is a bug.
   CpuSummary stop();
   // Closes one sampling interval now (what the thread does every interval_s); lets

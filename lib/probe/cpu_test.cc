@@ -475,6 +475,107 @@ TEST(CpuSampler, AFileServerSessionInItsOwnNamespaceIsThisEndsServer) {
   EXPECT_TRUE(s.top[1].other_netns);
 }
 
+// The kernel prints each address as its in-memory 32-bit words in hex, so
+// these lines are a little-endian machine's (x86-64, aarch64).
+constexpr const char* kNetTcpHeader =
+    "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+    "timeout inode\n";
+// smbd's listener on 198.18.0.1:445, and a connection from 198.18.0.2:45986.
+constexpr const char* kNetTcpLines =
+    "   0: 010012C6:01BD 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 "
+    "4444 1 0000000000000000 100 0 0 10 0\n"
+    "   1: 010012C6:01BD 020012C6:B3A2 01 00000000:00000000 00:00000000 00000000     0        0 "
+    "5555 1 0000000000000000 20 4 30 10 -1\n";
+
+TEST(CpuParse, ProcNetTcp) {
+  const auto v4 = parse_proc_net_tcp(std::string(kNetTcpHeader) + kNetTcpLines, false);
+  ASSERT_EQ(v4.size(), 2u);
+  EXPECT_EQ(v4[0].inode, 4444u);
+  EXPECT_EQ(v4[0].local_port, 445);
+  EXPECT_FALSE(v4[0].established);
+  EXPECT_EQ(v4[1].inode, 5555u);
+  EXPECT_EQ(v4[1].remote_address, "198.18.0.2");
+  EXPECT_TRUE(v4[1].established);
+  // tcp6: an IPv4-mapped peer reads as IPv4; a plain IPv6 one compressed.
+  const auto v6 = parse_proc_net_tcp(
+      std::string(kNetTcpHeader) +
+          "   0: 00000000000000000000000000000000:0015 0000000000000000FFFF0000020012C6:C001 01 "
+          "00000000:00000000 00:00000000 00000000  0  0 777 1 0 20 4 30 10 -1\n"
+          "   1: 000000000000000000000000000000FD:0801 000000FD000000000000000002000000:C002 01 "
+          "00000000:00000000 00:00000000 00000000  0  0 778 1 0 20 4 30 10 -1\n"
+          "   2: garbage\n",
+      true);
+  ASSERT_EQ(v6.size(), 2u);
+  EXPECT_EQ(v6[0].local_port, 21);
+  EXPECT_EQ(v6[0].remote_address, "198.18.0.2");
+  EXPECT_EQ(v6[1].local_port, 2049);
+  EXPECT_EQ(v6[1].remote_address, "fd00::2");
+  EXPECT_EQ(canonical_address("::ffff:198.18.0.2"), "198.18.0.2");
+  EXPECT_EQ(canonical_address("fd00:0::2"), "fd00::2");
+  EXPECT_EQ(canonical_address("nas.local"), "");
+}
+
+// A file server in a container (its own network, pid and mount namespaces;
+// Docker's or Podman's Samba on a NAS): no file server of its ancestors runs in
+// the agent's namespace, but the child smbd holds the sample's connection (port
+// 445 from the client's address), so it and what it forked are this end's
+// server. Another container's smbd, serving someone else, stays competing load.
+TEST(CpuSampler, AFileServerHoldingTheSamplesConnectionIsThisEndsServerInAContainer) {
+  TempDir proc, fs;
+  FakeProc p(proc.path());
+  FakeCgroups g(proc.path(), fs.path());
+  g.mountinfo(kMountinfo);
+  p.stat(cpu_line(0, 0, 1000, 0));
+  p.child(40, 1, "containerd-shim");  // in the agent's namespace
+  g.pid(40, "1:cpu:/\n");
+  p.child(41, 40, "smbd");  // the container's listener
+  g.pid(41, "1:cpu:/\n", "net:[400]");
+  p.child(42, 41, "smbd");  // the client's session
+  g.pid(42, "1:cpu:/\n", "net:[400]");
+  p.child(43, 42, "worker");  // a helper it forked
+  g.pid(43, "1:cpu:/\n", "net:[400]");
+  p.child(50, 1, "smbd");  // another container's, with a client of its own
+  g.pid(50, "1:cpu:/\n", "net:[500]");
+  for (int pid : {41, 42, 43, 50}) {
+    const std::string dir = proc.path() + "/" + std::to_string(pid);
+    std::filesystem::create_directories(dir + "/net");
+    std::filesystem::create_directories(dir + "/fd");
+    FakeProc::write(dir + "/net/tcp", std::string(kNetTcpHeader) + kNetTcpLines);
+  }
+  ::symlink("socket:[4444]", (proc.path() + "/41/fd/3").c_str());
+  ::symlink("socket:[5555]", (proc.path() + "/42/fd/7").c_str());
+  ::symlink("/dev/null", (proc.path() + "/42/fd/0").c_str());
+  ::symlink("socket:[5555]", (proc.path() + "/50/fd/7").c_str());  // its own netns's 5555
+  FakeProc::write(proc.path() + "/50/net/tcp",
+                  std::string(kNetTcpHeader) +
+                      "   1: 010012C6:01BD 030012C6:B3A2 01 00000000:00000000 00:00000000 "
+                      "00000000     0        0 5555 1 0000000000000000 20 4 30 10 -1\n");
+  CpuSampler sampler(3600, proc.path(), fs.path());
+  sampler.start({445, "198.18.0.2"});
+  p.stat(cpu_line(0, 1000, 1000, 0));
+  p.pid_with_parent(42, 41, "smbd", 400);
+  p.pid_with_parent(43, 42, "worker", 200);
+  p.pid_with_parent(50, 1, "smbd", 300);
+  CpuSummary s = sampler.stop();
+  ASSERT_EQ(s.top.size(), 3u);
+  EXPECT_EQ(s.top[0].pid, 42);
+  EXPECT_EQ(s.top[0].role, "server");
+  EXPECT_FALSE(s.top[0].other_netns);
+  EXPECT_EQ(s.top[1].pid, 50);
+  EXPECT_TRUE(s.top[1].other_netns);
+  EXPECT_EQ(s.top[2].pid, 43);
+  EXPECT_EQ(s.top[2].role, "server");  // a descendant of the holder, whatever its name
+  EXPECT_FALSE(s.top[2].other_netns);
+  EXPECT_DOUBLE_EQ(s.server_pct, 30 + 40 + 20);  // by name, wherever they run
+  EXPECT_DOUBLE_EQ(s.other_pct, 0);
+  // Without the connection (an older orchestrator), the container is another's.
+  CpuSampler blind(3600, proc.path(), fs.path());
+  blind.start();
+  p.pid_with_parent(42, 41, "smbd", 800);
+  CpuSummary b = blind.stop();
+  for (const ProcLoad& l : b.top) EXPECT_TRUE(l.other_netns) << l.pid;
+}
+
 TEST(CpuSampler, RealProc) {
   CpuSampler sampler(0.05);
   sampler.start();

@@ -16,6 +16,7 @@
 //   zfs.cc           the ZFS ARC                        (/proc/spl/kstat/zfs/arcstats)
 //   qdisc.cc         shaping on an interface            (rtnetlink qdisc and class dumps)
 //   privilege.cc     what this process may not read     (euid, /proc/PID/ns, smbstatus)
+//   sockets.cc       a process's TCP connections        (/proc/PID/fd, /proc/PID/net/tcp{,6})
 //
 // Plain structs only: no Boost.JSON or Asio here (sysinfo.cc turns them into facts).
 #pragma once
@@ -77,6 +78,14 @@ std::vector<NamedProcess> processes_named(const std::string& proc_root, std::str
 // "" when it may not be read (another user's, without root) or is gone.
 std::string process_netns(const std::string& proc_root, int pid);
 
+// --- Sockets (sockets.cc) -------------------------------------------------------
+// The TCP sockets of process `pid`'s network namespace (their inodes, local
+// ports, peers; IPv4 and IPv6), as that namespace lists them; empty when unreadable.
+std::vector<TcpSocketEntry> netns_tcp_sockets(const std::string& proc_root, int pid);
+// The inodes of the sockets process `pid` holds open (its fds); empty when
+// unreadable (another user's process, without root).
+std::vector<uint64_t> socket_inodes(const std::string& proc_root, int pid);
+
 // --- CPU limits (cpu_limits.cc) -------------------------------------------------
 // A process's CPU limit set by its group (Linux: the cgroup CFS quota, v1 or v2),
 // % of one core; each group's files are read once per object.
@@ -110,6 +119,9 @@ int64_t link_speed_mbit(const std::string& ifname);  // 0 when the driver does n
 // A kernel tunable by its sysctl name ("net.ipv4.tcp_rmem") under `proc_root`;
 // nullopt when it does not exist or cannot be read.
 std::optional<std::string> sysctl(const std::string& proc_root, std::string_view key);
+// The kernel NFS server's exports with their effective options (Linux:
+// <proc_root>/fs/nfs/exports); nullopt when it serves none (no nfsd).
+std::optional<std::string> nfs_exports(const std::string& proc_root);
 
 // --- Mounts and memory (mounts.cc) ----------------------------------------------
 // The mount holding `real_path` (a resolved path) on device `dev`; empty when

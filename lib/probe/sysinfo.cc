@@ -1,5 +1,7 @@
 #include "probe/sysinfo.h"
 
+#include "probe/server_configs.h"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <ifaddrs.h>
@@ -270,6 +272,32 @@ msg::NamedValues parse_samba_globals(std::string_view text) {
   return o;
 }
 
+std::map<std::string, msg::NamedValues> parse_samba_shares(std::string_view text) {
+  std::map<std::string, msg::NamedValues> out;
+  const std::vector<std::string>& asked = samba_parameters_asked();
+  msg::NamedValues* share = nullptr;
+  for (const IniLine& l : read_ini(text, {.comment_chars = "#;", .continuation = true})) {
+    if (l.text.front() == '[') {
+      const std::string name = lower(squeeze_ws(l.section));
+      share = l.kind != IniLine::Kind::kSection || name.empty() || name == "global" ||
+                      name == "printers"
+                  ? nullptr
+                  : &out[name];
+      continue;
+    }
+    if (share == nullptr || l.kind != IniLine::Kind::kEntry) continue;
+    const std::string name = lower(squeeze_ws(l.key));
+    if (name != "path" && std::find(asked.begin(), asked.end(), name) == asked.end()) continue;
+    auto same = [&](const msg::NamedValue& v) { return v.name == name; };
+    if (auto it = std::find_if(share->begin(), share->end(), same); it != share->end()) {
+      it->value = l.value;
+    } else {
+      share->push_back({name, l.value});
+    }
+  }
+  return out;
+}
+
 std::string sha256_hex(std::string_view text) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -411,13 +439,16 @@ std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
   f.source = source;
   f.sha256 = sha256_hex(text);
   f.global = parse_samba_globals(text);
+  f.shares = parse_samba_shares(text);
   if (source == "testparm") {
     try {
       // Every parameter's effective value (-v), synonyms and includes
-      // resolved: one process where one per name would cost 16.
+      // resolved: one process where one per name would cost 16. A share
+      // lists what it sets apart from [global], under canonical names.
       RunResult r = run_command(
           {find_program("testparm"), "-s", "-v", "--suppress-prompt", f.config_path}, "", 20);
       merge_samba_effective(f.global, parse_samba_globals(r.out));
+      if (r.out.find("[global]") != std::string::npos) f.shares = parse_samba_shares(r.out);
     } catch (const Error&) {
     }
   }
@@ -607,6 +638,8 @@ msg::Facts collect_facts(const FactsRequest& req) {
   if (!req.peer_address.empty()) f.net = net_facts(req.peer_address);
   f.tcp_sysctls = tcp_sysctl_facts();
   if (req.samba) f.samba = samba_facts(req.samba_conf);
+  // The same end: its other file servers' settings (never a client's).
+  if (req.samba) f.file_servers = server_config_facts();
   f.euid = static_cast<uint64_t>(::geteuid());
   // What this agent measured with a lesser method, for want of a privilege.
   const std::string disk_fs = f.disk_dir && f.disk_dir->fs_type ? *f.disk_dir->fs_type : "";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,13 @@ std::string samba_config_path(const std::string& planned, std::string* how,
 // trimmed; '#'/';' comments and '\' continuation lines handled; a later line
 // sets the value where the first stood. Empty when there is no [global] section.
 msg::NamedValues parse_samba_globals(std::string_view text);
+
+// Each share section of smb.conf or testparm text (lower-cased names, in a
+// map), with the parameters of samba_parameters_asked() and `path` it sets
+// (as parse_samba_globals reads them): what a share sets apart from
+// [global], which it inherits otherwise (`testparm -s -v` prints a share's
+// parameters only where they differ). [global] and [printers] are left out.
+std::map<std::string, msg::NamedValues> parse_samba_shares(std::string_view text);
 
 // The Samba parameters whose effective value samba_facts records in `global`
 // whether or not the config sets them (testparm -s leaves out defaults, and a

@@ -368,6 +368,46 @@ TEST(Sysinfo, SambaFactsHoldEffectiveValuesThroughSynonymsAndIncludes) {
   }
 }
 
+// A share sets costly values of its own apart from [global]: each share
+// section keeps the parameters the verdict reads, and its path; [global]
+// and [printers] are no share.
+TEST(Sysinfo, SambaSharesKeepTheirOwnParametersAskedAndPath) {
+  const auto shares = parse_samba_shares(
+      "[global]\n\tsync always = No\n"
+      "[Disk]\n\tpath = /srv/disk\n\tsync   ALWAYS = Yes\n\tcomment = not asked\n"
+      "\tstrict sync = no\n"
+      "[ram]\n\tpath = /srv/ram\n"
+      "[printers]\n\tpath = /var/spool\n\tsync always = yes\n");
+  ASSERT_EQ(shares.size(), 2u);
+  const msg::NamedValues& disk = shares.at("disk");
+  ASSERT_EQ(disk.size(), 3u);
+  EXPECT_EQ(*msg::find_value(disk, "path"), "/srv/disk");
+  EXPECT_EQ(*msg::find_value(disk, "sync always"), "Yes");
+  EXPECT_EQ(*msg::find_value(disk, "strict sync"), "no");
+  EXPECT_EQ(msg::find_value(disk, "comment"), nullptr);
+  EXPECT_EQ(shares.at("ram").size(), 1u);
+}
+
+// Through testparm: a share's own `sync always` (set in a file its section
+// includes) is in that share's facts under the canonical name; a share that
+// sets nothing apart from [global] holds its path alone.
+TEST(Sysinfo, SambaFactsHoldEachSharesOwnValues) {
+  TempDir dir;
+  write(dir.file("disk.conf"), "sync always = yes\n");
+  write(dir.file("smb.conf"), "[global]\n  strict sync = yes\n[disk]\n  path = /tmp\n  include = " +
+                                  dir.file("disk.conf") + "\n[ram]\n  path = /tmp\n");
+  const auto v = samba_facts(dir.file("smb.conf"));
+  ASSERT_TRUE(v.has_value());
+  ASSERT_EQ(v->source, "testparm");
+  ASSERT_EQ(v->shares.count("disk"), 1u);
+  const std::string* sync = msg::find_value(v->shares.at("disk"), "sync always");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_EQ(*sync, "Yes");
+  ASSERT_EQ(v->shares.count("ram"), 1u);
+  EXPECT_EQ(msg::find_value(v->shares.at("ram"), "sync always"), nullptr);
+  EXPECT_NE(msg::find_value(v->shares.at("ram"), "path"), nullptr);
+}
+
 TEST(Sysinfo, MergeSambaEffectiveSetsAndAppendsOnlyTheParametersAsked) {
   msg::NamedValues global = {{"workgroup", std::string("LAB")}, {"sync always", std::string("no")}};
   merge_samba_effective(global, {{"workgroup", std::string("OTHER")},

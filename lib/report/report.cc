@@ -135,6 +135,7 @@ json::object finding_json(const analysis::Finding& f) {
   for (const auto& s : f.settings) {
     settings.push_back({{"server", s.server},
                         {"parameter", s.parameter},
+                        {"section", s.section},
                         {"value", s.value},
                         {"default", s.default_value},
                         {"cost", s.cost},

@@ -207,6 +207,9 @@ struct DriverSpec {
   bool server_files = true;
   ProtocolHints hints{};
   NegotiatedQuery negotiated{};
+  // The TCP port its URLs default to (0: none, or not over TCP): the server
+  // agent tells the file server by the connection it holds on that port.
+  int default_port = 0;
 };
 
 // Every driver this build has: the built-in table (registry.cc), then those

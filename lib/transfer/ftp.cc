@@ -685,6 +685,7 @@ const DriverSpec kFtpDriver = {
     .options = kFtpOptions,
     .make = make,
     .display = "FTP",
+    .default_port = 21,
 };
 
 }  // namespace cp::transfer

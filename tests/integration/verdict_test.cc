@@ -11,6 +11,10 @@
 #include <boost/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
 
 #include "support.h"
 
@@ -420,6 +424,138 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   }
 }
 
+// A file server as Docker or Podman run one on a NAS: vsftpd in namespaces of
+// its own (network, pid, mount), inside the server host, with an address of
+// its own on the server's LAN (Docker's macvlan network: a macvlan on the
+// server's data interface, at the data subnet's .3), in a cgroup with a CPU
+// quota from its start (as a container's --cpus). Nothing of it runs in the
+// server agent's namespace; its listener holds the sample's control
+// connection. The lab's vsftpd.conf is copied but for its address and log:
+// Debian's defaults otherwise, isolate and isolate_network on, so each session
+// lives in yet another namespace.
+class ContainedVsftpd {
+ public:
+  // Starts it (a fatal failure says why); the destructor removes all of it.
+  void start(const LabStatus& lab, const std::string& cgroup) {
+    cgroup_ = cgroup;
+    const lab::InstanceNames& n = lab_names();
+    netns_ = n.server_netns + "-ct";
+    address_ = n.server_data_address.substr(0, n.server_data_address.rfind('.')) + ".3";
+    const std::string ftp = lab.dir + "/server/ftp";
+    conf_ = ftp + "/vsftpd-container.conf";
+    std::ifstream in(ftp + "/vsftpd.conf");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string c = text.str();
+    auto set = [&c](const std::string& key, const std::string& value) {
+      const size_t at = c.find("\n" + key + "=");
+      ASSERT_NE(at, std::string::npos) << key;
+      c.replace(at + 1, c.find('\n', at + 1) - at - 1, key + "=" + value);
+    };
+    set("listen_address", address_);
+    set("vsftpd_log_file", ftp + "/vsftpd-container.log");
+    write_file(conf_, c);
+    ASSERT_TRUE(std::filesystem::create_directory(cgroup_) ||
+                std::filesystem::is_directory(cgroup_));
+    write_file(cgroup_ + "/cpu.cfs_period_us", "100000");
+    write_file(cgroup_ + "/cpu.cfs_quota_us", "15000");
+    run_command({"ip", "netns", "del", netns_});  // one a killed run left
+    for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+             {"ip", "netns", "add", netns_},
+             {"ip", "-n", n.server_netns, "link", "add", "link", "cpd-s", "name", "cpct", "type",
+              "macvlan", "mode", "bridge"},
+             {"ip", "-n", n.server_netns, "link", "set", "cpct", "netns", netns_},
+             {"ip", "-n", netns_, "addr", "add", address_ + "/24", "dev", "cpct"},
+             {"ip", "-n", netns_, "link", "set", "lo", "up"},
+             {"ip", "-n", netns_, "link", "set", "cpct", "up"}}) {
+      const RunResult r = run_command(argv);
+      ASSERT_EQ(r.exit_code, 0) << shell_join(argv) << ": " << r.err;
+    }
+    // Into the cgroup first, then the server host's mount namespace (its
+    // shares), the container's network namespace, and new pid and mount ones.
+    const RunResult r = run_command(
+        {"setsid",
+         "-f",
+         "sh",
+         "-c",
+         "echo $$ > \"$1\"/cgroup.procs && exec >>\"$2\" 2>&1 </dev/null && shift 2 && exec "
+         "\"$@\"",
+         "cp-container",
+         cgroup_,
+         ftp + "/vsftpd-container.out",
+         "nsenter",
+         "--net=/run/netns/" + netns_,
+         "-t",
+         std::to_string(lab.server.sshd_pid),
+         "-m",
+         "-u",
+         "--",
+         "unshare",
+         "--pid",
+         "--mount",
+         "--fork",
+         "--propagation",
+         "private",
+         "--mount-proc",
+         "vsftpd",
+         conf_});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (int i = 0; i < 100; ++i) {
+      const RunResult up = run_command({"ip", "netns", "exec", n.client_netns, "bash", "-c",
+                                        "exec 3<>/dev/tcp/" + address_ + "/21"});
+      if (up.exit_code == 0) return;
+      ::usleep(100000);
+    }
+    FAIL() << "vsftpd in its container did not accept on " << address_ << ":21";
+  }
+  ContainedVsftpd() = default;
+  ContainedVsftpd(const ContainedVsftpd&) = delete;
+  ContainedVsftpd& operator=(const ContainedVsftpd&) = delete;
+  ~ContainedVsftpd() {
+    if (conf_.empty()) return;
+    for (int pid : pids_matching(conf_)) ::kill(pid, SIGKILL);
+    for (int i = 0; i < 50 && !pids_matching(conf_).empty(); ++i) ::usleep(100000);
+    run_command({"ip", "netns", "del", netns_});
+    std::filesystem::remove(cgroup_);
+    std::filesystem::remove(conf_);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string cgroup_, netns_, address_, conf_;
+};
+
+// The container's vsftpd at its 15 % quota: the verdict names the server's CPU
+// quota and vsftpd, never the FTP layer, though nothing of it shares the
+// server agent's network namespace (before, it read as another host's load).
+TEST_F(Verdict, AQuotaOnAFileServerInAContainerIsTheServersCpu) {
+  ASSERT_EQ(::access("/sys/fs/cgroup/cpu/cgroup.procs", W_OK), 0) << "no cgroup v1 cpu hierarchy";
+  auto ct = std::make_unique<ContainedVsftpd>();
+  ASSERT_NO_FATAL_FAILURE(
+      ct->start(lab_, "/sys/fs/cgroup/cpu/" + lab_names().cgroup_name + "-container"));
+  std::string section = share("ftp", "ram");
+  const std::string server = lab_names().server_data_address;
+  section.replace(section.find("//" + server + "/"), server.size() + 2, "//" + ct->address());
+  const json::object doc = diagnose(
+      "[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" + section);
+  ct.reset();
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"ftp ram read", "ftp ram write"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path << ": "
+                          << (doc.contains("verdict") ? json::serialize(doc.at("verdict"))
+                                                      : std::string("no verdict"));
+    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
+    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+    const json::object& cpu = f->at("cpu").as_object();
+    EXPECT_EQ(str(cpu, "host"), "server") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "process"), "vsftpd") << str(*f, "text");
+    EXPECT_EQ(str(cpu, "role"), "server") << str(*f, "text");
+    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 15.0);
+  }
+}
+
 // Samba set to flush every write (`strict sync = yes`, `sync always = yes`,
 // inherited by the disk share): SMB writes to the disk share are held at the
 // server disk's synchronous write rate, which the disk stage measures. The
@@ -456,6 +592,75 @@ TEST_F(Verdict, SyncAlwaysOnTheDiskShareIsNamedWithTheSyncWriteRow) {
   const json::array& rows = f->at("rows").as_array();
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows[0].as_string(), "disk:server:syncwrite:20000000");
+}
+
+// `sync always = yes` set in the disk share's own section (`[disk]`, as people
+// set it per share), [global] at Samba's defaults: the finding on SMB writes
+// to the disk share names it with that section, and the RAM share (which
+// inherits [global]) names no `sync always`.
+TEST_F(Verdict, SyncAlwaysInTheDiskSharesSectionIsNamedForThatShare) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "[disk] sync always = yes"}));
+  const json::object doc = diagnose(
+      "[disk]\nsizes = 20MB\ncount = 3\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = "
+      "3\n" +
+      share("smb", "ram") + share("smb", "disk"));
+  ASSERT_FALSE(doc.empty());
+  auto named = [&](const char* path) -> const json::object* {
+    const json::object* f = finding(doc, path);
+    if (f == nullptr) return nullptr;
+    for (const auto& s : f->at("settings").as_array()) {
+      if (str(s.as_object(), "parameter") == "sync always") return &s.as_object();
+    }
+    return nullptr;
+  };
+  auto median = [&](const char* key) {
+    const json::object* r = ladder_row(doc, key);
+    return r ? json::serialize(r->at("median_bytes_per_s")) : std::string("none");
+  };
+  const json::object* f = finding(doc, "smb disk write");
+  ASSERT_NE(f, nullptr);
+  const json::object* s = named("smb disk write");
+  ASSERT_NE(s, nullptr) << str(*f, "text") << "; disk write "
+                        << median("disk:server:write:20000000") << ", synchronous "
+                        << median("disk:server:syncwrite:20000000") << ", smb ram write "
+                        << median("smb:ram:write:50000000") << " bytes/s";
+  EXPECT_EQ(str(*s, "section"), "disk");
+  EXPECT_EQ(str(*s, "value"), "Yes");
+  EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  EXPECT_EQ(named("smb ram write"), nullptr);
+}
+
+// The server's facts hold the settings of the file servers it runs, read
+// from the config each was started with (never running anything): the lab's
+// vsftpd (its conf in the lab dir: TLS offered, Debian's isolate defaults
+// kept, so no isolate line) and NFS-Ganesha (its conf, which sets no
+// MaxRead/MaxWrite: none recorded).
+TEST_F(Verdict, ServerFactsHoldTheConfigsItsFileServersWereStartedWith) {
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 1\n[protocol]\nenabled = no\n");
+  ASSERT_FALSE(doc.empty());
+  const json::object* facts = nullptr;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (str(h.as_object(), "role") == "server") facts = &h.as_object().at("facts").as_object();
+  }
+  ASSERT_NE(facts, nullptr);
+  ASSERT_TRUE(facts->contains("file_servers")) << json::serialize(*facts);
+  std::map<std::string, const json::object*> servers;
+  for (const auto& f : facts->at("file_servers").as_array()) {
+    servers[str(f.as_object(), "server")] = &f.as_object();
+  }
+  ASSERT_EQ(servers.count("vsftpd"), 1u) << json::serialize(*facts);
+  const json::object& ftp = *servers["vsftpd"];
+  EXPECT_EQ(str(ftp, "config_path"), lab_.dir + "/server/ftp/vsftpd.conf");
+  EXPECT_EQ(str(ftp, "error"), "");
+  const json::object& ftp_settings = ftp.at("settings").as_object();
+  EXPECT_EQ(str(ftp_settings, "ssl_enable"), "YES");
+  EXPECT_FALSE(ftp_settings.contains("isolate_network"));
+  ASSERT_EQ(servers.count("nfs-ganesha"), 1u) << json::serialize(*facts);
+  const json::object& nfs = *servers["nfs-ganesha"];
+  EXPECT_EQ(str(nfs, "config_path"), lab_.dir + "/server/nfs/ganesha.conf");
+  EXPECT_EQ(str(nfs, "error"), "");
+  EXPECT_TRUE(nfs.at("settings").as_object().empty());
 }
 
 // Two runs of SMB from RAM, the second after `smb encrypt = required` was set

@@ -66,6 +66,7 @@ struct ShareRun {
   // The share directory's filesystem on the server and the disk under it ("" unknown).
   std::string server_fs, server_disk;
   std::map<std::string, std::string> negotiated;  // what the server says it agreed with this client
+  msg::CpuStartRequest cpu_start;                 // the connection the file server holds
 };
 
 // The sizes the share runs under the plan's budget (noting those left out),
@@ -93,6 +94,7 @@ ShareRun plan_share(StageContext& ctx, const SharePlan& share) {
     run.ref.options["path_rate"] = fmt::format("{:.0f}bit", tcp_rate * 8);
   }
   run.has_server = !share.server_dir.empty();
+  run.cpu_start = server_connection(share, ctx.agents);
   return run;
 }
 
@@ -260,7 +262,7 @@ void one_sample(ShareRun& run, StageScope& stage, SampleRecord& s, const std::st
   s.started_at = wall_seconds();
   std::string cache_reason;
   std::string expect = make_source(run, s, file, s.op == "read", cache_reason);
-  if (run.has_server) a.server.call("cpu_start", {}, 30);
+  if (run.has_server) a.server.call("cpu_start", msg::to_json(run.cpu_start), 30);
   const msg::TransferResult r = transfer(run, stage, s, file, label, i);
   std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
   check_arrival(run, s, file, r, expect, cpu);

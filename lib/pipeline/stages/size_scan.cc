@@ -52,6 +52,7 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
                                                  {"file", plan.scan_file}});
   const msg::ShareRef share_ref = share_message(share, a);
   const bool has_server = !share.server_dir.empty();
+  const json::object cpu_start = msg::to_json(server_connection(share, a));
   run_series(
       ctx, rec, fmt::format("{} size scan ({})", share.driver, share.name), [&](StageScope& stage) {
         std::string prefix;
@@ -92,7 +93,7 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
             s.op = std::string("sweep-") + pattern;
             s.size = request;
             s.started_at = wall_seconds();
-            if (has_server) a.server.call("cpu_start", {}, 30);
+            if (has_server) a.server.call("cpu_start", cpu_start, 30);
             const msg::SizeScanRequest req{share_ref, prefix + file,   pattern,
                                            request,   plan.scan_bytes, plan.scan_file};
             msg::SizeScanResult r;

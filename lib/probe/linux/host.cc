@@ -77,4 +77,10 @@ std::optional<std::string> sysctl(const std::string& proc_root, std::string_view
   return text;
 }
 
+std::optional<std::string> nfs_exports(const std::string& proc_root) {
+  std::string text;
+  if (!read_file(proc_root + "/fs/nfs/exports", &text)) return std::nullopt;
+  return text;
+}
+
 }  // namespace cp::probe::os

@@ -745,6 +745,7 @@ const DriverSpec kAfpDriver = {
     .options = kAfpOptions,
     .make = make,
     .display = "AFP",
+    .default_port = 548,
 };
 
 }  // namespace cp::transfer

@@ -108,6 +108,7 @@ const DriverSpec kNfsDriver = {
     .options = kNfsOptions,
     .make = nfs::make_driver,
     .display = "NFS",
+    .default_port = 2049,
 };
 
 }  // namespace cp::transfer

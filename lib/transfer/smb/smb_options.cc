@@ -134,6 +134,7 @@ const DriverSpec kSmbDriver = {
     .display = "SMB",
     .hints = {.server_limits = kSambaLimits, .negotiated_request_size = true, .samba_config = true},
     .negotiated = {.request = "smb_status", .body = status_body, .read = status_properties},
+    .default_port = 445,
 };
 
 }  // namespace cp::transfer

@@ -313,6 +313,9 @@ std::map<std::string, std::string> SmbSession::properties() const {
       {"max_write_size", size(limits_ ? limits_->max_write : 0)},
       {"io_size", std::to_string(io_size_)},
       {"connections", std::to_string(connections_)},
+      // The share (smb.conf section) it connected to: its settings are the
+      // share's where it sets them apart from [global].
+      {"share_name", share_name_},
       // "auto": chosen from the handshake's round trip (and path_rate when
       // given); "option": as the share asked.
       {"connections_chosen", auto_connections_ ? "auto" : "option"},

@@ -1,0 +1,39 @@
+// The settings of the file servers a host runs that cost throughput, read
+// from the config each running server was started with (never running
+// anything the config names): vsftpd, NFS-Ganesha, and the kernel NFS
+// server's exports. The verdict's table of costly settings
+// (analysis/costly_settings.h) names them with the evidence that fits.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/facts_message.h"
+
+namespace cp::probe {
+
+// vsftpd.conf text: `key=value` lines ('#' comments; vsftpd allows no space
+// around '='), keys lower-cased, a later line winning; only the settings the
+// verdict reads (kVsftpdSettings in the .cc).
+msg::NamedValues parse_vsftpd_conf(std::string_view text);
+// The config file on vsftpd's command line (NUL-separated: its first
+// argument not starting with '-'; "" = its default /etc/vsftpd.conf), and the
+// `-oKEY=VALUE` settings that override the file's, into `overrides`.
+std::string vsftpd_config_from_cmdline(std::string_view cmdline, msg::NamedValues* overrides);
+
+// ganesha.conf text: the smallest `MaxRead` and `MaxWrite` any block sets
+// (EXPORT, EXPORT_DEFAULTS), as "maxread" and "maxwrite"; '#' comments.
+msg::NamedValues parse_ganesha_conf(std::string_view text);
+// `-f FILE` on ganesha.nfsd's command line; "" = its default.
+std::string ganesha_config_from_cmdline(std::string_view cmdline);
+
+// /proc/fs/nfs/exports text: "sync" = "sync" | "async" (every export the
+// same) | "mixed", and "export:PATH" = that export's options.
+msg::NamedValues parse_nfs_exports(std::string_view text);
+
+// Each of those servers that runs here (in this network namespace first,
+// else any: a server in a container), or has exports (knfsd).
+std::vector<msg::ServerConfigFacts> server_config_facts(const std::string& proc_root = "/proc");
+
+}  // namespace cp::probe
