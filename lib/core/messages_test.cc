@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/testing/sample_messages.h"
 
 namespace cp::msg {
 namespace {
@@ -21,34 +22,8 @@ T round_trip(const T& m) {
   return decode<T>(json::parse(json::serialize(to_json(m))), "test");
 }
 
-CpuSummary some_cpu() {
-  CpuSummary c;
-  c.seconds = 2.5;
-  c.core_busy_pct = {80, 5};
-  ProcLoad p;
-  p.pid = 7;
-  p.comm = "smbd";
-  p.cpu_pct = 99;
-  c.top.push_back(p);
-  return c;
-}
-
-TcpInfo some_tcp_info() {
-  TcpInfo t;
-  t.available = true;
-  t.retransmits = 12;
-  t.rtt_us = 250;
-  t.rttvar_us = 30;
-  t.snd_cwnd = 40;
-  t.snd_mss = 1448;
-  t.pmtu = 1500;
-  t.busy_s = 1.25;
-  t.rwnd_limited_s = 0.5;
-  t.sndbuf_limited_s = 0.25;
-  t.delivery_rate = 117000000;
-  t.rtt_idle_us = 90;
-  return t;
-}
+using testing::sample_cpu;
+using testing::sample_tcp_info;
 
 ShareRef some_share() {
   return {"s1", "smb://h/share", "smb", "u", "secret", {{"connections", "2"}, {"seal", "no"}}};
@@ -65,7 +40,7 @@ TEST(Messages, DiskRequestAndResultRoundTrip) {
   DiskRequest r{"/d", "read", "f.dat", 0, 1u << 20, true};
   EXPECT_TRUE(round_trip(r).delete_after);
 
-  DiskResult d{123, 0.5, true, true, "O_DIRECT", true, some_cpu()};
+  DiskResult d{123, 0.5, true, true, "O_DIRECT", true, sample_cpu()};
   DiskResult d2 = round_trip(d);
   EXPECT_EQ(d2.bytes, 123u);
   EXPECT_DOUBLE_EQ(d2.seconds, 0.5);
@@ -101,7 +76,7 @@ TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_EQ(round_trip(res).token, "tok");
   EXPECT_DOUBLE_EQ(round_trip(res).timeout, 12.5);
 
-  TcpResult t{1000, 1.5, true, some_tcp_info(), some_cpu()};
+  TcpResult t{1000, 1.5, true, sample_tcp_info(), sample_cpu()};
   TcpResult t2 = round_trip(t);
   EXPECT_EQ(t2.bytes, 1000u);
   EXPECT_DOUBLE_EQ(t2.seconds, 1.5);
@@ -121,7 +96,7 @@ TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_EQ(i.rtt_idle_us, 90u);
   EXPECT_EQ(t2.cpu.core_busy_pct.size(), 2u);
 
-  TcpDetails d{"client", 1000, 1.4, some_tcp_info(), TcpInfo{}};
+  TcpDetails d{"client", 1000, 1.4, sample_tcp_info(), TcpInfo{}};
   TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
   EXPECT_EQ(d2.sender, "client");
   EXPECT_EQ(d2.sender_bytes, 1000u);
@@ -137,15 +112,15 @@ TEST(Messages, TcpStreamsRoundTripAndOneStreamWritesNone) {
   EXPECT_EQ(round_trip(run).tokens, (std::vector<std::string>{"a", "b", "c"}));
   TcpResultRequest res{"a", 10, {"a", "b"}};
   EXPECT_EQ(round_trip(res).tokens, (std::vector<std::string>{"a", "b"}));
-  TcpResult t{3000, 2, true, some_tcp_info(), some_cpu(), {}};
+  TcpResult t{3000, 2, true, sample_tcp_info(), sample_cpu(), {}};
   EXPECT_FALSE(to_json(t).contains("streams"));
-  t.streams = {{1000, 2, some_tcp_info()}, {2000, 1.9, TcpInfo{}}};
+  t.streams = {{1000, 2, sample_tcp_info()}, {2000, 1.9, TcpInfo{}}};
   const TcpResult t2 = round_trip(t);
   ASSERT_EQ(t2.streams.size(), 2u);
   EXPECT_EQ(t2.streams[1].bytes, 2000u);
   EXPECT_DOUBLE_EQ(t2.streams[1].seconds, 1.9);
   EXPECT_EQ(t2.streams[0].tcp_info.rtt_us, 250u);
-  TcpDetails d{"server", 3000, 2, some_tcp_info(), TcpInfo{}, t.streams};
+  TcpDetails d{"server", 3000, 2, sample_tcp_info(), TcpInfo{}, t.streams};
   const TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
   ASSERT_EQ(d2.streams.size(), 2u);
   EXPECT_EQ(d2.streams[0].bytes, 1000u);
@@ -194,7 +169,7 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(t2.block, 65536u);
   EXPECT_TRUE(t2.delete_after);
 
-  TransferResult r{1u << 20, 0.2, "cafe", {{"dialect", "SMB3_11"}}, some_cpu()};
+  TransferResult r{1u << 20, 0.2, "cafe", {{"dialect", "SMB3_11"}}, sample_cpu()};
   TransferResult r2 = round_trip(r);
   EXPECT_EQ(r2.bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(r2.seconds, 0.2);
@@ -219,7 +194,7 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(s2.request, 4096u);
   EXPECT_EQ(s2.bytes, 1u << 20);
   EXPECT_EQ(s2.file_size, 2u << 20);
-  SizeScanResult sr{1u << 20, 0.3, "", some_cpu()};
+  SizeScanResult sr{1u << 20, 0.3, "", sample_cpu()};
   SizeScanResult sr2 = round_trip(sr);
   EXPECT_EQ(sr2.bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(sr2.seconds, 0.3);
