@@ -142,6 +142,7 @@ class Agent {
   json::object do_cpu_stop(const Request&);
   json::object do_transfer(const Request& r);
   json::object do_size_scan(const Request& r);
+  json::object do_files_share(const Request& r);
   json::object do_smb_status(const Request& r);
   json::object do_close_shares(const Request&);
   json::object do_stats(const Request&);
@@ -206,6 +207,7 @@ const Agent::Op Agent::kOps[] = {
     {"cpu_stop", &Agent::do_cpu_stop},
     {"transfer", &Agent::do_transfer},
     {"sweep", &Agent::do_size_scan},  // the size scan's cells; its wire name kept
+    {"files_share", &Agent::do_files_share},
     {"smb_status", &Agent::do_smb_status},
     {"close_shares", &Agent::do_close_shares},
     {"stats", &Agent::do_stats},
@@ -545,6 +547,12 @@ json::object Agent::do_size_scan(const Request& r) {
   ClientRole& role = client(r.type);
   return msg::to_json(
       role.size_scan(decode<msg::SizeScanRequest>(r), {r.cancel, progress_to(r.id), {}}));
+}
+
+json::object Agent::do_files_share(const Request& r) {
+  ClientRole& role = client(r.type);
+  return msg::to_json(
+      role.files_share(decode<msg::FilesShareRequest>(r), {r.cancel, progress_to(r.id), {}}));
 }
 
 json::object Agent::do_close_shares(const Request&) {

@@ -395,6 +395,47 @@ struct SizeScanDetails {
   uint64_t request = 0;
 };
 
+// ---- small files over a share (files_share) --------------------------------
+// One small-file pass through a share's driver (transfer/files_pass.h,
+// docs/small-files.md): the client agent creates, stats, reads and deletes a
+// tree of files in `root` and answers each phase's figures.
+
+struct FilesShareRequest {
+  ShareRef share;
+  std::string root;                  // the pass's directory inside the share: made, then removed
+  uint64_t count = 1000;             // files
+  uint64_t size = 4096;              // bytes per file
+  uint64_t dirs = 10;                // directories they spread over
+  std::string order = "sequential";  // "sequential" | "random" (seeded)
+  uint64_t seed = 0;
+  double budget = 30;      // seconds a phase may take once a tenth of the files are in; 0: none
+  uint64_t in_flight = 1;  // operations in flight asked for (capped at the driver's)
+};
+
+// What one phase did (files::PhaseStats on the wire).
+struct FilesPhase {
+  std::string phase;  // "create" | "stat" | "read" | "delete"
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double median_us = 0, p99_us = 0, max_us = 0;  // per-operation latency
+  double in_flight_mean = 0;
+  uint64_t in_flight_max = 0;
+  bool budget_hit = false;
+  std::string skipped;  // why it did not run
+  std::string error;    // what stopped it midway
+  CpuSummary cpu;       // the client's over the phase
+};
+
+struct FilesShareResult {
+  std::vector<FilesPhase> phases;                 // create, stat, read, delete
+  uint64_t in_flight = 1;                         // sessions the pass ran on
+  std::string in_flight_note;                     // how, or why one at a time
+  uint64_t created = 0;                           // files the create phase made
+  std::string leftover;                           // what could not be removed ("" none)
+  std::map<std::string, std::string> properties;  // the driver session's
+};
+
 // ---- facts -----------------------------------------------------------------
 
 // Its answer, the host's facts: core/facts_message.h.

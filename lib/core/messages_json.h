@@ -68,6 +68,9 @@ CP_MESSAGE_CODEC(SizeScanRequest)
 CP_MESSAGE_CODEC(SizeScanResult)
 CP_MESSAGE_CODEC(SizeScanDetails)
 CP_MESSAGE_CODEC(FactsRequest)
+CP_MESSAGE_CODEC(FilesShareRequest)
+CP_MESSAGE_CODEC(FilesPhase)
+CP_MESSAGE_CODEC(FilesShareResult)
 
 #undef CP_MESSAGE_CODEC
 

@@ -152,6 +152,63 @@ TEST(Messages, FileMessagesRoundTrip) {
   EXPECT_EQ(z2.cache_reason, "ZFS ARC");
 }
 
+TEST(Messages, FilesShareRoundTripsAndRefusesAMissingField) {
+  FilesShareRequest q;
+  q.share = some_share();
+  q.root = "run-x/files";
+  q.count = 500;
+  q.size = 0;
+  q.dirs = 5;
+  q.order = "random";
+  q.seed = 9;
+  q.budget = 12.5;
+  q.in_flight = 8;
+  const FilesShareRequest q2 = round_trip(q);
+  EXPECT_EQ(q2.share.driver, "smb");
+  EXPECT_EQ(q2.root, "run-x/files");
+  EXPECT_EQ(q2.count, 500u);
+  EXPECT_EQ(q2.size, 0u);
+  EXPECT_EQ(q2.dirs, 5u);
+  EXPECT_EQ(q2.order, "random");
+  EXPECT_EQ(q2.seed, 9u);
+  EXPECT_DOUBLE_EQ(q2.budget, 12.5);
+  EXPECT_EQ(q2.in_flight, 8u);
+
+  FilesShareResult r;
+  r.phases.push_back(
+      {"create", 500, 2048000, 1.5, 80, 900, 1200, 3.5, 4, true, "", "", some_cpu()});
+  r.phases.push_back({"stat", 3, 0, 0.01, 50, 60, 70, 1, 1, false, "", "denied", some_cpu()});
+  r.in_flight = 4;
+  r.in_flight_note = "4 sessions";
+  r.created = 500;
+  r.leftover = "d0003 not empty";
+  r.properties = {{"version", "4"}};
+  const FilesShareResult r2 = round_trip(r);
+  ASSERT_EQ(r2.phases.size(), 2u);
+  EXPECT_EQ(r2.phases[0].phase, "create");
+  EXPECT_EQ(r2.phases[0].ops, 500u);
+  EXPECT_EQ(r2.phases[0].bytes, 2048000u);
+  EXPECT_DOUBLE_EQ(r2.phases[0].p99_us, 900);
+  EXPECT_DOUBLE_EQ(r2.phases[0].in_flight_mean, 3.5);
+  EXPECT_EQ(r2.phases[0].in_flight_max, 4u);
+  EXPECT_TRUE(r2.phases[0].budget_hit);
+  EXPECT_DOUBLE_EQ(r2.phases[0].cpu.seconds, 2.5);
+  EXPECT_EQ(r2.phases[1].error, "denied");
+  EXPECT_EQ(r2.in_flight, 4u);
+  EXPECT_EQ(r2.created, 500u);
+  EXPECT_EQ(r2.leftover, "d0003 not empty");
+  EXPECT_EQ(r2.properties.at("version"), "4");
+
+  json::object o = to_json(q);
+  o.erase("root");
+  try {
+    decode<FilesShareRequest>(o, "files_share");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+}
+
 TEST(Messages, TransferAndSweepRoundTrip) {
   TransferRequest t{some_share(), "read", "run-x/a.dat", "/ram", "a.dat", 1u << 20, 65536, true};
   TransferRequest t2 = round_trip(t);

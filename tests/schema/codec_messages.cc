@@ -98,6 +98,25 @@ int main() {
   request("sweep",
           to_json(SizeScanRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
   result("sweep", to_json(SizeScanResult{1u << 20, 0.3, "", sample_cpu()}));
+  // Small files over a share.
+  FilesShareRequest fs;
+  fs.share = share;
+  fs.root = "chokepoint-run-a/files-smb";
+  fs.order = "random";
+  fs.seed = 7;
+  fs.in_flight = 4;
+  request("files_share", to_json(fs));
+  FilesShareResult fr;
+  for (const char* phase : {"create", "stat", "read", "delete"}) {
+    FilesPhase p{phase, 1000, 4096000, 0.5, 120, 900, 2000, 3.9, 4, false, "", "", sample_cpu()};
+    if (std::string(phase) == "stat") p.skipped = "the FTP server does not answer SIZE";
+    fr.phases.push_back(p);
+  }
+  fr.in_flight = 4;
+  fr.in_flight_note = "4 sessions, one thread each";
+  fr.created = 1000;
+  fr.properties = {{"dialect", "3.1.1"}};
+  result("files_share", to_json(fr));
   result("remove_file", to_json(RemoveFileResult{true}));
   // Run directories.
   request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));
