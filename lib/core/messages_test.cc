@@ -176,8 +176,8 @@ TEST(Messages, FilesShareRoundTripsAndRefusesAMissingField) {
 
   FilesShareResult r;
   r.phases.push_back(
-      {"create", 500, 2048000, 1.5, 80, 900, 1200, 3.5, 4, true, "", "", some_cpu()});
-  r.phases.push_back({"stat", 3, 0, 0.01, 50, 60, 70, 1, 1, false, "", "denied", some_cpu()});
+      {"create", 500, 2048000, 1.5, 80, 900, 1200, 3.5, 4, true, "", "", sample_cpu()});
+  r.phases.push_back({"stat", 3, 0, 0.01, 50, 60, 70, 1, 1, false, "", "denied", sample_cpu()});
   r.in_flight = 4;
   r.in_flight_note = "4 sessions";
   r.created = 500;
