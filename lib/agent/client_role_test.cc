@@ -88,16 +88,16 @@ TEST(ClientRole, FilesShareRunsAPassOverAShareAndLeavesNothing) {
     const char* names[] = {"create", "stat", "read", "delete"};
     for (size_t i = 0; i < 4; ++i) {
       SCOPED_TRACE(names[i]);
-      EXPECT_EQ(r.phases[i].phase, names[i]);
-      EXPECT_EQ(r.phases[i].ops, 60u);
-      EXPECT_TRUE(r.phases[i].error.empty()) << r.phases[i].error;
-      EXPECT_LE(r.phases[i].median_us, r.phases[i].p99_us);
-      EXPECT_LE(r.phases[i].p99_us, r.phases[i].max_us);
-      EXPECT_GE(r.phases[i].in_flight_max, 1u);
-      EXPECT_LE(r.phases[i].in_flight_max, 4u);
+      EXPECT_EQ(files::phase_name(r.phases[i].stats.phase), names[i]);
+      EXPECT_EQ(r.phases[i].stats.ops, 60u);
+      EXPECT_TRUE(r.phases[i].stats.error.empty()) << r.phases[i].stats.error;
+      EXPECT_LE(r.phases[i].stats.latency.median_us, r.phases[i].stats.latency.p99_us);
+      EXPECT_LE(r.phases[i].stats.latency.p99_us, r.phases[i].stats.latency.max_us);
+      EXPECT_GE(r.phases[i].stats.in_flight_max, 1u);
+      EXPECT_LE(r.phases[i].stats.in_flight_max, 4u);
       EXPECT_GT(r.phases[i].cpu.seconds, 0);
     }
-    EXPECT_EQ(r.phases[2].bytes, 6000u);
+    EXPECT_EQ(r.phases[2].stats.bytes, 6000u);
     EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 0);
 
     q.count = 0;

@@ -69,19 +69,7 @@ msg::FilesShareResult run_files_share(const msg::FilesShareRequest& req, transfe
   msg::FilesShareResult out;
   for (size_t i = 0; i < r.phases.size(); ++i) {
     const files::PhaseStats& p = r.phases[i];
-    msg::FilesPhase f;
-    f.phase = std::string(files::phase_name(p.phase));
-    f.ops = p.ops;
-    f.bytes = p.bytes;
-    f.seconds = p.seconds;
-    f.median_us = p.latency.median_us;
-    f.p99_us = p.latency.p99_us;
-    f.max_us = p.latency.max_us;
-    f.in_flight_mean = p.in_flight_mean;
-    f.in_flight_max = p.in_flight_max;
-    f.budget_hit = p.budget_hit;
-    f.skipped = p.skipped;
-    f.error = p.error;
+    msg::FilesPhase f{p, {}};
     if (i < cpus.size()) f.cpu = cpus[i];
     out.phases.push_back(std::move(f));
   }

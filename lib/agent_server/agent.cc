@@ -37,6 +37,7 @@
 #include "core/wire.h"
 #include "probe/cpu.h"
 #include "probe/disk.h"
+#include "probe/files.h"
 #include "probe/sysinfo.h"
 #include "probe/tcp.h"
 #include "tune_agent/agent_requests.h"
@@ -132,6 +133,7 @@ class Agent {
   json::object do_clean_orphans(const Request& r);
   json::object do_check_space(const Request& r);
   json::object do_disk(const Request& r);
+  json::object do_files(const Request& r);
   json::object do_tcp_listen(const Request& r);
   json::object do_tcp_run(const Request& r);
   json::object do_tcp_result(const Request& r);
@@ -197,6 +199,7 @@ const Agent::Op Agent::kOps[] = {
     {"sweep_orphans", &Agent::do_clean_orphans},
     {"check_space", &Agent::do_check_space},
     {"disk", &Agent::do_disk},
+    {"files", &Agent::do_files},
     {"tcp_listen", &Agent::do_tcp_listen},
     {"tcp_run", &Agent::do_tcp_run},
     {"tcp_result", &Agent::do_tcp_result},
@@ -411,6 +414,31 @@ json::object Agent::do_disk(const Request& r) {
   }
   return msg::to_json(msg::DiskResult{d.bytes, d.seconds, d.direct, d.cache_possible, d.method,
                                       d.huge_page, cpu.stop(), d.cache_reason});
+}
+
+// One small-file pass on this end's disk (probe/files.h), in a fresh
+// directory `name` of the run directory.
+json::object Agent::do_files(const Request& r) {
+  const auto q = decode<msg::FilesRequest>(r);
+  if (q.order != "sequential" && q.order != "random") {
+    throw Error(ErrorKind::kPeer,
+                fmt::format("message 'files': field 'order' must be sequential or random, not "
+                            "'{}'",
+                            q.order.substr(0, 40)),
+                "the orchestrator and agent builds differ: redeploy the agent");
+  }
+  const RunFile f = run_file(q.dir, q.name, r.type);
+  probe::FilesOptions o;
+  o.tree = {q.count, q.size, q.dirs};
+  o.random = q.order == "random";
+  o.seed = q.seed;
+  o.budget = q.budget;
+  const probe::FilesPassResult p =
+      probe::files_pass(f.dir_fd, f.path.substr(0, f.path.size() - f.name.size() - 1), f.name, o,
+                        r.cancel, progress_to(r.id));
+  msg::FilesResult out{{}, p.fs_type, p.cache_possible, p.cache_reason};
+  for (const auto& ph : p.phases) out.phases.push_back({ph.stats, ph.cpu});
+  return msg::to_json(out);
 }
 
 json::object Agent::do_tcp_listen(const Request& r) {

@@ -153,6 +153,34 @@ TEST_F(SecurityAgentFiles, PlantedLinkAtAFileNameFailsTypedAndLeavesItsTarget) {
   EXPECT_TRUE(fs::exists(victim_));
 }
 
+// A link (to a directory outside) planted at the name of a small-file pass's
+// root in the shared run directory: the pass fails with an I/O error, writes
+// nothing through it, and leaves the link (not the agent's) where it is.
+TEST_F(SecurityAgentFiles, PlantedLinkAtTheSmallFilePassRootFailsTypedAndLeavesItsTarget) {
+  const std::string run = start_agent();
+  fs::create_symlink(outside_, fs::path(run) / "files-server-1");
+  EXPECT_EQ(
+      fails("files", {{"name", "files-server-1"}, {"count", 20}, {"size", 4096}, {"dirs", 2}}),
+      ErrorKind::kIo);
+  EXPECT_TRUE(fs::is_symlink(fs::path(run) / "files-server-1"));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(outside_)) ++entries;
+  EXPECT_EQ(entries, 1);  // the victim alone: no d0000, no f000000
+  EXPECT_EQ(checksum_of(victim_), victim_sum_);
+  // The same request at a fresh name runs, and leaves nothing behind.
+  json::object ok = link_->call("files",
+                                {{"dir", dir_.string()},
+                                 {"name", "files-server-2"},
+                                 {"count", 20},
+                                 {"size", 4096},
+                                 {"dirs", 2}},
+                                20);
+  const auto r = msg::decode<msg::FilesResult>(ok, "files");
+  ASSERT_EQ(r.phases.size(), 4u);
+  EXPECT_EQ(r.phases[0].stats.ops, 20u);
+  EXPECT_FALSE(fs::exists(fs::path(run) / "files-server-2"));
+}
+
 // A FIFO or a hard link planted at a name the server checksums: refused, and
 // the FIFO never blocks the request (it would hang here without O_NONBLOCK).
 TEST_F(SecurityAgentFiles, FifoOrHardLinkAtAChecksummedNameIsRefused) {

@@ -44,8 +44,8 @@ const char* confidence_name(Confidence c) {
 }
 
 bool is_verdict_path(const std::string& path) {
-  static const std::set<std::string> kOther = {"cache", "errors", "mtu", "cpu",
-                                               "tcp",   "config", "load"};
+  static const std::set<std::string> kOther = {"cache", "errors", "mtu",  "cpu",
+                                               "tcp",   "config", "load", "files"};
   return !path.empty() && !kOther.count(path);
 }
 

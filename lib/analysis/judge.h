@@ -98,6 +98,10 @@ uint64_t round_size_up(double bytes);
 // (trust.page_cache, trust.cache_ruled_out, trust.anomaly), and rows not over
 // the medium they claim (trust.medium): marks the rows, returns their findings.
 std::vector<Finding> judge_trust(Analysis& a);
+// The small-file rows of each end's disk (files_rules.cc): run-wide notes,
+// files.disk_cpu (a phase CPU-bound: the keys go into `cpu_judged`) and
+// files.disk_latency (a phase whose worst operation stalled).
+std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& cpu_judged);
 // Verdicts resting on a figure a cache may have served list it (untrusted).
 void mark_untrusted(Analysis& a);
 

@@ -48,6 +48,11 @@ constexpr double kOwnBusy = 50;  // % of one core
 // Kernel work (system + irq/softirq) at least this share of the busy time: the
 // cost is per packet, which jumbo frames cut.
 constexpr double kPerPacketShare = 0.5;
+// A small-file phase on a disk whose worst operation took >= 50x its median
+// and at least 50 ms (a user waits on it: "537 ms worst case" in seed 002)
+// stalled: a device pausing, a journal commit.
+constexpr double kLatencyTail = 50;
+constexpr double kLatencyStallUs = 50'000;
 // A protocol at >= 80 % of what the client's own bytes in flight allow over
 // the round trip (bytes in flight / RTT) is limited by the client.
 constexpr double kProbeLimited = 0.80;
@@ -137,6 +142,12 @@ struct BusCeiling {
   bool empty() const { return kind.empty(); }
 };
 
+// What a row's figure counts: bytes/s, or operations/s (the small-file rows,
+// "files:server:create:4096": rate, samples and ratio are then ops/s).
+enum class RowUnit { kBytes, kOps };
+// "bytes/s" | "ops/s".
+const char* unit_name(RowUnit u);
+
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
   std::string label;  // "TCP server -> client"
@@ -144,6 +155,10 @@ struct Row {
   std::string where;
   std::string op;
   uint64_t size = 0;               // disk file size
+  RowUnit unit = RowUnit::kBytes;  // of rate, samples and min/max
+  // Small-file rows: per-operation latency, us: the median of the samples'
+  // medians, the highest p99 and the highest max (0: none).
+  double latency_median_us = 0, latency_p99_us = 0, latency_max_us = 0;
   int streams = 1;                 // TCP rows: streams at once (the figure is their total)
   Summary rate;                    // bytes/s over the successful samples
   size_t failed = 0;               // failed samples

@@ -127,6 +127,7 @@ struct Accum {
   double busy_s = 0, rwnd_s = 0, sndbuf_s = 0;
   bool info = false;
   std::vector<double> rtts, idle_rtts;  // µs
+  std::vector<double> latency_medians;  // small-file samples' median latency, µs
   std::map<std::string, CpuAcc> cpu;    // per end
 };
 
@@ -134,14 +135,17 @@ struct Accum {
 
 std::string protocol_name(const std::string& layer) { return transfer::protocol_display(layer); }
 
+const char* unit_name(RowUnit u) { return u == RowUnit::kOps ? "ops/s" : "bytes/s"; }
+
 bool is_protocol(const std::string& layer) {
-  return layer != "disk" && layer != "tcp" && layer != "link";
+  return layer != "disk" && layer != "tcp" && layer != "link" && layer != "files";
 }
 
 bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_size_scan(r); }
 
 std::string layer_name(const Row& r) {
   if (r.layer == "disk") return r.where + " disk";
+  if (r.layer == "files") return r.where + " disk's small files";
   return r.layer;
 }
 
@@ -308,6 +312,21 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
     proto.label =
         fmt::format("{} disk {}, {} files", st.where,
                     s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
+  } else if (st.kind == stored::StageKind::kFiles) {
+    // Small files on an end's disk (op "files-create" ..), in ops/s: a row per
+    // phase, order and file size ("files:server:create:4096", the random
+    // pass's "files:server:random-create:4096").
+    const auto* fd = s.details.as<msg::FilesDetails>();
+    const std::string phase = s.op.rfind("files-", 0) == 0 ? s.op.substr(6) : s.op;
+    const bool random = fd && fd->order == "random";
+    const std::string op = random ? "random-" + phase : phase;
+    key = fmt::format("files:{}:{}:{}", st.where, op, s.size);
+    proto.layer = "files";
+    proto.op = op;
+    proto.size = s.size;
+    proto.unit = RowUnit::kOps;
+    proto.label = fmt::format("{} disk {}{}, {} files (ops/s)", st.where, random ? "random " : "",
+                              phase, format_size(s.size));
   } else if (st.kind == stored::StageKind::kTcp) {
     // Several streams at once: a row per count, the figure their total.
     const auto* td = s.details.as<msg::TcpDetails>();
@@ -334,6 +353,14 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
   return key;
 }
 
+// A sample's figure in its row's unit: bytes/s, or a small-file phase's
+// operations/s (its details' ops over its seconds).
+double figure_of(const stored::Sample& s, RowUnit unit) {
+  if (unit == RowUnit::kBytes) return s.rate();
+  const auto* fd = s.details.as<msg::FilesDetails>();
+  return fd && s.seconds > 0 ? double(fd->ops) / s.seconds : 0;
+}
+
 }  // namespace
 
 std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
@@ -354,7 +381,7 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
         ac.row.failed++;
         continue;
       }
-      ac.row.samples.push_back(s.rate());
+      ac.row.samples.push_back(figure_of(s, ac.row.unit));
       ac.row.sample_ids.push_back(s.id);
       // The agent's reason for the row's first sample a cache may have served.
       const bool want_why = s.cache_possible && ac.row.cache_possible_why.empty();
@@ -363,6 +390,14 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
         if (const auto* d = s.details.as<msg::DiskDetails>()) {
           ac.row.cache_possible_why = d->cache_reason;
         }
+        if (const auto* d = s.details.as<msg::FilesDetails>()) {
+          ac.row.cache_possible_why = d->cache_reason;
+        }
+      }
+      if (const auto* d = s.details.as<msg::FilesDetails>()) {
+        ac.latency_medians.push_back(d->latency_us.median_us);
+        ac.row.latency_p99_us = std::max(ac.row.latency_p99_us, d->latency_us.p99_us);
+        ac.row.latency_max_us = std::max(ac.row.latency_max_us, d->latency_us.max_us);
       }
       if (s.cpu) {
         add_cpu(ac.row, *s.cpu);
@@ -405,6 +440,9 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
     Accum& ac = acc[key];
     ac.row.rate = summarize(ac.row.samples);
     if (!ac.rtts.empty()) ac.row.rtt_us = summarize(ac.rtts).median;
+    if (!ac.latency_medians.empty()) {
+      ac.row.latency_median_us = summarize(ac.latency_medians).median;
+    }
     if (!ac.idle_rtts.empty()) ac.row.rtt_idle_us = summarize(ac.idle_rtts).median;
     for (const auto& [host, c] : ac.cpu) ac.row.cpu[host] = c.use();
     if (ac.info && ac.busy_s > 0) {

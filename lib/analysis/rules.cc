@@ -64,6 +64,10 @@ constexpr Rule kRules[] = {
   {"protocol.layer", kProtocolRamChain, "over RAM, below TCP, nothing else explains it: the protocol layer caps it", rules::protocol_layer},
   {"protocol.plus_disk", kProtocolDiskChain, "from disk below both the protocol over RAM and the server disk: the two together cost more than either alone", rules::protocol_plus_disk},
 
+  // Small files on each end's disk, run-wide notes (files_rules.cc).
+  {"files.disk_cpu", kRunRule, "a small-file phase on an end's disk with a thread at a core or every core busy: the CPU, not the disk, sets its operations/s (chokepoint's agent: a lower bound)"},
+  {"files.disk_latency", kRunRule, "a small-file phase on an end's disk whose worst operation took >= 50x its median and >= 50 ms: the device or the journal stalled"},
+
   // Run-wide, after the verdicts (this file).
   {"cpu.bound", kRunRule, "a CPU-bound row no verdict judged: who burns the CPU"},
   {"load.competing", kRunRule, "rows measured while other processes kept every core busy: their figures may be low"},
@@ -73,7 +77,7 @@ constexpr Rule kRules[] = {
 // clang-format on
 
 // Where a step's findings go in the report, in this order.
-enum class Section { kPath, kTcp, kCpu, kLoad, kTrust, kErrors, kMtu, kProtocol };
+enum class Section { kPath, kTcp, kCpu, kFiles, kLoad, kTrust, kErrors, kMtu, kProtocol };
 
 struct Judging {
   Analysis& a;
@@ -130,6 +134,11 @@ void step_protocols(Judging& j) {
       j.add(Section::kProtocol, protocol_finding(j.a, r, true));
     }
   }
+}
+
+// The small-file rows of each end's disk: their CPU and latency notes.
+void step_files(Judging& j) {
+  for (Finding& f : judge_files_disk(j.a, j.judged.cpu)) j.add(Section::kFiles, std::move(f));
 }
 
 // A CPU-bound row that no verdict judged yet (a TCP or protocol verdict that
@@ -197,10 +206,15 @@ struct Step {
   void (*run)(Judging&);
 };
 constexpr Step kSteps[] = {
-    {"trust checks", step_trust},    {"disk-to-disk paths", step_paths},
-    {"TCP rows", step_tcp},          {"protocol rows", step_protocols},
-    {"CPU-bound rows", step_cpu},    {"competing load", step_load},
-    {"failed samples", step_errors}, {"MTU", step_mtu},
+    {"trust checks", step_trust},
+    {"disk-to-disk paths", step_paths},
+    {"TCP rows", step_tcp},
+    {"protocol rows", step_protocols},
+    {"small files on disk", step_files},
+    {"CPU-bound rows", step_cpu},
+    {"competing load", step_load},
+    {"failed samples", step_errors},
+    {"MTU", step_mtu},
 };
 
 bool known_rule(std::string_view id) {

@@ -79,7 +79,8 @@ TEST(Commands, DiagnoseDryRunMeasuresAndStoresNothing) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string db = dir + "/runs.db";
-  std::ofstream(dir + "/plan.ini") << "[disk]\nsizes = 10MB\ncount = 2\n[tcp]\ncount = 3\n";
+  std::ofstream(dir + "/plan.ini") << "[disk]\nsizes = 10MB\ncount = 2\n[tcp]\ncount = "
+                                      "3\n[files]\ncount = 100\norder = random\n";
   testing::internal::CaptureStdout();
   const int rc = run({"diagnose", "--server", "nowhere.invalid", "--client", "local", "--plan",
                       dir + "/plan.ini", "--db", db, "--dry-run", "--json"});
@@ -92,8 +93,9 @@ TEST(Commands, DiagnoseDryRunMeasuresAndStoresNothing) {
   for (const auto& s : doc.at("stages").as_array()) {
     samples += static_cast<int>(s.at("samples").to_number<int64_t>());
   }
-  // disk: 2 hosts x 2 files x write+read, and the server's 2 synchronous writes; tcp: 2 x 3
-  EXPECT_EQ(samples, 2 * 2 * 2 + 2 + 2 * 3);
+  // disk: 2 hosts x 2 files x write+read, and the server's 2 synchronous writes; tcp: 2 x 3;
+  // files: 2 hosts x one pass of 4 phases
+  EXPECT_EQ(samples, 2 * 2 * 2 + 2 + 2 * 3 + 2 * 4);
   std::ofstream(dir + "/bad.ini") << "[disk]\ncount = 0\n";
   EXPECT_EQ(run({"diagnose", "--server", "nowhere.invalid", "--client", "local", "--plan",
                  dir + "/bad.ini", "--db", db, "--dry-run"}),

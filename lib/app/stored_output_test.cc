@@ -9,8 +9,9 @@
 // "settings" list in each JSON finding, and show's outputs as the code before
 // the typed run printed them with the bus and TCP-stream ladder (the links
 // merge), with the size scan's table headed "Transfer-size scan" (it read
-// "sweep", a word tune keeps; nothing else of the bytes changed). Reading
-// the run decoded once must give the same bytes. On a mismatch the outputs are kept under the
+// "sweep", a word tune keeps; nothing else of the bytes changed) and each
+// ladder row's "unit" (#24). Reading the run decoded once must give the same
+// bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:
 // `sha256sum *` there).

@@ -35,39 +35,6 @@ void from_json(const json::value& v, FilesShareRequest& m, Source src, std::stri
       .opt("in_flight", m.in_flight);
 }
 
-json::object to_json(const FilesPhase& m) {
-  json::object o{{"phase", m.phase},
-                 {"ops", m.ops},
-                 {"bytes", m.bytes},
-                 {"seconds", m.seconds},
-                 {"median_us", m.median_us},
-                 {"p99_us", m.p99_us},
-                 {"max_us", m.max_us},
-                 {"in_flight_mean", m.in_flight_mean},
-                 {"in_flight_max", m.in_flight_max},
-                 {"budget_hit", m.budget_hit},
-                 {"cpu", msg::to_json(m.cpu)}};
-  if (!m.skipped.empty()) o["skipped"] = m.skipped;
-  if (!m.error.empty()) o["error"] = m.error;
-  return o;
-}
-void from_json(const json::value& v, FilesPhase& m, Source src, std::string_view what) {
-  In(v, src, what)
-      .need("phase", m.phase)
-      .need("ops", m.ops)
-      .need("bytes", m.bytes)
-      .need("seconds", m.seconds)
-      .need("median_us", m.median_us)
-      .need("p99_us", m.p99_us)
-      .need("max_us", m.max_us)
-      .need("in_flight_mean", m.in_flight_mean)
-      .need("in_flight_max", m.in_flight_max)
-      .opt("budget_hit", m.budget_hit)
-      .opt("skipped", m.skipped)
-      .opt("error", m.error)
-      .need("cpu", m.cpu);
-}
-
 json::object to_json(const FilesShareResult& m) {
   json::object o{{"phases", array_of(m.phases)},
                  {"in_flight", m.in_flight},

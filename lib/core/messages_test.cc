@@ -61,6 +61,59 @@ TEST(Messages, DiskRequestAndResultRoundTrip) {
   EXPECT_EQ(s2.block, 1u << 20);
 }
 
+TEST(Messages, FilesMessagesRoundTrip) {
+  const FilesRequest q{"/disk", "files-1", 2000, 512, 20, "random", 99, 12.5};
+  const FilesRequest q2 = round_trip(q);
+  EXPECT_EQ(q2.dir, "/disk");
+  EXPECT_EQ(q2.name, "files-1");
+  EXPECT_EQ(q2.count, 2000u);
+  EXPECT_EQ(q2.size, 512u);
+  EXPECT_EQ(q2.dirs, 20u);
+  EXPECT_EQ(q2.order, "random");
+  EXPECT_EQ(q2.seed, 99u);
+  EXPECT_DOUBLE_EQ(q2.budget, 12.5);
+
+  files::PhaseStats st{files::Phase::remove, 1500, 0, 0.75, {30, 80, 900}, 1, 1, true, ""};
+  const FilesResult r2 = round_trip(FilesResult{{{st, sample_cpu()}}, "ext4", true, "zfs: ARC"});
+  ASSERT_EQ(r2.phases.size(), 1u);
+  EXPECT_EQ(r2.phases[0].stats.phase, files::Phase::remove);
+  EXPECT_EQ(r2.phases[0].stats.ops, 1500u);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.seconds, 0.75);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.latency.p99_us, 80);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.latency.max_us, 900);
+  EXPECT_TRUE(r2.phases[0].stats.budget_hit);
+  EXPECT_EQ(r2.phases[0].cpu.core_busy_pct, sample_cpu().core_busy_pct);
+  EXPECT_EQ(r2.fs_type, "ext4");
+  EXPECT_TRUE(r2.cache_possible);
+  EXPECT_EQ(r2.cache_reason, "zfs: ARC");
+
+  FilesDetails d;
+  d.count = 1000;
+  d.ops = 640;
+  d.dirs = 10;
+  d.order = "sequential";
+  d.latency_us = {12, 40, 537000};
+  d.budget_hit = true;
+  d.fs_type = "ext4";
+  const auto d2 = read_stored<FilesDetails>(json::serialize(to_json(d)));
+  EXPECT_EQ(d2.ops, 640u);
+  EXPECT_EQ(d2.count, 1000u);
+  EXPECT_DOUBLE_EQ(d2.latency_us.max_us, 537000);
+  EXPECT_TRUE(d2.budget_hit);
+  EXPECT_EQ(d2.order, "sequential");
+}
+
+TEST(Messages, FilesPhaseOfAnUnknownNameIsAPeerError) {
+  json::object o = to_json(FilesResult{{{files::PhaseStats{}, sample_cpu()}}, "ext4", false, ""});
+  o["phases"].as_array()[0].as_object()["phase"] = "rename";
+  try {
+    decode<FilesResult>(o, "files");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPeer);
+  }
+}
+
 TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_EQ(round_trip(TcpListenRequest{"::"}).bind, "::");
   EXPECT_EQ(round_trip(TcpListenResult{40001}).port, 40001u);
@@ -175,9 +228,11 @@ TEST(Messages, FilesShareRoundTripsAndRefusesAMissingField) {
   EXPECT_EQ(q2.in_flight, 8u);
 
   FilesShareResult r;
-  r.phases.push_back(
-      {"create", 500, 2048000, 1.5, 80, 900, 1200, 3.5, 4, true, "", "", sample_cpu()});
-  r.phases.push_back({"stat", 3, 0, 0.01, 50, 60, 70, 1, 1, false, "", "denied", sample_cpu()});
+  files::PhaseStats create{files::Phase::create, 500, 2048000, 1.5, {80, 900, 1200}, 3.5, 4, true};
+  files::PhaseStats stat{files::Phase::stat, 3, 0, 0.01, {50, 60, 70}};
+  stat.error = "denied";
+  r.phases.push_back({create, sample_cpu()});
+  r.phases.push_back({stat, sample_cpu()});
   r.in_flight = 4;
   r.in_flight_note = "4 sessions";
   r.created = 500;
@@ -185,15 +240,15 @@ TEST(Messages, FilesShareRoundTripsAndRefusesAMissingField) {
   r.properties = {{"version", "4"}};
   const FilesShareResult r2 = round_trip(r);
   ASSERT_EQ(r2.phases.size(), 2u);
-  EXPECT_EQ(r2.phases[0].phase, "create");
-  EXPECT_EQ(r2.phases[0].ops, 500u);
-  EXPECT_EQ(r2.phases[0].bytes, 2048000u);
-  EXPECT_DOUBLE_EQ(r2.phases[0].p99_us, 900);
-  EXPECT_DOUBLE_EQ(r2.phases[0].in_flight_mean, 3.5);
-  EXPECT_EQ(r2.phases[0].in_flight_max, 4u);
-  EXPECT_TRUE(r2.phases[0].budget_hit);
+  EXPECT_EQ(r2.phases[0].stats.phase, files::Phase::create);
+  EXPECT_EQ(r2.phases[0].stats.ops, 500u);
+  EXPECT_EQ(r2.phases[0].stats.bytes, 2048000u);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.latency.p99_us, 900);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.in_flight_mean, 3.5);
+  EXPECT_EQ(r2.phases[0].stats.in_flight_max, 4u);
+  EXPECT_TRUE(r2.phases[0].stats.budget_hit);
   EXPECT_DOUBLE_EQ(r2.phases[0].cpu.seconds, 2.5);
-  EXPECT_EQ(r2.phases[1].error, "denied");
+  EXPECT_EQ(r2.phases[1].stats.error, "denied");
   EXPECT_EQ(r2.in_flight, 4u);
   EXPECT_EQ(r2.created, 500u);
   EXPECT_EQ(r2.leftover, "d0003 not empty");

@@ -24,6 +24,8 @@ const char* kind_name(StageKind k) {
       return "protocol";
     case StageKind::kSizeScan:
       return "size_scan";
+    case StageKind::kFiles:
+      return "files";
   }
   return "disk";
 }
@@ -80,12 +82,14 @@ JsonDoc doc(std::string_view text) {
 StageKind kind_of(const StageRecord& st, const json::value& params) {
   if (st.layer == "disk") return StageKind::kDisk;
   if (st.layer == "tcp") return StageKind::kTcp;
+  if (st.layer == "files") return StageKind::kFiles;
   if (params.is_object()) {
     const json::value* scan = params.as_object().if_contains("sweep");
     if (scan && scan->is_bool() && scan->as_bool()) return StageKind::kSizeScan;
   }
   for (const SampleRecord& s : st.samples) {
     if (s.op.rfind("sweep-", 0) == 0) return StageKind::kSizeScan;
+    if (s.op.rfind("files-", 0) == 0) return StageKind::kFiles;  // a share's small files
   }
   return StageKind::kProtocol;
 }
@@ -120,6 +124,9 @@ Details decode_details(StageKind kind, const json::value& v) {
       break;
     case StageKind::kSizeScan:
       d.kind = stored_as<msg::SizeScanDetails>(v);
+      break;
+    case StageKind::kFiles:
+      d.kind = stored_as<msg::FilesDetails>(v);
       break;
   }
   const json::object& o = v.as_object();

@@ -26,15 +26,16 @@ class value;
 
 namespace cp::stored {
 
-// What a stage measured: a disk, TCP, a protocol's files, or the protocol's
-// transfer-size scan.
-enum class StageKind { kDisk, kTcp, kProtocol, kSizeScan };
+// What a stage measured: a disk, TCP, a protocol's files, the protocol's
+// transfer-size scan, or small files (on an end's disk or over a share:
+// its samples' ops are "files-create" .. "files-delete").
+enum class StageKind { kDisk, kTcp, kProtocol, kSizeScan, kFiles };
 // Where it measured: a disk stage's end, a TCP stage's direction, a protocol
 // stage's share medium; kOther: a place this build does not know (its text
 // stays in Stage::where).
 enum class Place { kServer, kClient, kServerToClient, kClientToServer, kRam, kDisk, kOther };
 
-// "disk" | "tcp" | "protocol" | "size_scan".
+// "disk" | "tcp" | "protocol" | "size_scan" | "files".
 const char* kind_name(StageKind k);
 // "server" | "client" | "server->client" | "client->server" | "ram" | "disk" | "other".
 const char* place_name(Place p);
@@ -56,7 +57,7 @@ class JsonDoc {
 // runner flagged the sample as timing a silent agent (pipeline flag_stall).
 struct Details {
   std::variant<std::monostate, msg::DiskDetails, msg::TcpDetails, msg::TransferDetails,
-               msg::SizeScanDetails>
+               msg::SizeScanDetails, msg::FilesDetails>
       kind;
   bool stalled = false;
   double silent_seconds = 0;  // s

@@ -27,6 +27,8 @@ RunEta::RunEta(const Plan& plan)
       k = Kind::kTcp;
     } else if (o.stage.rfind("size-scan ", 0) == 0) {
       k = Kind::kSizeScan;
+    } else if (o.stage.rfind("files ", 0) == 0) {
+      k = Kind::kFiles;
     }
     stages_.push_back({std::move(o), k});
   }
@@ -40,6 +42,7 @@ void RunEta::sample_done(const Progress& p) {
   if (stage_ < 0 || p.seconds <= 0) return;
   Stage& s = stages_[stage_];
   ++s.done;
+  ++done_[int(s.kind)];
   bytes_[int(s.kind)] += double(p.bytes);
   seconds_[int(s.kind)] += p.seconds;
 }
@@ -63,6 +66,11 @@ double RunEta::rate_of(Kind k) const {
 double RunEta::stage_remaining_s(const Stage& s, int samples_left) const {
   if (samples_left <= 0) return 0;
   if (s.kind == Kind::kTcp) return samples_left * (tcp_seconds_ + kSampleOverhead);
+  // A small-file phase: as long as those done so far took on average, else a second.
+  if (s.kind == Kind::kFiles) {
+    const int i = int(Kind::kFiles);
+    return samples_left * (done_[i] > 0 ? seconds_[i] / done_[i] : 1.0);
+  }
   const double rate = rate_of(s.kind);
   if (rate <= 0) return -1;
   const double per_sample = s.outline.samples > 0 ? double(s.outline.bytes) / s.outline.samples : 0;

@@ -28,7 +28,7 @@ class RunEta {
   double remaining_s(const Progress& live) const;
 
  private:
-  enum class Kind { kDisk, kTcp, kProtocol, kSizeScan };
+  enum class Kind { kDisk, kTcp, kProtocol, kSizeScan, kFiles };
   struct Stage {
     StageOutline outline;
     Kind kind;
@@ -46,7 +46,8 @@ class RunEta {
   int series_;       // series per protocol stage (sizes x 2 directions)
   double settle_s_;  // disk stages wait this long per size
   int disk_sizes_;
-  double bytes_[4] = {}, seconds_[4] = {};
+  double bytes_[5] = {}, seconds_[5] = {};
+  int done_[5] = {};  // samples done per kind
 };
 
 // "1 h 05 min", "4 min 10 s", "35 s"; "" for a negative figure.

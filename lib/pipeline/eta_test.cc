@@ -21,6 +21,7 @@ Plan two_share_plan() {
   ram_share.name = "smb-ram";
   ram_share.medium = "ram";
   p.shares = {disk_share, ram_share};  // declared disk first: run RAM first
+  p.files_enabled = false;             // FilesStagesComeAfterTheDiskStages turns it on
   return p;
 }
 
@@ -37,6 +38,21 @@ TEST(RunEta, CountsStagesInTheRunnersOrder) {
   eta.stage_begun();  // more begins than stages: stays on the last
   EXPECT_EQ(eta.stage_no(), 6);
   EXPECT_EQ(eta.stage_name(), "smb-disk");
+}
+
+TEST(RunEta, FilesStagesComeAfterTheDiskStagesAndTakeWhatTheirPhasesTook) {
+  Plan p = two_share_plan();
+  p.files_enabled = true;  // order both: 8 phases per end
+  p.tcp_enabled = p.proto_enabled = false;
+  RunEta eta(p);
+  EXPECT_EQ(eta.stage_count(), 4);  // disk x2, files x2
+  eta.stage_begun();
+  eta.stage_begun();
+  eta.stage_begun();
+  EXPECT_EQ(eta.stage_name(), "files server");
+  eta.sample_done(done(4'096'000, 0.5));
+  // 7 phases left on the server and 8 on the client at 0.5 s each.
+  EXPECT_NEAR(eta.remaining_s(Progress{}), 15 * 0.5, 1e-6);
 }
 
 TEST(RunEta, UnknownUntilARateIsMeasuredThenFromTheRates) {

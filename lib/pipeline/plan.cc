@@ -140,6 +140,33 @@ Section disk_keys() {
            }}};
 }
 
+Section files_keys() {
+  return {
+      {"enabled", [](Plan& p, auto& v, auto& w) { p.files_enabled = parse_bool(v, w); }},
+      {"count", [](Plan& p, auto& v, auto& w) { p.files_count = parse_count(v, w, 10, 1000000); }},
+      {"size",
+       [](Plan& p, auto& v, auto& w) {
+         p.files_size = parse_size(v, w);
+         if (p.files_size > (1u << 20)) {
+           throw Error(ErrorKind::kConfig, fmt::format("{}: {} is over 1 MiB", w, v),
+                       "the small-file stage is for small files: [disk] sizes measures big ones");
+         }
+       }},
+      {"dirs", [](Plan& p, auto& v, auto& w) { p.files_dirs = parse_count(v, w, 1, 10000); }},
+      {"order",
+       [](Plan& p, auto& v, auto& w) {
+         if (v != "sequential" && v != "random" && v != "both") {
+           throw Error(ErrorKind::kConfig,
+                       fmt::format("{}: '{}' is not sequential, random or both", w, v));
+         }
+         p.files_order = v;
+       }},
+      {"budget", [](Plan& p, auto& v, auto& w) { p.files_budget = parse_duration(v, w); }},
+      {"in_flight", [](Plan& p, auto& v, auto& w) {
+         p.files_in_flight = v == "auto" ? 0 : parse_count(v, w, 1, 64);
+       }}};
+}
+
 Section tcp_keys() {
   return {{"enabled", [](Plan& p, auto& v, auto& w) { p.tcp_enabled = parse_bool(v, w); }},
           {"seconds",
@@ -277,6 +304,7 @@ const std::map<std::string, Section>& keys() {
       {"server", server_keys()},
       {"client", client_keys()},
       {"disk", disk_keys()},
+      {"files", files_keys()},
       {"tcp", tcp_keys()},
       {"timeouts", timeout_keys()},
       {"link",
@@ -530,6 +558,12 @@ void check_sample_count(const Plan& plan) {
 
 void validate(const Plan& plan) {
   check_sample_count(plan);
+  if (plan.files_enabled && plan.files_dirs > plan.files_count) {
+    throw Error(
+        ErrorKind::kConfig,
+        fmt::format("[files] dirs ({}) is more than count ({})", plan.files_dirs, plan.files_count),
+        "lower dirs or raise count: each directory holds count / dirs files");
+  }
   for (auto s : plan.scan_sizes) {
     if (plan.size_scan && s > plan.scan_file) {
       throw Error(ErrorKind::kConfig,
@@ -619,6 +653,14 @@ std::string plan_to_json(const Plan& p) {
         {"count", p.disk_count},
         {"block", p.disk_block},
         {"settle", p.disk_settle}}},
+      {"files",
+       {{"enabled", p.files_enabled},
+        {"count", p.files_count},
+        {"size", p.files_size},
+        {"dirs", p.files_dirs},
+        {"order", p.files_order},
+        {"budget", p.files_budget},
+        {"in_flight", p.files_in_flight ? std::to_string(p.files_in_flight) : "auto"}}},
       {"tcp",
        {{"enabled", p.tcp_enabled},
         {"seconds", p.tcp_seconds},
@@ -676,6 +718,21 @@ std::vector<StageOutline> plan_outline(const Plan& plan) {
                server && smallest > 0 ? ", the smallest also written with a flush per block" : "",
                e->disk_dir),
            n, bytes});
+    }
+  }
+  if (plan.files_enabled) {
+    const int passes = plan.files_order == "both" ? 2 : 1;
+    for (const auto* e : {&plan.server, &plan.client}) {
+      out.push_back(
+          {e == &plan.server ? "files server" : "files client",
+           fmt::format("{} pass(es) of {} files of {} in {} directories: create, stat, "
+                       "read, delete{}, in {}",
+                       passes, plan.files_count, format_size(plan.files_size), plan.files_dirs,
+                       plan.files_budget > 0
+                           ? fmt::format(", at most {:g} s per pass", plan.files_budget)
+                           : "",
+                       e->disk_dir),
+           passes * 4, plan.files_count * plan.files_size * 2 * uint64_t(passes)});
     }
   }
   if (plan.tcp_enabled) {

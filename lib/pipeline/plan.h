@@ -105,6 +105,17 @@ struct Plan {
   uint64_t scan_bytes = 16u << 20;  // moved per cell
   uint64_t scan_file = 64u << 20;   // the file random requests land in
 
+  // [files]: the small-file stage (docs/small-files.md): passes of `files_count`
+  // files of `files_size` bytes over `files_dirs` directories, on each end's
+  // disk_dir; each pass stops at `files_budget` s once a tenth is in (0: none).
+  bool files_enabled = true;
+  uint64_t files_count = 1000;
+  uint64_t files_size = 4096;
+  uint64_t files_dirs = 10;
+  std::string files_order = "both";  // "sequential" | "random" | "both"
+  double files_budget = 30;
+  int files_in_flight = 0;  // 0: auto (as the protocol's kernel client would); shares only
+
   // [timeouts]. Agents send a heartbeat every second while they work, so
   // silence means the agent (or its host, or the path to it) is stopped,
   // not slow.

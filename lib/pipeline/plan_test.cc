@@ -671,6 +671,35 @@ TEST(PlanReadme, PlanTableDefaultsAreTheProgramsDefaults) {
 
 // What a plan would measure: the most samples per stage and the bytes they
 // move, for the default plan with one share and with the size scan on.
+TEST(PlanFiles, KeysAreReadAndCheckedAgainstTheirRanges) {
+  const Plan p = parse_plan(
+      "[files]\ncount = 5000\nsize = 0\ndirs = 50\norder = random\nbudget = 10s\n"
+      "in_flight = 8\n",
+      "t.ini");
+  EXPECT_EQ(p.files_count, 5000u);
+  EXPECT_EQ(p.files_size, 0u);
+  EXPECT_EQ(p.files_dirs, 50u);
+  EXPECT_EQ(p.files_order, "random");
+  EXPECT_DOUBLE_EQ(p.files_budget, 10);
+  EXPECT_EQ(p.files_in_flight, 8);
+  for (const char* bad : {"count = 5", "size = 2MiB", "order = shuffled", "in_flight = 0",
+                          "dirs = 0", "count = 2000000"}) {
+    try {
+      parse_plan(fmt::format("[files]\n{}\n", bad), "t.ini");
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig) << bad;
+    }
+  }
+  Plan more_dirs = parse_plan("[files]\ncount = 10\ndirs = 20\n", "t.ini");
+  try {
+    validate(more_dirs);
+    ADD_FAILURE() << "dirs > count accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+  }
+}
+
 TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
   Plan p = parse_plan(
       "[disk]\nsizes = 10MB, 100MB\ncount = 4\n[tcp]\ncount = 5\n[protocol]\nsizes = 10MB\n"
@@ -687,8 +716,11 @@ TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
   EXPECT_EQ(got.at("tcp client->server"), std::make_pair(5, uint64_t{0}));
   EXPECT_EQ(got.at("f"), std::make_pair(3 * 2, uint64_t{10'000'000} * 3 * 2));
   EXPECT_EQ(got.at("size-scan f"), std::make_pair(2 * 4, (uint64_t{16} << 20) * 2 * 4));
-  EXPECT_EQ(got.size(), 6u);
-  p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
+  // Two passes (order both) of four phases; each pass writes and reads 1000 x 4 KiB.
+  EXPECT_EQ(got.at("files server"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
+  EXPECT_EQ(got.at("files client"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
+  EXPECT_EQ(got.size(), 8u);
+  p.disk_enabled = p.tcp_enabled = p.proto_enabled = p.files_enabled = false;
   EXPECT_TRUE(plan_outline(p).empty());
 }
 

@@ -30,6 +30,12 @@ const StageKind kStages[] = {
        disk_stage(c, kServer);
        disk_stage(c, kClient);
      }},
+    // Small files on each end's disk, after the big files' disk stage.
+    {"files", [](const Plan& p) { return p.files_enabled; },
+     [](StageContext& c) {
+       files_disk_stage(c, kServer);
+       files_disk_stage(c, kClient);
+     }},
     {"tcp", [](const Plan& p) { return p.tcp_enabled; },
      [](StageContext& c) {
        tcp_stage(c, /*upload=*/false);

@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/files_pass.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -87,6 +89,7 @@ class RunnerTest : public ::testing::Test {
     plan_.tcp_streams = 1;  // the sample counts below; streams = auto's depend on the CPU
     plan_.data_address = "127.0.0.1";
     plan_.disk_settle = 0;
+    plan_.files_enabled = false;  // FilesStage* turn it on
   }
   void TearDown() override { fs::remove_all(dir_); }
   Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
@@ -123,6 +126,49 @@ TEST_F(RunnerTest, TcpStreamsTwoRecordEachStreamThroughRealAgents) {
       if (i >= 2) EXPECT_EQ(sum, s.bytes);
       EXPECT_EQ(d.sender_bytes, s.bytes);  // everything sent arrived
     }
+  }
+}
+
+// The small-file stage through the real agents: a stage per end after the
+// disk stage, a sample per phase and pass with its ops and latency, the
+// random pass's seed stored, and nothing left in the run directory.
+TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
+  plan_.disk_enabled = false;
+  plan_.tcp_enabled = false;
+  plan_.files_enabled = true;
+  plan_.files_count = 120;
+  plan_.files_size = 1000;
+  plan_.files_dirs = 4;
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  ASSERT_EQ(rec.stages.size(), 2u);
+  for (int64_t id : {1, 2}) {
+    const StageRecord& st = rec.stages[id - 1];
+    EXPECT_EQ(st.layer, "files");
+    EXPECT_EQ(st.where, id == 1 ? "server" : "client");
+    EXPECT_EQ(st.status, kComplete) << st.error;
+    ASSERT_EQ(rec.samples[id].size(), 8u);  // 4 phases x (sequential, random)
+    for (size_t i = 0; i < 8; ++i) {
+      const SampleRecord& s = rec.samples[id][i];
+      EXPECT_EQ(s.op,
+                std::string("files-") + std::string(files::phase_name(files::kPhases[i % 4])));
+      EXPECT_EQ(s.size, 1000u);
+      EXPECT_EQ(s.bytes, i % 4 == 0 || i % 4 == 2 ? 120u * 1000 : 0u);
+      EXPECT_GT(s.seconds, 0);
+      EXPECT_TRUE(s.error.empty()) << s.error;
+      const auto d = msg::read_stored<msg::FilesDetails>(s.details_json);
+      EXPECT_EQ(d.ops, 120u);
+      EXPECT_EQ(d.count, 120u);
+      EXPECT_EQ(d.dirs, 4u);
+      EXPECT_EQ(d.order, i < 4 ? "sequential" : "random");
+      if (i >= 4) EXPECT_NE(d.seed, 0u);
+      EXPECT_GT(d.latency_us.median_us, 0);
+      EXPECT_NE(s.cpu_json.find(st.where), std::string::npos);
+    }
+  }
+  for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind("files-", 0), std::string::npos) << e.path();
   }
 }
 
@@ -358,6 +404,7 @@ Plan disk_only_plan() {
   plan.disk_settle = 0;
   plan.tcp_enabled = false;
   plan.proto_enabled = false;
+  plan.files_enabled = false;
   return plan;
 }
 

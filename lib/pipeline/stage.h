@@ -71,6 +71,14 @@ void disk_stage(StageContext& ctx, const std::string& where);  // kServer | kCli
 void tcp_stage(StageContext& ctx, bool upload);                // upload: client -> server
 void protocol_stage(StageContext& ctx, const SharePlan& share);
 void size_scan_stage(StageContext& ctx, const SharePlan& share);
+// The small-file stage (stages/files.cc): its passes on an end's own disk.
+void files_disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
+// A small-file pass's phases stored, a sample each (op "files-<phase>"),
+// with the CPU of `where` ("server" | "client"); `share` names the share a
+// pass ran over ("" on an end's own disk).
+void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::string& where,
+                  const msg::FilesRequest& req, const msg::FilesResult& r, double started_at,
+                  const std::vector<const remote::AgentPort*>& links, const std::string& share);
 
 // A sample during which an agent was silent past [timeouts] stall, or that ran
 // `over` s past its planned duration: flagged stalled (s.error and `details`)

@@ -137,8 +137,11 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
       bold, reset, analysis::kSignificance);
   out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", "layer", "role", "A", "B", "B vs A");
   for (const auto& d : c.rows) {
-    auto cell = [](const Summary& s) {
-      return fmt::format("{} ({}-{})", mb(s.median), mb(s.min), mb(s.max));
+    // Small-file rows count operations/s ("(ops/s)" in their label), the rest MB/s.
+    const bool ops = d.layer == "files";
+    auto cell = [ops](const Summary& s) {
+      auto f = [ops](double v) { return ops ? fmt::format("{:.0f}", v) : mb(v); };
+      return fmt::format("{} ({}-{})", f(s.median), f(s.min), f(s.max));
     };
     std::string change;
     const std::string holm = fmt::format(" Holm p={:.3f}", d.p_corrected);

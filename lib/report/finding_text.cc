@@ -434,6 +434,13 @@ std::string protocol_head(const Finding& f) {
   return protocol_undecided(f);
 }
 
+// A per-operation latency: "40 us", "1.2 ms", "537 ms".
+std::string format_latency_us(double us) {
+  if (us < 1000) return fmt::format("{:.0f} us", us);
+  if (us < 10000) return fmt::format("{:.1f} ms", us / 1000);
+  return fmt::format("{:.0f} ms", us / 1000);
+}
+
 // Run-wide findings: trust checks, CPU-bound rows, load, errors, MTU.
 std::string run_head(const Finding& f) {
   const Cited& r = f.subject;
@@ -450,6 +457,18 @@ std::string run_head(const Finding& f) {
   }
   if (f.rule == "cpu.bound") {
     return fmt::format("{} moves {} while {}", r.label, mbps(r.median), cpu_text(f.cpu));
+  }
+  if (f.rule == "files.disk_cpu") {
+    return fmt::format("{} does {:.0f} operations/s while {}: the CPU, not the disk, sets it{}",
+                       r.label, num(f, "ops_per_s"), cpu_text(f.cpu),
+                       f.lower_bound ? " (chokepoint's own agent: a lower bound)" : "");
+  }
+  if (f.rule == "files.disk_latency") {
+    return fmt::format(
+        "{}: its worst operation took {} where the median took {} (p99 {}): the disk or its "
+        "journal stalled; a copy of many small files waits on such stalls",
+        r.label, format_latency_us(num(f, "max_us")), format_latency_us(num(f, "median_us")),
+        format_latency_us(num(f, "p99_us")));
   }
   if (f.rule == "load.competing") {
     std::string list;

@@ -45,6 +45,10 @@ circle.sample.a{fill:#fff;fill-opacity:1;stroke:#555;stroke-width:1}
 std::string esc(const std::string& s) { return html_escape(s); }
 
 std::string mb(double bps) { return format_mbps(bps); }
+// A row's figure in its unit: MB/s, or operations/s (small-file rows).
+std::string figure(const analysis::Row& r, double v) {
+  return r.unit == analysis::RowUnit::kOps ? fmt::format("{:.0f} ops/s", v) : mb(v);
+}
 
 std::string page(const std::string& title, const std::string& body) {
   return fmt::format(
@@ -254,9 +258,9 @@ std::string ladder_table(const analysis::Analysis& a) {
     out += fmt::format(
         "<tr title=\"sample ids {}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-        esc(ids), esc(r.label), r.rate.n ? esc(mb(r.rate.median)) : "-",
-        r.rate.n ? esc(mb(r.rate.min)) : "-", r.rate.n ? esc(mb(r.rate.max)) : "-", r.rate.n,
-        esc(vs), notes);
+        esc(ids), esc(r.label), r.rate.n ? esc(figure(r, r.rate.median)) : "-",
+        r.rate.n ? esc(figure(r, r.rate.min)) : "-", r.rate.n ? esc(figure(r, r.rate.max)) : "-",
+        r.rate.n, esc(vs), notes);
   }
   return out + "</table>\n";
 }

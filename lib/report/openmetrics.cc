@@ -76,7 +76,20 @@ void write_rows(Writer& w, const analysis::Analysis& a) {
   const std::string rate = "chokepoint_layer_throughput_bytes_per_second";
   w.family(rate, "Median throughput of a layer's samples (the link: its nominal rate).");
   for (const auto* r : rows) {
+    if (r->unit == analysis::RowUnit::kOps) continue;  // their own family below
     if (r->rate.n > 0 || r->layer == "link") w.sample(rate, row_labels(*r), r->rate.median);
+  }
+  const std::string ops = "chokepoint_files_operations_per_second";
+  bool ops_family = false;  // written with the first small-file row
+  for (const auto* r : rows) {
+    if (r->unit != analysis::RowUnit::kOps || r->rate.n == 0) continue;
+    if (!ops_family) {
+      w.family(ops,
+               "Median operations per second of a small-file phase (create, stat, read, "
+               "delete).");
+      ops_family = true;
+    }
+    w.sample(ops, row_labels(*r), r->rate.median);
   }
   const std::string n = "chokepoint_layer_samples";
   w.family(n, "Successful samples behind a layer's figure.");

@@ -1,6 +1,8 @@
 #include "report/report.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include <cctype>
@@ -20,6 +22,20 @@ namespace {
 namespace json = boost::json;
 
 std::string mb(double bps) { return fmt::format("{:.1f}", bps / kMB); }
+// A ladder row's unit (of its samples and figures: bytes/s or ops/s) and, for
+// small-file rows, their figure in ops/s and per-operation latency.
+void add_unit(json::object& row, const analysis::Row& r) {
+  row["unit"] = analysis::unit_name(r.unit);
+  if (r.unit != analysis::RowUnit::kOps) return;
+  row["median_ops_per_s"] = r.rate.median;
+  row["latency_us"] = {
+      {"median", r.latency_median_us}, {"p99", r.latency_p99_us}, {"max", r.latency_max_us}};
+}
+
+// A row's figure in its unit: MB/s, or operations/s (small-file rows).
+std::string figure(const analysis::Row& r, double v) {
+  return r.unit == analysis::RowUnit::kOps ? fmt::format("{:.0f}", v) : mb(v);
+}
 
 const char* bold(const TextOptions& o) { return o.color ? "\033[1m" : ""; }
 const char* red(const TextOptions& o) { return o.color ? "\033[1;31m" : ""; }
@@ -215,9 +231,13 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
   }
   out += summary_text(a, o.color);
   out += fmt::format(
-      "\n{}Ladder{} (MB/s = 10^6 bytes/s; median, min-max over samples; vs beneath: ratio of "
+      "\n{}Ladder{} (MB/s = 10^6 bytes/s{}; median, min-max over samples; vs beneath: ratio of "
       "medians, its 95 % interval)\n",
-      bold(o), reset(o));
+      bold(o), reset(o),
+      std::any_of(a.rows.begin(), a.rows.end(),
+                  [](const analysis::Row& r) { return r.unit == analysis::RowUnit::kOps; })
+          ? ", rows marked (ops/s): operations per second"
+          : "");
   out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
                      "vs beneath");
   for (const auto& r : a.rows) {
@@ -243,9 +263,10 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
     if (r.cache_possible || r.cache_suspected) flags += " cache?";
     if (r.anomaly) flags += " faster than beneath?";
     if (!r.cpu_bound.empty()) flags += " " + cpu_brief(r.cpu_bound);
-    std::string range = r.rate.n ? fmt::format("{}-{}", mb(r.rate.min), mb(r.rate.max)) : "-";
+    std::string range =
+        r.rate.n ? fmt::format("{}-{}", figure(r, r.rate.min), figure(r, r.rate.max)) : "-";
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
-                       r.rate.n ? mb(r.rate.median) : "-", range, r.rate.n, vs, flags);
+                       r.rate.n ? figure(r, r.rate.median) : "-", range, r.rate.n, vs, flags);
   }
   out += size_scan_tables(a);
   for (const auto& st : run.stages) {
@@ -320,6 +341,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
     for (double v : r.samples) samples.push_back(v);
     for (int64_t id : r.sample_ids) ids.push_back(id);
     row["samples_bytes_per_s"] = samples;
+    add_unit(row, r);
     row["ratio_lo"] = r.ratio_lo;
     row["ratio_hi"] = r.ratio_hi;
     if (r.below_size) row["below_size"] = r.below_size;

@@ -36,7 +36,7 @@ std::string plan_text(const std::string& extra) {
   // adds samples where one stream is CPU-bound).
   return "[disk]\nsizes = 10MB, 32MB\ncount = 3\nsettle = 500ms\n[tcp]\nseconds = 2\ncount = 2\n"
          "streams = 1\n"
-         "[protocol]\nsizes = 10MB\ncount = 2\n" +
+         "[protocol]\nsizes = 10MB\ncount = 2\n[files]\ncount = 200\n" +
          extra;
 }
 
@@ -64,8 +64,10 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   // Disk on each end (and the server's synchronous writes of its smallest
   // files), TCP each way, and the lab's six shares (ftp, smb and nfs, over RAM
   // and from disk).
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 10);
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 2 * 2 * 2 * 3 + 3 + 2 * 2 + 6 * 2 * 2);
+  // Small files on each end's disk: two passes (sequential, random) of four phases.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 12);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"),
+            2 * 2 * 2 * 3 + 3 + 2 * 2 + 6 * 2 * 2 + 2 * 2 * 4);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   EXPECT_EQ(query_int(db,
                       "SELECT count(DISTINCT layer || ':' || location) FROM stages "
@@ -98,6 +100,32 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
       EXPECT_TRUE(s.at("cpu").as_object().contains("client"));
     }
   }
+  // Every small-file sample: its phase's ops in the details (the figure is
+  // ops/s), on the lab's ext4 disk, with its latency and its end's CPU; the
+  // ladder shows a row per end, phase and order in ops/s.
+  int files_samples = 0;
+  for (const auto& st : doc.at("stages").as_array()) {
+    if (st.at("layer").as_string() != "files") continue;
+    const std::string where(st.at("where").as_string());
+    for (const auto& s : st.at("samples").as_array()) {
+      const auto& d = s.at("details").as_object();
+      EXPECT_EQ(d.at("ops").to_number<int64_t>(), 200) << where;
+      EXPECT_EQ(d.at("fs_type").as_string(), "ext4") << where;
+      EXPECT_GT(d.at("latency_us").at("median").to_number<double>(), 0) << where;
+      EXPECT_GT(s.at("seconds").to_number<double>(), 0);
+      EXPECT_TRUE(s.at("cpu").as_object().contains(where));
+      ++files_samples;
+    }
+  }
+  EXPECT_EQ(files_samples, 16);
+  std::set<std::string> ops_rows;
+  for (const auto& row : doc.at("ladder").as_array()) {
+    if (row.at("unit").as_string() == "ops/s")
+      ops_rows.insert(std::string(row.at("key").as_string()));
+  }
+  EXPECT_EQ(ops_rows.size(), 16u);
+  EXPECT_TRUE(ops_rows.count("files:server:create:4096"));
+  EXPECT_TRUE(ops_rows.count("files:client:random-delete:4096"));
   EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
 
   // Nothing left behind on either host.

@@ -2,6 +2,7 @@
 // the database rows and the report, without root.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <boost/json.hpp>
 
 #include <signal.h>
@@ -23,7 +24,8 @@ std::string small_plan(const TempDir& t) {
   return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
          "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
          "\n[disk]\nsizes = 4MiB, 8MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n"
-         "streams = 1\n";  // one stream: the TCP sample count does not depend on the CPU
+         "streams = 1\n"             // one stream: the TCP sample count does not depend on the CPU
+         "[files]\nenabled = no\n";  // LocalDiagnose.FilesStage* hold it
 }
 
 TEST(LocalDiagnose, StoresEverySampleAndReports) {
@@ -73,6 +75,76 @@ TEST(LocalDiagnose, StoresEverySampleAndReports) {
   auto h = json::parse(hist.out).as_object();
   ASSERT_EQ(h.at("runs").as_array().size(), 1u);
   EXPECT_EQ(h.at("runs").as_array()[0].at("label").as_string(), "local-e2e");
+}
+
+// The small-file stage alone on each end's disk: a sample per phase and pass,
+// its ops and latency in the details, its figure in ops/s in the ladder.
+TEST(LocalDiagnose, FilesStageStoresEachPhaseOnEachEndWithItsOpsAndLatency) {
+  TempDir t;
+  write_file(t.file("plan.ini"), "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+                                     "\n[client]\nram_dir = " + t.path() +
+                                     "\ndisk_dir = " + t.path() +
+                                     "\n[disk]\nenabled = no\n[tcp]\nenabled = no\n"
+                                     "[files]\ncount = 300\nsize = 2KiB\ndirs = 6\norder = both\n");
+  const std::string db = t.file("runs.db");
+  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
+                            "--plan", t.file("plan.ini"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM stages WHERE layer = 'files' AND status = "
+                      "'complete'"),
+            2);
+  // Two passes (sequential, random) of four phases on each end.
+  for (const char* where : {"server", "client"}) {
+    for (const char* op : {"files-create", "files-stat", "files-read", "files-delete"}) {
+      EXPECT_EQ(query_int(db, fmt::format("SELECT count(*) FROM samples s JOIN stages g ON "
+                                          "s.stage_id = g.id WHERE g.layer = 'files' AND "
+                                          "g.location = '{}' AND s.op = '{}' AND s.error = '' "
+                                          "AND s.seconds > 0 AND s.size = 2048",
+                                          where, op)),
+                2)
+          << where << " " << op;
+    }
+  }
+  // The data moved: create and read 300 x 2 KiB per pass, stat and delete none.
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples WHERE op IN ('files-create', "
+                      "'files-read') AND bytes = 614400"),
+            8);
+  EXPECT_EQ(query_int(db,
+                      "SELECT count(*) FROM samples WHERE op IN ('files-stat', "
+                      "'files-delete') AND bytes = 0"),
+            8);
+  auto doc = json::parse(r.out).as_object();
+  int checked = 0;
+  for (const auto& st : doc.at("stages").as_array()) {
+    if (st.at("layer").as_string() != "files") continue;
+    for (const auto& s : st.at("samples").as_array()) {
+      const auto& d = s.at("details").as_object();
+      EXPECT_EQ(d.at("ops").to_number<int64_t>(), 300);
+      EXPECT_EQ(d.at("count").to_number<int64_t>(), 300);
+      EXPECT_EQ(d.at("dirs").to_number<int64_t>(), 6);
+      const auto& lat = d.at("latency_us").as_object();
+      EXPECT_GT(lat.at("median").to_number<double>(), 0);
+      EXPECT_LE(lat.at("median").to_number<double>(), lat.at("p99").to_number<double>());
+      EXPECT_LE(lat.at("p99").to_number<double>(), lat.at("max").to_number<double>());
+      // Each phase carries its end's CPU.
+      EXPECT_TRUE(s.at("cpu").as_object().contains(st.at("where").as_string()));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 16);
+  // The ladder: a row per end, phase and order, in ops/s.
+  int ops_rows = 0;
+  for (const auto& row : doc.at("ladder").as_array()) {
+    if (row.at("unit").as_string() != "ops/s") continue;
+    ++ops_rows;
+    EXPECT_EQ(row.at("layer").as_string(), "files");
+    EXPECT_EQ(row.at("n").to_number<int64_t>(), 1);
+    EXPECT_GT(row.at("median_ops_per_s").to_number<double>(), 0);
+  }
+  EXPECT_EQ(ops_rows, 16);  // 2 ends x 4 phases x 2 orders
+  EXPECT_EQ(run_dirs_in(t.path()), 0);
 }
 
 TEST(LocalDiagnose, BadPlanNamesTheLineAndStoresNothing) {

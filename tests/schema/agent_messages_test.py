@@ -62,11 +62,11 @@ class Agent:
 
 # The requests (and the progress and error frames) and the results
 # core/messages_json.h has a codec for.
-CODEC_REQUESTS = {"facts", "disk", "tcp_listen", "tcp_run", "tcp_result", "make_file",
+CODEC_REQUESTS = {"facts", "disk", "files", "tcp_listen", "tcp_run", "tcp_result", "make_file",
                   "file_info", "remove_file", "transfer", "sweep", "files_share", "prepare",
                   "sweep_orphans", "check_space", "hello", "smb_status", "stats", "cleanup", "bye",
                   "progress", "error", "tune_plan", "tune_apply", "tune_confirm", "tune_revert"}
-CODEC_RESULTS = {"disk", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
+CODEC_RESULTS = {"disk", "files", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
                  "transfer", "sweep", "files_share", "remove_file", "prepare", "sweep_orphans",
                  "check_space", "hello", "smb_status", "stats", "cleanup", "bye", "tune_plan",
                  "tune_apply", "tune_confirm", "tune_revert"}
@@ -160,6 +160,9 @@ def main():
         check("disk", a.call("disk", dir=disk, op="write", name="d.dat", size=4 * mib, block=mib))
         check("disk", a.call("disk", dir=disk, op="read", name="d.dat", block=mib,
                              delete_after=True))
+        check("files", a.call("files", dir=disk, name="files-1", count=50, size=4096, dirs=5,
+                              order="random", seed=3, budget=10))
+        check("files", a.call("files", dir=disk, name="../escape", count=5, size=1), "error")
         port = check("tcp_listen", a.call("tcp_listen", bind="127.0.0.1",
                                           tokens=["t1"]))["data"]["port"]
         check("tcp_run", a.call("tcp_run", host="127.0.0.1", port=port, token="t1", mode="send",

@@ -78,6 +78,9 @@ int main() {
   request("disk", to_json(DiskRequest{"/disk", "write", "d.dat", 1u << 20, 1u << 20, false}));
   request("disk", to_json(DiskRequest{"/disk", "read", "d.dat", 0, 65536, true}));
   result("disk", to_json(DiskResult{1u << 20, 0.5, true, false, "O_DIRECT", false, sample_cpu()}));
+  request("files", to_json(FilesRequest{"/disk", "files-1", 1000, 4096, 10, "random", 7, 30}));
+  cp::files::PhaseStats create{cp::files::Phase::create, 1000, 4096000, 0.5, {40, 90, 400}};
+  result("files", to_json(FilesResult{{{create, sample_cpu()}}, "ext4", false, ""}));
   request("tcp_listen",
           to_json(TcpListenRequest{"198.18.0.1", {"0123456789abcdef0123456789abcdef"}}));
   result("tcp_listen", to_json(TcpListenResult{40000, "198.18.0.1"}));
@@ -107,9 +110,9 @@ int main() {
   fs.in_flight = 4;
   request("files_share", to_json(fs));
   FilesShareResult fr;
-  for (const char* phase : {"create", "stat", "read", "delete"}) {
-    FilesPhase p{phase, 1000, 4096000, 0.5, 120, 900, 2000, 3.9, 4, false, "", "", sample_cpu()};
-    if (std::string(phase) == "stat") p.skipped = "the FTP server does not answer SIZE";
+  for (cp::files::Phase phase : cp::files::kPhases) {
+    FilesPhase p{{phase, 1000, 4096000, 0.5, {120, 900, 2000}, 3.9, 4}, sample_cpu()};
+    if (phase == cp::files::Phase::stat) p.stats.skipped = "the FTP server does not answer SIZE";
     fr.phases.push_back(p);
   }
   fr.in_flight = 4;

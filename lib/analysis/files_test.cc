@@ -1,0 +1,117 @@
+// The small-file rows of each end's disk in the ladder (ops/s, Row::unit) and
+// their run-wide notes files.disk_cpu and files.disk_latency (files_rules.cc),
+// from stored samples shaped as pipeline/stages/files.cc stores them.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/judge.h"
+#include "analysis/ladder.h"
+
+namespace cp::analysis {
+namespace {
+
+struct Phase {
+  std::string op;  // "files-create" ..
+  uint64_t ops;
+  double seconds;
+  double median_us, p99_us, max_us;
+};
+
+// One stored files stage on `where`, a pass of `order`, its phases a sample each;
+// `cpu`: each sample's CPU record (JSON) or "".
+void add_files(RunRecord& run, const std::string& where, const std::string& order,
+               const std::vector<Phase>& phases, const std::string& cpu = "") {
+  StageRecord st;
+  st.layer = "files";
+  st.where = where;
+  st.status = "complete";
+  for (const Phase& p : phases) {
+    SampleRecord s;
+    s.op = p.op;
+    s.size = 4096;
+    s.bytes = p.op == "files-create" || p.op == "files-read" ? p.ops * 4096 : 0;
+    s.seconds = p.seconds;
+    s.id = int64_t(run.stages.size() * 100 + st.samples.size() + 1);
+    s.details_json = fmt::format(
+        R"({{"count":1000,"ops":{},"dirs":10,"order":"{}","latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4"}})",
+        p.ops, order, p.median_us, p.p99_us, p.max_us);
+    s.cpu_json = cpu;
+    st.samples.push_back(s);
+  }
+  run.stages.push_back(st);
+}
+
+const Finding* finding(const Analysis& a, const std::string& rule) {
+  for (const auto& f : a.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+TEST(FilesRows, EachPhaseAndOrderIsARowInOperationsPerSecond) {
+  RunRecord run;
+  add_files(run, "server", "sequential",
+            {{"files-create", 1000, 0.5, 400, 900, 2000},
+             {"files-stat", 1000, 0.01, 8, 20, 40},
+             {"files-read", 1000, 0.25, 200, 500, 900},
+             {"files-delete", 1000, 0.125, 100, 300, 600}});
+  add_files(run, "server", "random", {{"files-create", 640, 0.8, 900, 2000, 5000}});
+  const Analysis a = analyze(stored::decode(run));
+  const Row* create = find_row(a, "files:server:create:4096");
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ(create->unit, RowUnit::kOps);
+  EXPECT_EQ(create->layer, "files");
+  EXPECT_DOUBLE_EQ(create->rate.median, 2000);  // 1000 ops / 0.5 s, not bytes/s
+  EXPECT_DOUBLE_EQ(create->latency_median_us, 400);
+  EXPECT_DOUBLE_EQ(create->latency_max_us, 2000);
+  const Row* del = find_row(a, "files:server:delete:4096");
+  ASSERT_NE(del, nullptr);
+  EXPECT_DOUBLE_EQ(del->rate.median, 8000);
+  // The random pass is a row of its own, its figure the ops it reached.
+  const Row* random = find_row(a, "files:server:random-create:4096");
+  ASSERT_NE(random, nullptr);
+  EXPECT_DOUBLE_EQ(random->rate.median, 800);
+  // Not a protocol: no protocol verdict judges it.
+  EXPECT_FALSE(is_protocol_row(*create));
+  for (const auto& f : a.findings) EXPECT_NE(f.rule.rfind("protocol.", 0), 0u) << f.rule;
+}
+
+TEST(FilesRows, AWorstOperationFarAboveTheMedianIsADiskLatencyNote) {
+  RunRecord run;
+  // seed 002's NAS SSD: 224 creates/s with a 537 ms worst case.
+  add_files(run, "server", "sequential", {{"files-create", 224, 1.0, 3000, 9000, 537000}});
+  add_files(run, "client", "sequential", {{"files-create", 1000, 0.1, 90, 200, 900}});
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.disk_latency");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk");
+  EXPECT_EQ(f->rows, std::vector<std::string>{"files:server:create:4096"});
+  EXPECT_DOUBLE_EQ(f->numbers.at("max_us"), 537000);
+  EXPECT_DOUBLE_EQ(f->numbers.at("median_us"), 3000);
+  int notes = 0;
+  for (const auto& x : a.findings) notes += x.rule == "files.disk_latency";
+  EXPECT_EQ(notes, 1);  // the client's 10x tail under 50 ms is no stall
+}
+
+TEST(FilesRows, APhaseWithTheAgentThreadAtACoreIsADiskCpuNoteNotACpuBoundOne) {
+  RunRecord run;
+  const std::string cpu =
+      R"({"server":{"seconds":2,"core_busy_pct":[99,3],"core_busy_max_pct":[100,5],)"
+      R"("total_busy_pct":51,"agent_pct":99,"top":[{"pid":9,"comm":"chokepoint-agen",)"
+      R"("cpu_pct":99,"top_thread_pct":99,"role":"agent"}]}})";
+  add_files(run, "server", "sequential", {{"files-stat", 100000, 2, 15, 30, 90}}, cpu);
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.disk_cpu");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu");
+  EXPECT_EQ(f->cpu.host, "server");
+  EXPECT_TRUE(f->lower_bound);  // chokepoint's own agent at a core
+  EXPECT_EQ(finding(a, "cpu.bound"), nullptr);
+  EXPECT_FALSE(a.has_verdict());  // a note, not a path's verdict
+}
+
+}  // namespace
+}  // namespace cp::analysis
