@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <string_view>
 
 #include "analysis/judge.h"
+#include "core/error.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
@@ -21,60 +24,77 @@ constexpr const char* kFlushCost =
     "synchronous rate";
 constexpr const char* kCpuCost = "CPU per byte on both ends";
 constexpr const char* kRequestCost = "more requests, and round trips, per byte";
-// Samba 4.x's default of smb2 max read/write/trans: 8 MiB (the smb driver's
-// server limits, lib/transfer/smb/smb_options.cc, hold the same).
-constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;
+// Samba's default for a setting that caps one request ("smb2 max read"): the
+// smb driver's table holds it (DriverSpec::hints.server_limits).
+uint64_t samba_default(std::string_view key) {
+  for (const transfer::ServerLimit& l : transfer::driver_spec("smb").hints.server_limits) {
+    if (l.key == key) return l.server_default;
+  }
+  CP_CHECK(!"the smb driver declares no such server limit");
+  return 0;
+}
 
-const std::vector<CostlySetting> kTable = {
-    {"samba", "smb", "sync always", "no", "write", "samba", W::kOneOf, "yes", 0, kFlushCost,
-     E::kSyncWrites},
-    {"samba", "smb", "strict sync", "yes", "write", "samba", W::kOneOf, "yes", 0,
-     "a flush whenever the client asks for one (macOS clients flush often)", E::kFlushingSync},
-    {"samba", "smb", "server smb encrypt", "default", "", "samba", W::kOneOf,
-     "required|desired|if_required|mandatory|auto|yes", 0, kCpuCost, E::kCpuEncrypted},
-    {"samba", "smb", "server signing", "default", "", "samba", W::kOneOf,
-     "mandatory|required|yes|auto|desired", 0, kCpuCost, E::kCpuSigned},
-    {"samba", "smb", "aio read size", "1", "read", "samba", W::kOneOf, "0", 0,
-     "each read served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
-    {"samba", "smb", "aio write size", "1", "write", "samba", W::kOneOf, "0", 0,
-     "each write served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
-    {"samba", "smb", "use sendfile", "no", "read", "samba", W::kOneOf, "no", 0,
-     "a copy through smbd per byte read (sendfile skips it when neither signing nor encryption "
-     "is on)",
-     E::kCpuServerRead},
-    {"samba", "smb", "socket options", "TCP_NODELAY", "", "samba", W::kBuffer, "", 0,
-     "a fixed socket buffer caps the TCP window at buffer / round trip", E::kWindow},
-    {"samba", "smb", "smb2 max read", "8388608", "read", "samba", W::kBelowBytes, "",
-     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
-    {"samba", "smb", "smb2 max write", "8388608", "write", "samba", W::kBelowBytes, "",
-     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
-    {"samba", "smb", "smb2 max trans", "8388608", "", "samba", W::kBelowBytes, "",
-     kSambaDefaultMaxIo, kRequestCost, E::kAlways},
-    // NFS: what the session negotiated tells the server's largest request
-    // (NFS-Ganesha MaxRead/MaxWrite, knfsd max_block_size; 1 MiB by default).
-    {"nfs", "nfs", "MaxRead (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "read",
-     "property:rsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    {"nfs", "nfs", "MaxWrite (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "write",
-     "property:wsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    // NFS-Ganesha's own config, where the server's facts read it (a small
-    // MaxRead/MaxWrite caps every client, whatever it asks for).
-    {"nfs-ganesha", "nfs", "MaxRead", "1048576", "read", "config:nfs-ganesha:maxread",
-     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    {"nfs-ganesha", "nfs", "MaxWrite", "1048576", "write", "config:nfs-ganesha:maxwrite",
-     W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
-    // exports(5) `sync` (its default) on the kernel's NFS server: a commit
-    // of every write before the reply, as /proc/fs/nfs/exports shows it.
-    {"knfsd", "nfs", "sync (exports)", "sync", "write", "config:knfsd:sync", W::kOneOf,
-     "sync|mixed", 0, kFlushCost, E::kSyncWrites},
-    // vsftpd: a per-session rate limit, and a copy per byte without sendfile.
-    {"vsftpd", "ftp", "local_max_rate", "0", "", "config:vsftpd:local_max_rate", W::kPositive, "",
-     0, "each session held to that many bytes per second", E::kRateCap},
-    {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf, "no",
-     0, "a copy through vsftpd per byte read", E::kCpuServerRead},
-    // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
-    {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
-     "explicit|implicit", 0, kCpuCost, E::kCpuTls},
-};
+// The table, built at its first use (after the drivers have registered).
+const std::vector<CostlySetting>& table() {
+  // Samba's request caps, and their defaults as the table shows them.
+  static const uint64_t max_read = samba_default("smb2 max read");
+  static const uint64_t max_write = samba_default("smb2 max write");
+  static const uint64_t max_trans = samba_default("smb2 max trans");
+  static const std::string max_read_text = std::to_string(max_read);
+  static const std::string max_write_text = std::to_string(max_write);
+  static const std::string max_trans_text = std::to_string(max_trans);
+  static const std::vector<CostlySetting> t = {
+      {"samba", "smb", "sync always", "no", "write", "samba", W::kOneOf, "yes", 0, kFlushCost,
+       E::kSyncWrites},
+      {"samba", "smb", "strict sync", "yes", "write", "samba", W::kOneOf, "yes", 0,
+       "a flush whenever the client asks for one (macOS clients flush often)", E::kFlushingSync},
+      {"samba", "smb", "server smb encrypt", "default", "", "samba", W::kOneOf,
+       "required|desired|if_required|mandatory|auto|yes", 0, kCpuCost, E::kCpuEncrypted},
+      {"samba", "smb", "server signing", "default", "", "samba", W::kOneOf,
+       "mandatory|required|yes|auto|desired", 0, kCpuCost, E::kCpuSigned},
+      {"samba", "smb", "aio read size", "1", "read", "samba", W::kOneOf, "0", 0,
+       "each read served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
+      {"samba", "smb", "aio write size", "1", "write", "samba", W::kOneOf, "0", 0,
+       "each write served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
+      {"samba", "smb", "use sendfile", "no", "read", "samba", W::kOneOf, "no", 0,
+       "a copy through smbd per byte read (sendfile skips it when neither signing nor encryption "
+       "is on)",
+       E::kCpuServerRead},
+      {"samba", "smb", "socket options", "TCP_NODELAY", "", "samba", W::kBuffer, "", 0,
+       "a fixed socket buffer caps the TCP window at buffer / round trip", E::kWindow},
+      {"samba", "smb", "smb2 max read", max_read_text.c_str(), "read", "samba", W::kBelowBytes, "",
+       max_read, kRequestCost, E::kAlways},
+      {"samba", "smb", "smb2 max write", max_write_text.c_str(), "write", "samba", W::kBelowBytes,
+       "", max_write, kRequestCost, E::kAlways},
+      {"samba", "smb", "smb2 max trans", max_trans_text.c_str(), "", "samba", W::kBelowBytes, "",
+       max_trans, kRequestCost, E::kAlways},
+      // NFS: what the session negotiated tells the server's largest request
+      // (NFS-Ganesha MaxRead/MaxWrite, knfsd max_block_size; 1 MiB by default).
+      {"nfs", "nfs", "MaxRead (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "read",
+       "property:rsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+      {"nfs", "nfs", "MaxWrite (NFS-Ganesha) / max_block_size (knfsd)", "1048576", "write",
+       "property:wsize", W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+      // NFS-Ganesha's own config, where the server's facts read it (a small
+      // MaxRead/MaxWrite caps every client, whatever it asks for).
+      {"nfs-ganesha", "nfs", "MaxRead", "1048576", "read", "config:nfs-ganesha:maxread",
+       W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+      {"nfs-ganesha", "nfs", "MaxWrite", "1048576", "write", "config:nfs-ganesha:maxwrite",
+       W::kBelowBytes, "", 1u << 20, kRequestCost, E::kAlways},
+      // exports(5) `sync` (its default) on the kernel's NFS server: a commit
+      // of every write before the reply, as /proc/fs/nfs/exports shows it.
+      {"knfsd", "nfs", "sync (exports)", "sync", "write", "config:knfsd:sync", W::kOneOf,
+       "sync|mixed", 0, kFlushCost, E::kSyncWrites},
+      // vsftpd: a per-session rate limit, and a copy per byte without sendfile.
+      {"vsftpd", "ftp", "local_max_rate", "0", "", "config:vsftpd:local_max_rate", W::kPositive, "",
+       0, "each session held to that many bytes per second", E::kRateCap},
+      {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf,
+       "no", 0, "a copy through vsftpd per byte read", E::kCpuServerRead},
+      // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
+      {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
+       "explicit|implicit", 0, kCpuCost, E::kCpuTls},
+  };
+  return t;
+}
 
 bool one_of(const std::string& value, std::string_view list) {
   const std::string v = lower(value);
@@ -280,11 +300,11 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
 
 }  // namespace
 
-const std::vector<CostlySetting>& costly_settings() { return kTable; }
+const std::vector<CostlySetting>& costly_settings() { return table(); }
 
 std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const Finding& f) {
   std::vector<SettingFound> out;
-  for (const CostlySetting& s : kTable) {
+  for (const CostlySetting& s : table()) {
     if (r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
     std::string section;
     const std::string value = value_of(s, a, r, &section);
@@ -299,7 +319,7 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
 
 std::vector<std::string> costly_samba_parameters() {
   std::vector<std::string> out;
-  for (const CostlySetting& s : kTable) {
+  for (const CostlySetting& s : table()) {
     if (std::string_view(s.source) == "samba") out.emplace_back(s.parameter);
   }
   return out;

@@ -380,6 +380,9 @@ struct Analysis {
 // Runs every rule of verdict_rules() over the run's stored samples, once: a
 // command passes the result to each report it prints.
 Analysis analyze(const stored::Run& run);
+// How many times analyze() has run in this process (tests hold each command
+// to one analysis per run it reports).
+uint64_t analyses_run();
 
 // The rules, in the order they are tried (docs/verdict-rules.md lists them; a
 // test holds both together). Within a chain the first rule that applies makes

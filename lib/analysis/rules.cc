@@ -2,6 +2,7 @@
 // which runs the steps below in order. Within a chain the first rule that
 // applies makes the finding, so a rule's place in the table is its precedence.
 #include <algorithm>
+#include <atomic>
 #include <span>
 #include <string>
 #include <vector>
@@ -255,7 +256,14 @@ std::vector<RuleInfo> verdict_rules() {
   return out;
 }
 
+namespace {
+std::atomic<uint64_t> g_analyses{0};  // analyze() calls in this process
+}  // namespace
+
+uint64_t analyses_run() { return g_analyses.load(); }
+
 Analysis analyze(const stored::Run& run) {
+  g_analyses.fetch_add(1);
   Analysis a;
   a.stages_ran = !run.stages.empty();
   detect_link(run, a);

@@ -10,6 +10,7 @@
 #include "analysis/costly_settings.h"
 #include "analysis/ladder.h"
 #include "core/text.h"
+#include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
@@ -58,6 +59,23 @@ TEST(VerdictRules, DocListsEveryCostlySetting) {
     const std::string row = std::string("| ") + c.server + " | `" + first + "`";
     EXPECT_NE(doc->find(row), std::string::npos) << row;
   }
+}
+
+// Samba's request caps in the costly-settings table are the smb driver's
+// server limits (DriverSpec::hints), not a copy of them: same keys, same
+// defaults, shown as the table's default value.
+TEST(CostlySettings, SambaRequestCapsComeFromTheSmbDriversServerLimits) {
+  int matched = 0;
+  for (const transfer::ServerLimit& l : transfer::driver_spec("smb").hints.server_limits) {
+    for (const CostlySetting& s : costly_settings()) {
+      if (std::string_view(s.parameter) != l.key) continue;
+      EXPECT_EQ(s.when, CostlyWhen::kBelowBytes) << s.parameter;
+      EXPECT_EQ(s.bytes, l.server_default) << s.parameter;
+      EXPECT_EQ(std::string(s.default_value), std::to_string(l.server_default)) << s.parameter;
+      ++matched;
+    }
+  }
+  EXPECT_EQ(matched, 3);  // smb2 max read, write and trans
 }
 
 }  // namespace

@@ -114,11 +114,15 @@ void print_run(const stored::Run& run, const analysis::Analysis& a, bool as_json
     std::cout << report::run_json(run, a);
   } else {
     // Text shows remote strings escaped (core/text.h); JSON escapes its own.
-    const stored::Run safe = stored::sanitized(run);
+    // A run with nothing to escape is judged already (`a`); one with a
+    // hostile string is judged again with it escaped, as its text shows it.
+    bool changed = false;
+    const stored::Run safe = stored::sanitized(run, &changed);
     report::TextOptions o;
     o.color = isatty(1) == 1;
     o.explain = explain;
-    std::cout << report::run_text(safe, analysis::analyze(safe), o);
+    std::cout << (changed ? report::run_text(safe, analysis::analyze(safe), o)
+                          : report::run_text(run, a, o));
   }
   std::cout.flush();
 }

@@ -144,7 +144,11 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   if (vm.count("json")) {
     out << report::compare_json(c);
   } else {  // remote strings (facts, Samba config) escaped, as in `show` (core/text.h)
-    out << report::compare_text(analysis::compare_runs(stored::sanitized(a), stored::sanitized(b)),
+    bool changed_a = false, changed_b = false;
+    const stored::Run safe_a = stored::sanitized(a, &changed_a);
+    const stored::Run safe_b = stored::sanitized(b, &changed_b);
+    // Compared again only when a string needed escaping.
+    out << report::compare_text(changed_a || changed_b ? analysis::compare_runs(safe_a, safe_b) : c,
                                 {to_tty(out)});
   }
   return 0;

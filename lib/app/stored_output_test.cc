@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/ladder.h"
 #include "app/app.h"
 #include "app/report_commands.h"
 #include "core/sha256.h"
@@ -60,21 +61,27 @@ std::string sha256_hex(const std::string& text) {
   return h.hex();
 }
 
-TEST(StoredOutput, ShowExportAndCompareOfAStoredRunMatchTheOlderCodesBytes) {
+// A fresh directory holding runs.db: the golden runs in a file of schema 2.
+void make_golden_db(std::string* dir) {
   std::string tmpl = (fs::temp_directory_path() / "cp-golden-XXXXXX").string();
   ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::string dir = tmpl, db = dir + "/runs.db";
-  {
-    sqlite3* h = nullptr;
-    ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
-    // The tables as schema 2 made them (the migrations themselves), then the rows.
-    const std::string sql = read(kMigrations + "/0001_init.sql") +
-                            read(kMigrations + "/0002_compact_and_verdicts.sql") +
-                            "PRAGMA user_version=2;\n" + read(kGolden + "/runs.sql");
-    char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
-    sqlite3_close(h);
-  }
+  *dir = tmpl;
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open((tmpl + "/runs.db").c_str(), &h), SQLITE_OK);
+  // The tables as schema 2 made them (the migrations themselves), then the rows.
+  const std::string sql = read(kMigrations + "/0001_init.sql") +
+                          read(kMigrations + "/0002_compact_and_verdicts.sql") +
+                          "PRAGMA user_version=2;\n" + read(kGolden + "/runs.sql");
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  sqlite3_close(h);
+  ASSERT_EQ(rc, SQLITE_OK) << (err ? err : "");
+}
+
+TEST(StoredOutput, ShowExportAndCompareOfAStoredRunMatchTheOlderCodesBytes) {
+  std::string dir;
+  ASSERT_NO_FATAL_FAILURE(make_golden_db(&dir));
+  const std::string db = dir + "/runs.db";
   std::map<std::string, std::string> out;  // output name -> its bytes
   for (const std::string id : {"1", "2"}) {
     auto [rc, text] = stdout_of({"show", id, "--db", db, "--html", dir + "/show_" + id + ".html"});
@@ -116,6 +123,32 @@ TEST(StoredOutput, ShowExportAndCompareOfAStoredRunMatchTheOlderCodesBytes) {
     for (const auto& [n, bytes] : out) std::ofstream(dir + "/" + n, std::ios::binary) << bytes;
     ADD_FAILURE() << "the outputs are kept in " << dir;
   }
+}
+
+// Each command judges each run it reports once, whatever it prints (text,
+// JSON, HTML together): show one analysis, compare two (one per run), export
+// one for OpenMetrics and none for CSV and JSON (no verdict in them), history
+// one per run whose stored verdict is stale, and none once stored again.
+TEST(OneAnalysis, EachCommandAnalyzesEachRunItReportsOnce) {
+  std::string dir;
+  ASSERT_NO_FATAL_FAILURE(make_golden_db(&dir));
+  const std::string db = dir + "/runs.db", html = dir + "/out.html";
+  auto analyses = [](const std::vector<std::string>& args) {
+    const uint64_t before = analysis::analyses_run();
+    EXPECT_EQ(stdout_of(args).first, 0) << args[0];
+    return analysis::analyses_run() - before;
+  };
+  EXPECT_EQ(analyses({"show", "1", "--db", db}), 1u);
+  EXPECT_EQ(analyses({"show", "1", "--db", db, "--explain", "--html", html}), 1u);
+  EXPECT_EQ(analyses({"show", "2", "--db", db, "--json", "--html", html}), 1u);
+  EXPECT_EQ(analyses({"compare", "1", "2", "--db", db, "--html", html}), 2u);
+  EXPECT_EQ(analyses({"compare", "1", "2", "--db", db, "--json"}), 2u);
+  EXPECT_EQ(analyses({"export", "1", "--db", db, "--format", "openmetrics"}), 1u);
+  EXPECT_EQ(analyses({"export", "1", "--db", db, "--format", "csv"}), 0u);
+  EXPECT_EQ(analyses({"export", "1", "--db", db, "--format", "json"}), 0u);
+  EXPECT_LE(analyses({"history", "--db", db}), 2u);  // the golden runs' verdicts are stale
+  EXPECT_EQ(analyses({"history", "--db", db}), 0u);  // and stored now
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
+#include "core/testing/sample_messages.h"
 
 namespace cp::msg {
 namespace {
@@ -21,34 +22,8 @@ T round_trip(const T& m) {
   return decode<T>(json::parse(json::serialize(to_json(m))), "test");
 }
 
-CpuSummary some_cpu() {
-  CpuSummary c;
-  c.seconds = 2.5;
-  c.core_busy_pct = {80, 5};
-  ProcLoad p;
-  p.pid = 7;
-  p.comm = "smbd";
-  p.cpu_pct = 99;
-  c.top.push_back(p);
-  return c;
-}
-
-TcpInfo some_tcp_info() {
-  TcpInfo t;
-  t.available = true;
-  t.retransmits = 12;
-  t.rtt_us = 250;
-  t.rttvar_us = 30;
-  t.snd_cwnd = 40;
-  t.snd_mss = 1448;
-  t.pmtu = 1500;
-  t.busy_s = 1.25;
-  t.rwnd_limited_s = 0.5;
-  t.sndbuf_limited_s = 0.25;
-  t.delivery_rate = 117000000;
-  t.rtt_idle_us = 90;
-  return t;
-}
+using testing::sample_cpu;
+using testing::sample_tcp_info;
 
 ShareRef some_share() {
   return {"s1", "smb://h/share", "smb", "u", "secret", {{"connections", "2"}, {"seal", "no"}}};
@@ -76,7 +51,7 @@ TEST(Messages, DiskRequestAndResultRoundTrip) {
   DiskRequest r{"/d", "read", "f.dat", 0, 1u << 20, true};
   EXPECT_TRUE(round_trip(r).delete_after);
 
-  DiskResult d{123, 0.5, true, true, "O_DIRECT", true, some_cpu()};
+  DiskResult d{123, 0.5, true, true, "O_DIRECT", true, sample_cpu()};
   DiskResult d2 = round_trip(d);
   EXPECT_EQ(d2.bytes, 123u);
   EXPECT_DOUBLE_EQ(d2.seconds, 0.5);
@@ -110,7 +85,7 @@ TEST(Messages, FilesMessagesRoundTrip) {
   EXPECT_DOUBLE_EQ(q2.budget, 12.5);
 
   files::PhaseStats st{files::Phase::remove, 1500, 0, 0.75, {30, 80, 900}, 1, 1, true, ""};
-  const FilesResult r2 = round_trip(FilesResult{{{st, some_cpu()}}, "ext4", true, "zfs: ARC"});
+  const FilesResult r2 = round_trip(FilesResult{{{st, sample_cpu()}}, "ext4", true, "zfs: ARC"});
   ASSERT_EQ(r2.phases.size(), 1u);
   EXPECT_EQ(r2.phases[0].stats.phase, files::Phase::remove);
   EXPECT_EQ(r2.phases[0].stats.ops, 1500u);
@@ -118,7 +93,7 @@ TEST(Messages, FilesMessagesRoundTrip) {
   EXPECT_DOUBLE_EQ(r2.phases[0].stats.latency.p99_us, 80);
   EXPECT_DOUBLE_EQ(r2.phases[0].stats.latency.max_us, 900);
   EXPECT_TRUE(r2.phases[0].stats.budget_hit);
-  EXPECT_EQ(r2.phases[0].cpu.core_busy_pct, some_cpu().core_busy_pct);
+  EXPECT_EQ(r2.phases[0].cpu.core_busy_pct, sample_cpu().core_busy_pct);
   EXPECT_EQ(r2.fs_type, "ext4");
   EXPECT_TRUE(r2.cache_possible);
   EXPECT_EQ(r2.cache_reason, "zfs: ARC");
@@ -140,7 +115,7 @@ TEST(Messages, FilesMessagesRoundTrip) {
 }
 
 TEST(Messages, FilesPhaseOfAnUnknownNameIsAPeerError) {
-  json::object o = to_json(FilesResult{{{files::PhaseStats{}, some_cpu()}}, "ext4", false, ""});
+  json::object o = to_json(FilesResult{{{files::PhaseStats{}, sample_cpu()}}, "ext4", false, ""});
   o["phases"].as_array()[0].as_object()["phase"] = "rename";
   try {
     decode<FilesResult>(o, "files");
@@ -165,7 +140,7 @@ TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_EQ(round_trip(res).token, "tok");
   EXPECT_DOUBLE_EQ(round_trip(res).timeout, 12.5);
 
-  TcpResult t{1000, 1.5, true, some_tcp_info(), some_cpu()};
+  TcpResult t{1000, 1.5, true, sample_tcp_info(), sample_cpu()};
   TcpResult t2 = round_trip(t);
   EXPECT_EQ(t2.bytes, 1000u);
   EXPECT_DOUBLE_EQ(t2.seconds, 1.5);
@@ -185,7 +160,7 @@ TEST(Messages, TcpMessagesRoundTrip) {
   EXPECT_EQ(i.rtt_idle_us, 90u);
   EXPECT_EQ(t2.cpu.core_busy_pct.size(), 2u);
 
-  TcpDetails d{"client", 1000, 1.4, some_tcp_info(), TcpInfo{}};
+  TcpDetails d{"client", 1000, 1.4, sample_tcp_info(), TcpInfo{}};
   TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
   EXPECT_EQ(d2.sender, "client");
   EXPECT_EQ(d2.sender_bytes, 1000u);
@@ -201,15 +176,15 @@ TEST(Messages, TcpStreamsRoundTripAndOneStreamWritesNone) {
   EXPECT_EQ(round_trip(run).tokens, (std::vector<std::string>{"a", "b", "c"}));
   TcpResultRequest res{"a", 10, {"a", "b"}};
   EXPECT_EQ(round_trip(res).tokens, (std::vector<std::string>{"a", "b"}));
-  TcpResult t{3000, 2, true, some_tcp_info(), some_cpu(), {}};
+  TcpResult t{3000, 2, true, sample_tcp_info(), sample_cpu(), {}};
   EXPECT_FALSE(to_json(t).contains("streams"));
-  t.streams = {{1000, 2, some_tcp_info()}, {2000, 1.9, TcpInfo{}}};
+  t.streams = {{1000, 2, sample_tcp_info()}, {2000, 1.9, TcpInfo{}}};
   const TcpResult t2 = round_trip(t);
   ASSERT_EQ(t2.streams.size(), 2u);
   EXPECT_EQ(t2.streams[1].bytes, 2000u);
   EXPECT_DOUBLE_EQ(t2.streams[1].seconds, 1.9);
   EXPECT_EQ(t2.streams[0].tcp_info.rtt_us, 250u);
-  TcpDetails d{"server", 3000, 2, some_tcp_info(), TcpInfo{}, t.streams};
+  TcpDetails d{"server", 3000, 2, sample_tcp_info(), TcpInfo{}, t.streams};
   const TcpDetails d2 = read_stored<TcpDetails>(json::serialize(to_json(d)));
   ASSERT_EQ(d2.streams.size(), 2u);
   EXPECT_EQ(d2.streams[0].bytes, 1000u);
@@ -264,12 +239,11 @@ TEST(Messages, FilesShareRoundTripsAndRefusesAMissingField) {
   EXPECT_EQ(q2.in_flight, 8u);
 
   FilesShareResult r;
-  files::PhaseStats create{files::Phase::create, 500, 2048000, 1.5, {80, 900, 1200}, 3.5, 4,
-                           true};
+  files::PhaseStats create{files::Phase::create, 500, 2048000, 1.5, {80, 900, 1200}, 3.5, 4, true};
   files::PhaseStats stat{files::Phase::stat, 3, 0, 0.01, {50, 60, 70}};
   stat.error = "denied";
-  r.phases.push_back({create, some_cpu()});
-  r.phases.push_back({stat, some_cpu()});
+  r.phases.push_back({create, sample_cpu()});
+  r.phases.push_back({stat, sample_cpu()});
   r.in_flight = 4;
   r.in_flight_note = "4 sessions";
   r.created = 500;
@@ -318,7 +292,7 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(t2.block, 65536u);
   EXPECT_TRUE(t2.delete_after);
 
-  TransferResult r{1u << 20, 0.2, "cafe", {{"dialect", "SMB3_11"}}, some_cpu()};
+  TransferResult r{1u << 20, 0.2, "cafe", {{"dialect", "SMB3_11"}}, sample_cpu()};
   TransferResult r2 = round_trip(r);
   EXPECT_EQ(r2.bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(r2.seconds, 0.2);
@@ -343,7 +317,7 @@ TEST(Messages, TransferAndSweepRoundTrip) {
   EXPECT_EQ(s2.request, 4096u);
   EXPECT_EQ(s2.bytes, 1u << 20);
   EXPECT_EQ(s2.file_size, 2u << 20);
-  SizeScanResult sr{1u << 20, 0.3, "", some_cpu()};
+  SizeScanResult sr{1u << 20, 0.3, "", sample_cpu()};
   SizeScanResult sr2 = round_trip(sr);
   EXPECT_EQ(sr2.bytes, 1u << 20);
   EXPECT_DOUBLE_EQ(sr2.seconds, 0.3);

@@ -244,47 +244,59 @@ json::value to_json(const std::optional<msg::Facts>& facts) {
 
 namespace {
 
-void clean(std::string& s) { s = sanitize_field(s); }
+// True when `s` needed it.
+bool clean(std::string& s) {
+  std::string safe = sanitize_field(s);
+  if (safe == s) return false;
+  s = std::move(safe);
+  return true;
+}
 
-// `m` through its codec with every string sanitized, when any needs it.
+// `m` through its codec with every string sanitized, when any needs it (true).
 template <class T, class Decode>
-void clean_via_json(T& m, json::value v, Decode decode) {
-  if (sanitize_json(v)) m = decode(v);
+bool clean_via_json(T& m, json::value v, Decode decode) {
+  if (!sanitize_json(v)) return false;
+  m = decode(v);
+  return true;
 }
 
 }  // namespace
 
-Run sanitized(const Run& run) {
+Run sanitized(const Run& run, bool* changed) {
   Run r = run;
+  bool any = false;
   for (std::string* s : {&r.label, &r.status, &r.error, &r.server, &r.client, &r.version}) {
-    clean(*s);
+    any |= clean(*s);
   }
-  auto clean_doc = [](JsonDoc& d) {
+  auto clean_doc = [&any](JsonDoc& d) {
     json::value v = d.value();
-    if (sanitize_json(v)) d = JsonDoc(std::make_shared<const json::value>(std::move(v)));
+    if (!sanitize_json(v)) return;
+    d = JsonDoc(std::make_shared<const json::value>(std::move(v)));
+    any = true;
   };
   clean_doc(r.plan);
   for (Host& h : r.hosts) {
-    clean(h.role);
-    clean(h.address);
-    clean_via_json(h.facts, to_json(h.facts), [](const json::value& v) {
+    any |= clean(h.role);
+    any |= clean(h.address);
+    any |= clean_via_json(h.facts, to_json(h.facts), [](const json::value& v) {
       msg::Facts f;
       msg::from_json(v, f, msg::Source::kStored, "facts");
       return std::optional<msg::Facts>(std::move(f));
     });
   }
   for (Stage& st : r.stages) {
-    for (std::string* s : {&st.driver, &st.where, &st.status, &st.error}) clean(*s);
+    for (std::string* s : {&st.driver, &st.where, &st.status, &st.error}) any |= clean(*s);
     clean_doc(st.params);
     for (Sample& sa : st.samples) {
-      clean(sa.op);
-      clean(sa.error);
+      any |= clean(sa.op);
+      any |= clean(sa.error);
       const StageKind kind = st.kind;
-      clean_via_json(sa.details, to_json(sa.details),
-                     [kind](const json::value& v) { return decode_details(kind, v); });
-      clean_via_json(sa.cpu, to_json(sa.cpu), decode_cpu);
+      any |= clean_via_json(sa.details, to_json(sa.details),
+                            [kind](const json::value& v) { return decode_details(kind, v); });
+      any |= clean_via_json(sa.cpu, to_json(sa.cpu), decode_cpu);
     }
   }
+  if (changed) *changed = any;
   return r;
 }
 

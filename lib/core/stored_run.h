@@ -145,7 +145,8 @@ Run decode(const RunRecord& record);
 
 // A copy with every text a host or peer may have chosen (labels, names,
 // facts, details, process names) sanitize_field'ed (core/text.h), for the
-// terminal.
-Run sanitized(const Run& run);
+// terminal. `changed` (when given) says whether any text needed it: when not,
+// the copy equals `run`, and whatever was derived from `run` holds for it.
+Run sanitized(const Run& run, bool* changed = nullptr);
 
 }  // namespace cp::stored

@@ -55,7 +55,6 @@ bool wait_until(const std::function<bool()>& done, double timeout_s) {
 
 class LabFaults : public LabSuite<LabFaults> {
  public:
-  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
   static void SetUpTestSuite() {
     LabSuite::SetUpTestSuite();
     if (lab_is_up()) info_ = read_info();

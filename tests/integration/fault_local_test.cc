@@ -74,6 +74,24 @@ std::vector<int> agents_of(const Child& c) {
   return a;
 }
 
+// A diagnose of `plan` (its [server]/[client] dirs from dirs(t)) with local
+// agents, started: its database, the process, its two agents {server,
+// client}; returned once `ready_sql` counts at least 1.
+struct Running {
+  std::string db;
+  std::unique_ptr<Child> c;
+  std::vector<int> agents;
+};
+void start_run(const TempDir& t, const std::string& plan, const std::string& ready_sql,
+               Running* r) {
+  write_file(t.file("plan.ini"), dirs(t) + plan);
+  r->db = t.file("runs.db");
+  r->c = start_diagnose(r->db, t.file("plan.ini"));
+  r->agents = agents_of(*r->c);
+  ASSERT_EQ(r->agents.size(), 2u);
+  ASSERT_TRUE(wait_for(r->db, ready_sql, 1));
+}
+
 bool wait_gone(int pid, double timeout_s = 15) {
   const double deadline = monotonic_seconds() + timeout_s;
   while (monotonic_seconds() < deadline) {
@@ -96,15 +114,13 @@ void expect_next_run_succeeds(const TempDir& t) {
 
 TEST(LocalFaults, KilledServerAgentMidDiskWriteLeavesNothingAfterTheNextRun) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             dirs(t) +
-                 "[disk]\nsizes = 32MiB\ncount = 4\nsettle = 0\n[tcp]\nseconds = 300ms\n"
-                 "count = 2\n");
-  const std::string db = t.file("runs.db");
-  auto c = start_diagnose(db, t.file("plan.ini"));
-  auto agents = agents_of(*c);
-  ASSERT_EQ(agents.size(), 2u);
-  ASSERT_TRUE(wait_for(db, "SELECT count(*) FROM samples", 1));
+  Running run;
+  ASSERT_NO_FATAL_FAILURE(
+      start_run(t,
+                "[disk]\nsizes = 32MiB\ncount = 4\nsettle = 0\n[tcp]\nseconds = 300ms\n"
+                "count = 2\n",
+                "SELECT count(*) FROM samples", &run));
+  auto& [db, c, agents] = run;
   ::kill(agents[0], SIGKILL);
   const int rc = c->wait(120);
   // The client's disk stage still gives a verdict: partial.
@@ -125,13 +141,11 @@ TEST(LocalFaults, KilledServerAgentMidDiskWriteLeavesNothingAfterTheNextRun) {
 
 TEST(LocalFaults, CtrlCWhileAnAgentIsStoppedEndsWithinTwoSeconds) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             dirs(t) + "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\n");
-  const std::string db = t.file("runs.db");
-  auto c = start_diagnose(db, t.file("plan.ini"));
-  auto agents = agents_of(*c);
-  ASSERT_EQ(agents.size(), 2u);
-  ASSERT_TRUE(wait_for(db, "SELECT count(*) FROM stages WHERE layer = 'tcp'", 1));
+  Running run;
+  ASSERT_NO_FATAL_FAILURE(
+      start_run(t, "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\n",
+                "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  auto& [db, c, agents] = run;
   sleep_s(0.5);
   ::kill(agents[1], SIGSTOP);
   sleep_s(0.5);
@@ -154,14 +168,12 @@ TEST(LocalFaults, CtrlCWhileAnAgentIsStoppedEndsWithinTwoSeconds) {
 
 TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
   TempDir t;
-  write_file(t.file("plan.ini"), dirs(t) +
-                                     "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 3\n"
-                                     "streams = 1\n[timeouts]\nstall = 2s\nsilence = 60s\n");
-  const std::string db = t.file("runs.db");
-  auto c = start_diagnose(db, t.file("plan.ini"));
-  auto agents = agents_of(*c);
-  ASSERT_EQ(agents.size(), 2u);
-  ASSERT_TRUE(wait_for(db, "SELECT count(*) FROM stages WHERE layer = 'tcp'", 1));
+  Running run;
+  ASSERT_NO_FATAL_FAILURE(start_run(t,
+                                    "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 3\n"
+                                    "streams = 1\n[timeouts]\nstall = 2s\nsilence = 60s\n",
+                                    "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  auto& [db, c, agents] = run;
   sleep_s(0.3);
   ::kill(agents[1], SIGSTOP);
   sleep_s(4);
@@ -181,15 +193,13 @@ TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
 
 TEST(LocalFaults, AnAgentSilentPastTheTimeoutIsAbandoned) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             dirs(t) +
-                 "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 20\n"
-                 "count = 2\n[timeouts]\nsilence = 3s\n");
-  const std::string db = t.file("runs.db");
-  auto c = start_diagnose(db, t.file("plan.ini"));
-  auto agents = agents_of(*c);
-  ASSERT_EQ(agents.size(), 2u);
-  ASSERT_TRUE(wait_for(db, "SELECT count(*) FROM stages WHERE layer = 'tcp'", 1));
+  Running run;
+  ASSERT_NO_FATAL_FAILURE(
+      start_run(t,
+                "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 20\n"
+                "count = 2\n[timeouts]\nsilence = 3s\n",
+                "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  auto& [db, c, agents] = run;
   sleep_s(0.5);
   ::kill(agents[1], SIGSTOP);
   const double stopped = monotonic_seconds();
@@ -262,13 +272,11 @@ TEST(LocalFaults, AProtocolServerThatIsNotThereMakesTheRunPartial) {
 
 TEST(LocalFaults, CleanRemovesWhatKilledAgentsLeft) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             dirs(t) + "[disk]\nsizes = 32MiB\ncount = 4\nsettle = 0\n[tcp]\nenabled = no\n");
-  const std::string db = t.file("runs.db");
-  auto c = start_diagnose(db, t.file("plan.ini"));
-  auto agents = agents_of(*c);
-  ASSERT_EQ(agents.size(), 2u);
-  ASSERT_TRUE(wait_for(db, "SELECT count(*) FROM samples", 1));
+  Running run;
+  ASSERT_NO_FATAL_FAILURE(
+      start_run(t, "[disk]\nsizes = 32MiB\ncount = 4\nsettle = 0\n[tcp]\nenabled = no\n",
+                "SELECT count(*) FROM samples", &run));
+  auto& [db, c, agents] = run;
   ::kill(agents[0], SIGKILL);
   ::kill(agents[1], SIGKILL);
   c->wait(60);

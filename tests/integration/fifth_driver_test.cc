@@ -24,6 +24,7 @@
 
 #include "agent/driver_role.h"
 #include "agent_server/agent.h"
+#include "analysis/ladder.h"
 #include "app/app.h"
 #include "core/units.h"
 #include "core/version.h"
@@ -180,6 +181,17 @@ TEST_F(FifthDriverRun, PlanTakesTheRegisteredDriver) {
                               "--plan", plan("depth=8"), "--dry-run"});
   EXPECT_EQ(bad.rc, 1);
   EXPECT_FALSE(fs::exists(db()));
+}
+
+// diagnose judges its run once: the status, the stored verdict, the text and
+// the HTML page all come from that one analysis.
+TEST_F(FifthDriverRun, DiagnoseWithTextAndHtmlAnalyzesTheRunOnce) {
+  const uint64_t before = analysis::analyses_run();
+  const Out r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db(),
+                            "--plan", plan("max_read=64KiB"), "--html", dir_ + "/run.html"});
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir_ + "/run.html"));
+  EXPECT_EQ(analysis::analyses_run() - before, 1u);
 }
 
 // diagnose through the fifth driver: its stage and samples stored, its rows

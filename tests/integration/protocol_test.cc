@@ -31,17 +31,8 @@ struct LabInfo {
 };
 
 class Protocols : public LabSuite<Protocols> {
- public:
-  // Unshaped: TCP runs as fast as the machine allows, far above what the
-  // throttled layers can do.
-  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
-
  protected:
-  void SetUp() override {
-    LabSuite::SetUp();
-    if (!ready()) return;
-    ASSERT_NO_FATAL_FAILURE(info_ = read_info());
-  }
+  void SetUpLab() override { ASSERT_NO_FATAL_FAILURE(info_ = read_info()); }
   // Always, so no throttle outlives its test, even a failed one.
   void TearDown() override {
     if (geteuid() == 0 && lab_is_up()) {

@@ -40,13 +40,8 @@ const std::map<std::string, std::string> kPlanted = {
 };
 
 class SecurityLabFiles : public LabSuite<SecurityLabFiles> {
- public:
-  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
-
  protected:
-  void SetUp() override {
-    LabSuite::SetUp();
-    if (!ready()) return;
+  void SetUpLab() override {
     lab_ = lab_status();
     user_ = "cpsec" + std::to_string(lab_instance());
     if (!lab::sys::find_user(user_)) {

@@ -95,9 +95,7 @@ class SecurityAgentCache : public LabSuite<SecurityAgentCache> {
   }
 
  protected:
-  void SetUp() override {
-    LabSuite::SetUp();
-    if (!ready()) return;
+  void SetUpLab() override {
     status_ = lab_status();
     cache_ = lab_dir() + "/server/home/.cache/chokepoint";
     const LabShare* s = status_.share("ftp", "ram");

@@ -108,14 +108,22 @@ const boost::json::object* verdict_finding(const boost::json::object& report,
 std::string text_field(const boost::json::object& o, std::string_view key);
 
 // A test suite on the tests' own lab: `lab up <Derived::lab_up_options()>`
-// once before its first test and `lab down` after its last. As root, a lab
-// that did not come up fails every test (it never skips there). A test that
-// reshapes the lab (`reshape`) gets it back as the suite brought it up in
-// TearDown. A Derived SetUp/TearDown calls these first, and its SetUp returns
-// when `!ready()`.
+// once before its first test and `lab down` after its last; unless Derived
+// declares its own, the options are `--rate 0` (unshaped: TCP as fast as the
+// machine allows, far above what throttled layers do). As root, a lab that did
+// not come up fails every test (it never skips there). A test that reshapes
+// the lab (`reshape`) gets it back as the suite brought it up in TearDown.
+// Derived readies each test in SetUpLab(), which runs only once the lab is
+// ready; a Derived TearDown calls this one first.
 template <class Derived>
 class LabSuite : public ::testing::Test {
+ public:
+  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
+
  protected:
+  // Per test, after the lab is found ready (ASSERTs allowed).
+  virtual void SetUpLab() {}
+
   static void SetUpTestSuite() {
     if (geteuid() != 0) return;
     std::vector<std::string> args{"lab", "up"};
@@ -130,6 +138,7 @@ class LabSuite : public ::testing::Test {
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
     ASSERT_TRUE(up_ok_) << "lab up failed: " << up_error_;
+    SetUpLab();
   }
   void TearDown() override {
     if (!reshaped_ || !up_ok_) return;

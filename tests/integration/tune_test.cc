@@ -36,13 +36,8 @@ namespace json = boost::json;
 std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
 
 class Tune : public LabSuite<Tune> {
- public:
-  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
-
  protected:
-  void SetUp() override {
-    LabSuite::SetUp();
-    if (!ready()) return;
+  void SetUpLab() override {
     LabStatus lab;
     ASSERT_NO_THROW(lab = lab_status());
     loop_ = lab.server.loop_device;

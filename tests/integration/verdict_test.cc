@@ -24,15 +24,8 @@ namespace {
 namespace json = boost::json;
 
 class Verdict : public LabSuite<Verdict> {
- public:
-  static std::vector<std::string> lab_up_options() { return {"--rate", "0"}; }
-
  protected:
-  void SetUp() override {
-    LabSuite::SetUp();
-    if (!ready()) return;
-    ASSERT_NO_THROW(lab_ = lab_status());
-  }
+  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
   // Every test leaves the lab as it found it: unshaped, default MTU and Samba.
   void TearDown() override {
     if (lab_is_up() && geteuid() == 0) chokepoint({"lab", "throttle", "--clear"}, 120);

@@ -10,6 +10,7 @@
 
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
+#include "core/testing/sample_messages.h"
 
 namespace {
 
@@ -29,36 +30,8 @@ void result(const std::string& type, json::object data) {
   std::cout << json::serialize(json::object{{"result", type}, {"data", std::move(data)}}) << "\n";
 }
 
-CpuSummary cpu() {
-  CpuSummary c;
-  c.seconds = 1;
-  c.core_busy_pct = {50, 10};
-  c.core_busy_max_pct = {90, 20};
-  ProcLoad p;
-  p.pid = 10;
-  p.comm = "smbd";
-  p.role = "server";
-  p.cpu_pct = 40;
-  p.top_thread_pct = 35;
-  p.threads = 2;
-  c.top.push_back(p);
-  return c;
-}
-
-TcpInfo tcp_info() {
-  TcpInfo t;
-  t.available = true;
-  t.retransmits = 3;
-  t.rtt_us = 120;
-  t.rttvar_us = 20;
-  t.snd_cwnd = 10;
-  t.snd_mss = 1448;
-  t.pmtu = 1500;
-  t.busy_s = 1;
-  t.delivery_rate = 1000000;
-  t.rtt_idle_us = 60;
-  return t;
-}
+using testing::sample_cpu;
+using testing::sample_tcp_info;
 
 // A NAS's facts with every part told, and a host that could tell little.
 Facts full_facts() {
@@ -104,18 +77,18 @@ int main() {
   result("facts", to_json(sparse_facts()));
   request("disk", to_json(DiskRequest{"/disk", "write", "d.dat", 1u << 20, 1u << 20, false}));
   request("disk", to_json(DiskRequest{"/disk", "read", "d.dat", 0, 65536, true}));
-  result("disk", to_json(DiskResult{1u << 20, 0.5, true, false, "O_DIRECT", false, cpu()}));
+  result("disk", to_json(DiskResult{1u << 20, 0.5, true, false, "O_DIRECT", false, sample_cpu()}));
   request("files", to_json(FilesRequest{"/disk", "files-1", 1000, 4096, 10, "random", 7, 30}));
   cp::files::PhaseStats create{cp::files::Phase::create, 1000, 4096000, 0.5, {40, 90, 400}};
-  result("files", to_json(FilesResult{{{create, cpu()}}, "ext4", false, ""}));
+  result("files", to_json(FilesResult{{{create, sample_cpu()}}, "ext4", false, ""}));
   request("tcp_listen",
           to_json(TcpListenRequest{"198.18.0.1", {"0123456789abcdef0123456789abcdef"}}));
   result("tcp_listen", to_json(TcpListenResult{40000, "198.18.0.1"}));
   request("tcp_run", to_json(TcpRunRequest{"198.18.0.1", 40000, "0123456789abcdef0123456789abcdef",
                                            "send", 2, 131072}));
   request("tcp_result", to_json(TcpResultRequest{"0123456789abcdef0123456789abcdef", 62}));
-  result("tcp_run", to_json(TcpResult{1000, 2, true, tcp_info(), cpu()}));
-  result("tcp_result", to_json(TcpResult{1000, 2, false, TcpInfo{}, cpu()}));
+  result("tcp_run", to_json(TcpResult{1000, 2, true, sample_tcp_info(), sample_cpu()}));
+  result("tcp_result", to_json(TcpResult{1000, 2, false, TcpInfo{}, sample_cpu()}));
   request("make_file", to_json(FileRequest{"/srv", "f.dat", 1u << 20, 1u << 20, true, true}));
   request("file_info", to_json(FileRequest{"/srv", "f.dat"}));
   request("remove_file", to_json(FileRequest{"/srv", "f.dat"}));
@@ -123,11 +96,11 @@ int main() {
   result("file_info", to_json(FileResult{1u << 20, 0.1, "0123456789abcdef"}));
   request("transfer", to_json(TransferRequest{share, "read", "run/f.dat", "/ram", "f.dat", 1u << 20,
                                               1u << 20, true}));
-  result("transfer",
-         to_json(TransferResult{1u << 20, 0.2, "0123456789abcdef", {{"dialect", "3.1.1"}}, cpu()}));
+  result("transfer", to_json(TransferResult{
+                         1u << 20, 0.2, "0123456789abcdef", {{"dialect", "3.1.1"}}, sample_cpu()}));
   request("sweep",
           to_json(SizeScanRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
-  result("sweep", to_json(SizeScanResult{1u << 20, 0.3, "", cpu()}));
+  result("sweep", to_json(SizeScanResult{1u << 20, 0.3, "", sample_cpu()}));
   // Small files over a share.
   FilesShareRequest fs;
   fs.share = share;
@@ -138,7 +111,7 @@ int main() {
   request("files_share", to_json(fs));
   FilesShareResult fr;
   for (cp::files::Phase phase : cp::files::kPhases) {
-    FilesPhase p{{phase, 1000, 4096000, 0.5, {120, 900, 2000}, 3.9, 4}, cpu()};
+    FilesPhase p{{phase, 1000, 4096000, 0.5, {120, 900, 2000}, 3.9, 4}, sample_cpu()};
     if (phase == cp::files::Phase::stat) p.stats.skipped = "the FTP server does not answer SIZE";
     fr.phases.push_back(p);
   }
