@@ -12,9 +12,10 @@ std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& 
   std::vector<Finding> out;
   for (const Row& r : a.rows) {
     if (r.layer != "files" || r.rate.n == 0) continue;
-    // The agent's own thread or the kernel at a core: the CPU, not the disk,
-    // sets the phase's rate (the agent's: a lower bound).
-    if (!r.cpu_bound.empty()) {
+    // The agent's own thread (or the kernel's) at a core, or a process at its
+    // quota: the CPU, not the disk, sets the phase's rate (the agent's: a
+    // lower bound). Every core busy is not the one-at-a-time probe's doing.
+    if (!r.cpu_bound.empty() && r.cpu_bound.kind != "all cores") {
       Finding f;
       f.rule = "files.disk_cpu";
       f.path = "files";

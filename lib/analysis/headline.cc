@@ -49,6 +49,13 @@ bool is_verdict_path(const std::string& path) {
   return !path.empty() && !kOther.count(path);
 }
 
+bool has_unjudged_figures(const Analysis& a) {
+  for (const Row& r : a.rows) {
+    if (r.unit == RowUnit::kOps && r.rate.n > 0) return true;
+  }
+  return false;
+}
+
 bool Analysis::has_verdict() const {
   for (const auto& f : findings)
     if (is_verdict_path(f.path)) return true;
@@ -78,6 +85,7 @@ void pick_headline(Analysis& a) {
 Headline headline_of(const Analysis& a) {
   Headline h;
   h.stages_ran = a.stages_ran;
+  h.figures_only = has_unjudged_figures(a);
   if (a.headline_finding < 0) return h;
   const Finding& f = a.findings[static_cast<size_t>(a.headline_finding)];
   h.path = f.path;

@@ -400,6 +400,10 @@ std::vector<PathVerdict> path_verdicts(const Analysis& a);
 
 // A run's verdict in brief, for `history` and `compare`: the headline finding's
 // path and layer, and the capping row's median (0 when none).
+// Rows with figures no verdict judges yet (the small-file rows, in ops/s):
+// a run that measured only them still measured something.
+bool has_unjudged_figures(const Analysis& a);
+
 struct Headline {
   std::string path;   // "smb disk read"; "" when the run has no verdict
   std::string layer;  // "server disk", "cpu", "undecided", ...
@@ -408,6 +412,8 @@ struct Headline {
   std::optional<Finding> finding;  // the headline finding (report/ renders its sentence)
   std::string stored_text;  // without `finding`: the sentence as stored (history's summaries)
   bool stages_ran = false;  // without a finding: whether any stage ran
+  // Without a finding: only figures no verdict judges yet (small-file rows) came in.
+  bool figures_only = false;
 };
 Headline headline_of(const Analysis& a);
 

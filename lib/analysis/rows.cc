@@ -325,8 +325,8 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
     proto.op = op;
     proto.size = s.size;
     proto.unit = RowUnit::kOps;
-    proto.label = fmt::format("{} disk {}{}, {} files (ops/s)", st.where, random ? "random " : "",
-                              phase, format_size(s.size));
+    proto.label = fmt::format("{} disk {}{}, {} (ops/s)", st.where, random ? "random " : "", phase,
+                              format_size(s.size));
   } else if (st.kind == stored::StageKind::kTcp) {
     // Several streams at once: a row per count, the figure their total.
     const auto* td = s.details.as<msg::TcpDetails>();

@@ -64,7 +64,7 @@ constexpr Rule kRules[] = {
   {"protocol.plus_disk", kProtocolDiskChain, "from disk below both the protocol over RAM and the server disk: the two together cost more than either alone", rules::protocol_plus_disk},
 
   // Small files on each end's disk, run-wide notes (files_rules.cc).
-  {"files.disk_cpu", kRunRule, "a small-file phase on an end's disk with a thread at a core or every core busy: the CPU, not the disk, sets its operations/s (chokepoint's agent: a lower bound)"},
+  {"files.disk_cpu", kRunRule, "a small-file phase on an end's disk with a thread at a core or a process at its quota: the CPU, not the disk, sets its operations/s (chokepoint's agent: a lower bound)"},
   {"files.disk_latency", kRunRule, "a small-file phase on an end's disk whose worst operation took >= 50x its median and >= 50 ms: the device or the journal stalled"},
 
   // Run-wide, after the verdicts (this file).

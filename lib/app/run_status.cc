@@ -22,7 +22,8 @@ RunOutcome outcome_of(const stored::Run& run, const analysis::Analysis& a) {
         first = fmt::format("{} {} sample {}: {}", st.driver, st.where, s.seq, s.error);
     }
   }
-  if (!a.has_verdict()) {
+  // A run of the small-file stage alone measured something, though no verdict judges it yet.
+  if (!a.has_verdict() && !analysis::has_unjudged_figures(a)) {
     return {kFailed, first.empty() ? "no stage produced a verdict"
                                    : fmt::format("no verdict; first failure: {}", first)};
   }

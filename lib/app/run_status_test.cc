@@ -53,6 +53,29 @@ TEST(RunOutcome, NoSampleAnywhereIsFailed) {
   EXPECT_EQ(exit_code_for(o.status), kExitFailed);
 }
 
+// A plan of the small-file stage alone: its rows (ops/s) are figures no verdict
+// judges yet, and the run measured what it was asked to.
+TEST(RunOutcome, OnlyTheSmallFileStageIsCompleteWithoutAVerdict) {
+  RunRecord run = SeedRun(1, "x").build();
+  StageRecord st;
+  st.layer = "files";
+  st.where = "server";
+  st.status = kComplete;
+  SampleRecord s;
+  s.op = "files-create";
+  s.size = 4096;
+  s.bytes = 4096000;
+  s.seconds = 0.5;
+  s.details_json = R"({"count":1000,"ops":1000,"order":"sequential"})";
+  st.samples.push_back(s);
+  run.stages.push_back(st);
+  RunOutcome o = outcome(run);
+  EXPECT_EQ(o.status, kComplete);
+  run.stages[0].samples[0].error = "cannot create: No space left on device";
+  run.stages[0].status = kFailed;
+  EXPECT_EQ(outcome(run).status, kFailed);  // nothing measured after all
+}
+
 TEST(RunOutcome, OnlyNotesAndNoPathIsNoVerdict) {
   // Every sample of the only stage failed: the analysis can only note errors.
   RunRecord run = SeedRun(1, "x").stage("disk", "server", "read", 100'000'000, {70, 71}).build();

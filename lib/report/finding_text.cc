@@ -518,6 +518,10 @@ std::string finding_sentence(const Finding& f) { return render(f, false); }
 std::string headline_text(const analysis::Headline& h) {
   if (h.finding) return finding_text(*h.finding);
   if (!h.stored_text.empty()) return h.stored_text;
+  if (h.figures_only) {
+    return "Only the small-file stage produced samples: its rows are in the ladder; no verdict "
+           "judges them yet.";
+  }
   return h.stages_ran ? "No stage produced samples, so there is no verdict."
                       : "No stage ran, so there is no verdict.";
 }

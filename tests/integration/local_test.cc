@@ -175,7 +175,8 @@ TEST(LocalDiagnose, SigintKeepsSamplesAndMarksTheRunInterrupted) {
   write_file(t.file("plan.ini"),
              "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
                  "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\ncount = 2\n");
+                 "\n[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\ncount = 2\n"
+                 "[files]\nenabled = no\n");
   const std::string db = t.file("runs.db");
   Child c({CHOKEPOINT_BIN, "diagnose", "--server", "local", "--client", "local", "--db", db,
            "--plan", t.file("plan.ini"), "-q"});
