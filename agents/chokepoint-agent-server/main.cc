@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
         "not meant to be run by hand.\n");
     return 2;
   }
-  // No client role: transfer and sweep are refused (the client end's full
+  // No client role: transfer and the size scan are refused (the client end's full
   // chokepoint-agent serves them).
   return cp::agent::serve(0, 1, {cp::kBuildId, cp::kVersion, {}});
 }

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "agent/files_share.h"
 #include "agent/transfer_ops.h"
 #include "core/error.h"
 #include "probe/cpu.h"
@@ -26,7 +27,9 @@ class DriverClientRole : public ClientRole {
  public:
   std::vector<std::string> drivers() const override { return transfer::driver_names(); }
   msg::TransferResult transfer(const msg::TransferRequest& req, const ClientCall& call) override;
-  msg::SweepResult sweep(const msg::SweepRequest& req, const ClientCall& call) override;
+  msg::SizeScanResult size_scan(const msg::SizeScanRequest& req, const ClientCall& call) override;
+  msg::FilesShareResult files_share(const msg::FilesShareRequest& req,
+                                    const ClientCall& call) override;
   void close_shares() override { shares_.clear(); }
   void cancel_sessions() override { sessions_cancel_.cancel(); }
 
@@ -42,16 +45,21 @@ class DriverClientRole : public ClientRole {
   CancelToken sessions_cancel_;              // for driver sessions; set at shutdown
 };
 
-transfer::Session& DriverClientRole::session_for(const msg::ShareRef& share,
-                                                 const CancelToken& cancel) {
-  auto it = shares_.find(share.name);
-  if (it != shares_.end() && it->second.url == share.url) return *it->second.session;
+transfer::Share share_of(const msg::ShareRef& share) {
   transfer::Share s;
   s.name = share.name;
   s.url = share.url;
   s.user = share.user;
   s.password = share.password;  // never logged or echoed
   for (const auto& [k, v] : share.options) s.options[k] = v;
+  return s;
+}
+
+transfer::Session& DriverClientRole::session_for(const msg::ShareRef& share,
+                                                 const CancelToken& cancel) {
+  auto it = shares_.find(share.name);
+  if (it != shares_.end() && it->second.url == share.url) return *it->second.session;
+  const transfer::Share s = share_of(share);
   OpenShare open;
   open.url = share.url;
   open.driver = transfer::make_driver(share.driver);
@@ -89,11 +97,12 @@ msg::TransferResult DriverClientRole::transfer(const msg::TransferRequest& req,
   return out;
 }
 
-msg::SweepResult DriverClientRole::sweep(const msg::SweepRequest& req, const ClientCall& call) {
-  const SweepPattern pattern = parse_sweep_pattern(req.pattern);
+msg::SizeScanResult DriverClientRole::size_scan(const msg::SizeScanRequest& req,
+                                                const ClientCall& call) {
+  const ScanPattern pattern = parse_scan_pattern(req.pattern);
   // What the driver can do is its table's word (transfer/driver.h), before any connection.
-  const bool write = pattern == SweepPattern::kSeqWrite || pattern == SweepPattern::kRandWrite;
-  const bool random = pattern == SweepPattern::kRandRead || pattern == SweepPattern::kRandWrite;
+  const bool write = pattern == ScanPattern::kSeqWrite || pattern == ScanPattern::kRandWrite;
+  const bool random = pattern == ScanPattern::kRandRead || pattern == ScanPattern::kRandWrite;
   if (const char* lacks = transfer::driver_spec(req.share.driver).caps.lacks(write, random)) {
     throw Error(ErrorKind::kUnsupported,
                 fmt::format("the {} driver has no {}", req.share.driver, lacks),
@@ -101,13 +110,24 @@ msg::SweepResult DriverClientRole::sweep(const msg::SweepRequest& req, const Cli
   }
   transfer::Session& session = session_for(req.share, call.cancel);
   if (req.request == 0 || req.request > (16u << 20)) {
-    throw Error(ErrorKind::kConfig, "sweep request size is outside 1 B .. 16 MiB");
+    throw Error(ErrorKind::kConfig, "size-scan request size is outside 1 B .. 16 MiB");
   }
   probe::CpuSampler cpu;
   cpu.start();
-  FileResult r = sweep_cell(session, req.remote, pattern, static_cast<uint32_t>(req.request),
-                            req.bytes, req.file_size, call.cancel);
+  FileResult r = scan_cell(session, req.remote, pattern, static_cast<uint32_t>(req.request),
+                           req.bytes, req.file_size, call.cancel);
   return {r.bytes, r.seconds, r.checksum, cpu.stop()};
+}
+
+// The share's session, and for operations in flight more of its own (each a
+// connection, logged out when the pass ends).
+msg::FilesShareResult DriverClientRole::files_share(const msg::FilesShareRequest& req,
+                                                    const ClientCall& call) {
+  transfer::Session& session = session_for(req.share, call.cancel);
+  const transfer::Share s = share_of(req.share);
+  auto driver = transfer::make_driver(req.share.driver);
+  auto more = [&]() { return driver->connect(s, sessions_cancel_); };
+  return run_files_share(req, session, more, call.cancel);
 }
 
 }  // namespace

@@ -58,13 +58,65 @@ TEST(ClientRole, FullAgentListsItsDriversAndMovesAFileThroughOne) {
   fs::remove_all(dir);
 }
 
+// files_share over the agent link: the path driver on a local directory with
+// four operations in flight (four sessions), every phase over every file, the
+// client's CPU per phase, and nothing left in the share; a request out of
+// range is refused before anything is made.
+TEST(ClientRole, FilesShareRunsAPassOverAShareAndLeavesNothing) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  std::thread agent([&] { serve(sv[1], sv[1], {"test-build", "0", make_client_role}); });
+  const fs::path dir = fs::temp_directory_path() / ("files-share-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  {
+    remote::AgentLink link(remote::make_fd_stream(sv[0], sv[0], "test"), "test agent");
+    link.handshake(10);
+    msg::FilesShareRequest q;
+    q.share = {"p", dir.string(), "path", "", "", {}};
+    q.root = "files";
+    q.count = 60;
+    q.size = 100;
+    q.dirs = 6;
+    q.order = "random";
+    q.seed = 3;
+    q.in_flight = 4;
+    const auto r = msg::decode<msg::FilesShareResult>(link.call("files_share", msg::to_json(q), 60),
+                                                      "files_share");
+    ASSERT_EQ(r.phases.size(), 4u);
+    EXPECT_EQ(r.in_flight, 4u);
+    EXPECT_EQ(r.created, 60u);
+    const char* names[] = {"create", "stat", "read", "delete"};
+    for (size_t i = 0; i < 4; ++i) {
+      SCOPED_TRACE(names[i]);
+      EXPECT_EQ(r.phases[i].phase, names[i]);
+      EXPECT_EQ(r.phases[i].ops, 60u);
+      EXPECT_TRUE(r.phases[i].error.empty()) << r.phases[i].error;
+      EXPECT_LE(r.phases[i].median_us, r.phases[i].p99_us);
+      EXPECT_LE(r.phases[i].p99_us, r.phases[i].max_us);
+      EXPECT_GE(r.phases[i].in_flight_max, 1u);
+      EXPECT_LE(r.phases[i].in_flight_max, 4u);
+      EXPECT_GT(r.phases[i].cpu.seconds, 0);
+    }
+    EXPECT_EQ(r.phases[2].bytes, 6000u);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 0);
+
+    q.count = 0;
+    EXPECT_THROW(link.call("files_share", msg::to_json(q), 60), Error);
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 0);
+    link.call("cleanup", {}, 10);
+  }
+  agent.join();
+  close(sv[1]);
+  fs::remove_all(dir);
+}
+
 // Whether a sweep cell can run is the driver table's word: a random read
 // through FTP (no random_access) is unsupported before any connection is
 // tried (port 1 on loopback is closed: a connection would fail otherwise).
 TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) {
   auto role = make_client_role();
   CancelToken cancel;
-  msg::SweepRequest req;
+  msg::SizeScanRequest req;
   req.share = {"s", "ftp://127.0.0.1:1/x", "ftp", "", "", {}};
   req.remote = "f.dat";
   req.request = 4096;
@@ -74,7 +126,7 @@ TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) 
     SCOPED_TRACE(pattern);
     req.pattern = pattern;
     try {
-      role->sweep(req, {cancel, {}, {}});
+      role->size_scan(req, {cancel, {}, {}});
       ADD_FAILURE() << "accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
@@ -83,7 +135,7 @@ TEST(ClientRole, ASweepPatternTheDriverTableLacksIsUnsupportedBeforeConnecting) 
   // A sequential read is not refused by the table: it tries the server.
   req.pattern = "seqread";
   try {
-    role->sweep(req, {cancel, {}, {}});
+    role->size_scan(req, {cancel, {}, {}});
     ADD_FAILURE() << "port 1 answered";
   } catch (const Error& e) {
     EXPECT_NE(e.kind(), ErrorKind::kUnsupported);

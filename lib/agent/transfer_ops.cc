@@ -94,25 +94,26 @@ FileResult transfer_write(transfer::Session& session, const RunFile& local,
   return r;
 }
 
-SweepPattern parse_sweep_pattern(const std::string& name) {
-  if (name == "seqread") return SweepPattern::kSeqRead;
-  if (name == "randread") return SweepPattern::kRandRead;
-  if (name == "seqwrite") return SweepPattern::kSeqWrite;
-  if (name == "randwrite") return SweepPattern::kRandWrite;
+ScanPattern parse_scan_pattern(const std::string& name) {
+  if (name == "seqread") return ScanPattern::kSeqRead;
+  if (name == "randread") return ScanPattern::kRandRead;
+  if (name == "seqwrite") return ScanPattern::kSeqWrite;
+  if (name == "randwrite") return ScanPattern::kRandWrite;
   throw Error(ErrorKind::kPeer, fmt::format("message 'sweep': unknown pattern '{}'", name));
 }
 
-FileResult sweep_cell(transfer::Session& session, const std::string& remote, SweepPattern pattern,
-                      uint32_t request, uint64_t total, uint64_t file_size,
-                      const CancelToken& cancel) {
+FileResult scan_cell(transfer::Session& session, const std::string& remote, ScanPattern pattern,
+                     uint32_t request, uint64_t total, uint64_t file_size,
+                     const CancelToken& cancel) {
   CP_CHECK(request > 0);
   if (file_size < request) {
-    throw Error(ErrorKind::kConfig, fmt::format("sweep file of {} bytes is smaller than a {} byte "
-                                                "request",
-                                                file_size, request));
+    throw Error(ErrorKind::kConfig,
+                fmt::format("size-scan file of {} bytes is smaller than a {} byte "
+                            "request",
+                            file_size, request));
   }
-  const bool write = pattern == SweepPattern::kSeqWrite || pattern == SweepPattern::kRandWrite;
-  const bool random = pattern == SweepPattern::kRandRead || pattern == SweepPattern::kRandWrite;
+  const bool write = pattern == ScanPattern::kSeqWrite || pattern == ScanPattern::kRandWrite;
+  const bool random = pattern == ScanPattern::kRandRead || pattern == ScanPattern::kRandWrite;
   std::vector<char> buf(request);
   if (write) fill_pattern(buf.data(), buf.size(), pattern_seed(remote), 0);
   const uint64_t slots = file_size / request;

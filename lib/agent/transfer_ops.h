@@ -1,6 +1,6 @@
 // The protocol clients' file work: moving one file through a transfer
 // driver between a local (tmpfs) file and a share, and the request-size
-// sweep. Only the full agent (chokepoint-agent) has it; file_ops.h holds
+// size scan. Only the full agent (chokepoint-agent) has it; file_ops.h holds
 // what the server end needs. One buffer of `block` bytes each:
 // memory does not grow with file size.
 #pragma once
@@ -26,14 +26,14 @@ FileResult transfer_write(transfer::Session& session, const RunFile& local,
                           const std::string& remote, uint32_t block, const CancelToken& cancel,
                           const ProgressFn& progress);
 
-// One cell of the transfer-size sweep: `total` bytes in requests of
+// One cell of the transfer-size scan: `total` bytes in requests of
 // `request` bytes, sequential or at random request-aligned offsets within
 // the first `file_size` bytes. Reads use an existing remote file; writes
 // create `remote`.
-enum class SweepPattern { kSeqRead, kRandRead, kSeqWrite, kRandWrite };
-SweepPattern parse_sweep_pattern(const std::string& name);  // "seqread", ...
-FileResult sweep_cell(transfer::Session& session, const std::string& remote, SweepPattern pattern,
-                      uint32_t request, uint64_t total, uint64_t file_size,
-                      const CancelToken& cancel);
+enum class ScanPattern { kSeqRead, kRandRead, kSeqWrite, kRandWrite };
+ScanPattern parse_scan_pattern(const std::string& name);  // "seqread", ...
+FileResult scan_cell(transfer::Session& session, const std::string& remote, ScanPattern pattern,
+                     uint32_t request, uint64_t total, uint64_t file_size,
+                     const CancelToken& cancel);
 
 }  // namespace cp::agent

@@ -143,7 +143,8 @@ class Agent {
   json::object do_cpu_start(const Request&);
   json::object do_cpu_stop(const Request&);
   json::object do_transfer(const Request& r);
-  json::object do_sweep(const Request& r);
+  json::object do_size_scan(const Request& r);
+  json::object do_files_share(const Request& r);
   json::object do_smb_status(const Request& r);
   json::object do_close_shares(const Request&);
   json::object do_stats(const Request&);
@@ -208,7 +209,8 @@ const Agent::Op Agent::kOps[] = {
     {"cpu_start", &Agent::do_cpu_start},
     {"cpu_stop", &Agent::do_cpu_stop},
     {"transfer", &Agent::do_transfer},
-    {"sweep", &Agent::do_sweep},
+    {"sweep", &Agent::do_size_scan},  // the size scan's cells; its wire name kept
+    {"files_share", &Agent::do_files_share},
     {"smb_status", &Agent::do_smb_status},
     {"close_shares", &Agent::do_close_shares},
     {"stats", &Agent::do_stats},
@@ -435,7 +437,7 @@ json::object Agent::do_files(const Request& r) {
       probe::files_pass(f.dir_fd, f.path.substr(0, f.path.size() - f.name.size() - 1), f.name, o,
                         r.cancel, progress_to(r.id));
   msg::FilesResult out{{}, p.fs_type, p.cache_possible, p.cache_reason};
-  for (const auto& ph : p.phases) out.phases.push_back({ph.stats, ph.cpu});
+  for (const auto& ph : p.phases) out.phases.push_back(msg::phase_message(ph.stats, ph.cpu));
   return msg::to_json(out);
 }
 
@@ -569,9 +571,16 @@ json::object Agent::do_transfer(const Request& r) {
       role.transfer(q, {r.cancel, progress_to(r.id), run_file(q.dir, q.name, r.type)}));
 }
 
-json::object Agent::do_sweep(const Request& r) {
+json::object Agent::do_size_scan(const Request& r) {
   ClientRole& role = client(r.type);
-  return msg::to_json(role.sweep(decode<msg::SweepRequest>(r), {r.cancel, progress_to(r.id), {}}));
+  return msg::to_json(
+      role.size_scan(decode<msg::SizeScanRequest>(r), {r.cancel, progress_to(r.id), {}}));
+}
+
+json::object Agent::do_files_share(const Request& r) {
+  ClientRole& role = client(r.type);
+  return msg::to_json(
+      role.files_share(decode<msg::FilesShareRequest>(r), {r.cancel, progress_to(r.id), {}}));
 }
 
 json::object Agent::do_close_shares(const Request&) {

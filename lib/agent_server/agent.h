@@ -18,7 +18,7 @@ class ClientRole;  // agent_server/client_role.h
 struct AgentOptions {
   std::string build_id;  // printed in the sentinel; the orchestrator compares it
   std::string version;   // chokepoint version
-  // Makes the protocol clients (transfer, sweep): make_client_role() in the
+  // Makes the protocol clients (transfer, size scan): make_client_role() in the
   // full agent; empty in the static server agent, which refuses them.
   std::function<std::unique_ptr<ClientRole>()> client_role;
 };

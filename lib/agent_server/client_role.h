@@ -1,4 +1,4 @@
-// The protocol-client requests (transfer, sweep, close_shares). The full
+// The protocol-client requests (transfer, the size scan's "sweep", files_share, close_shares). The full
 // agent (chokepoint-agent, the client end) serves them through the transfer
 // drivers (libcurl, libsmbclient, ...); the static server agent
 // (chokepoint-agent-server) is built without a ClientRole and refuses them,
@@ -29,7 +29,11 @@ class ClientRole {
   // The transfer drivers this role has (hello's "drivers").
   virtual std::vector<std::string> drivers() const = 0;
   virtual msg::TransferResult transfer(const msg::TransferRequest& req, const ClientCall& call) = 0;
-  virtual msg::SweepResult sweep(const msg::SweepRequest& req, const ClientCall& call) = 0;
+  virtual msg::SizeScanResult size_scan(const msg::SizeScanRequest& req,
+                                        const ClientCall& call) = 0;
+  // One small-file pass over a share (docs/small-files.md).
+  virtual msg::FilesShareResult files_share(const msg::FilesShareRequest& req,
+                                            const ClientCall& call) = 0;
   // Logs out of every share (close_shares, cleanup).
   virtual void close_shares() = 0;
   // From the agent's reader thread at shutdown: cancels open sessions.

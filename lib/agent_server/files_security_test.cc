@@ -177,7 +177,7 @@ TEST_F(SecurityAgentFiles, PlantedLinkAtTheSmallFilePassRootFailsTypedAndLeavesI
                                 20);
   const auto r = msg::decode<msg::FilesResult>(ok, "files");
   ASSERT_EQ(r.phases.size(), 4u);
-  EXPECT_EQ(r.phases[0].stats.ops, 20u);
+  EXPECT_EQ(r.phases[0].ops, 20u);
   EXPECT_FALSE(fs::exists(fs::path(run) / "files-server-2"));
 }
 

@@ -30,7 +30,7 @@ inline std::string mbps(double bps) { return format_mbps(bps); }
 // (transfer::protocol_display).
 std::string protocol_name(const std::string& layer);
 bool is_protocol(const std::string& layer);
-// A protocol row of the ladder proper (not a sweep cell).
+// A protocol row of the ladder proper (not a size-scan cell).
 bool is_protocol_row(const Row& r);
 // The layer name a row stands for in a verdict ("server disk", "tcp", "smb").
 std::string layer_name(const Row& r);
@@ -182,6 +182,12 @@ bool protocol_plus_disk(const Case&, Finding&);
 
 // Why TCP is where it is: a finding of the TCP chain (path "tcp").
 Finding explain_tcp(const Row& t, const Analysis& a);
+// Takes TCP's explanation of row t as f's verdict (layer, cap, CPU,
+// candidates, hints) and keeps the explanation as f's evidence.
+void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f);
+// f takes e's verdict (layer, cap, CPU, candidates, undecided reason, hints)
+// and keeps e as its evidence.
+void adopt_verdict(Finding e, Finding& f);
 // The row that stands for the capping layer of a TCP explanation: the link
 // when the network is at its ceiling, else the TCP row.
 std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& layer);

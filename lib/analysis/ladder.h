@@ -420,9 +420,9 @@ Headline headline_of(const Analysis& a);
 // Finds a row by key; nullptr when absent.
 const Row* find_row(const Analysis& a, const std::string& key);
 
-// A cell of the transfer-size sweep (op "sweep-seqread", size = request
+// A cell of the transfer-size scan (stored op "sweep-seqread", size = request
 // bytes): listed in its own table, not a layer of the ladder.
-bool is_sweep(const Row& r);
+bool is_size_scan(const Row& r);
 
 // The facts of `role` ("server" | "client") that the rules cite.
 const HostFacts& host_facts(const Analysis& a, const std::string& role);

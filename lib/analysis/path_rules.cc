@@ -65,17 +65,8 @@ bool path_noise(const Case& c, Finding& f) {
 bool path_tcp(const Case& c, Finding& f) {
   const Row& cap = *c.path->layers[0].row;
   if (cap.layer != "tcp") return false;
-  Finding e = explain_tcp(cap, c.a);
-  f.layer = e.layer;
-  f.cap = e.cap;
-  f.cpu = e.cpu;
-  f.cpu_weighed = e.cpu_weighed;
-  f.lower_bound = e.lower_bound;
-  f.candidates = e.candidates;
-  f.undecided_reason = e.undecided_reason;
-  f.hints = e.hints;
   if (f.ratio == 0) f.ratio = cap.ratio;
-  f.because.push_back(std::move(e));
+  adopt_tcp_explanation(cap, c.a, f);
   return true;
 }
 

@@ -208,16 +208,7 @@ bool protocol_noise(const Case& c, Finding& f) {
 bool protocol_at_tcp_ceiling(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   if (p.level != Level::kCeiling) return false;
-  Finding e = explain_tcp(*p.b, c.a);
-  f.layer = e.layer;
-  f.cap = e.cap;
-  f.cpu = e.cpu;
-  f.cpu_weighed = e.cpu_weighed;
-  f.lower_bound = e.lower_bound;
-  f.candidates = e.candidates;
-  f.undecided_reason = e.undecided_reason;
-  f.hints = e.hints;
-  f.because.push_back(std::move(e));
+  adopt_tcp_explanation(*p.b, c.a, f);
   return true;
 }
 
@@ -353,17 +344,9 @@ bool protocol_at_ram_ceiling(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   if (!(p.level == Level::kCeiling || p.level == Level::kFaster)) return false;
   Finding over_ram = protocol_finding(c.a, *p.b, false);
-  f.layer = over_ram.layer;
-  f.cap = over_ram.cap;
-  f.cpu = over_ram.cpu;
-  f.cpu_weighed = over_ram.cpu_weighed;
-  f.lower_bound = over_ram.lower_bound;
-  f.candidates = over_ram.candidates;
-  f.undecided_reason = over_ram.undecided_reason;
   f.suggested_count = over_ram.suggested_count;
   f.suggested_size = over_ram.suggested_size;
-  f.hints = over_ram.hints;
-  f.because.push_back(std::move(over_ram));
+  adopt_verdict(std::move(over_ram), f);
   return true;
 }
 

@@ -141,7 +141,7 @@ bool is_protocol(const std::string& layer) {
   return layer != "disk" && layer != "tcp" && layer != "link" && layer != "files";
 }
 
-bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_sweep(r); }
+bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_size_scan(r); }
 
 std::string layer_name(const Row& r) {
   if (r.layer == "disk") return r.where + " disk";
@@ -166,7 +166,7 @@ Cited cite(const Row& r, std::string name, std::string verb) {
   return c;
 }
 
-bool is_sweep(const Row& r) { return r.op.rfind("sweep-", 0) == 0; }
+bool is_size_scan(const Row& r) { return r.op.rfind("sweep-", 0) == 0; }
 
 const Row* find_row(const Analysis& a, const std::string& key) {
   for (const auto& r : a.rows)

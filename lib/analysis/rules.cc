@@ -144,7 +144,7 @@ void step_files(Judging& j) {
 // did not name the CPU weighed it already: at its ceiling, or undecided).
 void step_cpu(Judging& j) {
   for (const auto& r : j.a.rows) {
-    if (r.layer == "link" || is_sweep(r) || r.rate.n == 0 || r.cpu_bound.empty() ||
+    if (r.layer == "link" || is_size_scan(r) || r.rate.n == 0 || r.cpu_bound.empty() ||
         j.judged.cpu.count(r.key) || j.judged.tcp.count(r.key) || j.judged.protocol.count(r.key)) {
       continue;
     }

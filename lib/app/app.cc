@@ -199,18 +199,6 @@ std::optional<std::string> read_password(const pipeline::SharePlan& s) {
   return std::nullopt;
 }
 
-// --ssh-config names a file that must exist (libssh would silently skip it).
-std::string checked_ssh_config(const po::variables_map& vm) {
-  const std::string path = vm["ssh-config"].as<std::string>();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(ErrorKind::kUsage, fmt::format("--ssh-config '{}': no such file", path),
-                "name an existing OpenSSH config file, or leave --ssh-config out to use "
-                "~/.ssh/config");
-  }
-  return path;
-}
-
 // The agents' links: give up on an agent silent past [timeouts] silence,
 // stop on Ctrl-C, and say on the progress line whom the run waits on.
 void configure_link(remote::AgentLink& link, const pipeline::Plan& plan, ProgressPrinter& out) {
@@ -260,72 +248,6 @@ po::options_description diagnose_options() {
       "after the run, push its metrics to the Prometheus Pushgateway at URL")("quiet,q",
                                                                               "no progress output");
   return desc;
-}
-
-// The two ends a diagnosis measures, and what the lab (when it is the
-// target) puts into the plan's defaults.
-struct Targets {
-  remote::EndpointSpec server, client;
-  pipeline::Plan base;
-  std::optional<lab::LabState> lab;
-};
-
-// The lab's ends and directories; Error(kUsage) when no lab is up,
-// Error(kUnsupported) when it is not healthy.
-void target_lab(Targets& t) {
-  const int instance = lab::default_instance();
-  const std::string up_cmd = instance == 0
-                                 ? std::string("chokepoint lab up")
-                                 : fmt::format("chokepoint lab up --instance {}", instance);
-  auto lab = lab::load();
-  if (!lab) {
-    throw Error(
-        ErrorKind::kUsage,
-        fmt::format("no --server/--client given and no lab is up (instance {}, {})", instance,
-                    lab::default_dir()),
-        fmt::format("start the lab with `{}`, or name hosts with --server and --client", up_cmd));
-  }
-  const lab::LabHealth health = lab::check_health(*lab);
-  if (!health.healthy) {
-    throw Error(ErrorKind::kUnsupported,
-                fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
-                fmt::format("`{}` restarts what is down (or `lab down`, then `lab up`)", up_cmd));
-  }
-  t.server.host = lab->server.alias;
-  t.client.host = lab->client.alias;
-  t.server.ssh_config = t.client.ssh_config = lab->ssh_config;
-  // An unprivileged server login works in the shares it owns (lab.h).
-  std::tie(t.base.server.ram_dir, t.base.server.disk_dir) = lab::diagnosis_dirs(*lab, lab->server);
-  t.base.server.disk_dir_set = true;
-  std::tie(t.base.client.ram_dir, t.base.client.disk_dir) = lab::diagnosis_dirs(*lab, lab->client);
-  t.base.data_address = lab->server.data_address;
-  t.base.server.samba_conf = lab::server_files(*lab).smb_conf;
-  t.lab = *lab;
-}
-
-Targets diagnose_targets(const po::variables_map& vm) {
-  if (vm.count("lab") && (vm.count("server") || vm.count("client"))) {
-    throw Error(ErrorKind::kUsage, "--lab cannot be combined with --server or --client",
-                "either diagnose the lab (--lab) or name two hosts (--server and --client)");
-  }
-  const bool use_lab = vm.count("lab") || (!vm.count("server") && !vm.count("client"));
-  if (!use_lab && (!vm.count("server") || !vm.count("client"))) {
-    throw Error(ErrorKind::kUsage, "diagnose needs both --server and --client",
-                "name two hosts (e.g. --server nas --client local), or use --lab");
-  }
-  Targets t;
-  t.server.role = "server";
-  t.client.role = "client";
-  if (vm.count("ssh-config")) t.server.ssh_config = t.client.ssh_config = checked_ssh_config(vm);
-  t.server.accept_new_host_keys = t.client.accept_new_host_keys =
-      vm.count("accept-new-host-keys") > 0;
-  if (use_lab) {
-    target_lab(t);
-  } else {
-    t.server.host = checked_host("server", vm["server"].as<std::string>());
-    t.client.host = checked_host("client", vm["client"].as<std::string>());
-  }
-  return t;
 }
 
 // --dry-run: what would be measured, as text or JSON.
@@ -400,7 +322,7 @@ int diagnose(const std::vector<std::string>& args) {
     return 0;
   }
   if (vm.count("push")) check_push_url(vm["push"].as<std::string>());
-  const Targets targets = diagnose_targets(vm);
+  const Targets targets = targets_from_options(vm, "diagnose");
   pipeline::Plan plan = plan_from_options(vm, targets.base, targets.lab);
   const std::string disk_dir_note = pipeline::settle_server_disk_dir(plan);
   pipeline::validate(plan);

@@ -18,6 +18,7 @@
 #include "app/app.h"
 #include "app/report_commands.h"
 #include "app/run_status.h"
+#include "app/test_store.h"
 #include "app/trend.h"
 #include "app/verdict_summary.h"
 #include "core/cpu_message.h"
@@ -30,6 +31,7 @@ namespace cp::app {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::save_run;
 
 int run_main(std::vector<std::string> args) {
   args.insert(args.begin(), "chokepoint");
@@ -87,17 +89,6 @@ RunRecord realistic(RunRecord r) {
   return r;
 }
 
-int64_t save(Store& store, const RunRecord& run) {
-  const int64_t id = store.begin_run(run);
-  for (const auto& st : run.stages) {
-    const int64_t sid = store.begin_stage(id, st);
-    for (const auto& s : st.samples) store.add_sample(sid, s);
-    store.end_stage(sid, st.status);
-  }
-  store.end_run(id, kComplete);
-  return id;
-}
-
 class HistoryStore : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -111,8 +102,8 @@ class HistoryStore : public ::testing::Test {
     Store store(db_);
     before_ = realistic(report::testing::seed_run());
     after_ = realistic(report::testing::tuned_run());
-    save(store, before_);
-    save(store, after_);
+    save_run(store, before_);
+    save_run(store, after_);
   }
   // What show (text, JSON), export (CSV, JSON), compare and the HTML report give.
   std::string outputs(const std::string& db) {
@@ -214,9 +205,9 @@ TEST_F(HistoryStore, PruneKeepsLabelledRunsAndADryRunChangesNothing) {
   {
     Store store(db_);
     for (int i = 0; i < 4; ++i) {
-      save(store, report::testing::SeedRun(0, i == 0 ? "baseline" : "")
-                      .stage("tcp", "server->client", "send", 0, {117, 116, 118})
-                      .build());
+      save_run(store, report::testing::SeedRun(0, i == 0 ? "baseline" : "")
+                          .stage("tcp", "server->client", "send", 0, {117, 116, 118})
+                          .build());
     }
   }
   const std::string bytes = read(db_);
@@ -239,9 +230,9 @@ TEST_F(HistoryStore, PruneKeepsRunsATuneSessionNamesUnlessAsked) {
   {
     Store store(db_);
     for (int i = 0; i < 3; ++i) {
-      save(store, report::testing::SeedRun(0, "")
-                      .stage("tcp", "server->client", "send", 0, {117, 116, 118})
-                      .build());
+      save_run(store, report::testing::SeedRun(0, "")
+                          .stage("tcp", "server->client", "send", 0, {117, 116, 118})
+                          .build());
     }
   }
   // As `tune` stores a session (the store's own tables once it has them).

@@ -10,6 +10,7 @@
 
 #include "lab/lab.h"
 #include "pipeline/plan.h"
+#include "remote/endpoint.h"
 
 namespace cp::app {
 
@@ -29,5 +30,22 @@ std::string db_path(const boost::program_options::variables_map& vm);
 pipeline::Plan plan_from_options(const boost::program_options::variables_map& vm,
                                  const pipeline::Plan& base,
                                  const std::optional<lab::LabState>& lab);
+
+// --ssh-config's file, which must exist (libssh would silently skip it).
+std::string checked_ssh_config(const boost::program_options::variables_map& vm);
+
+// The two ends a measuring command (diagnose, tune) works on, and what the
+// lab (when it is the target) puts into the plan's defaults.
+struct Targets {
+  remote::EndpointSpec server, client;
+  pipeline::Plan base;
+  std::optional<lab::LabState> lab;
+};
+
+// --server and --client, or the lab (--lab, or neither given): Error(kUsage)
+// naming `command` when they are half given or mixed with --lab, when no lab
+// is up; Error(kUnsupported) when the lab is not healthy.
+Targets targets_from_options(const boost::program_options::variables_map& vm,
+                             const std::string& command);
 
 }  // namespace cp::app

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "app/test_store.h"
 #include "core/error.h"
 #include "report/test_runs.h"
 #include "store/store.h"
@@ -17,6 +18,7 @@ namespace cp::app {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::save_run;
 
 class ReportCommands : public ::testing::Test {
  protected:
@@ -26,28 +28,17 @@ class ReportCommands : public ::testing::Test {
     dir_ = tmpl;
     db_ = dir_ + "/chokepoint.db";
     Store store(db_);
-    before_ = save(store, report::testing::seed_run());
-    after_ = save(store, report::testing::tuned_run());
+    before_ = save_run(store, report::testing::seed_run());
+    after_ = save_run(store, report::testing::tuned_run());
     // A run that measured only the server disk: nothing in common with TCP-only runs.
-    disk_only_ = save(store, report::testing::SeedRun(0, "disk-only")
-                                 .stage("disk", "client", "read", 10'000'000, {150, 151, 149})
-                                 .build());
-    tcp_only_ = save(store, report::testing::SeedRun(0, "tcp-only")
-                                .stage("tcp", "server->client", "send", 0, {117, 116, 118})
-                                .build());
+    disk_only_ = save_run(store, report::testing::SeedRun(0, "disk-only")
+                                     .stage("disk", "client", "read", 10'000'000, {150, 151, 149})
+                                     .build());
+    tcp_only_ = save_run(store, report::testing::SeedRun(0, "tcp-only")
+                                    .stage("tcp", "server->client", "send", 0, {117, 116, 118})
+                                    .build());
   }
   void TearDown() override { fs::remove_all(dir_); }
-
-  static int64_t save(Store& store, const RunRecord& run) {
-    const int64_t id = store.begin_run(run);
-    for (const auto& st : run.stages) {
-      const int64_t sid = store.begin_stage(id, st);
-      for (const auto& s : st.samples) store.add_sample(sid, s);
-      store.end_stage(sid, st.status);
-    }
-    store.end_run(id, kComplete);
-    return id;
-  }
 
   std::string run(int (*cmd)(const std::vector<std::string>&, std::ostream&),
                   std::vector<std::string> args) {

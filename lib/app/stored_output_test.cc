@@ -1,4 +1,5 @@
 // A stored run's reports byte for byte: tests/golden/stored_run/runs.sql holds
+// the rows (the tables come from schemas/sqlite's migrations 1 and 2) of
 // two runs a real `chokepoint diagnose --server local --client local` stored
 // (disk, TCP, a mounted path from RAM and disk, its transfer-size sweep), and
 // outputs.sha256 the SHA-256 of what show (text, JSON, HTML), export (CSV,
@@ -7,8 +8,10 @@
 // 5f75575's driver display name in show's summary and 7c0f9b4's empty
 // "settings" list in each JSON finding, and show's outputs as the code before
 // the typed run printed them with the bus and TCP-stream ladder (the links
-// merge) and each ladder row's "unit" (#24). Reading the run decoded
-// once must give the same bytes. On a mismatch the outputs are kept under the
+// merge), with the size scan's table headed "Transfer-size scan" (it read
+// "sweep", a word tune keeps; nothing else of the bytes changed), and each
+// ladder row's "unit" (#24). Reading
+// the run decoded once must give the same bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:
 // `sha256sum *` there).
@@ -30,6 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kGolden = std::string(CP_SOURCE_DIR) + "/tests/golden/stored_run";
+const std::string kMigrations = std::string(CP_SOURCE_DIR) + "/schemas/sqlite";
 
 std::string read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -63,10 +67,12 @@ TEST(StoredOutput, ShowExportAndCompareOfAStoredRunMatchTheOlderCodesBytes) {
   {
     sqlite3* h = nullptr;
     ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+    // The tables as schema 2 made them (the migrations themselves), then the rows.
+    const std::string sql = read(kMigrations + "/0001_init.sql") +
+                            read(kMigrations + "/0002_compact_and_verdicts.sql") +
+                            "PRAGMA user_version=2;\n" + read(kGolden + "/runs.sql");
     char* err = nullptr;
-    ASSERT_EQ(sqlite3_exec(h, read(kGolden + "/runs.sql").c_str(), nullptr, nullptr, &err),
-              SQLITE_OK)
-        << (err ? err : "");
+    ASSERT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
     sqlite3_close(h);
   }
   std::map<std::string, std::string> out;  // output name -> its bytes

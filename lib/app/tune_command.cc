@@ -93,56 +93,6 @@ std::optional<std::string> share_password(const pipeline::SharePlan& s) {
   return std::nullopt;
 }
 
-struct Hosts {
-  remote::EndpointSpec server, client;
-  pipeline::Plan base;
-  std::optional<lab::LabState> lab;
-};
-
-Hosts resolve_hosts(const po::variables_map& vm) {
-  Hosts h;
-  h.server.role = "server";
-  h.client.role = "client";
-  if (vm.count("ssh-config"))
-    h.server.ssh_config = h.client.ssh_config = vm["ssh-config"].as<std::string>();
-  h.server.accept_new_host_keys = h.client.accept_new_host_keys =
-      vm.count("accept-new-host-keys") > 0;
-  const bool use_lab = vm.count("lab") || (!vm.count("server") && !vm.count("client"));
-  if (!use_lab) {
-    if (!vm.count("server") || !vm.count("client")) {
-      throw Error(ErrorKind::kUsage, "tune needs both --server and --client",
-                  "name two hosts (--server nas --client local), or use --lab");
-    }
-    h.server.host = vm["server"].as<std::string>();
-    h.client.host = vm["client"].as<std::string>();
-    return h;
-  }
-  auto lab = lab::load();
-  if (!lab) {
-    throw Error(ErrorKind::kUsage,
-                fmt::format("no --server/--client given and no lab is up (instance {})",
-                            lab::default_instance()),
-                "start it with `chokepoint lab up`, or name hosts with --server and --client");
-  }
-  const lab::LabHealth health = lab::check_health(*lab);
-  if (!health.healthy) {
-    throw Error(ErrorKind::kUnsupported,
-                fmt::format("the lab (instance {}) is not healthy: {}", lab->instance, health.why),
-                "`chokepoint lab up` restarts what is down");
-  }
-  h.server.host = lab->server.alias;
-  h.client.host = lab->client.alias;
-  h.server.ssh_config = h.client.ssh_config = lab->ssh_config;
-  h.base.server.ram_dir = lab->server.ram_dir;
-  h.base.server.disk_dir = lab->server.disk_dir;
-  h.base.client.ram_dir = lab->client.ram_dir;
-  h.base.client.disk_dir = lab->client.disk_dir;
-  h.base.data_address = lab->server.data_address;
-  h.base.server.samba_conf = lab::server_files(*lab).smb_conf;
-  h.lab = *lab;
-  return h;
-}
-
 int revert_command(const po::variables_map& vm, const std::vector<std::string>& hosts_named) {
   std::vector<remote::EndpointSpec> specs;
   if (!hosts_named.empty()) {
@@ -155,7 +105,7 @@ int revert_command(const po::variables_map& vm, const std::vector<std::string>& 
       specs.push_back(s);
     }
   } else {
-    Hosts h = resolve_hosts(vm);
+    const Targets h = targets_from_options(vm, "tune");
     specs = {h.server, h.client};
   }
   const bool as_json = vm.count("json") > 0;
@@ -217,7 +167,7 @@ int show_command(const po::variables_map& vm, bool as_json) {
 }
 
 // The plan a sweep runs: --plan or the lab's, its shares, counts and size.
-pipeline::Plan tune_plan(const po::variables_map& vm, const Hosts& h, int count) {
+pipeline::Plan tune_plan(const po::variables_map& vm, const Targets& h, int count) {
   pipeline::Plan plan = plan_from_options(vm, h.base, h.lab);
   plan.disk_count = plan.proto_count = plan.tcp_count = count;
   if (vm.count("size")) {
@@ -311,7 +261,7 @@ int tune_command(const std::vector<std::string>& args) {
                 "3 rounds of 3 samples give each value 9 samples, enough for p < 0.05");
   }
 
-  Hosts h = resolve_hosts(vm);
+  const Targets h = targets_from_options(vm, "tune");
   pipeline::Plan plan = tune_plan(vm, h, count);
   pipeline::validate(plan);
   // Each knob's stages must exist before anything connects.

@@ -87,6 +87,9 @@ struct PhaseStats {
   uint64_t in_flight_max = 1;
   bool budget_hit = false;  // stopped at the budget before `count` files
   std::string skipped;      // why the phase did not run ("" when it did)
+  // What stopped it midway ("" when nothing did): its figures are those of
+  // the `ops` done before.
+  std::string error;
 
   double ops_per_second() const { return seconds > 0 ? double(ops) / seconds : 0; }
 };

@@ -464,11 +464,11 @@ void from_json(const json::value& v, TransferDetails& m, Source src, std::string
       .opt("properties", m.properties);
 }
 
-json::object to_json(const SweepRequest& m) {
+json::object to_json(const SizeScanRequest& m) {
   return {{"share", to_json(m.share)}, {"remote", m.remote}, {"pattern", m.pattern},
           {"request", m.request},      {"bytes", m.bytes},   {"file_size", m.file_size}};
 }
-void from_json(const json::value& v, SweepRequest& m, Source src, std::string_view what) {
+void from_json(const json::value& v, SizeScanRequest& m, Source src, std::string_view what) {
   In(v, src, what)
       .need("share", m.share)
       .need("remote", m.remote)
@@ -478,13 +478,13 @@ void from_json(const json::value& v, SweepRequest& m, Source src, std::string_vi
       .need("file_size", m.file_size);
 }
 
-json::object to_json(const SweepResult& m) {
+json::object to_json(const SizeScanResult& m) {
   return {{"bytes", m.bytes},
           {"seconds", m.seconds},
           {"checksum", m.checksum},
           {"cpu", msg::to_json(m.cpu)}};
 }
-void from_json(const json::value& v, SweepResult& m, Source src, std::string_view what) {
+void from_json(const json::value& v, SizeScanResult& m, Source src, std::string_view what) {
   In(v, src, what)
       .need("bytes", m.bytes)
       .need("seconds", m.seconds)
@@ -492,10 +492,10 @@ void from_json(const json::value& v, SweepResult& m, Source src, std::string_vie
       .need("cpu", m.cpu);
 }
 
-json::object to_json(const SweepDetails& m) {
+json::object to_json(const SizeScanDetails& m) {
   return {{"share", m.share}, {"pattern", m.pattern}, {"request", m.request}};
 }
-void from_json(const json::value& v, SweepDetails& m, Source src, std::string_view what) {
+void from_json(const json::value& v, SizeScanDetails& m, Source src, std::string_view what) {
   In(v, src, what).opt("share", m.share).opt("pattern", m.pattern).opt("request", m.request);
 }
 

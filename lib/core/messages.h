@@ -1,5 +1,5 @@
 // The agent's typed messages: a struct per request and result (disk, TCP,
-// files, run directories, transfer and sweep samples, facts, the agent's own
+// files, run directories, transfer and size-scan samples, facts, the agent's own
 // hello/stats/smb_status, tuning), the progress and error frames, and the
 // details a stage stores with each sample. Each has one codec
 // (messages_json.h, for .cc files only): the agent decodes requests and builds
@@ -48,53 +48,6 @@ struct DiskDetails {
   bool huge_page = false;
   uint64_t block = 0;
   std::string cache_reason;  // DiskResult's
-};
-
-// ---- small files (files; docs/small-files.md) -----------------------------
-
-// One pass of a files::Tree on the agent's own disk, in a fresh directory
-// `name` inside the run directory of the prepared base dir `dir`.
-struct FilesRequest {
-  std::string dir;
-  std::string name;  // a plain name: the pass's root directory
-  uint64_t count = 1000;
-  uint64_t size = 4096;  // bytes per file
-  uint64_t dirs = 10;
-  std::string order = "sequential";  // | "random" (seeded)
-  uint64_t seed = 0;
-  double budget = 30;  // s per pass; 0: none
-};
-
-// A phase's figures (files::PhaseStats, flattened) and this end's CPU over it.
-struct FilesPhase {
-  files::PhaseStats stats;
-  CpuSummary cpu;
-};
-
-struct FilesResult {
-  std::vector<FilesPhase> phases;  // create, stat, read, delete
-  std::string fs_type;             // the directory's filesystem ("ext4", "tmpfs")
-  bool cache_possible = false;     // the read phase may have been served from a cache
-  std::string cache_reason;        // why ("" when it is false)
-};
-
-// What a small-file sample (one phase of one pass) stores beside its figures:
-// the sample's bytes are the data moved, its seconds the phase's time, and
-// its figure operations/s = ops / seconds.
-struct FilesDetails {
-  uint64_t count = 0;  // files the pass was asked for
-  uint64_t ops = 0;    // operations the phase completed
-  uint64_t dirs = 0;
-  std::string order;  // "sequential" | "random"
-  uint64_t seed = 0;  // of the random order
-  double in_flight_mean = 1;
-  uint64_t in_flight_max = 1;
-  files::Latency latency_us;  // median, p99, max per operation, us
-  bool budget_hit = false;    // the budget stopped the phase before `count`
-  std::string skipped_reason;
-  std::string fs_type;       // of the directory the pass ran in
-  std::string cache_reason;  // read: why a cache may have served it
-  std::string share;         // the share it ran over; "" on an end's own disk
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------
@@ -377,9 +330,9 @@ struct TuneRevertResult {
   std::vector<RefusedJournal> refused;  // at start or now: never run
 };
 
-// ---- protocol samples (transfer, sweep) ------------------------------------
+// ---- protocol samples (transfer, size scan: wire type "sweep") ------------
 
-// The share as transfer/sweep requests carry it (password included: never stored).
+// The share as transfer/size-scan requests carry it (password included: never stored).
 struct ShareRef {
   std::string name;
   std::string url;
@@ -421,7 +374,7 @@ struct TransferDetails {
   std::string cache_reason;  // the server's make_file: why a cache may serve the file
 };
 
-struct SweepRequest {
+struct SizeScanRequest {
   ShareRef share;
   std::string remote;
   std::string pattern;     // "seqread" | "randread" | "seqwrite" | "randwrite"
@@ -430,17 +383,103 @@ struct SweepRequest {
   uint64_t file_size = 0;  // bytes of the file the offsets fall in
 };
 
-struct SweepResult {
+struct SizeScanResult {
   uint64_t bytes = 0;
   double seconds = 0;
   std::string checksum;
   CpuSummary cpu;  // the client's
 };
 
-struct SweepDetails {
+struct SizeScanDetails {
   std::string share;
   std::string pattern;
   uint64_t request = 0;
+};
+
+// ---- small files over a share (files_share) --------------------------------
+// One small-file pass through a share's driver (transfer/files_pass.h,
+// docs/small-files.md): the client agent creates, stats, reads and deletes a
+// tree of files in `root` and answers each phase's figures.
+
+struct FilesShareRequest {
+  ShareRef share;
+  std::string root;                  // the pass's directory inside the share: made, then removed
+  uint64_t count = 1000;             // files
+  uint64_t size = 4096;              // bytes per file
+  uint64_t dirs = 10;                // directories they spread over
+  std::string order = "sequential";  // "sequential" | "random" (seeded)
+  uint64_t seed = 0;
+  double budget = 30;      // seconds a phase may take once a tenth of the files are in; 0: none
+  uint64_t in_flight = 1;  // operations in flight asked for (capped at the driver's)
+};
+
+// What one phase did (files::PhaseStats on the wire).
+struct FilesPhase {
+  std::string phase;  // "create" | "stat" | "read" | "delete"
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double median_us = 0, p99_us = 0, max_us = 0;  // per-operation latency
+  double in_flight_mean = 0;
+  uint64_t in_flight_max = 0;
+  bool budget_hit = false;
+  std::string skipped;  // why it did not run
+  std::string error;    // what stopped it midway
+  CpuSummary cpu;       // the client's over the phase
+};
+
+// A phase of a pass as the wire carries it: files::PhaseStats with the CPU of
+// the end that ran it (the disk's files request and files_share alike).
+FilesPhase phase_message(const files::PhaseStats& p, const CpuSummary& cpu);
+
+struct FilesShareResult {
+  std::vector<FilesPhase> phases;                 // create, stat, read, delete
+  uint64_t in_flight = 1;                         // sessions the pass ran on
+  std::string in_flight_note;                     // how, or why one at a time
+  uint64_t created = 0;                           // files the create phase made
+  std::string leftover;                           // what could not be removed ("" none)
+  std::map<std::string, std::string> properties;  // the driver session's
+};
+
+// ---- small files (files; docs/small-files.md) -----------------------------
+
+// One pass of a files::Tree on the agent's own disk, in a fresh directory
+// `name` inside the run directory of the prepared base dir `dir`.
+struct FilesRequest {
+  std::string dir;
+  std::string name;  // a plain name: the pass's root directory
+  uint64_t count = 1000;
+  uint64_t size = 4096;  // bytes per file
+  uint64_t dirs = 10;
+  std::string order = "sequential";  // | "random" (seeded)
+  uint64_t seed = 0;
+  double budget = 30;  // s per pass; 0: none
+};
+
+struct FilesResult {
+  std::vector<FilesPhase> phases;  // create, stat, read, delete
+  std::string fs_type;             // the directory's filesystem ("ext4", "tmpfs")
+  bool cache_possible = false;     // the read phase may have been served from a cache
+  std::string cache_reason;        // why ("" when it is false)
+};
+
+// What a small-file sample (one phase of one pass) stores beside its figures:
+// the sample's bytes are the data moved, its seconds the phase's time, and
+// its figure operations/s = ops / seconds.
+struct FilesDetails {
+  uint64_t count = 0;  // files the pass was asked for
+  uint64_t ops = 0;    // operations the phase completed
+  uint64_t dirs = 0;
+  std::string order;  // "sequential" | "random"
+  uint64_t seed = 0;  // of the random order
+  double in_flight_mean = 1;
+  uint64_t in_flight_max = 1;
+  files::Latency latency_us;  // median, p99, max per operation, us
+  bool budget_hit = false;    // the budget stopped the phase before `count`
+  std::string skipped_reason;
+  std::string fs_type;       // of the directory the pass ran in
+  std::string cache_reason;  // read: why a cache may have served it
+  std::string share;         // the share it ran over; "" on an end's own disk
 };
 
 // ---- facts -----------------------------------------------------------------

@@ -18,41 +18,6 @@ void from_json(const json::value& v, files::Latency& m, Source src, std::string_
   In(v, src, what).need("median", m.median_us).need("p99", m.p99_us).need("max", m.max_us);
 }
 
-json::object to_json(const files::PhaseStats& m) {
-  json::object o{{"phase", files::phase_name(m.phase)},
-                 {"ops", m.ops},
-                 {"bytes", m.bytes},
-                 {"seconds", m.seconds},
-                 {"latency_us", to_json(m.latency)},
-                 {"in_flight_mean", m.in_flight_mean},
-                 {"in_flight_max", m.in_flight_max}};
-  if (m.budget_hit) o["budget_hit"] = true;
-  if (!m.skipped.empty()) o["skipped"] = m.skipped;
-  return o;
-}
-void from_json(const json::value& v, files::PhaseStats& m, Source src, std::string_view what) {
-  std::string phase;
-  In(v, src, what)
-      .need("phase", phase)
-      .need("ops", m.ops)
-      .need("bytes", m.bytes)
-      .need("seconds", m.seconds)
-      .need("latency_us", m.latency)
-      .opt("in_flight_mean", m.in_flight_mean)
-      .opt("in_flight_max", m.in_flight_max)
-      .opt("budget_hit", m.budget_hit)
-      .opt("skipped", m.skipped);
-  if (const auto p = files::parse_phase(phase)) {
-    m.phase = *p;
-  } else if (src == Source::kPeer) {
-    throw Error(ErrorKind::kPeer,
-                fmt::format("message '{}': field 'phase' must be create, stat, read or delete, "
-                            "not '{}'",
-                            what, phase.substr(0, 40)),
-                "the orchestrator and agent builds differ: redeploy the agent");
-  }
-}
-
 json::object to_json(const FilesRequest& m) {
   return {{"dir", m.dir},   {"name", m.name},   {"count", m.count}, {"size", m.size},
           {"dirs", m.dirs}, {"order", m.order}, {"seed", m.seed},   {"budget", m.budget}};
@@ -69,14 +34,22 @@ void from_json(const json::value& v, FilesRequest& m, Source src, std::string_vi
       .opt("budget", m.budget);
 }
 
-json::object to_json(const FilesPhase& m) {
-  json::object o = to_json(m.stats);
-  o["cpu"] = msg::to_json(m.cpu);
-  return o;
-}
-void from_json(const json::value& v, FilesPhase& m, Source src, std::string_view what) {
-  from_json(v, m.stats, src, what);
-  In(v, src, what).need("cpu", m.cpu);
+FilesPhase phase_message(const files::PhaseStats& p, const CpuSummary& cpu) {
+  FilesPhase f;
+  f.phase = std::string(files::phase_name(p.phase));
+  f.ops = p.ops;
+  f.bytes = p.bytes;
+  f.seconds = p.seconds;
+  f.median_us = p.latency.median_us;
+  f.p99_us = p.latency.p99_us;
+  f.max_us = p.latency.max_us;
+  f.in_flight_mean = p.in_flight_mean;
+  f.in_flight_max = p.in_flight_max;
+  f.budget_hit = p.budget_hit;
+  f.skipped = p.skipped;
+  f.error = p.error;
+  f.cpu = cpu;
+  return f;
 }
 
 json::object to_json(const FilesResult& m) {

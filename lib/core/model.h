@@ -42,7 +42,7 @@ struct StageRecord {
   int64_t run_id = 0;
   std::string layer;   // "disk" | "tcp" | the protocol driver's name ("smb", "nfs", "path", ...)
   std::string where;   // disk: "server" | "client"; tcp: "server->client" | "client->server";
-                       // protocol and sweep: the share's medium, "ram" | "disk"
+                       // protocol and size scan: the share's medium, "ram" | "disk"
   std::string status;  // running | complete | failed | interrupted | skipped
   std::string error;   // why it failed or was skipped
   std::string params_json;

@@ -22,8 +22,8 @@ const char* kind_name(StageKind k) {
       return "tcp";
     case StageKind::kProtocol:
       return "protocol";
-    case StageKind::kSweep:
-      return "sweep";
+    case StageKind::kSizeScan:
+      return "size_scan";
     case StageKind::kFiles:
       return "files";
   }
@@ -77,18 +77,18 @@ JsonDoc doc(std::string_view text) {
 }
 
 // The stage's kind from its stored columns: "disk" and "tcp" name
-// themselves; any other layer is a protocol driver, whose sweep stages are
+// themselves; any other layer is a protocol driver, whose size-scan stages are
 // told by their parameters ({"sweep": true}) or their samples' ops.
 StageKind kind_of(const StageRecord& st, const json::value& params) {
   if (st.layer == "disk") return StageKind::kDisk;
   if (st.layer == "tcp") return StageKind::kTcp;
   if (st.layer == "files") return StageKind::kFiles;
   if (params.is_object()) {
-    const json::value* sweep = params.as_object().if_contains("sweep");
-    if (sweep && sweep->is_bool() && sweep->as_bool()) return StageKind::kSweep;
+    const json::value* scan = params.as_object().if_contains("sweep");
+    if (scan && scan->is_bool() && scan->as_bool()) return StageKind::kSizeScan;
   }
   for (const SampleRecord& s : st.samples) {
-    if (s.op.rfind("sweep-", 0) == 0) return StageKind::kSweep;
+    if (s.op.rfind("sweep-", 0) == 0) return StageKind::kSizeScan;
     if (s.op.rfind("files-", 0) == 0) return StageKind::kFiles;  // a share's small files
   }
   return StageKind::kProtocol;
@@ -122,8 +122,8 @@ Details decode_details(StageKind kind, const json::value& v) {
     case StageKind::kProtocol:
       d.kind = stored_as<msg::TransferDetails>(v);
       break;
-    case StageKind::kSweep:
-      d.kind = stored_as<msg::SweepDetails>(v);
+    case StageKind::kSizeScan:
+      d.kind = stored_as<msg::SizeScanDetails>(v);
       break;
     case StageKind::kFiles:
       d.kind = stored_as<msg::FilesDetails>(v);

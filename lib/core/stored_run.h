@@ -27,15 +27,15 @@ class value;
 namespace cp::stored {
 
 // What a stage measured: a disk, TCP, a protocol's files, the protocol's
-// transfer-size sweep, or small files (on an end's disk or over a share:
-// its samples' ops are "files-create" .. "files-delete").
-enum class StageKind { kDisk, kTcp, kProtocol, kSweep, kFiles };
+// transfer-size scan, or small files (on an end's disk or over a share: its
+// samples' ops are "files-create" .. "files-delete").
+enum class StageKind { kDisk, kTcp, kProtocol, kSizeScan, kFiles };
 // Where it measured: a disk stage's end, a TCP stage's direction, a protocol
 // stage's share medium; kOther: a place this build does not know (its text
 // stays in Stage::where).
 enum class Place { kServer, kClient, kServerToClient, kClientToServer, kRam, kDisk, kOther };
 
-// "disk" | "tcp" | "protocol" | "sweep" | "files".
+// "disk" | "tcp" | "protocol" | "size_scan" | "files".
 const char* kind_name(StageKind k);
 // "server" | "client" | "server->client" | "client->server" | "ram" | "disk" | "other".
 const char* place_name(Place p);
@@ -57,7 +57,7 @@ class JsonDoc {
 // runner flagged the sample as timing a silent agent (pipeline flag_stall).
 struct Details {
   std::variant<std::monostate, msg::DiskDetails, msg::TcpDetails, msg::TransferDetails,
-               msg::SweepDetails, msg::FilesDetails>
+               msg::SizeScanDetails, msg::FilesDetails>
       kind;
   bool stalled = false;
   double silent_seconds = 0;  // s
@@ -77,11 +77,11 @@ struct EndCpu {
 struct Sample {
   int64_t id = 0;
   int64_t stage_id = 0;
-  int seq = 0;                  // 1-based within its stage
-  std::string op;               // "read" | "write" (disk, protocol), "send" (tcp), "sweep-..."
-  uint64_t size = 0;            // nominal size, bytes (files; sweep: request size); 0 for tcp
-  uint64_t bytes = 0;           // bytes moved
-  double seconds = 0;           // time they took
+  int seq = 0;         // 1-based within its stage
+  std::string op;      // "read" | "write" (disk, protocol), "send" (tcp), "sweep-..." (size scan)
+  uint64_t size = 0;   // nominal size, bytes (files; size scan: request size); 0 for tcp
+  uint64_t bytes = 0;  // bytes moved
+  double seconds = 0;  // time they took
   double started_at = 0;        // Unix seconds
   bool cache_possible = false;  // the page cache may have served part of it
   std::string error;            // non-empty: this sample failed, why

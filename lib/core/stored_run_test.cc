@@ -75,10 +75,10 @@ TEST(StoredRun, EachStageKindHasItsDetailsTypeAndPlace) {
   const auto* td = run.stages[2].samples[0].details.as<msg::TransferDetails>();
   ASSERT_NE(td, nullptr);
   EXPECT_EQ(td->properties.at("dialect"), "3.1.1");
-  EXPECT_EQ(run.stages[3].kind, StageKind::kSweep);
+  EXPECT_EQ(run.stages[3].kind, StageKind::kSizeScan);
   EXPECT_EQ(run.stages[3].place, Place::kDisk);
-  ASSERT_NE(run.stages[3].samples[0].details.as<msg::SweepDetails>(), nullptr);
-  EXPECT_EQ(run.stages[3].samples[0].details.as<msg::SweepDetails>()->request, 4096u);
+  ASSERT_NE(run.stages[3].samples[0].details.as<msg::SizeScanDetails>(), nullptr);
+  EXPECT_EQ(run.stages[3].samples[0].details.as<msg::SizeScanDetails>()->request, 4096u);
   // A place this build does not know keeps its text; no details, no struct.
   EXPECT_EQ(run.stages[4].place, Place::kOther);
   EXPECT_EQ(run.stages[4].where, "tape");

@@ -402,12 +402,7 @@ bool delay_line_alive(pid_t pid) {
 }
 
 void stop_delay_line(pid_t pid) {
-  if (!delay_line_alive(pid)) return;
-  ::kill(pid, SIGTERM);
-  if (!sys::wait_exit({pid}, kStopWait).empty()) {
-    ::kill(pid, SIGKILL);
-    sys::wait_exit({pid}, kStopWait);
-  }
+  if (delay_line_alive(pid)) sys::stop_process(pid, kStopWait);
 }
 
 }  // namespace cp::lab

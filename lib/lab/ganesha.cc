@@ -44,14 +44,7 @@ bool is(int pid, const char* comm, const std::string& needle) {
   return sys::process_cmdline(pid).find(needle) != std::string::npos;
 }
 
-void stop_pid(int pid) {
-  if (pid <= 0 || !sys::process_alive(pid)) return;
-  ::kill(pid, SIGTERM);
-  if (!sys::wait_exit({pid}, kStopWait).empty()) {
-    ::kill(pid, SIGKILL);
-    sys::wait_exit({pid}, kStopWait);
-  }
-}
+void stop_pid(int pid) { sys::stop_process(pid, kStopWait); }
 
 int read_pid(const std::string& file) {
   const std::optional<std::string> text = sys::read_file(file);

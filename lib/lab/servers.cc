@@ -185,14 +185,7 @@ int wait_for(const LabState& s, const std::string& name, const char* comm,
                 logs);
 }
 
-void stop_pid(int pid) {
-  if (pid <= 0 || !sys::process_alive(pid)) return;
-  ::kill(pid, SIGTERM);
-  if (!sys::wait_exit({pid}, kStopWait).empty()) {
-    ::kill(pid, SIGKILL);
-    sys::wait_exit({pid}, kStopWait);
-  }
-}
+void stop_pid(int pid) { sys::stop_process(pid, kStopWait); }
 
 }  // namespace
 

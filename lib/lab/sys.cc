@@ -17,6 +17,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <thread>
 
 #include "core/clock.h"
@@ -175,6 +176,15 @@ std::string process_cmdline(pid_t pid) {
   for (char& c : s)
     if (c == '\0') c = ' ';
   return std::string(trim(s));
+}
+
+void stop_process(pid_t pid, double grace_s) {
+  if (pid <= 0 || !process_alive(pid)) return;
+  ::kill(pid, SIGTERM);
+  if (!wait_exit({pid}, grace_s).empty()) {
+    ::kill(pid, SIGKILL);
+    wait_exit({pid}, grace_s);
+  }
 }
 
 std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s) {

@@ -32,6 +32,9 @@ std::string process_comm(pid_t pid);
 std::string process_cmdline(pid_t pid);
 // Waits up to timeout_s for all of `pids` to exit; returns those still alive.
 std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s);
+// SIGTERM, then SIGKILL if it still runs after grace_s seconds (waits for
+// that too); nothing when pid <= 0 or it has exited.
+void stop_process(pid_t pid, double grace_s);
 
 // A named network namespace (/run/netns/<name>) exists.
 bool netns_exists(const std::string& name);

@@ -25,8 +25,8 @@ RunEta::RunEta(const Plan& plan)
       k = Kind::kDisk;
     } else if (o.stage.rfind("tcp ", 0) == 0) {
       k = Kind::kTcp;
-    } else if (o.stage.rfind("sweep ", 0) == 0) {
-      k = Kind::kSweep;
+    } else if (o.stage.rfind("size-scan ", 0) == 0) {
+      k = Kind::kSizeScan;
     } else if (o.stage.rfind("files ", 0) == 0) {
       k = Kind::kFiles;
     }
@@ -55,7 +55,7 @@ double RunEta::rate_of(Kind k) const {
     return seconds_[i] > 0 ? bytes_[i] / seconds_[i] : 0.0;
   };
   if (double r = rate(k); r > 0) return r;
-  // A protocol moves at most what TCP carries; a sweep's small requests at
+  // A protocol moves at most what TCP carries; a size scan's small requests at
   // most what its protocol's files did.
   for (Kind other : {Kind::kProtocol, Kind::kTcp, Kind::kDisk}) {
     if (double r = rate(other); r > 0) return r;

@@ -28,7 +28,7 @@ class RunEta {
   double remaining_s(const Progress& live) const;
 
  private:
-  enum class Kind { kDisk, kTcp, kProtocol, kSweep, kFiles };
+  enum class Kind { kDisk, kTcp, kProtocol, kSizeScan, kFiles };
   struct Stage {
     StageOutline outline;
     Kind kind;

@@ -52,7 +52,7 @@ void check_share_driver(const SharePlan& share, const transfer::DriverSpec& spec
 
 // The fewest samples a budgeted protocol series keeps (pipeline/plan.h Plan::proto_budget).
 constexpr int kMinProtoSamples = 3;
-// The most sizes one list (disk.sizes, protocol.sizes, sweep_sizes) holds,
+// The most sizes one list (disk.sizes, protocol.sizes, scan_sizes) holds,
 // and the most samples a whole plan asks for (plan_outline): bounds on what
 // a plan can make a run cost (a million sizes is a typo or an attack).
 constexpr int kMaxSizes = 64;
@@ -98,12 +98,12 @@ struct Plan {
   // are kept (only an explicit budget cuts them); 0 = no budget.
   double proto_budget = 30;
   bool proto_sizes_set = false, proto_count_set = false, proto_budget_set = false;
-  // Transfer-size sweep (QuickBench's table): per share, sequential and
+  // Transfer-size scan (QuickBench's table): per share, sequential and
   // random reads and writes in requests of each size.
-  bool sweep = false;
-  std::vector<uint64_t> sweep_sizes = {4096, 16384, 65536, 262144, 1048576};
-  uint64_t sweep_bytes = 16u << 20;  // moved per cell
-  uint64_t sweep_file = 64u << 20;   // the file random requests land in
+  bool size_scan = false;
+  std::vector<uint64_t> scan_sizes = {4096, 16384, 65536, 262144, 1048576};
+  uint64_t scan_bytes = 16u << 20;  // moved per cell
+  uint64_t scan_file = 64u << 20;   // the file random requests land in
 
   // [files]: the small-file stage (docs/small-files.md): passes of `files_count`
   // files of `files_size` bytes over `files_dirs` directories, on each end's
@@ -169,7 +169,7 @@ std::string plan_to_json(const Plan& plan);
 // budget may end a series sooner, never later) and the transfers' bytes, in
 // the order the runner takes them.
 struct StageOutline {
-  std::string stage;  // "disk server", "tcp server->client", "ftp-ram", "sweep smb-ram"
+  std::string stage;  // "disk server", "tcp server->client", "ftp-ram", "size-scan smb-ram"
   std::string what;   // one line: sizes x count x operations, the dirs or URL
   int samples = 0;
   uint64_t bytes = 0;  // moved by those samples (tcp: 0, its samples are timed)

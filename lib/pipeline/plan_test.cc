@@ -669,8 +669,6 @@ TEST(PlanReadme, PlanTableDefaultsAreTheProgramsDefaults) {
   EXPECT_GE(checked, 20);
 }
 
-// What a plan would measure: the most samples per stage and the bytes they
-// move, for the default plan with one share and with the sweep on.
 TEST(PlanFiles, KeysAreReadAndCheckedAgainstTheirRanges) {
   const Plan p = parse_plan(
       "[files]\ncount = 5000\nsize = 0\ndirs = 50\norder = random\nbudget = 10s\n"
@@ -700,10 +698,12 @@ TEST(PlanFiles, KeysAreReadAndCheckedAgainstTheirRanges) {
   }
 }
 
+// What a plan would measure: the most samples per stage and the bytes they
+// move, for the default plan with one share and with the size scan on.
 TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
   Plan p = parse_plan(
       "[disk]\nsizes = 10MB, 100MB\ncount = 4\n[tcp]\ncount = 5\n[protocol]\nsizes = 10MB\n"
-      "count = 3\nsweep = yes\nsweep_sizes = 4k, 1MiB\n"
+      "count = 3\nsize_scan = yes\nscan_sizes = 4k, 1MiB\n"
       "[share f]\nurl = null:\nmedium = ram\n",
       "t.ini");
   std::map<std::string, std::pair<int, uint64_t>> got;
@@ -715,13 +715,38 @@ TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
   EXPECT_EQ(got.at("tcp server->client"), std::make_pair(5, uint64_t{0}));
   EXPECT_EQ(got.at("tcp client->server"), std::make_pair(5, uint64_t{0}));
   EXPECT_EQ(got.at("f"), std::make_pair(3 * 2, uint64_t{10'000'000} * 3 * 2));
-  EXPECT_EQ(got.at("sweep f"), std::make_pair(2 * 4, (uint64_t{16} << 20) * 2 * 4));
+  EXPECT_EQ(got.at("size-scan f"), std::make_pair(2 * 4, (uint64_t{16} << 20) * 2 * 4));
   // Two passes (order both) of four phases; each pass writes and reads 1000 x 4 KiB.
   EXPECT_EQ(got.at("files server"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
   EXPECT_EQ(got.at("files client"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
   EXPECT_EQ(got.size(), 8u);
   p.disk_enabled = p.tcp_enabled = p.proto_enabled = p.files_enabled = false;
   EXPECT_TRUE(plan_outline(p).empty());
+}
+
+// A plan written when the transfer-size scan was the "sweep" loads the same;
+// the old name and the new one together are one key set twice.
+TEST(PlanKeys, OlderSweepKeysAreReadAsTheSizeScanKeys) {
+  const Plan old_names = parse_plan(
+      "[protocol]\nsweep = yes\nsweep_sizes = 4k, 1MiB\nsweep_bytes = 8MiB\nsweep_file = 32MiB\n",
+      "old.ini");
+  const Plan new_names = parse_plan(
+      "[protocol]\nsize_scan = yes\nscan_sizes = 4k, 1MiB\nscan_bytes = 8MiB\nscan_file = 32MiB\n",
+      "new.ini");
+  EXPECT_TRUE(new_names.size_scan);
+  EXPECT_EQ(new_names.scan_sizes, (std::vector<uint64_t>{4096, 1u << 20}));
+  EXPECT_EQ(new_names.scan_bytes, 8u << 20);
+  EXPECT_EQ(new_names.scan_file, 32u << 20);
+  EXPECT_EQ(values_of(old_names), values_of(new_names));
+  for (const auto& [section, keys] : plan_keys()) {
+    for (const std::string& k : keys) EXPECT_FALSE(k.starts_with("sweep")) << section << "." << k;
+  }
+  try {
+    parse_plan("[protocol]\nsweep = yes\nsize_scan = no\n", "both.ini");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConfig);
+  }
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ const StageKind kStages[] = {
          for (const auto& share : c.plan.shares) {
            if (share.medium != medium) continue;
            protocol_stage(c, share);
-           if (c.plan.sweep) sweep_stage(c, share);
+           if (c.plan.size_scan) size_scan_stage(c, share);
          }
        }
      }},
@@ -99,7 +99,7 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
     if (kind.enabled(plan)) kind.run(ctx);
   }
   // Each agent removes its run dirs now; one that was abandoned (silent) or
-  // whose channel closed does so when it wakes or exits, or the next run's sweep does.
+  // whose channel closed does so when it wakes or exits, or the next run's orphan cleanup does.
   for (auto [role, link] : {std::pair{kServer, &a.server}, std::pair{kClient, &a.client}}) {
     try {
       obs.on_agent_stats(

@@ -270,9 +270,9 @@ TEST_F(RunnerTest, SweepRecordsEachRequestSizeAndSkipsWhatTheDriverCannotDo) {
   plan_.tcp_enabled = false;
   plan_.proto_sizes = {1u << 20};
   plan_.proto_count = 1;
-  plan_.sweep = true;
-  plan_.sweep_sizes = {4096, 65536};
-  plan_.sweep_bytes = 1u << 20;
+  plan_.size_scan = true;
+  plan_.scan_sizes = {4096, 65536};
+  plan_.scan_bytes = 1u << 20;
   SharePlan share;
   share.name = "nothing";
   share.url = "null:";
@@ -654,9 +654,9 @@ TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTh
   plan.proto_enabled = true;  // the sweep runs after each share's protocol stage
   plan.proto_sizes = {1u << 20};
   plan.proto_count = 1;
-  plan.sweep = true;
-  plan.sweep_sizes = {4096, 65536};
-  plan.sweep_bytes = 1u << 20;
+  plan.size_scan = true;
+  plan.scan_sizes = {4096, 65536};
+  plan.scan_bytes = 1u << 20;
   SharePlan share;
   share.name = "nothing";
   share.url = "null:";
@@ -678,9 +678,9 @@ TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTh
       return msg::to_json(r);
     }
     if (type != "sweep") return json::object{};
-    const auto req = msg::decode<msg::SweepRequest>(args, "sweep");
+    const auto req = msg::decode<msg::SizeScanRequest>(args, "sweep");
     asked.push_back(req.pattern);
-    msg::SweepResult r;
+    msg::SizeScanResult r;
     r.bytes = req.bytes;
     r.seconds = 0.1;
     return msg::to_json(r);

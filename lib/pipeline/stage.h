@@ -70,7 +70,7 @@ Result ask(remote::AgentPort& agent, const char* type, const Request& req, doubl
 void disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
 void tcp_stage(StageContext& ctx, bool upload);                // upload: client -> server
 void protocol_stage(StageContext& ctx, const SharePlan& share);
-void sweep_stage(StageContext& ctx, const SharePlan& share);
+void size_scan_stage(StageContext& ctx, const SharePlan& share);
 // The small-file stage (stages/files.cc): its passes on an end's own disk.
 void files_disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
 // A small-file pass's phases stored, a sample each (op "files-<phase>"),
@@ -91,7 +91,8 @@ std::string sample_details_json(const stored::Details& details);
 // swept on the way (`who`: kServer | kClient).
 msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequest& req,
                                 RunObserver& obs, const std::string& who);
-// The share as the agent's transfer/sweep requests carry it (password included).
+// The share as the agent's transfer/size-scan (wire type "sweep") requests carry it (password
+// included).
 msg::ShareRef share_message(const SharePlan& share, const Agents& a);
 // A sample's CPU column: each end's summary by role ("server", "client"), in this order.
 std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <string>
 
 #include "probe/sysinfo.h"
 #include "probe/test_util.h"
@@ -110,32 +112,43 @@ TEST(Degraded, ZfsDiskAndMissingSmbstatusAreNamedWithThePrivilegeThatRestoresThe
   EXPECT_EQ(names(os::degraded_facts(c)), (std::vector<std::string>{"disk_cache_bypass"}));
 }
 
-// In a child that dropped root for nobody (65534): pid 1's namespace link is
-// not its to read, and smbstatus (installed here with Samba) is refused.
-TEST(Degraded, WithoutRootOtherUsersNamespacesAndSmbstatusDegrade) {
+// What `body` returns, run in a forked child (so it may drop root or unshare
+// a namespace); body may _exit(N) for a failed step, which fails the test.
+void in_child(const std::function<std::string()>& body, std::string* out) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     ::close(fds[0]);
-    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
-    const os::PrivilegeContext c =
-        os::privilege_context("ext4", true, "/nonexistent/chokepoint/smb.conf");
-    std::string out = c.root ? "root" : "user";
-    for (const auto& f : os::degraded_facts(c)) out += " " + f.fact;
-    (void)!::write(fds[1], out.data(), out.size());
+    const std::string text = body();
+    (void)!::write(fds[1], text.data(), text.size());
     ::_exit(0);
   }
   ::close(fds[1]);
-  std::string out;
   char buf[256];
   for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    out.append(buf, static_cast<size_t>(n));
+    out->append(buf, static_cast<size_t>(n));
   ::close(fds[0]);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// In a child that dropped root for nobody (65534): pid 1's namespace link is
+// not its to read, and smbstatus (installed here with Samba) is refused.
+TEST(Degraded, WithoutRootOtherUsersNamespacesAndSmbstatusDegrade) {
+  std::string out;
+  ASSERT_NO_FATAL_FAILURE(in_child(
+      [] {
+        if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(3);
+        const os::PrivilegeContext c =
+            os::privilege_context("ext4", true, "/nonexistent/chokepoint/smb.conf");
+        std::string text = c.root ? "root" : "user";
+        for (const auto& f : os::degraded_facts(c)) text += " " + f.fact;
+        return text;
+      },
+      &out));
   EXPECT_EQ(out, "user process_netns smb_negotiated");
 }
 
@@ -167,41 +180,29 @@ TEST(CoreTimes, ReadFromProcStat) {
 // In a child in a network namespace of its own: its loopback shaped by tbf,
 // then by an htb root class, read back from the kernel without tc.
 TEST(ShapedRate, TbfAndHtbRatesComeFromTheKernel) {
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(3);
-    auto sh = [](const char* cmd) { return std::system(cmd) == 0; };
-    auto rate = [](const std::string& ifname) {
-      const std::optional<uint64_t> r = os::shaped_rate_bits(ifname);
-      return r ? std::to_string(*r) : std::string("none");
-    };
-    std::string out = rate("lo");
-    if (!sh("ip link set lo up && tc qdisc add dev lo root tbf rate 200mbit burst 100k "
-            "latency 50ms")) {
-      ::_exit(4);
-    }
-    out += " " + rate("lo");
-    if (!sh("tc qdisc replace dev lo root handle 1: htb && tc class add dev lo parent 1: "
-            "classid 1:1 htb rate 300mbit")) {
-      ::_exit(5);
-    }
-    out += " " + rate("lo") + " " + rate("no-such-if");
-    (void)!::write(fds[1], out.data(), out.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
   std::string out;
-  char buf[256];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
-    out.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_NO_FATAL_FAILURE(in_child(
+      [] {
+        if (::unshare(CLONE_NEWNET) != 0) ::_exit(3);
+        auto sh = [](const char* cmd) { return std::system(cmd) == 0; };
+        auto rate = [](const std::string& ifname) {
+          const std::optional<uint64_t> r = os::shaped_rate_bits(ifname);
+          return r ? std::to_string(*r) : std::string("none");
+        };
+        std::string text = rate("lo");
+        if (!sh("ip link set lo up && tc qdisc add dev lo root tbf rate 200mbit burst 100k "
+                "latency 50ms")) {
+          ::_exit(4);
+        }
+        text += " " + rate("lo");
+        if (!sh("tc qdisc replace dev lo root handle 1: htb && tc class add dev lo parent 1: "
+                "classid 1:1 htb rate 300mbit")) {
+          ::_exit(5);
+        }
+        text += " " + rate("lo") + " " + rate("no-such-if");
+        return text;
+      },
+      &out));
   EXPECT_EQ(out, "none 200000000 300000000 none");
 }
 

@@ -36,15 +36,43 @@ json::object hello_data() {
   return msg::to_json(h);
 }
 
-class ScriptedStream : public ByteStream {
+// A fake agent behind the link: answers hello with hello_data(), keeps the id
+// of the latest other request (cancels aside) in id_, and hands out in_.
+class FakeAgent : public ByteStream {
  public:
-  explicit ScriptedStream(std::string bytes) : in_(std::move(bytes)) {}
-  ReadResult read(char* buf, size_t size, double) override {
-    if (pos_ == in_.size()) return {0, eof_when_done_};
-    size_t n = std::min(size, in_.size() - pos_);
+  void write(std::string_view data) override {
+    wire::Decoder d;
+    d.feed(data);
+    while (auto m = d.next()) {
+      const std::string type = wire::get_string(*m, "type");
+      if (type == "hello") {
+        in_ += wire::encode(
+            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
+      } else if (type != "cancel") {
+        id_ = wire::get_u64(*m, "id");
+      }
+    }
+  }
+
+ protected:
+  // Up to size bytes of in_ from pos_ on.
+  ReadResult take(char* buf, size_t size) {
+    const size_t n = std::min(size, in_.size() - pos_);
     std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
     pos_ += n;
     return {n, false};
+  }
+  std::string in_ = wire::sentinel_line("b1");
+  size_t pos_ = 0;
+  uint64_t id_ = 0;
+};
+
+class ScriptedStream : public FakeAgent {
+ public:
+  explicit ScriptedStream(std::string bytes) { in_ = std::move(bytes); }
+  ReadResult read(char* buf, size_t size, double) override {
+    if (pos_ == in_.size()) return {0, eof_when_done_};
+    return take(buf, size);
   }
   void write(std::string_view data) override {
     written_ += data;
@@ -58,10 +86,6 @@ class ScriptedStream : public ByteStream {
   bool eof_when_done_ = true;
   std::string written_;
   json::object answer_ = hello_data();  // what every request is answered with
-
- private:
-  std::string in_;
-  size_t pos_ = 0;
 };
 
 TEST(AgentLink, SkipsLoginNoiseBeforeTheSentinel) {
@@ -113,7 +137,7 @@ TEST(AgentLink, ClosedBeforeStartQuotesRemoteStderr) {
 }
 
 // A peer that completes the handshake, then never answers again (a stopped agent).
-class SilentAfterHello : public ByteStream {
+class SilentAfterHello : public FakeAgent {
  public:
   ReadResult read(char* buf, size_t size, double timeout_s) override {
     if (pos_ == in_.size()) {
@@ -121,25 +145,8 @@ class SilentAfterHello : public ByteStream {
       std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s, 0.05)));
       return {};
     }
-    size_t n = std::min(size, in_.size() - pos_);
-    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
-    pos_ += n;
-    return {n, false};
+    return take(buf, size);
   }
-  void write(std::string_view data) override {
-    wire::Decoder d;
-    d.feed(data);
-    while (auto m = d.next()) {
-      if (wire::get_string(*m, "type") == "hello") {
-        in_ += wire::encode(
-            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
-      }
-    }
-  }
-
- private:
-  std::string in_ = wire::sentinel_line("b1");
-  size_t pos_ = 0;
 };
 
 TEST(AgentLink, ASilentAgentIsAbandonedAfterTheSilenceLimit) {
@@ -190,7 +197,7 @@ TEST(AgentLink, CancelNeverWaitsOnASilentAgent) {
 
 // A peer that answers hello, then only sends heartbeats (alive, but it never
 // answers the request nor the cancel).
-class HeartbeatsOnly : public ByteStream {
+class HeartbeatsOnly : public FakeAgent {
  public:
   ReadResult read(char* buf, size_t size, double timeout_s) override {
     if (pos_ == in_.size() && id_ > 0) {
@@ -198,29 +205,8 @@ class HeartbeatsOnly : public ByteStream {
       in_ += wire::encode({{"type", "heartbeat"}, {"id", id_}});
     }
     if (pos_ == in_.size()) return {};
-    size_t n = std::min(size, in_.size() - pos_);
-    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
-    pos_ += n;
-    return {n, false};
+    return take(buf, size);
   }
-  void write(std::string_view data) override {
-    wire::Decoder d;
-    d.feed(data);
-    while (auto m = d.next()) {
-      const std::string type = wire::get_string(*m, "type");
-      if (type == "hello") {
-        in_ += wire::encode(
-            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
-      } else if (type != "cancel") {
-        id_ = wire::get_u64(*m, "id");
-      }
-    }
-  }
-
- private:
-  std::string in_ = wire::sentinel_line("b1");
-  size_t pos_ = 0;
-  uint64_t id_ = 0;
 };
 
 TEST(AgentLink, CancelGraceHoldsAgainstAnAgentThatKeepsTalking) {
@@ -257,7 +243,7 @@ class FakeClock : public Clock {
 // with what `script` makes of it, forever. Each read advances the fake clock
 // by the time the link would have waited (its timeout, at most 0.2 s), so no
 // test waits on the wall clock.
-class HostilePeer : public ByteStream {
+class HostilePeer : public FakeAgent {
  public:
   using Script = std::function<std::string(uint64_t id, double t)>;
   HostilePeer(FakeClock& clock, Script script) : clock_(clock), script_(std::move(script)) {}
@@ -270,32 +256,13 @@ class HostilePeer : public ByteStream {
       pos_ = 0;
       if (in_.empty()) return {};
     }
-    const size_t n = std::min(size, in_.size() - pos_);
-    std::copy(in_.data() + pos_, in_.data() + pos_ + n, buf);
-    pos_ += n;
-    return {n, false};
-  }
-  void write(std::string_view data) override {
-    wire::Decoder d;
-    d.feed(data);
-    while (auto m = d.next()) {
-      const std::string type = wire::get_string(*m, "type");
-      if (type == "hello") {
-        in_ += wire::encode(
-            {{"type", "result"}, {"id", wire::get_u64(*m, "id")}, {"data", hello_data()}});
-      } else if (type != "cancel") {
-        id_ = wire::get_u64(*m, "id");
-      }
-    }
+    return take(buf, size);
   }
   int reads_ = 0;
 
  private:
   FakeClock& clock_;
   Script script_;
-  std::string in_ = wire::sentinel_line("b1");
-  size_t pos_ = 0;
-  uint64_t id_ = 0;
 };
 
 // A heartbeat every second of fake time.

@@ -71,7 +71,7 @@ Labels row_labels(const analysis::Row& r) {
 void write_rows(Writer& w, const analysis::Analysis& a) {
   std::vector<const analysis::Row*> rows;
   for (const analysis::Row& r : a.rows) {
-    if (!analysis::is_sweep(r)) rows.push_back(&r);
+    if (!analysis::is_size_scan(r)) rows.push_back(&r);
   }
   const std::string rate = "chokepoint_layer_throughput_bytes_per_second";
   w.family(rate, "Median throughput of a layer's samples (the link: its nominal rate).");

@@ -26,7 +26,7 @@ namespace cp::report {
 // name), `protocol` the driver name ("" for disk/tcp/link), `path` the verdict's
 // path of a protocol row ("smb ram read"), `size` bytes; a label that does not
 // apply (protocol of a disk row, size of TCP) is left out. Rows of
-// the transfer-size sweep are left out (they are no layer of the ladder).
+// the transfer-size scan are left out (they are no layer of the ladder).
 struct OpenMetricsOptions {
   // End with `# EOF` (OpenMetrics); the Pushgateway's 0.0.4 parser wants none.
   bool eof = true;

@@ -57,13 +57,13 @@ std::string host_line(const stored::Host& h) {
                      shown(f->hostname), shown(f->os), shown(f->kernel), shown(f->cpu_cores), net);
 }
 
-// The transfer-size sweep as QuickBench printed it: a row per request size,
+// The transfer-size scan as QuickBench printed it: a row per request size,
 // a column per pattern, one table per protocol and medium.
-std::string sweep_tables(const analysis::Analysis& a) {
+std::string size_scan_tables(const analysis::Analysis& a) {
   std::map<std::pair<std::string, std::string>, std::map<uint64_t, std::map<std::string, double>>>
       tables;
   for (const auto& r : a.rows) {
-    if (analysis::is_sweep(r) && r.rate.n > 0) {
+    if (analysis::is_size_scan(r) && r.rate.n > 0) {
       tables[{r.layer, r.where}][r.size][r.op.substr(6)] = r.rate.median;
     }
   }
@@ -72,7 +72,7 @@ std::string sweep_tables(const analysis::Analysis& a) {
   for (const auto& [key, sizes] : tables) {
     std::string proto = key.first;
     for (char& c : proto) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    out += fmt::format("\n  Transfer-size sweep, {} from {} (MB/s)\n  {:>10}", proto,
+    out += fmt::format("\n  Transfer-size scan, {} from {} (MB/s)\n  {:>10}", proto,
                        key.second == "ram" ? "RAM" : "disk", "request");
     for (const char* p : patterns) out += fmt::format(" {:>10}", p);
     out += "\n";
@@ -241,7 +241,7 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
   out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", "layer", "median", "min-max", "n",
                      "vs beneath");
   for (const auto& r : a.rows) {
-    if (analysis::is_sweep(r)) continue;  // their own table below
+    if (analysis::is_size_scan(r)) continue;  // their own table below
     if (r.layer == "link") {
       out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", r.label, mb(r.rate.median),
                          format_rate_bits(a.link_bits), "", "");
@@ -268,7 +268,7 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
     out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
                        r.rate.n ? figure(r, r.rate.median) : "-", range, r.rate.n, vs, flags);
   }
-  out += sweep_tables(a);
+  out += size_scan_tables(a);
   for (const auto& st : run.stages) {
     if (st.status == kFailed || st.status == kInterrupted) {
       out += fmt::format("  {}{} {} {}{}: {}\n", red(o), st.driver, st.where, st.status, reset(o),

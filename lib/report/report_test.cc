@@ -271,16 +271,16 @@ TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
     for (const auto& key : f.rows) {
       const analysis::Row* r = analysis::find_row(a, key);
       ASSERT_NE(r, nullptr) << key;
-      EXPECT_FALSE(analysis::is_sweep(*r)) << f.rule << " cites " << key;
+      EXPECT_FALSE(analysis::is_size_scan(*r)) << f.rule << " cites " << key;
     }
     if (!f.subject.empty()) {
-      EXPECT_FALSE(analysis::is_sweep(*analysis::find_row(a, f.subject.key))) << f.rule;
+      EXPECT_FALSE(analysis::is_size_scan(*analysis::find_row(a, f.subject.key))) << f.rule;
     }
   }
   for (const auto& v : analysis::path_verdicts(a))
     EXPECT_EQ(v.path.find("sweep"), std::string::npos);
   std::string t = run_text(stored::decode(run), a, {false});
-  EXPECT_NE(t.find("Transfer-size sweep, SMB from RAM (MB/s)"), std::string::npos) << t;
+  EXPECT_NE(t.find("Transfer-size scan, SMB from RAM (MB/s)"), std::string::npos) << t;
   EXPECT_NE(t.find("randwrite"), std::string::npos);
   // 16 MiB in 1.6 s = 10.5 MB/s at 4 KiB; 105 MB/s at 1 MiB; no randread at 1 MiB.
   EXPECT_NE(t.find("     4 KiB       10.5       10.5          -          -"), std::string::npos)
@@ -290,7 +290,7 @@ TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
   // The sweep's cells are no ladder rows: no ladder line carries their labels.
   size_t sweeps = 0;
   for (const analysis::Row& r : a.rows) {
-    if (!analysis::is_sweep(r)) continue;
+    if (!analysis::is_size_scan(r)) continue;
     ++sweeps;
     EXPECT_TRUE(ladder_columns(t, r.label).empty()) << r.label;
   }

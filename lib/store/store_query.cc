@@ -26,6 +26,19 @@ int64_t sql_limit(size_t limit) {
   return static_cast<int64_t>(std::min<uint64_t>(limit, std::numeric_limits<int64_t>::max()));
 }
 
+// Columns 0-6: id, label, status, server, client, started_at, finished_at.
+RunListRow run_list_row(const Stmt::Use& q) {
+  RunListRow r;
+  r.id = q.i64(0);
+  r.label = q.text(1);
+  r.status = q.text(2);
+  r.server = q.text(3);
+  r.client = q.text(4);
+  r.started_at = q.real(5);
+  r.finished_at = q.real(6);
+  return r;
+}
+
 // Columns from `first` on: path, layer, cap, cap_label, figure, ratio,
 // ratio_lo, ratio_hi, reason, lower_bound (a NULL path: none).
 PathVerdict path_verdict(const Stmt::Use& q, int first) {
@@ -81,14 +94,7 @@ std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
     q.bind(1, filter.label).bind(2, filter.host).bind(3, filter.since);
     q.bind(4, sql_limit(filter.limit));
     while (q.step()) {
-      RunListRow r;
-      r.id = q.i64(0);
-      r.label = q.text(1);
-      r.status = q.text(2);
-      r.server = q.text(3);
-      r.client = q.text(4);
-      r.started_at = q.real(5);
-      r.finished_at = q.real(6);
+      RunListRow r = run_list_row(q);
       r.analysis_version = static_cast<int>(q.i64(7));
       r.headline = q.text(8);
       r.head = path_verdict(q, 9);
@@ -239,19 +245,12 @@ PruneResult Store::prune(const PruneFilter& f, bool dry_run) {
             " FROM runs ORDER BY started_at DESC, id DESC");
     Stmt::Use q(st);
     for (size_t rank = 0; q.step(); ++rank) {
-      RunListRow r;
-      r.id = q.i64(0);
-      r.label = q.text(1);
-      r.status = q.text(2);
-      r.server = q.text(3);
-      r.client = q.text(4);
-      r.started_at = q.real(5);
-      r.finished_at = q.real(6);
+      const RunListRow r = run_list_row(q);
       const bool old = f.before <= 0 || r.started_at < f.before;
       const bool beyond = f.keep == 0 || rank >= f.keep;
       const bool kept =
           r.status == kRunning || (!r.label.empty() && !f.labelled) || tuned.count(r.id) > 0;
-      if (old && beyond && !kept) res.removed.push_back(std::move(r));
+      if (old && beyond && !kept) res.removed.push_back(r);
     }
   }
   if (dry_run || res.removed.empty()) {

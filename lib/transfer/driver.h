@@ -35,20 +35,35 @@ struct Share {
 };
 
 // What a driver can do. The plan refuses a share whose driver cannot read and
-// write (the protocol stages get and put); the sweep's random cells need the
+// write (the protocol stages get and put); the size scan's random cells need the
 // random ones (File::pread/pwrite; without them the cell is skipped).
 struct Capabilities {
   bool read = true;
   bool write = true;
-  bool random_access = false;  // pread at offsets (the transfer-size sweep's random reads)
+  bool random_access = false;  // pread at offsets (the transfer-size scan's random reads)
   bool random_write = false;   // pwrite at offsets (its random writes)
+  // The small-file pass over a share (docs/small-files.md): Session::stat
+  // (a file's size and mtime by its path) and Session::mkdir/rmdir.
+  bool stat = false;
+  bool mkdir = false;
+  // Operations the pass may keep in flight at once (its `in_flight`, capped
+  // here); 1: strictly one at a time (one control connection, FTP; AFP as
+  // chokepoint speaks it). How they are kept is the driver's (small-files.md).
+  unsigned max_in_flight = 1;
   // What it lacks to read or write (at random offsets when `random`) in
-  // words ("random reads"); null when it can. The sweep's stage and the agent
+  // words ("random reads"); null when it can. The size scan's stage and the agent
   // both ask this before a cell.
   const char* lacks(bool write, bool random) const;
 };
 
 enum class Mode { kRead, kWrite };
+
+// What Session::stat tells of a file.
+struct FileInfo {
+  uint64_t size = 0;  // bytes
+  int64_t mtime = 0;  // seconds since 1970-01-01 UTC; 0 when the protocol gives none
+  bool is_dir = false;
+};
 
 // One open remote file. Sequential unless the driver has random_access.
 class File {
@@ -84,6 +99,14 @@ class Session {
   // `path` is relative to the share's root ("run-1/a.dat").
   virtual std::unique_ptr<File> open(const std::string& path, Mode mode, uint64_t size_hint) = 0;
   virtual void remove(const std::string& path) = 0;
+  // The small-file pass's calls (Capabilities::stat, ::mkdir). A driver or
+  // server that cannot: Error(kUnsupported) naming what and why (the
+  // defaults), which the pass turns into a skipped phase with that reason.
+  // stat: a file's size and mtime by its path; mkdir: one directory whose
+  // parent exists (an existing one is an error); rmdir: an empty directory.
+  virtual FileInfo stat(const std::string& path);
+  virtual void mkdir(const std::string& path);
+  virtual void rmdir(const std::string& path);
   // What was negotiated, stored with each sample because it changes the
   // throughput (SMB dialect, signing, encryption; AFP version and UAM; ...).
   virtual std::map<std::string, std::string> properties() const { return {}; }

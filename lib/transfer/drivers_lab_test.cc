@@ -148,6 +148,20 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   s->remove(rel);
 }
 
+// The child processes of this process (the smb driver's helpers).
+std::vector<pid_t> own_children() {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream st(entry.path() / "stat");
+    std::string pid, comm, state, ppid;
+    st >> pid >> comm >> state >> ppid;
+    if (ppid == std::to_string(getpid())) out.push_back(std::stoi(pid));
+  }
+  return out;
+}
+
 // connections=3: helper processes move a file's calls (32 KiB each here, so
 // many rounds) three at a time; what arrives is what was sent both ways, the
 // sample records three calls in flight, and the helpers end with the session.
@@ -177,31 +191,10 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
     EXPECT_EQ(std::string(buf.data(), buf.size()), pattern(size, 11).substr(5000000, 1000));
     f->close();
     s->remove(rel);
-    for (const auto& entry : fs::directory_iterator("/proc")) {
-      const std::string name = entry.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream st(entry.path() / "stat");
-      std::string pid, comm, state, ppid;
-      st >> pid >> comm >> state >> ppid;
-      if (ppid == std::to_string(getpid())) helpers.push_back(std::stoi(pid));
-    }
+    helpers = own_children();
     EXPECT_GE(helpers.size(), 3u);
   }
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
-}
-
-// The child processes of this process (the smb driver's helpers).
-std::vector<pid_t> own_children() {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream st(entry.path() / "stat");
-    std::string pid, comm, state, ppid;
-    st >> pid >> comm >> state >> ppid;
-    if (ppid == std::to_string(getpid())) out.push_back(std::stoi(pid));
-  }
-  return out;
 }
 
 // Degrade, don't fail: a server that refuses a client's extra connections to

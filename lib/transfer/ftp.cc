@@ -136,26 +136,11 @@ class FtpSession : public Session {
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t size_hint) override;
 
   void remove(const std::string& rel) override {
-    check_relative_path(rel);
-    CP_CHECK(!busy_);
-    Place where = where_;
-    where.file = rel;
-    const std::string target = absolute(rel);
-    if (target.empty()) {
-      throw Error(ErrorKind::kUnsupported,
-                  fmt::format("the FTP server {} did not say its login directory (PWD), so "
-                              "chokepoint cannot name {} to delete it",
-                              where_.server, rel),
-                  "give the share URL an absolute path (ftp://host/%2Fsrv/dir)");
-    }
+    const Place where = place(rel);
+    const std::string target = absolute_or_throw(rel, "delete");
     for (const char* verb : {"DELE", "RMD"}) {
-      setup(url_for(""));
-      curl_easy_setopt(easy_, CURLOPT_NOBODY, 1L);
-      if (quote_) curl_slist_free_all(quote_);
-      quote_ = curl_slist_append(nullptr, fmt::format("{} {}", verb, target).c_str());
-      curl_easy_setopt(easy_, CURLOPT_QUOTE, quote_);
       try {
-        perform_blocking(Step::kRemove, where);
+        command({fmt::format("{} {}", verb, target)}, Step::kRemove, where);
         return;
       } catch (const Error&) {
         // A directory refuses DELE with the same 550 as a missing file: try
@@ -166,6 +151,36 @@ class FtpSession : public Session {
     }
     throw ftp_error(first_failure_, Step::kRemove, where);
   }
+
+  // SIZE, then MDTM where the server answers it ('*': curl goes on when it
+  // does not): two commands on the control connection, no data connection.
+  FileInfo stat(const std::string& rel) override {
+    const std::string target = absolute_or_throw(rel, "stat");
+    try {
+      command({"SIZE " + target, "*MDTM " + target}, Step::kOpenRead, place(rel));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled) throw;
+      throw ftp_command_error(last_failure_, "SIZE", place(rel));
+    }
+    FileInfo info;
+    bool sized = false;
+    for (const std::string& r : replies_) {
+      // "213 4096" (SIZE), "213 20261202032700" (MDTM: UTC, 14 digits).
+      if (r.rfind("213 ", 0) != 0) continue;
+      const std::string v = r.substr(4);
+      if (v.size() >= 14 && sized) {
+        info.mtime = ftp_mdtm_seconds(v).value_or(0);
+      } else if (!sized && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+        info.size = std::stoull(v);
+        sized = true;
+      }
+    }
+    if (!sized) throw ftp_command_error(failure(CURLE_OK), "SIZE", place(rel));
+    return info;
+  }
+
+  void mkdir(const std::string& rel) override { verb("MKD", rel); }
+  void rmdir(const std::string& rel) override { verb("RMD", rel); }
 
   std::map<std::string, std::string> properties() const override {
     // A stream, not requests: what is in flight is the data connection's TCP
@@ -187,6 +202,50 @@ class FtpSession : public Session {
 
  private:
   friend class FtpFile;
+
+  Place place(const std::string& rel) const {
+    Place p = where_;
+    p.file = rel;
+    return p;
+  }
+
+  std::string absolute_or_throw(const std::string& rel, const char* what) const {
+    check_relative_path(rel);
+    CP_CHECK(!busy_);
+    const std::string target = absolute(rel);
+    if (target.empty()) {
+      throw Error(ErrorKind::kUnsupported,
+                  fmt::format("the FTP server {} did not say its login directory (PWD), so "
+                              "chokepoint cannot name {} to {} it",
+                              where_.server, rel, what),
+                  "give the share URL an absolute path (ftp://host/%2Fsrv/dir)");
+    }
+    return target;
+  }
+
+  // Commands on the control connection (curl's QUOTE, after the login);
+  // every reply line lands in replies_.
+  void command(const std::vector<std::string>& lines, Step step, const Place& where) {
+    setup(url_for(""));
+    curl_easy_setopt(easy_, CURLOPT_NOBODY, 1L);
+    if (quote_) curl_slist_free_all(quote_);
+    quote_ = nullptr;
+    for (const std::string& l : lines) quote_ = curl_slist_append(quote_, l.c_str());
+    curl_easy_setopt(easy_, CURLOPT_QUOTE, quote_);
+    perform_blocking(step, where);
+  }
+
+  // MKD or RMD of `rel`.
+  void verb(const char* verb, const std::string& rel) {
+    const std::string target = absolute_or_throw(rel, verb[0] == 'M' ? "create" : "remove");
+    try {
+      command({fmt::format("{} {}", verb, target)},
+              verb[0] == 'M' ? Step::kOpenWrite : Step::kRemove, place(rel));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled) throw;
+      throw ftp_command_error(last_failure_, verb, place(rel));
+    }
+  }
 
   // URL of `rel` under the share ("" for the share's directory itself).
   std::string url_for(const std::string& rel) const {
@@ -229,6 +288,7 @@ class FtpSession : public Session {
     curl_easy_reset(easy_);
     errbuf_[0] = '\0';
     last_reply_.clear();
+    replies_.clear();
     // The newest socket curl opens is the file's data connection (the
     // control connection is older and reused).
     curl_easy_setopt(easy_, CURLOPT_SOCKOPTFUNCTION, &FtpSession::on_socket);
@@ -266,6 +326,7 @@ class FtpSession : public Session {
     while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
     if (line.size() >= 3 && std::isdigit(static_cast<unsigned char>(line[0]))) {
       self->last_reply_ = line;
+      self->replies_.push_back(line);
       if (self->greeting_.empty() && line.rfind("220", 0) == 0) self->greeting_ = line;
     }
     return size * n;
@@ -384,6 +445,7 @@ class FtpSession : public Session {
   }
   char errbuf_[CURL_ERROR_SIZE] = {};
   std::string last_reply_;
+  std::vector<std::string> replies_;  // every reply line of the current request
   std::string greeting_;
   std::string entry_path_;  // the login directory, absolute
   FtpFailure last_failure_, first_failure_;
@@ -579,153 +641,7 @@ class FtpDriver : public Driver {
   }
 };
 
-bool reply_says(const FtpFailure& f, std::string_view word) {
-  std::string lower;
-  for (char c : f.reply) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find(word) != std::string::npos;
-}
-
-// What the server's last reply says, whatever curl made of it: a full disk,
-// a data connection cut while storing, a server that takes only TLS; nullopt
-// when it says none of these.
-std::optional<Error> ftp_reply_error(const FtpFailure& f, bool writing, const std::string& target,
-                                     const std::string& said, const std::string& lib,
-                                     const Place& w) {
-  // A full disk, whatever curl made of it: 452/552, or vsftpd's 451 on a
-  // failed write (it does not say why; a full disk is the usual reason).
-  if (f.reply_code == 452 || f.reply_code == 552 || reply_says(f, "no space") ||
-      reply_says(f, "disk full") ||
-      (writing && f.reply_code == 451 && reply_says(f, "failure writing"))) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("the FTP server {} could not store {}: its disk is full{}", w.server,
-                             target, said),
-                 "free space on the server's share (or raise the user's quota), or use smaller "
-                 "files");
-  }
-  // vsftpd answers a failed write (ENOSPC) by dropping the data connection
-  // before curl reads its "451": the upload dies with a reset after "150".
-  if (writing && f.reply_code == 150 &&
-      (f.curl_code == CURLE_SEND_ERROR || f.curl_code == CURLE_RECV_ERROR)) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("the FTP server {} cut the data connection while storing {} ({}){}: "
-                             "its disk is probably full, or it failed writing",
-                             w.server, target, lib, said),
-                 "check free space on the server's share and the FTP server's log");
-  }
-  // A server that takes only TLS says so in plain text and then refuses the
-  // login or hangs up (Pure-FTPd -Y 2: "421 Please reconnect using TLS",
-  // vsftpd: "530 Non-anonymous sessions must use encryption", ProFTPD
-  // TLSRequired: "550 SSL/TLS required on the control channel"); curl may
-  // report that as a timeout or a denied login.
-  if ((f.reply_code == 421 || f.reply_code == 530 || f.reply_code == 534 || f.reply_code == 550) &&
-      (reply_says(f, "tls") || reply_says(f, "ssl") || reply_says(f, "encryption"))) {
-    return Error(ErrorKind::kConfig,
-                 fmt::format("the FTP server {} requires TLS{}", w.server, said),
-                 "use an ftps:// share URL (explicit TLS, AUTH TLS; option ca_file for a "
-                 "private certificate)");
-  }
-  return std::nullopt;
-}
-
 }  // namespace
-
-Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
-  const std::string target = w.file.empty() ? w.share : w.file;
-  const std::string said = f.reply.empty() ? "" : fmt::format(" (server said: {})", f.reply);
-  const std::string lib =
-      f.detail.empty() ? curl_easy_strerror(static_cast<CURLcode>(f.curl_code)) : f.detail;
-  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
-  if (auto e = ftp_reply_error(f, writing, target, said, lib, w)) return *e;
-  switch (static_cast<CURLcode>(f.curl_code)) {
-    case CURLE_COULDNT_CONNECT:
-      return Error(ErrorKind::kIo,
-                   fmt::format("cannot connect to the FTP server at {}: {}", w.server, lib),
-                   fmt::format("check that an FTP server (vsftpd, proftpd) runs and listens on "
-                               "{}, and that no firewall blocks it",
-                               w.server));
-    case CURLE_COULDNT_RESOLVE_HOST:
-      return Error(ErrorKind::kConfig,
-                   fmt::format("cannot resolve the FTP host of {}: {}", w.server, lib),
-                   "check the host name in the share URL");
-    case CURLE_OPERATION_TIMEDOUT:
-      return Error(ErrorKind::kIo,
-                   fmt::format("the FTP server {} stopped answering ({}){}", w.server, lib, said),
-                   "check the server and the network; passive data ports may be blocked by a "
-                   "firewall");
-    case CURLE_LOGIN_DENIED:
-      return Error(
-          ErrorKind::kConfig,
-          fmt::format("the FTP server {} refused the login of user '{}'{}", w.server, w.user, said),
-          "check the user and its password (given by environment variable, 0600 file "
-          "or prompt); servers also refuse a user whose shell is not in /etc/shells "
-          "(Pure-FTPd; ProFTPD unless RequireValidShell off)");
-    case CURLE_REMOTE_ACCESS_DENIED:
-      if (step == Step::kConnect) {
-        return Error(ErrorKind::kConfig,
-                     fmt::format("the FTP server {} has no directory {} for user '{}' (or "
-                                 "denies it){}",
-                                 w.server, w.share, w.user, said),
-                     "check the directory in the share URL (relative to the user's login "
-                     "directory; %2F for an absolute path)");
-      }
-      if (writing) break;  // handled below with the upload failures
-      if (step == Step::kOpenRead) {
-        // RETR's CWD into the file's directory failed.
-        return Error(ErrorKind::kIo,
-                     fmt::format("no file {} in {} on the FTP server {} (its directory is "
-                                 "missing or denied){}",
-                                 target, w.share, w.server, said),
-                     "check that the server agent laid the file out in the share's directory");
-      }
-      return Error(ErrorKind::kIo,
-                   fmt::format("the FTP server {} denied access to {}{}", w.server, target, said),
-                   "check the file's permissions for the FTP user");
-    case CURLE_REMOTE_FILE_NOT_FOUND:
-      return Error(
-          ErrorKind::kIo,
-          fmt::format("no file {} in {} on the FTP server {}{}", target, w.share, w.server, said),
-          "check that the server agent laid the file out in the share's directory");
-    case CURLE_USE_SSL_FAILED:
-      return Error(ErrorKind::kConfig,
-                   fmt::format("the FTP server {} does not offer TLS (AUTH TLS){}", w.server, said),
-                   "use an ftp:// URL, or enable TLS on the server (vsftpd: ssl_enable=YES)");
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CONNECT_ERROR:
-      return Error(ErrorKind::kIo,
-                   fmt::format("TLS with the FTP server {} failed: {}", w.server, lib),
-                   "give the share option ca_file=PATH with the server's CA certificate (for a "
-                   "self-signed server, its own certificate), or install that CA on the client; "
-                   "insecure=1 skips the check");
-    case CURLE_QUOTE_ERROR:
-      return Error(ErrorKind::kIo,
-                   fmt::format("the FTP server {} refused to remove {}{}", w.server, target, said),
-                   "check that the file exists and the user may delete in its directory");
-    case CURLE_PARTIAL_FILE:
-      return Error(ErrorKind::kIo,
-                   fmt::format("the FTP server {} ended the transfer of {} early: {}{}", w.server,
-                               target, lib, said),
-                   "check the server's log; the file may have changed or the server failed");
-    default:
-      break;
-  }
-  if (writing && (f.curl_code == CURLE_UPLOAD_FAILED || f.curl_code == CURLE_REMOTE_ACCESS_DENIED ||
-                  f.reply_code == 550 || f.reply_code == 553 || f.reply_code == 532)) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("the FTP server {} refused to store {} in {}{}", w.server, target,
-                             w.share, said),
-                 "let the FTP user write there (vsftpd: write_enable=YES and directory "
-                 "permissions), or pick a writable share");
-  }
-  return Error(ErrorKind::kIo,
-               fmt::format("FTP {} of {} on {} failed: {}{}",
-                           step == Step::kConnect  ? "login"
-                           : step == Step::kRemove ? "removal"
-                           : writing               ? "upload"
-                                                   : "download",
-                           target, w.server, lib, said),
-               "see the server's log; run `curl -v` against the same URL to compare");
-}
 
 namespace {
 constexpr std::string_view kFtpPrefixes[] = {"ftp://", "ftps://"};
@@ -758,7 +674,14 @@ const DriverSpec kFtpDriver = {
     .name = "ftp",
     .summary = "FTP, or FTPS with explicit TLS, through libcurl (passive, binary)",
     .url_prefixes = kFtpPrefixes,
-    .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
+    // One control connection: its commands are strictly one at a time.
+    .caps = {.read = true,
+             .write = true,
+             .random_access = false,
+             .random_write = false,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 1},
     .options = kFtpOptions,
     .make = make,
     .display = "FTP",

@@ -44,6 +44,10 @@ class NullSession : public Session {
     return std::make_unique<NullFile>(mode, size_hint ? size_hint : size_);
   }
   void remove(const std::string&) override {}
+  // Nothing is kept: a stat tells the size a read would give.
+  FileInfo stat(const std::string&) override { return {.size = size_}; }
+  void mkdir(const std::string&) override {}
+  void rmdir(const std::string&) override {}
   std::map<std::string, std::string> properties() const override {
     return {{"size", std::to_string(size_)}};
   }
@@ -81,7 +85,13 @@ const DriverSpec kNullDriver = {
     .name = "null",
     .summary = "no I/O: the framework's own cost (like fio's null engine)",
     .url_prefixes = kNullPrefixes,
-    .caps = {.read = true, .write = true, .random_access = false, .random_write = false},
+    .caps = {.read = true,
+             .write = true,
+             .random_access = false,
+             .random_write = false,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 64},
     .options = kNullOptions,
     .make = make,
     .display = "NULL",

@@ -191,6 +191,32 @@ class PathSession : public Session {
     throw path_error(err, Step::kRemove, place(rel));
   }
 
+  FileInfo stat(const std::string& rel) override {
+    check_relative_path(rel);
+    FdGuard dir{parent_of(rel, false, Step::kOpenRead)};
+    struct stat st {};
+    if (::fstatat(dir.fd, leaf(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      throw path_error(errno, Step::kOpenRead, place(rel));
+    }
+    return {.size = uint64_t(st.st_size), .mtime = st.st_mtime, .is_dir = S_ISDIR(st.st_mode)};
+  }
+
+  void mkdir(const std::string& rel) override {
+    check_relative_path(rel);
+    FdGuard dir{parent_of(rel, false, Step::kOpenWrite)};
+    if (::mkdirat(dir.fd, leaf(rel).c_str(), 0755) != 0) {
+      throw path_error(errno, Step::kOpenWrite, place(rel));
+    }
+  }
+
+  void rmdir(const std::string& rel) override {
+    check_relative_path(rel);
+    FdGuard dir{parent_of(rel, false, Step::kRemove)};
+    if (::unlinkat(dir.fd, leaf(rel).c_str(), AT_REMOVEDIR) != 0) {
+      throw path_error(errno, Step::kRemove, place(rel));
+    }
+  }
+
   std::map<std::string, std::string> properties() const override {
     std::map<std::string, std::string> p = {{"root", root_}};
     if (!mount_.mount_point.empty()) {
@@ -206,6 +232,10 @@ class PathSession : public Session {
 
  private:
   Place place(const std::string& rel) const { return Place{"", root_, "", rel}; }
+  static std::string leaf(const std::string& rel) {
+    const size_t slash = rel.rfind('/');
+    return slash == std::string::npos ? rel : rel.substr(slash + 1);
+  }
 
   // The directory holding `rel`'s last component, opened (the root as the
   // user named it, each directory below without following a link); `create`:
@@ -341,7 +371,13 @@ const DriverSpec kPathDriver = {
     .name = "path",
     .summary = "a mounted filesystem (kernel CIFS or NFS, FUSE, ...), like timing cp",
     .url_prefixes = kPathPrefixes,
-    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    .caps = {.read = true,
+             .write = true,
+             .random_access = true,
+             .random_write = true,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 64},  // threads, each its own session (small-files.md)
     .options = {},
     .make = make,
     .display = "mounted path",

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,13 @@ struct FtpFailure {
 // password, unknown directory, missing file, refused write, full disk (452,
 // 552, or vsftpd's "451 Failure writing"), TLS problems, timeouts.
 Error ftp_error(const FtpFailure& f, Step step, const Place& where);
+// The cp::Error for a refused command of the small-file pass (`verb`: SIZE,
+// MKD, RMD): kUnsupported when the server does not know it (500, 502, 504:
+// "does not answer SIZE"), else kIo naming the refusal.
+Error ftp_command_error(const FtpFailure& f, std::string_view verb, const Place& where);
+// An MDTM answer ("20261202032700", UTC, optionally ".sss") as seconds
+// since 1970; nullopt when it is not one.
+std::optional<int64_t> ftp_mdtm_seconds(std::string_view v);
 
 // --- smb -------------------------------------------------------------------
 // The cp::Error for a failed libsmbclient call that set `err` (errno);

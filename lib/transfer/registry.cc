@@ -178,6 +178,24 @@ void File::pwrite(const char*, size_t, uint64_t) {
   throw Error(ErrorKind::kUnsupported, "this protocol driver writes sequentially only");
 }
 
+FileInfo Session::stat(const std::string& path) {
+  throw Error(ErrorKind::kUnsupported,
+              fmt::format("this protocol driver cannot stat a file ({})", path),
+              "the small-file pass skips its stat phase");
+}
+
+void Session::mkdir(const std::string& path) {
+  throw Error(ErrorKind::kUnsupported,
+              fmt::format("this protocol driver cannot create a directory ({})", path),
+              "lay the tree out on the server instead");
+}
+
+void Session::rmdir(const std::string& path) {
+  throw Error(ErrorKind::kUnsupported,
+              fmt::format("this protocol driver cannot remove a directory ({})", path),
+              "remove the tree on the server instead");
+}
+
 std::span<char> File::write_buffer(size_t max) {
   CP_CHECK(max > 0);
   staged_.resize(max);

@@ -242,7 +242,7 @@ pipeline::Plan affected_plan(const std::vector<const Knob*>& knobs, const pipeli
 pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
   pipeline::Plan p = plan;
   p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
-  p.sweep = false;
+  p.size_scan = false;
   // One TCP stream: the samples of every value alike (streams = auto's count
   // depends on the CPU, and the sweep pools a stage's samples).
   p.tcp_streams = 1;

@@ -12,16 +12,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace cp::tune {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole file; "" when it cannot be read.
+std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 

@@ -15,17 +15,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "tune_agent/detail.h"
 
 namespace cp::tune {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole file; "" when it cannot be read.
+std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
 
 class SecurityJournal : public ::testing::Test {
  protected:

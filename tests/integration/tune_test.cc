@@ -24,6 +24,7 @@
 
 #include "core/clock.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "support.h"
 
 namespace cp::itest {
@@ -31,12 +32,8 @@ namespace {
 
 namespace json = boost::json;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole file; "" when it cannot be read.
+std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
 
 class Tune : public LabSuite<Tune> {
  public:

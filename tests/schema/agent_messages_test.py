@@ -63,13 +63,13 @@ class Agent:
 # The requests (and the progress and error frames) and the results
 # core/messages_json.h has a codec for.
 CODEC_REQUESTS = {"facts", "disk", "files", "tcp_listen", "tcp_run", "tcp_result", "make_file",
-                  "file_info", "remove_file", "transfer", "sweep", "prepare", "sweep_orphans",
-                  "check_space", "hello", "smb_status", "stats", "cleanup", "bye", "progress",
-                  "error", "tune_plan", "tune_apply", "tune_confirm", "tune_revert"}
+                  "file_info", "remove_file", "transfer", "sweep", "files_share", "prepare",
+                  "sweep_orphans", "check_space", "hello", "smb_status", "stats", "cleanup", "bye",
+                  "progress", "error", "tune_plan", "tune_apply", "tune_confirm", "tune_revert"}
 CODEC_RESULTS = {"disk", "files", "tcp_listen", "tcp_run", "tcp_result", "make_file", "file_info",
-                 "transfer", "sweep", "remove_file", "prepare", "sweep_orphans", "check_space",
-                 "hello", "smb_status", "stats", "cleanup", "bye", "tune_plan", "tune_apply",
-                 "tune_confirm", "tune_revert"}
+                 "transfer", "sweep", "files_share", "remove_file", "prepare", "sweep_orphans",
+                 "check_space", "hello", "smb_status", "stats", "cleanup", "bye", "tune_plan",
+                 "tune_apply", "tune_confirm", "tune_revert"}
 
 
 def check_codecs(binary, validator, defs):

@@ -106,8 +106,12 @@ int main() {
   request("disk", to_json(DiskRequest{"/disk", "read", "d.dat", 0, 65536, true}));
   result("disk", to_json(DiskResult{1u << 20, 0.5, true, false, "O_DIRECT", false, cpu()}));
   request("files", to_json(FilesRequest{"/disk", "files-1", 1000, 4096, 10, "random", 7, 30}));
-  cp::files::PhaseStats create{cp::files::Phase::create, 1000, 4096000, 0.5, {40, 90, 400}};
-  result("files", to_json(FilesResult{{{create, cpu()}}, "ext4", false, ""}));
+  cp::files::PhaseStats create;
+  create.ops = 1000;
+  create.bytes = 4096000;
+  create.seconds = 0.5;
+  create.latency = {40, 90, 400};
+  result("files", to_json(FilesResult{{phase_message(create, cpu())}, "ext4", false, ""}));
   request("tcp_listen",
           to_json(TcpListenRequest{"198.18.0.1", {"0123456789abcdef0123456789abcdef"}}));
   result("tcp_listen", to_json(TcpListenResult{40000, "198.18.0.1"}));
@@ -125,8 +129,28 @@ int main() {
                                               1u << 20, true}));
   result("transfer",
          to_json(TransferResult{1u << 20, 0.2, "0123456789abcdef", {{"dialect", "3.1.1"}}, cpu()}));
-  request("sweep", to_json(SweepRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
-  result("sweep", to_json(SweepResult{1u << 20, 0.3, "", cpu()}));
+  request("sweep",
+          to_json(SizeScanRequest{share, "run/s.dat", "randread", 4096, 1u << 20, 4u << 20}));
+  result("sweep", to_json(SizeScanResult{1u << 20, 0.3, "", cpu()}));
+  // Small files over a share.
+  FilesShareRequest fs;
+  fs.share = share;
+  fs.root = "chokepoint-run-a/files-smb";
+  fs.order = "random";
+  fs.seed = 7;
+  fs.in_flight = 4;
+  request("files_share", to_json(fs));
+  FilesShareResult fr;
+  for (const char* phase : {"create", "stat", "read", "delete"}) {
+    FilesPhase p{phase, 1000, 4096000, 0.5, 120, 900, 2000, 3.9, 4, false, "", "", cpu()};
+    if (std::string(phase) == "stat") p.skipped = "the FTP server does not answer SIZE";
+    fr.phases.push_back(p);
+  }
+  fr.in_flight = 4;
+  fr.in_flight_note = "4 sessions, one thread each";
+  fr.created = 1000;
+  fr.properties = {{"dialect", "3.1.1"}};
+  result("files_share", to_json(fr));
   result("remove_file", to_json(RemoveFileResult{true}));
   // Run directories.
   request("prepare", to_json(PrepareRequest{{"/ram", "/disk"}, true, 7}));

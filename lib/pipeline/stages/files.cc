@@ -43,16 +43,15 @@ uint64_t new_seed() { return std::stoull(random_hex(6), nullptr, 16); }
 void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::string& where,
                   const msg::FilesRequest& req, const msg::FilesResult& r, double started_at,
                   const std::vector<const remote::AgentPort*>& links, const std::string& share) {
-  for (const msg::FilesPhase& ph : r.phases) {
-    const files::PhaseStats& st = ph.stats;
+  for (const msg::FilesPhase& st : r.phases) {
     SampleRecord s;
     s.seq = ++seq;
-    s.op = "files-" + std::string(files::phase_name(st.phase));
+    s.op = "files-" + st.phase;
     s.size = req.size;
     s.bytes = st.bytes;
     s.seconds = st.seconds;
     s.started_at = started_at;
-    s.cache_possible = st.phase == files::Phase::read && r.cache_possible;
+    s.cache_possible = st.phase == "read" && r.cache_possible;
     msg::FilesDetails d;
     d.count = req.count;
     d.ops = st.ops;
@@ -61,15 +60,16 @@ void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::str
     d.seed = req.order == "random" ? req.seed : 0;
     d.in_flight_mean = st.in_flight_mean;
     d.in_flight_max = st.in_flight_max;
-    d.latency_us = st.latency;
+    d.latency_us = {st.median_us, st.p99_us, st.max_us};
     d.budget_hit = st.budget_hit;
     d.skipped_reason = st.skipped;
     d.fs_type = r.fs_type;
     d.cache_reason = s.cache_possible ? r.cache_reason : "";
     d.share = share;
     if (!st.skipped.empty()) s.error = "skipped: " + st.skipped;
+    if (!st.error.empty()) s.error = st.error;
     stored::Details details{d};
-    s.cpu_json = sample_cpu_json({{where, ph.cpu}});
+    s.cpu_json = sample_cpu_json({{where, st.cpu}});
     flag_stall(ctx.plan, s, details, links, 0, ctx.obs);
     s.details_json = sample_details_json(details);
     ctx.obs.on_sample(stage.id(), s);
@@ -134,8 +134,7 @@ void files_disk_stage(StageContext& ctx, const std::string& where) {
       store_phases(ctx, stage, seq, where, req, r, started_at, {&agent}, "");
       // A sample each, as the plan's outline counts them.
       for (const auto& ph : r.phases) {
-        ctx.obs.on_progress(
-            {label, pass, int(orders.size()), ph.stats.bytes, ph.stats.seconds, true});
+        ctx.obs.on_progress({label, pass, int(orders.size()), ph.bytes, ph.seconds, true});
       }
     }
   });

@@ -600,6 +600,28 @@ class AfpSession : public Session {
     link_->call(encode_delete(link_->volume, kRootDirID, afp_path(path)), path);
   }
 
+  // FPGetFileDirParms: one round trip by path.
+  FileInfo stat(const std::string& path) override {
+    check_relative_path(path);
+    const FileDirParms st = decode_file_dir_parms(
+        link_->call(encode_get_file_dir_parms(link_->volume, kRootDirID, kStatFileBitmap,
+                                              kStatDirBitmap, afp_path(path)),
+                    path));
+    // AFP dates count from 2000-01-01 UTC (946684800 s after 1970), signed.
+    const uint16_t bitmap = st.params.is_dir ? st.dir_bitmap : st.file_bitmap;
+    const int64_t mtime = bitmap & kModDate ? int64_t(int32_t(st.params.mod_date)) + 946684800 : 0;
+    return {.size = st.params.ext_data_fork_len, .mtime = mtime, .is_dir = st.params.is_dir};
+  }
+
+  void mkdir(const std::string& path) override {
+    check_relative_path(path);
+    decode_create_dir(
+        link_->call(encode_create_dir(link_->volume, kRootDirID, afp_path(path)), path));
+  }
+
+  // FPDelete removes an empty directory as it removes a file.
+  void rmdir(const std::string& path) override { remove(path); }
+
   std::map<std::string, std::string> properties() const override {
     std::map<std::string, std::string> p = base_properties();
     if (requested_size_) {
@@ -711,7 +733,15 @@ const DriverSpec kAfpDriver = {
     .name = "afp",
     .summary = "AFP 3.x over DSI/TCP, spoken by chokepoint itself",
     .url_prefixes = kAfpPrefixes,
-    .caps = {.read = true, .write = true, .random_access = true, .random_write = false},
+    // One at a time for the small-file pass: DSI can pipeline commands,
+    // this client does not yet.
+    .caps = {.read = true,
+             .write = true,
+             .random_access = true,
+             .random_write = false,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 1},
     .options = kAfpOptions,
     .make = make,
     .display = "AFP",

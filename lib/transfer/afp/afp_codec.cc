@@ -17,6 +17,7 @@ struct Name {
 constexpr Name kCommandNames[] = {
     {kFPCloseVol, "FPCloseVol"},
     {kFPCloseFork, "FPCloseFork"},
+    {kFPCreateDir, "FPCreateDir"},
     {kFPCreateFile, "FPCreateFile"},
     {kFPDelete, "FPDelete"},
     {kFPFlush, "FPFlush"},

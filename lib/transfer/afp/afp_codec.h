@@ -23,6 +23,7 @@ namespace cp::transfer::afp {
 enum Command : uint8_t {
   kFPCloseVol = 2,
   kFPCloseFork = 4,
+  kFPCreateDir = 6,
   kFPCreateFile = 7,
   kFPDelete = 8,
   kFPFlush = 10,
@@ -251,6 +252,9 @@ std::string encode_enumerate_ext2(uint16_t volume, uint32_t dir, uint16_t file_b
 // hard: replace an existing file (truncate); soft: fail with kFPObjectExists.
 std::string encode_create_file(uint16_t volume, uint32_t dir, bool hard, std::string_view path);
 std::string encode_delete(uint16_t volume, uint32_t dir, std::string_view path);
+// FPCreateDir: a directory `path` below `dir`; its reply is the new
+// directory's ID (decode_create_dir).
+std::string encode_create_dir(uint16_t volume, uint32_t dir, std::string_view path);
 std::string encode_open_fork(uint16_t volume, uint32_t dir, uint16_t bitmap, uint16_t access,
                              std::string_view path, bool resource_fork = false);
 std::string encode_read_ext(uint16_t fork, uint64_t offset, uint64_t count);
@@ -322,6 +326,7 @@ std::string encode_open_fork_reply(uint16_t bitmap, uint16_t fork, const Params&
 
 // FPWriteExt: the offset just past the last byte written.
 uint64_t decode_write_ext(std::string_view reply);
+uint32_t decode_create_dir(std::string_view reply);
 uint32_t decode_write(std::string_view reply);
 
 struct EnumerateReply {

@@ -524,5 +524,25 @@ TEST(AfpCodec, VersionsPathsAndNames) {
   EXPECT_EQ(a.minutes, 5);
 }
 
+// FPCreateDir (no capture holds one): command 6, a pad, the volume and
+// directory IDs, then the path as FPDelete's; its reply the new directory's
+// ID, and anything but 4 bytes refused.
+TEST(AfpCodec, CreateDirEncodesLikeDeleteAndItsReplyIsTheNewDirectoryId) {
+  const std::string path = to_afp_path("runs/d0001");
+  const std::string q = encode_create_dir(7, kRootDirID, path);
+  const std::string del = encode_delete(7, kRootDirID, path);
+  ASSERT_EQ(q.size(), del.size());
+  EXPECT_EQ(uint8_t(q[0]), kFPCreateDir);
+  EXPECT_EQ(q.substr(1), del.substr(1));
+  const Request r = decode_request(q);
+  EXPECT_EQ(r.command, kFPCreateDir);
+  EXPECT_EQ(r.volume, 7);
+  EXPECT_EQ(r.dir, kRootDirID);
+  EXPECT_EQ(r.name, decode_request(del).name);
+  EXPECT_EQ(command_name(kFPCreateDir), "FPCreateDir");
+  EXPECT_EQ(decode_create_dir(std::string("\x00\x00\x01\x02", 4)), 0x102u);
+  EXPECT_THROW(decode_reply(kFPCreateDir, std::string("\x00\x01", 2)), Error);
+}
+
 }  // namespace
 }  // namespace cp::transfer::afp

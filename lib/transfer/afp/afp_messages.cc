@@ -99,6 +99,13 @@ std::string encode_create_file(uint16_t volume, uint32_t dir, bool hard, std::st
   return w.take();
 }
 
+std::string encode_create_dir(uint16_t volume, uint32_t dir, std::string_view path) {
+  Writer w;
+  w.u8(kFPCreateDir).u8(0).u16(volume).u32(dir);
+  put_path(w, path);
+  return w.take();
+}
+
 std::string encode_delete(uint16_t volume, uint32_t dir, std::string_view path) {
   Writer w;
   w.u8(kFPDelete).u8(0).u16(volume).u32(dir);
@@ -215,6 +222,7 @@ Request decode_request(std::string_view afp) {
       q.name = get_path(r, &q.path_type);
       break;
     case kFPCreateFile:
+    case kFPCreateDir:
     case kFPDelete:
       q.flag = r.u8(q.command == kFPCreateFile ? "create flag" : "pad");
       q.volume = r.u16("volume ID");
@@ -436,6 +444,11 @@ uint64_t decode_write_ext(std::string_view reply) {
   return r.u64("last written");
 }
 
+uint32_t decode_create_dir(std::string_view reply) {
+  Reader r(reply, "FPCreateDir reply");
+  return r.u32("new directory ID");
+}
+
 uint32_t decode_write(std::string_view reply) {
   Reader r(reply, "FPWrite reply");
   return r.u32("last written");
@@ -498,6 +511,9 @@ void decode_reply(uint8_t command, std::string_view reply) {
       break;
     case kFPWriteExt:
       decode_write_ext(reply);
+      break;
+    case kFPCreateDir:
+      decode_create_dir(reply);
       break;
     case kFPWrite:
       decode_write(reply);

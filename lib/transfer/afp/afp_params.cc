@@ -19,67 +19,17 @@ struct Field {
   bool name_field;  // an offset to a name (plus 4 pad bytes for kUTF8Name)
 };
 
-Field file_field(int bit) {
-  switch (bit) {
-    case 0:
-      return {2, false};
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-      return {4, false};
-    case 5:
-      return {32, false};
-    case 6:
-    case 7:
-      return {2, true};
-    case 8:
-    case 9:
-    case 10:
-      return {4, false};
-    case 11:
-      return {8, false};
-    case 12:
-      return {2, false};
-    case 13:
-      return {6, true};
-    case 14:
-      return {8, false};
-    case 15:
-      return {16, false};
-  }
-  return {0, false};
-}
+// By bit, 0 to 15 (AFP 3.x: FPGetFileDirParms' file and directory bitmaps).
+constexpr Field kFileFields[16] = {{2, false}, {4, false},  {4, false}, {4, false},
+                                   {4, false}, {32, false}, {2, true},  {2, true},
+                                   {4, false}, {4, false},  {4, false}, {8, false},
+                                   {2, false}, {6, true},   {8, false}, {16, false}};
+constexpr Field kDirFields[16] = {{2, false}, {4, false},  {4, false}, {4, false},
+                                  {4, false}, {32, false}, {2, true},  {2, true},
+                                  {4, false}, {2, false},  {4, false}, {4, false},
+                                  {4, false}, {6, true},   {0, false}, {16, false}};
 
-Field dir_field(int bit) {
-  switch (bit) {
-    case 0:
-      return {2, false};
-    case 1:
-    case 2:
-    case 3:
-    case 4:
-      return {4, false};
-    case 5:
-      return {32, false};
-    case 6:
-    case 7:
-      return {2, true};
-    case 8:
-      return {4, false};
-    case 9:
-      return {2, false};
-    case 10:
-    case 11:
-    case 12:
-      return {4, false};
-    case 13:
-      return {6, true};
-    case 15:
-      return {16, false};
-  }
-  return {0, false};
-}
+Field field(bool is_dir, int bit) { return (is_dir ? kDirFields : kFileFields)[bit & 15]; }
 
 }  // namespace
 
@@ -92,7 +42,7 @@ Params decode_params(Reader& r, uint16_t bitmap, bool is_dir) {
   p.is_dir = is_dir;
   for (int bit = 0; bit < 16; ++bit) {
     if (!(bitmap & (1u << bit))) continue;
-    const Field f = is_dir ? dir_field(bit) : file_field(bit);
+    const Field f = field(is_dir, bit);
     if (f.size == 0) {
       r.fail("bitmap", fmt::format("has bit {} (0x{:04x}), which a {} does not have", bit, bitmap,
                                    is_dir ? "directory" : "file"));
@@ -188,7 +138,7 @@ void encode_params(Writer& w, uint16_t bitmap, const Params& p) {
   std::vector<Pending> names;
   for (int bit = 0; bit < 16; ++bit) {
     if (!(bitmap & (1u << bit))) continue;
-    const Field f = p.is_dir ? dir_field(bit) : file_field(bit);
+    const Field f = field(p.is_dir, bit);
     CP_CHECK(f.size != 0);
     switch (bit) {
       case 0:

@@ -19,6 +19,7 @@
 #include "transfer/afp/testing/afp_replay_peer.h"
 #include "transfer/afp/testing/afp_test_server.h"
 #include "transfer/driver.h"
+#include "transfer/files_pass.h"
 #include "transfer/testing/error_of.h"
 #include "transfer/testing/pcap.h"
 
@@ -514,6 +515,46 @@ TEST(AfpDriver, WritesReplaceRemoveDeletesAndDirectoriesWork) {
   EXPECT_FALSE(s.dir.has("runs/old.bin"));
   EXPECT_NE(error_of([&] { session->remove("old.bin"); }, ErrorKind::kIo).find("object not found"),
             std::string::npos);
+}
+
+// stat (FPGetFileDirParms), mkdir (FPCreateDir) and rmdir (FPDelete)
+// against the AFP test server, then a whole small-file pass that leaves the
+// volume as it found it.
+TEST(AfpDriver, StatsMakesAndRemovesDirectoriesAndRunsASmallFilePass) {
+  Served s;
+  s.dir.put("runs/a.bin", std::string(5000, 'a'));
+  auto session = s.connect(s.share("alice@", "s3cret", "vol/runs"));
+  const FileInfo a = session->stat("a.bin");
+  EXPECT_EQ(a.size, 5000u);
+  EXPECT_FALSE(a.is_dir);
+  EXPECT_NEAR(double(a.mtime), double(::time(nullptr)), 120);
+  session->mkdir("sub");
+  EXPECT_TRUE(fs::is_directory(s.dir.path() + "/runs/sub"));
+  EXPECT_TRUE(session->stat("sub").is_dir);
+  EXPECT_NE(error_of([&] { session->mkdir("sub"); }, ErrorKind::kIo), "");
+  session->rmdir("sub");
+  EXPECT_FALSE(fs::exists(s.dir.path() + "/runs/sub"));
+  EXPECT_NE(error_of([&] { session->stat("sub"); }, ErrorKind::kIo).find("object not found"),
+            std::string::npos);
+
+  FilesPassOptions o;
+  o.tree = {.count = 40, .size = 3000, .dirs = 4};
+  o.root = "pass";
+  o.budget_s = 0;
+  o.in_flight = 4;  // AFP: one at a time
+  CancelToken cancel;
+  const FilesPassResult r = run_files_pass(*session, nullptr, driver_spec("afp"), o, cancel);
+  EXPECT_EQ(r.in_flight, 1u);
+  for (const auto& p : r.phases) {
+    SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+    EXPECT_EQ(p.ops, 40u);
+    EXPECT_TRUE(p.error.empty()) << p.error;
+    EXPECT_TRUE(p.skipped.empty()) << p.skipped;
+    EXPECT_LE(p.latency.median_us, p.latency.p99_us);
+    EXPECT_LE(p.latency.p99_us, p.latency.max_us);
+  }
+  EXPECT_EQ(r.phases[2].bytes, 40u * 3000);
+  EXPECT_FALSE(fs::exists(s.dir.path() + "/runs/pass"));
 }
 
 TEST(AfpDriver, FileErrorsAreClear) {

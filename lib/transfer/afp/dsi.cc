@@ -407,21 +407,10 @@ bool Connection::read_available() {
   if (have_header_ && staged_begin_ == staged_end_ &&
       cur_.length - cur_got_ >= staging_.size() / 2) {
     const ssize_t n = ::recv(fd_, cur_dst_ + cur_got_, cur_.length - cur_got_, 0);
-    if (n > 0) {
-      cur_got_ += static_cast<size_t>(n);
-      last_recv_ = monotonic_seconds();
-      consume_staged();
-      return true;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-    if (n == 0 || errno == ECONNRESET) {
-      fail(Error(ErrorKind::kRemote,
-                 fmt::format("AFP server {} closed the connection in the middle of a reply", peer_),
-                 "check the server's log (afpd); it may have crashed or been restarted"));
-    }
-    fail(Error(ErrorKind::kRemote,
-               fmt::format("lost the connection to AFP server {}: {}", peer_, errno_text(errno)),
-               "check that the server is up"));
+    if (!received(n, /*mid_reply=*/true)) return false;
+    cur_got_ += static_cast<size_t>(n);
+    consume_staged();
+    return true;
   }
   if (staged_begin_ == staged_end_) staged_begin_ = staged_end_ = 0;
   if (staged_end_ == staging_.size()) {
@@ -430,13 +419,23 @@ bool Connection::read_available() {
     staged_begin_ = 0;
   }
   const ssize_t n = ::recv(fd_, staging_.data() + staged_end_, staging_.size() - staged_end_, 0);
+  if (!received(n, /*mid_reply=*/false)) return false;
+  staged_end_ += static_cast<size_t>(n);
+  consume_staged();
+  return true;
+}
+
+bool Connection::received(ssize_t n, bool mid_reply) {
   if (n > 0) {
-    staged_end_ += static_cast<size_t>(n);
     last_recv_ = monotonic_seconds();
-    consume_staged();
     return true;
   }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  if ((n == 0 || errno == ECONNRESET) && mid_reply) {
+    fail(Error(ErrorKind::kRemote,
+               fmt::format("AFP server {} closed the connection in the middle of a reply", peer_),
+               "check the server's log (afpd); it may have crashed or been restarted"));
+  }
   if (n == 0 || errno == ECONNRESET) {
     fail(
         Error(ErrorKind::kRemote,
@@ -490,21 +489,23 @@ void Connection::finish_current() {
   // The checks dispatch() makes of a reply (the target awaits one, so its id
   // cannot be a discarded one).
   cur_direct_ = false;
-  auto it = outstanding_.find(cur_.request_id);
-  if (it == outstanding_.end()) {
-    fail(
-        peer_error(fmt::format("AFP server {} sent a {} reply to request id {}, which "
-                               "awaits no reply",
-                               peer_, command_name(cur_.command), cur_.request_id)));
-  }
-  if (it->second != cur_.command) {
-    fail(peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
-                                command_name(it->second), cur_.request_id,
-                                command_name(cur_.command))));
-  }
-  outstanding_.erase(it);
+  settle_outstanding(cur_);
   target_.done = true;
   target_.header = cur_;
+}
+
+void Connection::settle_outstanding(const Header& h) {
+  auto it = outstanding_.find(h.request_id);
+  if (it == outstanding_.end()) {
+    fail(peer_error(
+        fmt::format("AFP server {} sent a {} reply to request id {}, which awaits no reply", peer_,
+                    command_name(h.command), h.request_id)));
+  }
+  if (it->second != h.command) {
+    fail(peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
+                                command_name(it->second), h.request_id, command_name(h.command))));
+  }
+  outstanding_.erase(it);
 }
 
 void Connection::detach_target() {
@@ -521,19 +522,7 @@ void Connection::dispatch(Message m) {
   const Header& h = m.header;
   if (h.is_reply()) {
     if (discarded_.erase(h.request_id)) return;
-    auto it = outstanding_.find(h.request_id);
-    if (it == outstanding_.end()) {
-      fail(
-          peer_error(fmt::format("AFP server {} sent a {} reply to request id {}, which "
-                                 "awaits no reply",
-                                 peer_, command_name(h.command), h.request_id)));
-    }
-    if (it->second != h.command) {
-      fail(
-          peer_error(fmt::format("AFP server {} answered {} request id {} with a {} reply", peer_,
-                                 command_name(it->second), h.request_id, command_name(h.command))));
-    }
-    outstanding_.erase(it);
+    settle_outstanding(h);
     replies_.emplace(h.request_id, std::move(m));
     return;
   }

@@ -189,8 +189,15 @@ class Connection {
   void send_owed();
   // Reads once without blocking; false when nothing was available.
   bool read_available();
+  // After a recv() that returned n: true when it took bytes, false when none
+  // are there yet; a closed or lost connection fails the connection
+  // (mid_reply: inside a payload being read straight into its message).
+  bool received(ssize_t n, bool mid_reply);
   void consume_staged();
   void dispatch(Message m);
+  // A reply's request was awaiting one, of its command: no longer outstanding
+  // (else the connection fails: the server broke the protocol).
+  void settle_outstanding(const Header& h);
   // The message being received is complete: hand it on.
   void finish_current();
   // wait_into() is leaving: a payload still landing in its buffer moves to

@@ -132,6 +132,19 @@ void NfsFile::retire_head() {
   idle_.push_back(i);
 }
 
+void NfsFile::read_head_out() {
+  const size_t i = order_.front();
+  const Slot& sl = fl_->slots[i];
+  order_.pop_front();
+  idle_.push_back(i);
+  head_pos_ = 0;
+  if (sl.short_eof) {
+    size_ = sl.offset + sl.done;  // the file ended early (it shrank since open)
+    next_ = std::min(next_, size_);
+  }
+  fill_reads();
+}
+
 void NfsFile::retire_all() {
   while (!order_.empty()) retire_head();
 }
@@ -192,13 +205,7 @@ size_t NfsFile::read(char* buf, size_t n) {
     sl.direct = nullptr;
     if (!(sl.short_eof && sl.done == 0)) {
       const size_t k = static_cast<size_t>(sl.done);
-      order_.pop_front();
-      idle_.push_back(i);
-      if (sl.short_eof) {
-        size_ = sl.offset + sl.done;
-        next_ = std::min(next_, size_);
-      }
-      fill_reads();
+      read_head_out();
       s_.record({"read", s_.request_size(Mode::kRead), s_.depth(), peak_, fl_->max_answer});
       return k;
     }
@@ -214,16 +221,7 @@ size_t NfsFile::read(char* buf, size_t n) {
   const size_t k = static_cast<size_t>(std::min<uint64_t>(n, sl.done - head_pos_));
   std::memcpy(buf, sl.buf.data() + head_pos_, k);
   head_pos_ += k;
-  if (head_pos_ == sl.done && (sl.done == sl.want || sl.short_eof)) {
-    order_.pop_front();
-    idle_.push_back(i);
-    head_pos_ = 0;
-    if (sl.short_eof) {
-      size_ = sl.offset + sl.done;
-      next_ = std::min(next_, size_);
-    }
-    fill_reads();
-  }
+  if (head_pos_ == sl.done && (sl.done == sl.want || sl.short_eof)) read_head_out();
   s_.record({"read", s_.request_size(Mode::kRead), s_.depth(), peak_, fl_->max_answer});
   return k;
 }

@@ -96,7 +96,15 @@ const DriverSpec kNfsDriver = {
     .name = "nfs",
     .summary = "NFSv3 or NFSv4 through libnfs, requests pipelined",
     .url_prefixes = kNfsPrefixes,
-    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    // The small-file pass keeps operations in flight with a session (and
+    // libnfs context) per thread, up to 16.
+    .caps = {.read = true,
+             .write = true,
+             .random_access = true,
+             .random_write = true,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 16},
     .options = kNfsOptions,
     .make = nfs::make_driver,
     .display = "NFS",

@@ -12,14 +12,17 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <mutex>
 #include <vector>
 
 #include "core/error.h"
+#include "core/process.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 #include "transfer/share_url.h"
@@ -120,6 +123,15 @@ NfsSession::NfsSession(const Share& share, const CancelToken& cancel) : cancel_(
   }
   nfs_set_uid(nfs_, opts_.uid);
   nfs_set_gid(nfs_, opts_.gid);
+  if (opts_.version == 4) {
+    // A client name of its own per session: libnfs names every context of a
+    // process alike, and an NFSv4 server takes a second SETCLIENTID of one
+    // name as the same client rebooting, expiring the first's state
+    // (NFS4ERR_EXPIRED) when the small-file pass runs sessions side by side.
+    static std::atomic<unsigned> sessions{0};
+    client_name_ = fmt::format("chokepoint-{}-{}-{}", host_name(), getpid(), ++sessions);
+    nfs4_set_client_name(nfs_, client_name_.c_str());
+  }
   // A lost connection fails the call (a retry would hide the fault and the time).
   nfs_set_autoreconnect(nfs_, 0);
   // The sync calls (mount, open, COMMIT, close) give up after this.
@@ -195,6 +207,33 @@ void NfsSession::remove(const std::string& rel) {
     if (nfs_rmdir(nfs_, path.c_str()) == 0) return;
   }
   fail(rc, Step::kRemove, place(rel));
+}
+
+// LOOKUP and GETATTR (libnfs's nfs_stat64: the path's components looked
+// up, then its attributes).
+FileInfo NfsSession::stat(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  struct nfs_stat_64 st {};
+  const int rc = nfs_stat64(nfs_, path.c_str(), &st);
+  if (rc != 0) fail(rc, Step::kOpenRead, place(rel));
+  return {.size = st.nfs_size,
+          .mtime = int64_t(st.nfs_mtime),
+          .is_dir = (st.nfs_mode & S_IFMT) == S_IFDIR};
+}
+
+void NfsSession::mkdir(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  const int rc = nfs_mkdir(nfs_, path.c_str());
+  if (rc != 0) fail(rc, Step::kOpenWrite, place(rel));
+}
+
+void NfsSession::rmdir(const std::string& rel) {
+  check_relative_path(rel);
+  const std::string path = "/" + rel;
+  const int rc = nfs_rmdir(nfs_, path.c_str());
+  if (rc != 0) fail(rc, Step::kRemove, place(rel));
 }
 
 std::map<std::string, std::string> NfsSession::properties() const {

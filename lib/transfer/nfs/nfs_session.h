@@ -142,6 +142,7 @@ class NfsFile : public File {
   void wait_slot(size_t i);  // until slot i is complete (resending short answers)
   void drain();              // until nothing is on the wire
   void retire_head();        // waits out the oldest slot in order_ and frees it
+  void read_head_out();      // reads: the head slot is handed out: free it, read further
   void retire_all();         // retire_head() until order_ is empty (writes: all answered)
   void drop_queued();        // reads: drain(), then frees every slot queued ahead
   void send_staged();        // writes: the slot being filled goes out as it is (if not empty)
@@ -172,6 +173,9 @@ class NfsSession : public Session {
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t) override;
   void remove(const std::string& rel) override;
+  FileInfo stat(const std::string& rel) override;
+  void mkdir(const std::string& rel) override;
+  void rmdir(const std::string& rel) override;
   std::map<std::string, std::string> properties() const override;
 
   // Bytes per READ or WRITE: the option, within what the server takes (and,
@@ -244,9 +248,10 @@ class NfsSession : public Session {
   NfsOptions opts_;
   Place where_;
   uint64_t read_max_ = 0, write_max_ = 0;
-  double path_rtt_ = 0;     // seconds, 0 unknown
-  unsigned depth_ = 1;      // requests in flight (the option, or chosen by depth=auto)
-  uint64_t write_cap_ = 0;  // NFSv4 writes: the largest libnfs encodes (0: not hit)
+  double path_rtt_ = 0;      // seconds, 0 unknown
+  unsigned depth_ = 1;       // requests in flight (the option, or chosen by depth=auto)
+  std::string client_name_;  // NFSv4: this session's own (nfs4_set_client_name)
+  uint64_t write_cap_ = 0;   // NFSv4 writes: the largest libnfs encodes (0: not hit)
 #ifdef CP_LIBNFS_4_0_0
   bool own_v4_writes_ = true;
 #else

@@ -118,7 +118,16 @@ const DriverSpec kSmbDriver = {
     .name = "smb",
     .summary = "SMB2/3 through libsmbclient (Samba's client library)",
     .url_prefixes = kSmbPrefixes,
-    .caps = {.read = true, .write = true, .random_access = true, .random_write = true},
+    // One at a time for the small-file pass: its calls in flight need a
+    // session each, and libsmbclient's contexts cannot run in several threads
+    // (smb_session.h); helper processes, as `connections` has, are to come.
+    .caps = {.read = true,
+             .write = true,
+             .random_access = true,
+             .random_write = true,
+             .stat = true,
+             .mkdir = true,
+             .max_in_flight = 1},
     .options = kSmbOptions,
     .make = smb::make_driver,
     .display = "SMB",

@@ -293,6 +293,9 @@ class SmbSession : public Session {
 
   std::unique_ptr<File> open(const std::string& rel, Mode mode, uint64_t size_hint) override;
   void remove(const std::string& rel) override;
+  FileInfo stat(const std::string& rel) override;
+  void mkdir(const std::string& rel) override;
+  void rmdir(const std::string& rel) override;
   std::map<std::string, std::string> properties() const override;
 
   // What a call of `n` bytes keeps in flight, per libsmbclient 4.17 (see the

@@ -1,48 +1,11 @@
-PRAGMA user_version=2;
 PRAGMA foreign_keys=OFF;
 BEGIN TRANSACTION;
-CREATE TABLE runs (
-  id          INTEGER PRIMARY KEY,
-  label       TEXT    NOT NULL DEFAULT '',  -- user-chosen name; '' when none
-  status      TEXT    NOT NULL,             -- running | complete | failed | interrupted
-  error       TEXT    NOT NULL DEFAULT '',  -- why it failed or was interrupted
-  started_at  REAL    NOT NULL,             -- Unix seconds
-  finished_at REAL,                         -- Unix seconds; NULL while running
-  server      TEXT    NOT NULL,             -- as named on the command line (ssh alias or "local")
-  client      TEXT    NOT NULL,
-  plan_json   TEXT    NOT NULL DEFAULT '',  -- the effective plan, JSON
-  version     TEXT    NOT NULL DEFAULT '',  -- chokepoint version that ran it
-  -- The process that writes the run, so a later open can tell a run whose
-  -- writer died (SIGKILL, power loss) from one still in progress.
-  owner_host  TEXT    NOT NULL DEFAULT '',  -- gethostname()
-  owner_pid   INTEGER NOT NULL DEFAULT 0,
-  owner_start INTEGER NOT NULL DEFAULT 0,   -- field 22 of /proc/PID/stat: clock ticks after boot
-  owner_boot  TEXT    NOT NULL DEFAULT ''   -- /proc/sys/kernel/random/boot_id
-, analysis_version INTEGER NOT NULL DEFAULT 0, headline TEXT NOT NULL DEFAULT '');
 INSERT INTO runs VALUES(1,'gold','complete','',1796170803.9786722659,1796170808.864808321,'local','local','{"source":"plan.ini","server":{"ram_dir":"/dev/shm","disk_dir":"/var/tmp/cp-gold-disk","samba_conf":""},"client":{"ram_dir":"/dev/shm","disk_dir":"/var/tmp"},"disk":{"enabled":true,"sizes":[4000000],"count":3,"block":1048576,"settle":0E0},"tcp":{"enabled":true,"seconds":5E-1,"count":3,"buffer":131072,"data_address":""},"link":{"nominal_bits":0},"timeouts":{"silence":3E1,"stall":5E0},"protocol":{"enabled":true,"sizes":[4000000],"count":3,"budget":3E1,"block":1048576,"sweep":true,"sweep_sizes":[65536,1048576],"sweep_bytes":4194304,"sweep_file":8388608},"shares":[{"name":"path-ram","url":"/dev/shm/cp-gold-ram","driver":"path","server_dir":"/dev/shm/cp-gold-ram","medium":"ram","user":"","password_env":"","password_file":"","password_prompt":false,"options":{}},{"name":"path-disk","url":"/var/tmp/cp-gold-disk","driver":"path","server_dir":"/var/tmp/cp-gold-disk","medium":"disk","user":"","password_env":"","password_file":"","password_prompt":false,"options":{}}]}','0.1.0','vm',26509,161269,'79056d10-7070-40e5-865a-f852ad1c00b3',1,'path disk read: mounted path from disk read (975 MB/s) and mounted path from RAM read, 4 MB files (1598 MB/s) are within each other''s noise (ratio 0.61, 95 % interval 0.27-3.76): repeat with count = 100.');
 INSERT INTO runs VALUES(2,'gold2','complete','',1796170810.675792694,1796170815.229473114,'local','local','{"source":"plan.ini","server":{"ram_dir":"/dev/shm","disk_dir":"/var/tmp/cp-gold-disk","samba_conf":""},"client":{"ram_dir":"/dev/shm","disk_dir":"/var/tmp"},"disk":{"enabled":true,"sizes":[4000000],"count":3,"block":1048576,"settle":0E0},"tcp":{"enabled":true,"seconds":5E-1,"count":3,"buffer":131072,"data_address":""},"link":{"nominal_bits":0},"timeouts":{"silence":3E1,"stall":5E0},"protocol":{"enabled":true,"sizes":[4000000],"count":3,"budget":3E1,"block":1048576,"sweep":true,"sweep_sizes":[65536,1048576],"sweep_bytes":4194304,"sweep_file":8388608},"shares":[{"name":"path-ram","url":"/dev/shm/cp-gold-ram","driver":"path","server_dir":"/dev/shm/cp-gold-ram","medium":"ram","user":"","password_env":"","password_file":"","password_prompt":false,"options":{}},{"name":"path-disk","url":"/var/tmp/cp-gold-disk","driver":"path","server_dir":"/var/tmp/cp-gold-disk","medium":"disk","user":"","password_env":"","password_file":"","password_prompt":false,"options":{}}]}','0.1.0','vm',26691,161942,'79056d10-7070-40e5-865a-f852ad1c00b3',1,'path disk read: cannot tell what caps it: mounted path from disk read, 4 MB files moves 893 MB/s, faster than server disk read, 4 MB files (183 MB/s) beyond both rows'' spread: the server''s page cache served part of it.');
-CREATE TABLE hosts (
-  run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  role       TEXT    NOT NULL,              -- server | client
-  address    TEXT    NOT NULL,              -- ssh alias or "local"
-  facts_json TEXT    NOT NULL DEFAULT '',   -- sysinfo facts, JSON
-  PRIMARY KEY (run_id, role)
-);
 INSERT INTO hosts VALUES(1,'server','local','{"hostname":"vm","os":"Debian GNU/Linux 12 (bookworm)","kernel":"6.18.44-fc-v1045","arch":"x86_64","cpu_model":"Intel(R) Xeon(R) Processor","cpu_cores":2,"boot_id":"79056d10-7070-40e5-865a-f852ad1c00b3","memory_bytes":25275990016,"net":{"peer":"127.0.0.1","name":"lo","address":"127.0.0.1","mtu":65536,"speed_mbit":null,"shaped_rate_bit":null},"ram_dir":{"path":"/dev/shm","fs_type":"tmpfs","total_bytes":25275990016,"avail_bytes":25275990016},"disk_dir":{"path":"/var/tmp/cp-gold-disk","fs_type":"ext4","total_bytes":270553174016,"avail_bytes":75523723264,"mount_source":"/dev/vda","device":{"name":"vda","disk":"vda","partition":false,"read_ahead_kb":8192,"scheduler":"mq-deadline","rotational":true,"backing_file":null,"slaves":[],"bus":{"kind":"virtual","link":"","ceiling_bytes_per_s":0}},"zfs":null},"tcp_sysctls":{"net.ipv4.tcp_rmem":"4096 131072 33554432","net.ipv4.tcp_wmem":"4096 16384 4194304","net.core.rmem_max":"4194304","net.core.wmem_max":"4194304","net.ipv4.tcp_congestion_control":"bbr","net.ipv4.tcp_window_scaling":"1","net.ipv4.tcp_mtu_probing":"0"},"samba":{"config_path":"/etc/samba/smb.conf","found_by":"smbd -b","source":"testparm","sha256":"35d5641fa5b26a6737a7134d0d6531aab9dbeb08d616ec943df48941ee0d1cfd","global":{"log file":"/var/log/samba/log.%m","logging":"file","map to guest":"Bad User","max log size":"1000","obey pam restrictions":"Yes","pam password change":"Yes","panic action":"/usr/share/samba/panic-action %d","passwd chat":"*Enter\\snew\\s*\\spassword:* %n\\n *Retype\\snew\\s*\\spassword:* %n\\n *password\\supdated\\ssuccessfully* .","passwd program":"/usr/bin/passwd %u","server role":"standalone server","unix password sync":"Yes","usershare allow guests":"Yes","idmap config * : backend":"tdb"}},"euid":0,"degraded":[],"agent":{"role":"full","arch":"x86_64"},"agent_max_rss_kb":25864}');
 INSERT INTO hosts VALUES(1,'client','local','{"hostname":"vm","os":"Debian GNU/Linux 12 (bookworm)","kernel":"6.18.44-fc-v1045","arch":"x86_64","cpu_model":"Intel(R) Xeon(R) Processor","cpu_cores":2,"boot_id":"79056d10-7070-40e5-865a-f852ad1c00b3","memory_bytes":25275990016,"net":{"peer":"127.0.0.1","name":"lo","address":"127.0.0.1","mtu":65536,"speed_mbit":null,"shaped_rate_bit":null},"ram_dir":{"path":"/dev/shm","fs_type":"tmpfs","total_bytes":25275990016,"avail_bytes":25275990016},"disk_dir":{"path":"/var/tmp","fs_type":"ext4","total_bytes":270553174016,"avail_bytes":75523723264,"mount_source":"/dev/vda","device":{"name":"vda","disk":"vda","partition":false,"read_ahead_kb":8192,"scheduler":"mq-deadline","rotational":true,"backing_file":null,"slaves":[],"bus":{"kind":"virtual","link":"","ceiling_bytes_per_s":0}},"zfs":null},"tcp_sysctls":{"net.ipv4.tcp_rmem":"4096 131072 33554432","net.ipv4.tcp_wmem":"4096 16384 4194304","net.core.rmem_max":"4194304","net.core.wmem_max":"4194304","net.ipv4.tcp_congestion_control":"bbr","net.ipv4.tcp_window_scaling":"1","net.ipv4.tcp_mtu_probing":"0"},"samba":null,"euid":0,"degraded":[],"agent":{"role":"full","arch":"x86_64"},"agent_max_rss_kb":23536}');
 INSERT INTO hosts VALUES(2,'server','local','{"hostname":"vm","os":"Debian GNU/Linux 12 (bookworm)","kernel":"6.18.44-fc-v1045","arch":"x86_64","cpu_model":"Intel(R) Xeon(R) Processor","cpu_cores":2,"boot_id":"79056d10-7070-40e5-865a-f852ad1c00b3","memory_bytes":25275990016,"net":{"peer":"127.0.0.1","name":"lo","address":"127.0.0.1","mtu":65536,"speed_mbit":null,"shaped_rate_bit":null},"ram_dir":{"path":"/dev/shm","fs_type":"tmpfs","total_bytes":25275990016,"avail_bytes":25275990016},"disk_dir":{"path":"/var/tmp/cp-gold-disk","fs_type":"ext4","total_bytes":270553174016,"avail_bytes":75390967808,"mount_source":"/dev/vda","device":{"name":"vda","disk":"vda","partition":false,"read_ahead_kb":8192,"scheduler":"mq-deadline","rotational":true,"backing_file":null,"slaves":[],"bus":{"kind":"virtual","link":"","ceiling_bytes_per_s":0}},"zfs":null},"tcp_sysctls":{"net.ipv4.tcp_rmem":"4096 131072 33554432","net.ipv4.tcp_wmem":"4096 16384 4194304","net.core.rmem_max":"4194304","net.core.wmem_max":"4194304","net.ipv4.tcp_congestion_control":"bbr","net.ipv4.tcp_window_scaling":"1","net.ipv4.tcp_mtu_probing":"0"},"samba":{"config_path":"/etc/samba/smb.conf","found_by":"smbd -b","source":"testparm","sha256":"35d5641fa5b26a6737a7134d0d6531aab9dbeb08d616ec943df48941ee0d1cfd","global":{"log file":"/var/log/samba/log.%m","logging":"file","map to guest":"Bad User","max log size":"1000","obey pam restrictions":"Yes","pam password change":"Yes","panic action":"/usr/share/samba/panic-action %d","passwd chat":"*Enter\\snew\\s*\\spassword:* %n\\n *Retype\\snew\\s*\\spassword:* %n\\n *password\\supdated\\ssuccessfully* .","passwd program":"/usr/bin/passwd %u","server role":"standalone server","unix password sync":"Yes","usershare allow guests":"Yes","idmap config * : backend":"tdb"}},"euid":0,"degraded":[],"agent":{"role":"full","arch":"x86_64"},"agent_max_rss_kb":25500}');
 INSERT INTO hosts VALUES(2,'client','local','{"hostname":"vm","os":"Debian GNU/Linux 12 (bookworm)","kernel":"6.18.44-fc-v1045","arch":"x86_64","cpu_model":"Intel(R) Xeon(R) Processor","cpu_cores":2,"boot_id":"79056d10-7070-40e5-865a-f852ad1c00b3","memory_bytes":25275990016,"net":{"peer":"127.0.0.1","name":"lo","address":"127.0.0.1","mtu":65536,"speed_mbit":null,"shaped_rate_bit":null},"ram_dir":{"path":"/dev/shm","fs_type":"tmpfs","total_bytes":25275990016,"avail_bytes":25275990016},"disk_dir":{"path":"/var/tmp","fs_type":"ext4","total_bytes":270553174016,"avail_bytes":75390967808,"mount_source":"/dev/vda","device":{"name":"vda","disk":"vda","partition":false,"read_ahead_kb":8192,"scheduler":"mq-deadline","rotational":true,"backing_file":null,"slaves":[],"bus":{"kind":"virtual","link":"","ceiling_bytes_per_s":0}},"zfs":null},"tcp_sysctls":{"net.ipv4.tcp_rmem":"4096 131072 33554432","net.ipv4.tcp_wmem":"4096 16384 4194304","net.core.rmem_max":"4194304","net.core.wmem_max":"4194304","net.ipv4.tcp_congestion_control":"bbr","net.ipv4.tcp_window_scaling":"1","net.ipv4.tcp_mtu_probing":"0"},"samba":null,"euid":0,"degraded":[],"agent":{"role":"full","arch":"x86_64"},"agent_max_rss_kb":23480}');
-CREATE TABLE stages (
-  id          INTEGER PRIMARY KEY,          -- increasing: the order stages ran in
-  run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  layer       TEXT    NOT NULL,             -- disk | tcp
-  location    TEXT    NOT NULL,             -- disk: server | client; tcp: server->client | client->server
-  status      TEXT    NOT NULL,             -- running | complete | failed | interrupted | skipped
-  error       TEXT    NOT NULL DEFAULT '',  -- why it failed or was skipped
-  params_json TEXT    NOT NULL DEFAULT '',  -- probe parameters, JSON
-  started_at  REAL    NOT NULL,             -- Unix seconds
-  finished_at REAL                          -- Unix seconds; NULL while running
-);
 INSERT INTO stages VALUES(1,1,'disk','server','complete','','{"dir":"/var/tmp/cp-gold-disk","sizes":[4000000],"count":3,"block":1048576,"settle":0E0}',1796170804.3966145514,1796170804.477643013);
 INSERT INTO stages VALUES(2,1,'disk','client','complete','','{"dir":"/var/tmp","sizes":[4000000],"count":3,"block":1048576,"settle":0E0}',1796170804.477657318,1796170804.5692241191);
 INSERT INTO stages VALUES(3,1,'tcp','server->client','complete','','{"seconds":5E-1,"count":3,"buffer":131072,"data_address":"127.0.0.1"}',1796170804.5692381858,1796170806.1227273941);
@@ -59,21 +22,6 @@ INSERT INTO stages VALUES(13,2,'path','ram','complete','','{"share":"path-ram","
 INSERT INTO stages VALUES(14,2,'path','ram','complete','','{"share":"path-ram","url":"/dev/shm/cp-gold-ram","medium":"ram","sweep":true,"sizes":[65536,1048576],"bytes":4194304,"file":8388608}',1796170814.4843549728,1796170814.5820245742);
 INSERT INTO stages VALUES(15,2,'path','disk','complete','','{"share":"path-disk","url":"/var/tmp/cp-gold-disk","server_dir":"/var/tmp/cp-gold-disk","medium":"disk","sizes":[4000000],"count":3,"budget":3E1,"block":1048576}',1796170814.5820577144,1796170814.737797737);
 INSERT INTO stages VALUES(16,2,'path','disk','complete','','{"share":"path-disk","url":"/var/tmp/cp-gold-disk","medium":"disk","sweep":true,"sizes":[65536,1048576],"bytes":4194304,"file":8388608}',1796170814.7378218174,1796170815.1996655463);
-CREATE TABLE samples (
-  id             INTEGER PRIMARY KEY,
-  stage_id       INTEGER NOT NULL REFERENCES stages (id) ON DELETE CASCADE,
-  run_id         INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,  -- = its stage's run_id
-  seq            INTEGER NOT NULL,          -- 1-based within its stage
-  op             TEXT    NOT NULL,          -- read | write (disk), send (tcp)
-  size           INTEGER NOT NULL DEFAULT 0 CHECK (size >= 0),   -- bytes asked for; 0 for tcp
-  bytes          INTEGER NOT NULL CHECK (bytes >= 0),            -- bytes actually moved
-  seconds        REAL    NOT NULL,          -- how long they took
-  started_at     REAL    NOT NULL,          -- Unix seconds
-  cache_possible INTEGER NOT NULL DEFAULT 0 CHECK (cache_possible IN (0, 1)),
-  error          TEXT    NOT NULL DEFAULT '',  -- non-empty: the sample failed, why
-  details_json   TEXT    NOT NULL DEFAULT '',  -- probe detail, JSON (e.g. tcp_info)
-  cpu_json       TEXT    NOT NULL DEFAULT ''   -- {"server":{...},"client":{...}} CPU summaries
-, cpu_packed TEXT NOT NULL DEFAULT '', props_idx INTEGER NOT NULL DEFAULT -1);
 INSERT INTO samples VALUES(1,1,1,1,'write',4000000,4000000,0.0051784889999453298514,1796170804.3969156742,0,'','{"file":"server-4000000-1.dat","method":"O_DIRECT","direct":true,"huge_page":true,"block":1048576,"cache_reason":""}','','S0.00628,100,50,0,71.13,0,1.717,232.7,46.56|100,0|100,0|0,71.13,0,71.13,2,46.56,-1/1,64.14,0,64.14,1,0,-1/2,63.03,0,63.03,1,325.3,-1/3,52.82,0,52.82,1,90.78,-1/4,28.59,0,28.59,1,388,-1',-1);
 INSERT INTO samples VALUES(2,1,1,2,'write',4000000,4000000,0.0022846300000765040749,1796170804.4099431037,0,'','{"file":"server-4000000-2.dat","method":"O_DIRECT","direct":true,"huge_page":true,"block":1048576,"cache_reason":""}','','S0.003017,0,0,0,116.9,0,2.718,234.2,0.8665|0,0|0,0|5,133.5,0,100,1,0,-1/0,116.9,0,100,2,0.8665,-1/6,45.05,0,45.05,1,198.7,-1/3,28.07,0,28.07,1,289.6,-1/7,27.59,0,27.59,1,379.9,-1',-1);
 INSERT INTO samples VALUES(3,1,1,3,'write',4000000,4000000,0.0094121130000530683901,1796170804.4173073768,0,'','{"file":"server-4000000-3.dat","method":"O_DIRECT","direct":true,"huge_page":true,"block":1048576,"cache_reason":""}','','S0.01003,100,50,0,50,0,0.7142,224.9,37.68|100,100|100,100|6,50,0,39.56,1,106,-1/0,50,0,32.9,2,37.68,-1/7,42.13,0,42.13,1,101,-1/2,40.17,0,40.17,1,159.3,-1/4,40.01,0,40.01,1,140.7,-1',-1);
@@ -166,15 +114,6 @@ INSERT INTO samples VALUES(89,16,2,5,'sweep-seqread',1048576,4194304,0.006543266
 INSERT INTO samples VALUES(90,16,2,6,'sweep-randread',1048576,4194304,0.026516492999917321699,1796170815.0638463496,0,'','{"share":"path-disk","pattern":"randread","request":1048576}','','C0.02678,100,0,0,18.07,0,2.379,257.7,70.17|100,100|100,100|9,40,0,35.28,1,233.4,-1/5,40,0,37.93,1,36.75,-1/10,40,0,14.83,1,89.55,-1/7,40,0,34.22,1,85.5,-1/3,40,0,14.81,1,104.7,-1/11,18.07,0,18.07,2,70.17,-1;S0.04272,100,12.5,0,6.024,0,1.811,288.9,0.2045|100,100|100,100|5,50,0,28.79,1,102.2,-1/7,25.75,0,25.75,1,115.1,-1/9,25,0,22.12,1,146.4,-1/10,25,0,18.75,1,140.4,-1/6,25,0,16.62,1,67.76,-1/0,6.024,0,5.976,3,0.2045,-1',-1);
 INSERT INTO samples VALUES(91,16,2,7,'sweep-seqwrite',1048576,4194304,0.0060314340000786614837,1796170815.1109192371,0,'','{"share":"path-disk","pattern":"seqwrite","request":1048576}','','C0.009858,100,0,0,66.67,0,2.612,199,61.49|100,100|100,100|11,66.67,0,38.97,2,61.49,-1/5,55,0,55,1,310.6,-1/8,40.62,0,40.62,1,202.8,-1/2,25.28,0,25.28,1,502.5,-1/9,24.22,0,24.22,1,97.74,-1;S0.02456,100,14.29,0,8.833,0,1.331,219.1,49.13|100,100|100,100|27,32.67,0,32.67,1,81.17,-1/7,28.57,0,25.14,1,104.8,-1/14,28.57,0,22.58,2,24.7,-1/9,27.74,0,27.74,1,69.99,-1/28,23.21,0,23.21,1,74.96,-1/0,8.833,0,8.735,3,49.13,-1',-1);
 INSERT INTO samples VALUES(92,16,2,8,'sweep-randwrite',1048576,4194304,0.017589341000075364718,1796170815.1618118286,0,'','{"share":"path-disk","pattern":"randwrite","request":1048576}','','C0.01787,100,25,0,21.16,0,0.8129,303.8,65.84|100,100|100,100|8,100,0,31.62,1,259.3,-1/10,50,0,21.78,1,179.6,-1/7,50,0,44.57,1,67.34,-1/27,36.27,0,36.27,1,254.8,-1/5,22.58,0,22.58,1,89.59,-1/11,21.16,0,21.16,2,65.84,-1;S0.02754,100,16.67,0,7.765,0,0.5477,270,25.48|100,100|100,100|8,66.67,0,20.52,1,168.3,-1/7,43.41,0,43.41,1,43.71,-1/10,33.33,0,14.14,1,116.6,-1/28,33.33,0,28.93,1,72.71,-1/27,23.54,0,23.54,1,165.4,-1/0,7.765,0,7.705,3,25.48,-1',-1);
-CREATE TABLE cpu_procs (
-  run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  idx         INTEGER NOT NULL,             -- 0, 1, ... within the run
-  pid         INTEGER NOT NULL,
-  comm        TEXT    NOT NULL,
-  role        TEXT    NOT NULL,             -- agent | server | kernel | other | '' (older agents)
-  other_netns INTEGER NOT NULL CHECK (other_netns IN (0, 1)),
-  PRIMARY KEY (run_id, idx)
-) WITHOUT ROWID;
 INSERT INTO cpu_procs VALUES(1,0,26517,'chokepoint-agen','agent',0);
 INSERT INTO cpu_procs VALUES(1,1,26274,'cc1plus','other',0);
 INSERT INTO cpu_procs VALUES(1,2,26525,'cc1plus','other',0);
@@ -226,32 +165,10 @@ INSERT INTO cpu_procs VALUES(2,25,26851,'bash','other',0);
 INSERT INTO cpu_procs VALUES(2,26,26907,'bash','other',0);
 INSERT INTO cpu_procs VALUES(2,27,26851,'python3','other',0);
 INSERT INTO cpu_procs VALUES(2,28,26811,'ccache','other',0);
-CREATE TABLE sample_props (
-  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  idx    INTEGER NOT NULL,                  -- 0, 1, ... within the run
-  json   TEXT    NOT NULL,                  -- the object, JSON
-  PRIMARY KEY (run_id, idx)
-) WITHOUT ROWID;
 INSERT INTO sample_props VALUES(1,0,'{"fstype":"tmpfs","mount_options":"rw,relatime,rw,size=24683584k","mount_point":"/dev/shm","root":"/dev/shm/cp-gold-ram","source":"tmpfs"}');
 INSERT INTO sample_props VALUES(1,1,'{"fstype":"ext4","mount_options":"rw,relatime,rw,discard,resv_strict,resuid=65534,resgid=65534","mount_point":"/","root":"/var/tmp/cp-gold-disk","source":"/dev/vda"}');
 INSERT INTO sample_props VALUES(2,0,'{"fstype":"tmpfs","mount_options":"rw,relatime,rw,size=24683584k","mount_point":"/dev/shm","root":"/dev/shm/cp-gold-ram","source":"tmpfs"}');
 INSERT INTO sample_props VALUES(2,1,'{"fstype":"ext4","mount_options":"rw,relatime,rw,discard,resv_strict,resuid=65534,resgid=65534","mount_point":"/","root":"/var/tmp/cp-gold-disk","source":"/dev/vda"}');
-CREATE TABLE verdicts (
-  run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-  seq         INTEGER NOT NULL,             -- the finding's place in the report, 0-based
-  path        TEXT    NOT NULL,             -- "smb ram read", "server -> client", "tcp"
-  layer       TEXT    NOT NULL,             -- the capping layer: "server disk", "cpu", "undecided"
-  cap         TEXT    NOT NULL,             -- key of the capping row; '' none
-  cap_label   TEXT    NOT NULL,             -- its label: "SMB from RAM read, 100 MB files"
-  figure      REAL    NOT NULL,             -- its median, bytes/s; 0 none
-  ratio       REAL    NOT NULL,             -- capping layer / layer beneath; 0 none
-  ratio_lo    REAL    NOT NULL,             -- the ratio's 95 % interval
-  ratio_hi    REAL    NOT NULL,
-  reason      TEXT    NOT NULL,             -- undecided: why ("noise", "cache", ...); else ''
-  lower_bound INTEGER NOT NULL CHECK (lower_bound IN (0, 1)),  -- chokepoint's own client limits it
-  headline    INTEGER NOT NULL CHECK (headline IN (0, 1)),     -- the run's headline finding
-  PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
 INSERT INTO verdicts VALUES(1,0,'server -> client','undecided','','',0.0,0.43480513673296611321,0.32485057220136631661,2.4512303984020578084,'noise',0,0);
 INSERT INTO verdicts VALUES(1,1,'client -> server','undecided','','',0.0,0.77008386251762683816,0.27695553181074883397,3.5091319476916531527,'noise',0,0);
 INSERT INTO verdicts VALUES(1,2,'tcp','cpu','tcp:server->client:send','TCP server -> client',2775277122.018971443,0.0,0.0,0.0,'',0,0);
@@ -269,11 +186,4 @@ INSERT INTO verdicts VALUES(2,5,'path ram read','undecided','','',0.0,0.70864189
 INSERT INTO verdicts VALUES(2,6,'path ram write','undecided','','',0.0,0.80520619494144740624,0.67813974883963545892,0.85185383991579455287,'latency',0,0);
 INSERT INTO verdicts VALUES(2,7,'path disk read','undecided','','',0.0,4.8749953979510394219,4.5194834639013814481,6.1965322608314501451,'cache',0,1);
 INSERT INTO verdicts VALUES(2,8,'path disk write','undecided','','',0.0,0.6039951996769610254,0.33189283567361194116,7.7440248114649614663,'noise',0,0);
-CREATE INDEX runs_started_at ON runs (started_at);
-CREATE INDEX runs_label ON runs (label, started_at);
-CREATE INDEX runs_running ON runs (owner_host) WHERE status = 'running';
-CREATE INDEX stages_run_id ON stages (run_id, id);
-CREATE INDEX samples_stage_id ON samples (stage_id, seq);
-CREATE INDEX samples_run_id ON samples (run_id);
-CREATE INDEX verdicts_path ON verdicts (path);
 COMMIT;

@@ -281,6 +281,8 @@ class AfpTestServer::Session {
         return get_file_dir_parms(q, code);
       case kFPCreateFile:
         return create_file(q, code);
+      case kFPCreateDir:
+        return create_dir(q, code);
       case kFPDelete:
         return remove(q, code);
       case kFPOpenFork:
@@ -558,6 +560,21 @@ class AfpTestServer::Session {
     if (fd < 0) *code = errno == EEXIST ? kFPObjectExists : kFPAccessDenied;
     if (fd >= 0) ::close(fd);
     return {};
+  }
+
+  // The new directory's ID: its inode, as netatalk's CNID scheme "last" does.
+  std::string create_dir(const Request& q, int32_t* code) {
+    std::string real, rel;
+    if ((*code = resolve(q, &real, &rel)) != kNoErr) return {};
+    if (::mkdir(real.c_str(), 0755) != 0) {
+      *code = errno == EEXIST   ? kFPObjectExists
+              : errno == ENOENT ? kFPObjectNotFound
+                                : kFPAccessDenied;
+      return {};
+    }
+    struct stat st {};
+    ::stat(real.c_str(), &st);
+    return Writer().u32(static_cast<uint32_t>(st.st_ino)).take();
   }
 
   std::string remove(const Request& q, int32_t* code) {

@@ -1,0 +1,335 @@
+#include "transfer/files_pass.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+
+namespace cp::transfer {
+namespace {
+
+using files::Phase;
+using files::PhaseStats;
+
+// One operation: what it does to file `i` through a session; the bytes it
+// moved.
+using Op = std::function<uint64_t(Session&, uint64_t i)>;
+
+// The state of one phase shared by its workers.
+struct PhaseRun {
+  const std::vector<uint64_t>* items = nullptr;  // files in visit order
+  std::atomic<size_t> next{0};                   // the next item to take
+  std::atomic<uint64_t> done{0};                 // operations completed
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<unsigned> flying{0}, flying_max{0};
+  std::atomic<bool> stop{false};
+  std::atomic<bool> budget_hit{false};
+  std::mutex mu;  // guards the fields below
+  files::LatencyHistogram hist;
+  double busy_s = 0;  // the operations' summed time: Little's law gives the mean in flight
+  std::string error;
+  ErrorKind error_kind = ErrorKind::kIo;
+  bool cancelled = false;
+};
+
+// Pulls items until they are gone, the phase stops (an error, the budget,
+// cancellation) or `ok(i)` marks what it did.
+void work(PhaseRun& run, Session& s, const Op& op, double start, double budget_s,
+          uint64_t min_before_budget, const CancelToken& cancel, std::vector<char>* ok) {
+  files::LatencyHistogram hist;
+  double busy = 0;
+  while (!run.stop.load()) {
+    if (cancel.cancelled()) {
+      std::lock_guard<std::mutex> lock(run.mu);
+      run.cancelled = true;
+      run.stop = true;
+      break;
+    }
+    if (budget_s > 0 && run.done.load() >= min_before_budget &&
+        monotonic_seconds() - start > budget_s) {
+      run.budget_hit = true;
+      run.stop = true;
+      break;
+    }
+    const size_t k = run.next.fetch_add(1);
+    if (k >= run.items->size()) break;
+    const uint64_t i = (*run.items)[k];
+    const unsigned now = run.flying.fetch_add(1) + 1;
+    unsigned seen = run.flying_max.load();
+    while (now > seen && !run.flying_max.compare_exchange_weak(seen, now)) {
+    }
+    const double t0 = monotonic_seconds();
+    try {
+      run.bytes += op(s, i);
+    } catch (const Error& e) {
+      run.flying.fetch_sub(1);
+      std::lock_guard<std::mutex> lock(run.mu);
+      if (run.error.empty()) {
+        run.error = e.what();
+        run.error_kind = e.kind();
+      }
+      run.cancelled = run.cancelled || e.kind() == ErrorKind::kCancelled;
+      run.stop = true;
+      break;
+    }
+    const double dt = monotonic_seconds() - t0;
+    run.flying.fetch_sub(1);
+    hist.add(dt);
+    busy += dt;
+    if (ok) (*ok)[i] = 1;
+    run.done.fetch_add(1);
+  }
+  std::lock_guard<std::mutex> lock(run.mu);
+  run.hist.merge(hist);
+  run.busy_s += busy;
+}
+
+class Pass {
+ public:
+  Pass(std::vector<Session*> sessions, const DriverSpec& driver, const FilesPassOptions& opts,
+       const CancelToken& cancel)
+      : sessions_(std::move(sessions)), driver_(driver), opts_(opts), cancel_(cancel) {
+    const files::Tree& t = opts_.tree;
+    CP_CHECK(t.dirs >= 1 && !opts_.root.empty());
+    order_ = files::visit_order(t.count, opts_.random, opts_.seed);
+    created_.assign(t.count, 0);
+    touched_.assign(t.count, 0);
+    data_.assign(static_cast<size_t>(t.size), '\0');
+    for (size_t k = 0; k < data_.size(); ++k) data_[k] = static_cast<char>('a' + k % 26);
+    buf_.resize(static_cast<size_t>(std::clamp<uint64_t>(t.size, 1, 1 << 20)) + 1);
+  }
+
+  FilesPassResult run() {
+    FilesPassResult r;
+    r.in_flight = static_cast<unsigned>(sessions_.size());
+    sessions_[0]->mkdir(opts_.root);
+    for (size_t p = 0; p < files::kPhases.size(); ++p) {
+      const Phase phase = files::kPhases[p];
+      if (opts_.before_phase) opts_.before_phase(phase);
+      r.phases[p] = run_phase(phase);
+      if (cancelled_) break;
+    }
+    r.created = created_count_;
+    r.leftover = clean_up();
+    if (cancelled_) cancel_.check();
+    return r;
+  }
+
+ private:
+  std::string path(uint64_t i) const { return opts_.root + "/" + opts_.tree.file_path(i); }
+  std::string dir(uint64_t d) const { return opts_.root + "/" + opts_.tree.dir_name(d); }
+
+  PhaseStats run_phase(Phase phase) {
+    PhaseStats st;
+    st.phase = phase;
+    st.in_flight_mean = 0;
+    st.in_flight_max = 0;
+    const bool stat = phase == Phase::stat, dirs = phase == Phase::create;
+    if ((stat && !driver_.caps.stat) || (dirs && !driver_.caps.mkdir)) {
+      st.skipped = fmt::format("the {} driver cannot {}", driver_.name,
+                               stat ? "stat a file" : "create a directory");
+      return st;
+    }
+    if (phase != Phase::create && created_count_ == 0) {
+      st.skipped = "no file was created";
+      return st;
+    }
+    std::vector<uint64_t> items;
+    for (uint64_t i : order_) {
+      if (phase == Phase::create || created_[i]) items.push_back(i);
+    }
+    const double start = monotonic_seconds();
+    std::string setup_error;
+    if (phase == Phase::create) {
+      // The directories first, one at a time: in the phase's time, not its
+      // operations (a file each).
+      try {
+        for (uint64_t d = 0; d < std::min(opts_.tree.dirs, opts_.tree.count); ++d) {
+          sessions_[0]->mkdir(dir(d));
+          dirs_made_ = d + 1;
+        }
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::kCancelled) cancelled_ = true;
+        st.error = e.what();
+        st.seconds = monotonic_seconds() - start;
+        return st;
+      }
+    }
+    PhaseRun run;
+    run.items = &items;
+    const bool budgeted = phase != Phase::remove;
+    const uint64_t min_before = std::max<uint64_t>(1, opts_.tree.count / 10);
+    std::vector<char>* ok = phase == Phase::create ? &created_ : nullptr;
+    const Op op = op_of(phase);
+    if (sessions_.size() == 1) {
+      work(run, *sessions_[0], op, start, budgeted ? opts_.budget_s : 0, min_before, cancel_, ok);
+    } else {
+      std::vector<std::thread> threads;
+      for (Session* s : sessions_) {
+        threads.emplace_back([&, s] {
+          work(run, *s, op, start, budgeted ? opts_.budget_s : 0, min_before, cancel_, ok);
+        });
+      }
+      for (auto& t : threads) t.join();
+    }
+    if (phase == Phase::remove && run.error.empty() && !run.stop.load()) {
+      // Then the directories and the root, in the phase's time.
+      try {
+        for (uint64_t d = 0; d < dirs_made_; ++d) sessions_[0]->rmdir(dir(d));
+        sessions_[0]->rmdir(opts_.root);
+        root_removed_ = true;
+      } catch (const Error& e) {
+        run.error = e.what();
+        run.error_kind = e.kind();
+      }
+    }
+    st.seconds = monotonic_seconds() - start;
+    st.ops = run.done.load();
+    st.bytes = run.bytes.load();
+    st.latency = files::summarize(run.hist);
+    st.in_flight_max = run.flying_max.load();
+    st.in_flight_mean = st.seconds > 0 ? run.busy_s / st.seconds : 0;
+    st.budget_hit = run.budget_hit.load();
+    cancelled_ = cancelled_ || run.cancelled;
+    if (!run.error.empty()) {
+      // A driver or server that cannot do it at all: skipped, with why.
+      if (run.error_kind == ErrorKind::kUnsupported && st.ops == 0) {
+        st.skipped = run.error;
+      } else {
+        st.error = run.error;
+      }
+    }
+    if (phase == Phase::create) {
+      created_count_ = st.ops;
+    } else if (phase == Phase::remove) {
+      for (uint64_t i : items) {
+        if (removed_[i]) created_[i] = 0;
+      }
+    }
+    return st;
+  }
+
+  Op op_of(Phase phase) {
+    switch (phase) {
+      case Phase::create:
+        return [this](Session& s, uint64_t i) -> uint64_t {
+          touched_[i] = 1;
+          auto f = s.open(path(i), Mode::kWrite, opts_.tree.size);
+          if (!data_.empty()) f->write(data_.data(), data_.size());
+          f->close();
+          return data_.size();
+        };
+      case Phase::stat:
+        return [this](Session& s, uint64_t i) -> uint64_t {
+          s.stat(path(i));
+          return 0;
+        };
+      case Phase::read:
+        return [this](Session& s, uint64_t i) -> uint64_t {
+          auto f = s.open(path(i), Mode::kRead, opts_.tree.size);
+          // Each thread its own buffer: the reads of several run at once.
+          thread_local std::vector<char> buf;
+          buf.resize(buf_.size());
+          uint64_t got = 0;
+          for (size_t n; (n = f->read(buf.data(), buf.size())) > 0;) got += n;
+          f->close();
+          return got;
+        };
+      case Phase::remove:
+        removed_.assign(opts_.tree.count, 0);
+        return [this](Session& s, uint64_t i) -> uint64_t {
+          s.remove(path(i));
+          removed_[i] = 1;
+          return 0;
+        };
+    }
+    ::cp::check_failed("unknown phase", __FILE__, __LINE__);
+  }
+
+  // Removes what is left (files a failed or stopped phase left, the
+  // directories, the root), each removal tried once; "" when all went, else
+  // the first failure.
+  std::string clean_up() {
+    std::string first;
+    auto attempt = [&](const std::function<void()>& f) {
+      try {
+        f();
+      } catch (const Error& e) {
+        if (first.empty()) first = e.what();
+      }
+    };
+    Session& s = *sessions_[0];
+    for (uint64_t i = 0; i < opts_.tree.count; ++i) {
+      if (created_[i]) {
+        attempt([&] { s.remove(path(i)); });
+      } else if (touched_[i]) {
+        // A create that failed midway may have left the file: gone or not
+        // there, either is fine.
+        try {
+          s.remove(path(i));
+        } catch (const Error&) {
+        }
+      }
+    }
+    if (!root_removed_) {
+      for (uint64_t d = 0; d < dirs_made_; ++d) attempt([&] { s.rmdir(dir(d)); });
+      attempt([&] { s.rmdir(opts_.root); });
+    }
+    return first;
+  }
+
+  std::vector<Session*> sessions_;
+  const DriverSpec& driver_;
+  const FilesPassOptions& opts_;
+  const CancelToken& cancel_;
+  std::vector<uint64_t> order_;
+  std::vector<char> created_, touched_, removed_;  // per file
+  uint64_t created_count_ = 0, dirs_made_ = 0;
+  std::string data_;  // a file's bytes
+  std::vector<char> buf_;
+  bool cancelled_ = false;
+  bool root_removed_ = false;  // by the delete phase
+};
+
+}  // namespace
+
+FilesPassResult run_files_pass(Session& session, const SessionSource& more,
+                               const DriverSpec& driver, const FilesPassOptions& opts,
+                               const CancelToken& cancel) {
+  const unsigned want =
+      std::max(1u, std::min({opts.in_flight, driver.caps.max_in_flight,
+                             static_cast<unsigned>(std::max<uint64_t>(1, opts.tree.count))}));
+  std::vector<std::unique_ptr<Session>> extra;
+  std::string note;
+  if (want > 1 && more) {
+    try {
+      while (extra.size() + 1 < want) extra.push_back(more());
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kCancelled) throw;
+      note = fmt::format("{} in flight asked, {} connected: {}", want, extra.size() + 1, e.what());
+    }
+  }
+  std::vector<Session*> sessions = {&session};
+  for (auto& s : extra) sessions.push_back(s.get());
+  Pass pass(sessions, driver, opts, cancel);
+  FilesPassResult r = pass.run();
+  if (!note.empty()) {
+    r.in_flight_note = note;
+  } else if (sessions.size() > 1) {
+    r.in_flight_note = fmt::format("{} sessions, one thread each, one operation in flight on each",
+                                   sessions.size());
+  } else if (driver.caps.max_in_flight <= 1) {
+    r.in_flight_note =
+        fmt::format("one at a time: the {} driver keeps one operation in flight", driver.name);
+  } else {
+    r.in_flight_note = "one at a time, as asked";
+  }
+  return r;
+}
+
+}  // namespace cp::transfer

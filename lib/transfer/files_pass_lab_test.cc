@@ -1,0 +1,181 @@
+// Integration test (root, label integration): the small-file pass
+// (transfer/files_pass.h) through the ftp, smb and nfs drivers against the
+// lab's real vsftpd, smbd and NFS-Ganesha: every phase runs over every file
+// with ordered latencies and the operations it kept in flight on record,
+// nothing is left on the server after the pass (its directory is read
+// there), and a stat the server refuses midway leaves the other phases'
+// figures. Its own lab instance (lab::test_instance()), as drivers_lab_test.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "core/process.h"
+#include "transfer/files_pass.h"
+#include "transfer/testing/lab_world.h"
+
+namespace cp::transfer {
+namespace {
+
+using namespace testing;  // the lab world (transfer/testing/lab_world.h)
+using files::Phase;
+
+class FilesPassLabTest : public LabDriverTest {
+ protected:
+  FilesPassLabTest() : LabDriverTest("chokepoint-files-pass-test") {}
+
+  // "ftp", "smb", "nfs3", "nfs4" on `medium`.
+  Share share_of(const std::string& protocol, const std::string& medium) const {
+    const bool nfs = protocol.starts_with("nfs");
+    Share s = share(nfs ? "nfs" : protocol, medium);
+    if (nfs) {
+      s.options["version"] = protocol.substr(3);
+      s.options["timeout"] = "10s";
+    }
+    return s;
+  }
+
+  FilesPassOptions options(uint64_t count) const {
+    FilesPassOptions o;
+    o.tree = {.count = count, .size = 4096, .dirs = 10};
+    o.root = run_;  // the pass makes it and removes it
+    o.budget_s = 0;
+    return o;
+  }
+
+  // What is left of the pass's directory on the server ("" when nothing).
+  std::string left_on_server(const std::string& medium) const {
+    const std::string dir = share_dir(medium) + "/" + run_;
+    RunResult r =
+        on_server("test -e " + shell_quote(dir) + " && find " + shell_quote(dir) + " || true");
+    return r.out;
+  }
+
+  FilesPassResult run(const Share& sh, const FilesPassOptions& o) {
+    auto s = connect(sh);
+    return run_files_pass(
+        *s, [&] { return connect(sh); }, driver_spec(driver_of(sh)), o, cancel_);
+  }
+  static std::string driver_of(const Share& sh) { return sh.url.substr(0, sh.url.find(':')); }
+};
+
+// The figures, for the reader of the test's output (not asserted).
+void print(const std::string& what, const FilesPassResult& r) {
+  for (const auto& p : r.phases) {
+    fmt::print(
+        "  {:12} {:6} {:8.0f} ops/s  latency us median {:.0f} p99 {:.0f} max {:.0f}  in "
+        "flight mean {:.2f} max {}\n",
+        what, files::phase_name(p.phase), p.ops_per_second(), p.latency.median_us, p.latency.p99_us,
+        p.latency.max_us, p.in_flight_mean, p.in_flight_max);
+  }
+}
+
+void expect_phase_ran(const files::PhaseStats& p, uint64_t count) {
+  SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+  EXPECT_EQ(p.ops, count);
+  EXPECT_TRUE(p.skipped.empty()) << p.skipped;
+  EXPECT_TRUE(p.error.empty()) << p.error;
+  EXPECT_GT(p.seconds, 0);
+  EXPECT_GT(p.latency.median_us, 0);
+  EXPECT_LE(p.latency.median_us, p.latency.p99_us);
+  EXPECT_LE(p.latency.p99_us, p.latency.max_us);
+  EXPECT_GE(p.in_flight_max, 1u);
+  EXPECT_GT(p.in_flight_mean, 0);
+  EXPECT_LE(p.in_flight_mean, double(p.in_flight_max) + 1e-9);
+}
+
+TEST_F(FilesPassLabTest, EachDriverRunsEveryPhaseAndLeavesNothingOnTheServer) {
+  const uint64_t count = 200;
+  for (const std::string protocol : {"ftp", "smb", "nfs3", "nfs4"}) {
+    for (const std::string medium : {"ram", "disk"}) {
+      SCOPED_TRACE(protocol + " " + medium);
+      FilesPassOptions o = options(count);
+      o.random = medium == "disk";
+      o.seed = 7;
+      std::string seen;
+      o.before_phase = [&](Phase p) {
+        // The files the create phase made are on the server, of their size.
+        if (p == Phase::stat) {
+          seen = on_server("find " + shell_quote(share_dir(medium) + "/" + run_) +
+                           " -type f -size 4096c | wc -l")
+                     .out;
+        }
+      };
+      const FilesPassResult r = run(share_of(protocol, medium), o);
+      print(protocol + " " + medium, r);
+      EXPECT_EQ(seen, fmt::format("{}\n", count));
+      EXPECT_EQ(r.created, count);
+      for (const auto& p : r.phases) expect_phase_ran(p, count);
+      EXPECT_EQ(r.phases[0].bytes, count * 4096);
+      EXPECT_EQ(r.phases[2].bytes, count * 4096);
+      EXPECT_EQ(r.in_flight, 1u);  // in_flight 1 asked
+      EXPECT_EQ(r.phases[0].in_flight_max, 1u);
+      EXPECT_TRUE(r.leftover.empty()) << r.leftover;
+      EXPECT_EQ(left_on_server(medium), "");
+    }
+  }
+}
+
+// NFS keeps several operations in flight, a session (and connection) per
+// thread; the pass records how many.
+TEST_F(FilesPassLabTest, NfsKeepsSeveralOperationsInFlight) {
+  const uint64_t count = 400;
+  FilesPassOptions o = options(count);
+  o.in_flight = 4;
+  const FilesPassResult r = run(share_of("nfs4", "ram"), o);
+  print("nfs4 ram x4", r);
+  EXPECT_EQ(r.in_flight, 4u);
+  for (const auto& p : r.phases) {
+    expect_phase_ran(p, count);
+    EXPECT_LE(p.in_flight_max, 4u);
+  }
+  // Create (several round trips a file) overlapped on the four connections.
+  EXPECT_GT(r.phases[0].in_flight_max, 1u);
+  EXPECT_GT(r.phases[0].in_flight_mean, 1.0);
+  EXPECT_EQ(left_on_server("ram"), "");
+}
+
+// The drivers that keep one operation at a time say so and use one session.
+TEST_F(FilesPassLabTest, FtpAndSmbKeepOneOperationInFlightAndSaySo) {
+  for (const std::string protocol : {"ftp", "smb"}) {
+    SCOPED_TRACE(protocol);
+    FilesPassOptions o = options(20);
+    o.in_flight = 4;
+    const FilesPassResult r = run(share_of(protocol, "ram"), o);
+    EXPECT_EQ(r.in_flight, 1u);
+    EXPECT_FALSE(r.in_flight_note.empty());
+    for (const auto& p : r.phases) {
+      expect_phase_ran(p, 20);
+      EXPECT_EQ(p.in_flight_max, 1u);
+    }
+    EXPECT_EQ(left_on_server("ram"), "");
+  }
+}
+
+// The server refuses to stat the files of one directory (its mode 000 while
+// the stat phase runs): the phase stops there with the error and the files
+// it did; create, read and delete keep their full figures, and nothing is
+// left.
+TEST_F(FilesPassLabTest, AStatRefusedMidwayLeavesTheOtherPhasesFigures) {
+  const uint64_t count = 50;
+  for (const std::string protocol : {"ftp", "smb", "nfs4"}) {
+    SCOPED_TRACE(protocol);
+    FilesPassOptions o = options(count);  // sequential: file 3 is the first in d0003
+    const std::string locked = share_dir("ram") + "/" + run_ + "/" + o.tree.dir_name(3);
+    o.before_phase = [&](Phase p) {
+      if (p == Phase::stat) ASSERT_EQ(on_server("chmod 000 " + shell_quote(locked)).exit_code, 0);
+      if (p == Phase::read) ASSERT_EQ(on_server("chmod 755 " + shell_quote(locked)).exit_code, 0);
+    };
+    const FilesPassResult r = run(share_of(protocol, "ram"), o);
+    const files::PhaseStats& stat = r.phases[1];
+    EXPECT_EQ(stat.ops, 3u);
+    EXPECT_FALSE(stat.error.empty());
+    EXPECT_TRUE(stat.skipped.empty());
+    expect_phase_ran(r.phases[0], count);
+    expect_phase_ran(r.phases[2], count);
+    expect_phase_ran(r.phases[3], count);
+    EXPECT_EQ(left_on_server("ram"), "");
+  }
+}
+
+}  // namespace
+}  // namespace cp::transfer
