@@ -12,7 +12,7 @@ pkgs=(
   # lab: namespaces, shaping, per-host disks, sshd
   iproute2 util-linux e2fsprogs openssh-server openssh-client procps iputils-ping
   # benchmarks: the peer tools we are held against
-  iperf3 fio time python3
+  iperf3 fio time python3 bonnie++
   # bench/history.sh: times with bc, checkpoints the WAL with the sqlite3 shell
   bc sqlite3
   # the agent message schema test (tests/schema)
