@@ -82,9 +82,13 @@ struct Running {
   std::unique_ptr<Child> c;
   std::vector<int> agents;
 };
+// The faults are in the disk and TCP stages: the small-file stage is off
+// (local_test holds it), so the samples counted are theirs.
+const char kNoFiles[] = "[files]\nenabled = no\n";
+
 void start_run(const TempDir& t, const std::string& plan, const std::string& ready_sql,
                Running* r) {
-  write_file(t.file("plan.ini"), dirs(t) + plan);
+  write_file(t.file("plan.ini"), dirs(t) + plan + kNoFiles);
   r->db = t.file("runs.db");
   r->c = start_diagnose(r->db, t.file("plan.ini"));
   r->agents = agents_of(*r->c);
@@ -225,7 +229,7 @@ TEST(LocalFaults, ADiskTooSmallForTheStageFailsTheRun) {
   // One file as big as the whole filesystem: refused before anything is written.
   const uint64_t total_mb = uint64_t(vfs.f_blocks) * vfs.f_frsize / 1'000'000 + 1;
   write_file(t.file("plan.ini"), dirs(t) + "[disk]\nsizes = " + std::to_string(total_mb) +
-                                     "MB\ncount = 1\n[tcp]\nenabled = no\n");
+                                     "MB\ncount = 1\n[tcp]\nenabled = no\n" + kNoFiles);
   const std::string db = t.file("runs.db");
   RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
                             "--plan", t.file("plan.ini"), "-q"});
