@@ -243,6 +243,9 @@ pipeline::Plan affected_plan(const Knob& knob, const pipeline::Plan& plan) {
   pipeline::Plan p = plan;
   p.disk_enabled = p.tcp_enabled = p.proto_enabled = false;
   p.size_scan = false;
+  // The small-file stage: no knob's table entry declares it yet, and its
+  // figures are operations/s, not the bytes/s the sweep compares.
+  p.files_enabled = false;
   // One TCP stream: the samples of every value alike (streams = auto's count
   // depends on the CPU, and the sweep pools a stage's samples).
   p.tcp_streams = 1;
