@@ -1185,7 +1185,8 @@ TEST(Ladder, LayersWithinEachOthersNoiseAreUndecided) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided");
   EXPECT_EQ(f->undecided_reason, "noise");
-  EXPECT_EQ(f->candidates, (std::vector<std::string>{"ftp", "ftp"}));
+  // FTP from disk (the protocol with the server disk) or FTP itself.
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"ftp + disk", "ftp"}));
   EXPECT_GT(f->suggested_count, 8);
   EXPECT_LT(f->ratio_lo, 1.0);
   EXPECT_GT(f->ratio_hi, 1.0);

@@ -138,10 +138,20 @@ double client_drain_fraction(const Row& r, const Analysis& a) {
   return std::max(0.0, 1 - n * (1 - std::min(each, 1.0)));
 }
 
+// A protocol row's own layer as a candidate: "smb", or "smb + disk" for a
+// row from disk (the protocol and the server disk together).
+std::string own_layer(const Row& r) { return r.where == "ram" ? r.layer : r.layer + " + disk"; }
+
+// Candidates as given, minus empty and repeated names (a row held against
+// the same protocol from RAM would otherwise read "smb or smb").
 void undecided(Finding& f, const std::string& reason, std::vector<std::string> candidates) {
   f.layer = "undecided";
   f.undecided_reason = reason;
-  f.candidates = std::move(candidates);
+  f.candidates.clear();
+  for (std::string& c : candidates) {
+    if (!c.empty() && std::find(f.candidates.begin(), f.candidates.end(), c) == f.candidates.end())
+      f.candidates.push_back(std::move(c));
+  }
   f.cap = "";
 }
 
@@ -168,7 +178,9 @@ bool protocol_untrusted(const Case& c, Finding& f) {
     const char* reason = !x->medium_reason.empty() ? "medium"
                          : x->cache_suspected      ? "cache"
                                                    : "anomaly";
-    undecided(f, reason, {p.r.layer, p.b ? layer_name(*p.b) : ""});
+    undecided(
+        f, reason,
+        {p.r.where == "ram" ? p.r.layer : p.r.layer + " + disk", p.b ? layer_name(*p.b) : ""});
     f.words["reason"] = !x->medium_reason.empty() ? x->medium_reason
                         : x->cache_suspected      ? x->cache_reason
                                                   : x->anomaly_reason;
@@ -200,7 +212,7 @@ bool protocol_noise(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   if (p.level != Level::kNoise) return false;
   f.suggested_count = suggested_count(p.r);
-  undecided(f, "noise", {p.r.layer, layer_name(*p.b)});
+  undecided(f, "noise", {own_layer(p.r), layer_name(*p.b)});
   return true;
 }
 
@@ -394,7 +406,7 @@ bool protocol_latency(const Case& c, Finding& f) {
 bool protocol_load(const Case& c, Finding& f) {
   const Row& r = c.protocol->r;
   if (r.competing_load_pct <= 0) return false;
-  undecided(f, "load", {r.where == "ram" ? r.layer : r.layer + " + disk", "cpu"});
+  undecided(f, "load", {own_layer(r), "cpu"});
   f.numbers["competing_load_pct"] = r.competing_load_pct;
   if (!r.competing_process.empty()) f.words["competing_process"] = r.competing_process;
   return true;
@@ -413,7 +425,7 @@ bool protocol_short_cpu(const Case& c, Finding& f) {
   if (longest >= kMinCpuWindow) return false;
   const double want = 2 * kMinCpuWindow * r.rate.median / double(r.rate.n);
   f.suggested_size = std::max<uint64_t>(round_size_up(want), 2 * r.size);
-  undecided(f, "short", {r.where == "ram" ? r.layer : r.layer + " + disk", "cpu"});
+  undecided(f, "short", {own_layer(r), "cpu"});
   f.numbers["cpu_seconds"] = longest;
   return true;
 }

@@ -10,7 +10,8 @@
 // the typed run printed them with the bus and TCP-stream ladder (the links
 // merge), with the size scan's table headed "Transfer-size scan" (it read
 // "sweep", a word tune keeps; nothing else of the bytes changed) and each
-// ladder row's "unit" (#24). Reading the run decoded once must give the same
+// ladder row's "unit" (#24), and a row from disk's own candidate named
+// "<protocol> + disk" (it read "path or path"). Reading the run decoded once must give the same
 // bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:
