@@ -1,9 +1,8 @@
-// The protocol-client requests (transfer, the size scan's "sweep", files_share, close_shares). The full
-// agent (chokepoint-agent, the client end) serves them through the transfer
-// drivers (libcurl, libsmbclient, ...); the static server agent
-// (chokepoint-agent-server) is built without a ClientRole and refuses them,
-// so it links no protocol client. Requests and results are the typed messages
-// of core/messages.h; the agent decodes and encodes them.
+// The protocol-client requests (transfer, the size scan's "sweep", files_share, close_shares). The
+// full agent (chokepoint-agent, the client end) serves them through the transfer drivers (libcurl,
+// libsmbclient, ...); the static server agent (chokepoint-agent-server) is built without a
+// ClientRole and refuses them, so it links no protocol client. Requests and results are the typed
+// messages of core/messages.h; the agent decodes and encodes them.
 #pragma once
 
 #include <memory>
