@@ -252,6 +252,24 @@ const json::object* verdict_finding(const json::object& report, std::string_view
   return nullptr;
 }
 
+std::string run_errors(const json::object& report) {
+  std::string out;
+  const json::value* stages = report.if_contains("stages");
+  if (!stages || !stages->is_array()) return "no stages in the report";
+  for (const auto& v : stages->as_array()) {
+    const json::object& st = v.as_object();
+    const std::string where = text_field(st, "layer") + " " + text_field(st, "where");
+    if (!text_field(st, "error").empty()) out += where + ": " + text_field(st, "error") + "\n";
+    for (const auto& sv : st.at("samples").as_array()) {
+      const json::object& s = sv.as_object();
+      if (text_field(s, "error").empty()) continue;
+      out +=
+          where + " sample " + json::serialize(s.at("id")) + ": " + text_field(s, "error") + "\n";
+    }
+  }
+  return out.empty() ? "no stage or sample failed" : out;
+}
+
 std::string text_field(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return v && v->is_string() ? std::string(v->as_string()) : "";

@@ -104,6 +104,10 @@ RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::s
 const boost::json::object* ladder_row(const boost::json::object& report, std::string_view key);
 const boost::json::object* verdict_finding(const boost::json::object& report,
                                            std::string_view path);
+// The errors a report holds: each failed stage's and each failed sample's, one
+// per line ("<layer> <where> sample <id>: <error>"); for a test's message when
+// a row it expected is absent.
+std::string run_errors(const boost::json::object& report);
 // A string field of `o`; empty when absent or not a string.
 std::string text_field(const boost::json::object& o, std::string_view key);
 
