@@ -460,6 +460,11 @@ struct FilesShareRequest {
   uint64_t in_flight = 1;  // operations in flight asked for (capped at the driver's)
   // The server agent laid the tree out (files_tree layout): no create phase.
   bool laid_out = false;
+  // One phase alone ("create" | "stat" | "read" | "delete") on the tree the
+  // requests before it left, with the `existing` files its create made; ""
+  // runs the four (transfer::FilesPassOptions::only).
+  std::string phase;
+  uint64_t existing = 0;
 };
 
 struct FilesShareResult {
@@ -467,6 +472,7 @@ struct FilesShareResult {
   uint64_t in_flight = 1;                         // sessions the pass ran on
   std::string in_flight_note;                     // how, or why one at a time
   uint64_t created = 0;                           // files the create phase made
+  bool kept = false;                              // the tree stays for the next phase's request
   std::string leftover;                           // what could not be removed ("" none)
   std::map<std::string, std::string> properties;  // the driver session's
 };
