@@ -92,9 +92,11 @@ struct FilesDetails {
   files::Latency latency_us;  // median, p99, max per operation, us
   bool budget_hit = false;    // the budget stopped the phase before `count`
   std::string skipped_reason;
-  std::string fs_type;       // of the directory the pass ran in
-  std::string cache_reason;  // read: why a cache may have served it
-  std::string share;         // the share it ran over; "" on an end's own disk
+  std::string fs_type;         // of the directory the pass ran in
+  std::string cache_reason;    // read: why a cache may have served it
+  std::string share;           // the share it ran over; "" on an end's own disk
+  std::string driver;          // that share's protocol ("smb"); "" on an end's own disk
+  std::string in_flight_note;  // a share's: how operations were kept in flight, or why one
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------
