@@ -81,12 +81,10 @@ void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::str
                   const std::vector<const remote::AgentPort*>& links, const std::string& share);
 
 // A sample during which an agent was silent past [timeouts] stall, or that ran
-// `over` s past its planned duration: flagged stalled (s.error and `details`)
-// and left out of the figures. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
+// `over` s past its planned duration: flagged stalled (s.error and
+// s.details) and left out of the figures. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, stored::Sample& s,
                 const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
-// A sample's details column: the stage kind's codec, and the stall flag.
-std::string sample_details_json(const stored::Details& details);
 // Asks `agent` to prepare run directories; notes those of gone agents it
 // swept on the way (`who`: kServer | kClient).
 msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequest& req,
@@ -99,8 +97,6 @@ msg::ShareRef share_message(const SharePlan& share, const Agents& a);
 // server agent knows that server whatever namespace or container it runs
 // in; empty for a share without a URL (a mounted path) or an unknown client.
 msg::CpuStartRequest server_connection(const SharePlan& share, const Agents& a);
-// A sample's CPU column: each end's summary by role ("server", "client"), in this order.
-std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);
 // The server agent's run directory inside the share; its name, with a '/',
 // prefixes remote paths.
 std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs);

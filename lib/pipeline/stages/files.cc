@@ -45,7 +45,7 @@ void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::str
                   const std::vector<const remote::AgentPort*>& links, const std::string& share) {
   for (const msg::FilesPhase& ph : r.phases) {
     const files::PhaseStats& st = ph.stats;
-    SampleRecord s;
+    stored::Sample s;
     s.seq = ++seq;
     s.op = "files-" + std::string(files::phase_name(st.phase));
     s.size = req.size;
@@ -68,10 +68,9 @@ void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::str
     d.cache_reason = s.cache_possible ? r.cache_reason : "";
     d.share = share;
     if (!st.skipped.empty()) s.error = "skipped: " + st.skipped;
-    stored::Details details{d};
-    s.cpu_json = sample_cpu_json({{where, ph.cpu}});
-    flag_stall(ctx.plan, s, details, links, 0, ctx.obs);
-    s.details_json = sample_details_json(details);
+    s.details.kind = d;
+    s.cpu = std::vector<stored::EndCpu>{{where, ph.cpu}};
+    flag_stall(ctx.plan, s, links, 0, ctx.obs);
     ctx.obs.on_sample(stage.id(), s);
     started_at += st.seconds;
   }
@@ -122,7 +121,7 @@ void files_disk_stage(StageContext& ctx, const std::string& where) {
         r = ask<msg::FilesResult>(agent, "files", req, kCallTimeout, progress, &ctx.cancel);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kCancelled) throw;
-        SampleRecord s;
+        stored::Sample s;
         s.seq = ++seq;
         s.op = "files-create";
         s.size = plan.files_size;
