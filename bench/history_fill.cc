@@ -3,20 +3,21 @@
 // protocols 60 each, as diagnose stores them), with CPU records of 7
 // processes per end and verdicts recorded as diagnose records them.
 #include <fmt/format.h>
-#include <boost/json.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "app/verdict_summary.h"
 #include "core/cpu_message.h"
 #include "core/model.h"
+#include "core/stored_run.h"
 #include "store/store.h"
 
 namespace {
 
-std::string cpu_json(int run, int i, bool both) {
+std::vector<cp::stored::EndCpu> cpu_of(int run, int i, bool both) {
   cp::msg::CpuSummary s;
   s.seconds = 0.5 + (i % 17) / 31.0;
   s.core_busy_pct = {100, 50 + (i % 13) / 0.7};
@@ -39,10 +40,21 @@ std::string cpu_json(int run, int i, bool both) {
     l.wait_pct = 80 + (i % 19) / 0.7;
     s.top.push_back(l);
   }
-  boost::json::object o;
-  if (both) o["client"] = cp::msg::to_json(s);
-  o["server"] = cp::msg::to_json(s);
-  return boost::json::serialize(o);
+  std::vector<cp::stored::EndCpu> ends;
+  if (both) ends.push_back({"client", s});
+  ends.push_back({"server", s});
+  return ends;
+}
+
+cp::msg::TcpDetails tcp_details(int i) {
+  cp::msg::TcpDetails d;
+  d.sender = "server";
+  d.tcp_info.available = true;
+  d.tcp_info.retransmits = i % 5;
+  d.tcp_info.rtt_us = 300 + i % 40;
+  d.tcp_info.busy_s = 1.2;
+  d.tcp_info.sndbuf_limited_s = 0.04;
+  return d;
 }
 
 }  // namespace
@@ -62,12 +74,16 @@ int main(int argc, char** argv) {
     run.started_at = 1'790'000'000 + r * 86400.0;
     run.plan_json = R"({"disk":{"size":"10MB","count":20},"tcp":{"seconds":2,"count":5}})";
     run.version = "0.1.0";
-    run.hosts = {
-        {"server", "nas",
-         R"({"hostname":"nas","kernel":"6.1.0-18-amd64","net":{"name":"eth0","mtu":1500}})"},
-        {"client", "mac",
-         R"({"hostname":"mac","kernel":"6.1.0-18-amd64","net":{"name":"eth0","mtu":1500}})"}};
     const int64_t id = store.begin_run(run);
+    for (const char* role : {"server", "client"}) {
+      cp::msg::Facts f;
+      f.hostname = role == std::string("server") ? "nas" : "mac";
+      f.kernel = "6.1.0-18-amd64";
+      f.net.emplace();
+      f.net->name = "eth0";
+      f.net->mtu = 1500;
+      store.add_host(id, {role, *f.hostname, f});
+    }
     int i = 0;
     auto stage = [&](const std::string& layer, const std::string& where, const std::string& op,
                      int count, double mbps) {
@@ -76,7 +92,7 @@ int main(int argc, char** argv) {
       st.where = where;
       const int64_t sid = store.begin_stage(id, st);
       for (int k = 1; k <= count; ++k, ++i) {
-        cp::SampleRecord s;
+        cp::stored::Sample s;
         s.seq = k;
         s.op = op;
         s.size = layer == "tcp" ? 0 : 10'000'000;
@@ -85,19 +101,25 @@ int main(int argc, char** argv) {
         s.seconds = double(s.bytes) / rate;
         s.started_at = run.started_at + i;
         if (layer == "disk") {
-          s.details_json = fmt::format(
-              R"({{"file":"{}-10000000-{}.dat","method":"O_DIRECT","direct":true,"block":1048576,"cache_reason":""}})",
-              where, k);
+          s.details.kind = cp::msg::DiskDetails{
+              fmt::format("{}-10000000-{}.dat", where, k), "O_DIRECT", true, false, 1048576, ""};
         } else if (layer == "tcp") {
-          s.details_json = fmt::format(
-              R"({{"sender":"server","tcp_info":{{"available":true,"retransmits":{},"rtt_us":{},"busy_s":1.2E0,"rwnd_limited_s":0E0,"sndbuf_limited_s":4E-2}}}})",
-              i % 5, 300 + i % 40);
+          s.details.kind = tcp_details(i);
         } else {
-          s.details_json = fmt::format(
-              R"({{"file":"{0}-{1}-{2}-10000000-{3}.dat","share":"{0}-{1}","checksum":"{4:016x}","server_fs":"ext4","server_disk":"sda","cache_reason":"","properties":{{"dialect":"SMB3_11","io_size":"1048576","max_read_size":"8388608","path_rtt_ms":"0.032","signing":"AES-128-GMAC"}}}})",
-              layer, where, op, k, static_cast<uint64_t>(i) * 2654435761u);
+          s.details.kind = cp::msg::TransferDetails{
+              fmt::format("{}-{}-{}-10000000-{}.dat", layer, where, op, k),
+              fmt::format("{}-{}", layer, where),
+              fmt::format("{:016x}", static_cast<uint64_t>(i) * 2654435761u),
+              {{"dialect", "SMB3_11"},
+               {"io_size", "1048576"},
+               {"max_read_size", "8388608"},
+               {"path_rtt_ms", "0.032"},
+               {"signing", "AES-128-GMAC"}},
+              "ext4",
+              "sda",
+              ""};
         }
-        s.cpu_json = cpu_json(r, i, layer != "disk");
+        s.cpu = cpu_of(r, i, layer != "disk");
         store.add_sample(sid, s);
       }
       store.end_stage(sid, cp::kComplete);

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "core/process.h"
+#include "core/testing/scratch_dir.h"
 #include "core/wire.h"
 #include "link/agent_link.h"
 
@@ -40,14 +41,11 @@ class AgentLinkTest : public ::testing::Test {
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv_), 0);
     agent_ = std::thread([this] { rc_ = serve(sv_[1], sv_[1], {"test-build", "0", {}}); });
     link_ = std::make_unique<AgentLink>(make_fd_stream(sv_[0], sv_[0], "test"), "test agent");
-    dir_ = fs::temp_directory_path() / ("agent-link-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
   }
   void TearDown() override {
     link_.reset();  // closes our end: the agent sees EOF
     if (agent_.joinable()) agent_.join();
     close(sv_[1]);
-    fs::remove_all(dir_);
   }
   std::vector<fs::path> entries() {
     std::vector<fs::path> out;
@@ -59,7 +57,8 @@ class AgentLinkTest : public ::testing::Test {
   std::thread agent_;
   int rc_ = -1;
   std::unique_ptr<AgentLink> link_;
-  fs::path dir_;
+  testing::ScratchDir scratch_{"agent-link-test"};
+  const fs::path dir_ = scratch_.path();
 };
 
 TEST_F(AgentLinkTest, HandshakeAndHello) {

@@ -45,6 +45,15 @@ std::pair<std::string, std::string> split(const std::string& rel) {
   return {rel.substr(0, slash), rel.substr(slash + 1)};
 }
 
+// File `i` of the tree under `root`, opened with `flags` (O_NOFOLLOW and
+// O_CLOEXEC added; its directory not followed through a link either); -1
+// when it cannot be.
+int open_tree_file(int root, const files::Tree& tree, uint64_t i, int flags, mode_t mode = 0) {
+  const auto [dir, name] = split(tree.file_path(i));
+  Fd d{::openat(root, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+  return d.fd < 0 ? -1 : ::openat(d.fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
 // A peer's tree within docs/small-files.md's ranges.
 void check(const files::Tree& t) {
   if (t.count < 1 || t.count > 1'000'000 || t.size > (1u << 20) || t.dirs < 1) {
@@ -77,11 +86,7 @@ msg::FilesTreeResult lay_out_tree(const RunFile& at, const files::Tree& tree,
   msg::FilesTreeResult r;
   for (uint64_t i = 0; i < tree.count; ++i) {
     cancel.check();
-    const auto [dir, name] = split(tree.file_path(i));
-    Fd d{::openat(root.fd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-    Fd f{d.fd < 0 ? -1
-                  : ::openat(d.fd, name.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)};
+    Fd f{open_tree_file(root.fd, tree, i, O_WRONLY | O_CREAT | O_EXCL, 0644)};
     if (f.fd < 0) throw tree_error(at, "cannot create a file in", errno);
     for (size_t off = 0; off < data.size();) {
       const ssize_t w = ::write(f.fd, data.data() + off, data.size() - off);
@@ -110,10 +115,7 @@ msg::FilesTreeResult drop_tree(const RunFile& at, const files::Tree& tree,
   msg::FilesTreeResult r;
   for (uint64_t i = 0; i < tree.count; ++i) {
     cancel.check();
-    const auto [dir, name] = split(tree.file_path(i));
-    Fd d{::openat(root.fd, dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-    Fd f{d.fd < 0 ? -1
-                  : ::openat(d.fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    Fd f{open_tree_file(root.fd, tree, i, O_RDONLY | O_NONBLOCK)};
     if (f.fd < 0) continue;  // not made (a budget cut the create phase)
     struct stat st {};
     if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 
 namespace cp::agent {
 namespace {
@@ -19,18 +20,13 @@ namespace fs = std::filesystem;
 class FilesTreeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cp-files-tree-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
     fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ASSERT_GE(fd_, 0);
   }
-  void TearDown() override {
-    ::close(fd_);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { ::close(fd_); }
   RunFile at() const { return {fd_, "tree", (dir_ / "tree").string()}; }
-  fs::path dir_;
+  testing::ScratchDir scratch_{"cp-files-tree-test"};
+  const fs::path dir_ = scratch_.path();
   int fd_ = -1;
   CancelToken cancel_;
 };

@@ -1373,22 +1373,31 @@ TEST(Ladder, ClientRamDirOnADiskRestsOnNoProtocolVerdict) {
   EXPECT_NE(finding(a, "config"), nullptr);
 }
 
-// A NAS whose disk_dir (/var/tmp on the system disk) is not on the data
-// volume the share reads: the disk stage's figure is no ceiling for the share.
-TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
+// FTP from RAM and from a disk share on `share_disk`, the server's disk
+// stage measured in `disk_dir` on `stage_disk`.
+Analysis disk_share_run(const std::string& disk_dir, const std::string& stage_disk,
+                        const std::string& share_disk) {
   RunRecord run =
       RunBuilder()
-          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
-                              R"("disk_dir":{"path":"/var/tmp","device":{"disk":"md0"}}})")
+          .raw_host("server",
+                    fmt::format(R"({{"hostname":"server","net":{{"mtu":1500,"speed_mbit":1000}},)"
+                                R"("disk_dir":{{"path":"{}","device":{{"disk":"{}"}}}}}})",
+                                disk_dir, stage_disk))
           .host("client", 1500, 1000)
           .disk("server", "read", 100'000'000, {60, 61, 62})
           .tcp("server->client", {117, 117, 118})
           .proto_details(R"({"server_fs":"tmpfs"})")
           .proto("ftp", "ram", "read", {110, 111, 112})
-          .proto_details(R"({"server_fs":"ext4","server_disk":"md2"})")
+          .proto_details(fmt::format(R"({{"server_fs":"ext4","server_disk":"{}"}})", share_disk))
           .proto("ftp", "disk", "read", {58, 59, 60})
           .build();
-  Analysis a = analyze(stored::decode(run));
+  return analyze(stored::decode(run));
+}
+
+// A NAS whose disk_dir (/var/tmp on the system disk) is not on the data
+// volume the share reads: the disk stage's figure is no ceiling for the share.
+TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
+  const Analysis a = disk_share_run("/var/tmp", "md0", "md2");
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->layer, "undecided");
@@ -1397,19 +1406,8 @@ TEST(Ladder, DiskShareOnAnotherDiskThanTheDiskStageRestsOnNoVerdict) {
 }
 
 TEST(Ladder, DiskShareOnTheMeasuredDiskKeepsItsVerdict) {
-  RunRecord run =
-      RunBuilder()
-          .raw_host("server", R"({"hostname":"server","net":{"mtu":1500,"speed_mbit":1000},)"
-                              R"("disk_dir":{"path":"/srv","device":{"disk":"sdb"}}})")
-          .host("client", 1500, 1000)
-          .disk("server", "read", 100'000'000, {60, 61, 62})
-          .tcp("server->client", {117, 117, 118})
-          .proto_details(R"({"server_fs":"tmpfs"})")
-          .proto("ftp", "ram", "read", {110, 111, 112})
-          .proto_details(R"({"server_fs":"ext4","server_disk":"sdb"})")
-          .proto("ftp", "disk", "read", {58, 59, 60})
-          .build();
-  Analysis a = analyze(stored::decode(run));
+  const Analysis a = disk_share_run("/srv", "sdb", "sdb");
+  ASSERT_NE(finding(a, "ftp disk read"), nullptr);
   EXPECT_EQ(finding(a, "ftp disk read")->layer, "server disk");
   EXPECT_EQ(finding(a, "config"), nullptr);
 }

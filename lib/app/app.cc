@@ -107,22 +107,16 @@ class CancelWatchdog {
   std::thread thread_;
 };
 
-// Prints `run` as analyzed once by the caller (`a`), as text or JSON; text
-// gives each finding in brief unless `explain`.
+// Prints `run` (as_shown: escaped for text) as analyzed once by the caller
+// (`a`), as text or JSON; text gives each finding in brief unless `explain`.
 void print_run(const stored::Run& run, const analysis::Analysis& a, bool as_json, bool explain) {
   if (as_json) {
     std::cout << report::run_json(run, a);
   } else {
-    // Text shows remote strings escaped (core/text.h); JSON escapes its own.
-    // A run with nothing to escape is judged already (`a`); one with a
-    // hostile string is judged again with it escaped, as its text shows it.
-    bool changed = false;
-    const stored::Run safe = stored::sanitized(run, &changed);
     report::TextOptions o;
     o.color = isatty(1) == 1;
     o.explain = explain;
-    std::cout << (changed ? report::run_text(safe, analysis::analyze(safe), o)
-                          : report::run_text(run, a, o));
+    std::cout << report::run_text(run, a, o);
   }
   std::cout.flush();
 }
@@ -366,7 +360,7 @@ int diagnose(const std::vector<std::string>& args) {
     end.error = "interrupted by a signal";
   } else if (end.ran) {
     // Every stage ran; failed stages or samples make it partial, no verdict failed.
-    const stored::Run measured = store.load(run_id);
+    const stored::Run measured = as_shown(store.load(run_id), !as_json);
     verdict = analysis::analyze(measured);
     RunOutcome o = outcome_of(measured, *verdict);
     end.status = o.status;
@@ -380,7 +374,7 @@ int diagnose(const std::vector<std::string>& args) {
   }
   // The run as it ended (status, stages the end interrupted); its samples are
   // those judged above.
-  const stored::Run ended = store.load(run_id);
+  const stored::Run ended = as_shown(store.load(run_id), !as_json);
   if (!verdict) verdict = analysis::analyze(ended);
   store.put_verdicts(run_id, summarize_verdicts(*verdict));  // what `history` lists
   print_run(ended, *verdict, as_json, vm.count("explain") > 0);
@@ -526,9 +520,10 @@ int show(const std::vector<std::string>& args) {
   }
   Store store(db_path(vm), Store::Access::kReadOnly);
   const int64_t id = store.resolve(vm["run"].as<std::string>());
-  const stored::Run run = store.load(id);
+  const bool as_json = vm.count("json") > 0;
+  const stored::Run run = as_shown(store.load(id), !as_json);
   const analysis::Analysis a = analysis::analyze(run);
-  print_run(run, a, vm.count("json") > 0, vm.count("explain") > 0);
+  print_run(run, a, as_json, vm.count("explain") > 0);
   if (vm.count("html")) write_run_html(run, a, vm["html"].as<std::string>());
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "analysis/compare.h"
 #include "analysis/ladder.h"
@@ -102,6 +103,10 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+stored::Run as_shown(stored::Run run, bool text) {
+  return text ? stored::sanitized(run) : std::move(run);
+}
+
 void write_run_html(const stored::Run& run, const analysis::Analysis& a, const std::string& path) {
   write_file_atomic(path, report::run_html(run, a));
 }
@@ -137,19 +142,15 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
                 fmt::format("'{}' and '{}' are the same run ({})", runs[0], runs[1], ida),
                 "compare two different runs: `chokepoint history` lists them");
   }
-  const stored::Run a = store.load(ida);
-  const stored::Run b = store.load(idb);
-  const analysis::Comparison c = analysis::compare_runs(a, b);
+  // Remote strings (facts, Samba config) escaped for text, as in `show`.
+  const bool as_json = vm.count("json") > 0;
+  const analysis::Comparison c = analysis::compare_runs(as_shown(store.load(ida), !as_json),
+                                                        as_shown(store.load(idb), !as_json));
   if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), report::compare_html(c));
-  if (vm.count("json")) {
+  if (as_json) {
     out << report::compare_json(c);
-  } else {  // remote strings (facts, Samba config) escaped, as in `show` (core/text.h)
-    bool changed_a = false, changed_b = false;
-    const stored::Run safe_a = stored::sanitized(a, &changed_a);
-    const stored::Run safe_b = stored::sanitized(b, &changed_b);
-    // Compared again only when a string needed escaping.
-    out << report::compare_text(changed_a || changed_b ? analysis::compare_runs(safe_a, safe_b) : c,
-                                {to_tty(out)});
+  } else {
+    out << report::compare_text(c, {to_tty(out)});
   }
   return 0;
 }

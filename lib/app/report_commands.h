@@ -28,6 +28,13 @@ int prune_command(const std::vector<std::string>& args, std::ostream& out);
 // chokepoint export RUN [--format csv|json] [--db F] [--output FILE]
 int export_command(const std::vector<std::string>& args, std::ostream& out);
 
+// The run as a command that prints text shows it (`text`): every string a
+// host or peer chose escaped for the terminal (stored::sanitized), so that it
+// is judged once, as printed, and the HTML written beside the text agrees
+// with it; otherwise (JSON, which escapes its own) as stored. A run with
+// nothing to escape is the same either way.
+stored::Run as_shown(stored::Run run, bool text);
+
 // Writes the self-contained HTML report of `run` (analyzed as `a`) to `path`.
 void write_run_html(const stored::Run& run, const analysis::Analysis& a, const std::string& path);
 

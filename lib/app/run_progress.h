@@ -5,17 +5,14 @@
 
 #include <unistd.h>
 
-#include <boost/json.hpp>
-
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/facts_message.h"
-#include "core/facts_message_json.h"
 #include "core/model.h"
+#include "core/stored_run.h"
 #include "core/text.h"
 #include "core/units.h"
 #include "pipeline/eta.h"
@@ -86,16 +83,15 @@ class Recorder : public pipeline::RunObserver {
  public:
   Recorder(Store& store, int64_t run_id, ProgressPrinter& out, const pipeline::Plan& plan)
       : store_(store), run_(run_id), out_(out), eta_(plan) {}
-  void on_host(const HostRecord& h, const msg::Facts& facts) override {
-    hosts_.push_back({h, facts});
+  void on_host(const stored::Host& h) override {
+    hosts_.push_back(h);
     store_.add_host(run_, h);
   }
   // Kept with the host's facts, so benchmarks and tests can read it back.
   void on_agent_stats(const std::string& role, uint64_t max_rss_kb) override {
-    for (auto& [h, facts] : hosts_) {
-      if (h.role != role) continue;
-      facts.agent_max_rss_kb = max_rss_kb;
-      h.facts_json = boost::json::serialize(msg::to_json(facts));
+    for (stored::Host& h : hosts_) {
+      if (h.role != role || !h.facts) continue;
+      h.facts->agent_max_rss_kb = max_rss_kb;
       store_.add_host(run_, h);
     }
   }
@@ -103,7 +99,7 @@ class Recorder : public pipeline::RunObserver {
     eta_.stage_begun();
     return store_.begin_stage(run_, s);
   }
-  void on_sample(int64_t stage, const SampleRecord& s) override { store_.add_sample(stage, s); }
+  void on_sample(int64_t stage, const stored::Sample& s) override { store_.add_sample(stage, s); }
   void on_stage_end(int64_t stage, const std::string& status, const std::string& err) override {
     store_.end_stage(stage, status, err);
   }
@@ -118,7 +114,7 @@ class Recorder : public pipeline::RunObserver {
   int64_t run_;
   ProgressPrinter& out_;
   pipeline::RunEta eta_;
-  std::vector<std::pair<HostRecord, msg::Facts>> hosts_;  // as stored, and typed
+  std::vector<stored::Host> hosts_;  // as stored
 };
 
 }  // namespace cp::app

@@ -15,6 +15,17 @@ RunOutcome outcome(const RunRecord& run) {
   return outcome_of(stored::decode(run), analysis::analyze(stored::decode(run)));
 }
 
+// A stage that failed with `error` and stored no sample.
+StageRecord failed_stage(const std::string& layer, const std::string& where,
+                         const std::string& error) {
+  StageRecord st;
+  st.layer = layer;
+  st.where = where;
+  st.status = kFailed;
+  st.error = error;
+  return st;
+}
+
 TEST(RunOutcome, EveryStageAndSampleGoodIsComplete) {
   RunOutcome o = outcome(seed_run());
   EXPECT_EQ(o.status, kComplete);
@@ -23,12 +34,7 @@ TEST(RunOutcome, EveryStageAndSampleGoodIsComplete) {
 
 TEST(RunOutcome, AFailedProtocolStageWithAVerdictLeftIsPartial) {
   RunRecord run = seed_run();
-  StageRecord st;
-  st.layer = "ftp";
-  st.where = "disk";
-  st.status = kFailed;
-  st.error = "client: FTP login refused (530)";
-  run.stages.push_back(st);
+  run.stages.push_back(failed_stage("ftp", "disk", "client: FTP login refused (530)"));
   RunOutcome o = outcome(run);
   EXPECT_EQ(o.status, kPartial);
   EXPECT_EQ(exit_code_for(o.status), kExitPartial);
@@ -42,12 +48,7 @@ TEST(RunOutcome, AFailedSampleInACompleteStageIsPartial) {
 
 TEST(RunOutcome, NoSampleAnywhereIsFailed) {
   RunRecord run = SeedRun(1, "x").build();
-  StageRecord st;
-  st.layer = "disk";
-  st.where = "server";
-  st.status = kFailed;
-  st.error = "not enough space";
-  run.stages.push_back(st);
+  run.stages.push_back(failed_stage("disk", "server", "not enough space"));
   RunOutcome o = outcome(run);
   EXPECT_EQ(o.status, kFailed);
   EXPECT_EQ(exit_code_for(o.status), kExitFailed);

@@ -28,6 +28,8 @@
 #include "app/app.h"
 #include "app/report_commands.h"
 #include "core/sha256.h"
+#include "core/stored_run.h"
+#include "store/store.h"
 
 namespace cp::app {
 namespace {
@@ -60,6 +62,13 @@ std::string sha256_hex(const std::string& text) {
   Sha256 h;
   h.update(text.data(), text.size());
   return h.hex();
+}
+
+// How many analyses `chokepoint ARGS` ran (it must succeed).
+uint64_t analyses(const std::vector<std::string>& args) {
+  const uint64_t before = analysis::analyses_run();
+  EXPECT_EQ(stdout_of(args).first, 0) << args[0];
+  return analysis::analyses_run() - before;
 }
 
 // A fresh directory holding runs.db: the golden runs in a file of schema 2.
@@ -134,11 +143,6 @@ TEST(OneAnalysis, EachCommandAnalyzesEachRunItReportsOnce) {
   std::string dir;
   ASSERT_NO_FATAL_FAILURE(make_golden_db(&dir));
   const std::string db = dir + "/runs.db", html = dir + "/out.html";
-  auto analyses = [](const std::vector<std::string>& args) {
-    const uint64_t before = analysis::analyses_run();
-    EXPECT_EQ(stdout_of(args).first, 0) << args[0];
-    return analysis::analyses_run() - before;
-  };
   EXPECT_EQ(analyses({"show", "1", "--db", db}), 1u);
   EXPECT_EQ(analyses({"show", "1", "--db", db, "--explain", "--html", html}), 1u);
   EXPECT_EQ(analyses({"show", "2", "--db", db, "--json", "--html", html}), 1u);
@@ -149,6 +153,37 @@ TEST(OneAnalysis, EachCommandAnalyzesEachRunItReportsOnce) {
   EXPECT_EQ(analyses({"export", "1", "--db", db, "--format", "json"}), 0u);
   EXPECT_LE(analyses({"history", "--db", db}), 2u);  // the golden runs' verdicts are stale
   EXPECT_EQ(analyses({"history", "--db", db}), 0u);  // and stored now
+  fs::remove_all(dir);
+}
+
+// The same for a run whose stored strings need escaping on a terminal (a
+// label with quotes, unicode and a bidi override, a hostname with an escape
+// sequence): text, HTML, JSON and OpenMetrics still come from one analysis.
+TEST(OneAnalysis, ARunWhoseStringsNeedEscapingIsAnalyzedOncePerCommand) {
+  std::string dir;
+  ASSERT_NO_FATAL_FAILURE(make_golden_db(&dir));
+  const std::string db = dir + "/runs.db", html = dir + "/out.html";
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  const char* sql =
+      "UPDATE runs SET label = 'it''s \"n\u00e4s\" ' || char(8238) || 'gnp.exe' WHERE id = 1;"
+      "UPDATE hosts SET facts_json = json_set(facts_json, '$.hostname', "
+      "'nas' || char(27) || '[2J') WHERE run_id = 1 AND role = 'server';";
+  const int rc = sqlite3_exec(h, sql, nullptr, nullptr, nullptr);
+  sqlite3_close(h);
+  ASSERT_EQ(rc, SQLITE_OK);
+  bool changed = false;
+  stored::sanitized(Store(db, Store::Access::kReadOnly).load(1), &changed);
+  ASSERT_TRUE(changed);  // else this test shows nothing
+  EXPECT_EQ(analyses({"show", "1", "--db", db}), 1u);
+  EXPECT_EQ(analyses({"show", "1", "--db", db, "--explain", "--html", html}), 1u);
+  EXPECT_EQ(analyses({"show", "1", "--db", db, "--json", "--html", html}), 1u);
+  EXPECT_EQ(analyses({"compare", "1", "2", "--db", db}), 2u);
+  EXPECT_EQ(analyses({"compare", "2", "1", "--db", db, "--html", html}), 2u);
+  EXPECT_EQ(analyses({"compare", "1", "2", "--db", db, "--json"}), 2u);
+  EXPECT_EQ(analyses({"export", "1", "--db", db, "--format", "openmetrics"}), 1u);
+  EXPECT_LE(analyses({"history", "--db", db}), 2u);  // stale stored verdicts, derived once
+  EXPECT_EQ(analyses({"history", "--db", db}), 0u);
   fs::remove_all(dir);
 }
 

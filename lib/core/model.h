@@ -1,7 +1,9 @@
-// What a run produces, as the pipeline writes it and the store persists it:
-// plain records whose probe-specific parts are JSON text (each message's
-// codec wrote it). Readers take the run decoded once instead
-// (core/stored_run.h, Store::load).
+// A run's rows as SQLite holds them: plain records whose probe-specific
+// parts are JSON text (each message's codec wrote it), what Store::load_run
+// reads back and stored::decode decodes. The pipeline hands the store a run
+// and its stages as these records, but its hosts and samples typed
+// (stored::Host, stored::Sample): the store encodes those as it writes them.
+// Readers take the run decoded once (core/stored_run.h, Store::load).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +32,8 @@ struct SampleRecord {
   double started_at = 0;        // wall clock, Unix seconds
   bool cache_possible = false;  // the page cache may have served part of it
   std::string error;            // non-empty: this sample failed, why
-  std::string details_json;     // probe detail, e.g. {"direct":true} or tcp_info
-  std::string cpu_json;         // {"server":{cpu summary},"client":{...}}
+  std::string details_json;     // stored::Details' codec: {"file":..,"direct":true}, tcp_info..
+  std::string cpu_json;         // {"server":{cpu summary},"client":{...}}; "" none
 
   // bytes/s; 0 for a failed or empty sample.
   double rate() const { return (error.empty() && seconds > 0) ? double(bytes) / seconds : 0; }

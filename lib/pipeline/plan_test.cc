@@ -738,14 +738,13 @@ TEST(PlanKeys, OlderSweepKeysAreReadAsTheSizeScanKeys) {
   const Plan new_names = parse_plan(
       "[protocol]\nsize_scan = yes\nscan_sizes = 4k, 1MiB\nscan_bytes = 8MiB\nscan_file = 32MiB\n",
       "new.ini");
-  EXPECT_TRUE(new_names.size_scan);
-  EXPECT_EQ(new_names.scan_sizes, (std::vector<uint64_t>{4096, 1u << 20}));
-  EXPECT_EQ(new_names.scan_bytes, 8u << 20);
-  EXPECT_EQ(new_names.scan_file, 32u << 20);
-  EXPECT_EQ(values_of(old_names), values_of(new_names));
-  for (const auto& [section, keys] : plan_keys()) {
-    for (const std::string& k : keys) EXPECT_FALSE(k.starts_with("sweep")) << section << "." << k;
+  for (const Plan* p : {&old_names, &new_names}) {
+    EXPECT_TRUE(p->size_scan);
+    EXPECT_EQ(p->scan_sizes, (std::vector<uint64_t>{4096, 1u << 20}));
+    EXPECT_EQ(p->scan_bytes, 8u << 20);
+    EXPECT_EQ(p->scan_file, 32u << 20);
   }
+  EXPECT_EQ(values_of(old_names), values_of(new_names));  // and nothing else differs
   try {
     parse_plan("[protocol]\nsweep = yes\nsize_scan = no\n", "both.ini");
     ADD_FAILURE() << "accepted";

@@ -97,8 +97,8 @@ void run_stages(const Plan& plan, Agents a, RunObserver& obs, const CancelToken&
       obs.on_note(fmt::format("{} agent: {}", role, line));
     }
   }
-  obs.on_host({kServer, a.server_name, json::serialize(msg::to_json(sf))}, sf);
-  obs.on_host({kClient, a.client_name, json::serialize(msg::to_json(cf))}, cf);
+  obs.on_host({kServer, a.server_name, sf});
+  obs.on_host({kClient, a.client_name, cf});
 
   prepare_dirs(a.server, {{plan.server.ram_dir, plan.server.disk_dir}, false, a.run_id}, obs,
                kServer);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/clock.h"
-#include "core/facts_message.h"
 #include "core/model.h"
+#include "core/stored_run.h"
 #include "pipeline/plan.h"
 
 namespace cp::remote {
@@ -34,10 +34,11 @@ struct Progress {
 class RunObserver {
  public:
   virtual ~RunObserver() = default;
-  // host.facts_json is `facts` encoded (core/facts_message_json.h).
-  virtual void on_host(const HostRecord& host, const msg::Facts& facts) = 0;
+  // Hosts and samples come typed (core/stored_run.h): the store encodes
+  // them, through their codecs, as it writes them.
+  virtual void on_host(const stored::Host& host) = 0;
   virtual int64_t on_stage_begin(const StageRecord& stage) = 0;  // returns the stage id
-  virtual void on_sample(int64_t stage_id, const SampleRecord& sample) = 0;
+  virtual void on_sample(int64_t stage_id, const stored::Sample& sample) = 0;
   virtual void on_stage_end(int64_t stage_id, const std::string& status,
                             const std::string& error) = 0;
   // The agent's peak resident set at the end of the run, KiB.

@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/messages_json.h"
+#include "core/testing/scratch_dir.h"
 #include "link/agent_link.h"
 #include "link/agent_port.h"
 
@@ -55,19 +56,29 @@ class InProcessAgent {
   std::thread thread_;
 };
 
+// A share "nothing" in RAM through the null driver (no I/O).
+SharePlan null_share() {
+  SharePlan share;
+  share.name = "nothing";
+  share.url = "null:";
+  share.driver = "null";
+  share.medium = "ram";
+  return share;
+}
+
 struct Recorded : RunObserver {
-  std::vector<HostRecord> hosts;
+  std::vector<stored::Host> hosts;
   std::vector<StageRecord> stages;
-  std::map<int64_t, std::vector<SampleRecord>> samples;
+  std::map<int64_t, std::vector<stored::Sample>> samples;
   std::vector<std::string> notes;
   int progress_done = 0;
-  void on_host(const HostRecord& h, const msg::Facts&) override { hosts.push_back(h); }
+  void on_host(const stored::Host& h) override { hosts.push_back(h); }
   int64_t on_stage_begin(const StageRecord& s) override {
     stages.push_back(s);
     stages.back().id = static_cast<int64_t>(stages.size());
     return stages.back().id;
   }
-  void on_sample(int64_t id, const SampleRecord& s) override { samples[id].push_back(s); }
+  void on_sample(int64_t id, const stored::Sample& s) override { samples[id].push_back(s); }
   void on_stage_end(int64_t id, const std::string& status, const std::string& err) override {
     stages[id - 1].status = status;
     stages[id - 1].error = err;
@@ -79,8 +90,6 @@ struct Recorded : RunObserver {
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("runner-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
     plan_.server = plan_.client = {dir_.string(), dir_.string()};
     plan_.disk_sizes = {1u << 20, 2u << 20};
     plan_.disk_count = 2;
@@ -91,10 +100,10 @@ class RunnerTest : public ::testing::Test {
     plan_.disk_settle = 0;
     plan_.files_enabled = false;  // FilesStage* turn it on
   }
-  void TearDown() override { fs::remove_all(dir_); }
   Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
 
-  fs::path dir_;
+  testing::ScratchDir scratch_{"runner-test"};
+  const fs::path dir_ = scratch_.path();
   Plan plan_;
   InProcessAgent server_{"server"}, client_{"client"};
 };
@@ -114,8 +123,9 @@ TEST_F(RunnerTest, TcpStreamsTwoRecordEachStreamThroughRealAgents) {
     EXPECT_EQ(rec.stages[id - 1].status, kComplete) << rec.stages[id - 1].error;
     ASSERT_EQ(rec.samples[id].size(), 4u);  // two with one stream, two with two
     for (size_t i = 0; i < 4; ++i) {
-      const SampleRecord& s = rec.samples[id][i];
-      const auto d = msg::read_stored<msg::TcpDetails>(s.details_json);
+      const stored::Sample& s = rec.samples[id][i];
+      ASSERT_TRUE(s.details.as<msg::TcpDetails>());
+      const msg::TcpDetails& d = *s.details.as<msg::TcpDetails>();
       ASSERT_EQ(d.streams.size(), i < 2 ? 0u : 2u);
       uint64_t sum = 0;
       for (const auto& e : d.streams) {
@@ -150,21 +160,22 @@ TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
     EXPECT_EQ(st.status, kComplete) << st.error;
     ASSERT_EQ(rec.samples[id].size(), 8u);  // 4 phases x (sequential, random)
     for (size_t i = 0; i < 8; ++i) {
-      const SampleRecord& s = rec.samples[id][i];
+      const stored::Sample& s = rec.samples[id][i];
       EXPECT_EQ(s.op,
                 std::string("files-") + std::string(files::phase_name(files::kPhases[i % 4])));
       EXPECT_EQ(s.size, 1000u);
       EXPECT_EQ(s.bytes, i % 4 == 0 || i % 4 == 2 ? 120u * 1000 : 0u);
       EXPECT_GT(s.seconds, 0);
       EXPECT_TRUE(s.error.empty()) << s.error;
-      const auto d = msg::read_stored<msg::FilesDetails>(s.details_json);
+      ASSERT_TRUE(s.details.as<msg::FilesDetails>());
+      const msg::FilesDetails& d = *s.details.as<msg::FilesDetails>();
       EXPECT_EQ(d.ops, 120u);
       EXPECT_EQ(d.count, 120u);
       EXPECT_EQ(d.dirs, 4u);
       EXPECT_EQ(d.order, i < 4 ? "sequential" : "random");
       if (i >= 4) EXPECT_NE(d.seed, 0u);
       EXPECT_GT(d.latency_us.median_us, 0);
-      EXPECT_NE(s.cpu_json.find(st.where), std::string::npos);
+      EXPECT_TRUE(s.cpu_of(st.where));  // that end's CPU over the phase
     }
   }
   for (const auto& e : fs::recursive_directory_iterator(dir_)) {
@@ -180,7 +191,8 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   EXPECT_EQ(rec.hosts[0].role, "server");
   EXPECT_EQ(rec.hosts[0].address, "srv");
   // The client's facts are stored whole, with its route and the agent that served it.
-  const auto cf = msg::read_stored<msg::Facts>(rec.hosts[1].facts_json);
+  ASSERT_TRUE(rec.hosts[1].facts);
+  const msg::Facts& cf = *rec.hosts[1].facts;
   ASSERT_TRUE(cf.net.has_value());
   EXPECT_TRUE(cf.net->address.has_value());
   ASSERT_TRUE(cf.agent.has_value());
@@ -197,26 +209,28 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   EXPECT_EQ(rec.samples[1][8].op, "syncwrite");
   EXPECT_EQ(rec.samples[1][8].size,
             *std::min_element(plan_.disk_sizes.begin(), plan_.disk_sizes.end()));
-  const std::string method(json::parse(rec.samples[1][8].details_json).at("method").as_string());
+  ASSERT_TRUE(rec.samples[1][8].details.as<msg::DiskDetails>());
+  const std::string method = rec.samples[1][8].details.as<msg::DiskDetails>()->method;
   EXPECT_TRUE(method.ends_with(" + fsync per block")) << method;
   ASSERT_EQ(rec.samples[2].size(), 8u);
   std::set<std::string> files;
   for (const auto& s : rec.samples[1]) {
     EXPECT_EQ(s.bytes, s.size);
     EXPECT_GT(s.seconds, 0);
-    files.insert(json::parse(s.details_json).at("file").as_string().c_str());
+    ASSERT_TRUE(s.details.as<msg::DiskDetails>());
+    files.insert(s.details.as<msg::DiskDetails>()->file);
   }
   EXPECT_EQ(files.size(), 6u);  // each written file read back once, and 2 synchronous writes
   for (int64_t id : {3, 4}) {
     ASSERT_EQ(rec.samples[id].size(), 2u);
     for (const auto& s : rec.samples[id]) {
-      auto d = json::parse(s.details_json).as_object();
+      ASSERT_TRUE(s.details.as<msg::TcpDetails>());
+      const msg::TcpDetails& d = *s.details.as<msg::TcpDetails>();
       EXPECT_GT(s.bytes, 0u);
       // The receiver got everything the sender sent.
-      EXPECT_EQ(s.bytes, d.at("sender_bytes").to_number<uint64_t>());
-      EXPECT_EQ(d.at("sender").as_string(), id == 3 ? "server" : "client");
-      auto cpu = json::parse(s.cpu_json).as_object();
-      EXPECT_TRUE(cpu.contains("server") && cpu.contains("client"));
+      EXPECT_EQ(s.bytes, d.sender_bytes);
+      EXPECT_EQ(d.sender, id == 3 ? "server" : "client");
+      EXPECT_TRUE(s.cpu_of("server") && s.cpu_of("client"));
     }
   }
   EXPECT_EQ(rec.progress_done, 10 + 8 + 2 + 2);
@@ -243,12 +257,7 @@ TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
   plan_.tcp_enabled = false;
   plan_.proto_sizes = {3u << 20};
   plan_.proto_count = 2;
-  SharePlan share;
-  share.name = "nothing";
-  share.url = "null:";
-  share.driver = "null";
-  share.medium = "ram";
-  plan_.shares.push_back(share);
+  plan_.shares.push_back(null_share());
   Recorded rec;
   CancelToken cancel;
   run_stages(plan_, agents(), rec, cancel);
@@ -260,7 +269,8 @@ TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
   for (const auto& s : rec.samples[1]) {
     EXPECT_EQ(s.bytes, 3u << 20);
     EXPECT_TRUE(s.error.empty()) << s.error;
-    EXPECT_NE(s.details_json.find("\"share\":\"nothing\""), std::string::npos);
+    ASSERT_TRUE(s.details.as<msg::TransferDetails>());
+    EXPECT_EQ(s.details.as<msg::TransferDetails>()->share, "nothing");
   }
   EXPECT_TRUE(fs::is_empty(dir_));
 }
@@ -273,18 +283,13 @@ TEST_F(RunnerTest, SweepRecordsEachRequestSizeAndSkipsWhatTheDriverCannotDo) {
   plan_.size_scan = true;
   plan_.scan_sizes = {4096, 65536};
   plan_.scan_bytes = 1u << 20;
-  SharePlan share;
-  share.name = "nothing";
-  share.url = "null:";
-  share.driver = "null";
-  share.medium = "ram";
-  share.options["size"] = "4MiB";
-  plan_.shares.push_back(share);
+  plan_.shares.push_back(null_share());
+  plan_.shares.back().options["size"] = "4MiB";
   Recorded rec;
   CancelToken cancel;
   run_stages(plan_, agents(), rec, cancel);
   ASSERT_EQ(rec.stages.size(), 2u);
-  EXPECT_NE(rec.stages[1].params_json.find("\"sweep\":true"), std::string::npos);
+  EXPECT_TRUE(json::parse(rec.stages[1].params_json).at("sweep").as_bool());
   EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
   // The null driver reads and writes sequentially only.
   ASSERT_EQ(rec.samples[2].size(), 4u);
@@ -473,14 +478,14 @@ TEST(ScriptedRunnerTest, ASampleDuringWhichTheAgentWasSilentIsStoredStalled) {
   CancelToken cancel;
   run_stages(plan, {server, client, "srv", "cli", "198.18.0.1"}, rec, cancel);
   ASSERT_EQ(rec.samples[1].size(), 3u);  // write, read, synchronous write
-  const SampleRecord& write = rec.samples[1][0];
+  const stored::Sample& write = rec.samples[1][0];
   EXPECT_EQ(write.op, "write");
   EXPECT_FALSE(write.error.empty());
-  const json::object d = json::parse(write.details_json).as_object();
-  EXPECT_TRUE(d.at("stalled").as_bool());
-  EXPECT_DOUBLE_EQ(d.at("silent_seconds").to_number<double>(), 8);
-  // The rest of the stored details are the disk sample's, read through its codec.
-  EXPECT_EQ(msg::read_stored<msg::DiskDetails>(write.details_json).method, "O_DIRECT");
+  EXPECT_TRUE(write.details.stalled);
+  EXPECT_DOUBLE_EQ(write.details.silent_seconds, 8);
+  // The rest of the details are the disk sample's.
+  ASSERT_TRUE(write.details.as<msg::DiskDetails>());
+  EXPECT_EQ(write.details.as<msg::DiskDetails>()->method, "O_DIRECT");
   EXPECT_TRUE(rec.samples[1][1].error.empty()) << rec.samples[1][1].error;
   EXPECT_EQ(rec.stages[0].status, kComplete);  // stalled samples leave the stage complete
 }
@@ -519,16 +524,17 @@ TEST(ScriptedRunnerTest, TcpFigureIsTheReceiversAndTheDetailsHoldTheSendersSocke
   ASSERT_EQ(rec.stages.size(), 2u);
   ASSERT_EQ(rec.samples[1].size(), 1u);
   ASSERT_EQ(rec.samples[2].size(), 1u);
-  const SampleRecord& down = rec.samples[1][0];
-  const SampleRecord& up = rec.samples[2][0];
+  const stored::Sample& down = rec.samples[1][0];
+  const stored::Sample& up = rec.samples[2][0];
   EXPECT_EQ(down.bytes, 990u);  // the client received
   EXPECT_EQ(up.bytes, 900u);    // the server received
-  const auto dd = msg::read_stored<msg::TcpDetails>(down.details_json);
+  ASSERT_TRUE(down.details.as<msg::TcpDetails>() && up.details.as<msg::TcpDetails>());
+  const msg::TcpDetails& dd = *down.details.as<msg::TcpDetails>();
   EXPECT_EQ(dd.sender, "server");
   EXPECT_EQ(dd.sender_bytes, 1000u);
   EXPECT_EQ(dd.tcp_info.rtt_us, 111u);
   EXPECT_EQ(dd.receiver_tcp_info.rtt_us, 333u);
-  const auto ud = msg::read_stored<msg::TcpDetails>(up.details_json);
+  const msg::TcpDetails& ud = *up.details.as<msg::TcpDetails>();
   EXPECT_EQ(ud.sender, "client");
   EXPECT_EQ(ud.tcp_info.rtt_us, 444u);
   EXPECT_EQ(ud.receiver_tcp_info.rtt_us, 222u);
@@ -560,7 +566,7 @@ struct StreamsScript {
 };
 
 // One direction's samples (server -> client) under `script` and `plan`.
-std::vector<SampleRecord> tcp_samples(Plan plan, StreamsScript& script) {
+std::vector<stored::Sample> tcp_samples(Plan plan, StreamsScript& script) {
   plan.disk_enabled = false;
   plan.tcp_enabled = true;
   plan.tcp_seconds = 1;
@@ -582,8 +588,9 @@ std::vector<SampleRecord> tcp_samples(Plan plan, StreamsScript& script) {
   return rec.samples[1];
 }
 
-size_t streams_of(const SampleRecord& s) {
-  return std::max<size_t>(1, msg::read_stored<msg::TcpDetails>(s.details_json).streams.size());
+size_t streams_of(const stored::Sample& s) {
+  const msg::TcpDetails* d = s.details.as<msg::TcpDetails>();
+  return std::max<size_t>(1, d ? d->streams.size() : 0);
 }
 
 TEST(ScriptedRunnerTest, TcpStreamsAutoAddsStreamsWhileOneIsCpuBoundAndTheTotalRises) {
@@ -591,14 +598,15 @@ TEST(ScriptedRunnerTest, TcpStreamsAutoAddsStreamsWhileOneIsCpuBoundAndTheTotalR
   plan.tcp_count = 3;
   StreamsScript script;
   script.total = [](size_t n) { return n == 1 ? 1000u : 1800u; };  // two cores: at most two
-  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  const std::vector<stored::Sample> s = tcp_samples(plan, script);
   // Three with one stream, one at two (it rose), two more at two: three there.
   ASSERT_EQ(s.size(), 6u);
   std::vector<size_t> streams;
   for (const auto& r : s) streams.push_back(streams_of(r));
   EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 1, 2, 2, 2}));
   EXPECT_EQ(s[3].bytes, 1800u);  // the total; each stream's in the details
-  EXPECT_EQ(msg::read_stored<msg::TcpDetails>(s[3].details_json).streams.at(1).bytes, 900u);
+  ASSERT_TRUE(s[3].details.as<msg::TcpDetails>());
+  EXPECT_EQ(s[3].details.as<msg::TcpDetails>()->streams.at(1).bytes, 900u);
 }
 
 TEST(ScriptedRunnerTest, TcpStreamsAutoStopsWhenTheTotalDoesNotRise) {
@@ -606,7 +614,7 @@ TEST(ScriptedRunnerTest, TcpStreamsAutoStopsWhenTheTotalDoesNotRise) {
   plan.tcp_count = 2;
   StreamsScript script;
   script.total = [](size_t n) { return n == 1 ? 1000u : 1020u; };  // +2 %: no gain
-  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  const std::vector<stored::Sample> s = tcp_samples(plan, script);
   std::vector<size_t> streams;
   for (const auto& r : s) streams.push_back(streams_of(r));
   EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 2}));  // tried two, kept none
@@ -629,7 +637,7 @@ TEST(ScriptedRunnerTest, TcpStreamsNTakesCountSamplesAtNAfterTheOneStreamSeries)
   StreamsScript script;
   script.thread_pct = 40;  // N is asked for whatever the CPU
   script.total = [](size_t n) { return 1000u * n; };
-  const std::vector<SampleRecord> s = tcp_samples(plan, script);
+  const std::vector<stored::Sample> s = tcp_samples(plan, script);
   std::vector<size_t> streams;
   for (const auto& r : s) streams.push_back(streams_of(r));
   EXPECT_EQ(streams, (std::vector<size_t>{1, 1, 4, 4}));
@@ -657,12 +665,7 @@ TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTh
   plan.size_scan = true;
   plan.scan_sizes = {4096, 65536};
   plan.scan_bytes = 1u << 20;
-  SharePlan share;
-  share.name = "nothing";
-  share.url = "null:";
-  share.driver = "null";
-  share.medium = "ram";
-  plan.shares.push_back(share);
+  plan.shares.push_back(null_share());
   std::vector<std::string> asked;
   ScriptedAgent server("server",
                        [&](const std::string&, const json::object&) { return json::object{}; });

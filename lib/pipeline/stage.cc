@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "core/messages_json.h"
-#include "core/stored_run_json.h"
 #include "link/agent_port.h"
 #include "transfer/driver.h"
 #include "transfer/share_url.h"
@@ -47,8 +46,8 @@ void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
 // with the reason as its error and "stalled": true in its details, so the
 // figures leave it out and the run is partial. `over` is the sample's time
 // past its planned duration (TCP), s. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
-                const std::vector<const AgentPort*>& links, double over, RunObserver& obs) {
+bool flag_stall(const Plan& plan, stored::Sample& s, const std::vector<const AgentPort*>& links,
+                double over, RunObserver& obs) {
   if (!s.error.empty()) return false;
   double silent = 0;
   for (const AgentPort* l : links) {
@@ -63,8 +62,8 @@ bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
         fmt::format("stalled: took {:.1f} s, {:.1f} s over its planned duration", s.seconds, over);
   }
   if (s.error.empty()) return false;
-  details.stalled = true;
-  details.silent_seconds = silent;
+  s.details.stalled = true;
+  s.details.silent_seconds = silent;
   obs.on_note(s.error + "; this sample is left out of the figures");
   return true;
 }
@@ -99,17 +98,6 @@ msg::ShareRef share_message(const SharePlan& share, const Agents& a) {
   if (auto it = a.passwords.find(share.name); it != a.passwords.end()) ref.password = it->second;
   for (const auto& [k, v] : share.options) ref.options[k] = v;
   return ref;
-}
-
-std::string sample_details_json(const stored::Details& details) {
-  const json::value v = stored::to_json(details);
-  return v.is_null() ? std::string() : json::serialize(v);
-}
-
-std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends) {
-  json::object cpu;
-  for (const auto& [role, summary] : ends) cpu[role] = msg::to_json(summary);
-  return json::serialize(cpu);
 }
 
 // The server agent's run directory inside the share (made writable for the

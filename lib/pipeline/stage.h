@@ -86,7 +86,7 @@ struct FilesPass {
   bool cache_possible = false;  // the read phase: a cache may have served it
   std::string cache_reason;
 };
-using EndCpu = std::pair<std::string, msg::CpuSummary>;  // "server" | "client", its CPU
+using stored::EndCpu;  // {"server" | "client", its CPU}
 // One phase of a pass stored, a sample (op "files-<phase>") with each end's
 // CPU over it; a skipped or failed phase's sample carries why as its error.
 void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass& pass,
@@ -94,12 +94,10 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
                  const std::vector<const remote::AgentPort*>& links);
 
 // A sample during which an agent was silent past [timeouts] stall, or that ran
-// `over` s past its planned duration: flagged stalled (s.error and `details`)
-// and left out of the figures. Returns whether it flagged it.
-bool flag_stall(const Plan& plan, SampleRecord& s, stored::Details& details,
+// `over` s past its planned duration: flagged stalled (s.error and
+// s.details) and left out of the figures. Returns whether it flagged it.
+bool flag_stall(const Plan& plan, stored::Sample& s,
                 const std::vector<const remote::AgentPort*>& links, double over, RunObserver& obs);
-// A sample's details column: the stage kind's codec, and the stall flag.
-std::string sample_details_json(const stored::Details& details);
 // Asks `agent` to prepare run directories; notes those of gone agents it
 // swept on the way (`who`: kServer | kClient).
 msg::PrepareResult prepare_dirs(remote::AgentPort& agent, const msg::PrepareRequest& req,
@@ -112,8 +110,6 @@ msg::ShareRef share_message(const SharePlan& share, const Agents& a);
 // server agent knows that server whatever namespace or container it runs
 // in; empty for a share without a URL (a mounted path) or an unknown client.
 msg::CpuStartRequest server_connection(const SharePlan& share, const Agents& a);
-// A sample's CPU column: each end's summary by role ("server", "client"), in this order.
-std::string sample_cpu_json(const std::vector<std::pair<std::string, msg::CpuSummary>>& ends);
 // The server agent's run directory inside the share; its name, with a '/',
 // prefixes remote paths.
 std::string share_run_prefix(Agents& a, const SharePlan& share, RunObserver& obs);

@@ -33,18 +33,6 @@ void set_value(msg::NamedValues& out, const std::string& name, const std::string
   }
 }
 
-std::vector<std::string_view> cmdline_args(std::string_view cmdline) {
-  std::vector<std::string_view> args;
-  size_t start = 0;
-  while (start < cmdline.size()) {
-    size_t end = cmdline.find('\0', start);
-    if (end == std::string_view::npos) end = cmdline.size();
-    args.push_back(cmdline.substr(start, end - start));
-    start = end + 1;
-  }
-  return args;
-}
-
 // The running server named `comm`: the first in this network namespace, else
 // the first anywhere (a container's); nullopt when none runs.
 std::optional<os::NamedProcess> running(const std::string& proc_root, std::string_view comm) {
@@ -68,6 +56,18 @@ void read_config(msg::ServerConfigFacts& f, const std::string& path, Parse parse
 }
 
 }  // namespace
+
+std::vector<std::string_view> cmdline_args(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  size_t start = 0;
+  while (start < cmdline.size()) {
+    size_t end = cmdline.find('\0', start);
+    if (end == std::string_view::npos) end = cmdline.size();
+    args.push_back(cmdline.substr(start, end - start));
+    start = end + 1;
+  }
+  return args;
+}
 
 msg::NamedValues parse_vsftpd_conf(std::string_view text) {
   msg::NamedValues out;

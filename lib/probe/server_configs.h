@@ -13,6 +13,10 @@
 
 namespace cp::probe {
 
+// A command line as /proc/PID/cmdline holds it: its NUL-separated arguments
+// (views into `cmdline`).
+std::vector<std::string_view> cmdline_args(std::string_view cmdline);
+
 // vsftpd.conf text: `key=value` lines ('#' comments; vsftpd allows no space
 // around '='), keys lower-cased, a later line winning; only the settings the
 // verdict reads (kVsftpdSettings in the .cc).

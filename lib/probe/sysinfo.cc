@@ -308,14 +308,7 @@ std::string sha256_hex(std::string_view text) {
 }
 
 std::string smbd_config_from_cmdline(std::string_view cmdline) {
-  std::vector<std::string_view> args;
-  size_t start = 0;
-  while (start < cmdline.size()) {
-    size_t end = cmdline.find('\0', start);
-    if (end == std::string_view::npos) end = cmdline.size();
-    args.push_back(cmdline.substr(start, end - start));
-    start = end + 1;
-  }
+  const std::vector<std::string_view> args = cmdline_args(cmdline);
   for (size_t i = 1; i < args.size(); ++i) {
     std::string_view a = args[i];
     const bool has_next = i + 1 < args.size();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/testing/scratch_dir.h"
 #include "core/text.h"
 #include "remote/endpoint.h"
 
@@ -21,14 +22,10 @@ namespace fs = std::filesystem;
 class AgentDirsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("agent-dirs-test-" + std::to_string(getpid()));
     fs::create_directories(root_ / "first");
     fs::create_directories(root_ / "second");
   }
-  void TearDown() override {
-    unsetenv("CHOKEPOINT_AGENT_DIR");
-    fs::remove_all(root_);
-  }
+  void TearDown() override { unsetenv("CHOKEPOINT_AGENT_DIR"); }
   std::string make(const std::string& dir, const std::string& name) {
     const fs::path p = root_ / dir / name;
     std::ofstream(p) << "binary";
@@ -38,7 +35,8 @@ class AgentDirsTest : public ::testing::Test {
   std::string dirs() const {
     return (root_ / "first").string() + ":" + (root_ / "second").string();
   }
-  fs::path root_;
+  testing::ScratchDir scratch_{"agent-dirs-test"};
+  const fs::path root_ = scratch_.path();
 };
 
 TEST_F(AgentDirsTest, SearchOrderIsLibexecThenBesideThenTheEnvironment) {

@@ -1,5 +1,6 @@
 // Which agent binary a remote host gets, by its `uname -s` / `uname -m`.
 #include "remote/endpoint.h"
+#include "core/testing/scratch_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,12 +17,7 @@ namespace fs = std::filesystem;
 
 class ChooseAgentTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("choose-agent-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-    full_ = make("chokepoint-agent", 0755);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { full_ = make("chokepoint-agent", 0755); }
   std::string make(const std::string& name, mode_t mode) {
     const std::string p = (dir_ / name).string();
     std::ofstream(p) << "binary";
@@ -31,7 +27,8 @@ class ChooseAgentTest : public ::testing::Test {
   std::optional<AgentChoice> choose(const std::string& role, const std::string& arch) {
     return choose_agent(role, "Linux", arch, "Linux", "x86_64", full_, dir_.string());
   }
-  fs::path dir_;
+  testing::ScratchDir scratch_{"choose-agent-test"};
+  const fs::path dir_ = scratch_.path();
   std::string full_;
 };
 

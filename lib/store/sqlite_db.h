@@ -151,6 +151,14 @@ class Stmt {
       return *this;
     }
     Use& bind(int i, const char* v) { return bind(i, std::string(v)); }
+    Use& bind(int i, bool v) { return bind(i, v ? 1 : 0); }
+    // Binds ?1, ?2, ... to `v` in order.
+    template <class... T>
+    Use& bind_all(const T&... v) {
+      int i = 0;
+      (bind(++i, v), ...);
+      return *this;
+    }
     // true: a row is ready; false: done (a write is then committed unless
     // inside an explicit transaction).
     bool step() {

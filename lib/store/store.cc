@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <boost/json/serialize.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -21,6 +22,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/process.h"
+#include "core/stored_run_json.h"
 #include "store/store_impl.h"
 
 namespace cp::embedded {
@@ -36,6 +38,11 @@ namespace {
 using store_detail::Db;
 using store_detail::Stmt;
 using store_detail::Txn;
+
+// A typed part's column: its codec's JSON text, "" for none (null).
+std::string column_text(const boost::json::value& v) {
+  return v.is_null() ? std::string() : boost::json::serialize(v);
+}
 
 struct Migration {
   int version;
@@ -355,13 +362,13 @@ void Store::Impl::mark_dead_runs() {
   for (auto [id, pid] : dead) {
     {
       Stmt::Use q(mark);
-      q.bind(1, id).bind(2, fmt::format("chokepoint (pid {}) ended before the run finished", pid));
+      q.bind_all(id, fmt::format("chokepoint (pid {}) ended before the run finished", pid));
       q.run();
     }
     // ?3 unbound: a stage without samples ends when it began, the last
     // thing known of it.
     Stmt::Use q(*interrupt_stages);
-    q.bind(1, id).bind(2, "the run was interrupted");
+    q.bind_all(id, "the run was interrupted");
     q.run();
   }
   txn.commit();
@@ -468,43 +475,28 @@ int64_t Store::begin_run(const RunRecord& run) {
   int64_t id;
   {
     Stmt::Use q(*impl_->insert_run);
-    q.bind(1, run.label)
-        .bind(2, run.started_at > 0 ? run.started_at : wall_seconds())
-        .bind(3, run.server)
-        .bind(4, run.client)
-        .bind(5, run.plan_json)
-        .bind(6, run.version)
-        .bind(7, o.host)
-        .bind(8, o.pid)
-        .bind(9, o.start)
-        .bind(10, o.boot);
+    q.bind_all(run.label, run.started_at > 0 ? run.started_at : wall_seconds(), run.server,
+               run.client, run.plan_json, run.version, o.host, o.pid, o.start, o.boot);
     q.run();
     id = sqlite3_last_insert_rowid(impl_->db.get());
-  }
-  for (const HostRecord& h : run.hosts) {
-    Stmt::Use q(*impl_->upsert_host);
-    q.bind(1, id).bind(2, h.role).bind(3, h.address).bind(4, h.facts_json);
-    q.run();
   }
   txn.commit();
   return id;
 }
 
-void Store::add_host(int64_t run_id, const HostRecord& host) {
+void Store::add_host(int64_t run_id, const stored::Host& host) {
+  const std::string facts = column_text(stored::to_json(host.facts));
   std::lock_guard lock(impl_->mu);
   Stmt::Use q(*impl_->upsert_host);
-  q.bind(1, run_id).bind(2, host.role).bind(3, host.address).bind(4, host.facts_json);
+  q.bind_all(run_id, host.role, host.address, facts);
   q.run();
 }
 
 int64_t Store::begin_stage(int64_t run_id, const StageRecord& stage) {
   std::lock_guard lock(impl_->mu);
   Stmt::Use q(*impl_->insert_stage);
-  q.bind(1, run_id)
-      .bind(2, stage.layer)
-      .bind(3, stage.where)
-      .bind(4, stage.params_json)
-      .bind(5, stage.started_at > 0 ? stage.started_at : wall_seconds());
+  q.bind_all(run_id, stage.layer, stage.where, stage.params_json,
+             stage.started_at > 0 ? stage.started_at : wall_seconds());
   q.run();
   return sqlite3_last_insert_rowid(impl_->db.get());
 }
@@ -519,15 +511,16 @@ struct PackedSample {
   std::optional<std::pair<int, std::string>> new_props;
 };
 
-PackedSample pack_sample(const SampleRecord& s, store_detail::RunPack& p) {
-  PackedSample out{s.cpu_json, "", s.details_json};
-  if (!s.cpu_json.empty()) {
-    if (auto packed = store::pack_cpu(s.cpu_json, p.procs)) {
+PackedSample pack_sample(const stored::Sample& s, store_detail::RunPack& p) {
+  PackedSample out{column_text(stored::to_json(s.cpu)), "",
+                   column_text(stored::to_json(s.details))};
+  if (!out.cpu_json.empty()) {
+    if (auto packed = store::pack_cpu(out.cpu_json, p.procs)) {
       out.cpu_packed = std::move(*packed);
       out.cpu_json.clear();
     }
   }
-  if (auto split = store::split_props(s.details_json)) {
+  if (auto split = store::split_props(out.details_json)) {
     auto [it, added] = p.props.try_emplace(split->props, static_cast<int>(p.props_by_idx.size()));
     if (added) {
       p.props_by_idx.push_back(split->props);
@@ -541,7 +534,7 @@ PackedSample pack_sample(const SampleRecord& s, store_detail::RunPack& p) {
 
 }  // namespace
 
-int64_t Store::add_sample(int64_t stage_id, const SampleRecord& s) {
+int64_t Store::add_sample(int64_t stage_id, const stored::Sample& s) {
   std::lock_guard lock(impl_->mu);
   Impl& im = *impl_;
   CP_CHECK(!im.read_only);
@@ -552,31 +545,20 @@ int64_t Store::add_sample(int64_t stage_id, const SampleRecord& s) {
     Txn txn(im.db, /*immediate=*/true);
     for (const auto& [idx, who] : pack.procs.fresh()) {
       Stmt::Use q(*im.insert_proc);
-      q.bind(1, run_id).bind(2, idx).bind(3, who.pid).bind(4, who.comm).bind(5, who.role);
-      q.bind(6, who.other_netns ? 1 : 0);
+      q.bind_all(run_id, idx, who.pid, who.comm, who.role, who.other_netns);
       q.run();
     }
     if (ps.new_props) {
       Stmt::Use q(*im.insert_props);
-      q.bind(1, run_id).bind(2, ps.new_props->first).bind(3, ps.new_props->second);
+      q.bind_all(run_id, ps.new_props->first, ps.new_props->second);
       q.run();
     }
     int64_t id;
     {
       Stmt::Use q(*im.insert_sample);
-      q.bind(1, stage_id)
-          .bind(2, s.seq)
-          .bind(3, s.op)
-          .bind(4, to_i64(s.size))
-          .bind(5, to_i64(s.bytes))
-          .bind(6, s.seconds)
-          .bind(7, s.started_at)
-          .bind(8, s.cache_possible ? 1 : 0)
-          .bind(9, s.error)
-          .bind(10, ps.details_json)
-          .bind(11, ps.cpu_json)
-          .bind(12, ps.cpu_packed)
-          .bind(13, ps.props_idx);
+      q.bind_all(stage_id, s.seq, s.op, to_i64(s.size), to_i64(s.bytes), s.seconds, s.started_at,
+                 s.cache_possible, s.error, ps.details_json, ps.cpu_json, ps.cpu_packed,
+                 ps.props_idx);
       q.run();
       CP_CHECK(sqlite3_changes(im.db.get()) == 1);  // else stage_id came from nowhere
       id = sqlite3_last_insert_rowid(im.db.get());
@@ -594,7 +576,7 @@ void Store::end_stage(int64_t stage_id, const std::string& status, const std::st
   CP_CHECK(is_final_stage_status(status));
   std::lock_guard lock(impl_->mu);
   Stmt::Use q(*impl_->finish_stage);
-  q.bind(1, stage_id).bind(2, status).bind(3, error).bind(4, wall_seconds());
+  q.bind_all(stage_id, status, error, wall_seconds());
   q.run();
   CP_CHECK(sqlite3_changes(impl_->db.get()) == 1);
 }
@@ -606,14 +588,13 @@ void Store::end_run(int64_t run_id, const std::string& status, const std::string
   Txn txn(impl_->db, /*immediate=*/true);
   {
     Stmt::Use q(*impl_->finish_run);
-    q.bind(1, run_id).bind(2, status).bind(3, error).bind(4, now);
+    q.bind_all(run_id, status, error, now);
     q.run();
     CP_CHECK(sqlite3_changes(impl_->db.get()) == 1);
   }
   {
     Stmt::Use q(*impl_->interrupt_stages);
-    q.bind(1, run_id).bind(2, fmt::format("the run ended ({}) before this stage did", status));
-    q.bind(3, now);
+    q.bind_all(run_id, fmt::format("the run ended ({}) before this stage did", status), now);
     q.run();
   }
   txn.commit();

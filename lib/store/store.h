@@ -143,17 +143,19 @@ class Store {
   const std::string& path() const;
 
   // Inserts `run` (label, started_at (now if 0), server, client, plan_json,
-  // version) and the hosts in run.hosts, with status "running" and this
-  // process as owner; returns its id.
+  // version; not its hosts: add_host) with status "running" and this process
+  // as owner; returns its id.
   int64_t begin_run(const RunRecord& run);
-  // Adds or replaces the host with host.role.
-  void add_host(int64_t run_id, const HostRecord& host);
+  // Adds or replaces the host with host.role; its facts encoded through
+  // their codec (core/facts_message_json.h).
+  void add_host(int64_t run_id, const stored::Host& host);
   // Inserts `stage` (layer, where, params_json, started_at (now if 0)) with
   // status "running"; returns its id.
   int64_t begin_stage(int64_t run_id, const StageRecord& stage);
-  // Inserts `sample` (every field but id and stage_id); committed before it
-  // returns. Returns its id.
-  int64_t add_sample(int64_t stage_id, const SampleRecord& sample);
+  // Inserts `sample` (every field but id and stage_id; its details and CPU
+  // encoded through their codecs, core/stored_run_json.h); committed before
+  // it returns. Returns its id.
+  int64_t add_sample(int64_t stage_id, const stored::Sample& sample);
   // Sets the final status (complete | failed | interrupted | skipped) and
   // finished_at = now.
   void end_stage(int64_t stage_id, const std::string& status, const std::string& error = {});

@@ -91,8 +91,7 @@ std::vector<RunListRow> Store::history(const HistoryFilter& filter) const {
   std::vector<RunListRow> rows;
   {
     Stmt::Use q(*impl_->select_history);
-    q.bind(1, filter.label).bind(2, filter.host).bind(3, filter.since);
-    q.bind(4, sql_limit(filter.limit));
+    q.bind_all(filter.label, filter.host, filter.since, sql_limit(filter.limit));
     while (q.step()) {
       RunListRow r = run_list_row(q);
       r.analysis_version = static_cast<int>(q.i64(7));
@@ -153,16 +152,14 @@ void Store::put_verdicts(int64_t run_id, const VerdictSummary& v) {
   for (size_t i = 0; i < v.paths.size(); ++i) {
     const PathVerdict& p = v.paths[i];
     Stmt::Use q(ins);
-    q.bind(1, run_id).bind(2, static_cast<int64_t>(i)).bind(3, p.path).bind(4, p.layer);
-    q.bind(5, p.cap).bind(6, p.cap_label).bind(7, p.figure).bind(8, p.ratio);
-    q.bind(9, p.ratio_lo).bind(10, p.ratio_hi).bind(11, p.reason);
-    q.bind(12, p.lower_bound ? 1 : 0).bind(13, p.headline ? 1 : 0);
+    q.bind_all(run_id, static_cast<int64_t>(i), p.path, p.layer, p.cap, p.cap_label, p.figure,
+               p.ratio, p.ratio_lo, p.ratio_hi, p.reason, p.lower_bound, p.headline);
     q.run();
   }
   {
     Stmt up(im.db, "UPDATE runs SET analysis_version = ?2, headline = ?3 WHERE id = ?1");
     Stmt::Use q(up);
-    q.bind(1, run_id).bind(2, v.analysis_version).bind(3, v.headline);
+    q.bind_all(run_id, v.analysis_version, v.headline);
     q.run();
     CP_CHECK(sqlite3_changes(im.db.get()) == 1);
   }
@@ -213,7 +210,7 @@ std::vector<TrendPoint> Store::trend(const std::string& server, const std::strin
   std::vector<TrendPoint> out;
   {
     Stmt::Use q(st);
-    q.bind(1, server).bind(2, client);
+    q.bind_all(server, client);
     if (v2) q.bind(3, path);
     while (q.step()) {
       TrendPoint p;

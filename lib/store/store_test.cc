@@ -87,9 +87,9 @@ StageRecord stage(const std::string& layer, const std::string& where, double sta
   return s;
 }
 
-SampleRecord rate_sample(int seq, const std::string& op, double bytes_per_s,
-                         bool cache_possible = false, const std::string& error = {}) {
-  SampleRecord s;
+stored::Sample rate_sample(int seq, const std::string& op, double bytes_per_s,
+                           bool cache_possible = false, const std::string& error = {}) {
+  stored::Sample s;
   s.seq = seq;
   s.op = op;
   s.bytes = 1000000;
@@ -108,9 +108,11 @@ std::vector<int64_t> ids(const std::vector<RunListRow>& rows) {
 
 TEST_F(StoreTest, RoundTripsEveryField) {
   RunRecord run = sample_run("nightly 'lan' — ü", 1700000000.25, "srv-alias", "local");
-  run.hosts.push_back({"server", "srv-alias", R"({"cpus":8})"});
+  msg::Facts server_facts, client_facts;
+  server_facts.cpu_cores = 8;
+  client_facts.cpu_cores = 4;
 
-  SampleRecord a;  // stored second, seq 2
+  stored::Sample a;  // stored second, seq 2
   a.seq = 2;
   a.op = "read";
   a.size = 1ull << 30;
@@ -118,9 +120,11 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   a.seconds = 12.5;
   a.started_at = 1700000001.5;
   a.cache_possible = true;
-  a.details_json = R"({"direct":false})";
-  a.cpu_json = R"({"server":{"busy":0.5},"client":{}})";
-  SampleRecord b;  // stored first, seq 1, failed
+  a.details.kind = msg::DiskDetails{"f.dat", "O_DIRECT", false, false, 1 << 20, ""};
+  msg::CpuSummary busy;
+  busy.total_busy_pct = 50;
+  a.cpu = std::vector<stored::EndCpu>{{"server", busy}, {"client", {}}};
+  stored::Sample b;  // stored first, seq 1, failed
   b.seq = 1;
   b.op = "write";
   b.size = 4096;
@@ -128,20 +132,25 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   b.seconds = 0.25;
   b.started_at = 1700000000.75;
   b.error = "No space left on device";
-  SampleRecord c;
+  stored::Sample c;
   c.seq = 1;
   c.op = "send";
   c.bytes = 123456789;
   c.seconds = 2;
   c.started_at = 1700000010;
-  c.details_json = R"({"rtt_us":250})";
+  msg::TcpDetails tcp;
+  tcp.sender = "server";
+  tcp.tcp_info.available = true;
+  tcp.tcp_info.rtt_us = 250;
+  c.details.kind = tcp;
 
   double before = wall_seconds();
   int64_t run_id, disk_id, tcp_id;
   {
     Store store(path_);
     run_id = store.begin_run(run);
-    store.add_host(run_id, {"client", "local", R"({"cpus":4})"});
+    store.add_host(run_id, {"server", "srv-alias", server_facts});
+    store.add_host(run_id, {"client", "local", client_facts});
     disk_id = store.begin_stage(run_id, stage("disk", "server", 1700000000.5));
     store.add_sample(disk_id, a);
     store.add_sample(disk_id, b);
@@ -170,10 +179,14 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   ASSERT_EQ(got.hosts.size(), 2u);
   EXPECT_EQ(got.hosts[0].role, "server");
   EXPECT_EQ(got.hosts[0].address, "srv-alias");
-  EXPECT_EQ(got.hosts[0].facts_json, R"({"cpus":8})");
   EXPECT_EQ(got.hosts[1].role, "client");
   EXPECT_EQ(got.hosts[1].address, "local");
-  EXPECT_EQ(got.hosts[1].facts_json, R"({"cpus":4})");
+  // Facts, details and CPU through their codecs, typed again on load.
+  const stored::Run typed = store.load(run_id);
+  ASSERT_EQ(typed.hosts.size(), 2u);
+  ASSERT_TRUE(typed.hosts[0].facts && typed.hosts[1].facts);
+  EXPECT_EQ(typed.hosts[0].facts->cpu_cores, 8);
+  EXPECT_EQ(typed.hosts[1].facts->cpu_cores, 4);
 
   ASSERT_EQ(got.stages.size(), 2u);
   const StageRecord& d = got.stages[0];
@@ -208,7 +221,7 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(s1.started_at, 1700000000.75);
   EXPECT_FALSE(s1.cache_possible);
   EXPECT_EQ(s1.error, "No space left on device");
-  EXPECT_EQ(s1.details_json, "");
+  EXPECT_EQ(s1.details_json, "");  // none: no column text
   EXPECT_EQ(s1.cpu_json, "");
   const SampleRecord& s2 = d.samples[1];
   EXPECT_EQ(s2.seq, 2);
@@ -219,13 +232,17 @@ TEST_F(StoreTest, RoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(s2.started_at, 1700000001.5);
   EXPECT_TRUE(s2.cache_possible);
   EXPECT_EQ(s2.error, "");
-  EXPECT_EQ(s2.details_json, a.details_json);
-  EXPECT_EQ(s2.cpu_json, a.cpu_json);
   ASSERT_EQ(t.samples.size(), 1u);
   EXPECT_EQ(t.samples[0].op, "send");
   EXPECT_EQ(t.samples[0].bytes, 123456789u);
-  EXPECT_EQ(t.samples[0].details_json, R"({"rtt_us":250})");
   EXPECT_EQ(t.samples[0].stage_id, tcp_id);
+  const stored::Sample& ta = typed.stages.at(0).samples.at(1);
+  EXPECT_FALSE(ta.details.as<msg::DiskDetails>()->direct);
+  EXPECT_EQ(ta.details.as<msg::DiskDetails>()->block, 1u << 20);
+  ASSERT_TRUE(ta.cpu_of("server") && ta.cpu_of("client"));
+  EXPECT_DOUBLE_EQ(ta.cpu_of("server")->total_busy_pct, 50);
+  EXPECT_FALSE(typed.stages.at(0).samples.at(0).cpu);  // none stored
+  EXPECT_EQ(typed.stages.at(1).samples.at(0).details.as<msg::TcpDetails>()->tcp_info.rtt_us, 250u);
 
   RawDb raw(path_);
   EXPECT_EQ(raw.one("SELECT COUNT(*) FROM samples WHERE run_id = " + std::to_string(run_id)), "3");
@@ -237,41 +254,41 @@ TEST_F(StoreTest, SampleDetailsViewPutsThePropertiesBack) {
   Store s(path_);
   const int64_t run_id = s.begin_run(sample_run("", 1700000000, "a", "b"));
   const int64_t stage_id = s.begin_stage(run_id, stage("smb", "client"));
-  SampleRecord with = rate_sample(1, "read", 1e8);
-  with.details_json = R"({"share":"smb-ram","properties":{"dialect":"SMB3_11","connections":4}})";
-  SampleRecord without = rate_sample(2, "read", 1e8);
-  without.details_json = R"({"share":"smb-ram"})";
+  stored::Sample with = rate_sample(1, "read", 1e8);
+  msg::TransferDetails d;
+  d.share = "smb-ram";
+  d.properties = {{"dialect", "SMB3_11"}, {"connections", "4"}};
+  with.details.kind = d;
+  stored::Sample without = rate_sample(2, "read", 1e8);
+  without.details.kind = msg::TransferDetails{.share = "smb-ram"};
   const int64_t id_with = s.add_sample(stage_id, with);
   const int64_t id_without = s.add_sample(stage_id, without);
   RawDb raw(path_);
   // The properties really are stored apart (else this test shows nothing).
   EXPECT_EQ(raw.one(fmt::format("SELECT props_idx >= 0 FROM samples WHERE id = {}", id_with)), "1");
-  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.properties.dialect') FROM "
-                                "samples WHERE id = {}",
-                                id_with)),
-            "");
-  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.properties.dialect') FROM "
-                                "sample_details WHERE id = {}",
-                                id_with)),
-            "SMB3_11");
-  EXPECT_EQ(raw.one(fmt::format("SELECT json_extract(details_json, '$.share') FROM "
-                                "sample_details WHERE id = {}",
-                                id_with)),
-            "smb-ram");
-  EXPECT_EQ(
-      raw.one(fmt::format("SELECT details_json FROM sample_details WHERE id = {}", id_without)),
-      without.details_json);
+  // A member of a sample's details as `table` (samples or the view) holds them.
+  auto member = [&](const char* table, const char* path, int64_t id) {
+    return raw.one(fmt::format("SELECT json_extract(details_json, '{}') FROM {} WHERE id = {}",
+                               path, table, id));
+  };
+  EXPECT_EQ(member("samples", "$.properties.dialect", id_with), "");
+  EXPECT_EQ(member("sample_details", "$.properties.dialect", id_with), "SMB3_11");
+  EXPECT_EQ(member("sample_details", "$.share", id_with), "smb-ram");
+  EXPECT_EQ(member("sample_details", "$.share", id_without), "smb-ram");
   EXPECT_EQ(raw.one("SELECT count(*) FROM sample_details"), "2");
 }
 
 TEST_F(StoreTest, AddHostReplacesTheSameRole) {
   Store store(path_);
   int64_t id = store.begin_run(sample_run("", 1, "a", "b"));
-  store.add_host(id, {"server", "a", "{}"});
-  store.add_host(id, {"server", "a", R"({"kernel":"6.1"})"});
-  RunRecord got = store.load_run(id);
+  msg::Facts first, second;
+  second.kernel = "6.1";
+  store.add_host(id, {"server", "a", first});
+  store.add_host(id, {"server", "a", second});
+  const stored::Run got = store.load(id);
   ASSERT_EQ(got.hosts.size(), 1u);
-  EXPECT_EQ(got.hosts[0].facts_json, R"({"kernel":"6.1"})");
+  ASSERT_TRUE(got.hosts[0].facts);
+  EXPECT_EQ(got.hosts[0].facts->kernel, "6.1");
 }
 
 TEST_F(StoreTest, EndRunInterruptsStagesStillRunning) {

@@ -69,16 +69,8 @@ int64_t Store::begin_tune_session(const TuneSessionRecord& s) {
           "original, target, values_json, rounds, result_json, error) "
           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', '')");
   Stmt::Use q(st);
-  q.bind(1, s.started_at > 0 ? s.started_at : wall_seconds())
-      .bind(2, kRunning)
-      .bind(3, s.knob)
-      .bind(4, s.endpoint)
-      .bind(5, s.server)
-      .bind(6, s.client)
-      .bind(7, s.original)
-      .bind(8, s.target)
-      .bind(9, values_json(s.values))
-      .bind(10, s.rounds);
+  q.bind_all(s.started_at > 0 ? s.started_at : wall_seconds(), kRunning, s.knob, s.endpoint,
+             s.server, s.client, s.original, s.target, values_json(s.values), s.rounds);
   q.run();
   return sqlite3_last_insert_rowid(impl_->db.get());
 }
@@ -90,11 +82,7 @@ void Store::add_tune_run(const TuneRunRecord& r) {
           "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
           "VALUES (?1, ?2, ?3, ?4, ?5)");
   Stmt::Use q(st);
-  q.bind(1, r.session_id)
-      .bind(2, r.run_id)
-      .bind(3, r.round)
-      .bind(4, r.value)
-      .bind(5, r.is_original ? 1 : 0);
+  q.bind_all(r.session_id, r.run_id, r.round, r.value, r.is_original);
   q.run();
 }
 
@@ -105,13 +93,7 @@ void Store::end_tune_session(const TuneSessionRecord& s) {
           "UPDATE tune_sessions SET finished_at = ?1, status = ?2, original = ?3, target = ?4, "
           "result_json = ?5, error = ?6 WHERE id = ?7");
   Stmt::Use q(st);
-  q.bind(1, wall_seconds())
-      .bind(2, s.status)
-      .bind(3, s.original)
-      .bind(4, s.target)
-      .bind(5, s.result_json)
-      .bind(6, s.error)
-      .bind(7, s.id);
+  q.bind_all(wall_seconds(), s.status, s.original, s.target, s.result_json, s.error, s.id);
   q.run();
 }
 

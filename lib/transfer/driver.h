@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -37,7 +38,8 @@ struct Share {
 
 // What a driver can do. The plan refuses a share whose driver cannot read and
 // write (the protocol stages get and put); the size scan's random cells need the
-// random ones (File::pread/pwrite; without them the cell is skipped).
+// random ones (File::pread/pwrite; without them the cell is skipped). A
+// driver's spec names only what differs from these defaults.
 struct Capabilities {
   bool read = true;
   bool write = true;
@@ -130,6 +132,21 @@ class Driver {
   // login, unknown share, closed port, ...). `cancel` must outlive the
   // session: drivers may keep it to abandon waits (the agent passes its own).
   virtual std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) = 0;
+};
+
+// The driver of a session type S whose constructor S(share, cancel) connects
+// and logs in (ftp, smb, nfs, afp).
+template <class S>
+class SessionDriver : public Driver {
+ public:
+  explicit SessionDriver(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
+    return std::make_unique<S>(share, cancel);
+  }
+
+ private:
+  std::string name_;
 };
 
 // --- What a driver declares -----------------------------------------------

@@ -17,6 +17,17 @@
 #include "core/error.h"
 
 namespace cp::transfer {
+
+void keep_only(int fd) {
+  if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
+  const int null_fd = ::open("/dev/null", O_RDWR);
+  for (int std_fd = 0; std_fd < 3; ++std_fd) {
+    if (null_fd >= 0 && null_fd != std_fd) ::dup2(null_fd, std_fd);
+  }
+  if (null_fd > 2) ::close(null_fd);
+}
+
 namespace {
 
 constexpr uint64_t kMaxFrame = 64u << 20;  // bytes: a file of the pass and its path, with room
@@ -143,15 +154,7 @@ std::string serve_one(Session& s, const std::string& req) {
 
 [[noreturn]] void helper_main(int fd, const std::function<std::unique_ptr<Session>()>& connect) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  // Only its socket stays open: the parent's connections and the agent's
-  // channel are the parent's.
-  if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
-  ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
-  const int null_fd = ::open("/dev/null", O_RDWR);
-  for (int std_fd = 0; std_fd < 3; ++std_fd) {
-    if (null_fd >= 0 && null_fd != std_fd) ::dup2(null_fd, std_fd);
-  }
-  if (null_fd > 2) ::close(null_fd);
+  keep_only(fd);
   std::unique_ptr<Session> s;
   try {
     s = connect();

@@ -14,6 +14,11 @@
 
 namespace cp::transfer {
 
+// In a helper process: closes every descriptor but its socket `fd` (the
+// parent's connections and the agent's channel are the parent's) and puts
+// stdin, stdout and stderr on /dev/null.
+void keep_only(int fd);
+
 // Forks a helper that runs `connect()` (in the helper: its own connection
 // and login) and serves the session's calls until the returned Session is
 // destroyed (then it logs out and ends; it also ends with this process).

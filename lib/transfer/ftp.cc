@@ -633,14 +633,6 @@ std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64
   return std::make_unique<FtpFile>(*this, mode, std::move(where));
 }
 
-class FtpDriver : public Driver {
- public:
-  std::string name() const override { return "ftp"; }
-  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
-    return std::make_unique<FtpSession>(share, cancel);
-  }
-};
-
 }  // namespace
 
 namespace {
@@ -665,7 +657,7 @@ constexpr OptionSpec kFtpOptions[] = {
      .min = 1,
      .help = "longest time a transfer may move nothing"},
 };
-std::unique_ptr<Driver> make() { return std::make_unique<FtpDriver>(); }
+std::unique_ptr<Driver> make() { return std::make_unique<SessionDriver<FtpSession>>("ftp"); }
 }  // namespace
 
 // No random access: every offset would be a new RETR (or STOR) with REST on a
@@ -675,16 +667,9 @@ const DriverSpec kFtpDriver = {
     .summary = "FTP, or FTPS with explicit TLS, through libcurl (passive, binary)",
     .url_prefixes = kFtpPrefixes,
     // One control connection: its commands are strictly one at a time.
-    .caps = {.read = true,
-             .write = true,
-             .random_access = false,
-             .random_write = false,
-             .stat = true,
-             .mkdir = true,
-             .max_in_flight = 1,
-             // create: PASV, the data connection, STOR, its 226; stat: SIZE,
-             // MDTM; read: PASV, connect, RETR, 226; delete: DELE.
-             .file_round_trips = {4, 2, 4, 1}},
+    // create: PASV, the data connection, STOR, its 226; stat: SIZE,
+    // MDTM; read: PASV, connect, RETR, 226; delete: DELE (round trips).
+    .caps = {.stat = true, .mkdir = true, .max_in_flight = 1, .file_round_trips = {4, 2, 4, 1}},
     .options = kFtpOptions,
     .make = make,
     .display = "FTP",

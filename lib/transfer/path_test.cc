@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
 
@@ -17,20 +18,13 @@ namespace fs = std::filesystem;
 
 class PathDriverTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cp-path-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::unique_ptr<Session> connect(const std::string& url) {
     Share s;
     s.url = url;
     return driver_->connect(s, cancel_);
   }
-  fs::path dir_;
+  testing::ScratchDir scratch_{"cp-path-test"};
+  const fs::path dir_ = scratch_.path();
   std::unique_ptr<Driver> driver_ = make_driver("path");
   CancelToken cancel_;
 };

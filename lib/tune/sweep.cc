@@ -38,13 +38,13 @@ class Collector : public pipeline::RunObserver {
         value_(value),
         by_layer_(by_layer),
         nvalues_(nvalues) {}
-  void on_host(const HostRecord& h, const msg::Facts&) override { store_.add_host(run_, h); }
+  void on_host(const stored::Host& h) override { store_.add_host(run_, h); }
   int64_t on_stage_begin(const StageRecord& s) override {
     const int64_t id = store_.begin_stage(run_, s);
     stages_[id] = {s.layer, s.where};
     return id;
   }
-  void on_sample(int64_t stage, const SampleRecord& s) override {
+  void on_sample(int64_t stage, const stored::Sample& s) override {
     store_.add_sample(stage, s);
     const auto& [layer, where] = stages_[stage];
     if (!s.error.empty() || !affects_any(knobs_, layer, where, s.op)) return;

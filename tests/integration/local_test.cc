@@ -68,8 +68,18 @@ TEST(LocalDiagnose, StoresEverySampleAndReports) {
   // show and history read the database alone.
   RunResult show = chokepoint({"show", "local-e2e", "--db", db});
   ASSERT_EQ(show.exit_code, 0) << show.err;
-  EXPECT_NE(show.out.find("Summary"), std::string::npos);
-  EXPECT_NE(show.out.find("TCP server -> client"), std::string::npos);
+  EXPECT_FALSE(show.out.empty());
+  RunResult shown = chokepoint({"show", "local-e2e", "--db", db, "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  auto s = json::parse(shown.out).as_object();
+  EXPECT_EQ(s.at("run").at("label").as_string(), "local-e2e");
+  // The same verdict diagnose gave, and the TCP row of the ladder.
+  EXPECT_EQ(s.at("verdict").at("headline"), doc.at("verdict").at("headline"));
+  bool tcp_row = false;
+  for (const auto& row : s.at("ladder").as_array()) {
+    tcp_row |= row.at("key").as_string() == "tcp:server->client:send";
+  }
+  EXPECT_TRUE(tcp_row);
   RunResult hist = chokepoint({"history", "--db", db, "--json"});
   ASSERT_EQ(hist.exit_code, 0) << hist.err;
   auto h = json::parse(hist.out).as_object();

@@ -88,7 +88,7 @@ void disk_stage(StageContext& ctx, const std::string& where) {
                                    write || sync ? size : 0,
                                    plan.disk_block,
                                    /*delete_after=*/!write};
-        SampleRecord s;
+        stored::Sample s;
         s.seq = ++seq;
         s.op = op;
         s.size = size;
@@ -108,12 +108,11 @@ void disk_stage(StageContext& ctx, const std::string& where) {
         s.bytes = r.bytes;
         s.seconds = r.seconds;
         s.cache_possible = r.cache_possible;
-        stored::Details details{msg::DiskDetails{file, r.method, r.direct, r.huge_page,
-                                                 plan.disk_block,
-                                                 r.cache_possible ? r.cache_reason : ""}};
-        s.cpu_json = sample_cpu_json({{where, r.cpu}});
-        flag_stall(plan, s, details, {&agent}, 0, obs);
-        s.details_json = sample_details_json(details);
+        s.details.kind =
+            msg::DiskDetails{file,        r.method,        r.direct,
+                             r.huge_page, plan.disk_block, r.cache_possible ? r.cache_reason : ""};
+        s.cpu = std::vector<stored::EndCpu>{{where, r.cpu}};
+        flag_stall(plan, s, {&agent}, 0, obs);
         obs.on_sample(stage.id(), s);
         obs.on_progress({label, i, plan.disk_count, s.bytes, s.seconds, true});
       }

@@ -45,7 +45,7 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
                  const msg::FilesPhase& ph, const std::vector<EndCpu>& cpu, double started_at,
                  const std::vector<const remote::AgentPort*>& links) {
   const files::PhaseStats& st = ph.stats;
-  SampleRecord s;
+  stored::Sample s;
   s.seq = ++seq;
   s.op = "files-" + std::string(files::phase_name(st.phase));
   s.size = pass.size;
@@ -74,10 +74,9 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
   } else if (!st.error.empty()) {
     s.error = st.error;
   }
-  stored::Details details{d};
-  s.cpu_json = sample_cpu_json(cpu);
-  flag_stall(ctx.plan, s, details, links, 0, ctx.obs);
-  s.details_json = sample_details_json(details);
+  s.details.kind = d;
+  s.cpu = cpu;
+  flag_stall(ctx.plan, s, links, 0, ctx.obs);
   ctx.obs.on_sample(stage.id(), s);
 }
 
@@ -126,7 +125,7 @@ void files_disk_stage(StageContext& ctx, const std::string& where) {
         r = ask<msg::FilesResult>(agent, "files", req, kCallTimeout, progress, &ctx.cancel);
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::kCancelled) throw;
-        SampleRecord s;
+        stored::Sample s;
         s.seq = ++seq;
         s.op = "files-create";
         s.size = plan.files_size;
@@ -219,7 +218,7 @@ void share_pass(SharePasses& sp, StageScope& stage, int& seq, msg::FilesShareReq
                                      &sp.ctx.cancel);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kCancelled) throw;
-      SampleRecord s;
+      stored::Sample s;
       s.seq = ++seq;
       s.op = "files-" + req.phase;
       s.size = req.size;
@@ -238,12 +237,12 @@ void share_pass(SharePasses& sp, StageScope& stage, int& seq, msg::FilesShareReq
     }
     std::vector<EndCpu> cpu;
     if (sp.has_server) {
-      cpu.emplace_back(kServer, msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
+      cpu.push_back({kServer, msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30))});
     }
     info.in_flight_note = r.in_flight_note;
     for (const msg::FilesPhase& ph : r.phases) {
       std::vector<EndCpu> ends = cpu;
-      ends.emplace_back(kClient, ph.cpu);
+      ends.push_back({kClient, ph.cpu});
       store_phase(sp.ctx, stage, seq, info, ph, ends, started_at, {&a.client});
       started_at += ph.stats.seconds;
       sp.ctx.obs.on_progress(

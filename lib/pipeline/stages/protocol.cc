@@ -138,7 +138,7 @@ void prepare_server(ShareRun& run) {
 // server's share for a read (evicted from its page cache on disk shares),
 // the client's RAM dir for a write. Returns its checksum ("" for a read from
 // a share without server files).
-std::string make_source(ShareRun& run, SampleRecord& s, const std::string& file, bool read,
+std::string make_source(ShareRun& run, stored::Sample& s, const std::string& file, bool read,
                         std::string& cache_reason) {
   Agents& a = run.ctx.agents;
   const CancelToken& cancel = run.ctx.cancel;
@@ -163,7 +163,7 @@ std::string make_source(ShareRun& run, SampleRecord& s, const std::string& file,
 
 // The transfer itself, through the client agent. A failure records the
 // sample with its error, removes what it made on both ends and rethrows.
-msg::TransferResult transfer(ShareRun& run, StageScope& stage, SampleRecord& s,
+msg::TransferResult transfer(ShareRun& run, StageScope& stage, stored::Sample& s,
                              const std::string& file, const std::string& label, int i) {
   Agents& a = run.ctx.agents;
   const Plan& plan = run.ctx.plan;
@@ -198,14 +198,13 @@ msg::TransferResult transfer(ShareRun& run, StageScope& stage, SampleRecord& s,
 
 // What arrived, checked against what was sent: the server's copy of a
 // written file (size and checksum), else the client's. Removes the server's
-// file; stores the server's CPU beside the client's in `cpu`.
-void check_arrival(ShareRun& run, SampleRecord& s, const std::string& file,
-                   const msg::TransferResult& r, std::string& expect,
-                   std::vector<std::pair<std::string, msg::CpuSummary>>& cpu) {
+// file; stores the server's CPU beside the client's in s.cpu.
+void check_arrival(ShareRun& run, stored::Sample& s, const std::string& file,
+                   const msg::TransferResult& r, std::string& expect) {
   Agents& a = run.ctx.agents;
   std::string arrived = r.checksum;
   if (run.has_server) {
-    cpu.emplace_back(kServer, msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
+    s.cpu->push_back({kServer, msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30))});
     if (s.op == "write") {
       const auto info =
           ask<msg::FileResult>(a.server, "file_info", msg::FileRequest{run.share.server_dir, file},
@@ -251,7 +250,7 @@ msg::TransferDetails details_of(ShareRun& run, const std::string& file, const st
 
 // One sample: a fresh file made, moved through the share, checked on
 // arrival and removed on both ends.
-void one_sample(ShareRun& run, StageScope& stage, SampleRecord& s, const std::string& label,
+void one_sample(ShareRun& run, StageScope& stage, stored::Sample& s, const std::string& label,
                 int i) {
   Agents& a = run.ctx.agents;
   // Named after the share too: a file a failed stage could not remove never
@@ -264,13 +263,11 @@ void one_sample(ShareRun& run, StageScope& stage, SampleRecord& s, const std::st
   std::string expect = make_source(run, s, file, s.op == "read", cache_reason);
   if (run.has_server) a.server.call("cpu_start", msg::to_json(run.cpu_start), 30);
   const msg::TransferResult r = transfer(run, stage, s, file, label, i);
-  std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
-  check_arrival(run, s, file, r, expect, cpu);
-  stored::Details details{details_of(run, file, expect, r, cache_reason)};
-  s.cpu_json = sample_cpu_json(cpu);
-  const bool stalled = flag_stall(run.ctx.plan, s, details, {&a.client}, 0,
+  s.cpu = std::vector<stored::EndCpu>{{kClient, r.cpu}};
+  check_arrival(run, s, file, r, expect);
+  s.details.kind = details_of(run, file, expect, r, cache_reason);
+  const bool stalled = flag_stall(run.ctx.plan, s, {&a.client}, 0,
                                   run.ctx.obs);  // the transfer was its last call
-  s.details_json = sample_details_json(details);
   run.ctx.obs.on_sample(stage.id(), s);
   run.ctx.obs.on_progress({label, i, run.ctx.plan.proto_count, s.bytes, s.seconds, true});
   if (!s.error.empty() && !stalled) throw Error(ErrorKind::kIo, s.error);
@@ -294,7 +291,7 @@ void run_share(ShareRun& run, StageScope& stage) {
                                           i - 1, plan.proto_count, plan.proto_budget));
           break;
         }
-        SampleRecord s;
+        stored::Sample s;
         s.seq = ++seq;
         s.op = op;
         s.size = size;

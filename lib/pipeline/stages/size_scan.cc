@@ -89,7 +89,7 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
             const bool write = std::string(pattern).find("write") != std::string::npos;
             const std::string file =
                 write ? fmt::format("scan-{}-{}-{}.dat", pattern, request, tag) : source;
-            SampleRecord s;
+            stored::Sample s;
             s.op = std::string("sweep-") + pattern;
             s.size = request;
             s.started_at = wall_seconds();
@@ -113,10 +113,10 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
               obs.on_sample(stage.id(), s);
               throw;
             }
-            std::vector<std::pair<std::string, msg::CpuSummary>> cpu{{kClient, r.cpu}};
+            s.cpu = std::vector<stored::EndCpu>{{kClient, r.cpu}};
             if (has_server) {
-              cpu.emplace_back(kServer,
-                               msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30)));
+              s.cpu->push_back(
+                  {kServer, msg::cpu_summary_from_json(a.server.call("cpu_stop", {}, 30))});
               if (write) {
                 a.server.call("remove_file", msg::to_json(msg::FileRequest{share.server_dir, file}),
                               30);
@@ -125,9 +125,7 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
             s.seq = ++seq;
             s.bytes = r.bytes;
             s.seconds = r.seconds;
-            s.details_json =
-                json::serialize(msg::to_json(msg::SizeScanDetails{share.name, pattern, request}));
-            s.cpu_json = sample_cpu_json(cpu);
+            s.details.kind = msg::SizeScanDetails{share.name, pattern, request};
             obs.on_sample(stage.id(), s);
             obs.on_progress(
                 {fmt::format("{} size scan {} {}", share.driver, pattern, format_size(request)),

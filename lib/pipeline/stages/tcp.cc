@@ -31,7 +31,7 @@ constexpr double kStreamsGain = 1.05;
 
 // One sample's outcome: its record, and each end's CPU over it.
 struct TcpSample {
-  SampleRecord s;
+  stored::Sample s;
   msg::CpuSummary server_cpu, client_cpu;
   bool stalled = false;
   double rate() const { return s.seconds > 0 ? double(s.bytes) / s.seconds : 0; }
@@ -90,7 +90,7 @@ TcpSample TcpDirection::sample(int seq, int of, int streams) {
   const std::string label =
       streams == 1 ? "tcp " + where_ : fmt::format("tcp {}, {} streams", where_, streams);
   TcpSample out;
-  SampleRecord& s = out.s;
+  stored::Sample& s = out.s;
   s.seq = seq;
   s.op = "send";
   s.started_at = wall_seconds();
@@ -157,13 +157,11 @@ TcpSample TcpDirection::sample(int seq, int of, int streams) {
     tcp.streams.push_back(
         {receiver.streams[i].bytes, receiver.streams[i].seconds, sender.streams[i].tcp_info});
   }
-  stored::Details details{std::move(tcp)};
-  s.cpu_json = sample_cpu_json({{kServer, server_r.cpu}, {kClient, client_r.cpu}});
+  s.details.kind = std::move(tcp);
+  s.cpu = std::vector<stored::EndCpu>{{kServer, server_r.cpu}, {kClient, client_r.cpu}};
   out.server_cpu = server_r.cpu;
   out.client_cpu = client_r.cpu;
-  out.stalled =
-      flag_stall(plan, s, details, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, ctx_.obs);
-  s.details_json = sample_details_json(details);
+  out.stalled = flag_stall(plan, s, {&a.server, &a.client}, s.seconds - plan.tcp_seconds, ctx_.obs);
   ctx_.obs.on_sample(stage_.id(), s);
   ctx_.obs.on_progress({label, seq, of, s.bytes, s.seconds, true});
   return out;

@@ -679,14 +679,6 @@ class AfpSession : public Session {
   bool stop_ = false;
 };
 
-class AfpDriver : public Driver {
- public:
-  std::string name() const override { return "afp"; }
-  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
-    return std::make_unique<AfpSession>(share, cancel);
-  }
-};
-
 }  // namespace
 }  // namespace afp
 
@@ -726,7 +718,7 @@ constexpr OptionSpec kAfpOptions[] = {
      .help = "the login method; auto: the strongest offered, never cleartxt (the password "
              "in the clear), which is used only when named here or with ;AUTH="},
 };
-std::unique_ptr<Driver> make() { return std::make_unique<afp::AfpDriver>(); }
+std::unique_ptr<Driver> make() { return std::make_unique<SessionDriver<afp::AfpSession>>("afp"); }
 }  // namespace
 
 const DriverSpec kAfpDriver = {
@@ -735,15 +727,12 @@ const DriverSpec kAfpDriver = {
     .url_prefixes = kAfpPrefixes,
     // One at a time for the small-file pass: DSI can pipeline commands,
     // this client does not yet.
-    .caps = {.read = true,
-             .write = true,
-             .random_access = true,
-             .random_write = false,
+    // Round trips: create FPCreateFile, FPOpenFork, FPWrite, FPCloseFork;
+    // stat FPGetFileDirParms; read FPOpenFork, FPRead, FPCloseFork; delete FPDelete.
+    .caps = {.random_access = true,
              .stat = true,
              .mkdir = true,
              .max_in_flight = 1,
-             // create: FPCreateFile, FPOpenFork, FPWrite, FPCloseFork; stat:
-             // FPGetFileDirParms; read: FPOpenFork, FPRead, FPCloseFork; delete: FPDelete.
              .file_round_trips = {4, 1, 3, 1}},
     .options = kAfpOptions,
     .make = make,

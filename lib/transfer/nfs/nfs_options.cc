@@ -98,9 +98,7 @@ const DriverSpec kNfsDriver = {
     .url_prefixes = kNfsPrefixes,
     // The small-file pass keeps operations in flight with a session (and
     // libnfs context) per thread, up to 16.
-    .caps = {.read = true,
-             .write = true,
-             .random_access = true,
+    .caps = {.random_access = true,
              .random_write = true,
              .stat = true,
              .mkdir = true,

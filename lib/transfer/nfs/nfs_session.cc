@@ -306,17 +306,6 @@ void NfsSession::make_parents(const std::string& rel) {
   }
 }
 
-namespace {
-class NfsDriver : public Driver {
- public:
-  std::string name() const override { return "nfs"; }
-  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
-    return std::make_unique<NfsSession>(share, cancel);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Driver> make_driver() { return std::make_unique<NfsDriver>(); }
+std::unique_ptr<Driver> make_driver() { return std::make_unique<SessionDriver<NfsSession>>("nfs"); }
 
 }  // namespace cp::transfer::nfs

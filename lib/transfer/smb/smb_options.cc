@@ -121,9 +121,7 @@ const DriverSpec kSmbDriver = {
     // The small-file pass's operations in flight: a session each, the extra
     // ones in helper processes (libsmbclient's contexts cannot run in several
     // threads: smb_session.h), as many as `connections` allows.
-    .caps = {.read = true,
-             .write = true,
-             .random_access = true,
+    .caps = {.random_access = true,
              .random_write = true,
              .stat = true,
              .mkdir = true,

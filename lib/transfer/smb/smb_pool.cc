@@ -20,6 +20,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "transfer/forked_session.h"
 #include "transfer/protocols.h"
 #include "transfer/smb/smb_session.h"
 
@@ -91,13 +92,7 @@ void SmbSession::degrade(const Error& e) noexcept {
 void SmbSession::worker_main(int fd, char* slot) {
   // Only its socket stays open: the parent's SMB connection, the agent's
   // channel and the other helpers' sockets are the parent's.
-  if (fd > 3) ::close_range(3, static_cast<unsigned>(fd) - 1, 0);
-  ::close_range(static_cast<unsigned>(fd) + 1, ~0u, 0);
-  const int null_fd = ::open("/dev/null", O_RDWR);
-  for (int std_fd = 0; std_fd < 3; ++std_fd) {
-    if (null_fd >= 0 && null_fd != std_fd) ::dup2(null_fd, std_fd);
-  }
-  if (null_fd > 2) ::close(null_fd);
+  keep_only(fd);
   auto answer = [&](int64_t result, int err) {
     if (result >= 0) alive();
     WorkerReply r;

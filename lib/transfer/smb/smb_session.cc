@@ -553,17 +553,6 @@ void SmbFile::close() {
   s_.alive();
 }
 
-namespace {
-class SmbDriver : public Driver {
- public:
-  std::string name() const override { return "smb"; }
-  std::unique_ptr<Session> connect(const Share& share, const CancelToken& cancel) override {
-    return std::make_unique<SmbSession>(share, cancel);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Driver> make_driver() { return std::make_unique<SmbDriver>(); }
+std::unique_ptr<Driver> make_driver() { return std::make_unique<SessionDriver<SmbSession>>("smb"); }
 
 }  // namespace cp::transfer::smb
