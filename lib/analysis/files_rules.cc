@@ -157,7 +157,10 @@ bool files_layer(const Case& c, Finding& f) {
   frame(fc, f);
   f.layer = fc.row.driver;
   f.cap = fc.row.key;
-  if (fc.disk && fc.disk->rate.median > 0) f.ratio = fc.row.rate.median / fc.disk->rate.median;
+  // From disk, its share of the disk's own rate (over RAM the disk is cited, not beneath).
+  if (fc.row.where == "disk" && fc.disk && fc.disk->rate.median > 0) {
+    f.ratio = fc.row.rate.median / fc.disk->rate.median;
+  }
   if (const double ceiling = round_trip_ceiling(fc); ceiling > 0) {
     f.numbers["ceiling_ops_per_s"] = ceiling;
   }

@@ -104,6 +104,23 @@ std::string rests_on(const Finding& f, const analysis::Analysis& a) {
 
 }  // namespace
 
+namespace {
+
+// A small-file figure (ops/s of files of subject.size): as the bytes a copy of
+// such files moves, MB/s.
+double bytes_per_s(const analysis::Cited& c) {
+  return c.layer == "files" ? c.median * double(c.size) : c.median;
+}
+
+// "236 creates/s (0.97 MB/s)" for a small-file row, else "117 MB/s".
+std::string figure_text(const analysis::Cited& c) {
+  if (c.layer != "files") return format_mbps(c.median);
+  const std::string op = c.op.starts_with("random-") ? c.op.substr(7) : c.op;
+  return fmt::format("{:.0f} {}s/s ({})", c.median, op, format_mbps(bytes_per_s(c)));
+}
+
+}  // namespace
+
 std::string capped_by(const Finding& f) {
   const std::string& l = f.layer;
   if (l == "undecided") {
@@ -114,6 +131,7 @@ std::string capped_by(const Finding& f) {
     return f.cpu.empty() ? what : fmt::format("{} ({})", what, cpu_who(f.cpu));
   }
   if (l == "tcp") return "TCP";
+  if (l == "round trips") return "the round trips";
   // chokepoint's own client holds the figure (turn-taking, its window): a lower bound.
   if (l == "probe") return "chokepoint's client";
   if (l == "server disk" || l == "client disk" || l == "network" || l == "network path" ||
@@ -136,8 +154,9 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
     SummaryLine s;
     s.path = f.path;
     s.capped_by = capped_by(f);
-    s.figure =
-        f.subject.empty() || f.subject.n == 0 ? "-" : fmt::format("{:.1f}", f.subject.median / kMB);
+    s.figure = f.subject.empty() || f.subject.n == 0
+                   ? "-"
+                   : fmt::format("{:.1f}", bytes_per_s(f.subject) / kMB);
     s.share = share_of(f);
     s.confidence = analysis::confidence_name(f.confidence);
     if (f.lower_bound) s.confidence += ", lower bound";
@@ -168,9 +187,7 @@ std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
     if (const std::string how = settle(f); !how.empty()) s += "; " + how;
   } else {
     s += capped_by(f) + " caps it";
-    if (!f.subject.empty() && f.subject.n > 0) {
-      s += fmt::format(" at {}", format_mbps(f.subject.median));
-    }
+    if (!f.subject.empty() && f.subject.n > 0) s += " at " + figure_text(f.subject);
     if (const std::string sh = share_of(f); !sh.empty()) s += " = " + sh;
   }
   if (const std::string r = rests_on(f, a); !r.empty()) s += "; " + r;
@@ -204,9 +221,7 @@ std::string headline_brief(const analysis::Analysis& a) {
                        how.empty() ? "" : "; " + how);
   }
   return fmt::format("{}: {} caps it{}.", f.path, capped_by(f),
-                     f.subject.empty() || f.subject.n == 0
-                         ? ""
-                         : fmt::format(" at {}", format_mbps(f.subject.median)));
+                     f.subject.empty() || f.subject.n == 0 ? "" : " at " + figure_text(f.subject));
 }
 
 std::string summary_text(const analysis::Analysis& a, bool bold) {

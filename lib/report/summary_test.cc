@@ -167,5 +167,30 @@ TEST(Summary, JsonCarriesTheBriefOfEachFindingAndTheShortHeadline) {
   }
 }
 
+// A small-file finding's figure is ops/s of small files: its summary line
+// gives the MB/s a copy of them moves (ops/s x file size), its brief the rate
+// of operations first.
+TEST(Summary, ASmallFileFindingsFigureIsTheBytesItsOperationsMove) {
+  analysis::Analysis a;
+  analysis::Finding f;
+  f.rule = "files.round_trips";
+  f.path = "smb disk files create";
+  f.layer = "round trips";
+  f.subject.key = "files:smb:disk:create:4096";
+  f.subject.layer = "files";
+  f.subject.op = "create";
+  f.subject.size = 4096;
+  f.subject.n = 1;
+  f.subject.median = 250;  // creates/s
+  a.findings.push_back(f);
+  a.headline_finding = 0;
+  const std::vector<SummaryLine> lines = summary_lines(a);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_DOUBLE_EQ(std::stod(lines[0].figure), 1.0);  // 250 x 4096 B = 1.02 MB/s
+  EXPECT_EQ(lines[0].capped_by, "the round trips");
+  const std::string brief = headline_brief(a);
+  EXPECT_NE(brief.find("250 creates/s"), std::string::npos) << brief;
+}
+
 }  // namespace
 }  // namespace cp::report
