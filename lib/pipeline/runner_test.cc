@@ -183,6 +183,58 @@ TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
   }
 }
 
+// The small-file passes over a share (the path driver on a local directory,
+// the server agent beside it): a stage after the protocol stage, a sample per
+// phase with both ends' CPU, the share's protocol in the details, the disk
+// share's reads after the server dropped the files, and nothing left.
+TEST_F(RunnerTest, FilesOverAShareStoreEachPhaseWithBothEndsCpuAndLeaveNothing) {
+  plan_.disk_enabled = false;
+  plan_.tcp_enabled = false;
+  plan_.files_enabled = true;
+  plan_.files_count = 60;
+  plan_.files_size = 700;
+  plan_.files_dirs = 3;
+  plan_.files_order = "sequential";
+  plan_.proto_sizes = {1u << 20};
+  plan_.proto_count = 1;
+  const fs::path share_dir = dir_ / "share";
+  fs::create_directories(share_dir);
+  SharePlan share;
+  share.name = "local-disk";
+  share.url = share_dir.string();
+  share.driver = "path";
+  share.server_dir = share_dir.string();
+  share.medium = "disk";
+  plan_.shares = {share};
+  Recorded rec;
+  CancelToken cancel;
+  run_stages(plan_, agents(), rec, cancel);
+  // files server, files client, path disk, then files over the share.
+  ASSERT_EQ(rec.stages.size(), 4u);
+  const StageRecord& st = rec.stages[3];
+  EXPECT_EQ(st.layer, "files");
+  EXPECT_EQ(st.where, "disk");
+  EXPECT_EQ(st.status, kComplete) << st.error;
+  ASSERT_EQ(rec.samples[4].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const stored::Sample& s = rec.samples[4][i];
+    SCOPED_TRACE(s.op);
+    EXPECT_EQ(s.op, "files-" + std::string(files::phase_name(files::kPhases[i])));
+    EXPECT_TRUE(s.error.empty()) << s.error;
+    EXPECT_EQ(s.bytes, i == 0 || i == 2 ? 60u * 700 : 0u);
+    ASSERT_TRUE(s.details.as<msg::FilesDetails>());
+    const msg::FilesDetails& d = *s.details.as<msg::FilesDetails>();
+    EXPECT_EQ(d.ops, 60u);
+    EXPECT_EQ(d.driver, "path");
+    EXPECT_EQ(d.share, "local-disk");
+    EXPECT_TRUE(s.cpu_of("server"));
+    EXPECT_TRUE(s.cpu_of("client"));
+  }
+  for (const auto& e : fs::recursive_directory_iterator(share_dir)) {
+    EXPECT_EQ(e.path().filename().string().rfind("files-", 0), std::string::npos) << e.path();
+  }
+}
+
 TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
   Recorded rec;
   CancelToken cancel;
