@@ -6,6 +6,9 @@
 //   transfer_bench --driver smb --url smb://198.18.0.1/ram --user cplab
 //                  --password-file /var/lib/chokepoint-lab/share_password
 //                  get run-1/a.dat /dev/shm/a.dat      (or: put LOCAL REMOTE, rm REMOTE)
+//   transfer_bench ... files ROOT COUNT SIZE  (the small-file pass, as the
+//                  client agent's files_share runs it: one directory, one
+//                  operation in flight; prints each phase's ops/s)
 //
 // Prints one line: op, bytes, seconds (open to close, and whole run), MB/s,
 // XXH3 of the bytes moved, the peak RSS (KiB), the CPU this process spent
@@ -32,6 +35,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "transfer/driver.h"
+#include "transfer/files_pass.h"
 
 namespace {
 
@@ -41,7 +45,7 @@ using namespace cp;
   std::cerr << "transfer_bench: " << why
             << "\nusage: transfer_bench --driver NAME --url URL [--user U] [--password-env VAR | "
                "--password-file FILE] [--option k=v]... [--block SIZE] [--size-hint BYTES] get "
-               "REMOTE LOCAL | put LOCAL REMOTE | rm REMOTE\n";
+               "REMOTE LOCAL | put LOCAL REMOTE | rm REMOTE | files ROOT COUNT SIZE\n";
   std::exit(2);
 }
 
@@ -64,6 +68,31 @@ long peak_rss_kib(int who = RUSAGE_SELF) {
   rusage ru{};
   getrusage(who, &ru);
   return ru.ru_maxrss;
+}
+
+// The small-file pass over the share (transfer/files_pass.h), one directory
+// and one operation in flight, as a copy tool keeps: a line with each
+// phase's operations and seconds.
+int files_pass(transfer::Session& session, const std::string& driver,
+               const std::vector<std::string>& words, const CancelToken& cancel) {
+  transfer::FilesPassOptions o;
+  o.root = words[1];
+  o.tree = {
+      .count = parse_size(words[2], "COUNT"), .size = parse_size(words[3], "SIZE"), .dirs = 1};
+  o.budget_s = 0;
+  const transfer::FilesPassResult r =
+      transfer::run_files_pass(session, nullptr, transfer::driver_spec(driver), o, cancel);
+  std::cout << "op=files";
+  for (const files::PhaseStats& p : r.phases) {
+    const std::string name(files::phase_name(p.phase));
+    std::cout << fmt::format(" {}_ops={} {}_seconds={:.6f} {}_per_s={:.1f}", name, p.ops, name,
+                             p.seconds, name, p.seconds > 0 ? p.ops / p.seconds : 0.0);
+    if (!p.error.empty() || !p.skipped.empty()) {
+      std::cerr << "transfer_bench: " << name << ": " << p.error << p.skipped << "\n";
+    }
+  }
+  std::cout << "\n";
+  return r.leftover.empty() ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -111,8 +140,9 @@ int run(int argc, char** argv) {
   }
   if (driver_name.empty() || share.url.empty() || words.empty()) usage("missing arguments");
   const std::string op = words[0];
-  if (!((op == "get" || op == "put") && words.size() == 3) && !(op == "rm" && words.size() == 2)) {
-    usage("say get REMOTE LOCAL, put LOCAL REMOTE or rm REMOTE");
+  if (!((op == "get" || op == "put") && words.size() == 3) && !(op == "rm" && words.size() == 2) &&
+      !(op == "files" && words.size() == 4)) {
+    usage("say get REMOTE LOCAL, put LOCAL REMOTE, rm REMOTE or files ROOT COUNT SIZE");
   }
   CancelToken cancel;
   auto driver = transfer::make_driver(driver_name);
@@ -123,6 +153,7 @@ int run(int argc, char** argv) {
     session->remove(words[1]);
     return 0;
   }
+  if (op == "files") return files_pass(*session, driver_name, words, cancel);
   std::vector<char> buf(block);
   Checksum sum;
   uint64_t bytes = 0;
