@@ -141,6 +141,43 @@ TEST(ClientRole, FilesShareOverATreeTheServerLaidOut) {
   fs::remove_all(dir);
 }
 
+// The pipeline's requests, a phase each: every answer holds its own phase
+// with the client's CPU over it, the tree stays between them, delete removes
+// it; an unknown phase or more existing files than the count is refused.
+TEST(ClientRole, FilesShareOnePhasePerRequestAnswersThatPhaseAndKeepsTheTree) {
+  const fs::path dir = fs::temp_directory_path() / ("files-phase-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  CancelToken cancel;
+  auto role = make_client_role();
+  msg::FilesShareRequest q;
+  q.share = {"p", dir.string(), "path", "", "", {}};
+  q.root = "tree";
+  q.count = 25;
+  q.size = 300;
+  q.dirs = 5;
+  q.order = "random";
+  q.seed = 11;
+  for (const char* phase : {"create", "stat", "read", "delete"}) {
+    SCOPED_TRACE(phase);
+    q.phase = phase;
+    const msg::FilesShareResult r = role->files_share(q, {cancel, {}, {}});
+    ASSERT_EQ(r.phases.size(), 1u);
+    EXPECT_EQ(files::phase_name(r.phases[0].stats.phase), phase);
+    EXPECT_EQ(r.phases[0].stats.ops, 25u);
+    EXPECT_GT(r.phases[0].cpu.seconds, 0);
+    if (q.phase == "create") q.existing = r.created;
+    EXPECT_EQ(r.kept, q.phase != "delete");
+    EXPECT_EQ(fs::exists(dir / "tree"), q.phase != "delete");
+  }
+  q.phase = "rename";
+  EXPECT_THROW(role->files_share(q, {cancel, {}, {}}), Error);
+  q.phase = "stat";
+  q.existing = 26;
+  EXPECT_THROW(role->files_share(q, {cancel, {}, {}}), Error);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), {}), 0);
+  fs::remove_all(dir);
+}
+
 // Whether a sweep cell can run is the driver table's word: a random read
 // through FTP (no random_access) is unsupported before any connection is
 // tried (port 1 on loopback is closed: a connection would fail otherwise).

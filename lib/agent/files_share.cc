@@ -46,6 +46,18 @@ msg::FilesShareResult run_files_share(const msg::FilesShareRequest& req, transfe
     throw Error(ErrorKind::kPeer, "message 'files_share': field 'budget' is negative");
   }
   transfer::check_relative_path(req.root);
+  std::optional<files::Phase> only;
+  if (!req.phase.empty()) {
+    only = files::parse_phase(req.phase);
+    if (!only) {
+      throw Error(ErrorKind::kPeer,
+                  fmt::format("message 'files_share': field 'phase' is '{}', not create, stat, "
+                              "read or delete",
+                              req.phase),
+                  "the orchestrator and agent builds differ: redeploy the agent");
+    }
+  }
+  check_range("existing", req.existing, 0, req.count);
 
   transfer::FilesPassOptions o;
   o.tree = {.count = req.count, .size = req.size, .dirs = req.dirs};
@@ -55,6 +67,8 @@ msg::FilesShareResult run_files_share(const msg::FilesShareRequest& req, transfe
   o.budget_s = req.budget;
   o.in_flight = static_cast<unsigned>(req.in_flight);
   o.laid_out = req.laid_out;
+  o.only = only;
+  o.existing = req.existing;
   // The client's CPU per phase: a window from one phase's start to the next's.
   std::optional<probe::CpuSampler> cpu;
   std::vector<msg::CpuSummary> cpus;
@@ -67,13 +81,16 @@ msg::FilesShareResult run_files_share(const msg::FilesShareRequest& req, transfe
       transfer::run_files_pass(session, more, transfer::driver_spec(req.share.driver), o, cancel);
   if (cpu) cpus.push_back(cpu->stop());
 
+  // The phases that ran, each with the client's CPU over it.
   msg::FilesShareResult out;
+  size_t window = 0;
   for (size_t i = 0; i < r.phases.size(); ++i) {
-    const files::PhaseStats& p = r.phases[i];
-    msg::FilesPhase f{p, {}};
-    if (i < cpus.size()) f.cpu = cpus[i];
+    if (only && files::kPhases[i] != *only) continue;
+    msg::FilesPhase f{r.phases[i], {}};
+    if (window < cpus.size()) f.cpu = cpus[window++];
     out.phases.push_back(std::move(f));
   }
+  out.kept = r.kept;
   out.in_flight = r.in_flight;
   out.in_flight_note = r.in_flight_note;
   out.created = r.created;

@@ -45,6 +45,56 @@ void add_files(RunRecord& run, const std::string& where, const std::string& orde
   run.stages.push_back(st);
 }
 
+// One stored small-file stage over a share (as files_share_stage stores it):
+// layer "files", where its medium, each sample's details naming the share's
+// driver; one sample per phase of `ops` over `seconds`.
+void add_share_files(RunRecord& run, const std::string& driver, const std::string& medium,
+                     const std::vector<Phase>& phases, const std::string& cpu = "",
+                     bool cache_possible = false) {
+  StageRecord st;
+  st.layer = "files";
+  st.where = medium;
+  st.status = "complete";
+  for (const Phase& p : phases) {
+    SampleRecord s;
+    s.op = p.op;
+    s.size = 4096;
+    s.bytes = p.op == "files-create" || p.op == "files-read" ? p.ops * 4096 : 0;
+    s.seconds = p.seconds;
+    s.cache_possible = cache_possible && p.op == "files-read";
+    s.id = int64_t(run.stages.size() * 100 + st.samples.size() + 1);
+    s.details_json =
+        fmt::format(R"({{"count":1000,"ops":{},"dirs":10,"order":"sequential","in_flight_mean":1,)"
+                    R"("latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4",)"
+                    R"("share":"{}-{}","driver":"{}"{}}})",
+                    p.ops, p.median_us, p.p99_us, p.max_us, driver, medium, driver,
+                    s.cache_possible ? R"(,"cache_reason":"zfs: the ARC keeps them")" : "");
+    s.cpu_json = cpu;
+    st.samples.push_back(s);
+  }
+  run.stages.push_back(st);
+}
+
+// A TCP stage whose samples saw an idle RTT of `rtt_us`.
+void add_tcp(RunRecord& run, double rtt_us) {
+  StageRecord st;
+  st.layer = "tcp";
+  st.where = "server->client";
+  st.status = "complete";
+  for (int i = 0; i < 3; ++i) {
+    SampleRecord s;
+    s.op = "send";
+    s.bytes = 1'000'000'000;
+    s.seconds = 10;
+    s.id = 900 + i;
+    s.details_json = fmt::format(
+        R"({{"tcp_info":{{"available":true,"busy_s":10,"rtt_us":{},"rtt_idle_us":{}}}}})",
+        rtt_us * 2, rtt_us);
+    st.samples.push_back(s);
+  }
+  run.stages.push_back(st);
+}
+
 const Finding* finding(const Analysis& a, const std::string& rule) {
   for (const auto& f : a.findings)
     if (f.rule == rule) return &f;
@@ -111,6 +161,112 @@ TEST(FilesRows, APhaseWithTheAgentThreadAtACoreIsADiskCpuNoteNotACpuBoundOne) {
   EXPECT_TRUE(f->lower_bound);  // chokepoint's own agent at a core
   EXPECT_EQ(finding(a, "cpu.bound"), nullptr);
   EXPECT_FALSE(a.has_verdict());  // a note, not a path's verdict
+}
+
+// A share's small files are rows of their own, keyed by protocol and
+// medium, apart from the end's disk rows and from the protocol's big files.
+TEST(FilesShares, EachShareAndPhaseIsARowKeyedByProtocolAndMedium) {
+  RunRecord run;
+  add_share_files(
+      run, "smb", "disk",
+      {{"files-create", 1000, 2, 900, 3000, 9000}, {"files-read", 1000, 4, 1800, 5000, 9000}});
+  add_files(run, "server", "sequential", {{"files-create", 1000, 0.5, 400, 900, 2000}});
+  const Analysis a = analyze(stored::decode(run));
+  const Row* create = find_row(a, "files:smb:disk:create:4096");
+  ASSERT_NE(create, nullptr);
+  EXPECT_EQ(create->driver, "smb");
+  EXPECT_EQ(create->where, "disk");
+  EXPECT_EQ(create->unit, RowUnit::kOps);
+  EXPECT_DOUBLE_EQ(create->rate.median, 500);
+  EXPECT_DOUBLE_EQ(create->in_flight_mean, 1);
+  EXPECT_FALSE(is_protocol_row(*create));
+  ASSERT_NE(find_row(a, "files:server:create:4096"), nullptr);
+}
+
+// seed 000's complaint over a WAN: each create costs SMB's 3 round trips of
+// 10 ms, so about 33 creates/s at most one at a time; at 30/s the round trips
+// cap it, whatever the disk does.
+TEST(FilesShares, CreatesNearWhatTheRoundTripsAllowAreCappedByTheRoundTrips) {
+  RunRecord run;
+  add_tcp(run, 10'000);
+  add_share_files(run, "smb", "disk", {{"files-create", 300, 10, 33'000, 40'000, 60'000}});
+  add_files(run, "server", "sequential", {{"files-create", 1000, 0.5, 400, 900, 2000}});
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.round_trips");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->path, "smb disk files create");
+  EXPECT_EQ(f->layer, "round trips");
+  EXPECT_DOUBLE_EQ(f->numbers.at("round_trips"), 3);
+  EXPECT_NEAR(f->numbers.at("ceiling_ops_per_s"), 1 / 0.03, 1e-6);
+  EXPECT_NEAR(f->ratio, 30 / (1 / 0.03), 1e-9);
+  EXPECT_TRUE(a.has_verdict());
+}
+
+// A short path (50 us): the round trips allow thousands/s; a disk share
+// within 10 % of the server disk's own create rate is capped by the disk.
+TEST(FilesShares, ADiskShareAtTheServerDisksOwnRateIsCappedByTheDisk) {
+  RunRecord run;
+  add_tcp(run, 50);
+  add_share_files(run, "nfs", "disk", {{"files-create", 1900, 1, 500, 900, 2000}});
+  add_files(run, "server", "sequential", {{"files-create", 2000, 1, 400, 900, 2000}});
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.disk");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "server disk");
+  EXPECT_EQ(f->cap, "files:server:create:4096");
+  EXPECT_NEAR(f->ratio, 0.95, 1e-9);
+}
+
+// Below both ceilings and no CPU at a core: the protocol's own cost per
+// operation; the finding names the protocol and cites the disk's rate.
+TEST(FilesShares, BelowTheDiskAndTheRoundTripsTheProtocolLayerCapsIt) {
+  RunRecord run;
+  add_tcp(run, 50);
+  add_share_files(run, "smb", "ram", {{"files-create", 500, 1, 1900, 3000, 5000}});
+  add_share_files(run, "smb", "disk", {{"files-read", 400, 1, 2400, 3000, 5000}});
+  add_files(run, "server", "sequential",
+            {{"files-create", 2000, 1, 400, 900, 2000}, {"files-read", 3000, 1, 300, 900, 2000}});
+  const Analysis a = analyze(stored::decode(run));
+  int layers = 0;
+  for (const auto& f : a.findings) {
+    if (f.rule != "files.layer") continue;
+    ++layers;
+    EXPECT_EQ(f.layer, "smb") << f.path;
+    EXPECT_GT(f.numbers.at("disk_ops_per_s"), 0) << f.path;
+    EXPECT_NEAR(f.numbers.at("latency_rtts"), f.numbers.at("latency_median_us") / 50, 1e-9);
+  }
+  EXPECT_EQ(layers, 2);  // the RAM share's create and the disk share's read
+}
+
+// A file server thread at a core during the phase: the CPU caps it, before
+// any other rule.
+TEST(FilesShares, ThePhasesCpuAtACoreIsTheCpu) {
+  RunRecord run;
+  add_tcp(run, 10'000);
+  const std::string cpu =
+      R"({"server":{"seconds":2,"core_busy_pct":[99,3],"core_busy_max_pct":[100,5],)"
+      R"("total_busy_pct":51,"server_pct":99,"top":[{"pid":9,"comm":"smbd",)"
+      R"("cpu_pct":99,"top_thread_pct":99,"role":"server"}]}})";
+  add_share_files(run, "smb", "ram", {{"files-create", 300, 10, 33'000, 40'000, 60'000}}, cpu);
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.cpu");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "cpu");
+  EXPECT_EQ(f->cpu.process, "smbd");
+  EXPECT_EQ(finding(a, "files.round_trips"), nullptr);
+  EXPECT_EQ(finding(a, "cpu.bound"), nullptr);  // judged once
+}
+
+// Reads a cache may have served (the server could not drop them): cannot tell.
+TEST(FilesShares, ReadsACacheMayHaveServedAreUndecided) {
+  RunRecord run;
+  add_tcp(run, 50);
+  add_share_files(run, "nfs", "disk", {{"files-read", 5000, 1, 150, 400, 900}}, "", true);
+  const Analysis a = analyze(stored::decode(run));
+  const Finding* f = finding(a, "files.untrusted");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->layer, "undecided");
+  EXPECT_EQ(f->candidates, (std::vector<std::string>{"cache", "nfs"}));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // The headline and confidence policies, and the verdict in brief.
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -80,6 +81,23 @@ void pick_headline(Analysis& a) {
   pick([](const std::string& path) {
     return path == "server -> client" || path == "client -> server";
   });
+  // Copying a folder of small files to a share (its create phase) moving
+  // more than kSmallFilesSlower times fewer bytes/s than the big files'
+  // figure is the slowest thing a user meets there: the headline names the
+  // slowest such share, and the big-file verdict follows it in the report.
+  if (a.headline_finding < 0) return;
+  const double big = a.findings[static_cast<size_t>(a.headline_finding)].subject.median;
+  double slowest = 0;
+  for (size_t i = 0; i < a.findings.size(); ++i) {
+    const Finding& f = a.findings[i];
+    if (!ends_with(f.path, "files create") || f.subject.empty()) continue;
+    const double bytes_per_s = f.subject.median * double(f.subject.size);  // ops/s x file size
+    if (bytes_per_s * kSmallFilesSlower >= big) continue;
+    if (slowest == 0 || bytes_per_s < slowest) {
+      slowest = std::max(bytes_per_s, 1e-9);
+      a.headline_finding = static_cast<int>(i);
+    }
+  }
 }
 
 Headline headline_of(const Analysis& a) {

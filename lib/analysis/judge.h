@@ -102,6 +102,10 @@ std::vector<Finding> judge_trust(Analysis& a);
 // files.disk_cpu (a phase CPU-bound: the keys go into `cpu_judged`) and
 // files.disk_latency (a phase whose worst operation stalled).
 std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& cpu_judged);
+// The small-file rows over each share, create and read (what copying a
+// folder to and from it does), through the files chain; the keys go into
+// `judged` (their CPU is weighed there).
+std::vector<Finding> judge_files_shares(const Analysis& a, std::set<std::string>& judged);
 // Verdicts resting on a figure a cache may have served list it (untrusted).
 void mark_untrusted(Analysis& a);
 
@@ -113,17 +117,28 @@ enum Chain : unsigned {
   kProtocolRamChain = 4,   // a protocol over the server's RAM, held against TCP
   kProtocolDiskChain = 8,  // a protocol over its disk, against RAM and the disk
   kRunRule = 16,           // a run-wide rule, made by a step of analyze()
+  kFilesChain = 32,        // small files over a share, against its disk and round trips
 };
 
 struct TcpCase;
 struct PathCase;
 struct ProtocolCase;
+// A small-file row over a share (files_rules.cc): the same phase on the
+// server's disk and what the round trips allow.
+struct FilesCase {
+  const Row& row;
+  const Row* disk = nullptr;  // the server disk's row of the phase, order and size
+  double rtt_us = 0;          // the path's idle RTT (the TCP stage's); 0 unknown
+  unsigned round_trips = 0;   // per operation, the driver's table; 0 unknown
+  double in_flight = 1;       // operations the pass kept in flight (mean)
+};
 // What a chain's rules judge: the case of exactly one chain.
 struct Case {
   const Analysis& a;
   const TcpCase* tcp = nullptr;
   const PathCase* path = nullptr;
   const ProtocolCase* protocol = nullptr;
+  const FilesCase* files = nullptr;
 };
 // Applies when it fills `f` (layer, cap, evidence) and returns true.
 using ChainRule = bool (*)(const Case& c, Finding& f);
@@ -178,6 +193,12 @@ bool protocol_load(const Case&, Finding&);
 bool protocol_short_cpu(const Case&, Finding&);
 bool protocol_layer(const Case&, Finding&);
 bool protocol_plus_disk(const Case&, Finding&);
+
+bool files_untrusted(const Case&, Finding&);
+bool files_cpu(const Case&, Finding&);
+bool files_round_trips(const Case&, Finding&);
+bool files_disk(const Case&, Finding&);
+bool files_layer(const Case&, Finding&);
 }  // namespace rules
 
 // Why TCP is where it is: a finding of the TCP chain (path "tcp").

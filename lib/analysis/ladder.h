@@ -53,6 +53,12 @@ constexpr double kPerPacketShare = 0.5;
 // stalled: a device pausing, a journal commit.
 constexpr double kLatencyTail = 50;
 constexpr double kLatencyStallUs = 50'000;
+// A small-file phase over a share at >= 80 % of in flight / (round trips per
+// operation x RTT) waits on the round trips (files.round_trips).
+constexpr double kRoundTripBound = 0.80;
+// Small files copied to a share moving this many times fewer bytes/s than
+// the big files' verdict figure take the headline.
+constexpr double kSmallFilesSlower = 10;
 // A protocol at >= 80 % of what the client's own bytes in flight allow over
 // the round trip (bytes in flight / RTT) is limited by the client.
 constexpr double kProbeLimited = 0.80;
@@ -151,8 +157,14 @@ const char* unit_name(RowUnit u);
 struct Row {
   std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
   std::string label;  // "TCP server -> client"
-  std::string layer;  // "link" | "tcp" | "disk"
+  std::string layer;  // "link" | "tcp" | "disk" | "files" | a protocol ("smb")
   std::string where;
+  // A small-file row over a share: its protocol ("smb"; `where` its medium);
+  // "" for every other row (an end's own disk's small files: `where` the end).
+  std::string driver;
+  // A small-file row: the operations in flight its samples kept (the mean of
+  // their means; 0 unknown).
+  double in_flight_mean = 0;
   std::string op;
   uint64_t size = 0;               // disk file size
   RowUnit unit = RowUnit::kBytes;  // of rate, samples and min/max

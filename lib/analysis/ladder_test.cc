@@ -2313,5 +2313,40 @@ TEST(Ladder, FromDiskBelowRamWithTheServerDiskStageOnTmpfsIsUndecided) {
   EXPECT_EQ(f->cap, "");
 }
 
+// 4 KiB files copied to a share at 200/s move 0.8 MB/s: more than 10x below
+// the big files' verdict figure, the headline names the small files; at
+// 4000/s (16 MB/s) the big-file verdict keeps it.
+TEST(Ladder, SmallFilesFarSlowerThanBigOnesTakeTheHeadline) {
+  for (const double creates : {200.0, 4000.0}) {
+    SCOPED_TRACE(creates);
+    RunRecord run = RunBuilder()
+                        .host("server", 1500, 1000)
+                        .host("client", 1500, 1000)
+                        .disk("server", "read", 100'000'000, {110, 111, 112})
+                        .disk("client", "write", 100'000'000, {300, 301, 302})
+                        .tcp("server->client", {117, 117, 117})
+                        .build();
+    StageRecord st;
+    st.layer = "files";
+    st.where = "disk";
+    SampleRecord s;
+    s.id = 999;
+    s.op = "files-create";
+    s.size = 4096;
+    s.bytes = uint64_t(creates) * 4096;
+    s.seconds = 1;
+    s.details_json = fmt::format(
+        R"({{"count":1000,"ops":{},"order":"sequential","driver":"smb","share":"smb-disk",)"
+        R"("latency_us":{{"median":{},"p99":1,"max":1}}}})",
+        creates, 1e6 / creates);
+    st.samples.push_back(s);
+    run.stages.push_back(st);
+    const Analysis a = analyze(stored::decode(run));
+    ASSERT_GE(a.headline_finding, 0);
+    EXPECT_EQ(a.findings[size_t(a.headline_finding)].path,
+              creates < 1000 ? "smb disk files create" : "server -> client");
+  }
+}
+
 }  // namespace
 }  // namespace cp::analysis

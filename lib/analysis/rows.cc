@@ -128,6 +128,7 @@ struct Accum {
   bool info = false;
   std::vector<double> rtts, idle_rtts;  // µs
   std::vector<double> latency_medians;  // small-file samples' median latency, µs
+  std::vector<double> in_flight_means;  // and the operations they kept in flight
   std::map<std::string, CpuAcc> cpu;    // per end
 };
 
@@ -145,6 +146,7 @@ bool is_protocol_row(const Row& r) { return is_protocol(r.layer) && !is_size_sca
 
 std::string layer_name(const Row& r) {
   if (r.layer == "disk") return r.where + " disk";
+  if (r.layer == "files" && !r.driver.empty()) return r.driver + " small files";
   if (r.layer == "files") return r.where + " disk's small files";
   return r.layer;
 }
@@ -327,17 +329,27 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
     // Small files on an end's disk (op "files-create" ..), in ops/s: a row per
     // phase, order and file size ("files:server:create:4096", the random
     // pass's "files:server:random-create:4096").
+    // Over a share: "files:smb:disk:create:4096", the protocol and medium.
     const auto* fd = s.details.as<msg::FilesDetails>();
     const std::string phase = s.op.rfind("files-", 0) == 0 ? s.op.substr(6) : s.op;
     const bool random = fd && fd->order == "random";
     const std::string op = random ? "random-" + phase : phase;
-    key = fmt::format("files:{}:{}:{}", st.where, op, s.size);
+    const std::string driver = fd ? fd->driver : "";
     proto.layer = "files";
+    proto.driver = driver;
     proto.op = op;
     proto.size = s.size;
     proto.unit = RowUnit::kOps;
-    proto.label = fmt::format("{} disk {}{}, {} (ops/s)", st.where, random ? "random " : "", phase,
-                              format_size(s.size));
+    if (driver.empty()) {
+      key = fmt::format("files:{}:{}:{}", st.where, op, s.size);
+      proto.label = fmt::format("{} disk {}{}, {} (ops/s)", st.where, random ? "random " : "",
+                                phase, format_size(s.size));
+    } else {
+      key = fmt::format("files:{}:{}:{}:{}", driver, st.where, op, s.size);
+      proto.label = fmt::format("{} {} {}{}, {} files (ops/s)", protocol_name(driver),
+                                st.where == "ram" ? "from RAM" : "from disk",
+                                random ? "random " : "", phase, format_size(s.size));
+    }
   } else if (st.kind == stored::StageKind::kTcp) {
     // Several streams at once: a row per count, the figure their total.
     const auto* td = s.details.as<msg::TcpDetails>();
@@ -406,6 +418,7 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
         }
       }
       if (const auto* d = s.details.as<msg::FilesDetails>()) {
+        ac.in_flight_means.push_back(d->in_flight_mean);
         ac.latency_medians.push_back(d->latency_us.median_us);
         ac.row.latency_p99_us = std::max(ac.row.latency_p99_us, d->latency_us.p99_us);
         ac.row.latency_max_us = std::max(ac.row.latency_max_us, d->latency_us.max_us);
@@ -451,6 +464,9 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
     Accum& ac = acc[key];
     ac.row.rate = summarize(ac.row.samples);
     if (!ac.rtts.empty()) ac.row.rtt_us = summarize(ac.rtts).median;
+    if (!ac.in_flight_means.empty()) {
+      ac.row.in_flight_mean = summarize(ac.in_flight_means).median;
+    }
     if (!ac.latency_medians.empty()) {
       ac.row.latency_median_us = summarize(ac.latency_medians).median;
     }

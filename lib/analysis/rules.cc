@@ -68,6 +68,14 @@ constexpr Rule kRules[] = {
   {"files.disk_cpu", kRunRule, "a small-file phase on an end's disk with a thread at a core or a process at its quota: the CPU, not the disk, sets its operations/s (chokepoint's agent: a lower bound)"},
   {"files.disk_latency", kRunRule, "a small-file phase on an end's disk whose worst operation took >= 50x its median and >= 50 ms: the device or the journal stalled"},
 
+  // Small files over each share, create and read, against the same phase on
+  // the server's disk and what the round trips allow (files_rules.cc).
+  {"files.untrusted", kFilesChain, "a read the server could not drop from its cache (or a cache of the filesystem's own may serve): cannot tell", rules::files_untrusted},
+  {"files.cpu", kFilesChain, "a thread at a core, a process at its quota or every core busy on either end during the phase: the CPU caps it (chokepoint's agent: a lower bound)", rules::files_cpu},
+  {"files.round_trips", kFilesChain, "at >= 80 % of in flight / (round trips per operation x the idle RTT): the round trips cap it", rules::files_round_trips},
+  {"files.disk", kFilesChain, "from a disk share at >= 90 % of the same phase on the server's disk: the disk's own metadata rate caps it", rules::files_disk},
+  {"files.layer", kFilesChain, "below both ceilings with nothing else to explain it: the protocol's per-operation cost (its server, its client) caps it", rules::files_layer},
+
   // Run-wide, after the verdicts (this file).
   {"cpu.bound", kRunRule, "a CPU-bound row no verdict judged: who burns the CPU"},
   {"load.competing", kRunRule, "rows measured while other processes kept every core busy: their figures may be low"},
@@ -139,6 +147,7 @@ void step_protocols(Judging& j) {
 // The small-file rows of each end's disk: their CPU and latency notes.
 void step_files(Judging& j) {
   for (Finding& f : judge_files_disk(j.a, j.judged.cpu)) j.add(Section::kFiles, std::move(f));
+  for (Finding& f : judge_files_shares(j.a, j.judged.cpu)) j.add(Section::kFiles, std::move(f));
 }
 
 // A CPU-bound row that no verdict judged yet (a TCP or protocol verdict that
@@ -250,6 +259,7 @@ std::vector<RuleInfo> verdict_rules() {
                              : r.chains == kPathChain        ? "path"
                              : r.chains == kProtocolChains   ? "protocol"
                              : r.chains == kProtocolRamChain ? "protocol over RAM"
+                             : r.chains == kFilesChain       ? "small files over a share"
                                                              : "protocol from disk";
     out.push_back({r.id, chain, r.summary});
   }

@@ -34,19 +34,22 @@ class ProgressPrinter {
   void update(const pipeline::Progress& p, const pipeline::RunEta& eta) {
     if (quiet_) return;
     std::lock_guard<std::mutex> lock(mu_);
-    const double rate = p.seconds > 0 ? double(p.bytes) / p.seconds : 0;
+    const double per_s =
+        p.seconds > 0 ? double(p.ops >= 0 ? uint64_t(p.ops) : p.bytes) / p.seconds : 0;
+    const std::string rate_text =
+        p.ops >= 0 ? fmt::format("{:.0f} ops/s", per_s) : format_mbps(per_s);
     const std::string left = pipeline::format_eta(eta.remaining_s(p));
     // (The sample's label names the stage: "smb ram read 100 MB".)
     const std::string where = fmt::format("stage {}/{}", eta.stage_no(), eta.stage_count());
     if (tty_) {
       std::fprintf(stderr, "\r\033[K%s  %s %d/%d  %s  %s", where.c_str(),
-                   sanitize_field(p.stage).c_str(), p.index, p.count, format_mbps(rate).c_str(),
+                   sanitize_field(p.stage).c_str(), p.index, p.count, rate_text.c_str(),
                    left.empty() ? "" : ("ETA " + left).c_str());
       if (p.done && p.index == p.count) std::fputc('\n', stderr);
       std::fflush(stderr);
     } else if (p.done) {
       std::fprintf(stderr, "%s %s %d/%d: %s%s\n", where.c_str(), sanitize_field(p.stage).c_str(),
-                   p.index, p.count, format_mbps(rate).c_str(),
+                   p.index, p.count, rate_text.c_str(),
                    left.empty() ? "" : (" (ETA " + left + ")").c_str());
     }
   }

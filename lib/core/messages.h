@@ -92,9 +92,11 @@ struct FilesDetails {
   files::Latency latency_us;  // median, p99, max per operation, us
   bool budget_hit = false;    // the budget stopped the phase before `count`
   std::string skipped_reason;
-  std::string fs_type;       // of the directory the pass ran in
-  std::string cache_reason;  // read: why a cache may have served it
-  std::string share;         // the share it ran over; "" on an end's own disk
+  std::string fs_type;         // of the directory the pass ran in
+  std::string cache_reason;    // read: why a cache may have served it
+  std::string share;           // the share it ran over; "" on an end's own disk
+  std::string driver;          // that share's protocol ("smb"); "" on an end's own disk
+  std::string in_flight_note;  // a share's: how operations were kept in flight, or why one
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------
@@ -460,6 +462,11 @@ struct FilesShareRequest {
   uint64_t in_flight = 1;  // operations in flight asked for (capped at the driver's)
   // The server agent laid the tree out (files_tree layout): no create phase.
   bool laid_out = false;
+  // One phase alone ("create" | "stat" | "read" | "delete") on the tree the
+  // requests before it left, with the `existing` files its create made; ""
+  // runs the four (transfer::FilesPassOptions::only).
+  std::string phase;
+  uint64_t existing = 0;
 };
 
 struct FilesShareResult {
@@ -467,6 +474,7 @@ struct FilesShareResult {
   uint64_t in_flight = 1;                         // sessions the pass ran on
   std::string in_flight_note;                     // how, or why one at a time
   uint64_t created = 0;                           // files the create phase made
+  bool kept = false;                              // the tree stays for the next phase's request
   std::string leftover;                           // what could not be removed ("" none)
   std::map<std::string, std::string> properties;  // the driver session's
 };

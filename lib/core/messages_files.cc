@@ -111,6 +111,8 @@ json::object to_json(const FilesDetails& m) {
   if (!m.skipped_reason.empty()) o["skipped_reason"] = m.skipped_reason;
   if (!m.cache_reason.empty()) o["cache_reason"] = m.cache_reason;
   if (!m.share.empty()) o["share"] = m.share;
+  if (!m.driver.empty()) o["driver"] = m.driver;
+  if (!m.in_flight_note.empty()) o["in_flight_note"] = m.in_flight_note;
   return o;
 }
 void from_json(const json::value& v, FilesDetails& m, Source src, std::string_view what) {
@@ -127,7 +129,9 @@ void from_json(const json::value& v, FilesDetails& m, Source src, std::string_vi
       .opt("skipped_reason", m.skipped_reason)
       .opt("fs_type", m.fs_type)
       .opt("cache_reason", m.cache_reason)
-      .opt("share", m.share);
+      .opt("share", m.share)
+      .opt("driver", m.driver)
+      .opt("in_flight_note", m.in_flight_note);
 }
 
 }  // namespace cp::msg

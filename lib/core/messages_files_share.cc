@@ -20,7 +20,10 @@ json::object to_json(const FilesShareRequest& m) {
           {"order", m.order},
           {"seed", m.seed},
           {"budget", m.budget},
-          {"in_flight", m.in_flight}};
+          {"in_flight", m.in_flight},
+          {"laid_out", m.laid_out},
+          {"phase", m.phase},
+          {"existing", m.existing}};
 }
 void from_json(const json::value& v, FilesShareRequest& m, Source src, std::string_view what) {
   In(v, src, what)
@@ -33,7 +36,9 @@ void from_json(const json::value& v, FilesShareRequest& m, Source src, std::stri
       .opt("seed", m.seed)
       .opt("budget", m.budget)
       .opt("in_flight", m.in_flight)
-      .opt("laid_out", m.laid_out);
+      .opt("laid_out", m.laid_out)
+      .opt("phase", m.phase)
+      .opt("existing", m.existing);
 }
 
 json::object to_json(const FilesShareResult& m) {
@@ -41,6 +46,7 @@ json::object to_json(const FilesShareResult& m) {
                  {"in_flight", m.in_flight},
                  {"in_flight_note", m.in_flight_note},
                  {"created", m.created},
+                 {"kept", m.kept},
                  {"properties", strings(m.properties)}};
   if (!m.leftover.empty()) o["leftover"] = m.leftover;
   return o;
@@ -51,6 +57,7 @@ void from_json(const json::value& v, FilesShareResult& m, Source src, std::strin
       .need("in_flight", m.in_flight)
       .opt("in_flight_note", m.in_flight_note)
       .need("created", m.created)
+      .opt("kept", m.kept)
       .opt("leftover", m.leftover)
       .opt("properties", m.properties);
 }

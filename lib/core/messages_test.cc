@@ -111,7 +111,13 @@ TEST(Messages, FilesMessagesRoundTrip) {
   d.latency_us = {12, 40, 537000};
   d.budget_hit = true;
   d.fs_type = "ext4";
+  d.share = "smb-disk";
+  d.driver = "smb";
+  d.in_flight_note = "one at a time, as asked";
   const auto d2 = read_stored<FilesDetails>(json::serialize(to_json(d)));
+  EXPECT_EQ(d2.share, "smb-disk");
+  EXPECT_EQ(d2.driver, "smb");
+  EXPECT_EQ(d2.in_flight_note, d.in_flight_note);
   EXPECT_EQ(d2.ops, 640u);
   EXPECT_EQ(d2.count, 1000u);
   EXPECT_DOUBLE_EQ(d2.latency_us.max_us, 537000);

@@ -143,6 +143,7 @@ Section disk_keys() {
 Section files_keys() {
   return {
       {"enabled", [](Plan& p, auto& v, auto& w) { p.files_enabled = parse_bool(v, w); }},
+      {"shares", [](Plan& p, auto& v, auto& w) { p.files_shares = parse_bool(v, w); }},
       {"count", [](Plan& p, auto& v, auto& w) { p.files_count = parse_count(v, w, 10, 1000000); }},
       {"size",
        [](Plan& p, auto& v, auto& w) {
@@ -537,6 +538,7 @@ void check_sample_count(const Plan& plan) {
     const std::string key = o.stage.starts_with("disk ")        ? "disk.count"
                             : o.stage.starts_with("tcp ")       ? "tcp.count"
                             : o.stage.starts_with("size-scan ") ? "protocol.scan_sizes"
+                            : o.stage.starts_with("files ")     ? "files.order"
                                                                 : "protocol.count";
     by_key[key] += o.samples;
     total += o.samples;
@@ -655,6 +657,7 @@ std::string plan_to_json(const Plan& p) {
         {"settle", p.disk_settle}}},
       {"files",
        {{"enabled", p.files_enabled},
+        {"shares", p.files_shares},
         {"count", p.files_count},
         {"size", p.files_size},
         {"dirs", p.files_dirs},
@@ -778,6 +781,18 @@ std::vector<StageOutline> plan_outline(const Plan& plan) {
                                    format_size(plan.scan_file)),
                        cells, plan.scan_bytes * static_cast<uint64_t>(cells)});
       }
+    }
+  }
+  // Small files over each share, after every share's big files.
+  if (plan.files_enabled && plan.files_shares && plan.proto_enabled) {
+    const int passes = plan.files_order == "both" ? 2 : 1;
+    for (const SharePlan* share : shares) {
+      out.push_back({"files " + share->name,
+                     fmt::format("{} pass(es) of {} files of {} over {} ({}): create, stat, read, "
+                                 "delete, a request each",
+                                 passes, plan.files_count, format_size(plan.files_size), share->url,
+                                 share->driver),
+                     passes * 4, plan.files_count * plan.files_size * 2 * uint64_t(passes)});
     }
   }
   return out;

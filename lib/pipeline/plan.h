@@ -109,6 +109,7 @@ struct Plan {
   // files of `files_size` bytes over `files_dirs` directories, on each end's
   // disk_dir; each pass stops at `files_budget` s once a tenth is in (0: none).
   bool files_enabled = true;
+  bool files_shares = true;  // the passes over each share too (after the protocol stages)
   uint64_t files_count = 1000;
   uint64_t files_size = 4096;
   uint64_t files_dirs = 10;

@@ -719,7 +719,12 @@ TEST(PlanOutline, CountsEveryStagesSamplesAndBytes) {
   // Two passes (order both) of four phases; each pass writes and reads 1000 x 4 KiB.
   EXPECT_EQ(got.at("files server"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
   EXPECT_EQ(got.at("files client"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
-  EXPECT_EQ(got.size(), 8u);
+  // And over each share, after the protocol stages.
+  EXPECT_EQ(got.at("files f"), std::make_pair(2 * 4, uint64_t{1000} * 4096 * 2 * 2));
+  EXPECT_EQ(got.size(), 9u);
+  EXPECT_EQ(plan_outline(p).back().stage, "files f");
+  p.files_shares = false;
+  EXPECT_EQ(plan_outline(p).size(), 8u);
   p.disk_enabled = p.tcp_enabled = p.proto_enabled = p.files_enabled = false;
   EXPECT_TRUE(plan_outline(p).empty());
 }

@@ -52,6 +52,17 @@ const StageKind kStages[] = {
          }
        }
      }},
+    // Small files over each share, once its big files are measured: RAM
+    // shares, then disk shares.
+    {"files-shares",
+     [](const Plan& p) { return p.files_enabled && p.files_shares && p.proto_enabled; },
+     [](StageContext& c) {
+       for (const char* medium : {"ram", "disk"}) {
+         for (const auto& share : c.plan.shares) {
+           if (share.medium == medium) files_share_stage(c, share);
+         }
+       }
+     }},
 };
 
 }  // namespace

@@ -27,6 +27,8 @@ struct Progress {
   uint64_t bytes = 0;
   double seconds = 0;
   bool done = false;  // the sample finished (bytes/seconds are final)
+  // A small-file phase's operations (the line shows ops/s); -1: its figure is bytes/s.
+  int64_t ops = -1;
 };
 
 class RunObserver {

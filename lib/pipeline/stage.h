@@ -73,12 +73,25 @@ void protocol_stage(StageContext& ctx, const SharePlan& share);
 void size_scan_stage(StageContext& ctx, const SharePlan& share);
 // The small-file stage (stages/files.cc): its passes on an end's own disk.
 void files_disk_stage(StageContext& ctx, const std::string& where);  // kServer | kClient
-// A small-file pass's phases stored, a sample each (op "files-<phase>"),
-// with the CPU of `where` ("server" | "client"); `share` names the share a
-// pass ran over ("" on an end's own disk).
-void store_phases(StageContext& ctx, StageScope& stage, int& seq, const std::string& where,
-                  const msg::FilesRequest& req, const msg::FilesResult& r, double started_at,
-                  const std::vector<const remote::AgentPort*>& links, const std::string& share);
+void files_share_stage(StageContext& ctx, const SharePlan& share);
+// What a small-file pass was asked for and where it ran, as each of its
+// phases' samples stores it.
+struct FilesPass {
+  uint64_t count = 0, size = 0, dirs = 1;
+  std::string order;  // "sequential" | "random"
+  uint64_t seed = 0;
+  std::string fs_type;        // of the directory the files were in ("" unknown)
+  std::string share, driver;  // the share and its protocol; "" on an end's own disk
+  std::string in_flight_note;
+  bool cache_possible = false;  // the read phase: a cache may have served it
+  std::string cache_reason;
+};
+using EndCpu = std::pair<std::string, msg::CpuSummary>;  // "server" | "client", its CPU
+// One phase of a pass stored, a sample (op "files-<phase>") with each end's
+// CPU over it; a skipped or failed phase's sample carries why as its error.
+void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass& pass,
+                 const msg::FilesPhase& phase, const std::vector<EndCpu>& cpu, double started_at,
+                 const std::vector<const remote::AgentPort*>& links);
 
 // A sample during which an agent was silent past [timeouts] stall, or that ran
 // `over` s past its planned duration: flagged stalled (s.error and `details`)

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "transfer/driver.h"
 
 namespace cp::report {
 namespace {
@@ -441,6 +442,56 @@ std::string format_latency_us(double us) {
   return fmt::format("{:.0f} ms", us / 1000);
 }
 
+// Small files over a share (the files chain): what one operation costs.
+std::string files_share_head(const Finding& f) {
+  const Cited& r = f.subject;
+  const std::string op = r.op.starts_with("random-") ? r.op.substr(7) : r.op;
+  const std::string does = fmt::format("{} does {:.0f} {}s/s", r.label, num(f, "ops_per_s"), op);
+  const std::string each =
+      fmt::format("each {} takes {} (median)", op, format_latency_us(num(f, "latency_median_us")));
+  const std::string rtts = f.numbers.count("latency_rtts")
+                               ? fmt::format(", {:.0f} round trips of the path's {:.2f} ms",
+                                             num(f, "latency_rtts"), num(f, "rtt_ms"))
+                               : "";
+  if (f.rule == "files.untrusted") {
+    return fmt::format(
+        "{}, but a cache may have served the reads ({}): cannot tell the {} layer "
+        "from the cache",
+        does, word(f, "reason"),
+        transfer::protocol_display(f.candidates.size() > 1 ? f.candidates[1] : ""));
+  }
+  if (f.rule == "files.cpu") return fmt::format("{} while {}", does, cpu_text(f.cpu));
+  if (f.rule == "files.round_trips") {
+    return fmt::format(
+        "{}, {:.0f} % of what the round trips allow: each {} costs at least {:.0f} round trips of "
+        "{:.2f} ms, so {:.0f}/s at most with {:.1f} in flight; more operations in flight (the "
+        "share's connections or depth, a copy tool with parallel workers) or a shorter path "
+        "would lift it",
+        does, 100 * f.ratio, op, num(f, "round_trips"), num(f, "rtt_ms"),
+        num(f, "ceiling_ops_per_s"), num(f, "in_flight"));
+  }
+  if (f.rule == "files.disk") {
+    return fmt::format(
+        "{}, {:.0f} % of the server disk's own rate for it ({:.0f}/s): the disk's "
+        "metadata rate caps it",
+        does, 100 * f.ratio, num(f, "disk_ops_per_s"));
+  }
+  CP_CHECK(f.rule == "files.layer");
+  return fmt::format(
+      "{}: {}{}{}: the {} layer's cost per operation (its server and client, one operation at a "
+      "time) caps it, not the network or the disk",
+      does, each, rtts,
+      f.numbers.count("disk_ops_per_s")
+          ? fmt::format(", where the server disk does {:.0f}/s", num(f, "disk_ops_per_s"))
+          : "",
+      transfer::protocol_display(f.layer));
+}
+
+bool is_files_share_rule(const std::string& rule) {
+  return rule == "files.untrusted" || rule == "files.cpu" || rule == "files.round_trips" ||
+         rule == "files.disk" || rule == "files.layer";
+}
+
 // Run-wide findings: trust checks, CPU-bound rows, load, errors, MTU.
 std::string run_head(const Finding& f) {
   const Cited& r = f.subject;
@@ -493,6 +544,7 @@ std::string head(const Finding& f) {
   if (starts_with(f.rule, "tcp.")) return tcp_head(f);
   if (starts_with(f.rule, "path.")) return path_head(f);
   if (starts_with(f.rule, "protocol.")) return protocol_head(f);
+  if (is_files_share_rule(f.rule)) return files_share_head(f);
   return run_head(f);
 }
 

@@ -9,6 +9,7 @@
 // session to a share, then streams files through it with bounded buffers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -53,6 +54,12 @@ struct Capabilities {
   // Whether its sessions may run in threads side by side; false: the pass
   // runs each extra one in a helper process (transfer/forked_session.h).
   bool threads = true;
+  // The fewest network round trips one small-file operation costs through
+  // this driver, per phase (create, stat, read, delete; files::kPhases
+  // order); 0: not over the network, or unknown. The verdict's
+  // files.round_trips holds a phase's operations/s against
+  // in flight / (round trips x RTT) with these (docs/small-files.md).
+  std::array<unsigned char, 4> file_round_trips{};
   // What it lacks to read or write (at random offsets when `random`) in
   // words ("random reads"); null when it can. The size scan's stage and the agent
   // both ask this before a cell.

@@ -106,6 +106,7 @@ class Pass {
   }
 
   FilesPassResult run() {
+    if (opts_.only) return run_one(*opts_.only);
     FilesPassResult r;
     r.in_flight = static_cast<unsigned>(sessions_.size());
     if (opts_.laid_out) {
@@ -128,6 +129,34 @@ class Pass {
   }
 
  private:
+  // One phase on its own (FilesPassOptions::only). A create that failed, or
+  // any phase cancelled, removes everything; else the tree stays for the next
+  // phase's request, and the delete phase removes it.
+  FilesPassResult run_one(Phase phase) {
+    FilesPassResult r;
+    r.in_flight = static_cast<unsigned>(sessions_.size());
+    if (phase == Phase::create) {
+      sessions_[0]->mkdir(opts_.root);
+    } else {
+      const uint64_t n = std::min(opts_.existing, opts_.tree.count);
+      for (uint64_t k = 0; k < n; ++k) created_[order_[k]] = 1;
+      created_count_ = n;
+      dirs_made_ = std::min(opts_.tree.dirs, opts_.tree.count);
+    }
+    if (opts_.before_phase) opts_.before_phase(phase);
+    const size_t p = static_cast<size_t>(phase);
+    r.phases[p] = run_phase(phase);
+    r.created = created_count_;
+    const bool failed_create = phase == Phase::create && !r.phases[p].error.empty();
+    if (phase == Phase::remove || failed_create || cancelled_) {
+      r.leftover = clean_up();
+    } else {
+      r.kept = true;
+    }
+    if (cancelled_) cancel_.check();
+    return r;
+  }
+
   std::string path(uint64_t i) const { return opts_.root + "/" + opts_.tree.file_path(i); }
   std::string dir(uint64_t d) const { return opts_.root + "/" + opts_.tree.dir_name(d); }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -34,6 +35,15 @@ struct FilesPassOptions {
   // files_tree request): no create phase, and `root` is not made here. The
   // delete phase still removes it.
   bool laid_out = false;
+  // One phase alone, on a tree the requests before it left (the pipeline
+  // asks phase by phase, so the server can drop the files from its cache
+  // before the read and measure its CPU over each phase): create makes the
+  // tree and keeps it; stat and read visit the `existing` files the create
+  // made (the first `existing` of its visit order) and keep them; delete
+  // removes them and the tree. A failed create, or any cancelled phase,
+  // removes everything. nullopt: the four phases in one go.
+  std::optional<files::Phase> only;
+  uint64_t existing = 0;
   // Called on the pass's thread before each phase starts (the server agent
   // drops the files from its cache before the read phase).
   std::function<void(files::Phase)> before_phase;
@@ -45,6 +55,9 @@ struct FilesPassResult {
   // How the operations were kept in flight, or why one at a time.
   std::string in_flight_note;
   uint64_t created = 0;  // files the create phase made (the other phases' count)
+  // The tree is still on the share (a single create, stat or read phase that
+  // went well): the next phase's request finds it there.
+  bool kept = false;
   // What could not be removed at the end ("" when everything was).
   std::string leftover;
 };

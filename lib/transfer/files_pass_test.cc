@@ -29,6 +29,9 @@ class SlowSession : public Session {
   SlowSession(std::unique_ptr<Session> inner, std::chrono::microseconds delay)
       : inner_(std::move(inner)), delay_(delay) {}
   std::unique_ptr<File> open(const std::string& p, Mode m, uint64_t hint) override {
+    if (opens_.fetch_add(1) >= fail_open_after) {
+      throw Error(ErrorKind::kIo, "no space left creating " + p);
+    }
     std::this_thread::sleep_for(delay_);
     return inner_->open(p, m, hint);
   }
@@ -44,12 +47,13 @@ class SlowSession : public Session {
   void mkdir(const std::string& p) override { inner_->mkdir(p); }
   void rmdir(const std::string& p) override { inner_->rmdir(p); }
   uint64_t fail_stat_after = UINT64_MAX;
+  uint64_t fail_open_after = UINT64_MAX;
   bool unsupported_stat = false;
 
  private:
   std::unique_ptr<Session> inner_;
   std::chrono::microseconds delay_;
-  std::atomic<uint64_t> stats_{0};
+  std::atomic<uint64_t> stats_{0}, opens_{0};
 };
 
 void expect_ordered_latency(const files::PhaseStats& p) {
@@ -309,6 +313,75 @@ TEST_F(FilesPassTest, ACancelledPassRemovesWhatItMadeAndThrows) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kCancelled);
   }
+  EXPECT_EQ(left(), 0u);
+}
+
+// The pipeline's way: a request per phase. Create keeps the tree, stat and
+// read visit the files it made, delete removes them and the tree; each
+// request answers its own phase only.
+TEST_F(FilesPassTest, PhaseByPhaseKeepsTheTreeBetweenRequestsAndDeleteRemovesIt) {
+  auto s = connect("path");
+  FilesPassOptions o = options(40, 300, 4);
+  o.random = true;
+  o.seed = 7;
+  uint64_t made = 0;
+  for (Phase phase : files::kPhases) {
+    o.only = phase;
+    o.existing = made;
+    const FilesPassResult r = run_files_pass(*s, nullptr, driver_spec("path"), o, cancel_);
+    const auto& st = r.phases[static_cast<size_t>(phase)];
+    EXPECT_EQ(st.ops, 40u) << files::phase_name(phase);
+    EXPECT_TRUE(st.error.empty()) << st.error;
+    for (Phase other : files::kPhases) {
+      if (other != phase) {
+        EXPECT_EQ(r.phases[static_cast<size_t>(other)].ops, 0u);
+      }
+    }
+    if (phase == Phase::create) made = r.created;
+    EXPECT_EQ(r.kept, phase != Phase::remove) << files::phase_name(phase);
+    EXPECT_EQ(left(), phase == Phase::remove ? 0u : 1u + 4u + 40u) << files::phase_name(phase);
+    if (phase == Phase::read) {
+      EXPECT_EQ(st.bytes, 40u * 300u);
+    }
+  }
+  EXPECT_EQ(made, 40u);
+}
+
+// A create cut by the budget: the later phases get the count it made and
+// visit exactly those files (a missing one would fail the read).
+TEST_F(FilesPassTest, PhaseByPhaseAfterABudgetCutVisitsTheFilesTheCreateMade) {
+  auto slow = std::make_unique<SlowSession>(connect("path"), std::chrono::milliseconds(3));
+  FilesPassOptions o = options(1000, 10, 10);
+  o.budget_s = 0.2;
+  o.only = Phase::create;
+  const FilesPassResult c = run_files_pass(*slow, nullptr, driver_spec("path"), o, cancel_);
+  ASSERT_TRUE(c.phases[0].budget_hit);
+  ASSERT_LT(c.created, 1000u);
+  auto s = connect("path");
+  o.budget_s = 0;
+  o.existing = c.created;
+  for (Phase phase : {Phase::read, Phase::remove}) {
+    o.only = phase;
+    const FilesPassResult r = run_files_pass(*s, nullptr, driver_spec("path"), o, cancel_);
+    const auto& st = r.phases[static_cast<size_t>(phase)];
+    EXPECT_EQ(st.ops, c.created) << files::phase_name(phase);
+    EXPECT_TRUE(st.error.empty()) << st.error;
+  }
+  EXPECT_EQ(left(), 0u);
+}
+
+// A create that fails midway leaves nothing for later requests: it removes
+// what it made and says the tree is gone.
+TEST_F(FilesPassTest, PhaseByPhaseACreateThatFailsRemovesItsTree) {
+  auto s = std::make_unique<SlowSession>(connect("path"), std::chrono::microseconds(0));
+  s->fail_open_after = 5;
+  FilesPassOptions o = options(20, 10, 2);
+  o.only = Phase::create;
+  const FilesPassResult r = run_files_pass(*s, nullptr, driver_spec("path"), o, cancel_);
+  EXPECT_EQ(r.phases[0].ops, 5u);
+  EXPECT_FALSE(r.phases[0].error.empty());
+  EXPECT_FALSE(r.kept);
+  EXPECT_TRUE(r.leftover.empty()) << r.leftover;
   EXPECT_EQ(left(), 0u);
 }
 

@@ -681,7 +681,10 @@ const DriverSpec kFtpDriver = {
              .random_write = false,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 1},
+             .max_in_flight = 1,
+             // create: PASV, the data connection, STOR, its 226; stat: SIZE,
+             // MDTM; read: PASV, connect, RETR, 226; delete: DELE.
+             .file_round_trips = {4, 2, 4, 1}},
     .options = kFtpOptions,
     .make = make,
     .display = "FTP",

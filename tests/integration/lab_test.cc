@@ -64,10 +64,11 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   // Disk on each end (and the server's synchronous writes of its smallest
   // files), TCP each way, and the lab's six shares (ftp, smb and nfs, over RAM
   // and from disk).
-  // Small files on each end's disk: two passes (sequential, random) of four phases.
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 12);
+  // Small files on each end's disk and over each of the six shares: two
+  // passes (sequential, random) of four phases each.
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 12 + 6);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"),
-            2 * 2 * 2 * 3 + 3 + 2 * 2 + 6 * 2 * 2 + 2 * 2 * 4);
+            2 * 2 * 2 * 3 + 3 + 2 * 2 + 6 * 2 * 2 + 2 * 2 * 4 + 6 * 2 * 4);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   EXPECT_EQ(query_int(db,
                       "SELECT count(DISTINCT layer || ':' || location) FROM stages "
@@ -103,29 +104,58 @@ TEST_F(Lab, DiagnoseThroughRealSshd) {
   // Every small-file sample: its phase's ops in the details (the figure is
   // ops/s), on the lab's ext4 disk, with its latency and its end's CPU; the
   // ladder shows a row per end, phase and order in ops/s.
-  int files_samples = 0;
+  // Over a share, each phase's sample carries both ends' CPU, the share's
+  // protocol and the filesystem of its directory on the server; a disk
+  // share's reads come after the server dropped the files from its cache.
+  int files_samples = 0, share_samples = 0;
+  std::set<std::string> shares_seen;
   for (const auto& st : doc.at("stages").as_array()) {
     if (st.at("layer").as_string() != "files") continue;
     const std::string where(st.at("where").as_string());
+    const bool share = where == "ram" || where == "disk";
     for (const auto& s : st.at("samples").as_array()) {
       const auto& d = s.at("details").as_object();
+      EXPECT_EQ(s.at("error").as_string(), "") << where;
       EXPECT_EQ(d.at("ops").to_number<int64_t>(), 200) << where;
-      EXPECT_EQ(d.at("fs_type").as_string(), "ext4") << where;
+      EXPECT_EQ(d.at("fs_type").as_string(), where == "ram" ? "tmpfs" : "ext4") << where;
       EXPECT_GT(d.at("latency_us").at("median").to_number<double>(), 0) << where;
       EXPECT_GT(s.at("seconds").to_number<double>(), 0);
-      EXPECT_TRUE(s.at("cpu").as_object().contains(where));
-      ++files_samples;
+      if (share) {
+        EXPECT_TRUE(s.at("cpu").as_object().contains("server")) << text_field(d, "share");
+        EXPECT_TRUE(s.at("cpu").as_object().contains("client")) << text_field(d, "share");
+        EXPECT_FALSE(s.at("cache_possible").as_bool()) << text_field(d, "share");
+        shares_seen.insert(text_field(d, "driver") + ":" + where);
+        ++share_samples;
+      } else {
+        EXPECT_TRUE(s.at("cpu").as_object().contains(where));
+        ++files_samples;
+      }
     }
   }
   EXPECT_EQ(files_samples, 16);
+  EXPECT_EQ(share_samples, 6 * 2 * 4);
+  EXPECT_EQ(shares_seen, (std::set<std::string>{"ftp:ram", "ftp:disk", "smb:ram", "smb:disk",
+                                                "nfs:ram", "nfs:disk"}));
   std::set<std::string> ops_rows;
   for (const auto& row : doc.at("ladder").as_array()) {
     if (row.at("unit").as_string() == "ops/s")
       ops_rows.insert(std::string(row.at("key").as_string()));
   }
-  EXPECT_EQ(ops_rows.size(), 16u);
+  EXPECT_EQ(ops_rows.size(), 16u + 6 * 8);
   EXPECT_TRUE(ops_rows.count("files:server:create:4096"));
   EXPECT_TRUE(ops_rows.count("files:client:random-delete:4096"));
+  EXPECT_TRUE(ops_rows.count("files:smb:disk:create:4096"));
+  EXPECT_TRUE(ops_rows.count("files:nfs:ram:random-read:4096"));
+  // Each share's create and read have a finding of the small-file chain.
+  for (const char* share : {"ftp ram", "ftp disk", "smb ram", "smb disk", "nfs ram", "nfs disk"}) {
+    for (const char* op : {"create", "read"}) {
+      const std::string path = std::string(share) + " files " + op;
+      const json::object* f = verdict_finding(doc, path);
+      ASSERT_NE(f, nullptr) << path;
+      EXPECT_EQ(text_field(*f, "rule").rfind("files.", 0), 0u)
+          << path << ": " << text_field(*f, "rule");
+    }
+  }
   EXPECT_FALSE(doc.at("verdict").at("headline").as_string().empty());
 
   // Nothing left behind on either host.

@@ -41,14 +41,14 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
 
   TempDir t;
   write_file(t.file("plan.ini"),
-             "[disk]\nsizes = 20MB\ncount = 2\nsettle = 500ms\n[tcp]\ncount = 2\n"
-             "[protocol]\nsizes = 50MB\ncount = 3\n"
-             "[share nfs-ram]\nurl = nfs://" +
-                 addr + "/ram\nserver_dir = " + ram + "\nmedium = ram\nuser = " + user +
-                 "\n"
-                 "[share nfs-disk]\nurl = nfs://" +
-                 addr + "/disk\nserver_dir = " + disk + "\nmedium = disk\nuser = " + user +
-                 "\noptions = version=3\n");
+             share_files_off("[disk]\nsizes = 20MB\ncount = 2\nsettle = 500ms\n[tcp]\ncount = 2\n"
+                             "[protocol]\nsizes = 50MB\ncount = 3\n"
+                             "[share nfs-ram]\nurl = nfs://" +
+                             addr + "/ram\nserver_dir = " + ram + "\nmedium = ram\nuser = " + user +
+                             "\n"
+                             "[share nfs-disk]\nurl = nfs://" +
+                             addr + "/disk\nserver_dir = " + disk +
+                             "\nmedium = disk\nuser = " + user + "\noptions = version=3\n"));
   const std::string db = t.file("runs.db");
   RunResult r = chokepoint(
       {"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"), "--json", "-q"}, 900);
@@ -141,11 +141,12 @@ TEST(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
   // 400 MB files: each transfer lasts over a second at the quota, longer
   // than the verdict's minimum CPU window.
   write_file(t.file("plan.ini"),
-             "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n"
-             "[share nfs-ram]\nurl = nfs://" +
+             share_files_off(
+                 "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 400MB\ncount = 3\n"
+                 "[share nfs-ram]\nurl = nfs://" +
                  lab_names().server_data_address + "/ram\nserver_dir = " + ram +
                  "\nmedium = ram\nuser = " + std::string(servers.at("share_user").as_string()) +
-                 "\noptions = version=3\n");
+                 "\noptions = version=3\n"));
   RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
                             t.file("plan.ini"), "--json", "-q"},
                            900);

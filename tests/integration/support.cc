@@ -227,9 +227,18 @@ RunResult on_lab_host(const std::string& alias, const std::string& command, doub
       timeout_s);
 }
 
+std::string share_files_off(const std::string& plan) {
+  if (plan.find("shares =") != std::string::npos) return plan;
+  const size_t at = plan.find("[files]\n");
+  if (at == std::string::npos) return plan + "\n[files]\nshares = no\n";
+  std::string out = plan;
+  out.insert(at + 8, "shares = no\n");
+  return out;
+}
+
 RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::string& db,
                        const std::vector<std::string>& extra) {
-  write_file(dir.file("plan.ini"), plan);
+  write_file(dir.file("plan.ini"), share_files_off(plan));
   std::vector<std::string> args{"diagnose",           "--lab",  "--db", db, "--plan",
                                 dir.file("plan.ini"), "--json", "-q"};
   args.insert(args.end(), extra.begin(), extra.end());

@@ -94,6 +94,12 @@ LabStatus lab_status();
 // through the system's ssh client with the lab's ssh_config.
 RunResult on_lab_host(const std::string& alias, const std::string& command, double timeout_s = 60);
 
+// `plan` without the small-file passes over the shares (`[files] shares =
+// no`), unless it says otherwise: they add about 10 s per share to a run,
+// and only the tests that are about them need them (Lab.DiagnoseThroughRealSshd,
+// LabFilesShares.*). The small-file passes on each end's disk stay.
+std::string share_files_off(const std::string& plan);
+
 // Runs diagnose on the tests' lab with `plan` (written into `dir`) into
 // `db`, with --json -q and `extra` arguments.
 RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::string& db,

@@ -741,7 +741,10 @@ const DriverSpec kAfpDriver = {
              .random_write = false,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 1},
+             .max_in_flight = 1,
+             // create: FPCreateFile, FPOpenFork, FPWrite, FPCloseFork; stat:
+             // FPGetFileDirParms; read: FPOpenFork, FPRead, FPCloseFork; delete: FPDelete.
+             .file_round_trips = {4, 1, 3, 1}},
     .options = kAfpOptions,
     .make = make,
     .display = "AFP",

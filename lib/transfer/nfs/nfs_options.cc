@@ -104,7 +104,10 @@ const DriverSpec kNfsDriver = {
              .random_write = true,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 16},
+             .max_in_flight = 16,
+             // At least: create CREATE + WRITE; stat GETATTR; read an OPEN or
+             // LOOKUP + READ; delete REMOVE (libnfs adds a LOOKUP per path part).
+             .file_round_trips = {2, 1, 2, 1}},
     .options = kNfsOptions,
     .make = nfs::make_driver,
     .display = "NFS",

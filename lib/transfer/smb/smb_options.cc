@@ -128,7 +128,11 @@ const DriverSpec kSmbDriver = {
              .stat = true,
              .mkdir = true,
              .max_in_flight = transfer::kSmbMaxConnections,
-             .threads = false},
+             .threads = false,
+             // SMB2 as libsmbclient sends it: create CREATE, WRITE, CLOSE; stat
+             // one compound at least; read CREATE, READ, CLOSE; delete a
+             // CREATE with delete-on-close and its CLOSE, compounded at best.
+             .file_round_trips = {3, 1, 3, 1}},
     .options = kSmbOptions,
     .make = smb::make_driver,
     .display = "SMB",
