@@ -50,6 +50,21 @@ std::vector<uint64_t> visit_order(uint64_t n, bool random, uint64_t seed) {
   return order;
 }
 
+std::vector<uint64_t> directory_order(const Tree& tree) {
+  std::vector<uint64_t> order;
+  order.reserve(tree.count);
+  for (uint64_t d = 0; d < tree.dirs; ++d)
+    for (uint64_t i = d; i < tree.count; i += tree.dirs) order.push_back(i);
+  return order;
+}
+
+void sort_directory_major(const Tree& tree, std::vector<uint64_t>& files) {
+  std::sort(files.begin(), files.end(), [&](uint64_t a, uint64_t b) {
+    const uint64_t da = tree.dir_of(a), db = tree.dir_of(b);
+    return da != db ? da < db : a < b;
+  });
+}
+
 int LatencyHistogram::bucket_of(uint64_t ns) {
   if (ns < uint64_t(kLinear)) return int(ns);
   int top = std::bit_width(ns) - 1;  // >= kSubBits + 1

@@ -39,6 +39,26 @@ TEST(FilesPass, RandomOrderIsAPermutationFixedByItsSeed) {
   EXPECT_EQ(visit_order(5, true, 7), visit_order(5, true, 7));
 }
 
+TEST(FilesPass, DirectoryOrderFillsOneDirectoryAtATimeAscending) {
+  const Tree t{25, 0, 10};  // directories of 3, 3, 3, 3, 3, 2, .. files
+  const auto order = directory_order(t);
+  ASSERT_EQ(order.size(), 25u);
+  EXPECT_EQ(std::vector<uint64_t>(order.begin(), order.begin() + 4),
+            (std::vector<uint64_t>{0, 10, 20, 1}));
+  for (size_t k = 1; k < order.size(); ++k) {
+    const uint64_t a = order[k - 1], b = order[k];
+    // Never back to an earlier directory; within one, ascending.
+    EXPECT_TRUE(t.dir_of(a) < t.dir_of(b) || (t.dir_of(a) == t.dir_of(b) && a < b)) << k;
+  }
+  auto sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, visit_order(25, false, 0));  // each file once
+
+  std::vector<uint64_t> some{24, 3, 10, 0, 13};
+  sort_directory_major(t, some);
+  EXPECT_EQ(some, (std::vector<uint64_t>{0, 10, 3, 13, 24}));
+}
+
 TEST(FilesPass, HistogramPercentilesWithinOneThirtySecondOfTheValues) {
   LatencyHistogram h;
   // 1 .. 1000 us, uniformly: the median 500 us, p99 990 us.

@@ -26,6 +26,7 @@ json::object to_json(const files::PhaseStats& m) {
                  {"latency_us", to_json(m.latency)},
                  {"in_flight_mean", m.in_flight_mean},
                  {"in_flight_max", m.in_flight_max}};
+  if (m.sync_seconds > 0) o["sync_seconds"] = m.sync_seconds;
   if (m.budget_hit) o["budget_hit"] = true;
   if (!m.skipped.empty()) o["skipped"] = m.skipped;
   if (!m.error.empty()) o["error"] = m.error;
@@ -41,6 +42,7 @@ void from_json(const json::value& v, files::PhaseStats& m, Source src, std::stri
       .need("latency_us", m.latency)
       .opt("in_flight_mean", m.in_flight_mean)
       .opt("in_flight_max", m.in_flight_max)
+      .opt("sync_seconds", m.sync_seconds)
       .opt("budget_hit", m.budget_hit)
       .opt("skipped", m.skipped)
       .opt("error", m.error);

@@ -85,8 +85,13 @@ TEST(Messages, FilesMessagesRoundTrip) {
   EXPECT_DOUBLE_EQ(q2.budget, 12.5);
 
   files::PhaseStats st{files::Phase::remove, 1500, 0, 0.75, {30, 80, 900}, 1, 1, true, ""};
-  const FilesResult r2 = round_trip(FilesResult{{{st, sample_cpu()}}, "ext4", true, "zfs: ARC"});
-  ASSERT_EQ(r2.phases.size(), 1u);
+  files::PhaseStats made{files::Phase::create, 1500, 0, 0.5};
+  made.sync_seconds = 0.125;  // of its 0.5 s: the syncfs
+  const FilesResult r2 =
+      round_trip(FilesResult{{{st, sample_cpu()}, {made, sample_cpu()}}, "ext4", true, "zfs: ARC"});
+  ASSERT_EQ(r2.phases.size(), 2u);
+  EXPECT_DOUBLE_EQ(r2.phases[1].stats.sync_seconds, 0.125);
+  EXPECT_DOUBLE_EQ(r2.phases[0].stats.sync_seconds, 0);
   EXPECT_EQ(r2.phases[0].stats.phase, files::Phase::remove);
   EXPECT_EQ(r2.phases[0].stats.ops, 1500u);
   EXPECT_DOUBLE_EQ(r2.phases[0].stats.seconds, 0.75);

@@ -62,6 +62,17 @@ FilesPassResult files_pass(int parent_fd, const std::string& parent_path, const 
                            const FilesOptions& options, const CancelToken& cancel,
                            const ProgressFn& progress, bool with_cpu = true);
 
+// A file's name in its directory as files::Tree names it ("f000013"), made
+// without an allocation (one per operation).
+class FileName {
+ public:
+  explicit FileName(uint64_t index);
+  const char* c_str() const { return text_; }
+
+ private:
+  char text_[24];  // "f" + up to 20 digits + NUL
+};
+
 // The most files and bytes per file a pass takes (docs/small-files.md).
 inline constexpr uint64_t kMaxFilesCount = 1000000;
 inline constexpr uint64_t kMaxFilesSize = 1u << 20;

@@ -122,7 +122,7 @@ TEST(FilesPass, BudgetStopsEachPhaseOnceATenthOfTheFilesIsIn) {
   EXPECT_EQ(fs.entries(), 0u);  // the delete phase stopped, the rest removed after it
 }
 
-TEST(FilesPass, RandomOrderIsASeededPermutationDifferentPerPhase) {
+TEST(FilesPass, SequentialIsDirectoryMajorAndRandomASeededPermutationPerPhase) {
   Tmpfs fs;
   ASSERT_TRUE(fs.mounted());
   auto orders = [&](bool random, uint64_t seed) {
@@ -139,8 +139,12 @@ TEST(FilesPass, RandomOrderIsASeededPermutationDifferentPerPhase) {
   const auto rnd = orders(true, 42);
   std::vector<uint64_t> ascending(200);
   for (uint64_t i = 0; i < 200; ++i) ascending[i] = i;
+  // Sequential: a directory at a time (d0000's files 0, 4, 8, .., then d0001's).
+  const std::vector<uint64_t> by_dir = files::directory_order({200, 0, 4});
+  ASSERT_EQ(std::vector<uint64_t>(by_dir.begin(), by_dir.begin() + 3),
+            (std::vector<uint64_t>{0, 4, 8}));
   for (Phase p : files::kPhases) {
-    EXPECT_EQ(seq.at(p), ascending) << files::phase_name(p);
+    EXPECT_EQ(seq.at(p), by_dir) << files::phase_name(p);
     EXPECT_NE(rnd.at(p), ascending) << files::phase_name(p);
     std::vector<uint64_t> sorted = rnd.at(p);
     std::sort(sorted.begin(), sorted.end());
@@ -149,6 +153,29 @@ TEST(FilesPass, RandomOrderIsASeededPermutationDifferentPerPhase) {
   EXPECT_NE(rnd.at(Phase::create), rnd.at(Phase::stat));
   EXPECT_EQ(orders(true, 42), rnd);  // the same seed, the same orders
   EXPECT_NE(orders(true, 43).at(Phase::create), rnd.at(Phase::create));
+}
+
+TEST(FilesPass, FileNameIsTheTreesNameWithoutItsDirectory) {
+  const files::Tree t{2000000, 0, 10};
+  for (uint64_t i : {0ull, 7ull, 13ull, 99999ull, 999999ull, 1000000ull, 1234567ull}) {
+    const std::string path = t.file_path(i);
+    EXPECT_EQ(FileName(i).c_str(), path.substr(path.find('/') + 1)) << i;
+  }
+}
+
+TEST(FilesPass, CreateKeepsItsSyncfsTimeApartAndOnlyCreateHasOne) {
+  TempDir dir;  // the test host's disk: a syncfs there takes measurable time
+  const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  CancelToken cancel;
+  const FilesPassResult r =
+      files_pass(fd, dir.path(), "pass", small(200, 4096, 4), cancel, {}, false);
+  ::close(fd);
+  ASSERT_EQ(r.phases.size(), 4u);
+  const files::PhaseStats& create = r.phases[0].stats;
+  EXPECT_GT(create.sync_seconds, 0);
+  EXPECT_LT(create.sync_seconds, create.seconds);  // part of the phase's time
+  for (size_t k = 1; k < 4; ++k) EXPECT_EQ(r.phases[k].stats.sync_seconds, 0) << k;
 }
 
 TEST(FilesPass, CancelRemovesWhatThePassMade) {
