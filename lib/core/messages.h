@@ -97,6 +97,7 @@ struct FilesDetails {
   std::string share;           // the share it ran over; "" on an end's own disk
   std::string driver;          // that share's protocol ("smb"); "" on an end's own disk
   std::string in_flight_note;  // a share's: how operations were kept in flight, or why one
+  double sync_seconds = 0;     // an end's create: the syncfs inside its seconds
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------

@@ -113,6 +113,7 @@ json::object to_json(const FilesDetails& m) {
   if (!m.share.empty()) o["share"] = m.share;
   if (!m.driver.empty()) o["driver"] = m.driver;
   if (!m.in_flight_note.empty()) o["in_flight_note"] = m.in_flight_note;
+  if (m.sync_seconds > 0) o["sync_seconds"] = m.sync_seconds;
   return o;
 }
 void from_json(const json::value& v, FilesDetails& m, Source src, std::string_view what) {
@@ -131,7 +132,8 @@ void from_json(const json::value& v, FilesDetails& m, Source src, std::string_vi
       .opt("cache_reason", m.cache_reason)
       .opt("share", m.share)
       .opt("driver", m.driver)
-      .opt("in_flight_note", m.in_flight_note);
+      .opt("in_flight_note", m.in_flight_note)
+      .opt("sync_seconds", m.sync_seconds);
 }
 
 }  // namespace cp::msg

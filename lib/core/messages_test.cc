@@ -114,10 +114,12 @@ TEST(Messages, FilesMessagesRoundTrip) {
   d.share = "smb-disk";
   d.driver = "smb";
   d.in_flight_note = "one at a time, as asked";
+  d.sync_seconds = 0.25;
   const auto d2 = read_stored<FilesDetails>(json::serialize(to_json(d)));
   EXPECT_EQ(d2.share, "smb-disk");
   EXPECT_EQ(d2.driver, "smb");
   EXPECT_EQ(d2.in_flight_note, d.in_flight_note);
+  EXPECT_DOUBLE_EQ(d2.sync_seconds, 0.25);
   EXPECT_EQ(d2.ops, 640u);
   EXPECT_EQ(d2.count, 1000u);
   EXPECT_DOUBLE_EQ(d2.latency_us.max_us, 537000);

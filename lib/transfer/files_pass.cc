@@ -97,7 +97,10 @@ class Pass {
       : sessions_(std::move(sessions)), driver_(driver), opts_(opts), cancel_(cancel) {
     const files::Tree& t = opts_.tree;
     CP_CHECK(t.dirs >= 1 && !opts_.root.empty());
-    order_ = files::visit_order(t.count, opts_.random, opts_.seed);
+    // Sequential: a directory at a time, as `cp -r` copies a tree and as the
+    // disk's own pass runs (its rows are held against these).
+    order_ =
+        opts_.random ? files::visit_order(t.count, true, opts_.seed) : files::directory_order(t);
     created_.assign(t.count, 0);
     touched_.assign(t.count, 0);
     data_.assign(static_cast<size_t>(t.size), '\0');

@@ -23,7 +23,9 @@ struct FilesPassOptions {
   // The pass's own directory, relative to the share ("chokepoint-run-x/files"):
   // made at the start (it must not exist), removed at the end.
   std::string root;
-  bool random = false;  // the visit order: files::visit_order(count, random, seed)
+  // The visit order: files::visit_order(count, true, seed) when random, else
+  // files::directory_order (a directory at a time).
+  bool random = false;
   uint64_t seed = 0;
   // Seconds the create, stat and read phases may each take once a tenth of
   // the files are in (0: no budget); the delete phase always runs to the end,

@@ -69,6 +69,7 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
   d.share = pass.share;
   d.driver = pass.driver;
   d.in_flight_note = pass.in_flight_note;
+  d.sync_seconds = st.sync_seconds;
   if (!st.skipped.empty()) {
     s.error = "skipped: " + st.skipped;
   } else if (!st.error.empty()) {
