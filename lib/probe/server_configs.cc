@@ -99,12 +99,15 @@ std::string vsftpd_config_from_cmdline(std::string_view cmdline, msg::NamedValue
 }
 
 msg::NamedValues parse_ganesha_conf(std::string_view text) {
-  // Comments out, then every `name = value;` whatever block holds it.
+  // Comments out, and a block's braces as separators (a parameter after an
+  // inner block's '}' is its export's), then every `name = value;` whatever
+  // block holds it.
   std::string plain;
   for (std::string_view line : split(text, '\n')) {
     plain += line.substr(0, line.find('#'));
     plain += '\n';
   }
+  std::replace(plain.begin(), plain.end(), '}', '{');
   msg::NamedValues out;
   for (const char* key : {"maxread", "maxwrite"}) {
     std::optional<uint64_t> least;
