@@ -317,6 +317,21 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
   return out;
 }
 
+std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r) {
+  const Finding none;  // kRateCap reads the row alone
+  for (const CostlySetting& s : table()) {
+    if (s.evidence != E::kRateCap || r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
+    std::string section;
+    const std::string value = value_of(s, a, r, &section);
+    if (value.empty() || !costly_value(s, value, r)) continue;
+    std::string evidence = evidence_of(s, a, r, none, value);
+    if (evidence.empty()) continue;
+    return SettingFound{s.server, s.parameter,        section, value, s.default_value,
+                        s.cost,   std::move(evidence)};
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> costly_samba_parameters() {
   std::vector<std::string> out;
   for (const CostlySetting& s : table()) {

@@ -1,0 +1,116 @@
+// Costly server settings on the lab's real file servers (issue 23): each test
+// starts a server with one setting people set, off the lab's (Debian's)
+// defaults, and asserts the structured fields of the finding that names it
+// (`settings`, `misconfigured`, the finding's `layer`), never its wording.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+class CostlySettings : public LabSuite<CostlySettings> {
+ protected:
+  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
+
+  std::string share(const std::string& proto, const std::string& medium) const {
+    return lab_.plan_section(proto + "-" + medium, proto, medium);
+  }
+
+  // Runs diagnose on the lab with `plan`; its JSON report.
+  static json::object diagnose(const std::string& plan) {
+    TempDir t;
+    RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
+    EXPECT_FALSE(r.out.empty()) << r.err;
+    if (r.out.empty()) return {};
+    return json::parse(r.out).as_object();
+  }
+  static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
+
+  // The entry of `f`'s `settings` naming `parameter` of `server`; nullptr if none.
+  static const json::object* named(const json::object& f, const std::string& server,
+                                   const std::string& parameter) {
+    for (const auto& s : f.at("settings").as_array()) {
+      const json::object& o = s.as_object();
+      if (str(o, "server") == server && str(o, "parameter") == parameter) return &o;
+    }
+    return nullptr;
+  }
+
+  // The settings the server's facts recorded for file server `server`.
+  static json::object facts_settings(const json::object& doc, const std::string& server) {
+    for (const auto& h : doc.at("hosts").as_array()) {
+      if (str(h.as_object(), "role") != "server") continue;
+      const json::object& facts = h.as_object().at("facts").as_object();
+      if (!facts.contains("file_servers")) return {};
+      for (const auto& f : facts.at("file_servers").as_array()) {
+        if (str(f.as_object(), "server") == server) {
+          return f.as_object().at("settings").as_object();
+        }
+      }
+    }
+    return {};
+  }
+
+  LabStatus lab_;
+};
+
+// NFS-Ganesha with `MaxWrite = 65536` in its exports (Debian's ganesha.conf
+// sets none: 64 MiB in Ganesha 4, which the lab keeps otherwise): every
+// client's WRITE is held to 64 KiB. The finding on NFS writes names
+// Ganesha's MaxWrite with its value, by the value alone (the table's
+// evidence: always), and the reads, whose MaxRead stays, name no MaxRead.
+TEST_F(CostlySettings, GaneshaSmallMaxWriteIsNamedOnNfsWritesWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--ganesha", "MaxWrite = 65536"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+               share("nfs", "ram"));
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), "maxwrite"), "65536");
+  const json::object* w = verdict_finding(doc, "nfs ram write");
+  ASSERT_NE(w, nullptr) << run_errors(doc);
+  EXPECT_FALSE(str(*w, "layer").empty());
+  const json::object* s = named(*w, "nfs-ganesha", "MaxWrite");
+  ASSERT_NE(s, nullptr) << str(*w, "text");
+  EXPECT_EQ(str(*s, "value"), "65536");
+  EXPECT_EQ(str(*s, "default"), "1048576");
+  // Off its default: misconfigured too (a hint the user acts on).
+  EXPECT_FALSE(w->at("misconfigured").as_array().empty());
+  const json::object* r = verdict_finding(doc, "nfs ram read");
+  ASSERT_NE(r, nullptr) << run_errors(doc);
+  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxRead"), nullptr) << str(*r, "text");
+  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxWrite"), nullptr) << str(*r, "text");
+}
+
+// vsftpd with a per-session rate cap (`local_max_rate`, bytes/s; Debian's
+// default 0: none) of 20 MB/s, far below what TCP carries on the unshaped
+// lab, whatever the machine's load: FTP from RAM sits at the cap each way,
+// and each finding names local_max_rate with its value (the rule: the row
+// from 80 % to 110 % of whatever the cap is).
+TEST_F(CostlySettings, VsftpdRateCapIsNamedOnFtpWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--vsftpd", "local_max_rate=20000000"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+               share("ftp", "ram"));
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(str(facts_settings(doc, "vsftpd"), "local_max_rate"), "20000000");
+  for (const char* path : {"ftp ram read", "ftp ram write"}) {
+    const json::object* f = verdict_finding(doc, path);
+    ASSERT_NE(f, nullptr) << path << ": " << run_errors(doc);
+    // The limiter holds it, whatever the loaded machine's CPU does meanwhile.
+    EXPECT_EQ(str(*f, "rule"), "protocol.rate_cap") << str(*f, "text");
+    EXPECT_EQ(str(*f, "layer"), "ftp") << str(*f, "text");
+    const json::object* s = named(*f, "vsftpd", "local_max_rate");
+    ASSERT_NE(s, nullptr) << str(*f, "text");
+    EXPECT_EQ(str(*s, "value"), "20000000");
+    EXPECT_EQ(str(*s, "default"), "0");
+    EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  }
+}
+
+}  // namespace
+}  // namespace cp::itest
