@@ -138,10 +138,20 @@ std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r,
   if (source.rfind("config:", 0) == 0) {
     const std::string_view rest = source.substr(7);
     const size_t colon = rest.find(':');
-    auto server = a.server.server_configs.find(std::string(rest.substr(0, colon)));
-    if (server == a.server.server_configs.end()) return {};
-    auto it = server->second.find(std::string(rest.substr(colon + 1)));
-    return it == server->second.end() ? std::string() : it->second;
+    const std::string name(rest.substr(0, colon)), key(rest.substr(colon + 1));
+    // The instance serving the row's connections where its samples name one
+    // of this server's (several on one host), else the server's first.
+    const std::map<std::string, std::string>* settings = nullptr;
+    if (auto inst = a.server.server_instances.find(r.server_pid);
+        inst != a.server.server_instances.end() && inst->second.server == name) {
+      settings = &inst->second.settings;
+    } else if (auto first = a.server.server_configs.find(name);
+               first != a.server.server_configs.end()) {
+      settings = &first->second;
+    }
+    if (!settings) return {};
+    auto it = settings->find(key);
+    return it == settings->end() ? std::string() : it->second;
   }
   if (source.rfind("property:", 0) == 0) {
     auto it = r.properties.find(std::string(source.substr(9)));
