@@ -2,9 +2,16 @@
 // starts a server with one setting people set, off the lab's (Debian's)
 // defaults, and asserts the structured fields of the finding that names it
 // (`settings`, `misconfigured`, the finding's `layer`), never its wording.
+#include <signal.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "support.h"
 
@@ -110,6 +117,74 @@ TEST_F(CostlySettings, VsftpdRateCapIsNamedOnFtpWithItsValue) {
     EXPECT_EQ(str(*s, "default"), "0");
     EXPECT_FALSE(f->at("misconfigured").as_array().empty());
   }
+}
+
+// A second vsftpd on the server host (as a user runs one per port or per
+// site), on port 2121 with its own conf: the lab's copied, with a 20 MB/s
+// `local_max_rate` and passive ports of its own. The lab's vsftpd (no cap)
+// runs too, started first: the facts list both, the host's first, and the
+// verdict reads the one serving the samples' connections (the server agent's
+// CPU record names it), so the FTP finding names the second's cap.
+TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
+  const std::string ftp = lab_.dir + "/server/ftp";
+  const std::string conf = ftp + "/vsftpd-2121.conf";
+  std::ifstream in(ftp + "/vsftpd.conf");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string c = text.str();
+  for (const auto& [key, value] :
+       {std::pair{"listen_port", "2121"}, std::pair{"vsftpd_log_file", "/dev/null"},
+        std::pair{"pasv_min_port", "30200"}, std::pair{"pasv_max_port", "30299"}}) {
+    const size_t at = c.find("\n" + std::string(key) + "=");
+    ASSERT_NE(at, std::string::npos) << key;
+    c.replace(at + 1, c.find('\n', at + 1) - at - 1, std::string(key) + "=" + value);
+  }
+  write_file(conf, c + "local_max_rate=20000000\n");
+  struct Stop {
+    std::string conf;
+    ~Stop() {
+      for (int pid : pids_matching(conf)) ::kill(pid, SIGKILL);
+      std::filesystem::remove(conf);
+    }
+  } stop{conf};
+  const RunResult started = run_command(
+      {"nsenter", "-t", std::to_string(lab_.server.sshd_pid), "-m", "-u", "-n", "--", "setsid",
+       "-f", "sh", "-c", "exec </dev/null >/dev/null 2>&1; exec vsftpd \"$0\"", conf});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  const std::string server = lab_names().server_data_address;
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = run_command({"ip", "netns", "exec", lab_names().client_netns, "bash", "-c",
+                      "exec 3<>/dev/tcp/" + server + "/2121"})
+             .exit_code == 0;
+    if (!up) ::usleep(100000);
+  }
+  ASSERT_TRUE(up) << "the second vsftpd did not accept on " << server << ":2121";
+  std::string section = share("ftp", "ram");
+  section.replace(section.find("//" + server + "/"), server.size() + 3, "//" + server + ":2121/");
+  const json::object doc = diagnose(
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" + section);
+  ASSERT_FALSE(doc.empty());
+  int instances = 0;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (str(h.as_object(), "role") != "server") continue;
+    for (const auto& f : h.at("facts").at("file_servers").as_array()) {
+      // Other labs' servers on this machine are listed too (other namespaces).
+      if (str(f.as_object(), "server") != "vsftpd" ||
+          str(f.as_object(), "config_path").rfind(lab_.dir + "/", 0) != 0) {
+        continue;
+      }
+      ++instances;
+      EXPECT_GT(f.at("pid").to_number<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(instances, 2) << json::serialize(doc.at("hosts"));
+  const json::object* f = verdict_finding(doc, "ftp ram read");
+  ASSERT_NE(f, nullptr) << run_errors(doc);
+  EXPECT_EQ(str(*f, "rule"), "protocol.rate_cap") << str(*f, "text");
+  const json::object* s = named(*f, "vsftpd", "local_max_rate");
+  ASSERT_NE(s, nullptr) << str(*f, "text");
+  EXPECT_EQ(str(*s, "value"), "20000000");
 }
 
 }  // namespace
