@@ -138,10 +138,20 @@ std::string value_of(const CostlySetting& s, const Analysis& a, const Row& r,
   if (source.rfind("config:", 0) == 0) {
     const std::string_view rest = source.substr(7);
     const size_t colon = rest.find(':');
-    auto server = a.server.server_configs.find(std::string(rest.substr(0, colon)));
-    if (server == a.server.server_configs.end()) return {};
-    auto it = server->second.find(std::string(rest.substr(colon + 1)));
-    return it == server->second.end() ? std::string() : it->second;
+    const std::string name(rest.substr(0, colon)), key(rest.substr(colon + 1));
+    // The instance serving the row's connections where its samples name one
+    // of this server's (several on one host), else the server's first.
+    const std::map<std::string, std::string>* settings = nullptr;
+    if (auto inst = a.server.server_instances.find(r.server_pid);
+        inst != a.server.server_instances.end() && inst->second.server == name) {
+      settings = &inst->second.settings;
+    } else if (auto first = a.server.server_configs.find(name);
+               first != a.server.server_configs.end()) {
+      settings = &first->second;
+    }
+    if (!settings) return {};
+    auto it = settings->find(key);
+    return it == settings->end() ? std::string() : it->second;
   }
   if (source.rfind("property:", 0) == 0) {
     auto it = r.properties.find(std::string(source.substr(9)));
@@ -315,6 +325,21 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
         {s.server, s.parameter, section, value, s.default_value, s.cost, std::move(evidence)});
   }
   return out;
+}
+
+std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r) {
+  const Finding none;  // kRateCap reads the row alone
+  for (const CostlySetting& s : table()) {
+    if (s.evidence != E::kRateCap || r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
+    std::string section;
+    const std::string value = value_of(s, a, r, &section);
+    if (value.empty() || !costly_value(s, value, r)) continue;
+    std::string evidence = evidence_of(s, a, r, none, value);
+    if (evidence.empty()) continue;
+    return SettingFound{s.server, s.parameter,        section, value, s.default_value,
+                        s.cost,   std::move(evidence)};
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> costly_samba_parameters() {

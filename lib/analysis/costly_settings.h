@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,10 @@ const std::vector<CostlySetting>& costly_settings();
 // Every entry of costly_settings() whose value the run recorded is costly and
 // whose evidence `f` (a protocol finding of row `r`, judged) and the rows fit.
 std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const Finding& f);
+
+// The first rate limit of the table (evidence kRateCap) that the run recorded
+// for row `r` and that `r` sits at; nullopt when none.
+std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r);
 
 // The Samba parameters the table reads (probe/sysinfo.h asks for each).
 std::vector<std::string> costly_samba_parameters();

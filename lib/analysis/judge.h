@@ -174,6 +174,7 @@ bool path_bus(const Case&, Finding&);
 bool path_slowest(const Case&, Finding&);
 
 bool protocol_untrusted(const Case&, Finding&);
+bool protocol_rate_cap(const Case&, Finding&);
 bool protocol_cpu(const Case&, Finding&);
 bool protocol_unmeasured(const Case&, Finding&);
 bool protocol_noise(const Case&, Finding&);

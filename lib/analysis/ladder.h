@@ -226,6 +226,9 @@ struct Row {
   // Protocol rows: what the client driver recorded (first sample's
   // details "properties": requested dialect, max_read_size, mount options).
   std::map<std::string, std::string> properties;
+  // The file server instance serving its samples' connections (the server
+  // end's CpuSummary::server_pid, the first a sample names); 0 unknown.
+  int server_pid = 0;
   // Protocol rows: the filesystem of the share's directory on the server, as
   // the server agent found it ("tmpfs", "ext4"; "" unknown), and why the row
   // is not over the medium it claims ("" when it is): a "ram" share on a disk,
@@ -369,8 +372,17 @@ struct HostFacts {
   // Each share section's parameters set apart from [global] (lower-case names).
   std::map<std::string, std::map<std::string, std::string>> samba_shares;
   // Other file servers' settings by server ("vsftpd", "nfs-ganesha",
-  // "knfsd"), from the config each was started with (lower-case names).
+  // "knfsd"), from the config each was started with (lower-case names): the
+  // first instance the facts list of each (this namespace's first).
   std::map<std::string, std::map<std::string, std::string>> server_configs;
+  // Every running instance's, by its pid (several vsftpd or Ganeshas on one
+  // host): a row whose samples name the instance serving them (Row::server_pid)
+  // reads its own.
+  struct ServerInstance {
+    std::string server;
+    std::map<std::string, std::string> settings;
+  };
+  std::map<int, ServerInstance> server_instances;
 };
 
 struct Analysis {

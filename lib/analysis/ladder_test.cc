@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
+
+#include <boost/json.hpp>
 
 namespace cp::analysis {
 namespace {
@@ -1041,6 +1044,89 @@ TEST(Ladder, FileServerConfigSettingsAreNamedWhereTheirEvidenceFits) {
   const Analysis b = analyze(stored::decode(build(20, 880)));
   EXPECT_EQ(named(finding(b, "ftp ram read"), "local_max_rate"), nullptr);
   EXPECT_EQ(named(finding(b, "nfs disk write"), "sync (exports)"), nullptr);
+}
+
+// FTP at vsftpd's per-session rate limit (local_max_rate) is held by it, not
+// by a CPU that is busy meanwhile (a loaded machine, vsftpd's thread at a
+// core): the rate_cap rule names the FTP layer with the setting, for any cap
+// (here 7 MB/s and 300 MB/s); far below the cap the CPU rule judges as before.
+TEST(Ladder, AtARateCapTheSettingCapsTheProtocolWhateverTheCpu) {
+  auto build = [](const std::string& cap, double ftp, double tcp) {
+    return RunBuilder()
+        .raw_host("server", R"({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)"
+                            R"({"server":"vsftpd","config_path":"/etc/vsftpd.conf","found_by":"x",)"
+                            R"("settings":{"local_max_rate":")" +
+                                cap + R"("}}]})")
+        .host("client", 1500, 10000)
+        .tcp("server->client", {tcp, tcp + 10, tcp + 5})
+        .proto("ftp", "ram", "read", {ftp, ftp + 0.1, ftp + 0.2}, 100, "vsftpd")
+        .build();
+  };
+  for (const auto& [cap, ftp, tcp] :
+       {std::tuple{"7000000", 6.9, 1100.0}, std::tuple{"300000000", 290.0, 1100.0}}) {
+    const Analysis a = analyze(stored::decode(build(cap, ftp, tcp)));
+    const Finding* f = finding(a, "ftp ram read");
+    ASSERT_NE(f, nullptr) << cap;
+    EXPECT_EQ(f->rule, "protocol.rate_cap") << cap;
+    EXPECT_EQ(f->layer, "ftp") << cap;
+    EXPECT_EQ(f->cap, "ftp:ram:read:100000000");
+    EXPECT_DOUBLE_EQ(f->numbers.at("rate_cap_bytes_per_s"), std::stod(cap));
+    ASSERT_EQ(f->settings.size(), 1u);
+    EXPECT_EQ(f->settings[0].parameter, "local_max_rate");
+    EXPECT_EQ(f->misconfigured.size(), 1u);
+  }
+  const Finding* below =
+      finding(analyze(stored::decode(build("300000000", 100, 1100))), "ftp ram read");
+  ASSERT_NE(below, nullptr);
+  EXPECT_EQ(below->rule, "protocol.cpu");
+  EXPECT_TRUE(below->settings.empty());
+}
+
+// Two vsftpd on one server host, as the probe lists them (each instance with
+// its pid: the host's own first, then a container's), with different rate
+// caps: the FTP row whose samples' server CPU names the instance serving
+// their connection (server_pid: the container's) is judged by that
+// instance's config; a row that names none reads the first instance's.
+TEST(Ladder, SeveralFileServersOnOneHostTheRowReadsTheConfigOfTheOneServingIt) {
+  auto build = [](int server_pid) {
+    RunRecord run =
+        RunBuilder()
+            .raw_host(
+                "server",
+                R"j({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)j"
+                R"j({"server":"vsftpd","pid":812,"config_path":"/etc/vsftpd.conf",)j"
+                R"j("found_by":"running vsftpd (pid 812)","settings":{"local_max_rate":"0"}},)j"
+                R"j({"server":"vsftpd","pid":4410,"config_path":"/srv/ct/vsftpd.conf",)j"
+                R"j("found_by":"running vsftpd (pid 4410)",)j"
+                R"j("settings":{"local_max_rate":"20000000"}}]})j")
+            .host("client", 1500, 10000)
+            .tcp("server->client", {1100, 1110, 1105})
+            .proto("ftp", "ram", "read", {19.6, 19.7, 19.8}, 30, "vsftpd")
+            .build();
+    for (StageRecord& st : run.stages) {
+      if (st.layer != "ftp") continue;
+      for (SampleRecord& s : st.samples) {
+        auto cpu = boost::json::parse(s.cpu_json).as_object();
+        if (server_pid > 0) cpu["server"].as_object()["server_pid"] = server_pid;
+        s.cpu_json = boost::json::serialize(cpu);
+      }
+    }
+    return run;
+  };
+  const Analysis a = analyze(stored::decode(build(4410)));
+  const Finding* f = finding(a, "ftp ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->rule, "protocol.rate_cap");
+  ASSERT_EQ(f->settings.size(), 1u);
+  EXPECT_EQ(f->settings[0].parameter, "local_max_rate");
+  EXPECT_EQ(f->settings[0].value, "20000000");
+  // No instance named: the first (the host's own, no cap) is read, and nothing fits.
+  const Finding* g = finding(analyze(stored::decode(build(0))), "ftp ram read");
+  ASSERT_NE(g, nullptr);
+  EXPECT_NE(g->rule, "protocol.rate_cap");
+  EXPECT_TRUE(g->settings.empty());
+  // An instance the facts do not list (started after them): the first too.
+  EXPECT_TRUE(finding(analyze(stored::decode(build(9999))), "ftp ram read")->settings.empty());
 }
 
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session

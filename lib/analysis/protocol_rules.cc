@@ -189,6 +189,21 @@ bool protocol_untrusted(const Case& c, Finding& f) {
   return false;
 }
 
+// The row at a per-session rate limit the server's config sets (vsftpd's
+// local_max_rate): the limiter holds it there, whatever the CPU does (a busy
+// machine's CPU would land the row at the limit only by chance).
+bool protocol_rate_cap(const Case& c, Finding& f) {
+  const Row& r = c.protocol->r;
+  const std::optional<SettingFound> s = rate_cap_found(c.a, r);
+  if (!s) return false;
+  f.layer = r.layer;
+  f.cap = r.key;
+  f.words["server"] = s->server;
+  f.words["setting"] = s->parameter;
+  f.numbers["rate_cap_bytes_per_s"] = double(max_of_sysctl(s->value));
+  return true;
+}
+
 // One of the endpoint's processes at its quota or a thread at a core caps it
 // outright. Every core busy caps it unless it already reaches the layer
 // beneath (a row at the disk's ceiling is held by the disk, busy or not).

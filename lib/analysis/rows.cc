@@ -27,6 +27,7 @@ std::string where_label(const std::string& where) {
 // Folds one sample's CPU summaries (each end's) into the row.
 void add_cpu(Row& row, const std::vector<stored::EndCpu>& cpu) {
   for (const auto& [host, c] : cpu) {
+    if (host == "server" && row.server_pid == 0) row.server_pid = c.server_pid;
     // Busy fractions over a few milliseconds are noise (one 0.25 s tick);
     // only windows of at least half a second count as evidence.
     if (c.seconds < kMinCpuWindow) continue;
@@ -233,9 +234,12 @@ HostFacts read_host_facts(const msg::Facts& f) {
   }
   for (const msg::ServerConfigFacts& sc : f.file_servers) {
     if (!sc.error.empty()) continue;  // an unreadable config tells no setting
+    std::map<std::string, std::string> settings;
     for (const msg::NamedValue& v : sc.settings) {
-      if (v.value) h.server_configs[sc.server][v.name] = *v.value;
+      if (v.value) settings[v.name] = *v.value;
     }
+    if (sc.pid > 0) h.server_instances[sc.pid] = {sc.server, settings};
+    h.server_configs.try_emplace(sc.server, std::move(settings));  // the first is the default
   }
   return h;
 }

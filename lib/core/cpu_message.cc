@@ -111,7 +111,7 @@ CpuSummary cpu_summary_from_peer(const json::value& v, std::string_view what) {
   const json::object& o = v.as_object();
   for (const char* k : {"seconds", "total_busy_pct"}) c.number(o, k, true, "");
   for (const char* k : {"sys_pct", "softirq_pct", "agent_pct", "server_pct", "kernel_pct",
-                        "other_pct", "own_wait_pct"}) {
+                        "other_pct", "own_wait_pct", "server_pid"}) {
     c.number(o, k, false, "");
   }
   for (const char* k : {"core_busy_pct", "core_busy_max_pct"}) {
@@ -164,12 +164,14 @@ json::value to_json(const CpuSummary& s) {
                                {"wait_pct", r(p.wait_pct)},
                                {"throttled_pct", r(p.throttled_pct)}});
   }
-  return json::object{{"seconds", r(s.seconds)},           {"core_busy_pct", cores},
-                      {"core_busy_max_pct", cores_max},    {"total_busy_pct", r(s.total_busy_pct)},
-                      {"sys_pct", r(s.sys_pct)},           {"softirq_pct", r(s.softirq_pct)},
-                      {"agent_pct", r(s.agent_pct)},       {"server_pct", r(s.server_pct)},
-                      {"kernel_pct", r(s.kernel_pct)},     {"other_pct", r(s.other_pct)},
-                      {"own_wait_pct", r(s.own_wait_pct)}, {"top", top}};
+  json::object o{{"seconds", r(s.seconds)},           {"core_busy_pct", cores},
+                 {"core_busy_max_pct", cores_max},    {"total_busy_pct", r(s.total_busy_pct)},
+                 {"sys_pct", r(s.sys_pct)},           {"softirq_pct", r(s.softirq_pct)},
+                 {"agent_pct", r(s.agent_pct)},       {"server_pct", r(s.server_pct)},
+                 {"kernel_pct", r(s.kernel_pct)},     {"other_pct", r(s.other_pct)},
+                 {"own_wait_pct", r(s.own_wait_pct)}, {"top", top}};
+  if (s.server_pid > 0) o["server_pid"] = s.server_pid;  // absent: unknown
+  return o;
 }
 
 CpuSummary cpu_summary_from_json(const json::value& v) {
@@ -187,6 +189,7 @@ CpuSummary cpu_summary_from_json(const json::value& v) {
   s.kernel_pct = num(o, "kernel_pct");
   s.other_pct = num(o, "other_pct");
   s.own_wait_pct = num(o, "own_wait_pct");
+  s.server_pid = to_int(num(o, "server_pid"));
   if (auto it = o.find("top"); it != o.end() && it->value().is_array()) {
     for (const auto& e : it->value().as_array()) {
       if (!e.is_object()) continue;

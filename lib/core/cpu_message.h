@@ -59,6 +59,11 @@ struct CpuSummary {
   // cgroup CPU limit or are the endpoint's own (the agent, a file server); all sorted
   // by cpu_pct, descending.
   std::vector<ProcLoad> top;
+  // The file server instance serving the sample's connection (when the
+  // sampler was told it, cpu_start's port and peer): the topmost file-server
+  // ancestor of the process holding it, e.g. vsftpd's listener for its session
+  // process; 0 when unknown. The verdict reads that instance's config.
+  int server_pid = 0;
 };
 
 // The codec. to_json writes every figure at kCpuDigits significant digits: the

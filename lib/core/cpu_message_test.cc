@@ -31,6 +31,7 @@ TEST(CpuMessage, RoundTripsEveryField) {
   p.top_thread_pct = 98;
   p.threads = 3;
   s.top.push_back(p);
+  s.server_pid = 4242;
 
   const CpuSummary back =
       cpu_summary_from_json(boost::json::parse(boost::json::serialize(to_json(s))));
@@ -48,6 +49,9 @@ TEST(CpuMessage, RoundTripsEveryField) {
   EXPECT_TRUE(back.top[0].other_netns);
   EXPECT_DOUBLE_EQ(back.top[0].top_thread_pct, 98);
   EXPECT_EQ(back.top[0].threads, 3);
+  EXPECT_EQ(back.server_pid, 4242);
+  // Unknown (0) is left out of the JSON.
+  EXPECT_FALSE(to_json(CpuSummary{}).as_object().contains("server_pid"));
 }
 
 TEST(CpuMessage, OlderRecordsKeepDefaults) {
@@ -59,6 +63,7 @@ TEST(CpuMessage, OlderRecordsKeepDefaults) {
   ASSERT_EQ(s.top.size(), 1u);
   EXPECT_EQ(s.top[0].role, "");
   EXPECT_DOUBLE_EQ(s.top[0].top_thread_pct, -1);  // unknown, not zero
+  EXPECT_EQ(s.server_pid, 0);                     // unknown
   EXPECT_TRUE(cpu_summary_from_json(boost::json::value(3)).top.empty());
 }
 

@@ -347,6 +347,7 @@ json::object to_json(const Facts& m) {
                        {"found_by", f.found_by},
                        {"settings", named_values(f.settings)}};
       if (!f.error.empty()) one["error"] = f.error;
+      if (f.pid > 0) one["pid"] = f.pid;
       servers.push_back(std::move(one));
     }
     o["file_servers"] = std::move(servers);
@@ -390,6 +391,9 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
       }
       ServerConfigFacts f;
       get(fc, e.as_object(), "server", f.server);
+      std::optional<int64_t> pid;
+      get(fc, e.as_object(), "pid", pid);
+      if (pid && *pid > 0 && *pid <= INT32_MAX) f.pid = static_cast<int>(*pid);
       get(fc, e.as_object(), "config_path", f.config_path);
       get(fc, e.as_object(), "found_by", f.found_by);
       get(fc, e.as_object(), "error", f.error);

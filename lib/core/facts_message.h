@@ -103,6 +103,7 @@ struct SambaFacts {
 // (probe/server_configs.h): vsftpd, NFS-Ganesha, the kernel's NFS exports.
 struct ServerConfigFacts {
   std::string server;       // "vsftpd" | "nfs-ganesha" | "knfsd"
+  int pid = 0;              // the running instance (its process tree's root); 0: knfsd
   std::string config_path;  // "/etc/vsftpd.conf"; knfsd: "/proc/fs/nfs/exports"
   std::string found_by;     // "running vsftpd (pid N)", "kernel"
   std::string error;        // the config could not be read (no settings then)

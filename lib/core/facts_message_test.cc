@@ -61,6 +61,15 @@ Facts some_facts() {
   f.degraded = {{"process_netns", "assumed local", "root"}};
   f.agent = AgentFacts{"server", "aarch64"};
   f.agent_max_rss_kb = 25000;
+  // Two instances of one server (the host's, a container's), and knfsd without a pid.
+  f.file_servers = {{"vsftpd", 812, "/etc/vsftpd.conf", "running vsftpd (pid 812)", "", {}},
+                    {"vsftpd",
+                     4410,
+                     "/ct/vsftpd.conf",
+                     "running vsftpd (pid 4410)",
+                     "",
+                     {{"local_max_rate", std::string("20000000")}}},
+                    {"knfsd", 0, "/proc/fs/nfs/exports", "kernel", "", {}}};
   return f;
 }
 
@@ -118,6 +127,14 @@ TEST(FactsMessage, EveryFieldSurvivesTheWire) {
   EXPECT_EQ(g.agent->role, "server");
   EXPECT_EQ(g.agent->arch, "aarch64");
   EXPECT_EQ(g.agent_max_rss_kb, 25000u);
+  ASSERT_EQ(g.file_servers.size(), 3u);
+  EXPECT_EQ(g.file_servers[0].pid, 812);
+  EXPECT_EQ(g.file_servers[1].pid, 4410);
+  EXPECT_EQ(g.file_servers[1].config_path, "/ct/vsftpd.conf");
+  ASSERT_EQ(g.file_servers[1].settings.size(), 1u);
+  EXPECT_EQ(g.file_servers[1].settings[0].value, "20000000");
+  EXPECT_EQ(g.file_servers[2].pid, 0);
+  EXPECT_FALSE(to_json(f).at("file_servers").as_array()[2].as_object().contains("pid"));
 }
 
 // The stored JSON stays what it was: read back and written again, a stored

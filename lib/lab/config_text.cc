@@ -48,6 +48,9 @@ std::string sshd_config_text(const LabState& s, const LabHost& h) {
 
 std::string vsftpd_conf_text(const LabState& s) {
   const ServerFiles f = server_files(s);
+  std::string extra;
+  for (const std::string& p : s.options.vsftpd_params) extra += p + "\n";
+  if (!extra.empty()) extra = "# lab up --vsftpd\n" + extra;
   return fmt::format(
       "# {host}: vsftpd of the chokepoint lab (`chokepoint lab up` writes it, `lab down` "
       "removes it)\n"
@@ -93,11 +96,11 @@ std::string vsftpd_conf_text(const LabState& s) {
       "syslog_enable=NO\n"
       "max_clients=0\n"
       "max_per_ip=0\n"
-      "ftpd_banner=chokepoint lab FTP on {host}\n",
+      "ftpd_banner=chokepoint lab FTP on {host}\n{extra}",
       fmt::arg("host", s.server.hostname), fmt::arg("addr", s.server.data_address),
       fmt::arg("port", kFtpPort), fmt::arg("root", f.ftp_root), fmt::arg("empty", f.ftp_empty),
       fmt::arg("pmin", kPasvMinPort), fmt::arg("pmax", kPasvMaxPort), fmt::arg("log", f.vsftpd_log),
-      fmt::arg("cert", f.ftps_cert), fmt::arg("key", f.ftps_key));
+      fmt::arg("cert", f.ftps_cert), fmt::arg("key", f.ftps_key), fmt::arg("extra", extra));
 }
 
 const char* const kVsftpdPam =

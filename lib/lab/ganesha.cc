@@ -142,6 +142,10 @@ std::string conf_text(const LabState& s, bool v3, const std::string& plugins_dir
   } exports[] = {{1, "/ram", sf.ram_share, "RW"},
                  {2, "/disk", sf.disk_share, "RW"},
                  {3, "/ro", sf.ro_share, "RO"}};
+  // `lab up --ganesha` lines, in each export (where MaxRead/MaxWrite live).
+  std::string extra;
+  for (const std::string& p : s.options.ganesha_params) extra += "  " + p + ";\n";
+  if (!extra.empty()) extra = "  # lab up --ganesha\n" + extra;
   for (const auto& e : exports) {
     out += fmt::format(
         "EXPORT {{\n"
@@ -157,8 +161,9 @@ std::string conf_text(const LabState& s, bool v3, const std::string& plugins_dir
         // out and removes them): no cached attributes or entries are trusted.
         "  Attr_Expiration_Time = 0;\n"
         "  FSAL {{ Name = VFS; }}\n"
+        "{}"
         "}}\n",
-        e.id, e.path, e.pseudo, e.access, protocols);
+        e.id, e.path, e.pseudo, e.access, protocols, extra);
   }
   return out;
 }

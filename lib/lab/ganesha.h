@@ -32,7 +32,8 @@ NfsFiles nfs_files(const LabState& state);
 // only, no NLM/RQUOTA/UDP, graceless (no 90 s grace period at start), NFSv4
 // recovery records in the lab dir; exports /ram, /disk (read-write) and /ro
 // (read-only) of the share dirs, AUTH_SYS, root squashed (the share user's
-// uid owns the files, as with FTP and SMB). `plugins_dir` holds libfsalvfs.so.
+// uid owns the files, as with FTP and SMB), each with options.ganesha_params
+// at its end. `plugins_dir` holds libfsalvfs.so.
 std::string conf_text(const LabState& state, bool v3, const std::string& plugins_dir);
 
 // The nfs shares plan() gives a server: nfs://<data address>/{ram,disk}.

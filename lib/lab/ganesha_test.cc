@@ -8,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/error.h"
 #include "lab/layout.h"
 
 namespace cp::lab::ganesha {
@@ -88,6 +89,34 @@ TEST(GaneshaConf, NfsV3OnlyWithRpcbind) {
   const auto b = blocks(conf_text(s, /*v3=*/true, "/usr/lib/ganesha"));
   EXPECT_EQ(b[0].second.at("Protocols"), "3, 4");
   EXPECT_EQ(b[0].second.at("Mount_Path_Pseudo"), "true");
+}
+
+// `lab up --ganesha` lines land in every export (MaxRead/MaxWrite are
+// per-export parameters), and nowhere without them.
+TEST(GaneshaConf, ExtraParametersGoIntoEachExport) {
+  LabOptions o;
+  o.ganesha_params = {"MaxWrite = 65536", "MaxRead = 131072"};
+  EXPECT_NO_THROW(validate(o));
+  int exports = 0;
+  for (const auto& [name, kv] : blocks(conf_text(plan(o, "/srv/lab"), false, "/p"))) {
+    if (name != "EXPORT") continue;
+    ++exports;
+    EXPECT_EQ(kv.at("MaxWrite"), "65536") << kv.at("Pseudo");
+    EXPECT_EQ(kv.at("MaxRead"), "131072") << kv.at("Pseudo");
+  }
+  EXPECT_EQ(exports, 3);
+  for (const auto& [name, kv] : blocks(conf_text(plan(LabOptions{}, "/srv/lab"), false, "/p"))) {
+    EXPECT_EQ(kv.count("MaxWrite"), 0u) << name;
+  }
+  for (const char* bad : {"MaxWrite", "MaxWrite = 1; } EXPORT {", "Max Write = 1", "a = 1 # c",
+                          "a = 1\nb = 2", "= 1"}) {
+    try {
+      validate_ganesha_param(bad);
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConfig) << bad;
+    }
+  }
 }
 
 TEST(GaneshaShares, PlanHasNfsRamAndDiskOnceAndOldLabsGetThem) {

@@ -673,6 +673,8 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
                                     : fmt::format("chokepoint lab down --instance {}", instance)));
       }
       const bool samba_changed = cur->options.samba_params != opts.samba_params;
+      const bool vsftpd_changed = cur->options.vsftpd_params != opts.vsftpd_params;
+      const bool ganesha_changed = cur->options.ganesha_params != opts.ganesha_params;
       cur->options.rate_bits = opts.rate_bits;
       cur->options.mtu = opts.mtu;
       cur->options.server_mtu = opts.server_mtu;
@@ -680,9 +682,13 @@ LabState up(const LabOptions& opts, int instance, const std::string& dir_arg) {
       cur->options.path_rate_bits = opts.path_rate_bits;
       cur->options.delay_s = opts.delay_s;
       cur->options.samba_params = opts.samba_params;
+      cur->options.vsftpd_params = opts.vsftpd_params;
+      cur->options.ganesha_params = opts.ganesha_params;
       save(*cur);
       apply_path(*cur, cur->options, delay_mode);
       if (samba_changed) servers::stop_smbd(*cur);
+      if (vsftpd_changed) servers::stop_ftpd(*cur);
+      if (ganesha_changed) ganesha::stop(*cur);
       // A lab from before the hosts mounted cgroups gets them now (best effort:
       // without them only CPU quotas go unseen).
       const std::vector<CgroupMount> cgroups = root_cgroup_mounts();

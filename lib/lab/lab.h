@@ -35,6 +35,11 @@ struct LabOptions {
   uint64_t ram_bytes = 2ull << 30;   // size of each host's tmpfs
   // Extra smb.conf [global] lines, "name = value", in order (lab up --samba).
   std::vector<std::string> samba_params;
+  // Extra vsftpd.conf lines, "name=value", appended in order (lab up --vsftpd:
+  // a later line wins in vsftpd), and extra lines in each of Ganesha's EXPORT
+  // blocks, "Name = value" (lab up --ganesha: MaxRead, MaxWrite ...).
+  std::vector<std::string> vsftpd_params;
+  std::vector<std::string> ganesha_params;
   // The server host's kind (lab up --server-profile): "" a Debian host; "nas":
   // its SSH sessions run chrooted in a root filesystem holding nothing but
   // BusyBox (and what the orchestrator uploads), like a NAS appliance, with

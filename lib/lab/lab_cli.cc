@@ -123,6 +123,8 @@ int cmd_up(const std::vector<std::string>& args, std::ostream& out) {
                                                         : "");
   }
   for (const std::string& p : s.options.samba_params) out << "  samba      " << p << "\n";
+  for (const std::string& p : s.options.vsftpd_params) out << "  vsftpd     " << p << "\n";
+  for (const std::string& p : s.options.ganesha_params) out << "  ganesha    " << p << "\n";
   for (const LabHost* h : {&s.server, &s.client}) {
     out << fmt::format("  {}  ssh {}, ram {} ({} tmpfs), disk {} ({} ext4 on {})\n", h->alias,
                        h->mgmt_address, h->ram_dir, format_size(s.options.ram_bytes), h->disk_dir,
@@ -215,8 +217,10 @@ const std::vector<LabSubcommand>& lab_subcommands() {
   static const std::vector<LabSubcommand> table = {
       {"up",
        "up [--rate R] [--path-rate R] [--delay D] [--mtu M] [--server-mtu M]\n"
-       "                         [--client-mtu M] [--samba 'name = value']... [--disk-size S]\n"
-       "                         [--ram-size S] [--server-profile nas] [--server-login user]",
+       "                         [--client-mtu M] [--samba 'name = value']...\n"
+       "                         [--vsftpd 'name=value']... [--ganesha 'Name = value']...\n"
+       "                         [--disk-size S] [--ram-size S] [--server-profile nas]\n"
+       "                         [--server-login user]",
        "up options:\n"
        "  --rate R        the hosts' own data interfaces, like 1gbit; 0 = unshaped (default)\n"
        "  --path-rate R   on the path: tbf on the switch's ports (both directions), the\n"
@@ -227,6 +231,10 @@ const std::vector<LabSubcommand>& lab_subcommands() {
        "  --server-mtu M, --client-mtu M   one host's own (the switch takes the largest)\n"
        "  --samba 'name = value'   an smb.conf [global] parameter (repeatable); smbd restarts;\n"
        "                  '[disk] name = value' sets it in one share's section (ram, disk, ro)\n"
+       "  --vsftpd 'name=value'    a vsftpd.conf line (repeatable, appended: it wins over the\n"
+       "                  lab's); vsftpd restarts\n"
+       "  --ganesha 'Name = value' a parameter of each of Ganesha's EXPORT blocks (repeatable,\n"
+       "                  like 'MaxWrite = 65536'); ganesha.nfsd restarts\n"
        "  --disk-size S   each host's ext4 disk (default 3GiB)\n"
        "  --ram-size S    each host's tmpfs (default 2GiB)\n"
        "  --server-profile nas   the server's SSH sessions run in a root filesystem holding\n"
@@ -327,8 +335,10 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
       "disk-size", po::value<std::string>(), "disk size")("ram-size", po::value<std::string>(),
                                                           "ram size")(
       "samba", po::value<std::vector<std::string>>(),
-      "smb.conf [global] (or '[share] ...') parameter")("server-profile", po::value<std::string>(),
-                                                        "the server host's kind")(
+      "smb.conf [global] (or '[share] ...') parameter")(
+      "vsftpd", po::value<std::vector<std::string>>(), "vsftpd.conf line")(
+      "ganesha", po::value<std::vector<std::string>>(), "ganesha.conf EXPORT parameter")(
+      "server-profile", po::value<std::string>(), "the server host's kind")(
       "server-login", po::value<std::string>(), "whom the server's SSH sessions log in as");
   add_instance_option(desc);
   const po::variables_map vm = parse("up", desc, args);
@@ -350,6 +360,10 @@ UpArgs parse_up_args(const std::vector<std::string>& args) {
   if (vm.count("server-mtu")) a.options.server_mtu = vm["server-mtu"].as<int>();
   if (vm.count("client-mtu")) a.options.client_mtu = vm["client-mtu"].as<int>();
   if (vm.count("samba")) a.options.samba_params = vm["samba"].as<std::vector<std::string>>();
+  if (vm.count("vsftpd")) a.options.vsftpd_params = vm["vsftpd"].as<std::vector<std::string>>();
+  if (vm.count("ganesha")) {
+    a.options.ganesha_params = vm["ganesha"].as<std::vector<std::string>>();
+  }
   if (vm.count("server-profile")) a.options.server_profile = vm["server-profile"].as<std::string>();
   if (vm.count("server-login")) a.options.server_login = vm["server-login"].as<std::string>();
   if (vm.count("delay")) {

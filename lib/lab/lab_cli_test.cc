@@ -133,6 +133,16 @@ TEST(LabCliTest, PathOptionsPerHostMtuAndSamba) {
   EXPECT_EQ(kind_of({"--samba", "no equals"}), ErrorKind::kUsage);
 }
 
+TEST(LabCliTest, VsftpdAndGaneshaLinesInOrder) {
+  const UpArgs a = parse_up_args({"--vsftpd", "local_max_rate=20000000", "--ganesha",
+                                  "MaxWrite = 65536", "--vsftpd", "use_sendfile=NO"});
+  EXPECT_EQ(a.options.vsftpd_params,
+            (std::vector<std::string>{"local_max_rate=20000000", "use_sendfile=NO"}));
+  EXPECT_EQ(a.options.ganesha_params, (std::vector<std::string>{"MaxWrite = 65536"}));
+  EXPECT_EQ(kind_of({"--vsftpd", "local_max_rate = 1"}), ErrorKind::kUsage);
+  EXPECT_EQ(kind_of({"--ganesha", "MaxWrite = 1; }"}), ErrorKind::kUsage);
+}
+
 TEST(LabCliTest, RateZeroMeansUnshaped) {
   EXPECT_EQ(parse_up_args({"--rate", "0"}).options.rate_bits, 0u);
   EXPECT_EQ(parse_up_args({"--rate", "off"}).options.rate_bits, 0u);

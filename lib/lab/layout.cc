@@ -230,6 +230,43 @@ void validate_samba_param(const std::string& line) {
   }
 }
 
+namespace {
+
+// Whether `name` is made of `chars` alone (and not empty).
+bool only(const std::string& name, std::string_view chars) {
+  return !name.empty() && name.find_first_not_of(chars) == std::string::npos;
+}
+constexpr std::string_view kNameChars =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+
+}  // namespace
+
+void validate_vsftpd_param(const std::string& line) {
+  const size_t eq = line.find('=');
+  if (eq == std::string::npos ||
+      !only(line.substr(0, eq), "abcdefghijklmnopqrstuvwxyz0123456789_") ||
+      line.find_first_of("\n\r") != std::string::npos) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("--vsftpd '{}' is not one vsftpd.conf setting", line),
+                "give 'name=value' on one line without spaces around '=', like --vsftpd "
+                "'local_max_rate=20000000'");
+  }
+}
+
+void validate_ganesha_param(const std::string& line) {
+  const size_t eq = line.find('=');
+  std::string name = eq == std::string::npos ? line : line.substr(0, eq);
+  while (!name.empty() && name.back() == ' ') name.pop_back();
+  while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+  if (eq == std::string::npos || !only(name, kNameChars) ||
+      line.find_first_of(";{}#\n\r") != std::string::npos) {
+    throw Error(ErrorKind::kConfig,
+                fmt::format("--ganesha '{}' is not one ganesha.conf EXPORT parameter", line),
+                "give 'Name = value' on one line without ';', braces or '#', like --ganesha "
+                "'MaxWrite = 65536'");
+  }
+}
+
 void validate(const LabOptions& o) {
   for (auto [value, flag] : {std::pair{o.mtu, "--mtu"}, std::pair{o.server_mtu, "--server-mtu"},
                              std::pair{o.client_mtu, "--client-mtu"}}) {
@@ -241,6 +278,8 @@ void validate(const LabOptions& o) {
     }
   }
   for (const std::string& p : o.samba_params) validate_samba_param(p);
+  for (const std::string& p : o.vsftpd_params) validate_vsftpd_param(p);
+  for (const std::string& p : o.ganesha_params) validate_ganesha_param(p);
   if (!o.server_profile.empty() && o.server_profile != "nas") {
     throw Error(ErrorKind::kConfig,
                 fmt::format("--server-profile '{}' is not a profile of the lab", o.server_profile),

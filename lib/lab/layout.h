@@ -154,6 +154,13 @@ void validate_samba_param(const std::string& line);
 // A --samba line's share section and parameter: "[disk] sync always = yes" is
 // {"disk", "sync always = yes"}; a line without one is {"", line} ([global]).
 std::pair<std::string, std::string> samba_param_section(const std::string& line);
+// Throws Error(kConfig) unless `line` is one vsftpd.conf setting "name=value"
+// (a name of lower-case letters, digits and '_', no space around '=', one line).
+void validate_vsftpd_param(const std::string& line);
+// Throws Error(kConfig) unless `line` is one ganesha.conf parameter "Name =
+// value" (a name of letters, digits and '_'; a value without ';', '{', '}',
+// '#' or a line break).
+void validate_ganesha_param(const std::string& line);
 // Throws Error(kConfig) when `dir` is not absolute, lies under /run or
 // /dev/shm (hidden inside the hosts), or holds characters that the sshd and
 // ssh config files would split or expand (space, quotes, %, ~ ...).

@@ -460,6 +460,23 @@ TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   EXPECT_NO_THROW(validate_samba_param("vfs objects ="));
 }
 
+// `lab up --vsftpd` lines end vsftpd.conf (vsftpd takes the later of two
+// lines); one that is not a setting is refused.
+TEST(LayoutTest, VsftpdParamsEndTheConfAndBadOnesAreRefused) {
+  LabOptions o;
+  o.vsftpd_params = {"local_max_rate=20000000", "use_sendfile=NO"};
+  EXPECT_NO_THROW(validate(o));
+  const std::string conf = vsftpd_conf_text(plan(o, "/l"));
+  const size_t rate = conf.find("\nlocal_max_rate=20000000\n");
+  ASSERT_NE(rate, std::string::npos) << conf;
+  EXPECT_GT(rate, conf.find("ftpd_banner="));
+  EXPECT_NE(conf.find("\nuse_sendfile=NO\n"), std::string::npos);
+  EXPECT_EQ(vsftpd_conf_text(plan(LabOptions{}, "/l")).find("local_max_rate"), std::string::npos);
+  for (const char* bad : {"local_max_rate = 1", "no_equals", "a=1\nb=2", "=1", "Local=1"}) {
+    EXPECT_EQ(kind_of([&] { validate_vsftpd_param(bad); }), ErrorKind::kConfig) << bad;
+  }
+}
+
 // "[disk] name = value" goes to the end of the disk share's section only, as
 // people set `sync always` per share; a share the lab does not export, or a
 // bad parameter after the section, is refused.
@@ -698,6 +715,8 @@ TEST(LayoutTest, StateJsonRoundTrips) {
   p.options.server_mtu = 9000;
   p.options.client_mtu = 1400;
   p.options.samba_params = {"smb2 max read = 16384"};
+  p.options.vsftpd_params = {"local_max_rate=1000"};
+  p.options.ganesha_params = {"MaxWrite = 65536"};
   p.sw.delay_mode = kDelayLine;
   p.sw.delay_line_pid = 777;
   const LabState rp = state_from_json(state_to_json(p), "lab.json");
@@ -705,6 +724,8 @@ TEST(LayoutTest, StateJsonRoundTrips) {
   EXPECT_EQ(rp.options.server_mtu, 9000);
   EXPECT_EQ(rp.options.client_mtu, 1400);
   EXPECT_EQ(rp.options.samba_params, p.options.samba_params);
+  EXPECT_EQ(rp.options.vsftpd_params, p.options.vsftpd_params);
+  EXPECT_EQ(rp.options.ganesha_params, p.options.ganesha_params);
   EXPECT_EQ(rp.sw.netns, "cp-switch");
   EXPECT_EQ(rp.sw.delay_mode, "delay-line");
   EXPECT_EQ(rp.sw.delay_line_pid, 777);

@@ -253,6 +253,11 @@ void stop_smbd(LabState& s) {
   s.server.smbd_pid = 0;
 }
 
+void stop_ftpd(LabState& s) {
+  if (ftpd_alive(s)) stop_pid(s.server.ftpd_pid);
+  s.server.ftpd_pid = 0;
+}
+
 void delete_user(const LabState& s) {
   if (!s.share_user_created || s.share_user.empty()) return;
   const std::optional<sys::User> user = sys::find_user(s.share_user);

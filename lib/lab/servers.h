@@ -23,8 +23,9 @@ void start(LabState& state, const std::function<void()>& save);
 // the lab's. Never throws for a process already gone.
 void stop(LabState& state);
 
-// Stops smbd only (for new settings; start() brings it back).
+// Stops smbd only, or vsftpd only (for new settings; start() brings it back).
 void stop_smbd(LabState& state);
+void stop_ftpd(LabState& state);
 
 // Deletes the share user when this lab created it; Error(kIo) on failure.
 void delete_user(const LabState& state);

@@ -66,12 +66,22 @@ json::object host_to_json(const LabHost& h) {
 json::object options_to_json(const LabOptions& o) {
   json::array samba;
   for (const std::string& p : o.samba_params) samba.emplace_back(p);
-  return {{"rate_bits", o.rate_bits},           {"mtu", o.mtu},
-          {"server_mtu", o.server_mtu},         {"client_mtu", o.client_mtu},
-          {"path_rate_bits", o.path_rate_bits}, {"delay_s", o.delay_s},
-          {"disk_bytes", o.disk_bytes},         {"ram_bytes", o.ram_bytes},
-          {"samba_params", std::move(samba)},   {"server_profile", o.server_profile},
-          {"server_login", o.server_login}};
+  json::array vsftpd, ganesha;
+  for (const std::string& p : o.vsftpd_params) vsftpd.emplace_back(p);
+  for (const std::string& p : o.ganesha_params) ganesha.emplace_back(p);
+  return {{"rate_bits", o.rate_bits},
+          {"mtu", o.mtu},
+          {"server_mtu", o.server_mtu},
+          {"client_mtu", o.client_mtu},
+          {"path_rate_bits", o.path_rate_bits},
+          {"delay_s", o.delay_s},
+          {"disk_bytes", o.disk_bytes},
+          {"ram_bytes", o.ram_bytes},
+          {"samba_params", std::move(samba)},
+          {"server_profile", o.server_profile},
+          {"server_login", o.server_login},
+          {"vsftpd_params", std::move(vsftpd)},
+          {"ganesha_params", std::move(ganesha)}};
 }
 
 // Typed reads that name the file and the field on failure.
@@ -244,6 +254,8 @@ LabState state_from_json(std::string_view text, const std::string& where) {
   if (o.has("client_mtu")) s.options.client_mtu = mtu_of("client_mtu", true);
   if (o.has("path_rate_bits")) s.options.path_rate_bits = o.u64("path_rate_bits");
   if (o.has("samba_params")) s.options.samba_params = o.strings("samba_params");
+  if (o.has("vsftpd_params")) s.options.vsftpd_params = o.strings("vsftpd_params");
+  if (o.has("ganesha_params")) s.options.ganesha_params = o.strings("ganesha_params");
   if (o.has("server_profile")) s.options.server_profile = o.str("server_profile");
   if (o.has("server_login")) s.options.server_login = o.str("server_login");
   if (r.has("switch")) {

@@ -367,6 +367,9 @@ std::string status_json(const LabStatus& st) {
   json::array down, samba;
   for (const std::string& d : st.down) down.emplace_back(d);
   for (const std::string& p : o.samba_params) samba.emplace_back(p);
+  json::array vsftpd, ganesha;
+  for (const std::string& p : o.vsftpd_params) vsftpd.emplace_back(p);
+  for (const std::string& p : o.ganesha_params) ganesha.emplace_back(p);
   json::object obj = {
       {"up", true},
       {"instance", st.state.instance},
@@ -386,7 +389,9 @@ std::string status_json(const LabStatus& st) {
         {"delay_s", o.delay_s},
         {"disk_bytes", o.disk_bytes},
         {"ram_bytes", o.ram_bytes},
-        {"samba_params", samba}}},
+        {"samba_params", samba},
+        {"vsftpd_params", vsftpd},
+        {"ganesha_params", ganesha}}},
       {"server", host_json(st.server)},
       {"client", host_json(st.client)},
       {"path", path_json(st)},

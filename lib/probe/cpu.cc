@@ -291,6 +291,26 @@ double mark_other_netns(std::vector<ProcLoad>& procs, const std::map<int, os::Pr
   return now_server_pct;
 }
 
+// The file server instance serving the sample's connection `conn`: of the
+// file-server processes, one holding it (or whose ancestor does), then its
+// topmost file-server ancestor (vsftpd's listener for a session's process);
+// 0 when none holds it or the connection is unknown.
+int connection_instance(const std::map<int, os::ProcessTimes>& all, const std::string& proc_root,
+                        const ServerConnection& conn) {
+  if (conn.port <= 0 || conn.peer.empty()) return 0;
+  for (const auto& [pid, p] : all) {
+    if (!is_file_server_comm(p.comm) || !holds_connection(pid, all, proc_root, conn)) continue;
+    int root = pid;
+    for (int depth = 0; depth < 16; ++depth) {
+      auto up = all.find(all.at(root).ppid);
+      if (up == all.end() || up->first <= 2 || !is_file_server_comm(up->second.comm)) break;
+      root = up->first;
+    }
+    return root;
+  }
+  return 0;
+}
+
 }  // namespace
 
 struct CpuSampler::Impl {
@@ -634,6 +654,7 @@ CpuSummary CpuSampler::stop() {
   s.other_pct = std::max(0.0, s.other_pct - moved);
   std::sort(kept.begin(), kept.end(), busiest_first);
   s.top = std::move(kept);
+  s.server_pid = connection_instance(procs_end, m.proc_root, m.conn);
   return s;
 }
 

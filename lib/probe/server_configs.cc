@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <map>
 #include <optional>
 
 #include "core/error.h"
@@ -33,14 +34,23 @@ void set_value(msg::NamedValues& out, const std::string& name, const std::string
   }
 }
 
-// The running server named `comm`: the first in this network namespace, else
-// the first anywhere (a container's); nullopt when none runs.
-std::optional<os::NamedProcess> running(const std::string& proc_root, std::string_view comm) {
-  std::vector<os::NamedProcess> all = os::processes_named(proc_root, comm);
-  if (all.empty()) return std::nullopt;
-  for (const os::NamedProcess& p : all)
-    if (p.local_netns) return p;
-  return all.front();
+// Every running instance of the server named `comm`: the roots of its process
+// trees (a process whose parent is not `comm` too: vsftpd's listener, not its
+// sessions), those in this network namespace first, then the others (a
+// container's), each in pid order. The first is the one a run without the
+// sample's connection reads.
+std::vector<os::NamedProcess> instances(const std::string& proc_root, std::string_view comm) {
+  const std::map<int, os::ProcessTimes> procs = os::read_processes(proc_root);
+  std::vector<os::NamedProcess> out;
+  for (const os::NamedProcess& p : os::processes_named(proc_root, comm)) {
+    auto self = procs.find(p.pid);
+    auto parent = self == procs.end() ? procs.end() : procs.find(self->second.ppid);
+    if (parent != procs.end() && parent->second.comm == comm) continue;
+    out.push_back(p);
+  }
+  std::stable_partition(out.begin(), out.end(),
+                        [](const os::NamedProcess& p) { return p.local_netns; });
+  return out;
 }
 
 // Reads `path` into `f` (its error when it cannot), settings by `parse`.
@@ -99,12 +109,15 @@ std::string vsftpd_config_from_cmdline(std::string_view cmdline, msg::NamedValue
 }
 
 msg::NamedValues parse_ganesha_conf(std::string_view text) {
-  // Comments out, then every `name = value;` whatever block holds it.
+  // Comments out, and a block's braces as separators (a parameter after an
+  // inner block's '}' is its export's), then every `name = value;` whatever
+  // block holds it.
   std::string plain;
   for (std::string_view line : split(text, '\n')) {
     plain += line.substr(0, line.find('#'));
     plain += '\n';
   }
+  std::replace(plain.begin(), plain.end(), '}', '{');
   msg::NamedValues out;
   for (const char* key : {"maxread", "maxwrite"}) {
     std::optional<uint64_t> least;
@@ -163,22 +176,24 @@ msg::NamedValues parse_nfs_exports(std::string_view text) {
 
 std::vector<msg::ServerConfigFacts> server_config_facts(const std::string& proc_root) {
   std::vector<msg::ServerConfigFacts> out;
-  if (auto p = running(proc_root, "vsftpd")) {
+  for (const os::NamedProcess& p : instances(proc_root, "vsftpd")) {
     msg::ServerConfigFacts f;
     f.server = "vsftpd";
-    f.found_by = fmt::format("running vsftpd (pid {})", p->pid);
+    f.pid = p.pid;
+    f.found_by = fmt::format("running vsftpd (pid {})", p.pid);
     msg::NamedValues overrides;
-    std::string conf = vsftpd_config_from_cmdline(p->cmdline, &overrides);
+    std::string conf = vsftpd_config_from_cmdline(p.cmdline, &overrides);
     if (conf.empty()) conf = "/etc/vsftpd.conf";
     read_config(f, conf, parse_vsftpd_conf);
     for (const msg::NamedValue& v : overrides) set_value(f.settings, v.name, v.value.value_or(""));
     out.push_back(std::move(f));
   }
-  if (auto p = running(proc_root, "ganesha.nfsd")) {
+  for (const os::NamedProcess& p : instances(proc_root, "ganesha.nfsd")) {
     msg::ServerConfigFacts f;
     f.server = "nfs-ganesha";
-    f.found_by = fmt::format("running ganesha.nfsd (pid {})", p->pid);
-    std::string conf = ganesha_config_from_cmdline(p->cmdline);
+    f.pid = p.pid;
+    f.found_by = fmt::format("running ganesha.nfsd (pid {})", p.pid);
+    std::string conf = ganesha_config_from_cmdline(p.cmdline);
     if (conf.empty()) conf = "/etc/ganesha/ganesha.conf";
     read_config(f, conf, parse_ganesha_conf);
     out.push_back(std::move(f));

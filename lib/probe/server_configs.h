@@ -36,8 +36,10 @@ std::string ganesha_config_from_cmdline(std::string_view cmdline);
 // same) | "mixed", and "export:PATH" = that export's options.
 msg::NamedValues parse_nfs_exports(std::string_view text);
 
-// Each of those servers that runs here (in this network namespace first,
-// else any: a server in a container), or has exports (knfsd).
+// Each running instance of those servers (in this network namespace first,
+// then any other: a server in a container), with its pid, or the kernel's
+// exports (knfsd). Several instances of one server are each listed: the
+// verdict reads the one serving a sample's connection (CpuSummary::server_pid).
 std::vector<msg::ServerConfigFacts> server_config_facts(const std::string& proc_root = "/proc");
 
 }  // namespace cp::probe

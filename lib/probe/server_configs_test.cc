@@ -48,6 +48,10 @@ TEST(ServerConfigs, GaneshaMaxReadAndMaxWrite) {
       "  # MaxRead = 4096;\n  FSAL { Name = VFS; }\n}\n");
   EXPECT_EQ(value(conf, "maxwrite"), "65536");
   EXPECT_EQ(value(conf, "maxread"), "(absent)");  // a comment sets nothing
+  // After an inner block, as the lab's `--ganesha` lines sit in its exports.
+  EXPECT_EQ(value(parse_ganesha_conf("EXPORT {\n  FSAL { Name = VFS; }\n  MaxRead = 131072;\n}\n"),
+                  "maxread"),
+            "131072");
   EXPECT_EQ(ganesha_config_from_cmdline("ganesha.nfsd\0-f\0/l/ganesha.conf\0-L\0x\0"s),
             "/l/ganesha.conf");
   EXPECT_EQ(ganesha_config_from_cmdline("ganesha.nfsd\0"s), "");

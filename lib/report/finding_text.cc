@@ -382,6 +382,13 @@ std::string protocol_head(const Finding& f) {
   const Cited &r = f.subject, &b = f.beneath;
   const std::string& p = f.path;
   const std::string proto = word(f, "protocol");
+  if (f.rule == "protocol.rate_cap") {
+    return fmt::format(
+        "{}: {} moves {}{}: the {} server holds each session to {} (`{}`): that setting caps it", p,
+        r.name, mbps(r.median),
+        b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),
+        word(f, "server"), mbps(num(f, "rate_cap_bytes_per_s")), word(f, "setting"));
+  }
   if (f.rule == "protocol.cpu") {
     return fmt::format("{}: {} moves {}{}: the CPU caps it: {}", p, r.name, mbps(r.median),
                        b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),

@@ -14,7 +14,8 @@ namespace cp::store {
 namespace json = boost::json;
 namespace {
 
-constexpr size_t kFields = 9;
+// The summary's numbers; records packed before server_pid have one less.
+constexpr size_t kFields = 10;
 
 // Shortest decimal that reads back as exactly `v`.
 void put(std::string& out, double v) {
@@ -52,7 +53,7 @@ std::vector<double> get_list(std::string_view s) {
 
 void pack_end(std::string& out, const msg::CpuSummary& c, ProcTable& procs) {
   for (double v : {c.seconds, c.total_busy_pct, c.sys_pct, c.softirq_pct, c.agent_pct, c.server_pct,
-                   c.kernel_pct, c.other_pct, c.own_wait_pct}) {
+                   c.kernel_pct, c.other_pct, c.own_wait_pct, double(c.server_pid)}) {
     put(out, v);
     out += ',';
   }
@@ -77,7 +78,7 @@ msg::CpuSummary unpack_end(std::string_view s, const ProcTable& procs) {
   const std::vector<std::string_view> part = split(s, '|');
   if (part.size() != 4) damaged("its sections");
   const std::vector<double> f = get_list(part[0]);
-  if (f.size() != kFields) damaged("its fields");
+  if (f.size() != kFields && f.size() != kFields - 1) damaged("its fields");
   msg::CpuSummary c;
   c.seconds = f[0];
   c.total_busy_pct = f[1];
@@ -88,6 +89,7 @@ msg::CpuSummary unpack_end(std::string_view s, const ProcTable& procs) {
   c.kernel_pct = f[6];
   c.other_pct = f[7];
   c.own_wait_pct = f[8];
+  if (f.size() == kFields) c.server_pid = static_cast<int>(f[9]);
   c.core_busy_pct = get_list(part[1]);
   c.core_busy_max_pct = get_list(part[2]);
   if (part[3].empty()) return c;

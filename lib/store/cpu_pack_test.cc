@@ -41,6 +41,7 @@ msg::CpuSummary summary(double seed) {
   p.throttled_pct = 12.5;
   p.threads = 2;
   s.top.push_back(p);
+  if (seed > 3) s.server_pid = 2718;  // the file server instance the sample's connection had
   return s;
 }
 
@@ -62,6 +63,24 @@ TEST(CpuPack, GivesBackTheVeryTextItPacked) {
   }
   // The two processes are stored once, however many samples name them.
   EXPECT_EQ(procs.fresh().size(), 2u);
+}
+
+// A record packed before server_pid (nine numbers in its first section)
+// reads back with the instance unknown.
+TEST(CpuPack, ARecordPackedBeforeTheServerPidReadsItAsUnknown) {
+  ProcTable procs;
+  json::object o;
+  o["server"] = msg::to_json(summary(1));
+  const auto packed = pack_cpu(json::serialize(o), procs);
+  ASSERT_TRUE(packed);
+  // The first section's last number is server_pid (0 here): drop it.
+  std::string old = *packed;
+  const size_t bar = old.find('|');
+  ASSERT_NE(bar, std::string::npos);
+  const size_t comma = old.rfind(',', bar);
+  ASSERT_EQ(old.substr(comma, bar - comma), ",0") << old;
+  old.erase(comma, bar - comma);
+  EXPECT_EQ(unpack_cpu(old, procs), json::serialize(o));
 }
 
 TEST(CpuPack, LeavesAnyOtherShapeWhole) {

@@ -2,7 +2,6 @@
 // (remote strings with control characters come out escaped, each on its own
 // line), and what `diagnose --dry-run` cannot run is refused as a config
 // error (exit 1) before anything is stored.
-#include <sqlite3.h>
 
 #include <gtest/gtest.h>
 
@@ -32,17 +31,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   }
   if (start < text.size()) out.push_back(text.substr(start));
   return out;
-}
-
-// Runs `sql` on the database (a hostile peer's strings, as a run stores them).
-void exec_sql(const std::string& db, const std::string& sql) {
-  sqlite3* h = nullptr;
-  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
-  char* err = nullptr;
-  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << "\n" << sql;
-  sqlite3_free(err);
-  sqlite3_close(h);
 }
 
 // A local run whose stored hostname, process name and error texts are what a

@@ -93,6 +93,16 @@ std::string query_text(const std::string& db, const std::string& sql) {
   return v;
 }
 
+void exec_sql(const std::string& db, const std::string& sql) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << "\n" << sql;
+  sqlite3_free(err);
+  sqlite3_close(h);
+}
+
 std::vector<int> pids_matching(const std::string& needle) {
   std::vector<int> out;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {

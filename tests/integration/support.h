@@ -47,6 +47,9 @@ void write_file(const std::string& path, const std::string& text);
 // One integer from an SQL query on the database file (read-only, its own connection).
 int64_t query_int(const std::string& db, const std::string& sql);
 std::string query_text(const std::string& db, const std::string& sql);
+// Runs `sql` on the database (read-write, its own connection); a failure is
+// a test failure naming the statement.
+void exec_sql(const std::string& db, const std::string& sql);
 
 // PIDs of running processes whose command line contains `needle`.
 std::vector<int> pids_matching(const std::string& needle);

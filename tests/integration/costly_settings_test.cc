@@ -1,0 +1,193 @@
+// Costly server settings on the lab's real file servers (issue 23): each test
+// starts a server with one setting people set, off the lab's (Debian's)
+// defaults, and asserts the structured fields of the finding that names it
+// (`settings`, `misconfigured`, the finding's `layer`), never its wording.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support.h"
+
+namespace cp::itest {
+namespace {
+
+namespace json = boost::json;
+
+class CostlySettings : public LabSuite<CostlySettings> {
+ protected:
+  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
+
+  std::string share(const std::string& proto, const std::string& medium) const {
+    return lab_.plan_section(proto + "-" + medium, proto, medium);
+  }
+
+  // Runs diagnose on the lab with `plan`; its JSON report.
+  static json::object diagnose(const std::string& plan) {
+    TempDir t;
+    RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
+    EXPECT_FALSE(r.out.empty()) << r.err;
+    if (r.out.empty()) return {};
+    return json::parse(r.out).as_object();
+  }
+  static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
+
+  // The entry of `f`'s `settings` naming `parameter` of `server`; nullptr if none.
+  static const json::object* named(const json::object& f, const std::string& server,
+                                   const std::string& parameter) {
+    for (const auto& s : f.at("settings").as_array()) {
+      const json::object& o = s.as_object();
+      if (str(o, "server") == server && str(o, "parameter") == parameter) return &o;
+    }
+    return nullptr;
+  }
+
+  // The settings the server's facts recorded for file server `server`.
+  static json::object facts_settings(const json::object& doc, const std::string& server) {
+    for (const auto& h : doc.at("hosts").as_array()) {
+      if (str(h.as_object(), "role") != "server") continue;
+      const json::object& facts = h.as_object().at("facts").as_object();
+      if (!facts.contains("file_servers")) return {};
+      for (const auto& f : facts.at("file_servers").as_array()) {
+        if (str(f.as_object(), "server") == server) {
+          return f.as_object().at("settings").as_object();
+        }
+      }
+    }
+    return {};
+  }
+
+  LabStatus lab_;
+};
+
+// NFS-Ganesha with `MaxWrite = 65536` in its exports (Debian's ganesha.conf
+// sets none: 64 MiB in Ganesha 4, which the lab keeps otherwise): every
+// client's WRITE is held to 64 KiB. The finding on NFS writes names
+// Ganesha's MaxWrite with its value, by the value alone (the table's
+// evidence: always), and the reads, whose MaxRead stays, name no MaxRead.
+TEST_F(CostlySettings, GaneshaSmallMaxWriteIsNamedOnNfsWritesWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--ganesha", "MaxWrite = 65536"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+               share("nfs", "ram"));
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), "maxwrite"), "65536");
+  const json::object* w = verdict_finding(doc, "nfs ram write");
+  ASSERT_NE(w, nullptr) << run_errors(doc);
+  EXPECT_FALSE(str(*w, "layer").empty());
+  const json::object* s = named(*w, "nfs-ganesha", "MaxWrite");
+  ASSERT_NE(s, nullptr) << str(*w, "text");
+  EXPECT_EQ(str(*s, "value"), "65536");
+  EXPECT_EQ(str(*s, "default"), "1048576");
+  // Off its default: misconfigured too (a hint the user acts on).
+  EXPECT_FALSE(w->at("misconfigured").as_array().empty());
+  const json::object* r = verdict_finding(doc, "nfs ram read");
+  ASSERT_NE(r, nullptr) << run_errors(doc);
+  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxRead"), nullptr) << str(*r, "text");
+  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxWrite"), nullptr) << str(*r, "text");
+}
+
+// vsftpd with a per-session rate cap (`local_max_rate`, bytes/s; Debian's
+// default 0: none) of 20 MB/s, far below what TCP carries on the unshaped
+// lab, whatever the machine's load: FTP from RAM sits at the cap each way,
+// and each finding names local_max_rate with its value (the rule: the row
+// from 80 % to 110 % of whatever the cap is). 100 MB files (5 s each at the
+// cap): each file's login and commands, which the cap does not pace, are a
+// small part of its time (with 50 MB files FTP read at 81 % of the cap here).
+TEST_F(CostlySettings, VsftpdRateCapIsNamedOnFtpWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--vsftpd", "local_max_rate=20000000"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 100MB\ncount = 3\n" +
+               share("ftp", "ram"));
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(str(facts_settings(doc, "vsftpd"), "local_max_rate"), "20000000");
+  for (const char* path : {"ftp ram read", "ftp ram write"}) {
+    const json::object* f = verdict_finding(doc, path);
+    ASSERT_NE(f, nullptr) << path << ": " << run_errors(doc);
+    // The limiter holds it, whatever the loaded machine's CPU does meanwhile.
+    EXPECT_EQ(str(*f, "rule"), "protocol.rate_cap") << str(*f, "text");
+    EXPECT_EQ(str(*f, "layer"), "ftp") << str(*f, "text");
+    const json::object* s = named(*f, "vsftpd", "local_max_rate");
+    ASSERT_NE(s, nullptr) << str(*f, "text");
+    EXPECT_EQ(str(*s, "value"), "20000000");
+    EXPECT_EQ(str(*s, "default"), "0");
+    EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+  }
+}
+
+// A second vsftpd on the server host (as a user runs one per port or per
+// site), on port 2121 with its own conf: the lab's copied, with a 20 MB/s
+// `local_max_rate` and passive ports of its own. The lab's vsftpd (no cap)
+// runs too, started first: the facts list both, the host's first, and the
+// verdict reads the one serving the samples' connections (the server agent's
+// CPU record names it), so the FTP finding names the second's cap.
+TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
+  const std::string ftp = lab_.dir + "/server/ftp";
+  const std::string conf = ftp + "/vsftpd-2121.conf";
+  std::ifstream in(ftp + "/vsftpd.conf");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string c = text.str();
+  for (const auto& [key, value] :
+       {std::pair{"listen_port", "2121"}, std::pair{"vsftpd_log_file", "/dev/null"},
+        std::pair{"pasv_min_port", "30200"}, std::pair{"pasv_max_port", "30299"}}) {
+    const size_t at = c.find("\n" + std::string(key) + "=");
+    ASSERT_NE(at, std::string::npos) << key;
+    c.replace(at + 1, c.find('\n', at + 1) - at - 1, std::string(key) + "=" + value);
+  }
+  write_file(conf, c + "local_max_rate=20000000\n");
+  struct Stop {
+    std::string conf;
+    ~Stop() {
+      for (int pid : pids_matching(conf)) ::kill(pid, SIGKILL);
+      std::filesystem::remove(conf);
+    }
+  } stop{conf};
+  const RunResult started = run_command(
+      {"nsenter", "-t", std::to_string(lab_.server.sshd_pid), "-m", "-u", "-n", "--", "setsid",
+       "-f", "sh", "-c", "exec </dev/null >/dev/null 2>&1; exec vsftpd \"$0\"", conf});
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  const std::string server = lab_names().server_data_address;
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = run_command({"ip", "netns", "exec", lab_names().client_netns, "bash", "-c",
+                      "exec 3<>/dev/tcp/" + server + "/2121"})
+             .exit_code == 0;
+    if (!up) ::usleep(100000);
+  }
+  ASSERT_TRUE(up) << "the second vsftpd did not accept on " << server << ":2121";
+  std::string section = share("ftp", "ram");
+  section.replace(section.find("//" + server + "/"), server.size() + 3, "//" + server + ":2121/");
+  const json::object doc = diagnose(
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" + section);
+  ASSERT_FALSE(doc.empty());
+  int instances = 0;
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (str(h.as_object(), "role") != "server") continue;
+    for (const auto& f : h.at("facts").at("file_servers").as_array()) {
+      // Other labs' servers on this machine are listed too (other namespaces).
+      if (str(f.as_object(), "server") != "vsftpd" ||
+          str(f.as_object(), "config_path").rfind(lab_.dir + "/", 0) != 0) {
+        continue;
+      }
+      ++instances;
+      EXPECT_GT(f.at("pid").to_number<int64_t>(), 0);
+    }
+  }
+  EXPECT_EQ(instances, 2) << json::serialize(doc.at("hosts"));
+  const json::object* f = verdict_finding(doc, "ftp ram read");
+  ASSERT_NE(f, nullptr) << run_errors(doc);
+  EXPECT_EQ(str(*f, "rule"), "protocol.rate_cap") << str(*f, "text");
+  const json::object* s = named(*f, "vsftpd", "local_max_rate");
+  ASSERT_NE(s, nullptr) << str(*f, "text");
+  EXPECT_EQ(str(*s, "value"), "20000000");
+}
+
+}  // namespace
+}  // namespace cp::itest
