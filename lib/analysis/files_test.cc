@@ -21,10 +21,13 @@ struct Phase {
   double median_us, p99_us, max_us;
 };
 
-// One stored files stage on `where`, a pass of `order`, its phases a sample each;
-// `cpu`: each sample's CPU record (JSON) or "".
-void add_files(RunRecord& run, const std::string& where, const std::string& order,
-               const std::vector<Phase>& phases, const std::string& cpu = "") {
+// One stored small-file stage, its phases a sample each: on an end's disk
+// (`where` "server" | "client", `driver` "") or over a share (`where` its
+// medium, `driver` its protocol, as files_share_stage stores it); `cpu`: each
+// sample's CPU record (JSON) or ""; `cache_possible`: its reads flagged so.
+void add_stage(RunRecord& run, const std::string& where, const std::string& order,
+               const std::string& driver, const std::vector<Phase>& phases, const std::string& cpu,
+               bool cache_possible) {
   StageRecord st;
   st.layer = "files";
   st.where = where;
@@ -35,44 +38,31 @@ void add_files(RunRecord& run, const std::string& where, const std::string& orde
     s.size = 4096;
     s.bytes = p.op == "files-create" || p.op == "files-read" ? p.ops * 4096 : 0;
     s.seconds = p.seconds;
+    s.cache_possible = cache_possible && p.op == "files-read";
     s.id = int64_t(run.stages.size() * 100 + st.samples.size() + 1);
-    s.details_json = fmt::format(
-        R"({{"count":1000,"ops":{},"dirs":10,"order":"{}","latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4"}})",
-        p.ops, order, p.median_us, p.p99_us, p.max_us);
+    const std::string share =
+        driver.empty() ? ""
+                       : fmt::format(R"(,"share":"{}-{}","driver":"{}")", driver, where, driver);
+    s.details_json =
+        fmt::format(R"({{"count":1000,"ops":{},"dirs":10,"order":"{}","in_flight_mean":1,)"
+                    R"("latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4"{}{}}})",
+                    p.ops, order, p.median_us, p.p99_us, p.max_us, share,
+                    s.cache_possible ? R"(,"cache_reason":"zfs: the ARC keeps them")" : "");
     s.cpu_json = cpu;
     st.samples.push_back(s);
   }
   run.stages.push_back(st);
 }
 
-// One stored small-file stage over a share (as files_share_stage stores it):
-// layer "files", where its medium, each sample's details naming the share's
-// driver; one sample per phase of `ops` over `seconds`.
+void add_files(RunRecord& run, const std::string& where, const std::string& order,
+               const std::vector<Phase>& phases, const std::string& cpu = "") {
+  add_stage(run, where, order, "", phases, cpu, false);
+}
+
 void add_share_files(RunRecord& run, const std::string& driver, const std::string& medium,
                      const std::vector<Phase>& phases, const std::string& cpu = "",
                      bool cache_possible = false) {
-  StageRecord st;
-  st.layer = "files";
-  st.where = medium;
-  st.status = "complete";
-  for (const Phase& p : phases) {
-    SampleRecord s;
-    s.op = p.op;
-    s.size = 4096;
-    s.bytes = p.op == "files-create" || p.op == "files-read" ? p.ops * 4096 : 0;
-    s.seconds = p.seconds;
-    s.cache_possible = cache_possible && p.op == "files-read";
-    s.id = int64_t(run.stages.size() * 100 + st.samples.size() + 1);
-    s.details_json =
-        fmt::format(R"({{"count":1000,"ops":{},"dirs":10,"order":"sequential","in_flight_mean":1,)"
-                    R"("latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4",)"
-                    R"("share":"{}-{}","driver":"{}"{}}})",
-                    p.ops, p.median_us, p.p99_us, p.max_us, driver, medium, driver,
-                    s.cache_possible ? R"(,"cache_reason":"zfs: the ARC keeps them")" : "");
-    s.cpu_json = cpu;
-    st.samples.push_back(s);
-  }
-  run.stages.push_back(st);
+  add_stage(run, medium, "sequential", driver, phases, cpu, cache_possible);
 }
 
 // A TCP stage whose samples saw an idle RTT of `rtt_us`.
