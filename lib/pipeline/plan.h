@@ -176,6 +176,10 @@ struct StageOutline {
   uint64_t bytes = 0;  // moved by those samples (tcp: 0, its samples are timed)
 };
 std::vector<StageOutline> plan_outline(const Plan& plan);
+// Whether the share's driver can run a small-file pass (it makes the pass's
+// directory: Capabilities::mkdir); a share whose driver cannot is left out of
+// the small-file stage, with a note.
+bool files_pass_can_run(const SharePlan& share);
 // The outline as text, one stage per line.
 std::string plan_outline_text(const Plan& plan);
 

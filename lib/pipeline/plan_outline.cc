@@ -11,6 +11,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "pipeline/plan.h"
+#include "transfer/driver.h"
 
 namespace cp::pipeline {
 
@@ -113,6 +114,7 @@ std::vector<StageOutline> plan_outline(const Plan& plan) {
   if (plan.files_enabled && plan.files_shares && plan.proto_enabled) {
     const int passes = plan.files_order == "both" ? 2 : 1;
     for (const SharePlan* share : shares) {
+      if (!files_pass_can_run(*share)) continue;
       out.push_back({"files " + share->name,
                      fmt::format("{} pass(es) of {} files of {} over {} ({}): create, stat, read, "
                                  "delete, a request each",
@@ -136,6 +138,11 @@ std::string plan_outline_text(const Plan& plan) {
   if (out.empty()) return "  nothing: every stage is disabled\n";
   return out + fmt::format("  {:<22} {:>4} samples  {} moved through files at most\n", "total",
                            samples, format_size(bytes));
+}
+
+bool files_pass_can_run(const SharePlan& share) {
+  const transfer::DriverSpec* spec = transfer::find_driver_spec(share.driver);
+  return spec && spec->caps.mkdir;
 }
 
 }  // namespace cp::pipeline

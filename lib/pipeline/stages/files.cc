@@ -276,6 +276,12 @@ void share_pass(SharePasses& sp, StageScope& stage, int& seq, msg::FilesShareReq
 // the read.
 void files_share_stage(StageContext& ctx, const SharePlan& share) {
   const Plan& plan = ctx.plan;
+  if (!files_pass_can_run(share)) {
+    ctx.obs.on_note(fmt::format(
+        "{}: no small-file passes: the {} driver cannot make a directory (`chokepoint drivers`)",
+        share.name, share.driver));
+    return;
+  }
   StageRecord rec;
   rec.layer = "files";
   rec.where = share.medium;
