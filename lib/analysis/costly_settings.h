@@ -60,8 +60,12 @@ struct CostlySetting {
 
 // Writes within 25 % of the disk's synchronous rate are said to be at it.
 constexpr double kNearSyncRate = 1.25;
-// A row within 10 % above a configured rate limit is held by it.
-constexpr double kNearRateCap = 1.10;
+// A row up to twice a configured rate limit is held by it: limiters average
+// over a transfer and overshoot (vsftpd's local_max_rate of 20 MB/s let 100 MB
+// reads through at 32-33 MB/s in the full lab suite here, and held them at
+// 16-17 MB/s on a more loaded run); far above it the limit is not what holds
+// the row.
+constexpr double kNearRateCap = 2.0;
 
 // The table, in the order findings list what they name.
 const std::vector<CostlySetting>& costly_settings();
