@@ -178,7 +178,9 @@ TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
         continue;
       }
       ++instances;
-      EXPECT_GT(f.at("pid").to_number<int64_t>(), 0);
+      const json::value* pid = f.as_object().if_contains("pid");
+      ASSERT_NE(pid, nullptr) << json::serialize(f);
+      EXPECT_GT(pid->to_number<int64_t>(), 0) << json::serialize(f);
     }
   }
   EXPECT_EQ(instances, 2) << json::serialize(doc.at("hosts"));
