@@ -28,14 +28,7 @@ class CostlySettings : public LabSuite<CostlySettings> {
     return lab_.plan_section(proto + "-" + medium, proto, medium);
   }
 
-  // Runs diagnose on the lab with `plan`; its JSON report.
-  static json::object diagnose(const std::string& plan) {
-    TempDir t;
-    RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
-    EXPECT_FALSE(r.out.empty()) << r.err;
-    if (r.out.empty()) return {};
-    return json::parse(r.out).as_object();
-  }
+  static json::object diagnose(const std::string& plan) { return diagnose_lab_report(plan); }
   static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
 
   // The entry of `f`'s `settings` naming `parameter` of `server`; nullptr if none.

@@ -255,6 +255,14 @@ RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::s
   return chokepoint(args, 900);
 }
 
+json::object diagnose_lab_report(const std::string& plan) {
+  TempDir t;
+  RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
+  EXPECT_FALSE(r.out.empty()) << r.err;
+  if (r.out.empty()) return {};
+  return json::parse(r.out).as_object();
+}
+
 const json::object* ladder_row(const json::object& report, std::string_view key) {
   const json::value* ladder = report.if_contains("ladder");
   if (!ladder || !ladder->is_array()) return nullptr;

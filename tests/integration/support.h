@@ -108,6 +108,10 @@ std::string share_files_off(const std::string& plan);
 RunResult diagnose_lab(const TempDir& dir, const std::string& plan, const std::string& db,
                        const std::vector<std::string>& extra = {});
 
+// diagnose_lab with `plan` in a fresh directory: its JSON report ({} and a
+// test failure when it printed none).
+boost::json::object diagnose_lab_report(const std::string& plan);
+
 // Parts of diagnose's JSON report: the ladder row `key`, the verdict's
 // finding for `path`; nullptr when absent.
 const boost::json::object* ladder_row(const boost::json::object& report, std::string_view key);

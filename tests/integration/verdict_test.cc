@@ -43,14 +43,7 @@ class Verdict : public LabSuite<Verdict> {
     return lab_.plan_section(proto + "-" + medium, proto, medium);
   }
 
-  // Runs diagnose on the lab with `plan`; its JSON report.
-  static json::object diagnose(const std::string& plan) {
-    TempDir t;
-    RunResult r = diagnose_lab(t, plan, t.file("runs.db"));
-    EXPECT_FALSE(r.out.empty()) << r.err;
-    if (r.out.empty()) return {};
-    return json::parse(r.out).as_object();
-  }
+  static json::object diagnose(const std::string& plan) { return diagnose_lab_report(plan); }
 
   static const json::object* finding(const json::object& doc, const std::string& path) {
     return verdict_finding(doc, path);

@@ -32,6 +32,18 @@ std::vector<std::string> pass_orders(const Plan& plan) {
   return {plan.files_order};
 }
 
+// Room in `dir` for one pass's files (they exist at once; a file takes at
+// least a 4 KiB block); the directory's filesystem type.
+std::string check_files_space(AgentPort& agent, const Plan& plan, const std::string& dir,
+                              const char* fix) {
+  return ask<msg::CheckSpaceResult>(
+             agent, "check_space",
+             msg::CheckSpaceRequest{
+                 dir, plan.files_count * std::max<uint64_t>(plan.files_size, 4096), fix},
+             30)
+      .fs_type;
+}
+
 // A seed for a random pass's order, from the kernel's CSPRNG; stored with
 // each sample, it reproduces the order.
 uint64_t new_seed() { return std::stoull(random_hex(6), nullptr, 16); }
@@ -95,12 +107,7 @@ void files_disk_stage(StageContext& ctx, const std::string& where) {
                                                  {"order", plan.files_order},
                                                  {"budget", plan.files_budget}});
   run_series(ctx, rec, fmt::format("small-file stage on {}'s disk", where), [&](StageScope& stage) {
-    // One pass's files exist at once; a file takes at least a 4 KiB block.
-    ask<msg::CheckSpaceResult>(
-        agent, "check_space",
-        msg::CheckSpaceRequest{dir, plan.files_count * std::max<uint64_t>(plan.files_size, 4096),
-                               "free some space, or lower [files] count or size"},
-        30);
+    check_files_space(agent, plan, dir, "free some space, or lower [files] count or size");
     int seq = 0;
     int pass = 0;
     const std::vector<std::string> orders = pass_orders(plan);
@@ -304,14 +311,9 @@ void files_share_stage(StageContext& ctx, const SharePlan& share) {
         sp.has_server = !share.server_dir.empty();
         if (sp.has_server) {
           sp.prefix = share_run_prefix(a, share, ctx.obs);
-          sp.fs_type = ask<msg::CheckSpaceResult>(
-                           a.server, "check_space",
-                           msg::CheckSpaceRequest{
-                               share.server_dir,
-                               plan.files_count * std::max<uint64_t>(plan.files_size, 4096),
-                               "free some space on the share, or lower [files] count or size"},
-                           30)
-                           .fs_type;
+          sp.fs_type =
+              check_files_space(a.server, plan, share.server_dir,
+                                "free some space on the share, or lower [files] count or size");
         }
         sp.ref = share_message(share, a);
         sp.conn = server_connection(share, a);
