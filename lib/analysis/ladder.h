@@ -25,6 +25,11 @@ constexpr double kCoreSaturated = 90;    // % busy of one core: CPU-bound
 constexpr double kWindowLimited = 0.20;  // tcp_info limited for > 20 % of busy time
 constexpr double kMinCpuWindow = 0.5;    // s: shorter CPU windows are not evidence
 constexpr double kFasterThanBeneath = 1.05;  // a layer > 5 % above the one beneath: cache suspected
+// A read of a file the server evicted (fsync + posix_fadvise, no ZFS) through a
+// file server may beat the disk probe by this much with no cache: the file
+// server's readahead keeps more reads queued than the probe's one O_DIRECT read,
+// and a throttle's first slice lets a burst through. Beyond it a cache served part.
+constexpr double kEvictedReadSlack = 1.25;
 constexpr double kAboveLink = 1.05;          // TCP > 5 % above the nominal link: no real ceiling
 constexpr uint64_t kGoodReadaheadKb = 2048;  // readahead at or above this: no readahead hint
 // A process at >= 90 % of its cgroup CPU limit is CPU-bound: starved by a

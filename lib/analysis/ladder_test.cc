@@ -1200,6 +1200,32 @@ TEST(Ladder, ProtocolFasterThanTheDiskIsCacheSuspected) {
   EXPECT_FALSE(find_row(a, "ftp:ram:read:100000000")->cache_suspected);
 }
 
+// The server evicted each file before its read: a file server's readahead (or
+// a throttle's first burst) beats the probe's one O_DIRECT read by a little,
+// and the disk still caps the share; by over a quarter, a cache served it.
+TEST(Ladder, AnEvictedFileReadSlightlyFasterThanTheDiskIsTheDisksCeiling) {
+  auto run_with = [](double share) {
+    RunRecord run = RunBuilder()
+                        .host("server", 1500, 10000)
+                        .host("client", 1500, 10000)
+                        .tcp("server->client", {1100})
+                        .disk("server", "read", 100'000'000, {50.0, 50.1})
+                        .proto("ftp", "ram", "read", {900, 910, 905})
+                        .proto("ftp", "disk", "read", {share, share + 0.2, share - 0.2})
+                        .build();
+    return analyze(stored::decode(run));
+  };
+  const Analysis near = run_with(53.5);
+  ASSERT_NE(find_row(near, "ftp:disk:read:100000000"), nullptr);
+  EXPECT_FALSE(find_row(near, "ftp:disk:read:100000000")->cache_suspected);
+  ASSERT_NE(finding(near, "ftp disk read"), nullptr);
+  EXPECT_EQ(finding(near, "ftp disk read")->layer, "server disk");
+  const Analysis far = run_with(70);
+  EXPECT_TRUE(find_row(far, "ftp:disk:read:100000000")->cache_suspected);
+  ASSERT_NE(finding(far, "ftp disk read"), nullptr);
+  EXPECT_EQ(finding(far, "ftp disk read")->undecided_reason, "cache");
+}
+
 TEST(Ladder, FilesThatFitInRamWithoutODirectAreCacheSuspected) {
   auto run_with = [](uint64_t memory) {
     RunRecord run = RunBuilder()

@@ -18,7 +18,7 @@ constexpr unsigned kProtocolChains = kProtocolRamChain | kProtocolDiskChain;
 // clang-format off
 constexpr Rule kRules[] = {
   // Run-wide, before any verdict: figures a verdict must not rest on (trust.cc).
-  {"trust.page_cache", kRunRule, "a figure a cache may have served: samples without O_DIRECT on files that fit in RAM, or a protocol from disk faster than the disk or the RAM share beyond both rows' spread"},
+  {"trust.page_cache", kRunRule, "a figure a cache may have served: samples without O_DIRECT on files that fit in RAM, or a protocol from disk faster than the disk or the RAM share beyond both rows' spread (a read of a file the server evicted: over 25 % faster than the disk, as readahead and a throttle's burst can beat the disk probe by less)"},
   {"trust.cache_ruled_out", kRunRule, "samples without O_DIRECT on files larger than the host's RAM: the page cache cannot have served most of them"},
   {"trust.anomaly", kRunRule, "a protocol over RAM faster than TCP beyond both rows' spread where no cache can explain it: the TCP figure is no ceiling"},
   {"trust.medium", kRunRule, "a row not over the medium it claims (a disk_dir on tmpfs, a RAM share on a disk, a client ram_dir on a disk)"},

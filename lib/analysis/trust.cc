@@ -70,11 +70,14 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
                               r.cache_possible, r.rate.n, r.label, r.cache_possible_why, fits));
       }
     }
+    const bool read = r.op == "read";
     auto faster = [&](const Row& beneath) {
       const RatioInterval ri = bootstrap_median_ratio(r.samples, beneath.samples);
-      return level_of(ri.ratio, ri.lo, ri.hi, r.rate.median, beneath) == Level::kFaster;
+      if (level_of(ri.ratio, ri.lo, ri.hi, r.rate.median, beneath) != Level::kFaster) return false;
+      // Every file evicted before its read: only beyond the slack can a cache explain it.
+      const bool evicted = read && beneath.layer == "disk" && r.cache_possible == 0;
+      return !evicted || ri.lo > kEvictedReadSlack;
     };
-    const bool read = r.op == "read";
     if (is_protocol_row(r) && r.where == "disk") {
       // The server's page cache sits between the disk and the protocol.
       const Row* d = disk_row(a.rows, "server", r.op, r.size);
