@@ -250,8 +250,6 @@ std::vector<EnvDiff> negotiated_diff(const Analysis& a, const Analysis& b) {
 
 namespace {
 
-std::string percent(double fraction) { return fmt::format("{:+.1f} %", fraction * 100); }
-
 // Median of `v` (not empty).
 double median_of(std::vector<double> v) { return percentile(std::move(v), 50); }
 
@@ -287,10 +285,12 @@ RunSide side(const stored::Run& r, const Analysis& an) {
 
 void judge_delta(RowDelta& d, const Drift& drift) {
   d.note.clear();
+  d.note_numbers.clear();
+  const double n1 = double(d.test.n1), n2 = double(d.test.n2);
   if (d.test.too_few) {
     d.verdict = "too few samples";
-    d.note = fmt::format("{} vs {} samples: at least {} on each side are needed", d.test.n1,
-                         d.test.n2, kUMinSamples);
+    d.note = "too_few";
+    d.note_numbers = {{"n1", n1}, {"n2", n2}, {"min_samples", double(kUMinSamples)}};
     return;
   }
   const bool significant = d.p_corrected < kSignificance;
@@ -298,25 +298,20 @@ void judge_delta(RowDelta& d, const Drift& drift) {
   if (!significant || !beyond_spread) {
     d.verdict = "no change";
     if (mann_whitney_min_p(d.test.n1, d.test.n2) >= kSignificance) {
-      d.note = fmt::format(
-          "{} vs {} samples cannot show a change at p < {} (4 or more on each side can)", d.test.n1,
-          d.test.n2, kSignificance);
+      d.note = "cannot_show";
+      d.note_numbers = {{"n1", n1}, {"n2", n2}, {"alpha", kSignificance}};
     } else if (!significant && d.test.p < kSignificance) {
-      d.note = fmt::format(
-          "p={:.3f} is not significant after Holm's correction over {} rows; more samples a "
-          "side give smaller p-values",
-          d.test.p, d.family);
+      d.note = "not_significant";
+      d.note_numbers = {{"p", d.test.p}, {"family", double(d.family)}};
     } else if (significant) {
-      d.note = fmt::format("the change is within the samples' own spread ({:.1f} % IQR/median)",
-                           d.spread * 100);
+      d.note = "within_spread";
+      d.note_numbers = {{"spread", d.spread}};
     }
     return;
   }
   if (!d.affected_by_change) {
     d.verdict = "drift";
-    d.note = drift.nothing_recorded
-                 ? "nothing recorded differs between the runs: drift, or a change not recorded"
-                 : "no recorded change can touch this row";
+    d.note = drift.nothing_recorded ? "nothing_recorded" : "unaffected";
     return;
   }
   if (!drift.controls.empty()) {
@@ -326,8 +321,8 @@ void judge_delta(RowDelta& d, const Drift& drift) {
         std::abs(std::log1p(d.delta) - std::log1p(drift.median)) <= std::log1p(d.spread);
     if (in_band || near_median) {
       d.verdict = "drift";
-      d.note = fmt::format("within the controls' drift ({} .. {})", percent(drift.low),
-                           percent(drift.high));
+      d.note = "within_drift";
+      d.note_numbers = {{"low", drift.low}, {"high", drift.high}};
       return;
     }
   }

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,17 @@ struct RowDelta {
   std::vector<std::string> affected_by;
   // "faster" | "slower" | "no change" | "too few samples" | "drift"
   std::string verdict;
-  std::string note;              // why a change was not counted, or ""
+  // Why a change was not counted ("" when it was, or nothing to say), with its
+  // figures; report/compare_report.cc renders the words (delta_note_text):
+  //   "too_few"          numbers n1, n2, min_samples
+  //   "cannot_show"      n1, n2, alpha (the sample counts cannot reach p < alpha)
+  //   "not_significant"  p, family (not after Holm's correction over `family` rows)
+  //   "within_spread"    spread (fraction, IQR/median)
+  //   "nothing_recorded" (drift: nothing recorded differs between the runs)
+  //   "unaffected"       (drift: no recorded change can touch the row)
+  //   "within_drift"     low, high (the controls' band, fractions)
+  std::string note;
+  std::map<std::string, double> note_numbers;
   bool cache_suspected = false;  // in either run (see Row::cache_suspected)
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/testing/run_records.h"
 
 namespace cp::analysis {
 namespace {
@@ -33,14 +34,7 @@ StageRecord file_stage(const std::string& layer, const std::string& where, const
   st.layer = layer;
   st.where = where;
   st.status = kComplete;
-  for (double v : mbps) {
-    SampleRecord s;
-    s.op = op;
-    s.size = size;
-    s.bytes = size;
-    s.seconds = double(size) / (v * 1e6);
-    st.samples.push_back(s);
-  }
+  for (double v : mbps) st.samples.push_back(cp::testing::file_sample(op, size, v));
   return st;
 }
 
@@ -68,12 +62,7 @@ std::string facts(const std::string& kernel, int mtu, int read_ahead_kb, const s
 
 RunRecord run(int64_t id, const std::string& label, std::vector<StageRecord> stages) {
   RunRecord r;
-  r.id = id;
-  r.label = label;
-  r.status = kComplete;
-  r.server = "nas";
-  r.client = "local";
-  r.version = "0.1.0";
+  static_cast<RunHead&>(r) = cp::testing::complete_run(id, label, "local");
   r.plan_json = R"({"tcp":{"seconds":2,"count":5,"buffer":131072}})";
   r.hosts.push_back({"server", "nas",
                      facts("6.1.0-18-amd64", 1500, 128, "4096 131072 6291456",
@@ -152,11 +141,15 @@ TEST(Compare, FewSamplesCannotShowAChange) {
   // 3 vs 3, fully separated: p = 0.1 at best.
   EXPECT_EQ(three->verdict, "no change");
   EXPECT_NEAR(three->test.p, 0.1, 1e-12);
-  EXPECT_NE(three->note.find("3 vs 3 samples cannot show a change"), std::string::npos);
+  EXPECT_EQ(three->note, "cannot_show");
+  EXPECT_EQ(three->note_numbers.at("n1"), 3);
+  EXPECT_EQ(three->note_numbers.at("n2"), 3);
   const RowDelta* two = row(c, "tcp:client->server:send");
   ASSERT_NE(two, nullptr);
   EXPECT_EQ(two->verdict, "too few samples");
-  EXPECT_NE(two->note.find("2 vs 2 samples"), std::string::npos);
+  EXPECT_EQ(two->note, "too_few");
+  EXPECT_EQ(two->note_numbers.at("n1"), 2);
+  EXPECT_EQ(two->note_numbers.at("n2"), 2);
   // Nothing differs: both rows are controls, but 2 vs 2 cannot measure drift.
   EXPECT_TRUE(c.drift.nothing_recorded);
   EXPECT_EQ(c.drift.controls, std::vector<std::string>{"tcp:server->client:send"});
@@ -245,7 +238,9 @@ TEST(Compare, JudgeDeltaUsesTheCorrectedTest) {
   d.family = 6;
   judge_delta(d, none);
   EXPECT_EQ(d.verdict, "no change");
-  EXPECT_FALSE(d.note.empty());
+  EXPECT_EQ(d.note, "not_significant");
+  EXPECT_DOUBLE_EQ(d.note_numbers.at("p"), 0.01);
+  EXPECT_DOUBLE_EQ(d.note_numbers.at("family"), 6);
 }
 
 TEST(Compare, JudgeDeltaWantsAChangeBeyondTheSamplesSpread) {
@@ -476,7 +471,8 @@ TEST(Compare, OverlappingSpreadsAreNoChange) {
   EXPECT_LT(d.p_corrected, kSignificance);  // significant...
   EXPECT_NEAR(d.spread, 0.2, 0.01);         // ...but IQR/median is 20 %
   EXPECT_EQ(d.verdict, "no change");
-  EXPECT_FALSE(d.note.empty());
+  EXPECT_EQ(d.note, "within_spread");
+  EXPECT_DOUBLE_EQ(d.note_numbers.at("spread"), d.spread);
 }
 
 TEST(Compare, NothingRecordedMakesEveryRowAControl) {

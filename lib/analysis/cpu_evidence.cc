@@ -156,11 +156,7 @@ void set_cpu(Finding& f, const Row& r, const Analysis& a) {
   // Not for a quota: the cap is the quota, whatever each packet costs.
   if (r.cpu_bound.per_packet && r.cpu_bound.kind != "quota" && a.server_mtu == 1500 &&
       a.client_mtu == 1500 && (r.layer == "tcp" || is_protocol(r.layer))) {
-    f.hints.push_back(
-        fmt::format("kernel work is {} of the busy CPU at MTU 1500 on both ends: jumbo "
-                    "frames (MTU 9000 on both ends and every switch between) cut the "
-                    "per-packet cost",
-                    "most"));
+    f.hints.push_back(Hint{"cpu.jumbo_frames", {}, {}});
   }
 }
 

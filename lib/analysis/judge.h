@@ -213,8 +213,8 @@ void adopt_verdict(Finding e, Finding& f);
 // The row that stands for the capping layer of a TCP explanation: the link
 // when the network is at its ceiling, else the TCP row.
 std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& layer);
-// "MTU 1500 on the server but 9000 on the client: ..."; "" when they match.
-std::string mtu_hint(const Analysis& a);
+// Hint "mtu.mismatch" when both ends' MTUs are known and differ; none when they match.
+std::optional<Hint> mtu_hint(const Analysis& a);
 
 // Row keys a verdict already judged: no later rule names the CPU for them.
 struct Judged {

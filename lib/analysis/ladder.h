@@ -286,6 +286,33 @@ struct SettingFound {
   std::string evidence;  // what fit, with its figures
 };
 
+// A tuning hint or a setting worse than its default: what to change (`id`)
+// and the figures and words that triggered it; report/hint_text.cc renders its
+// English, so a wording change touches no rule.
+//   "mtu.mismatch"          numbers server_mtu, client_mtu
+//   "tcp.receive_buffer"    words receiver, tcp_rmem, rmem_max (the receiver's
+//                           sysctls; "" unknown); numbers rwnd_limited (fraction)
+//                           or rmem, bdp (bytes), path_bits (bit/s), rtt_ms
+//   "tcp.send_buffer"       words sender, tcp_wmem, wmem_max; numbers sndbuf_limited
+//   "cpu.jumbo_frames"      (kernel work dominates the busy CPU at MTU 1500)
+//   "protocol.in_flight"    (more requests in flight: larger calls, connections)
+//   "protocol.client_drain" (larger calls or more connections keep the path full)
+//   "disk.readahead"        words protocol, disk_device; numbers disk_bps,
+//                           protocol_bps (bytes/s), read_ahead_kb
+//   "protocol.negotiated_size" words protocol, op; numbers size (bytes per request)
+//   "server.request_limit"  words key, value; numbers size, default_size (bytes)
+//   "server.costly_setting" words parameter, value, server, default, cost, evidence
+inline constexpr std::string_view kHintIds[] = {
+    "mtu.mismatch",         "tcp.receive_buffer",    "tcp.send_buffer", "cpu.jumbo_frames",
+    "protocol.in_flight",   "protocol.client_drain", "disk.readahead",  "protocol.negotiated_size",
+    "server.request_limit", "server.costly_setting"};
+struct Hint {
+  std::string id;  // one of kHintIds
+  std::map<std::string, double> numbers;
+  std::map<std::string, std::string> words;
+  bool operator==(const Hint&) const = default;
+};
+
 struct Finding {
   // The rule that made it: a stable id from verdict_rules() ("protocol.layer",
   // "tcp.window", "trust.page_cache"); docs/verdict-rules.md lists them.
@@ -324,9 +351,9 @@ struct Finding {
   // protocol capped by TCP rests on TCP's explanation, a protocol from disk at
   // its RAM figure's ceiling on the verdict over RAM.
   std::vector<Finding> because;
-  // Tuning hints that fit the evidence, each citing the number that triggered
+  // Tuning hints that fit the evidence, each with the figures that triggered
   // it (the text renders them too).
-  std::vector<std::string> hints;
+  std::vector<Hint> hints;
   // layer "cpu": who and how.
   CpuBound cpu;
   // layer "server bus" / "client bus": the link(s) beneath the capping disk.
@@ -345,9 +372,10 @@ struct Finding {
   // The figure is a lower bound: chokepoint's own client limits it (its bytes
   // in flight over the RTT, or its own thread at a core).
   bool lower_bound = false;
-  // Configured values worse than their defaults ("smb2 max read = 16384"),
-  // named whatever caps the path.
-  std::vector<std::string> misconfigured;
+  // Configured values worse than their defaults ("smb2 max read = 16384"):
+  // hints "server.request_limit" and "server.costly_setting", named whatever
+  // caps the path.
+  std::vector<Hint> misconfigured;
   // Costly server settings whose evidence fits this finding (those not at
   // their default also in `misconfigured`).
   std::vector<SettingFound> settings;
@@ -391,8 +419,13 @@ struct HostFacts {
 };
 
 struct Analysis {
-  double link_bits = 0;     // nominal link speed, bit/s; 0 when unknown
-  std::string link_source;  // "plan", "tbf on cpd-c", "interface speed of eth0"
+  double link_bits = 0;  // nominal link speed, bit/s; 0 when unknown
+  // Where link_bits comes from: "plan" | "shaper" (a tc rate on link_ifname of
+  // host link_host) | "interface" (link_ifname's speed) | "" (unknown); and
+  // the same in words, for the link row's label: "set in the plan", "tc rate
+  // on eth0 (server)", "link speed of eth0 (client)".
+  std::string link_from, link_ifname, link_host;
+  std::string link_source;
   int server_mtu = 0, client_mtu = 0;
   HostFacts server, client;
   std::vector<Row> rows;

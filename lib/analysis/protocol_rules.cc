@@ -32,9 +32,9 @@ namespace {
 // settings the protocol's driver declares to cap one request
 // (DriverSpec::hints.server_limits), read from the Samba config the host
 // facts hold.
-std::vector<std::string> server_misconfigured(const Analysis& a, const transfer::DriverSpec* spec,
-                                              const std::string& op) {
-  std::vector<std::string> out;
+std::vector<Hint> server_misconfigured(const Analysis& a, const transfer::DriverSpec* spec,
+                                       const std::string& op) {
+  std::vector<Hint> out;
   if (!spec || !a.server.samba_known) return out;
   for (const transfer::ServerLimit& limit : spec->hints.server_limits) {
     if (!limit.op.empty() && limit.op != op) continue;
@@ -42,10 +42,9 @@ std::vector<std::string> server_misconfigured(const Analysis& a, const transfer:
     if (it == a.server.samba.end()) continue;
     const uint64_t v = max_of_sysctl(it->second);
     if (v > 0 && v < limit.server_default) {
-      out.push_back(
-          fmt::format("`{} = {}` in the server's Samba config ({} per request; "
-                      "Samba's default is {}): remove it or raise it",
-                      limit.key, it->second, format_size(v), format_size(limit.server_default)));
+      out.push_back(Hint{"server.request_limit",
+                         {{"size", double(v)}, {"default_size", double(limit.server_default)}},
+                         {{"key", std::string(limit.key)}, {"value", it->second}}});
     }
   }
   return out;
@@ -59,9 +58,14 @@ void name_costly_settings(const Analysis& a, const Row& r, Finding& f) {
   for (const SettingFound& s : f.settings) {
     if (s.parameter.rfind("smb2 max ", 0) == 0) continue;
     if (lower(s.value) == lower(s.default_value)) continue;
-    f.misconfigured.push_back(fmt::format("`{} = {}` on the {} server (default {}): {}; {}",
-                                          s.parameter, s.value, s.server, s.default_value, s.cost,
-                                          s.evidence));
+    f.misconfigured.push_back(Hint{"server.costly_setting",
+                                   {},
+                                   {{"parameter", s.parameter},
+                                    {"value", s.value},
+                                    {"server", s.server},
+                                    {"default", s.default_value},
+                                    {"cost", s.cost},
+                                    {"evidence", s.evidence}}});
   }
   const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
   const bool cites_sync = std::any_of(f.settings.begin(), f.settings.end(), [](const auto& s) {
@@ -276,9 +280,7 @@ bool protocol_turn_taking(const Case& c, Finding& f) {
   if (client_thread + server_thread < kThreadSaturated && waited >= 10) {
     f.numbers["waited_pct"] = waited;
   }
-  f.hints.push_back(
-      "keep more requests in flight: larger calls (`options = io_size=8MiB`) or "
-      "more connections (`connections=2`)");
+  f.hints.push_back(Hint{"protocol.in_flight", {}, {}});
   return true;
 }
 
@@ -311,9 +313,7 @@ bool protocol_client_drain(const Case& c, Finding& f) {
   f.numbers["rtt_ms"] = path_rtt_us(r, c.a) / 1000;
   f.numbers["io_size"] = double(property_number(r, "io_size"));
   f.numbers["drain"] = drain;
-  f.hints.push_back(
-      "give the share larger calls (`options = io_size=32MiB`) or more connections "
-      "(`connections=2`) to keep the path full");
+  f.hints.push_back(Hint{"protocol.client_drain", {}, {}});
   return true;
 }
 
@@ -465,13 +465,12 @@ bool protocol_plus_disk(const Case& c, Finding& f) {
   f.numbers["read_ahead_kb"] = double(h.read_ahead_kb);
   f.words["disk_device"] = h.disk_device;
   if (h.read_ahead_kb < static_cast<int64_t>(kGoodReadaheadKb)) {
-    const std::string dev = h.disk_device.empty() ? "DEV" : "/dev/" + h.disk_device;
-    // blockdev counts 512-byte sectors: 4096 = 2 MiB.
-    f.hints.push_back(fmt::format(
-        "the server disk reads {} on its own but {} from disk reads {}: raise its readahead "
-        "(now {} KiB on {}) with `blockdev --setra 4096 {}` (2 MiB) or `hdparm -a 4096 {}`",
-        mbps(p.disk->rate.median), protocol_name(p.r.layer), mbps(p.r.rate.median), h.read_ahead_kb,
-        h.disk_device.empty() ? "its disk" : h.disk_device, dev, dev));
+    f.hints.push_back(
+        Hint{"disk.readahead",
+             {{"disk_bps", p.disk->rate.median},
+              {"protocol_bps", p.r.rate.median},
+              {"read_ahead_kb", double(h.read_ahead_kb)}},
+             {{"protocol", protocol_name(p.r.layer)}, {"disk_device", h.disk_device}}});
   } else {
     f.words["readahead"] = "enough";
   }
@@ -527,10 +526,8 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
     const uint64_t io = property_number(r, read ? "max_read_size" : "max_write_size");
     if (spec && spec->hints.negotiated_request_size && f.misconfigured.empty() && io > 0 &&
         io < (1u << 20)) {
-      f.hints.push_back(
-          fmt::format("the {} session moves at most {} per {} request (negotiated): "
-                      "the server limits it",
-                      proto, format_size(io), r.op));
+      f.hints.push_back(Hint{
+          "protocol.negotiated_size", {{"size", double(io)}}, {{"protocol", proto}, {"op", r.op}}});
     }
   }
   return f;

@@ -250,6 +250,7 @@ void detect_link(const stored::Run& run, Analysis& a) {
   const double planned = run.planned_link_bits;
   if (planned > 0) {
     a.link_bits = planned;
+    a.link_from = "plan";
     a.link_source = "set in the plan";
   }
   for (const auto& h : run.hosts) {
@@ -265,6 +266,9 @@ void detect_link(const stored::Run& run, Analysis& a) {
     if (bits <= 0) continue;
     if (a.link_bits == 0 || bits < a.link_bits) {
       a.link_bits = bits;
+      a.link_from = shaped > 0 ? "shaper" : "interface";
+      a.link_ifname = ifname;
+      a.link_host = h.role;
       a.link_source = shaped > 0 ? fmt::format("tc rate on {} ({})", ifname, h.role)
                                  : fmt::format("link speed of {} ({})", ifname, h.role);
     }

@@ -204,7 +204,7 @@ void step_mtu(Judging& j) {
   Finding f = run_finding("network.mtu_mismatch", "mtu", "network");
   f.numbers["server_mtu"] = a.server_mtu;
   f.numbers["client_mtu"] = a.client_mtu;
-  f.hints.push_back(mtu_hint(a));
+  f.hints.push_back(*mtu_hint(a));
   j.add(Section::kMtu, std::move(f));
 }
 

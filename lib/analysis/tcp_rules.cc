@@ -18,7 +18,7 @@ struct TcpCase {
   bool nominal = false;  // set in the plan or by a shaper (else the interfaces' speed)
   double ratio = 0;      // median / path_bits
   bool above_link = false, at_link = false, steady = false;
-  std::vector<std::string> buffers;  // buffer hints, each citing its trigger
+  std::vector<Hint> buffers;  // buffer hints, each with its trigger
 };
 
 namespace {
@@ -29,8 +29,8 @@ std::string sysctl_of(const HostFacts& h, const char* key) {
 }
 
 // Buffer hints for a TCP that a window or buffer limits, each citing its trigger.
-std::vector<std::string> buffer_hints(const Row& t, const Analysis& a, double path_bits) {
-  std::vector<std::string> hints;
+std::vector<Hint> buffer_hints(const Row& t, const Analysis& a, double path_bits) {
+  std::vector<Hint> hints;
   const bool down = t.where == "server->client";
   const std::string sender = down ? "server" : "client", receiver = down ? "client" : "server";
   const HostFacts& rf = host_facts(a, receiver);
@@ -40,29 +40,27 @@ std::vector<std::string> buffer_hints(const Row& t, const Analysis& a, double pa
   const uint64_t rmem = max_of_sysctl(sysctl_of(rf, "net.ipv4.tcp_rmem"));
   const bool rmem_short = bdp > 0 && rmem > 0 && double(rmem) < bdp;
   if (t.rwnd_limited_frac > kWindowLimited || rmem_short) {
-    std::string why =
-        t.rwnd_limited_frac > kWindowLimited
-            ? fmt::format("receive-window-limited {}", format_percent(t.rwnd_limited_frac))
-            : fmt::format(
-                  "the {}'s tcp_rmem max {} bytes is below the bandwidth-delay product {} bytes "
-                  "({} x {:.2f} ms RTT)",
-                  receiver, rmem, static_cast<uint64_t>(bdp), format_rate_bits(path_bits),
-                  t.rtt_us / 1000);
-    std::string now;
-    if (!sysctl_of(rf, "net.ipv4.tcp_rmem").empty()) {
-      now = fmt::format(" (now net.ipv4.tcp_rmem = \"{}\", net.core.rmem_max = {})",
-                        sysctl_of(rf, "net.ipv4.tcp_rmem"), sysctl_of(rf, "net.core.rmem_max"));
+    Hint h{"tcp.receive_buffer",
+           {},
+           {{"receiver", receiver},
+            {"tcp_rmem", sysctl_of(rf, "net.ipv4.tcp_rmem")},
+            {"rmem_max", sysctl_of(rf, "net.core.rmem_max")}}};
+    if (t.rwnd_limited_frac > kWindowLimited) {
+      h.numbers["rwnd_limited"] = t.rwnd_limited_frac;
+    } else {
+      h.numbers = {{"rmem", double(rmem)},
+                   {"bdp", double(static_cast<uint64_t>(bdp))},
+                   {"path_bits", path_bits},
+                   {"rtt_ms", t.rtt_us / 1000}};
     }
-    hints.push_back(fmt::format("{}: raise the {}'s receive buffer max{}", why, receiver, now));
+    hints.push_back(std::move(h));
   }
   if (t.sndbuf_limited_frac > kWindowLimited) {
-    std::string now;
-    if (!sysctl_of(sf, "net.ipv4.tcp_wmem").empty()) {
-      now = fmt::format(" (now net.ipv4.tcp_wmem = \"{}\", net.core.wmem_max = {})",
-                        sysctl_of(sf, "net.ipv4.tcp_wmem"), sysctl_of(sf, "net.core.wmem_max"));
-    }
-    hints.push_back(fmt::format("send-buffer-limited {}: raise the {}'s send buffer max{}",
-                                format_percent(t.sndbuf_limited_frac), sender, now));
+    hints.push_back(Hint{"tcp.send_buffer",
+                         {{"sndbuf_limited", t.sndbuf_limited_frac}},
+                         {{"sender", sender},
+                          {"tcp_wmem", sysctl_of(sf, "net.ipv4.tcp_wmem")},
+                          {"wmem_max", sysctl_of(sf, "net.core.wmem_max")}}});
   }
   return hints;
 }
@@ -79,7 +77,7 @@ double nic_bits(const Analysis& a) {
 
 TcpCase tcp_case(const Row& t, const Analysis& a) {
   TcpCase c{t, 0, false, 0, false, false, false, {}};
-  c.nominal = a.link_source == "set in the plan" || host_facts(a, "server").shaped_bits > 0 ||
+  c.nominal = a.link_from == "plan" || host_facts(a, "server").shaped_bits > 0 ||
               host_facts(a, "client").shaped_bits > 0;
   c.path_bits = c.nominal ? a.link_bits : nic_bits(a);
   // A sample beyond the nominal speed shows it is no ceiling (a virtual link),
@@ -134,14 +132,13 @@ void undecided_unexplained(Finding& f, std::vector<std::string> candidates) {
 
 }  // namespace
 
-std::string mtu_hint(const Analysis& a) {
+std::optional<Hint> mtu_hint(const Analysis& a) {
   if (a.server_mtu > 0 && a.client_mtu > 0 && a.server_mtu != a.client_mtu) {
-    return fmt::format(
-        "MTU {} on the server but {} on the client: set the same MTU on both ends and every "
-        "switch between them",
-        a.server_mtu, a.client_mtu);
+    return Hint{"mtu.mismatch",
+                {{"server_mtu", double(a.server_mtu)}, {"client_mtu", double(a.client_mtu)}},
+                {}};
   }
-  return {};
+  return std::nullopt;
 }
 
 std::string tcp_cap_key(const Analysis& a, const Row& t, const std::string& layer) {
@@ -241,7 +238,7 @@ Finding explain_tcp(const Row& t, const Analysis& a) {
   const bool judged = run_chain(kTcpChain, Case{a, &tc}, f);
   CP_CHECK(judged);  // tcp.path applies to every row the others leave
   if (f.layer != "undecided") f.cap = tcp_cap_key(a, t, f.layer);
-  if (std::string h = mtu_hint(a); !h.empty()) f.hints.push_back(h);
+  if (std::optional<Hint> h = mtu_hint(a)) f.hints.push_back(*h);
   if (f.rule == "tcp.window") {
     for (const auto& h : tc.buffers) f.hints.push_back(h);
   }

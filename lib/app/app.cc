@@ -28,7 +28,6 @@
 #include "app/info_commands.h"
 #include "app/options.h"
 #include "app/push.h"
-#include "app/recorded_plan.h"
 #include "app/report_commands.h"
 #include "app/run_progress.h"
 #include "app/run_status.h"
@@ -315,10 +314,7 @@ StagesEnd run_diagnosis(const Targets& t, const pipeline::Plan& plan,
 int diagnose(const std::vector<std::string>& args) {
   const po::options_description desc = diagnose_options();
   auto vm = parse_options(desc, args);
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, std::cout)) return 0;
   if (vm.count("push")) check_push_url(vm["push"].as<std::string>());
   const Targets targets = targets_from_options(vm, "diagnose");
   pipeline::Plan plan = plan_from_options(vm, targets.base, targets.lab);
@@ -342,9 +338,11 @@ int diagnose(const std::vector<std::string>& args) {
   run.label = vm["label"].as<std::string>();
   run.server = targets.server.host;
   run.client = targets.client.host;
+  if (targets.lab) {
+    const lab::LabThrottle& t = targets.lab->throttle;
+    plan.lab_throttle = {t.smbd_cpu, t.disk_read_bps, t.disk_write_bps};
+  }
   run.plan_json = pipeline::plan_to_json(plan);
-  // A throttle changes figures as much as a plan key does: compare names it.
-  if (targets.lab) run.plan_json = with_lab_throttle(run.plan_json, targets.lab->throttle);
   run.version = kVersion;
   const int64_t run_id = store.begin_run(run);
   progress.note(fmt::format("run {} stored in {}", run_id, store.path()));
@@ -400,10 +398,7 @@ int clean(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("hosts", -1);
   auto vm = parse_options(desc, args, &pos);
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, std::cout)) return 0;
   if (!vm.count("hosts")) {
     throw Error(ErrorKind::kUsage, "clean needs at least one host",
                 "name them: `chokepoint clean nas laptop` (or `local`)");
@@ -509,10 +504,7 @@ int show(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("run", 1);
   auto vm = parse_options(desc, args, &pos);
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, std::cout)) return 0;
   if (!vm.count("run")) {
     throw Error(ErrorKind::kUsage, "show needs a run",
                 "name one: `chokepoint show latest`, an id "

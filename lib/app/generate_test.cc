@@ -13,6 +13,7 @@
 #include <set>
 
 #include "app/command_table.h"
+#include "core/testing/scratch_dir.h"
 #include "core/text.h"
 #include "report/test_runs.h"
 #include "store/store.h"
@@ -24,9 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string help_of(const Command& c) {
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   const int rc = c.run({"--help"});
-  std::string out = testing::internal::GetCapturedStdout();
+  std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(rc, 0) << c.name;
   return out;
 }
@@ -62,13 +63,7 @@ TEST(ManPage, ListsEveryCommandAndEveryOptionOfItsHelp) {
 
 class Completion : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "cp-completion-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    std::ofstream(dir_ + "/chokepoint.bash") << bash_completion();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { std::ofstream(dir_ + "/chokepoint.bash") << bash_completion(); }
 
   // What bash's completion function, the one `complete -p chokepoint` names
   // after -F, puts in COMPREPLY for the words (the last one being completed).
@@ -103,7 +98,8 @@ class Completion : public ::testing::Test {
     }
     return got;
   }
-  std::string dir_;
+  const cp::testing::ScratchDir scratch_{"cp-completion"};
+  const std::string dir_ = scratch_.path().string();
 };
 
 TEST_F(Completion, TabAfterChokepointGivesEveryCommand) {

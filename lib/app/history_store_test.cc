@@ -23,6 +23,7 @@
 #include "app/verdict_summary.h"
 #include "core/cpu_message.h"
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 #include "report/report.h"
 #include "report/test_runs.h"
 #include "store/store.h"
@@ -91,13 +92,7 @@ RunRecord realistic(RunRecord r) {
 
 class HistoryStore : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "cp-hist-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    db_ = dir_ + "/chokepoint.db";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { db_ = dir_ + "/chokepoint.db"; }
   void fill() {
     Store store(db_);
     before_ = realistic(report::testing::seed_run());
@@ -125,7 +120,9 @@ class HistoryStore : public ::testing::Test {
     compare_command({"1", "2", "--db", db, "--json"}, cmp);
     return out + cmp.str();
   }
-  std::string dir_, db_;
+  const cp::testing::ScratchDir scratch_{"cp-hist"};
+  const std::string dir_ = scratch_.path().string();
+  std::string db_;
   RunRecord before_, after_;
 };
 

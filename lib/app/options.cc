@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "app/help.h"
 #include "app/terminal.h"
 #include "core/error.h"
 #include "lab/layout.h"
@@ -28,6 +29,13 @@ po::variables_map parse_options(const po::options_description& desc,
     throw Error(ErrorKind::kUsage, e.what(), hint);
   }
   return vm;
+}
+
+bool help_asked(const po::variables_map& vm, const po::options_description& desc,
+                std::ostream& out) {
+  if (!vm.count("help")) return false;
+  show_help(out, desc);
+  return true;
 }
 
 std::string db_path(const po::variables_map& vm) {

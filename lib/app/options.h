@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ boost::program_options::variables_map parse_options(
     const boost::program_options::options_description& desc, const std::vector<std::string>& args,
     const boost::program_options::positional_options_description* pos = nullptr,
     const std::string& hint = "see --help");
+
+// Whether `vm` asks for --help; when it does, `desc`'s help is shown on `out`
+// (show_help) and the command returns 0.
+bool help_asked(const boost::program_options::variables_map& vm,
+                const boost::program_options::options_description& desc, std::ostream& out);
 
 // --db FILE, else Store::default_path().
 std::string db_path(const boost::program_options::variables_map& vm);

@@ -124,10 +124,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   po::positional_options_description pos;
   pos.add("runs", -1);
   auto vm = parse_options(desc, args, &pos);
-  if (vm.count("help")) {
-    show_help(out, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, out)) return 0;
   const auto runs =
       vm.count("runs") ? vm["runs"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (runs.size() != 2) {
@@ -170,10 +167,7 @@ int history_command(const std::vector<std::string>& args, std::ostream& out) {
                                "changed between them")(
       "html", po::value<std::string>(), "with --trend: also write a self-contained HTML page");
   auto vm = parse_options(desc, args);
-  if (vm.count("help")) {
-    show_help(out, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, out)) return 0;
   if (vm.count("html") && !vm.count("trend")) {
     throw Error(ErrorKind::kUsage, "--html draws a trend: it needs --trend PATH",
                 "write `chokepoint history --trend \"smb ram read\" --html trend.html`");
@@ -216,10 +210,7 @@ int prune_command(const std::vector<std::string>& args, std::ostream& out) {
                                               "remove runs a stored tune session names too")(
       "dry-run", "list what would be removed, change nothing");
   auto vm = parse_options(desc, args);
-  if (vm.count("help")) {
-    show_help(out, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, out)) return 0;
   PruneFilter f;
   if (vm.count("before")) {
     const std::string d = vm["before"].as<std::string>();
@@ -280,10 +271,7 @@ int export_command(const std::vector<std::string>& args, std::ostream& out) {
   po::positional_options_description pos;
   pos.add("run", 1);
   auto vm = parse_options(desc, args, &pos);
-  if (vm.count("help")) {
-    show_help(out, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, out)) return 0;
   if (!vm.count("run")) {
     throw Error(ErrorKind::kUsage, "export needs a run",
                 "name one: `chokepoint export latest`, an id or a label from `chokepoint history`");

@@ -11,6 +11,7 @@
 
 #include "app/test_store.h"
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 #include "report/test_runs.h"
 #include "store/store.h"
 
@@ -23,9 +24,6 @@ using testing::save_run;
 class ReportCommands : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "cp-app-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     db_ = dir_ + "/chokepoint.db";
     Store store(db_);
     before_ = save_run(store, report::testing::seed_run());
@@ -38,7 +36,6 @@ class ReportCommands : public ::testing::Test {
                                     .stage("tcp", "server->client", "send", 0, {117, 116, 118})
                                     .build());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::string run(int (*cmd)(const std::vector<std::string>&, std::ostream&),
                   std::vector<std::string> args) {
@@ -54,7 +51,9 @@ class ReportCommands : public ::testing::Test {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
-  std::string dir_, db_;
+  const cp::testing::ScratchDir scratch_{"cp-app"};
+  const std::string dir_ = scratch_.path().string();
+  std::string db_;
   int64_t before_ = 0, after_ = 0, disk_only_ = 0, tcp_only_ = 0;
 };
 

@@ -11,8 +11,10 @@
 // merge), with the size scan's table headed "Transfer-size scan" (it read
 // "sweep", a word tune keeps; nothing else of the bytes changed) and each
 // ladder row's "unit" (#24), and a row from disk's own candidate named
-// "<protocol> + disk" (it read "path or path"). Reading the run decoded once must give the same
-// bytes. On a mismatch the outputs are kept under the
+// "<protocol> + disk" (it read "path or path"), and the JSON's structured
+// ids beside the words (each finding's "hint_ids", the link's "from", each
+// compared row's "note_id"; the texts and HTML kept their bytes). Reading the
+// run decoded once must give the same bytes. On a mismatch the outputs are kept under the
 // temporary directory the failure names, to diff against a build of the older
 // code (or, for an intended change of output, to refresh the digests:
 // `sha256sum *` there).

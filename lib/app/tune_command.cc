@@ -230,10 +230,7 @@ int tune_command(const std::vector<std::string>& args) {
   po::positional_options_description pos;
   pos.add("hosts", -1);
   const po::variables_map vm = parse_options(desc, args, &pos, "see chokepoint tune --help");
-  if (vm.count("help")) {
-    show_help(std::cout, desc);
-    return 0;
-  }
+  if (help_asked(vm, desc, std::cout)) return 0;
   const bool as_json = vm.count("json") > 0;
   if (vm.count("list")) {
     std::cout << (as_json ? list_json() : list_text());

@@ -59,17 +59,22 @@ struct HostRecord {
   std::string facts_json;  // sysinfo facts (see lib/probe/sysinfo.h)
 };
 
-struct RunRecord {
+// A run without its plan, hosts and stages: the columns of `runs` that the
+// stored record and the decoded run (stored::Run) share.
+struct RunHead {
   int64_t id = 0;
   std::string label;
   std::string status;  // running | complete | partial | failed | interrupted
   std::string error;
-  double started_at = 0;
+  double started_at = 0;  // Unix time, seconds
   double finished_at = 0;
   std::string server;  // as named on the command line
   std::string client;
+  std::string version;  // chokepoint version that ran it
+};
+
+struct RunRecord : RunHead {
   std::string plan_json;  // the effective plan
-  std::string version;    // chokepoint version that ran it
   std::vector<HostRecord> hosts;
   std::vector<StageRecord> stages;
 };

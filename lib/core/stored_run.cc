@@ -166,15 +166,7 @@ double planned_link(const json::value& plan) {
 
 Run decode(const RunRecord& r) {
   Run run;
-  run.id = r.id;
-  run.label = r.label;
-  run.status = r.status;
-  run.error = r.error;
-  run.started_at = r.started_at;
-  run.finished_at = r.finished_at;
-  run.server = r.server;
-  run.client = r.client;
-  run.version = r.version;
+  static_cast<RunHead&>(run) = r;
   run.plan = doc(r.plan_json);
   run.planned_link_bits = planned_link(run.plan.value());
   for (const HostRecord& h : r.hosts)

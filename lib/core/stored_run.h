@@ -119,17 +119,8 @@ struct Host {
   std::optional<msg::Facts> facts;
 };
 
-struct Run {
-  int64_t id = 0;
-  std::string label;
-  std::string status;  // running | complete | partial | failed | interrupted
-  std::string error;
-  double started_at = 0;
-  double finished_at = 0;
-  std::string server;  // as named on the command line
-  std::string client;
-  std::string version;  // chokepoint version that ran it
-  JsonDoc plan;         // the effective plan
+struct Run : RunHead {
+  JsonDoc plan;  // the effective plan
   // The plan's [link] nominal speed, bit/s (0: not set).
   double planned_link_bits = 0;
   std::vector<Host> hosts;

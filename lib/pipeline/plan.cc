@@ -685,6 +685,11 @@ std::string plan_to_json(const Plan& p) {
         {"scan_file", p.scan_file}}},
       {"shares", shares},
   };
+  if (p.lab_throttle) {
+    o["lab_throttle"] = {{"smbd_cpu", p.lab_throttle->smbd_cpu},
+                         {"disk_read_bps", p.lab_throttle->disk_read_bps},
+                         {"disk_write_bps", p.lab_throttle->disk_write_bps}};
+  }
   return json::serialize(o);
 }
 

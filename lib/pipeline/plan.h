@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ struct Plan {
   std::string data_address;  // the server's address on the data path; "" = SSH host
 
   uint64_t link_bits = 0;  // nominal link speed, bit/s; 0 = detect from interfaces
+  // On chokepoint's own lab: what `lab throttle` had set as the run started,
+  // recorded with the plan because a throttle changes figures as much as a
+  // plan key does (`compare` names it). Not read from a plan file.
+  struct LabThrottle {
+    double smbd_cpu = 0;          // smbd's CPU quota, fraction of one core (0: none)
+    uint64_t disk_read_bps = 0;   // server disk read limit, bytes/s (0: none)
+    uint64_t disk_write_bps = 0;  // server disk write limit, bytes/s (0: none)
+  };
+  std::optional<LabThrottle> lab_throttle;
 
   std::vector<SharePlan> shares;
   bool proto_enabled = true;

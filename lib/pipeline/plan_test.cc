@@ -480,6 +480,19 @@ TEST(Plan, JsonRecordsSettleAndTimeouts) {
   EXPECT_EQ(j.at("timeouts").at("silence").to_number<double>(), 45);
 }
 
+// A lab throttle is recorded with the plan (compare names a change of it as
+// it names a plan key's); a plan off the lab has none.
+TEST(Plan, JsonRecordsTheLabThrottleOnlyWhereSet) {
+  namespace json = boost::json;
+  Plan p = parse_plan("", "x");
+  EXPECT_FALSE(json::parse(plan_to_json(p)).as_object().contains("lab_throttle"));
+  p.lab_throttle = Plan::LabThrottle{0.2, 0, 50'000'000};
+  const json::object t = json::parse(plan_to_json(p)).at("lab_throttle").as_object();
+  EXPECT_DOUBLE_EQ(t.at("smbd_cpu").to_number<double>(), 0.2);
+  EXPECT_EQ(t.at("disk_read_bps").to_number<uint64_t>(), 0u);
+  EXPECT_EQ(t.at("disk_write_bps").to_number<uint64_t>(), 50'000'000u);
+}
+
 TEST(Plan, JsonCarriesEffectiveValues) {
   Plan p = parse_plan("[tcp]\ncount = 7\n", "x");
   std::string j = plan_to_json(p);

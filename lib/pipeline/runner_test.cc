@@ -101,6 +101,13 @@ class RunnerTest : public ::testing::Test {
     plan_.files_enabled = false;  // FilesStage* turn it on
   }
   Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
+  // Runs plan_'s stages through both agents; what they recorded.
+  Recorded run_plan() {
+    Recorded rec;
+    CancelToken cancel;
+    run_stages(plan_, agents(), rec, cancel);
+    return rec;
+  }
 
   testing::ScratchDir scratch_{"runner-test"};
   const fs::path dir_ = scratch_.path();
@@ -115,9 +122,7 @@ TEST_F(RunnerTest, TcpStreamsTwoRecordEachStreamThroughRealAgents) {
   plan_.disk_enabled = false;
   plan_.tcp_streams = 2;
   plan_.tcp_seconds = 0.3;
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
   for (int64_t id : {1, 2}) {
     EXPECT_EQ(rec.stages[id - 1].status, kComplete) << rec.stages[id - 1].error;
@@ -149,9 +154,7 @@ TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
   plan_.files_count = 120;
   plan_.files_size = 1000;
   plan_.files_dirs = 4;
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
   for (int64_t id : {1, 2}) {
     const StageRecord& st = rec.stages[id - 1];
@@ -206,9 +209,7 @@ TEST_F(RunnerTest, FilesOverAShareStoreEachPhaseWithBothEndsCpuAndLeaveNothing) 
   share.server_dir = share_dir.string();
   share.medium = "disk";
   plan_.shares = {share};
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   // files server, files client, path disk, then files over the share.
   ASSERT_EQ(rec.stages.size(), 4u);
   const StageRecord& st = rec.stages[3];
@@ -236,9 +237,7 @@ TEST_F(RunnerTest, FilesOverAShareStoreEachPhaseWithBothEndsCpuAndLeaveNothing) 
 }
 
 TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.hosts.size(), 2u);
   EXPECT_EQ(rec.hosts[0].role, "server");
   EXPECT_EQ(rec.hosts[0].address, "srv");
@@ -293,9 +292,7 @@ TEST_F(RunnerTest, RunsEveryStageAndRecordsEverySample) {
 TEST_F(RunnerTest, AFailedStageIsRecordedAndTheNextRuns) {
   plan_.disk_sizes = {uint64_t(1) << 50};  // no filesystem here has a PiB free
   plan_.disk_count = 1;
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 4u);
   EXPECT_EQ(rec.stages[0].status, kFailed);
   EXPECT_NE(rec.stages[0].error.find("not enough space"), std::string::npos) << rec.stages[0].error;
@@ -310,9 +307,7 @@ TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
   plan_.proto_sizes = {3u << 20};
   plan_.proto_count = 2;
   plan_.shares.push_back(null_share());
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 1u);
   EXPECT_EQ(rec.stages[0].layer, "null");
   EXPECT_EQ(rec.stages[0].where, "ram");
@@ -337,9 +332,7 @@ TEST_F(RunnerTest, SweepRecordsEachRequestSizeAndSkipsWhatTheDriverCannotDo) {
   plan_.scan_bytes = 1u << 20;
   plan_.shares.push_back(null_share());
   plan_.shares.back().options["size"] = "4MiB";
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
   EXPECT_TRUE(json::parse(rec.stages[1].params_json).at("sweep").as_bool());
   EXPECT_EQ(rec.stages[1].status, kComplete) << rec.stages[1].error;
@@ -372,9 +365,7 @@ TEST_F(RunnerTest, AFailingShareIsRecordedAndTheNextShareRuns) {
   good.driver = "null";
   good.medium = "disk";
   plan_.shares = {bad, good};
-  Recorded rec;
-  CancelToken cancel;
-  run_stages(plan_, agents(), rec, cancel);
+  Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
   EXPECT_EQ(rec.stages[0].status, kFailed);
   EXPECT_NE(rec.stages[0].error.find("no transfer driver 'gopher'"), std::string::npos)

@@ -30,6 +30,14 @@ struct StageContext {
   Agents& agents;
   RunObserver& obs;
   const CancelToken& cancel;
+
+  // The agent and the disk directory of one end (`where`: kServer | kClient).
+  remote::AgentPort& agent_on(const std::string& where) const {
+    return where == kServer ? agents.server : agents.client;
+  }
+  const std::string& disk_dir_on(const std::string& where) const {
+    return where == kServer ? plan.server.disk_dir : plan.client.disk_dir;
+  }
 };
 
 // A stage's record from begin to end; one never ended is marked interrupted.

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "core/clock.h"
+#include "core/error.h"
 #include "core/units.h"
 #include "report/finding_text.h"
 #include "transfer/driver.h"
@@ -53,6 +54,45 @@ json::array strings(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+std::string delta_note_text(const analysis::RowDelta& d) {
+  auto n = [&d](const char* key) {
+    auto it = d.note_numbers.find(key);
+    CP_CHECK(it != d.note_numbers.end());  // each note has its figures (analysis/compare.h)
+    return it->second;
+  };
+  auto count = [&n](const char* key) { return static_cast<size_t>(n(key)); };
+  if (d.note.empty()) return "";
+  if (d.note == "too_few") {
+    return fmt::format("{} vs {} samples: at least {} on each side are needed", count("n1"),
+                       count("n2"), count("min_samples"));
+  }
+  if (d.note == "cannot_show") {
+    return fmt::format(
+        "{} vs {} samples cannot show a change at p < {} (4 or more on each side can)", count("n1"),
+        count("n2"), n("alpha"));
+  }
+  if (d.note == "not_significant") {
+    return fmt::format(
+        "p={:.3f} is not significant after Holm's correction over {} rows; more samples a "
+        "side give smaller p-values",
+        n("p"), count("family"));
+  }
+  if (d.note == "within_spread") {
+    return fmt::format("the change is within the samples' own spread ({:.1f} % IQR/median)",
+                       n("spread") * 100);
+  }
+  if (d.note == "nothing_recorded") {
+    return "nothing recorded differs between the runs: drift, or a change not recorded";
+  }
+  if (d.note == "unaffected") return "no recorded change can touch this row";
+  if (d.note == "within_drift") {
+    return fmt::format("within the controls' drift ({} .. {})", format_change(n("low")),
+                       format_change(n("high")));
+  }
+  CP_CHECK(!"a compare note delta_note_text does not know (analysis/compare.h lists them)");
+  return d.note;
+}
 
 std::string parts_text(const std::vector<std::string>& parts) {
   if (parts.empty()) return "nothing measured";
@@ -158,7 +198,7 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
     } else {
       change = fmt::format("{:+.1f} % ? {}", d.delta * 100, d.verdict);
     }
-    if (!d.note.empty()) change += "; " + d.note;
+    if (!d.note.empty()) change += "; " + delta_note_text(d);
     if (d.cache_suspected) change += "; cache suspected";
     out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", d.label,
                        d.affected_by_change ? "change" : "control", cell(d.a), cell(d.b), change);
@@ -206,7 +246,8 @@ std::string compare_json(const analysis::Comparison& c) {
          {"affected_by_change", d.affected_by_change},
          {"affected_by", strings(d.affected_by)},
          {"verdict", d.verdict},
-         {"note", d.note},
+         {"note", delta_note_text(d)},
+         {"note_id", d.note},
          {"cache_suspected", d.cache_suspected}});
   }
   for (const auto& e : c.env) {

@@ -20,6 +20,11 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& opt);
 // The same as one JSON document, with every sample and its id.
 std::string compare_json(const analysis::Comparison& c);
 
+// Why a row's change was not counted (RowDelta::note) in words, with its
+// figures: "3 vs 3 samples cannot show a change at p < 0.05 (4 or more on each
+// side can)"; "" when there is no note.
+std::string delta_note_text(const analysis::RowDelta& d);
+
 // What a change can affect (EnvDiff::parts) in words: "SMB, mounted path",
 // "server disk", "every row", "nothing measured".
 std::string parts_text(const std::vector<std::string>& parts);

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include <map>
+#include <set>
 
 #include "report/test_runs.h"
 
@@ -154,6 +155,28 @@ TEST(CompareReport, TextNamesLongSambaParametersWhole) {
   std::string t =
       compare_text(analysis::compare_runs(stored::decode(a), stored::decode(b)), {false});
   EXPECT_NE(t.find("samba.global.server multi channel support"), std::string::npos) << t;
+}
+
+// Every note judge_delta gives has its own words, and they carry its figures.
+TEST(CompareReport, EveryDeltaNoteHasItsOwnWordsWithItsFigures) {
+  std::set<std::string> texts;
+  for (const char* id : {"too_few", "cannot_show", "not_significant", "within_spread",
+                         "nothing_recorded", "unaffected", "within_drift"}) {
+    analysis::RowDelta d;
+    d.note = id;
+    for (const char* k :
+         {"n1", "n2", "min_samples", "alpha", "p", "family", "spread", "low", "high"})
+      d.note_numbers[k] = 1;
+    const std::string one = delta_note_text(d);
+    EXPECT_FALSE(one.empty()) << id;
+    texts.insert(one);
+    for (auto& [k, v] : d.note_numbers) v = 2;
+    const bool has_figures =
+        std::string(id) != "nothing_recorded" && std::string(id) != "unaffected";
+    EXPECT_EQ(delta_note_text(d) != one, has_figures) << id;
+  }
+  EXPECT_EQ(texts.size(), 7u);
+  EXPECT_EQ(delta_note_text(analysis::RowDelta{}), "");
 }
 
 }  // namespace

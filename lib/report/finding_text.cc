@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "report/hint_text.h"
 #include "transfer/driver.h"
 
 namespace cp::report {
@@ -558,7 +559,7 @@ std::string head(const Finding& f) {
 std::string render(const Finding& f, bool hints) {
   std::string s = head(f);
   if (hints) {
-    for (const auto& h : f.hints) s += "; " + h;
+    for (const auto& h : f.hints) s += "; " + hint_text(h);
   }
   if (starts_with(f.rule, "path.")) s += path_tail(f);
   if (!f.untrusted.empty()) {

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "report/hint_text.h"
 #include "report/report.h"
 #include "report/test_runs.h"
 
@@ -43,8 +44,8 @@ TEST(FindingText, EveryRuleOfTheTableHasItsSentence) {
 TEST(FindingText, HintsAreRenderedInTheTextOnlyAndTheSentenceOmitsThem) {
   analysis::Finding f = finding_of("protocol.layer");
   const std::string bare = finding_text(f);
-  f.hints = {"raise it"};
-  EXPECT_EQ(finding_text(f), bare.substr(0, bare.size() - 1) + "; raise it.");
+  f.hints = {analysis::Hint{"protocol.in_flight", {}, {}}};
+  EXPECT_EQ(finding_text(f), bare.substr(0, bare.size() - 1) + "; " + hint_text(f.hints[0]) + ".");
   EXPECT_EQ(finding_sentence(f), bare);
 }
 

@@ -13,6 +13,7 @@
 #include "core/units.h"
 #include "report/compare_report.h"
 #include "report/finding_text.h"
+#include "report/hint_text.h"
 #include "report/summary.h"
 
 namespace cp::report {
@@ -286,7 +287,9 @@ std::string finding_html(const analysis::Finding& f) {
   std::string out = fmt::format("<p class=\"finding\">{}", esc(finding_sentence(f)));
   if (!f.hints.empty()) {
     out += "<br><b>Try:</b>";
-    for (const auto& h : f.hints) out += fmt::format("<br><span class=\"hint\">{}</span>", esc(h));
+    for (const auto& h : f.hints) {
+      out += fmt::format("<br><span class=\"hint\">{}</span>", esc(hint_text(h)));
+    }
   }
   return out + "</p>\n";
 }
@@ -484,7 +487,9 @@ std::string compare_html(const analysis::Comparison& c) {
   auto num = [](double bps) { return fmt::format("{:.1f}", bps / kMB); };
   for (const auto& d : c.rows) {
     std::string verdict = esc(d.verdict);
-    if (!d.note.empty()) verdict += " <span class=\"muted\">(" + esc(d.note) + ")</span>";
+    if (!d.note.empty()) {
+      verdict += " <span class=\"muted\">(" + esc(delta_note_text(d)) + ")</span>";
+    }
     if (d.cache_suspected) verdict += " <span class=\"warn\">cache suspected</span>";
     // The role: a recorded difference can touch the row, or it is a control.
     const std::string role =

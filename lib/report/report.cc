@@ -13,6 +13,7 @@
 #include "core/stored_run_json.h"
 #include "core/units.h"
 #include "report/finding_text.h"
+#include "report/hint_text.h"
 #include "report/sample_json.h"
 #include "report/summary.h"
 
@@ -123,11 +124,14 @@ json::object evidence_json(const analysis::Finding& f) {
 
 // The structured finding (no prose but `text`, rendered from the rest).
 json::object finding_json(const analysis::Finding& f) {
-  json::array rows, hints, candidates, misconfigured, context, untrusted, because;
+  json::array rows, hints, hint_ids, candidates, misconfigured, context, untrusted, because;
   for (const auto& k : f.rows) rows.push_back(json::string(k));
-  for (const auto& h : f.hints) hints.push_back(json::string(h));
+  for (const auto& h : f.hints) {
+    hints.push_back(json::string(hint_text(h)));
+    hint_ids.push_back(json::string(h.id));
+  }
   for (const auto& c : f.candidates) candidates.push_back(json::string(c));
-  for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(m));
+  for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(hint_text(m)));
   for (const auto& c : f.context) context.push_back(cited_json(c));
   for (const auto& u : f.untrusted) untrusted.push_back(json::string(u));
   for (const auto& b : f.because) because.push_back(finding_json(b));
@@ -152,6 +156,7 @@ json::object finding_json(const analysis::Finding& f) {
                        {"ratio_lo", f.ratio_lo},
                        {"ratio_hi", f.ratio_hi},
                        {"hints", hints},
+                       {"hint_ids", hint_ids},
                        {"misconfigured", misconfigured},
                        {"settings", settings},
                        {"lower_bound", f.lower_bound},
@@ -410,7 +415,8 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
         {"plan", run.plan.value()}}},
       {"hosts", hosts},
       {"degraded", degraded_json(run)},
-      {"link", {{"nominal_bits_per_s", a.link_bits}, {"source", a.link_source}}},
+      {"link",
+       {{"nominal_bits_per_s", a.link_bits}, {"from", a.link_from}, {"source", a.link_source}}},
       {"ladder", ladder},
       {"verdict",
        {{"headline", headline_text(a)},

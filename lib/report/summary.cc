@@ -8,6 +8,7 @@
 
 #include "core/units.h"
 #include "report/finding_text.h"
+#include "report/hint_text.h"
 #include "transfer/driver.h"
 
 namespace cp::report {
@@ -76,15 +77,6 @@ std::string settle(const Finding& f) {
     return fmt::format("repeat with files of at least {}", format_size(f.suggested_size));
   }
   return "";
-}
-
-// A misconfigured setting without its explanation: "`smb2 max read = 65536` in
-// the server's Samba config (...)" -> "smb2 max read = 65536".
-std::string setting_of(const std::string& m) {
-  if (m.size() > 2 && m.front() == '`') {
-    if (const size_t end = m.find('`', 1); end != std::string::npos) return m.substr(1, end - 1);
-  }
-  return m;
 }
 
 // The finding `f` rests on, named by its path when the report lists it.
@@ -193,7 +185,7 @@ std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
   if (const std::string r = rests_on(f, a); !r.empty()) s += "; " + r;
   if (!f.misconfigured.empty()) {
     std::string list;
-    for (const auto& m : f.misconfigured) list += (list.empty() ? "" : ", ") + setting_of(m);
+    for (const auto& m : f.misconfigured) list += (list.empty() ? "" : ", ") + hint_setting(m);
     s += "; configured: " + list;
   }
   if (f.lower_bound) s += "; a lower bound (chokepoint's own client limits it)";

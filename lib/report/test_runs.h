@@ -9,18 +9,14 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/testing/run_records.h"
 
 namespace cp::report::testing {
 
 class SeedRun {
  public:
   explicit SeedRun(int64_t id, const std::string& label) {
-    run_.id = id;
-    run_.label = label;
-    run_.status = kComplete;
-    run_.server = "nas";
-    run_.client = "mac";
-    run_.version = "0.1.0";
+    static_cast<RunHead&>(run_) = cp::testing::complete_run(id, label, "mac");
     run_.started_at = 1'790'000'000 + static_cast<double>(id) * 3600;
     run_.plan_json = R"({"tcp":{"seconds":2,"count":5}})";
     run_.hosts.push_back({"server", "nas", facts("nas", "65536", 128)});

@@ -17,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 
 namespace cp {
 namespace {
@@ -55,14 +56,11 @@ class RawDb {
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "cp-store-XXXXXX").string();
-    CP_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
     path_ = dir_ + "/sub/dir/chokepoint.db";  // parents do not exist yet
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  std::string dir_;
+  const cp::testing::ScratchDir scratch_{"cp-store"};
+  const std::string dir_ = scratch_.path().string();
   std::string path_;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 #include "store/store.h"
 
 namespace cp {
@@ -30,13 +31,7 @@ void sql(const std::string& path, const std::string& text) {
 
 class TuneSessionStore : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "cp-tune-store-XXXXXX").string();
-    CP_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    dir_ = tmpl;
-    path_ = dir_ + "/chokepoint.db";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { path_ = dir_ + "/chokepoint.db"; }
 
   // A schema-2 file as an older build left it: the store's tables, and tune
   // tables that build created itself (`with_target`: the later such build).
@@ -71,7 +66,9 @@ class TuneSessionStore : public ::testing::Test {
     sql(path_, "INSERT INTO tune_runs VALUES (7, " + std::to_string(run_id_) + ", 1, 'bbr', 0);");
   }
 
-  std::string dir_, path_;
+  const cp::testing::ScratchDir scratch_{"cp-tune-store"};
+  const std::string dir_ = scratch_.path().string();
+  std::string path_;
   int64_t run_id_ = 0;
 };
 

@@ -89,6 +89,15 @@ struct Cursor {
   }
 };
 
+// Throws the helper's error when answer `a` is one ('e' + kind, message, hint).
+void throw_if_error(const std::string& a) {
+  if (a[0] != 'e') return;
+  Cursor c{a, 1};
+  const auto kind = static_cast<ErrorKind>(c.u64());
+  std::string msg = c.str();
+  throw Error(kind, std::move(msg), c.str());
+}
+
 // Requests: op byte, then its fields. Answers: 'k' + fields, or 'e' + kind,
 // message, hint.
 enum Op : char { kPut = 'P', kGet = 'G', kStat = 'S', kMkdir = 'M', kRmdir = 'R', kRemove = 'D' };
@@ -239,12 +248,7 @@ class ForkedSession : public Session {
                   fmt::format("the helper process {} of a share's session ended", pid_),
                   "its connection or the helper failed; see the server's log");
     }
-    if (a[0] == 'e') {
-      Cursor c{a, 1};
-      const auto kind = static_cast<ErrorKind>(c.u64());
-      std::string msg = c.str();
-      throw Error(kind, std::move(msg), c.str());
-    }
+    throw_if_error(a);
     return a;
   }
 
@@ -297,12 +301,7 @@ std::unique_ptr<Session> fork_session(const std::function<std::unique_ptr<Sessio
   if (!recv_frame(sv[0], a) || a.empty()) {
     throw Error(ErrorKind::kIo, fmt::format("the helper process {} ended before logging in", pid));
   }
-  if (a[0] == 'e') {
-    Cursor c{a, 1};
-    const auto kind = static_cast<ErrorKind>(c.u64());
-    std::string msg = c.str();
-    throw Error(kind, std::move(msg), c.str());
-  }
+  throw_if_error(a);
   return s;
 }
 

@@ -33,8 +33,8 @@ void disk_stage(StageContext& ctx, const std::string& where) {
   const Plan& plan = ctx.plan;
   RunObserver& obs = ctx.obs;
   const CancelToken& cancel = ctx.cancel;
-  AgentPort& agent = where == kServer ? ctx.agents.server : ctx.agents.client;
-  const std::string& dir = where == kServer ? plan.server.disk_dir : plan.client.disk_dir;
+  AgentPort& agent = ctx.agent_on(where);
+  const std::string& dir = ctx.disk_dir_on(where);
   StageRecord rec;
   rec.layer = "disk";
   rec.where = where;

@@ -95,8 +95,8 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
 
 void files_disk_stage(StageContext& ctx, const std::string& where) {
   const Plan& plan = ctx.plan;
-  AgentPort& agent = where == kServer ? ctx.agents.server : ctx.agents.client;
-  const std::string& dir = where == kServer ? plan.server.disk_dir : plan.client.disk_dir;
+  AgentPort& agent = ctx.agent_on(where);
+  const std::string& dir = ctx.disk_dir_on(where);
   StageRecord rec;
   rec.layer = "files";
   rec.where = where;

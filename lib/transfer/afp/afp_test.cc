@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "core/error.h"
 #include "transfer/afp/afp_codec.h"
@@ -21,6 +22,7 @@
 #include "transfer/driver.h"
 #include "transfer/files_pass.h"
 #include "transfer/testing/error_of.h"
+#include "transfer/testing/loopback.h"
 #include "transfer/testing/pcap.h"
 
 namespace cp::transfer::afp {
@@ -35,27 +37,23 @@ using testing::error_of;
 
 // --- URL, options, error texts ------------------------------------------------
 
+// Each URL form and every field it parses to: user, UAM, host, port, volume, dir.
 TEST(AfpUrl, Forms) {
-  AfpUrl u = parse_afp_url("afp://alice;AUTH=DHX2@nas.example:1548/Data/runs/x");
-  EXPECT_EQ(u.user, "alice");
-  EXPECT_EQ(u.uam, "DHX2");
-  EXPECT_EQ(u.host, "nas.example");
-  EXPECT_EQ(u.port, 1548);
-  EXPECT_EQ(u.volume, "Data");
-  EXPECT_EQ(u.dir, "runs/x");
-  u = parse_afp_url("afp://bob;auth=Cleartxt%20Passwrd@10.0.0.2/My%20Vol/");
-  EXPECT_EQ(u.user, "bob");
-  EXPECT_EQ(u.uam, "Cleartxt Passwrd");
-  EXPECT_EQ(u.port, 548);
-  EXPECT_EQ(u.volume, "My Vol");
-  EXPECT_EQ(u.dir, "");
-  u = parse_afp_url("afp://;AUTH=No%20User%20Authent@[::1]/tmpvol");
-  EXPECT_EQ(u.user, "");
-  EXPECT_EQ(u.uam, "No User Authent");
-  EXPECT_EQ(u.host, "::1");
-  u = parse_afp_url("afp://nas/vol");
-  EXPECT_EQ(u.user, "");
-  EXPECT_EQ(u.uam, "");
+  const std::pair<const char*, AfpUrl> cases[] = {
+      {"afp://alice;AUTH=DHX2@nas.example:1548/Data/runs/x",
+       {"alice", "DHX2", "nas.example", 1548, "Data", "runs/x"}},
+      {"afp://bob;auth=Cleartxt%20Passwrd@10.0.0.2/My%20Vol/",
+       {"bob", "Cleartxt Passwrd", "10.0.0.2", 548, "My Vol", ""}},
+      {"afp://;AUTH=No%20User%20Authent@[::1]/tmpvol",
+       {"", "No User Authent", "::1", 548, "tmpvol", ""}},
+      {"afp://nas/vol", {"", "", "nas", 548, "vol", ""}},
+  };
+  for (const auto& [url, want] : cases) {
+    const AfpUrl u = parse_afp_url(url);
+    EXPECT_EQ(std::tie(u.user, u.uam, u.host, u.port, u.volume, u.dir),
+              std::tie(want.user, want.uam, want.host, want.port, want.volume, want.dir))
+        << url;
+  }
   EXPECT_EQ(parse_afp_url("afp://u;AUTH=dhx@h/v").uam, "DHCAST128");
 
   EXPECT_NE(error_of([] { parse_afp_url("afp://nas"); }, ErrorKind::kConfig).find("no volume"),
@@ -633,15 +631,7 @@ TEST(AfpDriver, VolumeAndServerErrors) {
 }
 
 TEST(AfpDriver, RefusedPortNamesHostAndPort) {
-  const int sock = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::getsockname(sock, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const uint16_t port = ntohs(a.sin_port);
-  ::close(sock);
+  const uint16_t port = testing::closed_loopback_port();
   Share share;
   share.url = fmt::format("afp://127.0.0.1:{}/vol", port);
   CancelToken cancel;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "transfer/afp/testing/afp_capture.h"
 #include "transfer/testing/error_of.h"
+#include "transfer/testing/loopback.h"
 
 namespace cp::transfer::dsi {
 namespace {
@@ -438,16 +439,7 @@ TEST(DsiConnection, AWaitIntoLeftHalfwayKeepsTheReplyWhole) {
 }
 
 TEST(DsiConnection, RefusedPortNamesHostAndPort) {
-  // A port nothing listens on: bind one, note it, close it.
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const uint16_t port = ntohs(a.sin_port);
-  ::close(s);
+  const uint16_t port = testing::closed_loopback_port();
   CancelToken cancel;
   const std::string msg =
       error_of([&] { Connection::connect("127.0.0.1", port, &cancel); }, ErrorKind::kRemote);

@@ -37,6 +37,15 @@ uint32_t get16(std::string_view s, size_t at) {
   return uint32_t{static_cast<uint8_t>(s[at])} | uint32_t{static_cast<uint8_t>(s[at + 1])} << 8;
 }
 uint32_t get32(std::string_view s, size_t at) { return get16(s, at) | get16(s, at + 2) << 16; }
+// `m` in its NetBIOS session message frame: a zero byte, then its length in
+// 24 bits, big-endian (RFC 1002 4.3.1, as SMB over TCP 445 frames it).
+std::string netbios_frame(const std::string& m) {
+  std::string frame(1, '\0');
+  frame += static_cast<char>(m.size() >> 16);
+  frame += static_cast<char>(m.size() >> 8);
+  frame += static_cast<char>(m.size());
+  return frame + m;
+}
 }  // namespace
 
 uint16_t smb2_dialect_of(std::string_view name) {
@@ -92,11 +101,7 @@ std::string smb1_negotiate_request() {
   m += '\0';
   put16(m, static_cast<uint16_t>(dialect.size()));
   m += dialect;
-  std::string frame(1, '\0');
-  frame += static_cast<char>(m.size() >> 16);
-  frame += static_cast<char>(m.size() >> 8);
-  frame += static_cast<char>(m.size());
-  return frame + m;
+  return netbios_frame(m);
 }
 
 Smb1Negotiate parse_smb1_negotiate_response(std::string_view frame) {
@@ -157,11 +162,7 @@ std::string smb2_negotiate_request(uint16_t min_dialect, uint16_t max_dialect) {
   m.append("chokepoint-probe", 16);
   m.append(8, '\0');
   for (uint16_t d : dialects) put16(m, d);
-  std::string frame(1, '\0');  // direct TCP transport: zero, then a 24-bit length
-  frame += static_cast<char>(m.size() >> 16);
-  frame += static_cast<char>(m.size() >> 8);
-  frame += static_cast<char>(m.size());
-  return frame + m;
+  return netbios_frame(m);
 }
 
 std::string smb2_echo_request(uint64_t message_id) {
@@ -185,11 +186,7 @@ std::string smb2_echo_request(uint64_t message_id) {
   m.append(16, '\0');
   put16(m, 4);
   put16(m, 0);
-  std::string frame(1, '\0');
-  frame += static_cast<char>(m.size() >> 16);
-  frame += static_cast<char>(m.size() >> 8);
-  frame += static_cast<char>(m.size());
-  return frame + m;
+  return netbios_frame(m);
 }
 
 bool smb2_is_echo_response(std::string_view frame) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "core/clock.h"
+#include "core/error.h"
 
 namespace cp::transfer::testing {
 
@@ -100,6 +101,19 @@ bool write_all(int fd, std::string_view bytes) {
     bytes.remove_prefix(static_cast<size_t>(n));
   }
   return true;
+}
+
+uint16_t closed_loopback_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CP_CHECK(s >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  CP_CHECK(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  CP_CHECK(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(s);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace cp::transfer::testing

@@ -54,4 +54,8 @@ ReadResult read_message(int fd, dsi::StreamDecoder& decoder, const std::atomic<b
 // Writes all bytes; false when the peer went away.
 bool write_all(int fd, std::string_view bytes);
 
+// A port on 127.0.0.1 nothing listens on: one bound, noted and closed (a
+// connection to it is refused unless another socket takes it meanwhile).
+uint16_t closed_loopback_port();
+
 }  // namespace cp::transfer::testing
