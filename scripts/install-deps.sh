@@ -20,6 +20,9 @@ pkgs=(
   # protocol drivers (ftp: libcurl, smb: libsmbclient), the lab's FTP/SMB servers,
   # and the peer clients the protocol benchmark is held against
   libcurl4-openssl-dev libsmbclient-dev vsftpd samba smbclient curl
+  # bench/files-shares.sh: lftp's mirror is the FTP small-file peer; tcpdump
+  # captures the SMB2 requests bench/smb2_count.py counts
+  lftp tcpdump
   # the libraries of ProFTPD and Pure-FTPd, which the servers lab test runs
   # (their binaries are unpacked below: Debian lets only one ftp-server in)
   libmemcached11 libmemcachedutil2 libpcre2-posix3 libhiredis0.14 libsodium23

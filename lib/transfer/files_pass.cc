@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/checksum.h"
 #include "core/error.h"
 #include "transfer/forked_session.h"
 
@@ -104,8 +106,10 @@ class Pass {
     created_.assign(t.count, 0);
     touched_.assign(t.count, 0);
     data_.assign(static_cast<size_t>(t.size), '\0');
-    for (size_t k = 0; k < data_.size(); ++k) data_[k] = static_cast<char>('a' + k % 26);
-    buf_.resize(static_cast<size_t>(std::clamp<uint64_t>(t.size, 1, 1 << 20)) + 1);
+    // The bytes the server agent's files_tree layout writes too, so a read
+    // checks them whoever made the file.
+    fill_pattern(data_.data(), data_.size(), 1, 0);
+    buf_.resize(static_cast<size_t>(t.size) + 1);  // a byte more than a file: a longer one shows
   }
 
   FilesPassResult run() {
@@ -251,7 +255,7 @@ class Pass {
       created_count_ = st.ops;
     } else if (phase == Phase::remove) {
       for (uint64_t i : items) {
-        if (removed_[i]) created_[i] = 0;
+        if (removed_[i]) created_[i] = touched_[i] = 0;  // nothing for clean_up to try
       }
     }
     return st;
@@ -278,9 +282,23 @@ class Pass {
           // Each thread its own buffer: the reads of several run at once.
           thread_local std::vector<char> buf;
           buf.resize(buf_.size());
-          uint64_t got = 0;
-          for (size_t n; (n = f->read(buf.data(), buf.size())) > 0;) got += n;
+          // Read whole (a byte more fits: a longer file shows) and checked
+          // against what was written, as a copy that verifies would.
+          size_t got = 0;
+          for (size_t n; got < buf.size() && (n = f->read(buf.data() + got, buf.size() - got)) > 0;)
+            got += n;
           f->close();
+          // The null driver keeps nothing (transfer/null.cc): its reads
+          // are the size alone.
+          const bool differ = got == data_.size() && driver_.name != "null" &&
+                              std::memcmp(buf.data(), data_.data(), got) != 0;
+          if (got != data_.size() || differ) {
+            throw Error(ErrorKind::kIo,
+                        fmt::format("{}: read {}{} bytes of a file written with {}{}", path(i), got,
+                                    got == buf.size() ? " or more" : "", data_.size(),
+                                    got == data_.size() ? ", and they differ" : ""),
+                        "the share changed the file, or another client did: check the server");
+          }
           return got;
         };
       case Phase::remove:

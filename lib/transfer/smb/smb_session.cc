@@ -226,8 +226,13 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
     // is one SMB2 READ (io_size within the server's maximum read), and its
     // short answer is the end, so no round trip asks for the size (an
     // fstat is one); else the size at open bounds every read (see the top).
+    // A file the caller expects to fit in one call takes the size too, as
+    // smbclient's get does (QUERY_INFO): libsmbclient's read goes on after
+    // a short answer until one is empty, so a READ past the end would cost
+    // a second READ answered END_OF_FILE, and a READ of io_size for a few
+    // KiB makes the server set aside io_size for it.
     uint64_t size = kSizeUnknown;
-    if (!one_request_per_call(Mode::kRead)) {
+    if (!one_request_per_call(Mode::kRead) || (size_hint > 0 && size_hint <= io_size_)) {
       struct stat st {};
       if (smbc_getFunctionFstat(ctx_)(ctx_, f, &st) != 0) {
         const int err = errno;
@@ -274,8 +279,9 @@ void SmbSession::remove(const std::string& rel) {
   throw smb_error(err, status, Step::kRemove, place(rel));
 }
 
-// A path's stat: libsmbclient's smbc_stat (SMB2 CREATE, QUERY_INFO, CLOSE;
-// Samba 4.17 sends them as one compound where the server allows).
+// A path's stat: libsmbclient's smbc_stat (SMB2 CREATE, QUERY_INFO, CLOSE:
+// three requests, each waiting for the last; Debian 12's libsmbclient does
+// not compound them, as a capture of the small-file pass shows).
 FileInfo SmbSession::stat(const std::string& rel) {
   check_relative_path(rel);
   const std::string url = url_of(rel);
@@ -431,7 +437,8 @@ size_t SmbFile::read(char* buf, size_t n) {
     const uint64_t want = std::min<uint64_t>(s_.io_size(), size_ - pos_);
     if (want == 0) return 0;
     if (n >= want) return read_call(buf, static_cast<size_t>(want));  // straight into the caller's
-    stage_.resize(s_.io_size());
+    // As large as the call (a small file's few KiB, not io_size each).
+    if (stage_.size() < want) stage_.resize(static_cast<size_t>(want));
     stage_pos_ = 0;
     stage_end_ = read_call(stage_.data(), static_cast<size_t>(want));
     if (stage_end_ == 0) return 0;
@@ -522,8 +529,11 @@ void SmbFile::write(const char* buf, size_t n) {
       n -= k;
       continue;
     }
-    stage_.resize(io);
     const size_t k = std::min(n, io - stage_end_);
+    // Grown as the data comes (a small file's few KiB, not io_size each).
+    if (stage_.size() < stage_end_ + k) {
+      stage_.resize(std::min(io, std::max(stage_end_ + k, 2 * stage_.size())));
+    }
     std::memcpy(stage_.data() + stage_end_, buf, k);
     stage_end_ += k;
     buf += k;

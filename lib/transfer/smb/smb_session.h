@@ -27,13 +27,18 @@
 // past the end is only an empty answer, so no fstat is sent: the size hint
 // (what the caller expects) bounds the calls, and the end is the answer
 // that is short (libsmbclient asks once more after a short one, so the
-// calls stop at the hint and one more starts there).
+// calls stop at the hint and one more starts there). A file the caller
+// expects to fit in one call (a small file) takes its size at open
+// instead, as smbclient's get does: one QUERY_INFO, then one READ of
+// exactly the size, where a READ past the end costs two (the short one and
+// an END_OF_FILE) and makes the server set io_size aside for a few KiB.
 //
 // Round trips per file (each is in the sample's time on a long path): an
 // open is one CREATE (libsmbclient's own check of a cached connection, an
 // ECHO before every open, is skipped for a connection that answered a call
-// within kEchoAfterIdle: check_server), the data, one CLOSE; the helpers
-// open and close while the session's connection does.
+// within kEchoAfterIdle: check_server), a small file's read a QUERY_INFO,
+// the data, one CLOSE; the helpers open and close while the session's
+// connection does.
 //
 // The sizes the server accepts are not in libsmbclient's API: at connect a
 // separate TCP connection sends one SMB2 NEGOTIATE and reads them from the
@@ -211,7 +216,8 @@ class SmbFile : public File {
   uint64_t size_;     // reads: the size at open, which no read asks past
   uint64_t pos_ = 0;  // libsmbclient's file offset: where the next call starts
   // Reads: bytes read ahead, [stage_pos_, stage_end_) not yet handed out.
-  // Writes: bytes not yet written, at pos_. Bounded by io_size.
+  // Writes: bytes not yet written, at pos_. Bounded by io_size, and grown
+  // only as far as a call needs (a 4 KiB file stages 4 KiB, not io_size).
   std::vector<char> stage_;
   size_t stage_pos_ = 0, stage_end_ = 0;
   bool failed_ = false;  // writes: a call failed, so the file has a hole
