@@ -185,7 +185,34 @@ void classify(EnvDiff& e) {
 
 }  // namespace
 
-std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b) {
+namespace {
+
+// A host's facts as compare diffs them: see env_diff.
+json::value facts_json(const stored::Host* h, int smbd) {
+  if (!h) return nullptr;
+  if (!h->facts) return stored::to_json(h->facts);
+  msg::Facts f = *h->facts;
+  for (msg::SambaFacts& s : f.samba_instances) {
+    if (smbd <= 0 || s.pid != smbd) continue;
+    s.pid = 0;
+    f.samba = std::move(s);
+    break;
+  }
+  f.samba_instances.clear();
+  return stored::to_json(std::optional<msg::Facts>(std::move(f)));
+}
+
+// The smbd that served the run's SMB samples (the first row naming one); 0 none.
+int smb_server_pid(const Analysis& a) {
+  for (const Row& r : a.rows) {
+    if (r.layer == "smb" && r.server_pid > 0) return r.server_pid;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b, int smbd_a, int smbd_b) {
   std::vector<EnvDiff> out;
   auto add = [&](const std::string& what, const std::string& va, const std::string& vb) {
     if (va != vb) out.push_back({"run", what, va, vb, "", {}, {}});
@@ -197,8 +224,8 @@ std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b) {
   for (const char* role : {"server", "client"}) {
     const stored::Host* ha = a.host(role);
     const stored::Host* hb = b.host(role);
-    diff(role, ha ? stored::to_json(ha->facts) : json::value(nullptr),
-         hb ? stored::to_json(hb->facts) : json::value(nullptr), out);
+    const bool server = std::string_view(role) == "server";
+    diff(role, facts_json(ha, server ? smbd_a : 0), facts_json(hb, server ? smbd_b : 0), out);
   }
   for (auto& e : out) classify(e);
   return out;
@@ -344,7 +371,7 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
   Comparison c;
   c.a = side(ra, aa);
   c.b = side(rb, ab);
-  c.env = env_diff(ra, rb);
+  c.env = env_diff(ra, rb, smb_server_pid(aa), smb_server_pid(ab));
   for (EnvDiff& e : negotiated_diff(aa, ab)) c.env.push_back(std::move(e));
   for (const auto& r : aa.rows) {
     if (r.layer == "link" || r.rate.n == 0) continue;

@@ -220,7 +220,12 @@ Comparison compare_runs(const stored::Run& a, const stored::Run& b);
 
 // What differs between the runs' plans and host facts (Comparison::env),
 // classified by kChangeRules; needs no stages (Store::load_run_header).
-std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b);
+// `smbd_a`/`smbd_b`: the pid of the smbd that served each run's SMB samples
+// (Row::server_pid; 0 unknown): its config stands for the server's `samba`
+// where the facts list several (samba_instances, left out of the diff: their
+// pids change from run to run).
+std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b, int smbd_a = 0,
+                              int smbd_b = 0);
 
 // What the protocols' samples recorded differently (kNegotiated), per
 // driver: a property's values over that driver's rows (distinct ones joined

@@ -630,5 +630,36 @@ TEST(Compare, NegotiatedValuesOfSeveralRowsAreListedOnce) {
                                            "nfs.wsize: 1048576 | 65536 -> 1048576"}));
 }
 
+// Two smbd on the server host (the facts' samba_instances), the SMB samples
+// served by the second, whose config changed between the runs (and whose pid
+// did: it restarted) while the host's default `samba` did not: compare names
+// the serving instance's parameter as the server's `samba`, and not the
+// instance list itself (pids differ from run to run).
+TEST(Compare, TheSambaConfigDiffedIsThatOfTheSmbdServingTheSamples) {
+  auto build = [](int64_t id, int pid, const char* max_read, const char* sha) {
+    const std::string first =
+        R"j({"config_path":"/etc/samba/smb.conf","found_by":"running smbd (pid 700)",)j"
+        R"("source":"testparm","sha256":"aaaa","global":{"smb2 max read":"262144"}})";
+    StageRecord st = file_stage("smb", "ram", "read", 100'000'000, {70, 71, 72, 73});
+    for (auto& smp : st.samples) {
+      smp.cpu_json = fmt::format(R"({{"server":{{"seconds":2,"server_pid":{}}}}})", pid);
+    }
+    RunRecord r = run(id, "", {st});
+    r.hosts[0].facts_json = fmt::format(
+        R"({{"hostname":"nas","samba":{},"samba_instances":[{},)"
+        R"({{"pid":{},"config_path":"/nas/smb.conf","found_by":"running smbd","source":"testparm",)"
+        R"("sha256":"{}","global":{{"smb2 max read":"{}"}}}}]}})",
+        first, first.substr(0, first.size() - 1) + R"(,"pid":700})", pid, sha, max_read);
+    return r;
+  };
+  const Comparison c = compare_runs(stored::decode(build(1, 900, "65536", "bbbb")),
+                                    stored::decode(build(2, 901, "131072", "cccc")));
+  std::vector<std::string> got;
+  for (const auto& e : c.env)
+    got.push_back(fmt::format("{} {}: {} -> {}", e.where, e.what, e.a, e.b));
+  EXPECT_EQ(got, (std::vector<std::string>{"server samba.sha256: bbbb -> cccc",
+                                           "server samba.global.smb2 max read: 65536 -> 131072"}));
+}
+
 }  // namespace
 }  // namespace cp::analysis

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <string>
 #include <string_view>
 
@@ -89,11 +90,28 @@ const std::vector<CostlySetting>& table() {
        0, "each session held to that many bytes per second", E::kRateCap},
       {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf,
        "no", 0, "a copy through vsftpd per byte read", E::kCpuServerRead},
+      // proftpd: a per-session rate limit per command (KiB/s), and a copy
+      // per byte without sendfile.
+      {"proftpd", "ftp", "TransferRate RETR", "none", "read", "config:proftpd:transferrate retr",
+       W::kPositive, "", 0, "each session's downloads held to that many KiB per second",
+       E::kRateCap, 1024},
+      {"proftpd", "ftp", "TransferRate STOR", "none", "write", "config:proftpd:transferrate stor",
+       W::kPositive, "", 0, "each session's uploads held to that many KiB per second", E::kRateCap,
+       1024},
+      {"proftpd", "ftp", "UseSendfile", "on", "read", "config:proftpd:usesendfile", W::kOneOf,
+       "off", 0, "a copy through proftpd per byte read", E::kCpuServerRead},
       // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
       {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
        "explicit|implicit", 0, kCpuCost, E::kCpuTls},
   };
   return t;
+}
+
+// A setting's number ("20000", "12.5"); 0 when it is none.
+double number(const std::string& value) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  return ec == std::errc() && p == value.data() + value.size() ? v : 0;
 }
 
 bool one_of(const std::string& value, std::string_view list) {
@@ -109,22 +127,24 @@ bool one_of(const std::string& value, std::string_view list) {
 }
 
 // Samba parameter `name`'s effective value for the share row `r` used (the
-// session's `share_name`): the share section's where it sets one, else
+// session's `share_name`) in the config of the smbd that served it (several
+// may run on one host): the share section's where it sets one, else
 // [global]'s, which shares inherit; `section` gets which. "" when unknown.
 std::string samba_value(const Analysis& a, const Row& r, const std::string& name,
                         std::string* section = nullptr) {
-  if (!a.server.samba_known) return {};
+  const HostFacts::SambaConfig& samba = a.server.samba_serving(r.server_pid);
+  if (!samba.known) return {};
   if (auto share = r.properties.find("share_name"); share != r.properties.end()) {
-    auto sec = a.server.samba_shares.find(lower(share->second));
-    if (sec != a.server.samba_shares.end()) {
+    auto sec = samba.shares.find(lower(share->second));
+    if (sec != samba.shares.end()) {
       if (auto it = sec->second.find(name); it != sec->second.end()) {
         if (section) *section = sec->first;
         return it->second;
       }
     }
   }
-  auto it = a.server.samba.find(name);
-  if (it == a.server.samba.end()) return {};
+  auto it = samba.global.find(name);
+  if (it == samba.global.end()) return {};
   if (section) *section = "global";
   return it->second;
 }
@@ -181,7 +201,7 @@ bool costly_value(const CostlySetting& s, const std::string& value, const Row& r
     case W::kBuffer:
       return socket_buffer(value, r.op) > 0;
     case W::kPositive:
-      return max_of_sysctl(value) > 0;
+      return number(value) > 0;
   }
   return false;
 }
@@ -293,7 +313,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       if (!cpu_bound(r, f)) return {};
       return fmt::format("CPU-bound with TLS on the data connection ({})", value);
     case E::kRateCap: {
-      const double cap = double(max_of_sysctl(value));
+      const double cap = number(value) * s.unit;
       // A limiter holds its sessions close under the limit: far below it,
       // something else holds the row.
       if (cap <= 0 || r.rate.median > cap * kNearRateCap || r.rate.median < cap * kShortTcp) {
@@ -327,7 +347,7 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
   return out;
 }
 
-std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r) {
+std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r, double* cap) {
   const Finding none;  // kRateCap reads the row alone
   for (const CostlySetting& s : table()) {
     if (s.evidence != E::kRateCap || r.layer != s.driver || (*s.ops && r.op != s.ops)) continue;
@@ -336,6 +356,7 @@ std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r) {
     if (value.empty() || !costly_value(s, value, r)) continue;
     std::string evidence = evidence_of(s, a, r, none, value);
     if (evidence.empty()) continue;
+    if (cap) *cap = number(value) * s.unit;
     return SettingFound{s.server, s.parameter,        section, value, s.default_value,
                         s.cost,   std::move(evidence)};
   }

@@ -42,7 +42,7 @@ enum class CostlyWhen {
 };
 
 struct CostlySetting {
-  const char* server;     // "samba" | "nfs" | "vsftpd"
+  const char* server;     // "samba" | "nfs" | "vsftpd" | "proftpd"
   const char* driver;     // the rows it concerns: "smb", "nfs", "ftp"
   const char* parameter;  // "sync always"
   const char* default_value;
@@ -56,6 +56,8 @@ struct CostlySetting {
   uint64_t bytes;      // kBelowBytes: the default size
   const char* cost;    // what it costs, briefly
   SettingEvidence evidence;
+  // kRateCap: bytes/s per unit of the value (proftpd's TransferRate is in KiB/s).
+  double unit = 1;
 };
 
 // Writes within 25 % of the disk's synchronous rate are said to be at it.
@@ -75,8 +77,9 @@ const std::vector<CostlySetting>& costly_settings();
 std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const Finding& f);
 
 // The first rate limit of the table (evidence kRateCap) that the run recorded
-// for row `r` and that `r` sits at; nullopt when none.
-std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r);
+// for row `r` and that `r` sits at; nullopt when none. `cap`: that limit,
+// bytes/s.
+std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r, double* cap = nullptr);
 
 // The Samba parameters the table reads (probe/sysinfo.h asks for each).
 std::vector<std::string> costly_samba_parameters();

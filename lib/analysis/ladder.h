@@ -396,14 +396,25 @@ struct HostFacts {
   int64_t read_ahead_kb = -1;
   BusCeiling disk_bus;                             // the bus beneath disk_device (empty: unknown)
   std::map<std::string, std::string> tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
-  std::string boot_id;       // the kernel's boot id: equal on both ends = one machine
-  std::string nic_name;      // the data interface ("eth0"; "" unknown)
-  double nic_bits = 0;       // its speed, bit/s (0 unknown)
-  double shaped_bits = 0;    // a tc rate shaping it, bit/s (0 none)
-  bool samba_known = false;  // a Samba config was read
-  std::map<std::string, std::string> samba;  // its [global] parameters
-  // Each share section's parameters set apart from [global] (lower-case names).
-  std::map<std::string, std::map<std::string, std::string>> samba_shares;
+  std::string boot_id;     // the kernel's boot id: equal on both ends = one machine
+  std::string nic_name;    // the data interface ("eth0"; "" unknown)
+  double nic_bits = 0;     // its speed, bit/s (0 unknown)
+  double shaped_bits = 0;  // a tc rate shaping it, bit/s (0 none)
+  // A Samba config's parameters, as the facts read it.
+  struct SambaConfig {
+    bool known = false;                         // a Samba config was read
+    std::string config_path;                    // where ("" unknown)
+    std::map<std::string, std::string> global;  // its [global] parameters
+    // Each share section's parameters set apart from [global] (lower-case names).
+    std::map<std::string, std::map<std::string, std::string>> shares;
+  };
+  SambaConfig samba;  // the host's (the plan's, else its first smbd's)
+  // Each running smbd's, by its pid (several on one host, each with its config).
+  std::map<int, SambaConfig> samba_instances;
+  // The config of the smbd whose pid is `server_pid` (a row's Row::server_pid:
+  // the instance that served its samples) where the facts list it, else the
+  // host's.
+  const SambaConfig& samba_serving(int server_pid) const;
   // Other file servers' settings by server ("vsftpd", "nfs-ganesha",
   // "knfsd"), from the config each was started with (lower-case names): the
   // first instance the facts list of each (this namespace's first).

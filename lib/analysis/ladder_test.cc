@@ -1140,6 +1140,102 @@ TEST(Ladder, SeveralFileServersOnOneHostTheRowReadsTheConfigOfTheOneServingIt) {
   EXPECT_TRUE(finding(analyze(stored::decode(build(9999))), "ftp ram read")->settings.empty());
 }
 
+// The server agent's CPU record of every sample of `layer` in `run` names the
+// file server instance `server_pid` (0: none).
+void set_server_pid(RunRecord& run, const std::string& layer, int server_pid) {
+  for (StageRecord& st : run.stages) {
+    if (st.layer != layer) continue;
+    for (SampleRecord& s : st.samples) {
+      auto cpu = boost::json::parse(s.cpu_json).as_object();
+      if (server_pid > 0) cpu["server"].as_object()["server_pid"] = server_pid;
+      s.cpu_json = boost::json::serialize(cpu);
+    }
+  }
+}
+
+// Two smbd on one server host, each with its own config (the facts'
+// samba_instances; `samba`, the host's default, is the first's): the SMB
+// row whose samples name the smbd serving them reads that one's settings;
+// a row that names
+// none, or one the facts do not list, reads the host's default.
+TEST(Ladder, SeveralSmbdOnOneHostTheRowReadsTheConfigOfTheOneServingIt) {
+  auto build = [](int server_pid) {
+    const std::string first =
+        R"j({"config_path":"/etc/samba/smb.conf","found_by":"running smbd (pid 700)",)j"
+        R"j("source":"testparm","sha256":"x","global":{"smb2 max read":"262144"}})j";
+    RunRecord run =
+        RunBuilder()
+            .raw_host("server",
+                      R"j({"net":{"mtu":1500,"speed_mbit":10000},"samba":)j" + first +
+                          R"j(,"samba_instances":[)j" + first.substr(0, first.size() - 1) +
+                          R"j(,"pid":700},)j"
+                          R"j({"pid":900,"config_path":"/nas/smb.conf","found_by":"running smbd )j"
+                          R"j((pid 900)","source":"testparm","sha256":"y",)j"
+                          R"j("global":{"smb2 max read":"65536"}}]})j")
+            .host("client", 1500, 10000)
+            .tcp("server->client", {1100, 1110, 1105})
+            .proto("smb", "ram", "read", {300, 305, 310})
+            .build();
+    set_server_pid(run, "smb", server_pid);
+    return run;
+  };
+  auto max_read = [](const Finding* f) {
+    for (const SettingFound& s : f->settings)
+      if (s.parameter == "smb2 max read") return s.value;
+    return std::string("(none)");
+  };
+  const Finding* f = finding(analyze(stored::decode(build(900))), "smb ram read");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(max_read(f), "65536");
+  EXPECT_EQ(f->misconfigured.size(), 1u);
+  for (int pid : {700, 0, 9999}) {
+    const Finding* g = finding(analyze(stored::decode(build(pid))), "smb ram read");
+    ASSERT_NE(g, nullptr) << pid;
+    EXPECT_EQ(max_read(g), "262144") << pid;
+  }
+}
+
+// proftpd's TransferRate (KiB/s per session, per command): FTP reads at
+// `TransferRate RETR 20000` (20.48 MB/s) are held by it, whatever the CPU;
+// writes by `TransferRate STOR`; a rate far above the row names nothing.
+TEST(Ladder, ProftpdTransferRateIsTheRateCapInKibPerSecond) {
+  auto build = [](const std::string& retr, double ftp) {
+    return RunBuilder()
+        .raw_host("server",
+                  R"({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)"
+                  R"({"server":"proftpd","pid":300,"config_path":"/etc/proftpd/proftpd.conf",)"
+                  R"("found_by":"x","settings":{"transferrate retr":")" +
+                      retr + R"(","transferrate stor":"10000","usesendfile":"on"}}]})")
+        .host("client", 1500, 10000)
+        .tcp("server->client", {1100, 1110, 1105})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("ftp", "ram", "read", {ftp, ftp + 0.1, ftp + 0.2}, 100, "proftpd")
+        .proto("ftp", "ram", "write", {10.2, 10.3, 10.4}, 100, "proftpd")
+        .build();
+  };
+  const Analysis a = analyze(stored::decode(build("20000", 20.4)));
+  const Finding* r = finding(a, "ftp ram read");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->rule, "protocol.rate_cap");
+  EXPECT_EQ(r->layer, "ftp");
+  EXPECT_DOUBLE_EQ(r->numbers.at("rate_cap_bytes_per_s"), 20000 * 1024.0);
+  ASSERT_EQ(r->settings.size(), 1u);
+  EXPECT_EQ(r->settings[0].server, "proftpd");
+  EXPECT_EQ(r->settings[0].parameter, "TransferRate RETR");
+  EXPECT_EQ(r->settings[0].value, "20000");
+  const Finding* w = finding(a, "ftp ram write");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->rule, "protocol.rate_cap");
+  ASSERT_EQ(w->settings.size(), 1u);
+  EXPECT_EQ(w->settings[0].parameter, "TransferRate STOR");
+  EXPECT_DOUBLE_EQ(w->numbers.at("rate_cap_bytes_per_s"), 10000 * 1024.0);
+  // A cap of 300000 KiB/s (307 MB/s) does not hold reads at 20 MB/s.
+  const Finding* far = finding(analyze(stored::decode(build("300000", 20.4))), "ftp ram read");
+  ASSERT_NE(far, nullptr);
+  EXPECT_NE(far->rule, "protocol.rate_cap");
+  EXPECT_TRUE(far->settings.empty());
+}
+
 // Encryption costs CPU per byte: a CPU-bound SMB read of an encrypted session
 // names `server smb encrypt` with its value; the same read unencrypted, or not
 // CPU-bound, names nothing.
@@ -1167,6 +1263,45 @@ TEST(Ladder, EncryptionIsNamedWhereAnEncryptedSessionIsCpuBound) {
       finding(analyze(stored::decode(build("none", 99))), "smb ram read")->settings.empty());
   EXPECT_TRUE(
       finding(analyze(stored::decode(build("AES-128-GCM", 20))), "smb ram read")->settings.empty());
+}
+
+// Without sendfile an FTP server copies every byte it reads through its own
+// buffers: a read CPU-bound on the server's vsftpd (`use_sendfile=NO`) or
+// proftpd (`UseSendfile off`) names the setting with its value; the same
+// setting on a read that is not CPU-bound, or on writes, names nothing.
+TEST(Ladder, NoSendfileIsNamedWhereTheFtpServersReadsAreCpuBound) {
+  auto build = [](const std::string& server, const std::string& setting, double server_core) {
+    return RunBuilder()
+        .raw_host("server", R"({"net":{"mtu":1500,"speed_mbit":10000},"file_servers":[)"
+                            R"({"server":")" +
+                                server +
+                                R"(","config_path":"/etc/x.conf","found_by":"x",)"
+                                R"("settings":{)" +
+                                setting + "}}]}")
+        .host("client", 1500, 10000)
+        .tcp("server->client", {1100, 1110, 1105})
+        .tcp("client->server", {1100, 1110, 1105})
+        .proto("ftp", "ram", "read", {300, 305, 310}, server_core, server)
+        .proto("ftp", "ram", "write", {300, 305, 310}, server_core, server)
+        .build();
+  };
+  for (const auto& [server, setting, parameter, value] :
+       {std::tuple{"vsftpd", R"("use_sendfile":"NO")", "use_sendfile", "NO"},
+        std::tuple{"proftpd", R"("usesendfile":"off")", "UseSendfile", "off"}}) {
+    const Analysis a = analyze(stored::decode(build(server, setting, 99)));
+    const Finding* r = finding(a, "ftp ram read");
+    ASSERT_NE(r, nullptr) << server;
+    EXPECT_EQ(r->layer, "cpu") << server;
+    ASSERT_EQ(r->settings.size(), 1u) << server;
+    EXPECT_EQ(r->settings[0].server, server);
+    EXPECT_EQ(r->settings[0].parameter, parameter);
+    EXPECT_EQ(r->settings[0].value, value);
+    EXPECT_EQ(r->misconfigured.size(), 1u) << server;
+    EXPECT_TRUE(finding(a, "ftp ram write")->settings.empty()) << server;
+    EXPECT_TRUE(finding(analyze(stored::decode(build(server, setting, 20))), "ftp ram read")
+                    ->settings.empty())
+        << server;
+  }
 }
 
 TEST(Ladder, SmallNegotiatedRequestSizeIsNamed) {

@@ -33,13 +33,15 @@ namespace {
 // (DriverSpec::hints.server_limits), read from the Samba config the host
 // facts hold.
 std::vector<Hint> server_misconfigured(const Analysis& a, const transfer::DriverSpec* spec,
-                                       const std::string& op) {
+                                       const Row& r) {
   std::vector<Hint> out;
-  if (!spec || !a.server.samba_known) return out;
+  // The smbd that served the row's samples (several may run on the host).
+  const HostFacts::SambaConfig& samba = a.server.samba_serving(r.server_pid);
+  if (!spec || !samba.known) return out;
   for (const transfer::ServerLimit& limit : spec->hints.server_limits) {
-    if (!limit.op.empty() && limit.op != op) continue;
-    auto it = a.server.samba.find(std::string(limit.key));
-    if (it == a.server.samba.end()) continue;
+    if (!limit.op.empty() && limit.op != r.op) continue;
+    auto it = samba.global.find(std::string(limit.key));
+    if (it == samba.global.end()) continue;
     const uint64_t v = max_of_sysctl(it->second);
     if (v > 0 && v < limit.server_default) {
       out.push_back(Hint{"server.request_limit",
@@ -194,17 +196,18 @@ bool protocol_untrusted(const Case& c, Finding& f) {
 }
 
 // The row at a per-session rate limit the server's config sets (vsftpd's
-// local_max_rate): the limiter holds it there, whatever the CPU does (a busy
-// machine's CPU would land the row at the limit only by chance).
+// local_max_rate, proftpd's TransferRate): the limiter holds it there, whatever the CPU does (a
+// busy machine's CPU would land the row at the limit only by chance).
 bool protocol_rate_cap(const Case& c, Finding& f) {
   const Row& r = c.protocol->r;
-  const std::optional<SettingFound> s = rate_cap_found(c.a, r);
+  double cap = 0;  // bytes/s
+  const std::optional<SettingFound> s = rate_cap_found(c.a, r, &cap);
   if (!s) return false;
   f.layer = r.layer;
   f.cap = r.key;
   f.words["server"] = s->server;
   f.words["setting"] = s->parameter;
-  f.numbers["rate_cap_bytes_per_s"] = double(max_of_sysctl(s->value));
+  f.numbers["rate_cap_bytes_per_s"] = cap;
   return true;
 }
 
@@ -496,7 +499,7 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.ratio_lo = r.ratio_lo;
   f.ratio_hi = r.ratio_hi;
   const transfer::DriverSpec* spec = transfer::find_driver_spec(r.layer);
-  f.misconfigured = server_misconfigured(a, spec, r.op);
+  f.misconfigured = server_misconfigured(a, spec, r);
   if (r.where == "disk" && p.disk) f.rows.push_back(p.disk->key);
   if (p.tcp && find_row(a, "link")) f.rows.push_back("link");
   if (p.tcp) f.rows.push_back(p.tcp->key);

@@ -198,6 +198,22 @@ uint64_t max_of_sysctl(const std::string& text) {
 }
 
 namespace {
+HostFacts::SambaConfig samba_config(const msg::SambaFacts& f) {
+  HostFacts::SambaConfig c;
+  c.known = f.error.empty();  // a config that could not be read tells no parameter
+  c.config_path = f.config_path;
+  if (!c.known) return c;
+  for (const msg::NamedValue& v : f.global) {
+    if (v.value) c.global[v.name] = *v.value;
+  }
+  for (const auto& [share, values] : f.shares) {
+    for (const msg::NamedValue& v : values) {
+      if (v.value) c.shares[share][v.name] = *v.value;
+    }
+  }
+  return c;
+}
+
 // What the rules cite of one host's stored facts.
 HostFacts read_host_facts(const msg::Facts& f) {
   HostFacts h;
@@ -221,16 +237,9 @@ HostFacts read_host_facts(const msg::Facts& f) {
     if (v.value) h.tcp_sysctls[v.name] = *v.value;
   }
   // A config that could not be read tells no parameter.
-  h.samba_known = f.samba && f.samba->error.empty();
-  if (h.samba_known) {
-    for (const msg::NamedValue& v : f.samba->global) {
-      if (v.value) h.samba[v.name] = *v.value;
-    }
-    for (const auto& [share, values] : f.samba->shares) {
-      for (const msg::NamedValue& v : values) {
-        if (v.value) h.samba_shares[share][v.name] = *v.value;
-      }
-    }
+  if (f.samba) h.samba = samba_config(*f.samba);
+  for (const msg::SambaFacts& s : f.samba_instances) {
+    if (s.pid > 0) h.samba_instances[s.pid] = samba_config(s);
   }
   for (const msg::ServerConfigFacts& sc : f.file_servers) {
     if (!sc.error.empty()) continue;  // an unreadable config tells no setting
@@ -245,6 +254,11 @@ HostFacts read_host_facts(const msg::Facts& f) {
 }
 
 }  // namespace
+
+const HostFacts::SambaConfig& HostFacts::samba_serving(int server_pid) const {
+  auto it = server_pid > 0 ? samba_instances.find(server_pid) : samba_instances.end();
+  return it != samba_instances.end() ? it->second : samba;
+}
 
 void detect_link(const stored::Run& run, Analysis& a) {
   const double planned = run.planned_link_bits;

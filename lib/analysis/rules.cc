@@ -44,7 +44,7 @@ constexpr Rule kRules[] = {
   // Each protocol's biggest files, over RAM against TCP and from disk against
   // min(the protocol over RAM, the server disk) (protocol_rules.cc).
   {"protocol.untrusted", kProtocolChains, "the row or the one beneath may come from a cache, is faster than beneath, or is not over its medium: cannot tell", rules::protocol_untrusted},
-  {"protocol.rate_cap", kProtocolChains, "at a per-session rate limit the server's config sets (vsftpd's local_max_rate): from 80 % to 200 % of it (limiters overshoot), whatever the CPU: that setting caps it", rules::protocol_rate_cap},
+  {"protocol.rate_cap", kProtocolChains, "at a per-session rate limit the server's config sets (vsftpd's local_max_rate, proftpd's TransferRate): from 80 % to 200 % of it (limiters overshoot), whatever the CPU: that setting caps it", rules::protocol_rate_cap},
   {"protocol.cpu", kProtocolChains, "a process at its quota or a thread at a core (or every core busy, below the layer beneath): the CPU caps it", rules::protocol_cpu},
   {"protocol.unmeasured", kProtocolChains, "the layer beneath was not measured: cannot tell", rules::protocol_unmeasured},
   {"protocol.noise", kProtocolChains, "within the noise of the layer beneath: cannot tell, with the count that would settle it", rules::protocol_noise},

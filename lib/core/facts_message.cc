@@ -82,12 +82,16 @@ json::object to_json(const DirFacts& m) {
 }
 
 json::object to_json(const SambaFacts& m) {
-  if (!m.error.empty()) return {{"config_path", m.config_path}, {"error", m.error}};
-  json::object o{{"config_path", m.config_path},
-                 {"found_by", m.found_by},
-                 {"source", m.source},
-                 {"sha256", m.sha256},
-                 {"global", named_values(m.global)}};
+  json::object o{{"config_path", m.config_path}};
+  if (m.pid > 0) o["pid"] = m.pid;  // an instance of samba_instances
+  if (!m.error.empty()) {
+    o["error"] = m.error;
+    return o;
+  }
+  o["found_by"] = m.found_by;
+  o["source"] = m.source;
+  o["sha256"] = m.sha256;
+  o["global"] = named_values(m.global);
   if (!m.shares.empty()) {  // facts stored before shares were read re-encode as they were
     json::object shares;
     for (const auto& [name, values] : m.shares) shares[name] = named_values(values);
@@ -287,6 +291,9 @@ void read(const Ctx& c, const json::object& o, DirFacts& m) {
 }
 
 void read(const Ctx& c, const json::object& o, SambaFacts& m) {
+  std::optional<int64_t> pid;
+  get(c, o, "pid", pid);
+  if (pid && *pid > 0 && *pid <= INT32_MAX) m.pid = static_cast<int>(*pid);
   get(c, o, "config_path", m.config_path);
   get(c, o, "error", m.error);
   get(c, o, "found_by", m.found_by);
@@ -352,6 +359,11 @@ json::object to_json(const Facts& m) {
     }
     o["file_servers"] = std::move(servers);
   }
+  if (!m.samba_instances.empty()) {  // facts stored before re-encode as they were
+    json::array instances;
+    for (const SambaFacts& f : m.samba_instances) instances.push_back(to_json(f));
+    o["samba_instances"] = std::move(instances);
+  }
   if (m.agent) o["agent"] = {{"role", m.agent->role}, {"arch", m.agent->arch}};
   if (m.agent_max_rss_kb) o["agent_max_rss_kb"] = *m.agent_max_rss_kb;
   return o;
@@ -399,6 +411,18 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
       get(fc, e.as_object(), "error", f.error);
       get(fc, e.as_object(), "settings", f.settings);
       m.file_servers.push_back(std::move(f));
+    }
+  }
+  if (const json::value* d = field(o, "samba_instances"); d && !d->is_array()) {
+    c.bad("samba_instances", "must be an array");
+  } else if (d) {
+    const Ctx sc = c.at("samba_instances[]");
+    for (const json::value& e : d->as_array()) {
+      if (!e.is_object()) {
+        c.bad("samba_instances", "must hold objects");
+        continue;
+      }
+      read(sc, e.as_object(), m.samba_instances.emplace_back());
     }
   }
   get(c, o, "euid", m.euid);

@@ -88,6 +88,7 @@ struct DirFacts {
 
 // The Samba configuration the host's smbd runs with.
 struct SambaFacts {
+  int pid = 0;  // the running smbd (its process tree's root); 0: `samba`, the host's default
   std::string config_path;
   std::string error;     // it could not be read (then only config_path is set)
   std::string found_by;  // "plan", "running smbd (pid N)", "smbd -b", "default"
@@ -100,9 +101,10 @@ struct SambaFacts {
 };
 
 // A file server's settings from the config it was started with
-// (probe/server_configs.h): vsftpd, NFS-Ganesha, the kernel's NFS exports.
+// (probe/server_configs.h): vsftpd, proftpd, NFS-Ganesha, the kernel's NFS
+// exports.
 struct ServerConfigFacts {
-  std::string server;       // "vsftpd" | "nfs-ganesha" | "knfsd"
+  std::string server;       // "vsftpd" | "proftpd" | "nfs-ganesha" | "knfsd"
   int pid = 0;              // the running instance (its process tree's root); 0: knfsd
   std::string config_path;  // "/etc/vsftpd.conf"; knfsd: "/proc/fs/nfs/exports"
   std::string found_by;     // "running vsftpd (pid N)", "kernel"
@@ -132,6 +134,9 @@ struct Facts {
   std::optional<DirFacts> ram_dir, disk_dir;
   NamedValues tcp_sysctls;  // "net.ipv4.tcp_rmem" -> "4096 131072 6291456"
   std::optional<SambaFacts> samba;
+  // Each running smbd's (several on one host: each with its pid and config);
+  // the verdict reads the one serving a sample (CpuSummary::server_pid).
+  std::vector<SambaFacts> samba_instances;
   std::vector<ServerConfigFacts> file_servers;  // the server end's; [] none
   std::optional<uint64_t> euid;                 // the agent's effective uid (0: root)
   std::vector<DegradedFact> degraded;

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <glob.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -174,6 +177,153 @@ msg::NamedValues parse_nfs_exports(std::string_view text) {
   return out;
 }
 
+msg::NamedValues parse_proftpd_conf(std::string_view text) {
+  msg::NamedValues out;
+  std::map<std::string, double> least;  // "transferrate retr" -> KB/s
+  std::map<std::string, std::string> as_written;
+  std::string joined;  // a line continued with '\\'
+  for (std::string_view raw : split(text, '\n')) {
+    std::string_view line = trim(raw);
+    if (!line.empty() && line.back() == '\\') {
+      joined += std::string(line.substr(0, line.size() - 1)) + " ";
+      continue;
+    }
+    const std::string full = joined + std::string(line);
+    joined.clear();
+    const std::vector<std::string_view> w = split_ws(full);
+    if (w.empty() || w[0].front() == '#') continue;
+    const std::string directive = lower(std::string(w[0]));
+    if (directive == "usesendfile" && w.size() > 1) {
+      set_value(out, "usesendfile", lower(std::string(w[1])));
+    } else if (directive == "pidfile" && w.size() > 1) {
+      set_value(out, "pidfile", std::string(w[1]));
+    } else if (directive == "transferrate" && w.size() > 2) {
+      // "RETR,STOR KB/s[:free-bytes] [user|group|class EXPR]": the tightest
+      // rate any context sets for each command.
+      const std::string_view rate = w[2].substr(0, w[2].find(':'));
+      double kb = 0;
+      auto [p, ec] = std::from_chars(rate.data(), rate.data() + rate.size(), kb);
+      if (ec != std::errc() || p != rate.data() + rate.size() || kb <= 0) continue;
+      for (std::string_view cmd : split(w[1], ',')) {
+        const std::string key = "transferrate " + lower(std::string(trim(cmd)));
+        if (key != "transferrate retr" && key != "transferrate stor") continue;
+        if (auto it = least.find(key); it == least.end() || kb < it->second) {
+          least[key] = kb;
+          as_written[key] = std::string(rate);
+        }
+      }
+    }
+  }
+  for (const auto& [key, value] : as_written) out.push_back({key, value});
+  return out;
+}
+
+namespace {
+
+// The files an `Include` argument names: a file, a directory's files, or a
+// glob; relative to `dir`. Sorted, as proftpd reads them.
+std::vector<std::string> included_files(std::string arg, const std::string& dir) {
+  if (arg.size() > 1 && arg.front() == '"' && arg.back() == '"')
+    arg = arg.substr(1, arg.size() - 2);
+  if (!arg.empty() && arg.front() != '/') arg = dir + "/" + arg;
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (std::filesystem::is_directory(arg, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(arg, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.empty() && name.front() != '.' && name.back() != '~' && e.is_regular_file(ec)) {
+        out.push_back(e.path().string());
+      }
+    }
+  } else if (arg.find_first_of("*?[") == std::string::npos) {
+    out.push_back(arg);  // a plain file: one that is not there fails the read, as in proftpd
+  } else {
+    glob_t g{};
+    if (::glob(arg.c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    }
+    ::globfree(&g);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool expand_proftpd(const std::string& path, int depth, std::string* text, std::string* error) {
+  std::string own;
+  if (!read_file(path, &own)) {
+    *error = fmt::format("cannot read {}: {}", path, errno_text(errno));
+    return false;
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  for (std::string_view line : split(own, '\n')) {
+    const std::vector<std::string_view> w = split_ws(line);
+    if (w.size() == 2 && lower(std::string(w[0])) == "include") {
+      if (depth >= 8) {
+        *error = fmt::format("{}: Include nested over 8 deep", path);
+        return false;
+      }
+      for (const std::string& f : included_files(std::string(w[1]), dir)) {
+        if (!expand_proftpd(f, depth + 1, text, error)) return false;
+      }
+      continue;
+    }
+    *text += line;
+    *text += '\n';
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_proftpd_conf(const std::string& path, std::string* text, std::string* error) {
+  text->clear();
+  return expand_proftpd(path, 0, text, error);
+}
+
+std::string proftpd_config_from_cmdline(std::string_view cmdline) {
+  const std::vector<std::string_view> args = cmdline_args(cmdline);
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if ((a == "-c" || a == "--config") && i + 1 < args.size()) return std::string(args[i + 1]);
+    if (a.rfind("--config=", 0) == 0) return std::string(a.substr(9));
+    if (a.size() > 2 && a.rfind("-c", 0) == 0) return std::string(a.substr(2));
+  }
+  return {};
+}
+
+namespace {
+
+// proftpd `p`'s settings: its command line's config (proftpd rewrites its
+// command line to "proftpd: (accepting connections)", so that is mostly
+// gone) else Debian's default, whose PidFile must then name `p` (a config
+// that names another pid is not this instance's).
+msg::ServerConfigFacts proftpd_facts(const os::NamedProcess& p) {
+  msg::ServerConfigFacts f;
+  f.server = "proftpd";
+  f.pid = p.pid;
+  f.found_by = fmt::format("running proftpd (pid {})", p.pid);
+  f.config_path = proftpd_config_from_cmdline(p.cmdline);
+  const bool from_cmdline = !f.config_path.empty();
+  if (!from_cmdline) f.config_path = "/etc/proftpd/proftpd.conf";
+  std::string text;
+  if (!read_proftpd_conf(f.config_path, &text, &f.error)) return f;
+  f.settings = parse_proftpd_conf(text);
+  if (from_cmdline) return f;
+  const std::string* pidfile = msg::find_value(f.settings, "pidfile");
+  std::string pid_text;
+  if (read_file(pidfile ? *pidfile : "/run/proftpd.pid", &pid_text) &&
+      trim(pid_text) != std::to_string(p.pid)) {
+    f.error = fmt::format(
+        "proftpd (pid {}) does not name its config on its command line, and the default's "
+        "PidFile names pid {}: start it with -c FILE where its config is elsewhere",
+        p.pid, trim(pid_text));
+    f.settings.clear();
+  }
+  return f;
+}
+
+}  // namespace
+
 std::vector<msg::ServerConfigFacts> server_config_facts(const std::string& proc_root) {
   std::vector<msg::ServerConfigFacts> out;
   for (const os::NamedProcess& p : instances(proc_root, "vsftpd")) {
@@ -197,6 +347,9 @@ std::vector<msg::ServerConfigFacts> server_config_facts(const std::string& proc_
     if (conf.empty()) conf = "/etc/ganesha/ganesha.conf";
     read_config(f, conf, parse_ganesha_conf);
     out.push_back(std::move(f));
+  }
+  for (const os::NamedProcess& p : instances(proc_root, "proftpd")) {
+    out.push_back(proftpd_facts(p));
   }
   if (const std::optional<std::string> exports = os::nfs_exports(proc_root)) {
     msg::ServerConfigFacts f;

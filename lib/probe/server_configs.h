@@ -1,7 +1,7 @@
 // The settings of the file servers a host runs that cost throughput, read
 // from the config each running server was started with (never running
-// anything the config names): vsftpd, NFS-Ganesha, and the kernel NFS
-// server's exports. The verdict's table of costly settings
+// anything the config names): vsftpd, proftpd, NFS-Ganesha, and the kernel
+// NFS server's exports. The verdict's table of costly settings
 // (analysis/costly_settings.h) names them with the evidence that fits.
 #pragma once
 
@@ -31,6 +31,20 @@ std::string vsftpd_config_from_cmdline(std::string_view cmdline, msg::NamedValue
 msg::NamedValues parse_ganesha_conf(std::string_view text);
 // `-f FILE` on ganesha.nfsd's command line; "" = its default.
 std::string ganesha_config_from_cmdline(std::string_view cmdline);
+
+// proftpd.conf text (its Includes expanded: read_proftpd_conf): the settings
+// the verdict reads, directives case-insensitive, '#' lines comments:
+// "transferrate retr" / "transferrate stor" (KiB/s as written, free bytes
+// left out: the tightest any context or user sets for the command),
+// "usesendfile" (the last, lower-cased) and "pidfile".
+msg::NamedValues parse_proftpd_conf(std::string_view text);
+// `path`'s text with each `Include` (a file, a directory's files or a glob;
+// relative to the including file's directory) replaced by the text it
+// names, up to 8 deep; false with `error` set when one cannot be read.
+bool read_proftpd_conf(const std::string& path, std::string* text, std::string* error);
+// `-c FILE`, `-cFILE`, `--config FILE` or `--config=FILE` on proftpd's
+// command line; "" when it names none (or proftpd rewrote its command line).
+std::string proftpd_config_from_cmdline(std::string_view cmdline);
 
 // /proc/fs/nfs/exports text: "sync" = "sync" | "async" (every export the
 // same) | "mixed", and "export:PATH" = that export's options.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace cp::probe {
@@ -70,6 +72,44 @@ TEST(ServerConfigs, KernelNfsExportsSyncOrAsync) {
   EXPECT_EQ(value(mixed, "sync"), "mixed");
   EXPECT_EQ(value(parse_nfs_exports(header + "/a\t*(rw,async)\n"), "sync"), "async");
   EXPECT_TRUE(parse_nfs_exports(header).empty());
+}
+
+// A proftpd config tree as Debian lays it out: proftpd.conf includes a file
+// and a directory (conf.d/, its files in name order); TransferRate set for
+// two commands with free bytes, then tighter for downloads in an included
+// file inside a <Directory> block; UseSendfile off there too. Each
+// setting's value is as written (KiB/s), the tightest per command.
+TEST(ServerConfigs, ProftpdConfWithIncludesResolved) {
+  const std::string dir = ::testing::TempDir() + "proftpd-conf-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/conf.d");
+  auto put = [](const std::string& path, const std::string& text) { std::ofstream(path) << text; };
+  put(dir + "/proftpd.conf",
+      "# /etc/proftpd/proftpd.conf\nServerName \"NAS\"\nInclude " + dir +
+          "/modules.conf\nTransferRate RETR,STOR 50000:1048576\nPidFile /run/x.pid\n"
+          "Include " +
+          dir + "/conf.d/\n");
+  put(dir + "/modules.conf", "LoadModule mod_ctrls_admin.c\n");
+  put(dir + "/conf.d/10-rate.conf",
+      "<Directory /srv/ftp>\n  TransferRate retr 20000 user alice\n  UseSendfile off\n"
+      "</Directory>\n#TransferRate STOR 10\n");
+  put(dir + "/conf.d/20-other.conf", "  transferrate APPE 5\n");
+  std::string text, error;
+  ASSERT_TRUE(read_proftpd_conf(dir + "/proftpd.conf", &text, &error)) << error;
+  const msg::NamedValues conf = parse_proftpd_conf(text);
+  EXPECT_EQ(value(conf, "transferrate retr"), "20000");
+  EXPECT_EQ(value(conf, "transferrate stor"), "50000");
+  EXPECT_EQ(value(conf, "usesendfile"), "off");
+  EXPECT_EQ(value(conf, "pidfile"), "/run/x.pid");
+  // An Include naming a file that is not there: the config cannot be read.
+  put(dir + "/broken.conf", "Include " + dir + "/missing.conf\n");
+  EXPECT_FALSE(read_proftpd_conf(dir + "/broken.conf", &text, &error));
+  EXPECT_FALSE(error.empty());
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(proftpd_config_from_cmdline("proftpd\0-n\0-c\0/l/proftpd.conf\0"s), "/l/proftpd.conf");
+  EXPECT_EQ(proftpd_config_from_cmdline("proftpd\0--config=/x.conf\0"s), "/x.conf");
+  // As proftpd rewrites it once it runs.
+  EXPECT_EQ(proftpd_config_from_cmdline("proftpd: (accepting connections)\0\0\0"s), "");
 }
 
 }  // namespace

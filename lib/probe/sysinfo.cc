@@ -23,6 +23,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "core/error.h"
@@ -384,6 +385,10 @@ std::string samba_config_path(const std::string& planned, std::string* how,
     *how = best_how;
     return best;
   }
+  return compiled_samba_config(how);
+}
+
+std::string compiled_samba_config(std::string* how) {
   // smbd uses its compiled-in path: `smbd -b` prints it as "   CONFIGFILE: /etc/samba/smb.conf".
   if (const std::string smbd = find_program("smbd"); !smbd.empty()) {
     try {
@@ -405,13 +410,17 @@ std::string samba_config_path(const std::string& planned, std::string* how,
   return "/etc/samba/smb.conf";
 }
 
-std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
-  std::string how;
+namespace {
+
+// The effective config at `path` as samba_facts describes it (found by
+// `how`); nullopt when `path` does not exist and `optional_file`.
+std::optional<msg::SambaFacts> read_samba_config(const std::string& path, const std::string& how,
+                                                 bool optional_file) {
   msg::SambaFacts f;
-  f.config_path = samba_config_path(conf_path, &how);
+  f.config_path = path;
   std::string text;
   if (!read_file(f.config_path, &text)) {
-    if (how == "default" || how == "smbd -b") return std::nullopt;
+    if (optional_file) return std::nullopt;
     f.error = fmt::format("cannot read {}: {}", f.config_path, errno_text(errno));
     return f;
   }
@@ -446,6 +455,48 @@ std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
     }
   }
   return f;
+}
+
+}  // namespace
+
+std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path) {
+  std::string how;
+  const std::string path = samba_config_path(conf_path, &how);
+  return read_samba_config(path, how, how == "default" || how == "smbd -b");
+}
+
+std::vector<msg::SambaFacts> samba_instances(const std::string& proc_root) {
+  std::vector<msg::SambaFacts> out;
+  const std::vector<std::string> smbd_paths = installed_smbd_paths();
+  const std::map<int, os::ProcessTimes> procs = os::read_processes(proc_root);
+  std::vector<os::NamedProcess> roots;
+  for (const os::NamedProcess& p : os::processes_named(proc_root, "smbd")) {
+    // An instance is its process tree's root: smbd's per-client children not.
+    auto self = procs.find(p.pid);
+    auto parent = self == procs.end() ? procs.end() : procs.find(self->second.ppid);
+    if (parent != procs.end() && parent->second.comm == "smbd") continue;
+    if (is_real_smbd(proc_root, p.pid, smbd_paths)) roots.push_back(p);
+  }
+  std::sort(roots.begin(), roots.end(),
+            [](const os::NamedProcess& a, const os::NamedProcess& b) { return a.pid < b.pid; });
+  std::stable_partition(roots.begin(), roots.end(),
+                        [](const os::NamedProcess& p) { return p.local_netns; });
+  // One read per config: several instances (labs, containers) may share one.
+  std::map<std::string, std::optional<msg::SambaFacts>> by_path;
+  for (const os::NamedProcess& p : roots) {
+    std::string path = smbd_config_from_cmdline(p.cmdline);
+    std::string how = "running smbd";
+    if (path.empty()) path = compiled_samba_config(&how);
+    auto [it, fresh] = by_path.try_emplace(path);
+    if (fresh) it->second = read_samba_config(path, how, false);
+    msg::SambaFacts f = *it->second;
+    f.pid = p.pid;
+    // Without the pid (it is `pid`): compare diffs the instance's facts, and
+    // a restart changes no fact.
+    f.found_by = "running smbd";
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 const std::vector<std::string>& samba_parameters_asked() {
@@ -633,6 +684,9 @@ msg::Facts collect_facts(const FactsRequest& req) {
   if (req.samba) f.samba = samba_facts(req.samba_conf);
   // The same end: its other file servers' settings (never a client's).
   if (req.samba) f.file_servers = server_config_facts();
+  // Every smbd on this host with its own config (a NAS app's beside the
+  // system's): the verdict reads the one that served a sample.
+  if (req.samba) f.samba_instances = samba_instances();
   f.euid = static_cast<uint64_t>(::geteuid());
   // What this agent measured with a lesser method, for want of a privilege.
   const std::string disk_fs = f.disk_dir && f.disk_dir->fs_type ? *f.disk_dir->fs_type : "";

@@ -56,6 +56,17 @@ msg::NamedValues tcp_sysctl_facts(const std::string& proc_root = "/proc");
 // exist. A given path that cannot be read gives {config_path, error}.
 std::optional<msg::SambaFacts> samba_facts(const std::string& conf_path);
 
+// Each running smbd on this host (is_real_smbd; the root of each process
+// tree, those in this network namespace first), with its pid and the config
+// it was started with (its command line's, else compiled_samba_config's),
+// read as samba_facts reads one: several instances (a NAS app's smbd beside
+// the system's) each have their own. Reads under proc_root.
+std::vector<msg::SambaFacts> samba_instances(const std::string& proc_root = "/proc");
+
+// The config smbd uses when its command line names none: `smbd -b`'s
+// CONFIGFILE (`how` = "smbd -b"), else /etc/samba/smb.conf ("default").
+std::string compiled_samba_config(std::string* how);
+
 // The config file a running smbd was started with, from its command line
 // (NUL-separated, as /proc/PID/cmdline): `-s FILE`, `-sFILE`, `--configfile=FILE`
 // or `--configfile FILE`; "" when it names none (it uses its built-in default).

@@ -532,5 +532,51 @@ TEST(SecuritySmbdIdentity, ARealChildNamedSmbdIsIgnored) {
   EXPECT_FALSE(is_real_smbd("/proc", pid, installed_smbd_paths()));
 }
 
+// A fake /proc with two smbd instances, each started with its own config,
+// and a per-client child of the first: each instance is listed once (the
+// child is its parent's), with its pid, its config and that config's own
+// effective values.
+TEST(SambaConfig, EachRunningSmbdIsListedWithItsOwnConfig) {
+  const std::string real = installed_smbd_paths().at(0);
+  TempDir dir;
+  write(dir.file("a.conf"), "[global]\n  smb2 max read = 262144\n[data]\n  path = /tmp\n");
+  write(dir.file("b.conf"), "[global]\n  smb2 max read = 65536\n[data]\n  path = /tmp\n");
+  const std::string proc = dir.path() + "/proc";
+  auto smbd = [&](int pid, int ppid, const std::string& conf) {
+    const std::string d = proc + "/" + std::to_string(pid);
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/comm") << "smbd\n";
+    std::ofstream(d + "/cmdline") << std::string("smbd\0-s\0", 8) + conf + std::string(1, '\0');
+    std::ofstream(d + "/status") << "Name:\tsmbd\nUid:\t0\t0\t0\t0\n";
+    std::ofstream(d + "/stat") << pid << " (smbd) S " << ppid
+                               << " 1 1 0 -1 4194560 0 0 0 0 3 4 0 0 20 0 1 0 100 0 0\n";
+    std::filesystem::create_symlink(real, d + "/exe");
+  };
+  smbd(40, 1, dir.file("a.conf"));
+  smbd(41, 40, dir.file("a.conf"));  // a client's: the instance of 40
+  smbd(50, 1, dir.file("b.conf"));
+  const std::vector<msg::SambaFacts> v = samba_instances(proc);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].pid, 40);
+  EXPECT_EQ(v[0].config_path, dir.file("a.conf"));
+  EXPECT_EQ(v[0].found_by, "running smbd");  // its pid is `pid`
+  EXPECT_EQ(v[1].pid, 50);
+  EXPECT_EQ(v[1].config_path, dir.file("b.conf"));
+  for (const auto& [i, value] : {std::pair{0, "262144"}, std::pair{1, "65536"}}) {
+    EXPECT_TRUE(v[i].error.empty()) << v[i].error;
+    ASSERT_NE(msg::find_value(v[i].global, "smb2 max read"), nullptr) << i;
+    EXPECT_EQ(*msg::find_value(v[i].global, "smb2 max read"), value);
+  }
+  // The JSON keeps each instance's pid.
+  msg::Facts f;
+  f.samba_instances = v;
+  const json::value j = msg::to_json(f);
+  msg::Facts back;
+  msg::from_json(j, back, msg::Source::kStored, "facts");
+  ASSERT_EQ(back.samba_instances.size(), 2u);
+  EXPECT_EQ(back.samba_instances[1].pid, 50);
+  EXPECT_EQ(back.samba_instances[1].config_path, dir.file("b.conf"));
+}
+
 }  // namespace
 }  // namespace cp::probe

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "support.h"
@@ -56,8 +57,47 @@ class CostlySettings : public LabSuite<CostlySettings> {
     return {};
   }
 
+  // Starts `command` (a shell line; "$0" = `arg`) detached in the lab's
+  // server host, and waits until its data address accepts on `port`.
+  void start_on_server(const std::string& command, const std::string& arg, int port) {
+    const RunResult started = run_command({"nsenter", "-t", std::to_string(lab_.server.sshd_pid),
+                                           "-m", "-u", "-n", "--", "setsid", "-f", "sh", "-c",
+                                           "exec </dev/null >/dev/null 2>&1; " + command, arg});
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    const std::string server = lab_names().server_data_address;
+    bool up = false;
+    for (int i = 0; i < 100 && !up; ++i) {
+      up = run_command({"ip", "netns", "exec", lab_names().client_netns, "bash", "-c",
+                        "exec 3<>/dev/tcp/" + server + "/" + std::to_string(port)})
+               .exit_code == 0;
+      if (!up) ::usleep(100000);
+    }
+    ASSERT_TRUE(up) << command << " did not accept on " << server << ":" << port;
+  }
+
+  // `share(proto, medium)` with its URL on `port` of the server.
+  std::string share_on_port(const std::string& proto, const std::string& medium, int port) const {
+    const std::string server = lab_names().server_data_address;
+    std::string section = share(proto, medium);
+    section.replace(section.find("//" + server + "/"), server.size() + 3,
+                    "//" + server + ":" + std::to_string(port) + "/");
+    return section;
+  }
+
   LabStatus lab_;
 };
+
+// `text` with each `key = value` line (smb.conf: two spaces before it) of
+// `params` given that value; false when one is missing.
+bool set_lines(std::string& text, const std::vector<std::pair<std::string, std::string>>& params,
+               const std::string& indent, const std::string& eq) {
+  for (const auto& [key, value] : params) {
+    const size_t at = text.find("\n" + indent + key + eq);
+    if (at == std::string::npos) return false;
+    text.replace(at + 1, text.find('\n', at + 1) - at - 1, indent + key + eq + value);
+  }
+  return true;
+}
 
 // NFS-Ganesha with `MaxWrite = 65536` in its exports (Debian's ganesha.conf
 // sets none: 64 MiB in Ganesha 4, which the lab keeps otherwise): every
@@ -84,6 +124,31 @@ TEST_F(CostlySettings, GaneshaSmallMaxWriteIsNamedOnNfsWritesWithItsValue) {
   ASSERT_NE(r, nullptr) << run_errors(doc);
   EXPECT_EQ(named(*r, "nfs-ganesha", "MaxRead"), nullptr) << str(*r, "text");
   EXPECT_EQ(named(*r, "nfs-ganesha", "MaxWrite"), nullptr) << str(*r, "text");
+}
+
+// NFS-Ganesha with `MaxRead = 65536` in its exports: every client's READ is
+// held to 64 KiB. The finding on NFS reads names Ganesha's MaxRead with its
+// value (the table's evidence: the value alone), and the writes, whose
+// MaxWrite stays, name neither.
+TEST_F(CostlySettings, GaneshaSmallMaxReadIsNamedOnNfsReadsWithItsValue) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--ganesha", "MaxRead = 65536"}));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+               share("nfs", "ram"));
+  ASSERT_FALSE(doc.empty());
+  EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), "maxread"), "65536");
+  const json::object* r = verdict_finding(doc, "nfs ram read");
+  ASSERT_NE(r, nullptr) << run_errors(doc);
+  EXPECT_FALSE(str(*r, "layer").empty());
+  const json::object* s = named(*r, "nfs-ganesha", "MaxRead");
+  ASSERT_NE(s, nullptr) << str(*r, "text");
+  EXPECT_EQ(str(*s, "value"), "65536");
+  EXPECT_EQ(str(*s, "default"), "1048576");
+  EXPECT_FALSE(r->at("misconfigured").as_array().empty());
+  const json::object* w = verdict_finding(doc, "nfs ram write");
+  ASSERT_NE(w, nullptr) << run_errors(doc);
+  EXPECT_EQ(named(*w, "nfs-ganesha", "MaxRead"), nullptr) << str(*w, "text");
+  EXPECT_EQ(named(*w, "nfs-ganesha", "MaxWrite"), nullptr) << str(*w, "text");
 }
 
 // vsftpd with a per-session rate cap (`local_max_rate`, bytes/s; Debian's
@@ -131,13 +196,12 @@ TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
   std::stringstream text;
   text << in.rdbuf();
   std::string c = text.str();
-  for (const auto& [key, value] :
-       {std::pair{"listen_port", "2121"}, std::pair{"vsftpd_log_file", "/dev/null"},
-        std::pair{"pasv_min_port", "30200"}, std::pair{"pasv_max_port", "30299"}}) {
-    const size_t at = c.find("\n" + std::string(key) + "=");
-    ASSERT_NE(at, std::string::npos) << key;
-    c.replace(at + 1, c.find('\n', at + 1) - at - 1, std::string(key) + "=" + value);
-  }
+  ASSERT_TRUE(set_lines(c,
+                        {{"listen_port", "2121"},
+                         {"vsftpd_log_file", "/dev/null"},
+                         {"pasv_min_port", "30200"},
+                         {"pasv_max_port", "30299"}},
+                        "", "="));
   // use_sendfile=NO: see VsftpdRateCapIsNamedOnFtpWithItsValue.
   write_file(conf, c + "local_max_rate=20000000\nuse_sendfile=NO\n");
   struct Stop {
@@ -147,21 +211,8 @@ TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
       std::filesystem::remove(conf);
     }
   } stop{conf};
-  const RunResult started = run_command(
-      {"nsenter", "-t", std::to_string(lab_.server.sshd_pid), "-m", "-u", "-n", "--", "setsid",
-       "-f", "sh", "-c", "exec </dev/null >/dev/null 2>&1; exec vsftpd \"$0\"", conf});
-  ASSERT_EQ(started.exit_code, 0) << started.err;
-  const std::string server = lab_names().server_data_address;
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = run_command({"ip", "netns", "exec", lab_names().client_netns, "bash", "-c",
-                      "exec 3<>/dev/tcp/" + server + "/2121"})
-             .exit_code == 0;
-    if (!up) ::usleep(100000);
-  }
-  ASSERT_TRUE(up) << "the second vsftpd did not accept on " << server << ":2121";
-  std::string section = share("ftp", "ram");
-  section.replace(section.find("//" + server + "/"), server.size() + 3, "//" + server + ":2121/");
+  ASSERT_NO_FATAL_FAILURE(start_on_server("exec vsftpd \"$0\"", conf, 2121));
+  const std::string section = share_on_port("ftp", "ram", 2121);
   const json::object doc = diagnose(
       "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" + section);
   ASSERT_FALSE(doc.empty());
@@ -187,6 +238,74 @@ TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
   const json::object* s = named(*f, "vsftpd", "local_max_rate");
   ASSERT_NE(s, nullptr) << str(*f, "text");
   EXPECT_EQ(str(*s, "value"), "20000000");
+}
+
+// Two smbd on the server host, each with its own config (a NAS app's Samba
+// beside the system's, each started with `-s FILE`): the lab's, with
+// `smb2 max read = 262144`, and a second on port 4450 whose config (the
+// lab's copied, with directories of its own) sets `smb2 max read = 65536`.
+// The facts list both with their pids and configs, each with its own
+// effective value; the SMB finding on reads through the second names its
+// value, not the first's (the server agent's CPU record names the smbd that
+// served the samples).
+TEST_F(CostlySettings, TheSambaConfigReadIsThatOfTheSmbdServingTheShare) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--samba", "smb2 max read = 262144"}));
+  const std::string samba = lab_.dir + "/server/samba";
+  const std::string second = samba + "-4450";
+  const std::string conf = second + "/smb.conf";
+  std::ifstream in(samba + "/smb.conf");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string c = text.str();
+  ASSERT_TRUE(set_lines(c,
+                        {{"smb ports", "4450"},
+                         {"lock directory", second + "/lock"},
+                         {"state directory", second + "/state"},
+                         {"cache directory", second + "/cache"},
+                         {"pid directory", second + "/run"},
+                         {"ncalrpc dir", second + "/ncalrpc"},
+                         {"log file", second + "/log.%m"},
+                         {"smb2 max read", "65536"}},
+                        "  ", " = "))
+      << c;
+  struct Stop {
+    std::string conf, dir;
+    ~Stop() {
+      for (int pid : pids_matching(conf)) ::kill(pid, SIGKILL);
+      std::filesystem::remove_all(dir);
+    }
+  } stop{conf, second};
+  for (const char* d : {"lock", "state", "cache", "run", "ncalrpc"}) {
+    std::filesystem::create_directories(second + "/" + d);
+  }
+  write_file(conf, c);
+  ASSERT_NO_FATAL_FAILURE(
+      start_on_server("exec smbd --foreground --no-process-group -s \"$0\"", conf, 4450));
+  const json::object doc =
+      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 20MB\ncount = 3\n" +
+               share_on_port("smb", "ram", 4450));
+  ASSERT_FALSE(doc.empty());
+  std::map<std::string, std::string> max_read;  // config -> its instance's value
+  for (const auto& h : doc.at("hosts").as_array()) {
+    if (str(h.as_object(), "role") != "server") continue;
+    for (const auto& i : h.at("facts").at("samba_instances").as_array()) {
+      // Other labs' smbd on this machine are listed too (other namespaces).
+      const std::string path = str(i.as_object(), "config_path");
+      if (path.rfind(lab_.dir + "/", 0) != 0) continue;
+      const json::value* pid = i.as_object().if_contains("pid");
+      ASSERT_NE(pid, nullptr) << json::serialize(i);
+      EXPECT_GT(pid->to_number<int64_t>(), 0) << json::serialize(i);
+      max_read[path] = str(i.at("global").as_object(), "smb2 max read");
+    }
+  }
+  EXPECT_EQ(max_read.size(), 2u) << json::serialize(doc.at("hosts"));
+  EXPECT_EQ(max_read[samba + "/smb.conf"], "262144");
+  EXPECT_EQ(max_read[conf], "65536");
+  const json::object* f = verdict_finding(doc, "smb ram read");
+  ASSERT_NE(f, nullptr) << run_errors(doc);
+  const json::object* s = named(*f, "samba", "smb2 max read");
+  ASSERT_NE(s, nullptr) << str(*f, "text");
+  EXPECT_EQ(str(*s, "value"), "65536");
 }
 
 }  // namespace
