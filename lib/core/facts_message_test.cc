@@ -54,9 +54,13 @@ Facts some_facts() {
   disk.zfs = ZfsFacts{8ull << 30, std::nullopt};
   f.disk_dir = disk;
   f.tcp_sysctls = {{"net.ipv4.tcp_rmem", "4096 131072 6291456"}, {"net.core.rmem_max", {}}};
-  f.samba =
-      SambaFacts{"/etc/smb.conf", "",     "running smbd (pid 7)",
-                 "testparm",      "ab12", {{"smb2 max read", "65536"}, {"aio read size", "1"}}};
+  f.samba = SambaFacts{0,
+                       "/etc/smb.conf",
+                       "",
+                       "running smbd (pid 7)",
+                       "testparm",
+                       "ab12",
+                       {{"smb2 max read", "65536"}, {"aio read size", "1"}}};
   f.euid = 1000;
   f.degraded = {{"process_netns", "assumed local", "root"}};
   f.agent = AgentFacts{"server", "aarch64"};
@@ -175,7 +179,7 @@ TEST(FactsMessage, OnlyTheDiskDirCarriesDeviceKeys) {
 
 TEST(FactsMessage, UnreadableSambaConfigKeepsPathAndError) {
   Facts f;
-  f.samba = SambaFacts{"/etc/x.conf", "cannot read /etc/x.conf: denied", "", "", "", {}};
+  f.samba = SambaFacts{0, "/etc/x.conf", "cannot read /etc/x.conf: denied", "", "", "", {}};
   const json::object o = to_json(f);
   EXPECT_EQ(json::serialize(o.at("samba")),
             R"({"config_path":"/etc/x.conf","error":"cannot read /etc/x.conf: denied"})");

@@ -50,9 +50,13 @@ Facts full_facts() {
   f.disk_dir->device = BlockDeviceFacts{"sda1", "sda", true, 128, "none", true, {}, {"sdb"}};
   f.disk_dir->zfs = ZfsFacts{8ull << 30, 2ull << 30};
   f.tcp_sysctls = {{"net.ipv4.tcp_rmem", "4096 131072 6291456"}, {"net.core.rmem_max", {}}};
-  f.samba = SambaFacts{"/etc/smb.conf",        "",
-                       "running smbd (pid 7)", "testparm",
-                       std::string(64, 'a'),   {{"smb2 max read", "65536"}}};
+  f.samba = SambaFacts{0,
+                       "/etc/smb.conf",
+                       "",
+                       "running smbd (pid 7)",
+                       "testparm",
+                       std::string(64, 'a'),
+                       {{"smb2 max read", "65536"}}};
   f.euid = 1000;
   f.degraded = {{"process_netns", "assumed this host's", "root"}};
   return f;
@@ -62,7 +66,7 @@ Facts sparse_facts() {
   Facts f;
   f.net = NetFacts{"10.9.9.9", {}, {}, {}, {}, {}, "no route to '10.9.9.9': unreachable"};
   f.disk_dir = DirFacts{"/srv", {}, {}, {}, true, {}, {}, {}};
-  f.samba = SambaFacts{"/etc/x.conf", "cannot read /etc/x.conf: denied", "", "", "", {}};
+  f.samba = SambaFacts{0, "/etc/x.conf", "cannot read /etc/x.conf: denied", "", "", "", {}};
   f.euid = 0;
   return f;
 }
