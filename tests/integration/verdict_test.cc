@@ -69,9 +69,11 @@ TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
     ASSERT_NE(f, nullptr) << path;
     const std::string layer = str(*f, "layer");
     // Other jobs keeping every core busy (a shared developer machine) may leave
-    // it undecided for that reason; never another layer.
+    // it undecided for that reason, or with samples too spread to hold it
+    // against TCP (FTP at 0.83 of TCP, 0.73-1.08, was seen); never another layer.
     if (layer == "undecided") {
-      EXPECT_EQ(str(*f, "undecided_reason"), "load") << str(*f, "text");
+      const std::string why = str(*f, "undecided_reason");
+      EXPECT_TRUE(why == "load" || why == "noise") << str(*f, "text");
     } else {
       EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(*f, "text");
       EXPECT_TRUE(f->contains("cpu")) << str(*f, "text");
