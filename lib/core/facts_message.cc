@@ -317,6 +317,40 @@ void read(const Ctx& c, const json::object& o, AgentFacts& m) {
   get(c, o, "arch", m.arch);
 }
 
+// An array of objects under `key`, each read into a new element of `out`
+// with read(Ctx, object, T&).
+template <class T>
+void read_objects(const Ctx& c, const json::object& o, const char* key, std::vector<T>& out) {
+  const json::value* d = field(o, key);
+  if (!d) return;
+  if (!d->is_array()) return c.bad(key, "must be an array");
+  const Ctx ec = c.at((std::string(key) + "[]").c_str());
+  for (const json::value& e : d->as_array()) {
+    if (!e.is_object()) {
+      c.bad(key, "must hold objects");
+      continue;
+    }
+    read(ec, e.as_object(), out.emplace_back());
+  }
+}
+
+void read(const Ctx& c, const json::object& o, ServerConfigFacts& f) {
+  get(c, o, "server", f.server);
+  std::optional<int64_t> pid;
+  get(c, o, "pid", pid);
+  if (pid && *pid > 0 && *pid <= INT32_MAX) f.pid = static_cast<int>(*pid);
+  get(c, o, "config_path", f.config_path);
+  get(c, o, "found_by", f.found_by);
+  get(c, o, "error", f.error);
+  get(c, o, "settings", f.settings);
+}
+
+void read(const Ctx& c, const json::object& o, DegradedFact& f) {
+  get(c, o, "fact", f.fact);
+  get(c, o, "method", f.method);
+  get(c, o, "privilege", f.privilege);
+}
+
 }  // namespace
 
 const std::string* find_value(const NamedValues& values, std::string_view name) {
@@ -392,56 +426,10 @@ void from_json(const json::value& v, Facts& m, Source src, std::string_view what
   get(c, o, "disk_dir", m.disk_dir);
   get(c, o, "tcp_sysctls", m.tcp_sysctls);
   get(c, o, "samba", m.samba);
-  if (const json::value* d = field(o, "file_servers"); d && !d->is_array()) {
-    c.bad("file_servers", "must be an array");
-  } else if (d) {
-    const Ctx fc = c.at("file_servers[]");
-    for (const json::value& e : d->as_array()) {
-      if (!e.is_object()) {
-        c.bad("file_servers", "must hold objects");
-        continue;
-      }
-      ServerConfigFacts f;
-      get(fc, e.as_object(), "server", f.server);
-      std::optional<int64_t> pid;
-      get(fc, e.as_object(), "pid", pid);
-      if (pid && *pid > 0 && *pid <= INT32_MAX) f.pid = static_cast<int>(*pid);
-      get(fc, e.as_object(), "config_path", f.config_path);
-      get(fc, e.as_object(), "found_by", f.found_by);
-      get(fc, e.as_object(), "error", f.error);
-      get(fc, e.as_object(), "settings", f.settings);
-      m.file_servers.push_back(std::move(f));
-    }
-  }
-  if (const json::value* d = field(o, "samba_instances"); d && !d->is_array()) {
-    c.bad("samba_instances", "must be an array");
-  } else if (d) {
-    const Ctx sc = c.at("samba_instances[]");
-    for (const json::value& e : d->as_array()) {
-      if (!e.is_object()) {
-        c.bad("samba_instances", "must hold objects");
-        continue;
-      }
-      read(sc, e.as_object(), m.samba_instances.emplace_back());
-    }
-  }
+  read_objects(c, o, "file_servers", m.file_servers);
+  read_objects(c, o, "samba_instances", m.samba_instances);
   get(c, o, "euid", m.euid);
-  if (const json::value* d = field(o, "degraded"); d && !d->is_array()) {
-    c.bad("degraded", "must be an array");
-  } else if (d) {
-    const Ctx dc = c.at("degraded[]");
-    for (const json::value& e : d->as_array()) {
-      if (!e.is_object()) {
-        c.bad("degraded", "must hold objects");
-        continue;
-      }
-      DegradedFact f;
-      get(dc, e.as_object(), "fact", f.fact);
-      get(dc, e.as_object(), "method", f.method);
-      get(dc, e.as_object(), "privilege", f.privilege);
-      m.degraded.push_back(std::move(f));
-    }
-  }
+  read_objects(c, o, "degraded", m.degraded);
   get(c, o, "agent", m.agent);
   get(c, o, "agent_max_rss_kb", m.agent_max_rss_kb);
 }
