@@ -4,6 +4,7 @@
 // (`settings`, `misconfigured`, the finding's `layer`), never its wording.
 #include <signal.h>
 #include <unistd.h>
+#include <cctype>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,36 @@ class CostlySettings : public LabSuite<CostlySettings> {
     return section;
   }
 
+  // NFS-Ganesha with `<setting> = 65536` in its exports (Debian's ganesha.conf
+  // sets neither MaxRead nor MaxWrite: 64 MiB in Ganesha 4, which the lab keeps
+  // otherwise): every client's READ or WRITE is held to 64 KiB. The finding on
+  // that operation names the setting with its value, by the value alone (the
+  // table's evidence: always), and the other operation names neither.
+  void expect_ganesha_limit_named(const char* setting, const char* op, const char* other_op) {
+    ASSERT_NO_FATAL_FAILURE(
+        reshape({"--rate", "0", "--ganesha", std::string(setting) + " = 65536"}));
+    const json::object doc =
+        diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
+                 share("nfs", "ram"));
+    ASSERT_FALSE(doc.empty());
+    std::string lower = setting;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), lower.c_str()), "65536");
+    const json::object* f = verdict_finding(doc, std::string("nfs ram ") + op);
+    ASSERT_NE(f, nullptr) << run_errors(doc);
+    EXPECT_FALSE(str(*f, "layer").empty());
+    const json::object* s = named(*f, "nfs-ganesha", setting);
+    ASSERT_NE(s, nullptr) << str(*f, "text");
+    EXPECT_EQ(str(*s, "value"), "65536");
+    EXPECT_EQ(str(*s, "default"), "1048576");
+    // Off its default: misconfigured too (a hint the user acts on).
+    EXPECT_FALSE(f->at("misconfigured").as_array().empty());
+    const json::object* other = verdict_finding(doc, std::string("nfs ram ") + other_op);
+    ASSERT_NE(other, nullptr) << run_errors(doc);
+    EXPECT_EQ(named(*other, "nfs-ganesha", "MaxRead"), nullptr) << str(*other, "text");
+    EXPECT_EQ(named(*other, "nfs-ganesha", "MaxWrite"), nullptr) << str(*other, "text");
+  }
+
   LabStatus lab_;
 };
 
@@ -99,56 +130,12 @@ bool set_lines(std::string& text, const std::vector<std::pair<std::string, std::
   return true;
 }
 
-// NFS-Ganesha with `MaxWrite = 65536` in its exports (Debian's ganesha.conf
-// sets none: 64 MiB in Ganesha 4, which the lab keeps otherwise): every
-// client's WRITE is held to 64 KiB. The finding on NFS writes names
-// Ganesha's MaxWrite with its value, by the value alone (the table's
-// evidence: always), and the reads, whose MaxRead stays, name no MaxRead.
 TEST_F(CostlySettings, GaneshaSmallMaxWriteIsNamedOnNfsWritesWithItsValue) {
-  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--ganesha", "MaxWrite = 65536"}));
-  const json::object doc =
-      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
-               share("nfs", "ram"));
-  ASSERT_FALSE(doc.empty());
-  EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), "maxwrite"), "65536");
-  const json::object* w = verdict_finding(doc, "nfs ram write");
-  ASSERT_NE(w, nullptr) << run_errors(doc);
-  EXPECT_FALSE(str(*w, "layer").empty());
-  const json::object* s = named(*w, "nfs-ganesha", "MaxWrite");
-  ASSERT_NE(s, nullptr) << str(*w, "text");
-  EXPECT_EQ(str(*s, "value"), "65536");
-  EXPECT_EQ(str(*s, "default"), "1048576");
-  // Off its default: misconfigured too (a hint the user acts on).
-  EXPECT_FALSE(w->at("misconfigured").as_array().empty());
-  const json::object* r = verdict_finding(doc, "nfs ram read");
-  ASSERT_NE(r, nullptr) << run_errors(doc);
-  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxRead"), nullptr) << str(*r, "text");
-  EXPECT_EQ(named(*r, "nfs-ganesha", "MaxWrite"), nullptr) << str(*r, "text");
+  expect_ganesha_limit_named("MaxWrite", "write", "read");
 }
 
-// NFS-Ganesha with `MaxRead = 65536` in its exports: every client's READ is
-// held to 64 KiB. The finding on NFS reads names Ganesha's MaxRead with its
-// value (the table's evidence: the value alone), and the writes, whose
-// MaxWrite stays, name neither.
 TEST_F(CostlySettings, GaneshaSmallMaxReadIsNamedOnNfsReadsWithItsValue) {
-  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "0", "--ganesha", "MaxRead = 65536"}));
-  const json::object doc =
-      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 50MB\ncount = 3\n" +
-               share("nfs", "ram"));
-  ASSERT_FALSE(doc.empty());
-  EXPECT_EQ(str(facts_settings(doc, "nfs-ganesha"), "maxread"), "65536");
-  const json::object* r = verdict_finding(doc, "nfs ram read");
-  ASSERT_NE(r, nullptr) << run_errors(doc);
-  EXPECT_FALSE(str(*r, "layer").empty());
-  const json::object* s = named(*r, "nfs-ganesha", "MaxRead");
-  ASSERT_NE(s, nullptr) << str(*r, "text");
-  EXPECT_EQ(str(*s, "value"), "65536");
-  EXPECT_EQ(str(*s, "default"), "1048576");
-  EXPECT_FALSE(r->at("misconfigured").as_array().empty());
-  const json::object* w = verdict_finding(doc, "nfs ram write");
-  ASSERT_NE(w, nullptr) << run_errors(doc);
-  EXPECT_EQ(named(*w, "nfs-ganesha", "MaxRead"), nullptr) << str(*w, "text");
-  EXPECT_EQ(named(*w, "nfs-ganesha", "MaxWrite"), nullptr) << str(*w, "text");
+  expect_ganesha_limit_named("MaxRead", "read", "write");
 }
 
 // vsftpd with a per-session rate cap (`local_max_rate`, bytes/s; Debian's
