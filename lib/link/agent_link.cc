@@ -152,13 +152,13 @@ json::object AgentLink::next_message(CallState& st) {
       try {
         stream_->write(wire::encode({{"type", "cancel"}, {"id", 0}}));
       } catch (const Error&) {
-        st.cancelled_at = now - kCancelGrace;  // the channel is gone: nothing will answer
+        st.cancelled_at = now - policy_.cancel_grace;  // the channel is gone: nothing will answer
       }
     }
     // Never wait on a peer after Ctrl-C: a short grace from the cancel, then
     // abandon it, however chatty it stays.
     double until = std::min(st.silent_since + st.limit, st.deadline);
-    if (st.cancelled_at > 0) until = std::min(until, st.cancelled_at + kCancelGrace);
+    if (st.cancelled_at > 0) until = std::min(until, st.cancelled_at + policy_.cancel_grace);
     const double left = until - now;
     if (left <= 0) {
       if (st.cancelled_at > 0) {

@@ -21,6 +21,10 @@ namespace json = boost::json;
 // (>= 3 s) during a call; `limit_s` is when the link gives up on it.
 using WaitFn = std::function<void(const std::string& name, double silent_s, double limit_s)>;
 
+// After a cancel, how long a call waits for the agent's answer before it
+// abandons the agent (s): a run ends within 2 s of Ctrl-C whatever the agent does.
+inline constexpr double kCancelGrace = 0.5;
+
 // How long one request may take in all, whatever the agent sends meanwhile:
 // heartbeats and progress reset only the silence limit, never this. Its
 // deadline is `factor` x its planned duration + a floor of `floor_limits`
@@ -31,16 +35,13 @@ using WaitFn = std::function<void(const std::string& name, double silent_s, doub
 // request on this link named) at `slowest_rate`.
 struct DeadlinePolicy {
   double factor = 4;
-  double floor_limits = 10;   // x the inactivity limit: 300 s at the default 30 s silence
-  double slowest_rate = 1e6;  // bytes/s (8 Mbit/s; factor 4: requests cut below 250 kB/s)
+  double floor_limits = 10;            // x the inactivity limit: 300 s at the default 30 s silence
+  double slowest_rate = 1e6;           // bytes/s (8 Mbit/s; factor 4: requests cut below 250 kB/s)
+  double cancel_grace = kCancelGrace;  // s
 };
 // The deadline of one request with arguments `args`, s after it is sent.
 double request_deadline(const DeadlinePolicy& policy, double limit_s, const json::object& args,
                         uint64_t largest_bytes);
-
-// After a cancel, how long a call waits for the agent's answer before it
-// abandons the agent (s): a run ends within 2 s of Ctrl-C whatever the agent does.
-inline constexpr double kCancelGrace = 0.5;
 
 class AgentLink : public AgentPort {
  public:
@@ -60,9 +61,9 @@ class AgentLink : public AgentPort {
   // it the agent is abandoned with Error(kRemote). Errors the agent reports come back as cp::Error
   // with the agent's kind, message and hint, prefixed with this link's name. When `cancel` or the
   // link's default token is set during the call, sends "cancel" to the agent and throws
-  // Error(kCancelled) once it answers, or after kCancelGrace; a call made after cancellation throws
-  // at once. An agent silent past the limit is abandoned: this call and every later one throw
-  // Error(kRemote) without waiting.
+  // Error(kCancelled) once it answers, or after the policy's cancel_grace; a call made after
+  // cancellation throws at once. An agent silent past the limit is abandoned: this call and every
+  // later one throw Error(kRemote) without waiting.
   json::object call(const std::string& type, json::object args, double timeout_s,
                     const ProgressFn& progress = {}, const CancelToken* cancel = nullptr) override;
 
