@@ -152,6 +152,28 @@ bool files_disk(const Case& c, Finding& f) {
   return true;
 }
 
+bool files_client(const Case& c, Finding& f) {
+  const FilesCase& fc = *c.files;
+  const auto it = fc.row.cpu.find("client");
+  if (it == fc.row.cpu.end() || it->second.seconds <= 0 || fc.row.rate.median <= 0) return false;
+  // The client agent's CPU, in cores (agent_pct is % of one core), over the
+  // operations in flight: the share of each operation's time it computed.
+  const double cores = it->second.agent_pct / 100;
+  const double share = cores / std::max(1.0, fc.in_flight);
+  if (share < kClientCpuShare) return false;
+  frame(fc, f);
+  f.layer = "probe";
+  f.cap = fc.row.key;
+  f.lower_bound = true;
+  f.words["driver"] = fc.row.driver;
+  f.numbers["client_cpu_share"] = share;
+  f.numbers["client_cpu_us_per_op"] = cores / fc.row.rate.median * 1e6;
+  if (const double ceiling = round_trip_ceiling(fc); ceiling > 0) {
+    f.numbers["ceiling_ops_per_s"] = ceiling;
+  }
+  return true;
+}
+
 bool files_layer(const Case& c, Finding& f) {
   const FilesCase& fc = *c.files;
   frame(fc, f);

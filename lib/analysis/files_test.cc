@@ -247,6 +247,43 @@ TEST(FilesShares, ThePhasesCpuAtACoreIsTheCpu) {
   EXPECT_EQ(finding(a, "cpu.bound"), nullptr);  // judged once
 }
 
+// The client agent's own CPU on the client end, % of a core (no thread at a
+// core: no CPU-bound row).
+std::string client_agent_cpu(double pct) {
+  return fmt::format(
+      R"({{"client":{{"seconds":2,"core_busy_pct":[{0},3],"core_busy_max_pct":[{0},5],)"
+      R"("total_busy_pct":{1},"agent_pct":{0},"top":[{{"pid":7,"comm":"chokepoint-agen",)"
+      R"("cpu_pct":{0},"top_thread_pct":{0},"role":"agent"}}]}}}})",
+      pct, pct / 2);
+}
+
+// Below both ceilings with chokepoint's client computing most of each
+// operation: the client paces it (a lower bound); at a third, the protocol.
+TEST(FilesShares, AClientAgentBusyMostOfEachOperationPacesItAsALowerBound) {
+  for (const double pct : {70.0, 30.0}) {
+    RunRecord run;
+    add_tcp(run, 50);
+    add_share_files(run, "ftp", "ram", {{"files-create", 500, 1, 1900, 3000, 5000}},
+                    client_agent_cpu(pct));
+    const Analysis a = analyze(stored::decode(run));
+    const Finding* client = finding(a, "files.client");
+    if (pct < 100 * kClientCpuShare) {
+      EXPECT_EQ(client, nullptr) << pct;
+      const Finding* layer = finding(a, "files.layer");
+      ASSERT_NE(layer, nullptr) << pct;
+      EXPECT_EQ(layer->layer, "ftp");
+      continue;
+    }
+    ASSERT_NE(client, nullptr) << pct;
+    EXPECT_EQ(client->layer, "probe");
+    EXPECT_TRUE(client->lower_bound);
+    EXPECT_NEAR(client->numbers.at("client_cpu_share"), pct / 100, 1e-9);
+    // 0.7 of a core over 500 creates/s: 1400 us of CPU per create.
+    EXPECT_NEAR(client->numbers.at("client_cpu_us_per_op"), pct / 100 / 500 * 1e6, 1e-6);
+    EXPECT_EQ(finding(a, "files.layer"), nullptr);
+  }
+}
+
 // Reads a cache may have served (the server could not drop them): cannot tell.
 TEST(FilesShares, ReadsACacheMayHaveServedAreUndecided) {
   RunRecord run;

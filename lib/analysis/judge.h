@@ -199,6 +199,7 @@ bool files_untrusted(const Case&, Finding&);
 bool files_cpu(const Case&, Finding&);
 bool files_round_trips(const Case&, Finding&);
 bool files_disk(const Case&, Finding&);
+bool files_client(const Case&, Finding&);
 bool files_layer(const Case&, Finding&);
 }  // namespace rules
 

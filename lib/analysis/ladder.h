@@ -61,6 +61,11 @@ constexpr double kLatencyStallUs = 50'000;
 // A small-file phase over a share at >= 80 % of in flight / (round trips per
 // operation x RTT) waits on the round trips (files.round_trips).
 constexpr double kRoundTripBound = 0.80;
+// A small-file phase over a share whose client agent spent >= half of each
+// operation's time on its own CPU (its CPU per operation over the operation's
+// time, in flight counted) is paced by chokepoint's client (files.client): a
+// faster client would go faster, so the figure is a lower bound.
+constexpr double kClientCpuShare = 0.5;
 // Small files copied to a share moving this many times fewer bytes/s than
 // the big files' verdict figure take the headline.
 constexpr double kSmallFilesSlower = 10;

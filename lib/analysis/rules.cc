@@ -75,6 +75,7 @@ constexpr Rule kRules[] = {
   {"files.cpu", kFilesChain, "a thread at a core, a process at its quota or every core busy on either end during the phase: the CPU caps it (chokepoint's agent: a lower bound)", rules::files_cpu},
   {"files.round_trips", kFilesChain, "at >= 80 % of in flight / (round trips per operation x the idle RTT): the round trips cap it", rules::files_round_trips},
   {"files.disk", kFilesChain, "from a disk share at >= 90 % of the same phase on the server's disk: the disk's own metadata rate caps it", rules::files_disk},
+  {"files.client", kFilesChain, "below both ceilings while chokepoint's client agent spent >= half of each operation's time on its own CPU: its client paces it (a lower bound)", rules::files_client},
   {"files.layer", kFilesChain, "below both ceilings with nothing else to explain it: the protocol's per-operation cost (its server, its client) caps it", rules::files_layer},
 
   // Run-wide, after the verdicts (this file).

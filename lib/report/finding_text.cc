@@ -484,6 +484,14 @@ std::string files_share_head(const Finding& f) {
         "metadata rate caps it",
         does, 100 * f.ratio, num(f, "disk_ops_per_s"));
   }
+  if (f.rule == "files.client") {
+    return fmt::format(
+        "{}: {}; chokepoint's client spent {:.0f} us of its own CPU on each ({:.0f} % of an "
+        "operation's time): its client paces it, so this is a lower bound of what the {} layer "
+        "does",
+        does, each, num(f, "client_cpu_us_per_op"), 100 * num(f, "client_cpu_share"),
+        transfer::protocol_display(word(f, "driver")));
+  }
   CP_CHECK(f.rule == "files.layer");
   return fmt::format(
       "{}: {}{}{}: the {} layer's cost per operation (its server and client, one operation at a "
@@ -497,7 +505,7 @@ std::string files_share_head(const Finding& f) {
 
 bool is_files_share_rule(const std::string& rule) {
   return rule == "files.untrusted" || rule == "files.cpu" || rule == "files.round_trips" ||
-         rule == "files.disk" || rule == "files.layer";
+         rule == "files.disk" || rule == "files.client" || rule == "files.layer";
 }
 
 // Run-wide findings: trust checks, CPU-bound rows, load, errors, MTU.

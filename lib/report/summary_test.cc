@@ -192,5 +192,34 @@ TEST(Summary, ASmallFileFindingsFigureIsTheBytesItsOperationsMove) {
   EXPECT_NE(brief.find("250 creates/s"), std::string::npos) << brief;
 }
 
+// chokepoint's client pacing a share's small files: its line says so and
+// that the figure is a lower bound; the text renders the rule's numbers.
+TEST(Summary, AFilesClientFindingIsChokepointsClientAndALowerBound) {
+  analysis::Analysis a;
+  analysis::Finding f;
+  f.rule = "files.client";
+  f.path = "ftp ram files create";
+  f.layer = "probe";
+  f.lower_bound = true;
+  f.subject.key = "files:ftp:ram:create:4096";
+  f.subject.layer = "files";
+  f.subject.op = "create";
+  f.subject.size = 4096;
+  f.subject.n = 1;
+  f.subject.median = 500;  // creates/s
+  f.numbers = {{"ops_per_s", 500},
+               {"latency_median_us", 1900},
+               {"client_cpu_share", 0.7},
+               {"client_cpu_us_per_op", 1400}};
+  f.words["driver"] = "ftp";
+  a.findings.push_back(f);
+  a.headline_finding = 0;
+  const std::vector<SummaryLine> lines = summary_lines(a);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].capped_by, "chokepoint's client");
+  EXPECT_TRUE(lines[0].confidence.ends_with(", lower bound")) << lines[0].confidence;
+  EXPECT_FALSE(finding_brief(a.findings[0], a).empty());
+}
+
 }  // namespace
 }  // namespace cp::report
