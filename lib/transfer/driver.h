@@ -56,6 +56,10 @@ struct Capabilities {
   // Whether its sessions may run in threads side by side; false: the pass
   // runs each extra one in a helper process (transfer/forked_session.h).
   bool threads = true;
+  // Whether a file reads back the bytes written to it; false: its reads give
+  // the size alone (null keeps nothing), so the small-file pass checks only
+  // the size.
+  bool keeps_data = true;
   // The fewest network round trips one small-file operation costs through
   // this driver, per phase (create, stat, read, delete; files::kPhases
   // order); 0: not over the network, or unknown. The verdict's

@@ -339,6 +339,9 @@ class FtpSession : public Session {
       throw Error(ErrorKind::kIo, fmt::format("libcurl: {}", curl_multi_strerror(mc)));
     }
     in_multi_ = true;
+    // A transfer's data connection is a new socket (on_socket names it).
+    data_fd_ = CURL_SOCKET_BAD;
+    watch_connect_ = true;
     done_ = false;
     result_ = CURLE_OK;
   }
@@ -365,7 +368,14 @@ class FtpSession : public Session {
         detach();
         cancel_.check();
       }
-      curl_multi_poll(multi_, nullptr, 0, kPollMs, nullptr);
+      // libcurl 7.88 does not wait for the passive data connection's
+      // connect to complete (EPSV's reply, then nothing until a timeout):
+      // every RETR waited out kPollMs after its 229. Until that socket is
+      // writable (connected), its POLLOUT wakes the loop too.
+      curl_waitfd connect{data_fd_, CURL_WAIT_POLLOUT, 0};
+      const bool watch = watch_connect_ && data_fd_ != CURL_SOCKET_BAD;
+      curl_multi_poll(multi_, watch ? &connect : nullptr, watch ? 1 : 0, kPollMs, nullptr);
+      if (watch && connect.revents != 0) watch_connect_ = false;
     }
   }
 
@@ -422,6 +432,7 @@ class FtpSession : public Session {
   // at most in the last file, bytes; `sampled_at_` the bytes moved when
   // TCP_INFO was last read.
   curl_socket_t data_fd_ = CURL_SOCKET_BAD;
+  bool watch_connect_ = false;  // data_fd_'s connect not seen complete yet
   uint64_t tcp_in_flight_ = 0, moved_ = 0, sampled_at_ = 0;
 
   static int on_socket(void* self, curl_socket_t fd, curlsocktype) {

@@ -85,7 +85,7 @@ const DriverSpec kNullDriver = {
     .name = "null",
     .summary = "no I/O: the framework's own cost (like fio's null engine)",
     .url_prefixes = kNullPrefixes,
-    .caps = {.stat = true, .mkdir = true, .max_in_flight = 64},
+    .caps = {.stat = true, .mkdir = true, .max_in_flight = 64, .keeps_data = false},
     .options = kNullOptions,
     .make = make,
     .display = "NULL",
