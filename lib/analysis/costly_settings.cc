@@ -216,15 +216,15 @@ bool session_on(const Row& r, const char* key) {
          it->second.rfind("unknown", 0) != 0;
 }
 
-// Writes to a disk share that a flush per request holds back; "" when they
-// are not, else the evidence with its figures. With the synchronous rate
-// measured: a flush costs on this disk (that rate below kAtCeiling of the
-// plain one), and the writes sit below both the disk's plain write rate and
-// the protocol over RAM (the disk costs them something a plain write does
-// not explain). A file server flushes per request, and its requests may be
-// larger than the disk stage's block or run on several connections, so the
-// writes may beat the disk stage's synchronous rate.
-std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
+// Writes to a disk share that a flush per request holds back; none (an
+// empty id) when they are not, else the evidence with its figures. With the
+// synchronous rate measured: a flush costs on this disk (that rate below
+// kAtCeiling of the plain one), and the writes sit below both the disk's
+// plain write rate and the protocol over RAM (the disk costs them something
+// a plain write does not explain). A file server flushes per request, and
+// its requests may be larger than the disk stage's block or run on several
+// connections, so the writes may beat the disk stage's synchronous rate.
+Hint sync_writes(const Analysis& a, const Row& r, const Finding& f) {
   if (r.op != "write" || r.where != "disk") return {};
   const std::string proto = protocol_name(r.layer);
   const Row* ram = proto_row(a.rows, r.layer, "ram", "write", r.size);
@@ -238,37 +238,28 @@ std::string sync_writes(const Analysis& a, const Row& r, const Finding& f) {
     // is then the disk alone, whose flushes cost (above).
     const bool ram_ceiling = ram && ram->cpu_bound.empty();
     if (ram_ceiling && z >= ram->rate.median * kAtCeiling) return {};
-    const std::string from_ram =
-        ram ? fmt::format(" ({} from RAM: {}{})", proto, mbps(ram->rate.median),
-                          ram_ceiling ? "" : ", CPU-bound")
-            : "";
-    if (z <= s * kNearSyncRate) {
-      return fmt::format(
-          "{} from disk writes {}{}, within {:.0f} % of the server disk's synchronous write rate "
-          "({}, a flush per {} block)",
-          proto, mbps(z), from_ram, (kNearSyncRate - 1) * 100, mbps(s), format_size(1u << 20));
+    Hint e{"setting.sync_writes",
+           {{"rate", z}, {"sync_rate", s}, {"block", double(kSyncWriteBlock)}},
+           {{"proto", proto}, {"near", z <= s * kNearSyncRate ? "near" : "below"}}};
+    if (ram) {
+      e.numbers["ram_rate"] = ram->rate.median;
+      if (!ram_ceiling) e.words["ram_cpu"] = "yes";
     }
-    return fmt::format(
-        "{} from disk writes {}{}, below the server disk's plain write rate{} where a flush "
-        "per {} block writes {}",
-        proto, mbps(z), from_ram,
-        plain ? fmt::format(" ({})", mbps(plain->rate.median)) : std::string(),
-        format_size(1u << 20), mbps(s));
+    if (plain) e.numbers["plain_rate"] = plain->rate.median;
+    return e;
   }
   if (f.rule != "protocol.plus_disk") return {};
-  return fmt::format(
-      "{} from disk writes {}, below both the server disk and {} from RAM (the disk's "
-      "synchronous write rate was not measured)",
-      proto, mbps(r.rate.median), proto);
+  return {"setting.sync_unmeasured", {{"rate", r.rate.median}}, {{"proto", proto}}};
 }
 
-std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r, const Finding& f,
-                        const std::string& value) {
+Hint evidence_of(const CostlySetting& s, const Analysis& a, const Row& r, const Finding& f,
+                 const std::string& value) {
   const std::string proto = protocol_name(r.layer);
   switch (s.evidence) {
     case E::kAlways:
-      return fmt::format("{} per request, below the default {}", format_size(max_of_sysctl(value)),
-                         format_size(s.bytes));
+      return {"setting.request_size",
+              {{"request", double(max_of_sysctl(value))}, {"default", double(s.bytes)}},
+              {}};
     case E::kSyncWrites:
       return sync_writes(a, r, f);
     case E::kFlushingSync: {
@@ -277,27 +268,26 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       // synchronous rate show one per request.
       const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
       if (!sync || r.rate.median > sync->rate.median * kNearSyncRate) return {};
-      const std::string e = sync_writes(a, r, f);
-      return e.empty() ? e : e + ", with `sync always` off: the client flushes";
+      Hint e = sync_writes(a, r, f);
+      if (!e.id.empty()) e.words["client_flushes"] = "yes";
+      return e;
     }
     case E::kCpuEncrypted:
       if (!cpu_bound(r, f) || !session_on(r, "smb_encryption")) return {};
-      return fmt::format("CPU-bound with the session encrypted ({})",
-                         r.properties.at("smb_encryption"));
+      return {"setting.cpu_encrypted", {}, {{"mode", r.properties.at("smb_encryption")}}};
     case E::kCpuSigned:
       if (!cpu_bound(r, f) || !session_on(r, "smb_signing")) return {};
-      return fmt::format("CPU-bound with the session signed ({})", r.properties.at("smb_signing"));
+      return {"setting.cpu_signed", {}, {{"mode", r.properties.at("smb_signing")}}};
     case E::kCpuServerRead:
       if (r.op != "read" || !cpu_bound(r, f) || session_on(r, "smb_signing") ||
           session_on(r, "smb_encryption") || session_on(r, "tls")) {
         return {};
       }
       if (f.cpu.role != "server" || (f.cpu.host != "server" && f.cpu.host != "both")) return {};
-      return fmt::format("the server's {} at a CPU limit ({}) while serving reads", f.cpu.process,
-                         f.cpu.kind);
+      return {"setting.cpu_server_read", {}, {{"process", f.cpu.process}, {"kind", f.cpu.kind}}};
     case E::kDiskBelow:
       if (f.rule != "protocol.plus_disk") return {};
-      return fmt::format("{} from disk below both the server disk and {} from RAM", proto, proto);
+      return {"setting.disk_below", {}, {{"proto", proto}}};
     case E::kWindow: {
       const Row* t = tcp_row(a.rows, r.op == "read" ? "server->client" : "client->server");
       const double rtt_us = t ? (t->rtt_idle_us > 0 ? t->rtt_idle_us : t->rtt_us) : 0;
@@ -305,13 +295,17 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       if (!t || rtt_us <= 0 || t->rate.median <= 0) return {};
       const double window_rate = double(buffer) / (rtt_us / 1e6);
       if (window_rate >= t->rate.median || r.rate.median > window_rate * kNearSyncRate) return {};
-      return fmt::format("{} over the {:.2f} ms round trip allows {}, below TCP's {}; {} moves {}",
-                         format_size(buffer), rtt_us / 1000, mbps(window_rate),
-                         mbps(t->rate.median), proto, mbps(r.rate.median));
+      return {"setting.window",
+              {{"buffer", double(buffer)},
+               {"rtt_ms", rtt_us / 1000},
+               {"window_rate", window_rate},
+               {"tcp_rate", t->rate.median},
+               {"rate", r.rate.median}},
+              {{"proto", proto}}};
     }
     case E::kCpuTls:
       if (!cpu_bound(r, f)) return {};
-      return fmt::format("CPU-bound with TLS on the data connection ({})", value);
+      return {"setting.cpu_tls", {}, {{"value", value}}};
     case E::kRateCap: {
       const double cap = number(value) * s.unit;
       // A limiter holds its sessions close under the limit: far below it,
@@ -319,8 +313,7 @@ std::string evidence_of(const CostlySetting& s, const Analysis& a, const Row& r,
       if (cap <= 0 || r.rate.median > cap * kNearRateCap || r.rate.median < cap * kShortTcp) {
         return {};
       }
-      return fmt::format("{} moves {}, at the {} per session the setting allows", proto,
-                         mbps(r.rate.median), mbps(cap));
+      return {"setting.rate_cap", {{"rate", r.rate.median}, {"cap", cap}}, {{"proto", proto}}};
     }
     case E::kNotRead:
       return {};
@@ -339,8 +332,8 @@ std::vector<SettingFound> settings_found(const Analysis& a, const Row& r, const 
     std::string section;
     const std::string value = value_of(s, a, r, &section);
     if (value.empty() || !costly_value(s, value, r)) continue;
-    std::string evidence = evidence_of(s, a, r, f, value);
-    if (evidence.empty()) continue;
+    Hint evidence = evidence_of(s, a, r, f, value);
+    if (evidence.id.empty()) continue;
     out.push_back(
         {s.server, s.parameter, section, value, s.default_value, s.cost, std::move(evidence)});
   }
@@ -354,8 +347,8 @@ std::optional<SettingFound> rate_cap_found(const Analysis& a, const Row& r, doub
     std::string section;
     const std::string value = value_of(s, a, r, &section);
     if (value.empty() || !costly_value(s, value, r)) continue;
-    std::string evidence = evidence_of(s, a, r, none, value);
-    if (evidence.empty()) continue;
+    Hint evidence = evidence_of(s, a, r, none, value);
+    if (evidence.id.empty()) continue;
     if (cap) *cap = number(value) * s.unit;
     return SettingFound{s.server, s.parameter,        section, value, s.default_value,
                         s.cost,   std::move(evidence)};

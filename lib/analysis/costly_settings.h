@@ -62,6 +62,8 @@ struct CostlySetting {
 
 // Writes within 25 % of the disk's synchronous rate are said to be at it.
 constexpr double kNearSyncRate = 1.25;
+// The disk stage's synchronous write block (bytes): a flush per block.
+constexpr uint64_t kSyncWriteBlock = 1u << 20;
 // A row up to twice a configured rate limit is held by it: limiters average
 // over a transfer and overshoot (vsftpd's local_max_rate of 20 MB/s let 100 MB
 // reads through at 32-33 MB/s in the full lab suite here, and held them at

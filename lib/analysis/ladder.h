@@ -277,20 +277,6 @@ struct Cited {
   bool empty() const { return key.empty(); }
 };
 
-// A costly server setting a finding names (analysis/costly_settings.h): the
-// value the run recorded and the evidence that fit.
-struct SettingFound {
-  std::string server;     // "samba" | "nfs" | "vsftpd"
-  std::string parameter;  // "sync always"
-  // Where the value was set: a Samba share's section ("disk") or "global";
-  // "" where the server has no sections.
-  std::string section;
-  std::string value;  // "Yes"
-  std::string default_value;
-  std::string cost;      // what it costs: "a flush (fsync) after every write"
-  std::string evidence;  // what fit, with its figures
-};
-
 // A tuning hint or a setting worse than its default: what to change (`id`)
 // and the figures and words that triggered it; report/hint_text.cc renders its
 // English, so a wording change touches no rule.
@@ -306,7 +292,9 @@ struct SettingFound {
 //                           protocol_bps (bytes/s), read_ahead_kb
 //   "protocol.negotiated_size" words protocol, op; numbers size (bytes per request)
 //   "server.request_limit"  words key, value; numbers size, default_size (bytes)
-//   "server.costly_setting" words parameter, value, server, default, cost, evidence
+//   "server.costly_setting" words parameter, value, server, default, cost,
+//                           evidence (its SettingFound::evidence id); the
+//                           evidence's own words and numbers prefixed "evidence."
 inline constexpr std::string_view kHintIds[] = {
     "mtu.mismatch",         "tcp.receive_buffer",    "tcp.send_buffer", "cpu.jumbo_frames",
     "protocol.in_flight",   "protocol.client_drain", "disk.readahead",  "protocol.negotiated_size",
@@ -316,6 +304,44 @@ struct Hint {
   std::map<std::string, double> numbers;
   std::map<std::string, std::string> words;
   bool operator==(const Hint&) const = default;
+};
+
+// What made a costly setting's cost show (analysis/costly_settings.cc): an id
+// and its figures (bytes, bytes/s, ms) and words; report/hint_text.cc renders
+// it, so a wording change touches no rule.
+//   "setting.request_size"      numbers request, default (bytes)
+//   "setting.sync_writes"       words proto, near ("near": within kNearSyncRate of
+//                               the synchronous rate; "below": under the plain
+//                               rate), ram_cpu ("yes": the RAM row CPU-bound),
+//                               client_flushes ("yes": `sync always` off);
+//                               numbers rate, sync_rate, block, ram_rate and
+//                               plain_rate when measured (bytes/s, bytes)
+//   "setting.sync_unmeasured"   words proto; numbers rate
+//   "setting.cpu_encrypted"     words mode        "setting.cpu_signed"  words mode
+//   "setting.cpu_server_read"   words process, kind
+//   "setting.disk_below"        words proto
+//   "setting.window"            words proto; numbers buffer (bytes), rtt_ms,
+//                               window_rate, tcp_rate, rate (bytes/s)
+//   "setting.cpu_tls"           words value
+//   "setting.rate_cap"          words proto; numbers rate, cap (bytes/s)
+inline constexpr std::string_view kSettingEvidenceIds[] = {
+    "setting.request_size",  "setting.sync_writes", "setting.sync_unmeasured",
+    "setting.cpu_encrypted", "setting.cpu_signed",  "setting.cpu_server_read",
+    "setting.disk_below",    "setting.window",      "setting.cpu_tls",
+    "setting.rate_cap"};
+
+// A costly server setting a finding names (analysis/costly_settings.h): the
+// value the run recorded and the evidence that fit.
+struct SettingFound {
+  std::string server;     // "samba" | "nfs" | "vsftpd"
+  std::string parameter;  // "sync always"
+  // Where the value was set: a Samba share's section ("disk") or "global";
+  // "" where the server has no sections.
+  std::string section;
+  std::string value;  // "Yes"
+  std::string default_value;
+  std::string cost;  // what it costs: "a flush (fsync) after every write"
+  Hint evidence;     // what fit: one of kSettingEvidenceIds, with its figures
 };
 
 struct Finding {

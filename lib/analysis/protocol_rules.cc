@@ -60,14 +60,17 @@ void name_costly_settings(const Analysis& a, const Row& r, Finding& f) {
   for (const SettingFound& s : f.settings) {
     if (s.parameter.rfind("smb2 max ", 0) == 0) continue;
     if (lower(s.value) == lower(s.default_value)) continue;
-    f.misconfigured.push_back(Hint{"server.costly_setting",
-                                   {},
-                                   {{"parameter", s.parameter},
-                                    {"value", s.value},
-                                    {"server", s.server},
-                                    {"default", s.default_value},
-                                    {"cost", s.cost},
-                                    {"evidence", s.evidence}}});
+    Hint h{"server.costly_setting",
+           {},
+           {{"parameter", s.parameter},
+            {"value", s.value},
+            {"server", s.server},
+            {"default", s.default_value},
+            {"cost", s.cost},
+            {"evidence", s.evidence.id}}};
+    for (const auto& [k, v] : s.evidence.numbers) h.numbers["evidence." + k] = v;
+    for (const auto& [k, v] : s.evidence.words) h.words["evidence." + k] = v;
+    f.misconfigured.push_back(std::move(h));
   }
   const Row* sync = disk_row(a.rows, "server", "syncwrite", r.size);
   const bool cites_sync = std::any_of(f.settings.begin(), f.settings.end(), [](const auto& s) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/costly_settings.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -55,7 +56,83 @@ std::string readahead(const analysis::Hint& h) {
       device.empty() ? "its disk" : device, dev, dev);
 }
 
+std::string size_of(const analysis::Hint& h, const std::string& key) {
+  return format_size(static_cast<uint64_t>(number(h, key)));
+}
+
+// A disk share's writes held by flushes (setting.sync_writes).
+std::string sync_writes(const analysis::Hint& e) {
+  const std::string proto = word(e, "proto");
+  const std::string from_ram =
+      e.numbers.count("ram_rate")
+          ? fmt::format(" ({} from RAM: {}{})", proto, format_mbps(number(e, "ram_rate")),
+                        word(e, "ram_cpu") == "yes" ? ", CPU-bound" : "")
+          : "";
+  std::string s;
+  if (word(e, "near") == "near") {
+    s = fmt::format(
+        "{} from disk writes {}{}, within {:.0f} % of the server disk's synchronous write rate "
+        "({}, a flush per {} block)",
+        proto, format_mbps(number(e, "rate")), from_ram, (analysis::kNearSyncRate - 1) * 100,
+        format_mbps(number(e, "sync_rate")), size_of(e, "block"));
+  } else {
+    s = fmt::format(
+        "{} from disk writes {}{}, below the server disk's plain write rate{} where a flush "
+        "per {} block writes {}",
+        proto, format_mbps(number(e, "rate")), from_ram,
+        e.numbers.count("plain_rate") ? fmt::format(" ({})", format_mbps(number(e, "plain_rate")))
+                                      : std::string(),
+        size_of(e, "block"), format_mbps(number(e, "sync_rate")));
+  }
+  if (word(e, "client_flushes") == "yes") s += ", with `sync always` off: the client flushes";
+  return s;
+}
+
 }  // namespace
+
+std::string setting_evidence_text(const analysis::Hint& e) {
+  const std::string& id = e.id;
+  if (id == "setting.request_size") {
+    return fmt::format("{} per request, below the default {}", size_of(e, "request"),
+                       size_of(e, "default"));
+  }
+  if (id == "setting.sync_writes") return sync_writes(e);
+  if (id == "setting.sync_unmeasured") {
+    return fmt::format(
+        "{} from disk writes {}, below both the server disk and {} from RAM (the disk's "
+        "synchronous write rate was not measured)",
+        word(e, "proto"), format_mbps(number(e, "rate")), word(e, "proto"));
+  }
+  if (id == "setting.cpu_encrypted") {
+    return fmt::format("CPU-bound with the session encrypted ({})", word(e, "mode"));
+  }
+  if (id == "setting.cpu_signed") {
+    return fmt::format("CPU-bound with the session signed ({})", word(e, "mode"));
+  }
+  if (id == "setting.cpu_server_read") {
+    return fmt::format("the server's {} at a CPU limit ({}) while serving reads",
+                       word(e, "process"), word(e, "kind"));
+  }
+  if (id == "setting.disk_below") {
+    return fmt::format("{} from disk below both the server disk and {} from RAM", word(e, "proto"),
+                       word(e, "proto"));
+  }
+  if (id == "setting.window") {
+    return fmt::format("{} over the {:.2f} ms round trip allows {}, below TCP's {}; {} moves {}",
+                       size_of(e, "buffer"), number(e, "rtt_ms"),
+                       format_mbps(number(e, "window_rate")), format_mbps(number(e, "tcp_rate")),
+                       word(e, "proto"), format_mbps(number(e, "rate")));
+  }
+  if (id == "setting.cpu_tls") {
+    return fmt::format("CPU-bound with TLS on the data connection ({})", word(e, "value"));
+  }
+  if (id == "setting.rate_cap") {
+    return fmt::format("{} moves {}, at the {} per session the setting allows", word(e, "proto"),
+                       format_mbps(number(e, "rate")), format_mbps(number(e, "cap")));
+  }
+  CP_CHECK(!"a setting evidence id setting_evidence_text does not know (analysis/ladder.h)");
+  return id;
+}
 
 std::string hint_setting(const analysis::Hint& h) {
   if (h.id == "server.request_limit") return word(h, "key") + " = " + word(h, "value");
@@ -102,9 +179,15 @@ std::string hint_text(const analysis::Hint& h) {
         format_size(static_cast<uint64_t>(number(h, "default_size"))));
   }
   if (h.id == "server.costly_setting") {
+    // The evidence travels in the hint as "evidence.*" entries.
+    analysis::Hint e{word(h, "evidence"), {}, {}};
+    for (const auto& [k, v] : h.numbers)
+      if (k.starts_with("evidence.")) e.numbers[k.substr(9)] = v;
+    for (const auto& [k, v] : h.words)
+      if (k.starts_with("evidence.")) e.words[k.substr(9)] = v;
     return fmt::format("`{} = {}` on the {} server (default {}): {}; {}", word(h, "parameter"),
                        word(h, "value"), word(h, "server"), word(h, "default"), word(h, "cost"),
-                       word(h, "evidence"));
+                       setting_evidence_text(e));
   }
   CP_CHECK(!"a hint id hint_text does not know (analysis/ladder.h lists them)");
   return h.id;

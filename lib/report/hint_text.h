@@ -14,5 +14,9 @@ std::string hint_text(const analysis::Hint& h);
 // The setting a "server.*" hint names, without its explanation:
 // "smb2 max read = 65536".
 std::string hint_setting(const analysis::Hint& h);
+// What made a costly setting's cost show (analysis::SettingFound::evidence,
+// one of analysis::kSettingEvidenceIds): "NFS from disk writes 40.1 MB/s,
+// within 25 % of the server disk's synchronous write rate (...)".
+std::string setting_evidence_text(const analysis::Hint& evidence);
 
 }  // namespace cp::report

@@ -14,17 +14,57 @@ using analysis::Hint;
 // reads only its own).
 Hint full_hint(std::string_view id, double n) {
   Hint h{std::string(id), {}, {}};
-  for (const char* k :
-       {"server_mtu", "client_mtu", "rmem", "bdp", "path_bits", "rtt_ms", "sndbuf_limited",
-        "disk_bps", "protocol_bps", "read_ahead_kb", "size", "default_size"}) {
+  for (const char* k : {"server_mtu", "client_mtu", "rmem", "bdp", "path_bits", "rtt_ms",
+                        "sndbuf_limited", "disk_bps", "protocol_bps", "read_ahead_kb", "size",
+                        "default_size", "evidence.rate", "evidence.cap"}) {
     h.numbers[k] = n;
   }
   for (const char* k : {"receiver", "sender", "tcp_rmem", "rmem_max", "tcp_wmem", "wmem_max",
                         "protocol", "disk_device", "op", "key", "value", "parameter", "server",
-                        "default", "cost", "evidence"}) {
+                        "default", "cost", "evidence.proto"}) {
     h.words[k] = std::string(k) + std::to_string(int(n));
   }
+  h.words["evidence"] = "setting.rate_cap";  // a costly setting's evidence: its id
   return h;
+}
+
+// A setting's evidence of `id` carrying every figure and word any evidence
+// reads.
+Hint full_evidence(std::string_view id, double n) {
+  Hint e{std::string(id), {}, {}};
+  for (const char* k : {"rate", "sync_rate", "block", "ram_rate", "plain_rate", "request",
+                        "default", "buffer", "rtt_ms", "window_rate", "tcp_rate", "cap"}) {
+    e.numbers[k] = n * 1e6;
+  }
+  for (const char* k : {"proto", "mode", "process", "kind", "value"}) {
+    e.words[k] = std::string(k) + std::to_string(int(n));
+  }
+  return e;
+}
+
+TEST(SettingEvidenceText, EveryEvidenceIdHasItsOwnWordsAndRendersItsFigures) {
+  std::set<std::string> texts;
+  for (std::string_view id : analysis::kSettingEvidenceIds) {
+    const std::string t = setting_evidence_text(full_evidence(id, 1));
+    EXPECT_FALSE(t.empty()) << id;
+    EXPECT_NE(t, setting_evidence_text(full_evidence(id, 2))) << id;
+    texts.insert(t);
+  }
+  EXPECT_EQ(texts.size(), std::size(analysis::kSettingEvidenceIds));
+}
+
+// Writes near the synchronous rate and writes below the plain rate are told
+// apart, and a client's own flushes are said.
+TEST(SettingEvidenceText, SyncWritesSayNearOrBelowAndWhoFlushes) {
+  Hint near = full_evidence("setting.sync_writes", 1);
+  near.words["near"] = "near";
+  Hint below = near;
+  below.words["near"] = "below";
+  Hint client = near;
+  client.words["client_flushes"] = "yes";
+  const std::set<std::string> texts{setting_evidence_text(near), setting_evidence_text(below),
+                                    setting_evidence_text(client)};
+  EXPECT_EQ(texts.size(), 3u);
 }
 
 TEST(HintText, EveryHintIdHasItsOwnWords) {

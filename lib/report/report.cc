@@ -143,7 +143,8 @@ json::object finding_json(const analysis::Finding& f) {
                         {"value", s.value},
                         {"default", s.default_value},
                         {"cost", s.cost},
-                        {"evidence", s.evidence}});
+                        {"evidence", setting_evidence_text(s.evidence)},
+                        {"evidence_id", s.evidence.id}});
   }
   json::object finding{{"path", f.path},
                        {"layer", f.layer},
