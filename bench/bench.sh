@@ -12,21 +12,14 @@
 # (--no-build: build/ and the static server agent are built already).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 RATE=1gbit
 ROUNDS=3
 STREAMS=2
 TCP_ONLY=
 BUILD=1
-while (($#)); do
-  case "$1" in
-    --rate) RATE=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --streams) STREAMS=$2; shift 2 ;;
-    --tcp-only) TCP_ONLY=1; shift ;;
-    --no-build) BUILD=; shift ;;
-    *) echo "usage: $0 [--rate 1gbit] [--rounds N] [--streams N] [--tcp-only] [--no-build]" >&2; exit 2 ;;
-  esac
-done
+parse_options "--rate RATE --rounds ROUNDS --streams STREAMS --tcp-only TCP_ONLY=1 --no-build BUILD=" \
+  "$0 [--rate 1gbit] [--rounds N] [--streams N] [--tcp-only] [--no-build]" "$@"
 [ -n "$BUILD" ] && bash scripts/build.sh >/dev/null
 CP=./build/bin/chokepoint
 LAB=${CHOKEPOINT_LAB_DIR:-/var/lib/chokepoint-lab}
@@ -52,15 +45,11 @@ trap cleanup EXIT
 $CP lab up --rate "$RATE" >/dev/null
 # The lab's names and addresses ($CHOKEPOINT_LAB_INSTANCE's lab: cp-server-N, ...).
 ST=$($CP lab status --json)
-json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-LAB=$(echo "$ST" | json 'd["dir"]')
-SERVER_NS=$(echo "$ST" | json 'd["server"]["netns"]')
-CLIENT_NS=$(echo "$ST" | json 'd["client"]["netns"]')
-SERVER_HOST=$(echo "$ST" | json 'd["server"]["alias"]')
-ADDR=$(echo "$ST" | json 'd["server"]["data_address"]')
-SHARE_USER=$(echo "$ST" | json 'd["servers"].get("share_user", "cplab")')
+lab_vars "$ST" LAB='d["dir"]' SERVER_NS='d["server"]["netns"]' CLIENT_NS='d["client"]["netns"]' \
+  SERVER_HOST='d["server"]["alias"]' ADDR='d["server"]["data_address"]' \
+  SHARE_USER='d["servers"].get("share_user", "cplab")'
 SSH=(ssh -F "$LAB/ssh_config" -o BatchMode=yes)
-DISK_DIR=$(echo "$ST" | json 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
+DISK_DIR=$(echo "$ST" | field 'd["server"]["disk"]["dir"]' 2>/dev/null || echo "$LAB/server/disk")
 median() { python3 -c 'import sys,statistics; print(statistics.median(float(x) for x in sys.argv[1:]))' "$@"; }
 ratio() { python3 -c "import sys; print(f'{float(sys.argv[1])/float(sys.argv[2]):.3f}')" "$1" "$2"; }
 ours_row() {  # ours_row JSON KEY -> median bytes/s of that ladder row
@@ -69,52 +58,40 @@ ours_row() {  # ours_row JSON KEY -> median bytes/s of that ladder row
 
 echo "chokepoint benchmark: lab at rate $RATE, $ROUNDS rounds, $(date -u +%FT%TZ)"
 
-# --- TCP: iperf3 vs our TCP stage, alternating rounds --------------------------
-ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
-IPERF_PID=$!
-sleep 1
-printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = 1\n[protocol]\nenabled = no\n' >"$WORK/tcp.ini"
-declare -a ip_down ip_up our_down our_up
-for ((i = 0; i < ROUNDS; i++)); do
-  ip_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
-  ip_up+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
-  $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcp.ini" --json -q >"$WORK/tcp.json"
-  our_down+=("$(ours_row "$WORK/tcp.json" 'tcp:server->client:send')")
-  our_up+=("$(ours_row "$WORK/tcp.json" 'tcp:client->server:send')")
-done
-kill "$IPERF_PID"; IPERF_PID=
-echo "  per round, bytes/s: iperf3 down ${ip_down[*]}; ours ${our_down[*]}; iperf3 up ${ip_up[*]}; ours ${our_up[*]}"
-for dir in down up; do
-  if [ $dir = down ]; then p=$(median "${ip_down[@]}"); o=$(median "${our_down[@]}"); label="server -> client";
-  else p=$(median "${ip_up[@]}"); o=$(median "${our_up[@]}"); label="client -> server"; fi
-  printf 'TCP %-17s iperf3 %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" \
-    "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
-done
+# tcp_rounds N: iperf3 (-P N) against our TCP stage with [tcp] streams = N,
+# ROUNDS rounds alternating; prints each round's figures and the medians'
+# ratios. Our N-stream row (key tcp:DIR:send:N, for N > 1) holds the streams'
+# total, as iperf3's sum_received does.
+tcp_rounds() {
+  local n=$1 key_n= peer=iperf3 streams= i dir p o label
+  local -a p_flags=() p_down=() p_up=() o_down=() o_up=()
+  if ((n > 1)); then key_n=":$n" peer="iperf3 -P $n" streams="$n streams: " p_flags=(-P "$n"); fi
+  ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
+  IPERF_PID=$!
+  sleep 1
+  printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = %s\n[protocol]\nenabled = no\n' \
+    "$n" >"$WORK/tcp.ini"
+  for ((i = 0; i < ROUNDS; i++)); do
+    p_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 "${p_flags[@]}" -R -J | field 'd["end"]["sum_received"]["bits_per_second"]/8')")
+    p_up+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 "${p_flags[@]}" -J | field 'd["end"]["sum_received"]["bits_per_second"]/8')")
+    $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcp.ini" --json -q >"$WORK/tcp.json"
+    o_down+=("$(ours_row "$WORK/tcp.json" "tcp:server->client:send$key_n")")
+    o_up+=("$(ours_row "$WORK/tcp.json" "tcp:client->server:send$key_n")")
+  done
+  kill "$IPERF_PID"; IPERF_PID=
+  echo "  per round, bytes/s: $peer down ${p_down[*]}; ours ${o_down[*]}; $peer up ${p_up[*]}; ours ${o_up[*]}"
+  for dir in down up; do
+    if [ $dir = down ]; then p=$(median "${p_down[@]}"); o=$(median "${o_down[@]}"); label="server -> client";
+    else p=$(median "${p_up[@]}"); o=$(median "${o_up[@]}"); label="client -> server"; fi
+    printf 'TCP %-17s %s%s %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" "$streams" "$peer" \
+      "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
+  done
+}
 
+# --- TCP: iperf3 vs our TCP stage, alternating rounds --------------------------
+tcp_rounds 1
 # --- TCP with several streams: iperf3 -P N vs [tcp] streams = N ----------------
-# Our N-stream row (key tcp:DIR:send:N) holds the streams' total, as iperf3's
-# sum_received does.
-ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
-IPERF_PID=$!
-sleep 1
-printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = %s\n[protocol]\nenabled = no\n' \
-  "$STREAMS" >"$WORK/tcpn.ini"
-declare -a pn_down pn_up on_down on_up
-for ((i = 0; i < ROUNDS; i++)); do
-  pn_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -P "$STREAMS" -R -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
-  pn_up+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 -P "$STREAMS" -J | json 'd["end"]["sum_received"]["bits_per_second"]/8')")
-  $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/tcpn.ini" --json -q >"$WORK/tcpn.json"
-  on_down+=("$(ours_row "$WORK/tcpn.json" "tcp:server->client:send:$STREAMS")")
-  on_up+=("$(ours_row "$WORK/tcpn.json" "tcp:client->server:send:$STREAMS")")
-done
-kill "$IPERF_PID"; IPERF_PID=
-echo "  per round, bytes/s: iperf3 -P $STREAMS down ${pn_down[*]}; ours ${on_down[*]}; iperf3 -P $STREAMS up ${pn_up[*]}; ours ${on_up[*]}"
-for dir in down up; do
-  if [ $dir = down ]; then p=$(median "${pn_down[@]}"); o=$(median "${on_down[@]}"); label="server -> client";
-  else p=$(median "${pn_up[@]}"); o=$(median "${on_up[@]}"); label="client -> server"; fi
-  printf 'TCP %-17s %s streams: iperf3 -P %s %8.1f MB/s  chokepoint %8.1f MB/s  ratio %s\n' "$label" \
-    "$STREAMS" "$STREAMS" "$(python3 -c "print($p/1e6)")" "$(python3 -c "print($o/1e6)")" "$(ratio "$o" "$p")"
-done
+tcp_rounds "$STREAMS"
 [ -n "$TCP_ONLY" ] && exit 0
 
 # --- Disk: fio vs our disk stage ---------------------------------------------
@@ -191,7 +168,7 @@ disk_rounds "lab server disk" ours_lab fio_lab
 # in 3 runs each. A 1 MiB request on small pages reaches the device whole only
 # when those pages happen to be physically contiguous (the block layer merges
 # them); otherwise the loop device's 128-segment limit splits it.
-LAB_DEV=$(basename "$($CP lab status --json | json 'd["server"]["disk"]["source"]')")
+LAB_DEV=$(basename "$($CP lab status --json | field 'd["server"]["disk"]["source"]')")
 read_requests() {  # read_requests LABEL CMD...
   local -a a b
   local i sizes=()

@@ -32,14 +32,8 @@ cd "$(dirname "$0")/.."
 RUNS=5
 COUNT=500
 SIZE=4KiB
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) RUNS=$2; shift 2 ;;
-    --count) COUNT=$2; shift 2 ;;
-    --size) SIZE=$2; shift 2 ;;
-    *) echo "usage: bench/files-shares.sh [--runs N] [--count N] [--size S]" >&2; exit 2 ;;
-  esac
-done
+source bench/lib.sh
+parse_options "--runs RUNS --count COUNT --size SIZE" "bench/files-shares.sh [--runs N] [--count N] [--size S]" "$@"
 [ "$(id -u)" = 0 ] || { echo "files-shares.sh: run as root (the lab's namespaces)" >&2; exit 2; }
 CP=build/bin/chokepoint
 TB=build/bin/transfer_bench
@@ -59,18 +53,8 @@ cleanup() {
 trap cleanup EXIT
 [ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
 
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-ST=$($CP lab status --json)
-SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
-CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
-ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
-RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
-USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
-PWFILE=$(echo "$ST" | field 'd["servers"]["share_password_file"]')
-PW=$(head -n1 "$PWFILE")
+lab_share_env "$($CP lab status --json)"
 # Credentials for the peers in 0600 files, never on a command line.
-UID_=$(id -u "$USER_")
-GID_=$(id -g "$USER_")
 (umask 077
  printf 'set ftp:ssl-allow no\nset net:max-retries 1\nset cmd:fail-exit yes\nopen -u "%s","%s" ftp://%s\ncd ram\n' \
    "$USER_" "$PW" "$ADDR" > "$WORK/ftp.head"
@@ -90,8 +74,6 @@ nfs_loop() {
     if [ "$2" = put ]; then nfs-cp "$3/$n" "$(nfs_url "$1/$n")"; else nfs-cp "$(nfs_url "$1/$n")" "$3/$n"; fi
   done
 }
-on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
-in_client() { ip netns exec "$CLIENT_NS" "$@"; }
 on_server "rm -rf '$RAM/bench-files' && mkdir -p '$RAM/bench-files' && chown '$USER_:' '$RAM/bench-files'"
 
 # The tree the peers copy: COUNT files of SIZE, named as the pass names them.

@@ -39,19 +39,10 @@ DIRS=10
 ROUNDS=5
 SETTLE=6
 BUILD=1
-while (($#)); do
-  case "$1" in
-    --dir) DIR=$2; shift 2 ;;
-    --image-dir) IMAGE_DIR=$2; shift 2 ;;
-    --image-size) IMAGE_SIZE=$2; shift 2 ;;
-    --count) COUNT=$2; shift 2 ;;
-    --dirs) DIRS=$2; shift 2 ;;
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --settle) SETTLE=$2; shift 2 ;;
-    --no-build) BUILD=; shift ;;
-    *) echo "usage: $0 [--dir D | --image-dir D --image-size S] [--count N] [--dirs N] [--rounds N] [--settle S] [--no-build]" >&2; exit 2 ;;
-  esac
-done
+source bench/lib.sh
+parse_options "--dir DIR --image-dir IMAGE_DIR --image-size IMAGE_SIZE --count COUNT --dirs DIRS
+  --rounds ROUNDS --settle SETTLE --no-build BUILD=" \
+  "$0 [--dir D | --image-dir D --image-size S] [--count N] [--dirs N] [--rounds N] [--settle S] [--no-build]" "$@"
 if ((COUNT % 1024)); then echo "--count must be a multiple of 1024 (bonnie++ -n counts KiFiles)" >&2; exit 2; fi
 command -v bonnie++ >/dev/null || { echo "bonnie++ missing: run scripts/install-deps.sh" >&2; exit 1; }
 command -v fio >/dev/null || { echo "fio missing: run scripts/install-deps.sh" >&2; exit 1; }

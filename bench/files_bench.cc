@@ -21,6 +21,7 @@
 #include <iostream>
 #include <string>
 
+#include "bench_main.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "probe/files.h"
@@ -96,11 +97,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const cp::Error& e) {
-    std::cerr << "files_bench: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return cp::bench::main_of("files_bench", run, argc, argv); }

@@ -31,18 +31,14 @@ done
 CP=./build/bin/chokepoint
 TB=$(pwd)/build/bin/transfer_bench
 ST=$($CP lab status --json) || { echo "nfs_swing.sh: no lab is up: $CP lab up --rate 0" >&2; exit 1; }
-field() { echo "$ST" | python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-NS=$(field 'd["client"]["netns"]')
-ADDR=$(field 'd["server"]["data_address"]')
-SSHD=$(field 'd["server"]["sshd_pid"]')
-GPID=$(field 'd["servers"]["nfsd_pid"]')
-U=$(field 'd["servers"]["share_user"]')
-RAM=$(field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
+source bench/lib.sh
+lab_vars "$ST" NS='d["client"]["netns"]' ADDR='d["server"]["data_address"]' \
+  SSHD='d["server"]["sshd_pid"]' GPID='d["servers"]["nfsd_pid"]' U='d["servers"]["share_user"]' \
+  RAM='next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")'
 UID_=$(id -u "$U")
 GID_=$(id -g "$U")
 W=$(mktemp -d /dev/shm/chokepoint-nfs-swing.XXXXXX)
 trap 'rm -rf "$W"; nsenter -t "$SSHD" -m -- rm -rf "$RAM/swing"' EXIT
-on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
 head -c "$BYTES" /dev/urandom > "$W/src.dat"
 : > "$W/e.dat"
 on_server "mkdir -p '$RAM/swing' && cat > '$RAM/swing/m.dat' && touch '$RAM/swing/e.dat' && chown -R '$U:' '$RAM/swing'" < "$W/src.dat"

@@ -69,6 +69,7 @@
 # its own rate afterwards; one that was not is brought up and taken down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 RUNS=7
 SIZE=100MB
 RATES="1gbit 0"
@@ -150,7 +151,6 @@ cleanup() {
 trap cleanup EXIT
 
 status() { $CP lab status --json; }
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # Medians, ratio, per-round ratios and their spread, for one transfer: by
 # each tool's own clock (transfer), from outside (wall less the empty file's),
@@ -185,23 +185,11 @@ for RATE in $RATES; do
     echo "protocols.sh: skipping rate $RATE at delay $DELAY; carrying on with the others"
     continue
   fi
-  ST=$(status)
-  SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
-  CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')  # cp-client[-N]: the instance's
-  ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
-  RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
-  USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
-  CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
-  UID_=$(id -u "$USER_")
-  GID_=$(id -g "$USER_")
-  PWFILE=$(echo "$ST" | field 'd["servers"]["share_password_file"]')
-  PW=$(head -n1 "$PWFILE")
+  lab_share_env "$(status)"
   # Credentials for the peers in 0600 files, never on a command line.
   (umask 077
    printf 'user = "%s:%s"\n' "$USER_" "$PW" > "$WORK/curl.cfg"
    printf 'username = %s\npassword = %s\n' "$USER_" "$PW" > "$WORK/smb.auth")
-  on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
-  in_client() { ip netns exec "$CLIENT_NS" "$@"; }
 
   # One source file; the server gets a copy to serve fresh names from.
   head -c "$BYTES" /dev/urandom > "$WORK/src.dat"
@@ -291,32 +279,31 @@ PY
     fi
     local ours=(in_client "$tb" --driver "$proto" --url "$proto://$ADDR/ram" --user "$USER_" --password-file "$PWFILE" "${opts[@]}")
     local cw=(-w 'CURLTIME %{time_pretransfer} %{time_total}\n')
+    # The empty file's transfer (e_) and the round's (x_): curl's arguments,
+    # smbclient's command and ours.
+    local e_ftp x_ftp e_smb x_smb e_ours x_ours
     if [ "$op" = get ]; then
       rm -f "$WORK/e.dat"
-      if [ "$who" = peer ] && [ "$proto" = ftp ]; then
-        empty "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" -o "$WORK/e.dat" "ftp://$ADDR/ram/bench/empty.dat"
-        timed "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${cw[@]}" -o "$WORK/$f" "ftp://$ADDR/ram/bench/$f"
-      elif [ "$who" = peer ]; then
-        empty "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/empty.dat $WORK/e.dat"
-        timed "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "get bench/$f $WORK/$f"
-      else
-        empty "$key" "${ours[@]}" get bench/empty.dat "$WORK/e.dat"
-        # shellcheck disable=SC2086  # $hint: none or two words
-        timed "$key" "${ours[@]}" $hint get "bench/$f" "$WORK/$f"
-      fi
-      check "$WORK/$f"
+      e_ftp=(-o "$WORK/e.dat" "ftp://$ADDR/ram/bench/empty.dat") x_ftp=(-o "$WORK/$f" "ftp://$ADDR/ram/bench/$f")
+      e_smb="get bench/empty.dat $WORK/e.dat" x_smb="get bench/$f $WORK/$f"
+      # shellcheck disable=SC2206  # $hint: none or two words
+      e_ours=(get bench/empty.dat "$WORK/e.dat") x_ours=($hint get "bench/$f" "$WORK/$f")
     else
-      if [ "$who" = peer ] && [ "$proto" = ftp ]; then
-        empty "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" -T "$WORK/empty.dat" "ftp://$ADDR/ram/bench/e-$f"
-        timed "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${cw[@]}" -T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f"
-      elif [ "$who" = peer ]; then
-        empty "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/empty.dat bench/e-$f"
-        timed "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "put $WORK/src.dat bench/$f"
-      else
-        empty "$key" "${ours[@]}" put "$WORK/empty.dat" "bench/e-$f"
-        timed "$key" "${ours[@]}" put "$WORK/src.dat" "bench/$f"
-      fi
+      e_ftp=(-T "$WORK/empty.dat" "ftp://$ADDR/ram/bench/e-$f") x_ftp=(-T "$WORK/src.dat" "ftp://$ADDR/ram/bench/$f")
+      e_smb="put $WORK/empty.dat bench/e-$f" x_smb="put $WORK/src.dat bench/$f"
+      e_ours=(put "$WORK/empty.dat" "bench/e-$f") x_ours=(put "$WORK/src.dat" "bench/$f")
     fi
+    if [ "$who" = peer ] && [ "$proto" = ftp ]; then
+      empty "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${e_ftp[@]}"
+      timed "$key" in_client curl -sS --fail -K "$WORK/curl.cfg" "${cw[@]}" "${x_ftp[@]}"
+    elif [ "$who" = peer ]; then
+      empty "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "$e_smb"
+      timed "$key" in_client smbclient "//$ADDR/ram" -A "$WORK/smb.auth" -c "$x_smb"
+    else
+      empty "$key" "${ours[@]}" "${e_ours[@]}"
+      timed "$key" "${ours[@]}" "${x_ours[@]}"
+    fi
+    [ "$op" = put ] || check "$WORK/$f"
   }
 
   LOADS=

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -223,11 +224,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const cp::Error& e) {
-    std::cerr << "transfer_bench: " << cp::describe(e) << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return cp::bench::main_of("transfer_bench", run, argc, argv); }

@@ -9,14 +9,9 @@ cd "$(dirname "$0")/.."
 DELAY=5ms
 INSTANCE=${CHOKEPOINT_TEST_LAB_INSTANCE:-9}
 SECONDS_EACH=8
-while (($#)); do
-  case "$1" in
-    --delay) DELAY=$2; shift 2 ;;
-    --instance) INSTANCE=$2; shift 2 ;;
-    --seconds) SECONDS_EACH=$2; shift 2 ;;
-    *) echo "usage: $0 [--delay 5ms] [--instance N] [--seconds S]" >&2; exit 2 ;;
-  esac
-done
+source bench/lib.sh
+parse_options "--delay DELAY --instance INSTANCE --seconds SECONDS_EACH" \
+  "$0 [--delay 5ms] [--instance N] [--seconds S]" "$@"
 if [[ $INSTANCE == 0 ]]; then
   echo "$0: instance 0 is the user's lab; give --instance 1..99" >&2
   exit 2

@@ -9,9 +9,14 @@
 #include <vector>
 
 #include "analysis/ladder.h"
+#include "analysis/testing/findings.h"
 
 namespace cp::analysis {
 namespace {
+
+using testing::analyzed;
+using testing::finding;
+using testing::names_layer;
 
 // Payload ceilings as probe/linux/bus.cc computes them, bytes/s.
 constexpr double kSata3G = 300e6;          // 3.0 Gbps, 8b/10b
@@ -64,12 +69,6 @@ RunRecord run_with(const std::string& device, std::vector<double> disk_mbps) {
   return run;
 }
 
-const Finding* finding(const Analysis& a, const std::string& path) {
-  for (const auto& f : a.findings)
-    if (f.path == path) return &f;
-  return nullptr;
-}
-
 const Row& server_disk(const Analysis& a) {
   const Row* r = find_row(a, "disk:server:read:100000000");
   EXPECT_NE(r, nullptr);
@@ -77,8 +76,8 @@ const Row& server_disk(const Analysis& a) {
 }
 
 TEST(Bus, DiskRowIsHeldAgainstItsSataLinksTheoreticalCeiling) {
-  const Analysis a = analyze(stored::decode(
-      run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {150, 152, 149})));
+  const Analysis a =
+      analyzed(run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {150, 152, 149}));
   const Row& r = server_disk(a);
   EXPECT_EQ(r.bus.kind, "sata");
   EXPECT_DOUBLE_EQ(r.bus.theoretical, kSata3G);
@@ -87,12 +86,10 @@ TEST(Bus, DiskRowIsHeldAgainstItsSataLinksTheoreticalCeiling) {
 }
 
 TEST(Bus, DiskAtItsSataLinksEffectiveCeilingIsCappedByTheBus) {
-  const Analysis a = analyze(stored::decode(
-      run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239})));
+  const Analysis a =
+      analyzed(run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239}));
   const Finding* f = finding(a, "server -> client");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->rule, "path.bus");
-  EXPECT_EQ(f->layer, "server bus");
+  ASSERT_TRUE(names_layer(f, "path.bus", "server bus"));
   EXPECT_EQ(f->cap, "disk:server:read:100000000");
   EXPECT_NEAR(f->numbers.at("bus_ratio"), 0.80, 0.001);
   EXPECT_EQ(f->words.at("bus_kind"), "sata");
@@ -100,12 +97,10 @@ TEST(Bus, DiskAtItsSataLinksEffectiveCeilingIsCappedByTheBus) {
 }
 
 TEST(Bus, DiskBelowItsBusEffectiveCeilingIsTheDiskItself) {
-  const Analysis a = analyze(stored::decode(
-      run_with(one_disk("sda", bus_json("sata", "6.0 Gbps", kSata6G)), {240, 242, 239})));
+  const Analysis a =
+      analyzed(run_with(one_disk("sda", bus_json("sata", "6.0 Gbps", kSata6G)), {240, 242, 239}));
   const Finding* f = finding(a, "server -> client");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->rule, "path.slowest");
-  EXPECT_EQ(f->layer, "server disk");
+  ASSERT_TRUE(names_layer(f, "path.slowest", "server disk"));
 }
 
 TEST(Bus, NvmeDiskAtItsPcieLinksEffectiveCeilingIsCappedByTheBus) {
@@ -118,17 +113,15 @@ TEST(Bus, NvmeDiskAtItsPcieLinksEffectiveCeilingIsCappedByTheBus) {
       fmt::format(R"({{"hostname":"server","net":{{"name":"eth0","mtu":1500,"speed_mbit":100000}},)"
                   R"("disk_dir":{{"path":"/srv","device":{}}}}})",
                   one_disk("nvme0n1", bus_json("pcie", "8.0 GT/s PCIe x4", kPcie3x4)));
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "server -> client");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->rule, "path.bus");
-  EXPECT_EQ(f->layer, "server bus");
+  ASSERT_TRUE(names_layer(f, "path.bus", "server bus"));
   EXPECT_EQ(f->words.at("bus_kind"), "pcie");
 }
 
 TEST(Bus, UsbDiskBelowItsLinksEffectiveCeilingKeepsTheDisk) {
-  const Analysis a = analyze(stored::decode(
-      run_with(one_disk("sdc", bus_json("usb", "5000 Mbit/s", kUsb5G)), {350, 352, 349})));
+  const Analysis a =
+      analyzed(run_with(one_disk("sdc", bus_json("usb", "5000 Mbit/s", kUsb5G)), {350, 352, 349}));
   EXPECT_NEAR(server_disk(a).bus_ratio, 0.70, 0.01);
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
 }
@@ -144,8 +137,8 @@ TEST(Bus, LoopDeviceHasNoBusAndNoCeiling) {
 }
 
 TEST(Bus, OlderAgentWithoutBusFactsLeavesTheRowWithoutABus) {
-  const Analysis a = analyze(stored::decode(
-      run_with(R"({"name":"sda","disk":"sda","partition":false,"slaves":[]})", {240, 241})));
+  const Analysis a = analyzed(
+      run_with(R"({"name":"sda","disk":"sda","partition":false,"slaves":[]})", {240, 241}));
   EXPECT_TRUE(server_disk(a).bus.empty());
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
 }
@@ -160,13 +153,13 @@ TEST(Bus, ArrayIsHeldAgainstItsMembersLinksTogether) {
   const std::string members =
       fmt::format(R"({{"member":"sda1","bus":{}}},{{"member":"sdb1","bus":{}}})",
                   bus_json("sata", "3.0 Gbps", kSata3G), bus_json("sata", "3.0 Gbps", kSata3G));
-  const Analysis fast = analyze(stored::decode(run_with(md_with(members), {500, 505, 498})));
+  const Analysis fast = analyzed(run_with(md_with(members), {500, 505, 498}));
   EXPECT_EQ(server_disk(fast).bus.kind, "members");
   EXPECT_EQ(server_disk(fast).bus.links.size(), 2u);
   EXPECT_DOUBLE_EQ(server_disk(fast).bus.theoretical, 2 * kSata3G);
   EXPECT_EQ(finding(fast, "server -> client")->layer, "server bus");
   // At one member's ceiling only: the two links together are not the limit.
-  const Analysis slow = analyze(stored::decode(run_with(md_with(members), {290, 292, 288})));
+  const Analysis slow = analyzed(run_with(md_with(members), {290, 292, 288}));
   EXPECT_EQ(finding(slow, "server -> client")->layer, "server disk");
 }
 
@@ -174,7 +167,7 @@ TEST(Bus, ArrayWithAMemberOnNoBusHasNoCeiling) {
   const std::string members =
       fmt::format(R"({{"member":"sda1","bus":{}}},{{"member":"loop1","bus":{}}})",
                   bus_json("sata", "3.0 Gbps", kSata3G), bus_json("virtual", "", 0));
-  const Analysis a = analyze(stored::decode(run_with(md_with(members), {290, 292, 288})));
+  const Analysis a = analyzed(run_with(md_with(members), {290, 292, 288}));
   EXPECT_EQ(server_disk(a).bus.kind, "members");
   EXPECT_EQ(server_disk(a).bus.theoretical, 0);
   EXPECT_EQ(finding(a, "server -> client")->layer, "server disk");
@@ -184,7 +177,7 @@ TEST(Bus, ArrayOfLoopDevicesHasNoBus) {
   const std::string members =
       fmt::format(R"({{"member":"loop0","bus":{}}},{{"member":"loop1","bus":{}}})",
                   bus_json("virtual", "", 0), bus_json("virtual", "", 0));
-  const Analysis a = analyze(stored::decode(run_with(md_with(members), {900})));
+  const Analysis a = analyzed(run_with(md_with(members), {900}));
   EXPECT_EQ(server_disk(a).bus.kind, "virtual");
 }
 
@@ -192,11 +185,9 @@ TEST(Bus, ProtocolFromADiskAtItsBusCeilingNamesTheServersBus) {
   RunRecord run = run_with(one_disk("sda", bus_json("sata", "3.0 Gbps", kSata3G)), {240, 242, 239});
   add_stage(run, "smb", "ram", "read", 100'000'000, {900, 905, 898});
   add_stage(run, "smb", "disk", "read", 100'000'000, {236, 238, 235});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "smb disk read");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->rule, "protocol.disk_bus");
-  EXPECT_EQ(f->layer, "server bus");
+  ASSERT_TRUE(names_layer(f, "protocol.disk_bus", "server bus"));
   EXPECT_EQ(f->cap, "disk:server:read:100000000");
 }
 

@@ -392,18 +392,18 @@ TEST(Compare, DoubledRowWithQuietControlsCounts) {
 // is noise, not drift: it does not widen the band, and a real doubling of an
 // affected row still counts.
 TEST(Compare, ANoisyControlThatDidNotMoveLeavesTheBandNarrow) {
-  RunRecord a =
-      run(1, "before",
-          {disk_stage("server", "read", 100'000'000, {70, 71, 72, 73, 70.5}),
-           disk_stage("client", "read", 100'000'000, {40, 50, 60, 300, 320, 340}),
-           tcp_stage("server->client", {117, 116.5, 117.2, 116.8, 117.1}),
-           file_stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})});
-  RunRecord b =
-      run(2, "after",
-          {disk_stage("server", "read", 100'000'000, {71, 70.2, 72.5, 72.8, 71.9}),
-           disk_stage("client", "read", 100'000'000, {45, 55, 400, 420, 430, 440}),
-           tcp_stage("server->client", {116.9, 117.1, 116.7, 117.0, 117.3}),
-           file_stage("smb", "ram", "read", 100'000'000, {98.5, 100.1, 99.2, 99.9, 98.8})});
+  // Both runs' reads, MB/s: the server disk, the client disk, TCP and SMB from RAM.
+  using Mbps = std::vector<double>;
+  auto reads = [](int id, const std::string& label, Mbps server, Mbps client, Mbps tcp, Mbps smb) {
+    return run(id, label,
+               {disk_stage("server", "read", 100'000'000, server),
+                disk_stage("client", "read", 100'000'000, client), tcp_stage("server->client", tcp),
+                file_stage("smb", "ram", "read", 100'000'000, smb)});
+  };
+  RunRecord a = reads(1, "before", {70, 71, 72, 73, 70.5}, {40, 50, 60, 300, 320, 340},
+                      {117, 116.5, 117.2, 116.8, 117.1}, {49.1, 50.2, 49.6, 50.0, 49.4});
+  RunRecord b = reads(2, "after", {71, 70.2, 72.5, 72.8, 71.9}, {45, 55, 400, 420, 430, 440},
+                      {116.9, 117.1, 116.7, 117.0, 117.3}, {98.5, 100.1, 99.2, 99.9, 98.8});
   b.hosts[0].facts_json = samba_changed_facts();
   Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* noisy = row(c, "disk:client:read:100000000");

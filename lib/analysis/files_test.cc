@@ -10,9 +10,18 @@
 
 #include "analysis/judge.h"
 #include "analysis/ladder.h"
+#include "analysis/testing/findings.h"
 
 namespace cp::analysis {
 namespace {
+
+using testing::analyzed;
+using testing::names_layer;
+
+// The first finding made by `rule` ("files.disk" ...), or nullptr.
+const Finding* finding(const Analysis& a, const std::string& rule) {
+  return testing::finding_by_rule(a, rule);
+}
 
 struct Phase {
   std::string op;  // "files-create" ..
@@ -85,12 +94,6 @@ void add_tcp(RunRecord& run, double rtt_us) {
   run.stages.push_back(st);
 }
 
-const Finding* finding(const Analysis& a, const std::string& rule) {
-  for (const auto& f : a.findings)
-    if (f.rule == rule) return &f;
-  return nullptr;
-}
-
 TEST(FilesRows, EachPhaseAndOrderIsARowInOperationsPerSecond) {
   RunRecord run;
   add_files(run, "server", "sequential",
@@ -99,7 +102,7 @@ TEST(FilesRows, EachPhaseAndOrderIsARowInOperationsPerSecond) {
              {"files-read", 1000, 0.25, 200, 500, 900},
              {"files-delete", 1000, 0.125, 100, 300, 600}});
   add_files(run, "server", "random", {{"files-create", 640, 0.8, 900, 2000, 5000}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Row* create = find_row(a, "files:server:create:4096");
   ASSERT_NE(create, nullptr);
   EXPECT_EQ(create->unit, RowUnit::kOps);
@@ -124,10 +127,9 @@ TEST(FilesRows, AWorstOperationFarAboveTheMedianIsADiskLatencyNote) {
   // seed 002's NAS SSD: 224 creates/s with a 537 ms worst case.
   add_files(run, "server", "sequential", {{"files-create", 224, 1.0, 3000, 9000, 537000}});
   add_files(run, "client", "sequential", {{"files-create", 1000, 0.1, 90, 200, 900}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.disk_latency");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->layer, "server disk");
+  ASSERT_TRUE(names_layer(f, "server disk"));
   EXPECT_EQ(f->rows, std::vector<std::string>{"files:server:create:4096"});
   EXPECT_DOUBLE_EQ(f->numbers.at("max_us"), 537000);
   EXPECT_DOUBLE_EQ(f->numbers.at("median_us"), 3000);
@@ -143,10 +145,9 @@ TEST(FilesRows, APhaseWithTheAgentThreadAtACoreIsADiskCpuNoteNotACpuBoundOne) {
       R"("total_busy_pct":51,"agent_pct":99,"top":[{"pid":9,"comm":"chokepoint-agen",)"
       R"("cpu_pct":99,"top_thread_pct":99,"role":"agent"}]}})";
   add_files(run, "server", "sequential", {{"files-stat", 100000, 2, 15, 30, 90}}, cpu);
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.disk_cpu");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->layer, "cpu");
+  ASSERT_TRUE(names_layer(f, "cpu"));
   EXPECT_EQ(f->cpu.host, "server");
   EXPECT_TRUE(f->lower_bound);  // chokepoint's own agent at a core
   EXPECT_EQ(finding(a, "cpu.bound"), nullptr);
@@ -161,7 +162,7 @@ TEST(FilesShares, EachShareAndPhaseIsARowKeyedByProtocolAndMedium) {
       run, "smb", "disk",
       {{"files-create", 1000, 2, 900, 3000, 9000}, {"files-read", 1000, 4, 1800, 5000, 9000}});
   add_files(run, "server", "sequential", {{"files-create", 1000, 0.5, 400, 900, 2000}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Row* create = find_row(a, "files:smb:disk:create:4096");
   ASSERT_NE(create, nullptr);
   EXPECT_EQ(create->driver, "smb");
@@ -181,11 +182,10 @@ TEST(FilesShares, CreatesNearWhatTheRoundTripsAllowAreCappedByTheRoundTrips) {
   add_tcp(run, 10'000);
   add_share_files(run, "smb", "disk", {{"files-create", 300, 10, 33'000, 40'000, 60'000}});
   add_files(run, "server", "sequential", {{"files-create", 1000, 0.5, 400, 900, 2000}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.round_trips");
-  ASSERT_NE(f, nullptr);
+  ASSERT_TRUE(names_layer(f, "round trips"));
   EXPECT_EQ(f->path, "smb disk files create");
-  EXPECT_EQ(f->layer, "round trips");
   EXPECT_DOUBLE_EQ(f->numbers.at("round_trips"), 3);
   EXPECT_NEAR(f->numbers.at("ceiling_ops_per_s"), 1 / 0.03, 1e-6);
   EXPECT_NEAR(f->ratio, 30 / (1 / 0.03), 1e-9);
@@ -199,10 +199,9 @@ TEST(FilesShares, ADiskShareAtTheServerDisksOwnRateIsCappedByTheDisk) {
   add_tcp(run, 50);
   add_share_files(run, "nfs", "disk", {{"files-create", 1900, 1, 500, 900, 2000}});
   add_files(run, "server", "sequential", {{"files-create", 2000, 1, 400, 900, 2000}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.disk");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->layer, "server disk");
+  ASSERT_TRUE(names_layer(f, "server disk"));
   EXPECT_EQ(f->cap, "files:server:create:4096");
   EXPECT_NEAR(f->ratio, 0.95, 1e-9);
 }
@@ -216,7 +215,7 @@ TEST(FilesShares, BelowTheDiskAndTheRoundTripsTheProtocolLayerCapsIt) {
   add_share_files(run, "smb", "disk", {{"files-read", 400, 1, 2400, 3000, 5000}});
   add_files(run, "server", "sequential",
             {{"files-create", 2000, 1, 400, 900, 2000}, {"files-read", 3000, 1, 300, 900, 2000}});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   int layers = 0;
   for (const auto& f : a.findings) {
     if (f.rule != "files.layer") continue;
@@ -238,10 +237,9 @@ TEST(FilesShares, ThePhasesCpuAtACoreIsTheCpu) {
       R"("total_busy_pct":51,"server_pct":99,"top":[{"pid":9,"comm":"smbd",)"
       R"("cpu_pct":99,"top_thread_pct":99,"role":"server"}]}})";
   add_share_files(run, "smb", "ram", {{"files-create", 300, 10, 33'000, 40'000, 60'000}}, cpu);
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.cpu");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->layer, "cpu");
+  ASSERT_TRUE(names_layer(f, "cpu"));
   EXPECT_EQ(f->cpu.process, "smbd");
   EXPECT_EQ(finding(a, "files.round_trips"), nullptr);
   EXPECT_EQ(finding(a, "cpu.bound"), nullptr);  // judged once
@@ -289,10 +287,9 @@ TEST(FilesShares, ReadsACacheMayHaveServedAreUndecided) {
   RunRecord run;
   add_tcp(run, 50);
   add_share_files(run, "nfs", "disk", {{"files-read", 5000, 1, 150, 400, 900}}, "", true);
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Finding* f = finding(a, "files.untrusted");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->layer, "undecided");
+  ASSERT_TRUE(names_layer(f, "undecided"));
   EXPECT_EQ(f->candidates, (std::vector<std::string>{"cache", "nfs"}));
 }
 

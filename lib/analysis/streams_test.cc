@@ -9,9 +9,13 @@
 
 #include "analysis/judge.h"
 #include "analysis/ladder.h"
+#include "analysis/testing/findings.h"
 
 namespace cp::analysis {
 namespace {
+
+using testing::analyzed;
+using testing::finding;
 
 const std::string kFacts =
     R"({"hostname":"h","net":{"name":"eth0","mtu":1500,"speed_mbit":25000}})";
@@ -75,14 +79,8 @@ RunRecord two_stream_run() {
   return run;
 }
 
-const Finding* finding(const Analysis& a, const std::string& path) {
-  for (const auto& f : a.findings)
-    if (f.path == path) return &f;
-  return nullptr;
-}
-
 TEST(TcpStreams, EachStreamCountIsItsOwnRowWithItsTotal) {
-  const Analysis a = analyze(stored::decode(two_stream_run()));
+  const Analysis a = analyzed(two_stream_run());
   const Row* one = find_row(a, "tcp:server->client:send");
   const Row* two = find_row(a, "tcp:server->client:send:2");
   ASSERT_NE(one, nullptr);
@@ -96,7 +94,7 @@ TEST(TcpStreams, EachStreamCountIsItsOwnRowWithItsTotal) {
 TEST(TcpStreams, ProtocolOverOneConnectionIsHeldAgainstOneStream) {
   RunRecord run = two_stream_run();
   add_proto(run, "ftp", "{}", {1000, 1010, 995});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Row* ftp = find_row(a, "ftp:ram:read:100000000");
   ASSERT_NE(ftp, nullptr);
   EXPECT_EQ(ftp->below, "tcp:server->client:send");
@@ -109,7 +107,7 @@ TEST(TcpStreams, ProtocolOverOneConnectionIsHeldAgainstOneStream) {
 TEST(TcpStreams, SmbWithTwoConnectionsIsHeldAgainstTwoStreams) {
   RunRecord run = two_stream_run();
   add_proto(run, "smb", R"({"connections":"2"})", {1500, 1510, 1495});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   const Row* smb = find_row(a, "smb:ram:read:100000000");
   ASSERT_NE(smb, nullptr);
   EXPECT_EQ(smb->below, "tcp:server->client:send:2");
@@ -125,7 +123,7 @@ TEST(TcpStreams, KernelNfsMountWithNconnectIsHeldAgainstTheStreamsItOpens) {
   RunRecord run = two_stream_run();
   add_proto(run, "path", R"({"mount_options":"rw,vers=4.2,rsize=1048576,nconnect=4"})",
             {1500, 1510});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   // Four connections, two streams measured: the most streams up to four.
   EXPECT_EQ(find_row(a, "path:ram:read:100000000")->below, "tcp:server->client:send:2");
 }
@@ -133,7 +131,7 @@ TEST(TcpStreams, KernelNfsMountWithNconnectIsHeldAgainstTheStreamsItOpens) {
 TEST(TcpStreams, SmbWithOneConnectionIsHeldAgainstOneStream) {
   RunRecord run = two_stream_run();
   add_proto(run, "smb", R"({"connections":"1"})", {900, 905});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   EXPECT_EQ(find_row(a, "smb:ram:read:100000000")->below, "tcp:server->client:send");
 }
 
@@ -143,7 +141,7 @@ TEST(TcpStreams, WithoutSeveralStreamsMeasuredTheFindingSaysNothingOfThem) {
   run.hosts.push_back({"client", "client", kFacts});
   add_tcp(run, "server->client", 1, {1100, 1105, 1098});
   add_proto(run, "smb", R"({"connections":"2"})", {900, 905});
-  const Analysis a = analyze(stored::decode(run));
+  const Analysis a = analyzed(run);
   EXPECT_EQ(find_row(a, "smb:ram:read:100000000")->below, "tcp:server->client:send");
   EXPECT_EQ(finding(a, "smb ram read")->numbers.count("tcp_streams"), 0u);
 }

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/facts_message_json.h"
+#include "core/testing/sample_messages.h"
 
 namespace cp::msg {
 namespace {
@@ -37,43 +38,12 @@ constexpr const char* kStoredServer =
     R"j("euid":0,"degraded":[],"agent":{"role":"server","arch":"x86_64"},)j"
     R"j("agent_max_rss_kb":7584})j";
 
+// The sample facts (core/testing/sample_messages.h) with what the
+// orchestrator adds as it stores them: the agent's role and peak RSS.
 Facts some_facts() {
-  Facts f;
-  f.hostname = "nas";
-  f.os = "TrueNAS";
-  f.kernel = "6.6.44";
-  f.arch = "aarch64";
-  f.cpu_model = "Cortex-A72";
-  f.cpu_cores = 4;
-  f.boot_id = "b-1";
-  f.memory_bytes = 8ull << 30;
-  f.net = NetFacts{"198.18.0.2", "eth0", "198.18.0.1", 9000, 2500, 1000000000, ""};
-  f.ram_dir = DirFacts{"/ram", "tmpfs", 1u << 30, 1u << 29, false, {}, {}, {}};
-  DirFacts disk{"/tank/share", "zfs", 4ull << 40, 1ull << 40, true, "tank/share", {}, {}};
-  disk.device = BlockDeviceFacts{"sda1", "sda", true, 128, "mq-deadline", true, {}, {"sdb"}};
-  disk.zfs = ZfsFacts{8ull << 30, std::nullopt};
-  f.disk_dir = disk;
-  f.tcp_sysctls = {{"net.ipv4.tcp_rmem", "4096 131072 6291456"}, {"net.core.rmem_max", {}}};
-  f.samba = SambaFacts{0,
-                       "/etc/smb.conf",
-                       "",
-                       "running smbd (pid 7)",
-                       "testparm",
-                       "ab12",
-                       {{"smb2 max read", "65536"}, {"aio read size", "1"}}};
-  f.euid = 1000;
-  f.degraded = {{"process_netns", "assumed local", "root"}};
+  Facts f = testing::sample_facts();
   f.agent = AgentFacts{"server", "aarch64"};
   f.agent_max_rss_kb = 25000;
-  // Two instances of one server (the host's, a container's), and knfsd without a pid.
-  f.file_servers = {{"vsftpd", 812, "/etc/vsftpd.conf", "running vsftpd (pid 812)", "", {}},
-                    {"vsftpd",
-                     4410,
-                     "/ct/vsftpd.conf",
-                     "running vsftpd (pid 4410)",
-                     "",
-                     {{"local_max_rate", std::string("20000000")}}},
-                    {"knfsd", 0, "/proc/fs/nfs/exports", "kernel", "", {}}};
   return f;
 }
 
@@ -119,7 +89,7 @@ TEST(FactsMessage, EveryFieldSurvivesTheWire) {
   ASSERT_TRUE(g.samba.has_value());
   EXPECT_EQ(g.samba->found_by, "running smbd (pid 7)");
   EXPECT_EQ(g.samba->source, "testparm");
-  EXPECT_EQ(g.samba->sha256, "ab12");
+  EXPECT_EQ(g.samba->sha256, std::string(64, 'a'));
   ASSERT_EQ(g.samba->global.size(), 2u);
   EXPECT_EQ(g.samba->global[1].name, "aio read size");
   EXPECT_EQ(g.euid, 1000u);

@@ -4,6 +4,13 @@
 
 namespace cp {
 
+namespace {
+// A parsed line's fields in MountInfoLine's order, to compare whole lines.
+std::vector<std::string> fields(const MountInfoLine& m) {
+  return {m.dev, m.root, m.mount_point, m.options, m.fstype, m.source, m.super_options};
+}
+}  // namespace
+
 TEST(MountInfo, ParsesFieldsAndOptionalTags) {
   auto m = parse_mountinfo(
       "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
@@ -11,15 +18,12 @@ TEST(MountInfo, ParsesFieldsAndOptionalTags) {
       "40 22 0:40 /sub /mnt/with\\040space rw - tmpfs my\\040src rw,size=1024k\n"
       "garbage line\n");
   ASSERT_EQ(m.size(), 3u);
-  EXPECT_EQ(m[0].dev, "254:0");
-  EXPECT_EQ(m[0].fstype, "ext4");
-  EXPECT_EQ(m[0].source, "/dev/vda");
-  EXPECT_EQ(m[1].mount_point, "/sys/fs/cgroup/cpu");
-  EXPECT_EQ(m[1].super_options, "rw,cpu");
-  EXPECT_EQ(m[2].root, "/sub");
-  EXPECT_EQ(m[2].mount_point, "/mnt/with space");
-  EXPECT_EQ(m[2].source, "my src");
-  EXPECT_EQ(m[2].options, "rw");
+  using Fields = std::vector<std::string>;
+  EXPECT_EQ(fields(m[0]), (Fields{"254:0", "/", "/", "rw,relatime", "ext4", "/dev/vda", "rw"}));
+  EXPECT_EQ(fields(m[1]),
+            (Fields{"0:30", "/", "/sys/fs/cgroup/cpu", "rw,nosuid", "cgroup", "cgroup", "rw,cpu"}));
+  EXPECT_EQ(fields(m[2]),
+            (Fields{"0:40", "/sub", "/mnt/with space", "rw", "tmpfs", "my src", "rw,size=1024k"}));
 }
 
 TEST(MountInfo, SplitAndUnescape) {

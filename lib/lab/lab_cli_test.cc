@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/testing/error_of.h"
 
 namespace cp::lab {
 namespace {
@@ -32,14 +33,9 @@ Outcome run(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+// The kind of the error parse_up_args throws for `args`.
 ErrorKind kind_of(const std::vector<std::string>& args) {
-  try {
-    parse_up_args(args);
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return ErrorKind::kCancelled;
+  return cp::testing::kind_of([&] { parse_up_args(args); });
 }
 
 // Points default_dir() at a fresh empty directory for one test: a lab dir of the test's own, on the

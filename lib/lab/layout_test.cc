@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/process.h"
+#include "core/testing/error_of.h"
 
 namespace cp::lab {
 namespace {
@@ -47,14 +48,17 @@ std::map<std::string, std::string> config_map(const std::string& text) {
   return m;
 }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return ErrorKind::kCancelled;
+using cp::testing::kind_of;
+
+// The config `text_of` writes for a lab planned with `o`, whose options validate() accepts.
+std::string conf_of(const LabOptions& o, std::string (*text_of)(const LabState&)) {
+  EXPECT_NO_THROW(validate(o));
+  return text_of(plan(o, "/l"));
+}
+
+// `check` refuses each line of `bad` as a config error.
+void expect_refused(void (*check)(const std::string&), std::initializer_list<const char*> bad) {
+  for (const char* line : bad) EXPECT_EQ(kind_of([&] { check(line); }), ErrorKind::kConfig) << line;
 }
 
 TEST(LayoutTest, PlanNamesAddressesAndPaths) {
@@ -107,30 +111,30 @@ bool inside(uint32_t ip, std::pair<uint32_t, uint32_t> r) {
   return ip >= r.first && ip <= r.second;
 }
 
+// The names an instance ends with `suffix` ("" for instance 0, "-9" for 9).
+void expect_names_end_with(const InstanceNames& n, const std::string& suffix) {
+  EXPECT_EQ(n.suffix, suffix);
+  EXPECT_EQ(n.dir, "/var/lib/chokepoint-lab" + suffix);
+  EXPECT_EQ(n.lock_path, "/run/chokepoint-lab" + suffix + ".lock");
+  EXPECT_EQ(n.server_netns, "cp-server" + suffix);
+  EXPECT_EQ(n.client_netns, "cp-client" + suffix);
+  EXPECT_EQ(n.server_mgmt_root_ifname, "cpm-s" + suffix);
+  EXPECT_EQ(n.client_mgmt_root_ifname, "cpm-c" + suffix);
+  EXPECT_EQ(n.share_user, "cplab" + suffix);
+  EXPECT_EQ(n.cgroup_name, "chokepoint-lab" + suffix);
+}
+
 TEST(LayoutTest, InstanceZeroKeepsTheHistoricalNames) {
   const InstanceNames n = instance_names(0);
-  EXPECT_EQ(n.suffix, "");
-  EXPECT_EQ(n.dir, "/var/lib/chokepoint-lab");
-  EXPECT_EQ(n.lock_path, "/run/chokepoint-lab.lock");
-  EXPECT_EQ(n.server_netns, "cp-server");
-  EXPECT_EQ(n.client_netns, "cp-client");
-  EXPECT_EQ(n.server_mgmt_root_ifname, "cpm-s");
-  EXPECT_EQ(n.client_mgmt_root_ifname, "cpm-c");
+  expect_names_end_with(n, "");
   EXPECT_EQ(n.server_data_address, "198.18.0.1");
   EXPECT_EQ(n.client_data_address, "198.18.0.2");
-  EXPECT_EQ(n.share_user, "cplab");
-  EXPECT_EQ(n.cgroup_name, "chokepoint-lab");
 }
 
 TEST(LayoutTest, InstanceNineHasItsOwnNamesAddressesAndPaths) {
   const InstanceNames n = instance_names(9);
-  EXPECT_EQ(n.dir, "/var/lib/chokepoint-lab-9");
-  EXPECT_EQ(n.lock_path, "/run/chokepoint-lab-9.lock");
-  EXPECT_EQ(n.server_netns, "cp-server-9");
-  EXPECT_EQ(n.client_netns, "cp-client-9");
+  expect_names_end_with(n, "-9");
   EXPECT_EQ(n.switch_netns, "cp-switch-9");
-  EXPECT_EQ(n.server_mgmt_root_ifname, "cpm-s-9");
-  EXPECT_EQ(n.client_mgmt_root_ifname, "cpm-c-9");
   EXPECT_EQ(n.server_mgmt_subnet, "198.18.109.0/30");
   EXPECT_EQ(n.server_mgmt_root_address, "198.18.109.1");
   EXPECT_EQ(n.server_mgmt_address, "198.18.109.2");
@@ -140,8 +144,6 @@ TEST(LayoutTest, InstanceNineHasItsOwnNamesAddressesAndPaths) {
   EXPECT_EQ(n.data_subnet, "198.19.9.0/24");
   EXPECT_EQ(n.server_data_address, "198.19.9.1");
   EXPECT_EQ(n.client_data_address, "198.19.9.2");
-  EXPECT_EQ(n.share_user, "cplab-9");
-  EXPECT_EQ(n.cgroup_name, "chokepoint-lab-9");
 
   const LabState s = plan(LabOptions{}, "/srv/lab9", 9);
   EXPECT_EQ(s.instance, 9);
@@ -243,10 +245,9 @@ TEST(LayoutTest, ValidateRejectsWhatTheLabCannotApply) {
 TEST(LayoutTest, ValidateDirKeepsConfigFilesSafe) {
   EXPECT_NO_THROW(validate_dir("/var/lib/chokepoint-lab"));
   EXPECT_NO_THROW(validate_dir("/var/tmp/lab_2.test"));
-  for (const char* bad : {"", "relative/lab", "/var/lib/my lab", "/var/lib/lab%h", "/tmp/\"x",
-                          "/run/lab", "/run", "/dev/shm/lab", "/", "/var/../run/x", "/tmp/a\nb"}) {
-    EXPECT_EQ(kind_of([&] { validate_dir(bad); }), ErrorKind::kConfig) << bad;
-  }
+  expect_refused(validate_dir,
+                 {"", "relative/lab", "/var/lib/my lab", "/var/lib/lab%h", "/tmp/\"x", "/run/lab",
+                  "/run", "/dev/shm/lab", "/", "/var/../run/x", "/tmp/a\nb"});
   // Only whole components count: /running is not /run.
   EXPECT_NO_THROW(validate_dir("/running/lab"));
 }
@@ -445,8 +446,7 @@ TEST(LayoutTest, UserLoginLogsTheServerInAsTheShareUserAndDiagnosesItsShares) {
 TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   LabOptions o;
   o.samba_params = {"smb2 max read = 16384", "server signing = mandatory"};
-  EXPECT_NO_THROW(validate(o));
-  const std::string conf = smb_conf_text(plan(o, "/l"));
+  const std::string conf = conf_of(o, smb_conf_text);
   const size_t global = conf.find("[global]");
   const size_t ram = conf.find("[ram]");
   const size_t param = conf.find("  smb2 max read = 16384\n");
@@ -454,9 +454,8 @@ TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
   EXPECT_GT(param, global);
   EXPECT_LT(param, ram);
   EXPECT_NE(conf.find("  server signing = mandatory\n"), std::string::npos);
-  for (const char* bad : {"no equals sign", "= 1", "a = 1\n[evil]", "[x] = 1", "a\r = 1"}) {
-    EXPECT_EQ(kind_of([&] { validate_samba_param(bad); }), ErrorKind::kConfig) << bad;
-  }
+  expect_refused(validate_samba_param,
+                 {"no equals sign", "= 1", "a = 1\n[evil]", "[x] = 1", "a\r = 1"});
   EXPECT_NO_THROW(validate_samba_param("vfs objects ="));
 }
 
@@ -465,16 +464,14 @@ TEST(LayoutTest, SambaParamsGoToGlobalAndBadOnesAreRefused) {
 TEST(LayoutTest, VsftpdParamsEndTheConfAndBadOnesAreRefused) {
   LabOptions o;
   o.vsftpd_params = {"local_max_rate=20000000", "use_sendfile=NO"};
-  EXPECT_NO_THROW(validate(o));
-  const std::string conf = vsftpd_conf_text(plan(o, "/l"));
+  const std::string conf = conf_of(o, vsftpd_conf_text);
   const size_t rate = conf.find("\nlocal_max_rate=20000000\n");
   ASSERT_NE(rate, std::string::npos) << conf;
   EXPECT_GT(rate, conf.find("ftpd_banner="));
   EXPECT_NE(conf.find("\nuse_sendfile=NO\n"), std::string::npos);
   EXPECT_EQ(vsftpd_conf_text(plan(LabOptions{}, "/l")).find("local_max_rate"), std::string::npos);
-  for (const char* bad : {"local_max_rate = 1", "no_equals", "a=1\nb=2", "=1", "Local=1"}) {
-    EXPECT_EQ(kind_of([&] { validate_vsftpd_param(bad); }), ErrorKind::kConfig) << bad;
-  }
+  expect_refused(validate_vsftpd_param,
+                 {"local_max_rate = 1", "no_equals", "a=1\nb=2", "=1", "Local=1"});
 }
 
 // "[disk] name = value" goes to the end of the disk share's section only, as
@@ -483,8 +480,7 @@ TEST(LayoutTest, VsftpdParamsEndTheConfAndBadOnesAreRefused) {
 TEST(LayoutTest, SambaParamsOfAShareGoToItsSectionOnly) {
   LabOptions o;
   o.samba_params = {"[disk] sync always = yes", "strict sync = yes"};
-  EXPECT_NO_THROW(validate(o));
-  const std::string conf = smb_conf_text(plan(o, "/l"));
+  const std::string conf = conf_of(o, smb_conf_text);
   const size_t disk = conf.find("[disk]");
   const size_t param = conf.find("  sync always = yes\n");
   ASSERT_NE(param, std::string::npos) << conf;
@@ -493,9 +489,8 @@ TEST(LayoutTest, SambaParamsOfAShareGoToItsSectionOnly) {
   const size_t next = conf.find("\n[", disk);
   if (next != std::string::npos) EXPECT_LT(param, next) << conf;
   EXPECT_LT(conf.find("  strict sync = yes\n"), conf.find("[ram]"));
-  for (const char* bad : {"[printers] sync always = yes", "[disk] no equals", "[disk]", "[disk"}) {
-    EXPECT_EQ(kind_of([&] { validate_samba_param(bad); }), ErrorKind::kConfig) << bad;
-  }
+  expect_refused(validate_samba_param,
+                 {"[printers] sync always = yes", "[disk] no equals", "[disk]", "[disk"});
   EXPECT_EQ(samba_param_section("[ram] aio read size = 0"),
             std::make_pair(std::string("ram"), std::string("aio read size = 0")));
 }

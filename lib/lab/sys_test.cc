@@ -15,22 +15,16 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/testing/scratch_dir.h"
 
 namespace cp::lab::sys {
 namespace {
 
-class TempDir {
+// A fresh directory for one test (core/testing/scratch_dir.h), its path as text.
+class TempDir : public cp::testing::ScratchDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/cp-lab-sys-test-XXXXXX";
-    CP_CHECK(mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : ScratchDir("cp-lab-sys-test") {}
+  std::string path() const { return ScratchDir::path().string(); }
 };
 
 TEST(SysTest, ParsePidsTakesNumbersOnly) {

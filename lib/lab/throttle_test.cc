@@ -30,6 +30,28 @@ std::string ops_text(const ThrottlePlan& p) {
   return out;
 }
 
+// The ops that make v1 cpu cgroup `name` with `quota_us` per 100 ms and move `pids` into it.
+std::string v1_cpu_ops(const std::string& name, int quota_us, const std::vector<int>& pids) {
+  const std::string cg = "/sys/fs/cgroup/cpu/" + name;
+  std::string out = "mkdir " + cg + "\n" + "write " + cg + "/cpu.cfs_period_us = 100000\n" +
+                    "write " + cg + "/cpu.cfs_quota_us = " + std::to_string(quota_us) + "\n";
+  for (int pid : pids) out += "move " + cg + "/cgroup.procs = " + std::to_string(pid) + "\n";
+  return out;
+}
+
+// The ops that make v1 blkio cgroup `name` limiting device `dev` to `read_bps` and
+// `write_bps` (0: no limit) and move `pids` into it.
+std::string v1_blkio_ops(const std::string& name, const std::string& dev, uint64_t read_bps,
+                         uint64_t write_bps, const std::vector<int>& pids) {
+  const std::string cg = "/sys/fs/cgroup/blkio/" + name;
+  std::string out = "mkdir " + cg + "\n" + "write " + cg +
+                    "/blkio.throttle.read_bps_device = " + dev + " " + std::to_string(read_bps) +
+                    "\n" + "write " + cg + "/blkio.throttle.write_bps_device = " + dev + " " +
+                    std::to_string(write_bps) + "\n";
+  for (int pid : pids) out += "move " + cg + "/cgroup.procs = " + std::to_string(pid) + "\n";
+  return out;
+}
+
 TEST(ThrottleTest, ParsesHybridAndV2Layouts) {
   CgroupLayout l = parse_cgroup_layout(kHybrid, "");
   EXPECT_EQ(l.cpu_v1, "/sys/fs/cgroup/cpu");
@@ -51,12 +73,7 @@ TEST(ThrottleTest, V1CpuQuotaMovesOnlySmbd) {
   want.smbd_cpu = 0.2;
   const ThrottlePlan p =
       plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {101, 102}, {50, 101, 102, 200});
-  EXPECT_EQ(ops_text(p),
-            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-smbd\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_period_us = 100000\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_quota_us = 20000\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 101\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 102\n");
+  EXPECT_EQ(ops_text(p), v1_cpu_ops("chokepoint-lab-smbd", 20000, {101, 102}));
   EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-smbd"}));
 }
 
@@ -77,14 +94,7 @@ TEST(ThrottleTest, V1DiskLimitsTheWholeServerHost) {
   want.disk_read_bps = 50'000'000;
   const ThrottlePlan p =
       plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:3", {101}, {50, 101});
-  EXPECT_EQ(ops_text(p),
-            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-server\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.read_bps_device = "
-            "7:3 50000000\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.write_bps_device = "
-            "7:3 0\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 50\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 101\n");
+  EXPECT_EQ(ops_text(p), v1_blkio_ops("chokepoint-lab-server", "7:3", 50'000'000, 0, {50, 101}));
 }
 
 TEST(ThrottleTest, V2UsesLeavesAndIoMaxOnTheirParent) {
@@ -114,15 +124,8 @@ TEST(ThrottleTest, NfsdGetsAQuotaOfItsOwnBesideSmbd) {
   want.nfsd_cpu = 0.2;
   const ThrottlePlan v1 = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:0", {101},
                                         {50, 101, 300}, "chokepoint-lab", {300});
-  EXPECT_EQ(ops_text(v1),
-            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-smbd\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_period_us = 100000\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cpu.cfs_quota_us = 50000\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-smbd/cgroup.procs = 101\n"
-            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-nfsd\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cpu.cfs_period_us = 100000\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cpu.cfs_quota_us = 20000\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-nfsd/cgroup.procs = 300\n");
+  EXPECT_EQ(ops_text(v1), v1_cpu_ops("chokepoint-lab-smbd", 50000, {101}) +
+                              v1_cpu_ops("chokepoint-lab-nfsd", 20000, {300}));
   // v2: ganesha.nfsd in its own leaf, left out of the server leaf.
   LabThrottle only_nfsd;
   only_nfsd.nfsd_cpu = 0.2;
@@ -182,18 +185,8 @@ TEST(ThrottleTest, V1ClientCpuAndDiskGoToTheClientHostOnly) {
   const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "", {101}, {50, 101},
                                        "chokepoint-lab-7", {}, client);
   EXPECT_EQ(ops_text(p),
-            "mkdir /sys/fs/cgroup/cpu/chokepoint-lab-7-client\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cpu.cfs_period_us = 100000\n"
-            "write /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cpu.cfs_quota_us = 25000\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cgroup.procs = 60\n"
-            "move /sys/fs/cgroup/cpu/chokepoint-lab-7-client/cgroup.procs = 61\n"
-            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-7-client\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-7-client/blkio.throttle.read_bps_device = "
-            "7:4 50000000\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-7-client/blkio.throttle.write_bps_device = "
-            "7:4 0\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-7-client/cgroup.procs = 60\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-7-client/cgroup.procs = 61\n");
+            v1_cpu_ops("chokepoint-lab-7-client", 25000, {60, 61}) +
+                v1_blkio_ops("chokepoint-lab-7-client", "7:4", 50'000'000, 0, {60, 61}));
   EXPECT_EQ(p.cgroups, (std::vector<std::string>{"/sys/fs/cgroup/cpu/chokepoint-lab-7-client",
                                                  "/sys/fs/cgroup/blkio/chokepoint-lab-7-client"}));
   for (const std::string& c : p.cgroups) EXPECT_FALSE(cgroup_root_of(c).empty()) << c;
@@ -205,20 +198,8 @@ TEST(ThrottleTest, V1ServerAndClientDisksEachLimitTheirOwnDevice) {
   want.client_disk_write_bps = 20'000'000;
   const ThrottlePlan p = plan_throttle(parse_cgroup_layout(kHybrid, ""), want, "7:3", {101},
                                        {50, 101}, "chokepoint-lab", {}, {"7:4", {60}});
-  EXPECT_EQ(ops_text(p),
-            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-server\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.read_bps_device = "
-            "7:3 0\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-server/blkio.throttle.write_bps_device = "
-            "7:3 10000000\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 50\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-server/cgroup.procs = 101\n"
-            "mkdir /sys/fs/cgroup/blkio/chokepoint-lab-client\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-client/blkio.throttle.read_bps_device = "
-            "7:4 0\n"
-            "write /sys/fs/cgroup/blkio/chokepoint-lab-client/blkio.throttle.write_bps_device = "
-            "7:4 20000000\n"
-            "move /sys/fs/cgroup/blkio/chokepoint-lab-client/cgroup.procs = 60\n");
+  EXPECT_EQ(ops_text(p), v1_blkio_ops("chokepoint-lab-server", "7:3", 0, 10'000'000, {50, 101}) +
+                             v1_blkio_ops("chokepoint-lab-client", "7:4", 0, 20'000'000, {60}));
 }
 
 TEST(ThrottleTest, V2ClientGetsALeafWithItsCpuMaxAndIoMax) {

@@ -26,6 +26,11 @@ class FakeSysfs {
     std::ofstream(root() + rel) << text << "\n";
   }
   void dir(const std::string& rel) { fs::create_directories(root() + rel); }
+  // PCI function `rel`'s link: its speed ("8.0 GT/s PCIe") and width (lanes).
+  void pci_link(const std::string& rel, const std::string& speed, const std::string& width) {
+    file(rel + "/current_link_speed", speed);
+    file(rel + "/current_link_width", width);
+  }
   // /sys/dev/block/MAJ:MIN -> the device's directory.
   void dev(const std::string& majmin, const std::string& rel) {
     fs::create_directories(root() + "/dev/block");
@@ -48,6 +53,19 @@ TEST(Bus, CeilingsAfterLineCoding) {
   EXPECT_EQ(os::usb_ceiling("10000"), 1'212'121'212u);
 }
 
+// Whether `f` names a bus of `kind` whose link is `link`, with a payload
+// ceiling of `ceiling` bytes/s; on failure, what it names.
+::testing::AssertionResult on_bus(const std::optional<msg::BlockDeviceFacts>& f,
+                                  const std::string& kind, const std::string& link,
+                                  uint64_t ceiling) {
+  if (!f || !f->bus) return ::testing::AssertionFailure() << "no bus";
+  const msg::BusFacts& b = *f->bus;
+  if (b.kind != kind || b.link != link || b.ceiling_bytes_per_s != ceiling)
+    return ::testing::AssertionFailure()
+           << b.kind << " at " << b.link << ", " << b.ceiling_bytes_per_s << " bytes/s";
+  return ::testing::AssertionSuccess();
+}
+
 TEST(Bus, SataDiskNamesItsPortsNegotiatedSpeed) {
   FakeSysfs s;
   const std::string disk =
@@ -55,29 +73,21 @@ TEST(Bus, SataDiskNamesItsPortsNegotiatedSpeed) {
   s.dir(disk + "/queue");
   s.file(disk + "/sda1/partition", "1");
   // The AHCI controller's own PCIe link is not the disk's.
-  s.file("/devices/pci0000:00/0000:00:17.0/current_link_speed", "8.0 GT/s PCIe");
-  s.file("/devices/pci0000:00/0000:00:17.0/current_link_width", "1");
+  s.pci_link("/devices/pci0000:00/0000:00:17.0", "8.0 GT/s PCIe", "1");
   s.file("/class/ata_link/link3/sata_spd", "3.0 Gbps");
   s.dev("8:1", disk + "/sda1");
   const auto f = block_device_facts(8, 1, s.root());
-  ASSERT_TRUE(f && f->bus);
-  EXPECT_EQ(f->bus->kind, "sata");
-  EXPECT_EQ(f->bus->link, "3.0 Gbps");
-  EXPECT_EQ(f->bus->ceiling_bytes_per_s, 300'000'000u);
+  EXPECT_TRUE(on_bus(f, "sata", "3.0 Gbps", 300'000'000u));
 }
 
 TEST(Bus, NvmeDiskNamesItsPciLinkAndWidth) {
   FakeSysfs s;
   const std::string fn = "/devices/pci0000:00/0000:00:1d.0/0000:03:00.0";
   s.dir(fn + "/nvme/nvme0/nvme0n1/queue");
-  s.file(fn + "/current_link_speed", "8.0 GT/s PCIe");
-  s.file(fn + "/current_link_width", "4");
+  s.pci_link(fn, "8.0 GT/s PCIe", "4");
   s.dev("259:0", fn + "/nvme/nvme0/nvme0n1");
   const auto f = block_device_facts(259, 0, s.root());
-  ASSERT_TRUE(f && f->bus);
-  EXPECT_EQ(f->bus->kind, "pcie");
-  EXPECT_EQ(f->bus->link, "8.0 GT/s PCIe x4");
-  EXPECT_EQ(f->bus->ceiling_bytes_per_s, os::pcie_ceiling("8.0 GT/s", 4));
+  EXPECT_TRUE(on_bus(f, "pcie", "8.0 GT/s PCIe x4", os::pcie_ceiling("8.0 GT/s", 4)));
 }
 
 TEST(Bus, UsbDiskNamesTheUsbLinkNotItsHostController) {
@@ -87,14 +97,10 @@ TEST(Bus, UsbDiskNamesTheUsbLinkNotItsHostController) {
   s.dir(disk + "/queue");
   s.file(usb + "/speed", "5000");
   s.file(usb + "/busnum", "2");
-  s.file("/devices/pci0000:00/0000:00:14.0/current_link_speed", "8.0 GT/s PCIe");
-  s.file("/devices/pci0000:00/0000:00:14.0/current_link_width", "1");
+  s.pci_link("/devices/pci0000:00/0000:00:14.0", "8.0 GT/s PCIe", "1");
   s.dev("8:16", disk);
   const auto f = block_device_facts(8, 16, s.root());
-  ASSERT_TRUE(f && f->bus);
-  EXPECT_EQ(f->bus->kind, "usb");
-  EXPECT_EQ(f->bus->link, "5000 Mbit/s");
-  EXPECT_EQ(f->bus->ceiling_bytes_per_s, 500'000'000u);
+  EXPECT_TRUE(on_bus(f, "usb", "5000 Mbit/s", 500'000'000u));
 }
 
 TEST(Bus, MdArrayHasNoBusButEachMemberHasItsOwn) {

@@ -354,23 +354,39 @@ class FakeCgroups {
     std::filesystem::create_directories(std::filesystem::path(fs_ + path).parent_path());
     FakeProc::write(fs_ + path, text);
   }
+  // A v1 cpu cgroup `dir` allowed cpu.cfs_quota_us `quota` per 100 ms period.
+  void cfs_quota(const std::string& dir, const std::string& quota) {
+    file(dir + "/cpu.cfs_quota_us", quota);
+    file(dir + "/cpu.cfs_period_us", "100000\n");
+  }
 
  private:
   std::string proc_, fs_;
 };
 
+// Process `pid`, forked by `ppid` and named `comm`, in the root cpu cgroup and
+// the network namespace `netns` (the agent's: net:[100]).
+void process(FakeProc& p, FakeCgroups& g, int pid, int ppid, const std::string& comm,
+             const std::string& netns = "net:[100]") {
+  p.child(pid, ppid, comm);
+  g.pid(pid, "1:cpu:/\n", netns);
+}
+
+// The top processes' pids, each with whether it runs in another network namespace.
+std::vector<std::pair<int, bool>> netns_of_top(const CpuSummary& s) {
+  std::vector<std::pair<int, bool>> out;
+  for (const ProcLoad& l : s.top) out.emplace_back(l.pid, l.other_netns);
+  return out;
+}
+
 TEST(CpuLimit, V1QuotaOfTheCgroupAndItsAncestors) {
   TempDir proc, fs;
   FakeCgroups g(proc.path(), fs.path());
   g.mountinfo(kMountinfo);
-  g.file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
-  g.file("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/cpu.cfs_quota_us", "50000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/cpu.cfs_period_us", "100000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/smbd/cpu.cfs_quota_us", "20000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/smbd/cpu.cfs_period_us", "100000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/wide/cpu.cfs_quota_us", "300000\n");
-  g.file("/sys/fs/cgroup/cpu/lab/wide/cpu.cfs_period_us", "100000\n");
+  g.cfs_quota("/sys/fs/cgroup/cpu", "-1\n");
+  g.cfs_quota("/sys/fs/cgroup/cpu/lab", "50000\n");
+  g.cfs_quota("/sys/fs/cgroup/cpu/lab/smbd", "20000\n");
+  g.cfs_quota("/sys/fs/cgroup/cpu/lab/wide", "300000\n");
   g.pid(10, "2:cpuacct:/lab/smbd\n1:cpu:/lab/smbd\n0::/\n");
   g.pid(11, "1:cpu:/lab/wide\n");  // the parent's 50 % is tighter
   g.pid(12, "1:cpu:/\n0::/\n");
@@ -396,10 +412,8 @@ TEST(CpuLimit, V2CpuMaxAndMountRoots) {
   g.pid(20, "0::/system.slice/smbd.service\n");
   EXPECT_DOUBLE_EQ(process_cpu_limit_pct(20, proc.path(), fs.path()), 150);
   // v1 seen through a mount of its /lab subtree only.
-  g.file("/mnt/cpu lab/cpu.cfs_quota_us", "40000");
-  g.file("/mnt/cpu lab/cpu.cfs_period_us", "100000");
-  g.file("/mnt/cpu lab/smbd/cpu.cfs_quota_us", "-1");
-  g.file("/mnt/cpu lab/smbd/cpu.cfs_period_us", "100000");
+  g.cfs_quota("/mnt/cpu lab", "40000");
+  g.cfs_quota("/mnt/cpu lab/smbd", "-1");
   g.pid(21, "1:cpu:/lab/smbd\n0::/\n");
   EXPECT_DOUBLE_EQ(process_cpu_limit_pct(21, proc.path(), fs.path()), 40);
   g.pid(22, "1:cpu:/elsewhere\n0::/\n");  // outside what the mount shows
@@ -411,10 +425,8 @@ TEST(CpuSampler, KeepsProcessesNearTheirLimitAndTheirNamespace) {
   FakeProc p(proc.path());
   FakeCgroups g(proc.path(), fs.path());
   g.mountinfo(kMountinfo);
-  g.file("/sys/fs/cgroup/cpu/starved/cpu.cfs_quota_us", "20000");
-  g.file("/sys/fs/cgroup/cpu/starved/cpu.cfs_period_us", "100000");
-  g.file("/sys/fs/cgroup/cpu/loose/cpu.cfs_quota_us", "400000");
-  g.file("/sys/fs/cgroup/cpu/loose/cpu.cfs_period_us", "100000");
+  g.cfs_quota("/sys/fs/cgroup/cpu/starved", "20000");
+  g.cfs_quota("/sys/fs/cgroup/cpu/loose", "400000");
   p.stat(cpu_line(0, 0, 1000, 0));
   for (int pid = 1; pid <= 8; ++pid) {
     p.pid(pid, "p" + std::to_string(pid), 0, 0, 10);
@@ -453,26 +465,18 @@ TEST(CpuSampler, AFileServerSessionInItsOwnNamespaceIsThisEndsServer) {
   FakeCgroups g(proc.path(), fs.path());
   g.mountinfo(kMountinfo);
   p.stat(cpu_line(0, 0, 1000, 0));
-  p.child(20, 1, "vsftpd");  // the listener, in the agent's namespace
-  g.pid(20, "1:cpu:/\n");
-  p.child(21, 20, "vsftpd");  // a session, in a namespace of its own
-  g.pid(21, "1:cpu:/\n", "net:[300]");
-  p.child(30, 1, "smbd");  // another host's (or container's) smbd and its child
-  g.pid(30, "1:cpu:/\n", "net:[200]");
-  p.child(31, 30, "smbd");
-  g.pid(31, "1:cpu:/\n", "net:[200]");
+  process(p, g, 20, 1, "vsftpd");                // the listener, in the agent's namespace
+  process(p, g, 21, 20, "vsftpd", "net:[300]");  // a session, in a namespace of its own
+  process(p, g, 30, 1, "smbd", "net:[200]");  // another host's (or container's) smbd and its child
+  process(p, g, 31, 30, "smbd", "net:[200]");
   CpuSampler sampler(3600, proc.path(), fs.path());
   sampler.start();
   p.stat(cpu_line(0, 1000, 1000, 0));
   p.pid_with_parent(21, 20, "vsftpd", 500);
   p.pid_with_parent(31, 30, "smbd", 300);
   CpuSummary s = sampler.stop();
-  ASSERT_EQ(s.top.size(), 2u);
-  EXPECT_EQ(s.top[0].pid, 21);
+  ASSERT_EQ(netns_of_top(s), (std::vector<std::pair<int, bool>>{{21, false}, {31, true}}));
   EXPECT_EQ(s.top[0].role, "server");
-  EXPECT_FALSE(s.top[0].other_netns);
-  EXPECT_EQ(s.top[1].pid, 31);
-  EXPECT_TRUE(s.top[1].other_netns);
 }
 
 // The kernel prints each address as its in-memory 32-bit words in hex, so
@@ -526,16 +530,11 @@ TEST(CpuSampler, AFileServerHoldingTheSamplesConnectionIsThisEndsServerInAContai
   FakeCgroups g(proc.path(), fs.path());
   g.mountinfo(kMountinfo);
   p.stat(cpu_line(0, 0, 1000, 0));
-  p.child(40, 1, "containerd-shim");  // in the agent's namespace
-  g.pid(40, "1:cpu:/\n");
-  p.child(41, 40, "smbd");  // the container's listener
-  g.pid(41, "1:cpu:/\n", "net:[400]");
-  p.child(42, 41, "smbd");  // the client's session
-  g.pid(42, "1:cpu:/\n", "net:[400]");
-  p.child(43, 42, "worker");  // a helper it forked
-  g.pid(43, "1:cpu:/\n", "net:[400]");
-  p.child(50, 1, "smbd");  // another container's, with a client of its own
-  g.pid(50, "1:cpu:/\n", "net:[500]");
+  process(p, g, 40, 1, "containerd-shim");       // in the agent's namespace
+  process(p, g, 41, 40, "smbd", "net:[400]");    // the container's listener
+  process(p, g, 42, 41, "smbd", "net:[400]");    // the client's session
+  process(p, g, 43, 42, "worker", "net:[400]");  // a helper it forked
+  process(p, g, 50, 1, "smbd", "net:[500]");     // another container's, with a client of its own
   for (int pid : {41, 42, 43, 50}) {
     const std::string dir = proc.path() + "/" + std::to_string(pid);
     std::filesystem::create_directories(dir + "/net");
@@ -557,15 +556,10 @@ TEST(CpuSampler, AFileServerHoldingTheSamplesConnectionIsThisEndsServerInAContai
   p.pid_with_parent(43, 42, "worker", 200);
   p.pid_with_parent(50, 1, "smbd", 300);
   CpuSummary s = sampler.stop();
-  ASSERT_EQ(s.top.size(), 3u);
-  EXPECT_EQ(s.top[0].pid, 42);
+  ASSERT_EQ(netns_of_top(s),
+            (std::vector<std::pair<int, bool>>{{42, false}, {50, true}, {43, false}}));
   EXPECT_EQ(s.top[0].role, "server");
-  EXPECT_FALSE(s.top[0].other_netns);
-  EXPECT_EQ(s.top[1].pid, 50);
-  EXPECT_TRUE(s.top[1].other_netns);
-  EXPECT_EQ(s.top[2].pid, 43);
-  EXPECT_EQ(s.top[2].role, "server");  // a descendant of the holder, whatever its name
-  EXPECT_FALSE(s.top[2].other_netns);
+  EXPECT_EQ(s.top[2].role, "server");            // a descendant of the holder, whatever its name
   EXPECT_DOUBLE_EQ(s.server_pct, 30 + 40 + 20);  // by name, wherever they run
   EXPECT_DOUBLE_EQ(s.other_pct, 0);
   // Without the connection (an older orchestrator), the container is another's.

@@ -12,11 +12,13 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/testing/error_of.h"
 #include "probe/test_util.h"
 
 namespace cp::probe {
 namespace {
 
+using cp::testing::kind_of;
 using files::Phase;
 using testing::TempDir;
 
@@ -186,12 +188,9 @@ TEST(FilesPass, CancelRemovesWhatThePassMade) {
   o.on_op = [&](Phase p, uint64_t i) {
     if (p == Phase::stat && i == 50) cancel.cancel();
   };
-  try {
-    files_pass(fs.fd(), fs.path(), "pass", o, cancel, {});
-    ADD_FAILURE() << "not cancelled";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kCancelled);
-  }
+  EXPECT_EQ(kind_of([&] { files_pass(fs.fd(), fs.path(), "pass", o, cancel, {}); }),
+            ErrorKind::kCancelled)
+      << "not cancelled";
   EXPECT_EQ(fs.entries(), 0u);
 }
 
@@ -199,12 +198,11 @@ TEST(FilesPass, NoSpaceIsAnIoErrorAndRemovesWhatThePassMade) {
   Tmpfs fs("size=1m");
   ASSERT_TRUE(fs.mounted());
   CancelToken cancel;
-  try {
-    files_pass(fs.fd(), fs.path(), "pass", small(1000, 64 << 10, 10), cancel, {});
-    ADD_FAILURE() << "no ENOSPC";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kIo);
-  }
+  EXPECT_EQ(kind_of([&] {
+              files_pass(fs.fd(), fs.path(), "pass", small(1000, 64 << 10, 10), cancel, {});
+            }),
+            ErrorKind::kIo)
+      << "no ENOSPC";
   EXPECT_EQ(fs.entries(), 0u);
 }
 
@@ -214,12 +212,9 @@ TEST(FilesPass, BadTreeIsAConfigError) {
   CancelToken cancel;
   for (const FilesOptions& o :
        {small(0, 10, 1), small(10, 10, 0), small(10, 10, 11), small(10, kMaxFilesSize + 1, 1)}) {
-    try {
-      files_pass(fs.fd(), fs.path(), "pass", o, cancel, {});
-      ADD_FAILURE() << o.tree.count << " " << o.tree.dirs << " " << o.tree.size;
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kConfig);
-    }
+    EXPECT_EQ(kind_of([&] { files_pass(fs.fd(), fs.path(), "pass", o, cancel, {}); }),
+              ErrorKind::kConfig)
+        << o.tree.count << " " << o.tree.dirs << " " << o.tree.size;
   }
   EXPECT_EQ(fs.entries(), 0u);
 }
@@ -232,12 +227,9 @@ TEST(FilesPass, PlantedRootLinkIsRefusedAndItsTargetUntouched) {
   TempDir victim;
   ASSERT_EQ(::symlink(victim.path().c_str(), (fs.path() + "/pass").c_str()), 0);
   CancelToken cancel;
-  try {
-    files_pass(fs.fd(), fs.path(), "pass", small(10, 10, 1), cancel, {});
-    ADD_FAILURE() << "followed the link";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kIo);
-  }
+  EXPECT_EQ(kind_of([&] { files_pass(fs.fd(), fs.path(), "pass", small(10, 10, 1), cancel, {}); }),
+            ErrorKind::kIo)
+      << "followed the link";
   EXPECT_TRUE(std::filesystem::is_empty(victim.path()));
   EXPECT_TRUE(std::filesystem::is_symlink(fs.path() + "/pass"));  // not ours: left alone
 }
@@ -258,12 +250,8 @@ TEST(FilesPass, LinkPlantedInTheTreeIsRefusedAndOnlyThePassFilesRemoved) {
     }
   };
   CancelToken cancel;
-  try {
-    files_pass(fs.fd(), fs.path(), "pass", o, cancel, {});
-    ADD_FAILURE() << "wrote through the link";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kIo);
-  }
+  EXPECT_EQ(kind_of([&] { files_pass(fs.fd(), fs.path(), "pass", o, cancel, {}); }), ErrorKind::kIo)
+      << "wrote through the link";
   EXPECT_EQ(std::filesystem::file_size(target), 4u);
   EXPECT_TRUE(std::filesystem::is_symlink(fs.path() + "/pass/d0000/f000012"));
   EXPECT_EQ(fs.entries(), 3u);  // pass, pass/d0000 and the planted link: nothing of ours

@@ -260,18 +260,16 @@ TEST(Sysinfo, TcpSysctlsFromFakeProc) {
   write(proc.file("sys/net/ipv4/tcp_rmem"), "4096\t131072\t6291456\n");
   write(proc.file("sys/net/core/wmem_max"), "212992\n");
   write(proc.file("sys/net/ipv4/tcp_congestion_control"), "cubic\n");
-  const msg::NamedValues o = tcp_sysctl_facts(proc.path());
-  ASSERT_EQ(o.size(), 7u);
-  EXPECT_EQ(o[0].name, "net.ipv4.tcp_rmem");
-  EXPECT_EQ(o[0].value, "4096 131072 6291456");
-  EXPECT_EQ(o[3].name, "net.core.wmem_max");
-  EXPECT_EQ(o[3].value, "212992");
-  EXPECT_EQ(o[4].name, "net.ipv4.tcp_congestion_control");
-  EXPECT_EQ(o[4].value, "cubic");
-  EXPECT_EQ(o[1].name, "net.ipv4.tcp_wmem");
-  EXPECT_FALSE(o[1].value.has_value());
-  EXPECT_EQ(o[6].name, "net.ipv4.tcp_mtu_probing");
-  EXPECT_FALSE(o[6].value.has_value());
+  // Every sysctl in the facts' order, each with its value (none: no such file).
+  std::vector<std::pair<std::string, std::optional<std::string>>> got;
+  for (const msg::NamedValue& v : tcp_sysctl_facts(proc.path())) got.emplace_back(v.name, v.value);
+  EXPECT_EQ(got, (decltype(got){{"net.ipv4.tcp_rmem", "4096 131072 6291456"},
+                                {"net.ipv4.tcp_wmem", std::nullopt},
+                                {"net.core.rmem_max", std::nullopt},
+                                {"net.core.wmem_max", "212992"},
+                                {"net.ipv4.tcp_congestion_control", "cubic"},
+                                {"net.ipv4.tcp_window_scaling", std::nullopt},
+                                {"net.ipv4.tcp_mtu_probing", std::nullopt}}));
 }
 
 TEST(Sysinfo, TcpSysctlsOfThisMachine) {

@@ -21,6 +21,15 @@ size_t words(const std::string& s) {
   return n;
 }
 
+// A finding of `rule` on `path` naming `layer`.
+analysis::Finding made(const std::string& rule, const std::string& path, const std::string& layer) {
+  analysis::Finding f;
+  f.rule = rule;
+  f.path = path;
+  f.layer = layer;
+  return f;
+}
+
 std::vector<RunRecord> runs() {
   return {testing::seed_run(), testing::tuned_run(), testing::drift_run(false),
           testing::drift_run(true)};
@@ -91,10 +100,7 @@ TEST(Summary, BriefFindingsAreShortAndNameWhatTheyRestOnByPath) {
 // listed nowhere else: named by its row and cause.
 TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   analysis::Analysis a;
-  analysis::Finding ram;
-  ram.rule = "protocol.layer";
-  ram.path = "smb ram read";
-  ram.layer = "smb";
+  analysis::Finding ram = made("protocol.layer", "smb ram read", "smb");
   ram.subject.key = "smb:ram:read:100000000";
   ram.subject.name = "SMB from RAM read";
   ram.subject.n = 5;
@@ -106,20 +112,14 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   disk.rule = "protocol.at_ram_ceiling";
   disk.path = "smb disk read";
   disk.because.push_back(ram);
-  analysis::Finding tcp_cpu;
-  tcp_cpu.rule = "tcp.cpu";
-  tcp_cpu.path = "tcp";
-  tcp_cpu.layer = "cpu";
+  analysis::Finding tcp_cpu = made("tcp.cpu", "tcp", "cpu");
   tcp_cpu.cpu.kind = "thread";
   tcp_cpu.cpu.host = "client";
   tcp_cpu.cpu.process = "chokepoint-agen";
   tcp_cpu.cpu.role = "agent";
   tcp_cpu.subject.key = "tcp:server->client:send";
   tcp_cpu.subject.name = "TCP server -> client";
-  analysis::Finding path;
-  path.rule = "path.tcp";
-  path.path = "server -> client";
-  path.layer = "cpu";
+  analysis::Finding path = made("path.tcp", "server -> client", "cpu");
   path.cpu = tcp_cpu.cpu;
   path.because.push_back(tcp_cpu);
   a.findings = {ram, disk, path};
@@ -172,10 +172,7 @@ TEST(Summary, JsonCarriesTheBriefOfEachFindingAndTheShortHeadline) {
 // of operations first.
 TEST(Summary, ASmallFileFindingsFigureIsTheBytesItsOperationsMove) {
   analysis::Analysis a;
-  analysis::Finding f;
-  f.rule = "files.round_trips";
-  f.path = "smb disk files create";
-  f.layer = "round trips";
+  analysis::Finding f = made("files.round_trips", "smb disk files create", "round trips");
   f.subject.key = "files:smb:disk:create:4096";
   f.subject.layer = "files";
   f.subject.op = "create";

@@ -66,6 +66,19 @@ class SeedRun {
     run_.stages.push_back(st);
     return *this;
   }
+  // Each end's disk writing and reading 100 MB files, MB/s.
+  SeedRun& disks(const std::vector<double>& server_write, const std::vector<double>& server_read,
+                 const std::vector<double>& client_write, const std::vector<double>& client_read) {
+    return stage("disk", "server", "write", 100'000'000, server_write)
+        .stage("disk", "server", "read", 100'000'000, server_read)
+        .stage("disk", "client", "write", 100'000'000, client_write)
+        .stage("disk", "client", "read", 100'000'000, client_read);
+  }
+  // TCP server -> client and client -> server, MB/s.
+  SeedRun& tcp(const std::vector<double>& down, const std::vector<double>& up) {
+    return stage("tcp", "server->client", "send", 0, down)
+        .stage("tcp", "client->server", "send", 0, up);
+  }
   RunRecord build() const { return run_; }
 
  private:
@@ -92,12 +105,9 @@ class SeedRun {
 // The seed ladder: disks, TCP both ways, SMB/FTP/AFP over RAM, SMB/AFP from disk.
 inline RunRecord seed_run(int64_t id = 1, const std::string& label = "before") {
   return SeedRun(id, label)
-      .stage("disk", "server", "write", 100'000'000, {99.8, 101.2, 98.9, 100.4})
-      .stage("disk", "server", "read", 100'000'000, {75.6, 71.7, 74.9, 76.0})
-      .stage("disk", "client", "write", 100'000'000, {93, 121, 95, 99})
-      .stage("disk", "client", "read", 100'000'000, {183, 163, 178, 180})
-      .stage("tcp", "server->client", "send", 0, {117, 116.5, 117.2, 116.8, 117.1})
-      .stage("tcp", "client->server", "send", 0, {117, 116, 117.3, 116.6, 116.9})
+      .disks({99.8, 101.2, 98.9, 100.4}, {75.6, 71.7, 74.9, 76.0}, {93, 121, 95, 99},
+             {183, 163, 178, 180})
+      .tcp({117, 116.5, 117.2, 116.8, 117.1}, {117, 116, 117.3, 116.6, 116.9})
       .stage("smb", "ram", "read", 100'000'000, {49.1, 50.2, 49.6, 50.0, 49.4})
       .stage("ftp", "ram", "read", 100'000'000, {99.1, 101.6, 100.2, 100.9, 99.7})
       .stage("afp", "ram", "read", 100'000'000, {67.0, 67.4, 67.2, 66.8, 67.3})
@@ -110,12 +120,9 @@ inline RunRecord seed_run(int64_t id = 1, const std::string& label = "before") {
 inline RunRecord tuned_run(int64_t id = 2, const std::string& label = "after") {
   return SeedRun(id, label)
       .server_facts("8388608", 2048)
-      .stage("disk", "server", "write", 100'000'000, {100.1, 99.5, 101.0, 98.7})
-      .stage("disk", "server", "read", 100'000'000, {98.2, 99.0, 97.5, 98.8})
-      .stage("disk", "client", "write", 100'000'000, {94, 120, 96, 98})
-      .stage("disk", "client", "read", 100'000'000, {181, 165, 177, 182})
-      .stage("tcp", "server->client", "send", 0, {116.9, 117.1, 116.7, 117.0, 117.3})
-      .stage("tcp", "client->server", "send", 0, {116.8, 117.1, 116.4, 117.2, 116.7})
+      .disks({100.1, 99.5, 101.0, 98.7}, {98.2, 99.0, 97.5, 98.8}, {94, 120, 96, 98},
+             {181, 165, 177, 182})
+      .tcp({116.9, 117.1, 116.7, 117.0, 117.3}, {116.8, 117.1, 116.4, 117.2, 116.7})
       .stage("smb", "ram", "read", 100'000'000, {88.5, 90.1, 89.2, 89.9, 88.8})
       .stage("smb", "disk", "read", 100'000'000, {70.2, 72.5, 71.1, 71.9, 70.8})
       .build();
@@ -135,12 +142,8 @@ inline RunRecord drift_run(bool after) {
   const auto f = [&](double factor) { return after ? factor : 1.0; };
   SeedRun r(after ? 4 : 3, after ? "samba-after" : "samba-before");
   if (after) r.server_facts("1048576", 128);
-  return r.stage("disk", "server", "write", 100'000'000, at(100, f(0.755)))
-      .stage("disk", "server", "read", 100'000'000, at(75, f(0.886)))
-      .stage("disk", "client", "write", 100'000'000, at(97, f(1.0)))
-      .stage("disk", "client", "read", 100'000'000, at(180, f(1.099)))
-      .stage("tcp", "server->client", "send", 0, at(117, f(1.0)))
-      .stage("tcp", "client->server", "send", 0, at(116.9, f(1.0)))
+  return r.disks(at(100, f(0.755)), at(75, f(0.886)), at(97, f(1.0)), at(180, f(1.099)))
+      .tcp(at(117, f(1.0)), at(116.9, f(1.0)))
       .stage("smb", "ram", "read", 100'000'000, at(49.6, f(1.10)))
       .stage("ftp", "ram", "read", 100'000'000, at(100, f(1.0)))
       .stage("smb", "disk", "read", 100'000'000, at(38, f(1.60)))

@@ -52,6 +52,7 @@ class FilesPassLabTest : public LabDriverTest {
     return r.out;
   }
 
+  FilesPassResult expect_four_in_flight(const std::string& protocol, uint64_t count);
   FilesPassResult run(const Share& sh, const FilesPassOptions& o) {
     auto s = connect(sh);
     return run_files_pass(
@@ -117,42 +118,34 @@ TEST_F(FilesPassLabTest, EachDriverRunsEveryPhaseAndLeavesNothingOnTheServer) {
   }
 }
 
-// NFS keeps several operations in flight, a session (and connection) per
-// thread; the pass records how many.
-TEST_F(FilesPassLabTest, NfsKeepsSeveralOperationsInFlight) {
-  const uint64_t count = 400;
+// `count` files through the RAM share of `protocol` with 4 operations asked
+// in flight: the pass holds 4, each phase ran with at most 4 at once, the
+// creates (several round trips a file) overlapped, and nothing is left.
+FilesPassResult FilesPassLabTest::expect_four_in_flight(const std::string& protocol,
+                                                        uint64_t count) {
   FilesPassOptions o = options(count);
   o.in_flight = 4;
-  const FilesPassResult r = run(share_of("nfs4", "ram"), o);
-  print("nfs4 ram x4", r);
+  const FilesPassResult r = run(share_of(protocol, "ram"), o);
+  print(protocol + " ram x4", r);
   EXPECT_EQ(r.in_flight, 4u);
   for (const auto& p : r.phases) {
     expect_phase_ran(p, count);
     EXPECT_LE(p.in_flight_max, 4u);
   }
-  // Create (several round trips a file) overlapped on the four connections.
   EXPECT_GT(r.phases[0].in_flight_max, 1u);
   EXPECT_GT(r.phases[0].in_flight_mean, 1.0);
   EXPECT_EQ(left_on_server("ram"), "");
+  return r;
 }
+
+// NFS keeps several operations in flight, a session (and connection) per
+// thread; the pass records how many.
+TEST_F(FilesPassLabTest, NfsKeepsSeveralOperationsInFlight) { expect_four_in_flight("nfs4", 400); }
 
 // SMB keeps several operations in flight with a session each, the extra
 // ones in helper processes (libsmbclient's contexts cannot share threads).
 TEST_F(FilesPassLabTest, SmbKeepsSeveralOperationsInFlightThroughHelperProcesses) {
-  const uint64_t count = 200;
-  FilesPassOptions o = options(count);
-  o.in_flight = 4;
-  const FilesPassResult r = run(share_of("smb", "ram"), o);
-  print("smb ram x4", r);
-  EXPECT_EQ(r.in_flight, 4u);
-  EXPECT_FALSE(r.in_flight_note.empty());
-  for (const auto& p : r.phases) {
-    expect_phase_ran(p, count);
-    EXPECT_LE(p.in_flight_max, 4u);
-  }
-  EXPECT_GT(r.phases[0].in_flight_max, 1u);
-  EXPECT_GT(r.phases[0].in_flight_mean, 1.0);
-  EXPECT_EQ(left_on_server("ram"), "");
+  EXPECT_FALSE(expect_four_in_flight("smb", 200).in_flight_note.empty());
 }
 
 // FTP keeps one operation at a time (one control connection), says so and

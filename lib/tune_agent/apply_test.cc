@@ -22,6 +22,23 @@ std::string slurp(const std::string& path) { return read_file(path).value_or("")
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+// An action that runs `argv`.
+Action run_action(std::vector<std::string> argv) {
+  Action a;
+  a.kind = "run";
+  a.argv = std::move(argv);
+  return a;
+}
+
+// An action that writes `content` to `path`.
+Action write_action(const std::string& path, const std::string& content = "") {
+  Action a;
+  a.kind = "write";
+  a.path = path;
+  a.content = content;
+  return a;
+}
+
 class JournalTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -38,13 +55,8 @@ class JournalTest : public ::testing::Test {
     Resolved r;
     r.target = "net.ipv4.tcp_rmem";
     r.original = "original";
-    Action a;
-    a.kind = "write";
-    a.path = target_;
-    a.content = value + "\n";
-    r.apply = {a};
-    a.content = "original\n";
-    r.revert = {a};
+    r.apply = {write_action(target_, value + "\n")};
+    r.revert = {write_action(target_, "original\n")};
     return r;
   }
   const Knob& knob() { return find_knob("server.tcp_rmem"); }
@@ -193,15 +205,9 @@ TEST(SambaDropin, KeepsOtherKnobsLinesAndReplacesItsOwn) {
 }
 
 TEST(Privilege, SudoersLineNamesProgramsByPathAndTeeWithItsFile) {
-  Action run;
-  run.kind = "run";
-  run.argv = {"blockdev", "--setra", "256", "/dev/loop3"};
-  Action write;
-  write.kind = "write";
-  write.path = "/sys/block/loop3/queue/scheduler";
-  Action sysctl;
-  sysctl.kind = "write";
-  sysctl.path = "/proc/sys/net/ipv4/tcp_rmem";
+  const Action run = run_action({"blockdev", "--setra", "256", "/dev/loop3"});
+  const Action write = write_action("/sys/block/loop3/queue/scheduler");
+  const Action sysctl = write_action("/proc/sys/net/ipv4/tcp_rmem");
   const std::string line = sudoers_line("cp", {run, write, run, sysctl});
   const std::string blockdev =
       std::filesystem::exists("/usr/sbin/blockdev") ? "/usr/sbin/blockdev" : "/sbin/blockdev";
@@ -212,14 +218,9 @@ TEST(Privilege, SudoersLineNamesProgramsByPathAndTeeWithItsFile) {
 }
 
 TEST(Privilege, WrapperOperationsCoverTheTablesHostCommandsOnly) {
-  Action ra;
-  ra.kind = "run";
-  ra.argv = {"blockdev", "--setra", "256", "/dev/loop3"};
+  const Action ra = run_action({"blockdev", "--setra", "256", "/dev/loop3"});
   EXPECT_EQ(wrapper_operation(ra), (std::vector<std::string>{"setra", "256", "/dev/loop3"}));
-  Action q;
-  q.kind = "write";
-  q.path = "/sys/block/loop3/queue/scheduler";
-  q.content = "mq-deadline\n";
+  const Action q = write_action("/sys/block/loop3/queue/scheduler", "mq-deadline\n");
   EXPECT_EQ(wrapper_operation(q),
             (std::vector<std::string>{"queue", "loop3", "scheduler", "mq-deadline"}));
   Action sc = q;
@@ -231,9 +232,7 @@ TEST(Privilege, WrapperOperationsCoverTheTablesHostCommandsOnly) {
   Action conf = q;
   conf.path = "/etc/samba/smb.conf";
   EXPECT_TRUE(wrapper_operation(conf).empty());
-  Action sh;
-  sh.kind = "run";
-  sh.argv = {"sh", "-c", "systemctl restart netatalk"};
+  const Action sh = run_action({"sh", "-c", "systemctl restart netatalk"});
   EXPECT_TRUE(wrapper_operation(sh).empty());
 }
 

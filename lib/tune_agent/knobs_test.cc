@@ -84,26 +84,39 @@ TEST(Knobs, KnobArgSplitsValuesAndDropsDuplicates) {
   }
 }
 
+// A sample's layer, where and op, and whether a knob should affect it.
+struct Affected {
+  const char* layer;
+  const char* where;
+  const char* op;
+  bool affected;
+};
+
+// Whether knob `name` affects each of `samples` as they say.
+void expect_affects(const std::string& name, std::initializer_list<Affected> samples) {
+  const Knob& k = find_knob(name);
+  for (const Affected& s : samples)
+    EXPECT_EQ(affects_sample(k, s.layer, s.where, s.op), s.affected)
+        << name << ": " << s.layer << " " << s.where << " " << s.op;
+}
+
 TEST(Knobs, ReadaheadAffectsOnlyReadsFromTheServerDisk) {
-  const Knob& k = find_knob("server.readahead");
-  EXPECT_TRUE(affects_sample(k, "smb", "disk", "read"));
-  EXPECT_TRUE(affects_sample(k, "ftp", "disk", "read"));
-  EXPECT_FALSE(affects_sample(k, "smb", "disk", "write"));
-  EXPECT_FALSE(affects_sample(k, "smb", "ram", "read"));
-  EXPECT_FALSE(affects_sample(k, "disk", "server", "read"));  // O_DIRECT: no readahead
-  EXPECT_FALSE(affects_sample(k, "tcp", "server->client", "send"));
+  expect_affects("server.readahead", {{"smb", "disk", "read", true},
+                                      {"ftp", "disk", "read", true},
+                                      {"smb", "disk", "write", false},
+                                      {"smb", "ram", "read", false},
+                                      {"disk", "server", "read", false},  // O_DIRECT: no readahead
+                                      {"tcp", "server->client", "send", false}});
 }
 
 TEST(Knobs, SambaKnobsAffectOnlySmb) {
-  const Knob& k = find_knob("samba.smb2_max_read");
-  EXPECT_TRUE(affects_sample(k, "smb", "ram", "read"));
-  EXPECT_TRUE(affects_sample(k, "smb", "disk", "read"));
-  EXPECT_FALSE(affects_sample(k, "ftp", "ram", "read"));
-  EXPECT_FALSE(affects_sample(k, "smb", "ram", "write"));
-  const Knob& tcp = find_knob("client.tcp_rmem");
-  EXPECT_TRUE(affects_sample(tcp, "tcp", "server->client", "send"));
-  EXPECT_TRUE(affects_sample(tcp, "ftp", "ram", "read"));
-  EXPECT_FALSE(affects_sample(tcp, "disk", "client", "read"));
+  expect_affects("samba.smb2_max_read", {{"smb", "ram", "read", true},
+                                         {"smb", "disk", "read", true},
+                                         {"ftp", "ram", "read", false},
+                                         {"smb", "ram", "write", false}});
+  expect_affects("client.tcp_rmem", {{"tcp", "server->client", "send", true},
+                                     {"ftp", "ram", "read", true},
+                                     {"disk", "client", "read", false}});
 }
 
 TEST(Knobs, MaxXmitRunsTheWholeSweepUnderNt1OnBothEnds) {

@@ -28,14 +28,9 @@ namespace json = boost::json;
 
 constexpr int kComplete = 0, kFailed = 1, kPartial = 3, kInterrupted = 130;
 
-std::string dirs(const TempDir& t) {
-  return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() + "\n";
-}
-
 // A quick plan that completes: the "next run" of every fault.
 std::string quick_plan(const TempDir& t) {
-  return dirs(t) +
+  return local_dirs(t) +
          "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 300ms\ncount = 2\n"
          "[files]\nenabled = no\n";  // local_test holds the small-file stage
 }
@@ -74,7 +69,7 @@ std::vector<int> agents_of(const Child& c) {
   return a;
 }
 
-// A diagnose of `plan` (its [server]/[client] dirs from dirs(t)) with local
+// A diagnose of `plan` (its [server]/[client] dirs from local_dirs(t)) with local
 // agents, started: its database, the process, its two agents {server,
 // client}; returned once `ready_sql` counts at least 1.
 struct Running {
@@ -88,7 +83,7 @@ const char kNoFiles[] = "[files]\nenabled = no\n";
 
 void start_run(const TempDir& t, const std::string& plan, const std::string& ready_sql,
                Running* r) {
-  write_file(t.file("plan.ini"), dirs(t) + plan + kNoFiles);
+  write_file(t.file("plan.ini"), local_dirs(t) + plan + kNoFiles);
   r->db = t.file("runs.db");
   r->c = start_diagnose(r->db, t.file("plan.ini"));
   r->agents = agents_of(*r->c);
@@ -105,15 +100,32 @@ bool wait_gone(int pid, double timeout_s = 15) {
   return false;
 }
 
+// `diagnose` between two local ends with the plan `plan` (a file in `t`) into `db`, quiet.
+RunResult diagnose_local(const TempDir& t, const std::string& plan, const std::string& db) {
+  return chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db, "--plan",
+                     t.file(plan), "-q"});
+}
+
+// The run in `db` ended `status` ("partial" ...), its database intact.
+void expect_run_ended(const std::string& db, const std::string& status) {
+  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), status);
+  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
+}
+
 // The next run on the same directories succeeds and leaves nothing behind.
 void expect_next_run_succeeds(const TempDir& t) {
   write_file(t.file("next.ini"), quick_plan(t));
   const std::string db = t.file("next.db");
-  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
-                            "--plan", t.file("next.ini"), "-q"});
+  RunResult r = diagnose_local(t, "next.ini", db);
   EXPECT_EQ(r.exit_code, kComplete) << r.err;
   EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "complete");
   EXPECT_EQ(run_dirs_in(t.path()), 0);
+}
+
+// Nothing of the run is left in `t`, and the next run there succeeds.
+void expect_left_clean(const TempDir& t) {
+  EXPECT_EQ(run_dirs_in(t.path()), 0);
+  expect_next_run_succeeds(t);
 }
 
 TEST(LocalFaults, KilledServerAgentMidDiskWriteLeavesNothingAfterTheNextRun) {
@@ -129,15 +141,14 @@ TEST(LocalFaults, KilledServerAgentMidDiskWriteLeavesNothingAfterTheNextRun) {
   const int rc = c->wait(120);
   // The client's disk stage still gives a verdict: partial.
   EXPECT_EQ(rc, kPartial);
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "partial");
+  expect_run_ended(db, "partial");
   EXPECT_EQ(
       query_text(db, "SELECT status FROM stages WHERE layer = 'disk' AND location = 'server'"),
       "failed");
   EXPECT_GE(query_int(db,
                       "SELECT count(*) FROM samples s JOIN stages g ON s.stage_id = g.id "
                       "WHERE g.location = 'server' AND s.error = ''"),
-            1);  // the samples measured before the kill are kept
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
+            1);                         // the samples measured before the kill are kept
   EXPECT_EQ(run_dirs_in(t.path()), 1);  // the killed agent's, until the next run
   EXPECT_TRUE(wait_gone(agents[1]));
   expect_next_run_succeeds(t);
@@ -160,14 +171,12 @@ TEST(LocalFaults, CtrlCWhileAnAgentIsStoppedEndsWithinTwoSeconds) {
   ::kill(agents[1], SIGCONT);  // it wakes, finds its channel closed, cleans up
   EXPECT_EQ(rc, kInterrupted);
   EXPECT_LT(took, 2.0);
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "interrupted");
+  expect_run_ended(db, "interrupted");
   // The disk ones: 2 ops x 2 files on each end, and the server's 2 synchronous writes.
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error = ''"), 8 + 2);
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
   EXPECT_TRUE(wait_gone(agents[1]));
   EXPECT_TRUE(wait_gone(agents[0]));
-  EXPECT_EQ(run_dirs_in(t.path()), 0);  // both cleaned up, the stopped one once woken
-  expect_next_run_succeeds(t);
+  expect_left_clean(t);  // both cleaned up, the stopped one once woken
 }
 
 TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
@@ -184,15 +193,13 @@ TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
   ::kill(agents[1], SIGCONT);
   const int rc = c->wait(120);
   EXPECT_EQ(rc, kPartial);
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "partial");
+  expect_run_ended(db, "partial");
   EXPECT_EQ(query_int(db,
                       "SELECT count(*) FROM samples WHERE json_extract(details_json, "
                       "'$.stalled') = 1 AND error != ''"),
             1);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error = ''"), 5);
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
-  EXPECT_EQ(run_dirs_in(t.path()), 0);
-  expect_next_run_succeeds(t);
+  expect_left_clean(t);
 }
 
 TEST(LocalFaults, AnAgentSilentPastTheTimeoutIsAbandoned) {
@@ -213,13 +220,11 @@ TEST(LocalFaults, AnAgentSilentPastTheTimeoutIsAbandoned) {
   // The disk stages still give a verdict; both TCP stages failed on the silent agent.
   EXPECT_EQ(rc, kPartial);
   EXPECT_LT(took, 20);  // not the 20 s sample, nor 2 minutes
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "partial");
+  expect_run_ended(db, "partial");
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE layer = 'tcp' AND status = 'failed'"),
             2);
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
   EXPECT_TRUE(wait_gone(agents[1]));
-  EXPECT_EQ(run_dirs_in(t.path()), 0);
-  expect_next_run_succeeds(t);
+  expect_left_clean(t);
 }
 
 TEST(LocalFaults, ADiskTooSmallForTheStageFailsTheRun) {
@@ -228,18 +233,15 @@ TEST(LocalFaults, ADiskTooSmallForTheStageFailsTheRun) {
   ASSERT_EQ(statvfs(t.path().c_str(), &vfs), 0);
   // One file as big as the whole filesystem: refused before anything is written.
   const uint64_t total_mb = uint64_t(vfs.f_blocks) * vfs.f_frsize / 1'000'000 + 1;
-  write_file(t.file("plan.ini"), dirs(t) + "[disk]\nsizes = " + std::to_string(total_mb) +
+  write_file(t.file("plan.ini"), local_dirs(t) + "[disk]\nsizes = " + std::to_string(total_mb) +
                                      "MB\ncount = 1\n[tcp]\nenabled = no\n" + kNoFiles);
   const std::string db = t.file("runs.db");
-  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
-                            "--plan", t.file("plan.ini"), "-q"});
+  RunResult r = diagnose_local(t, "plan.ini", db);
   EXPECT_EQ(r.exit_code, kFailed) << r.err;
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "failed");
+  expect_run_ended(db, "failed");
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'failed'"), 2);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples"), 0);
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
-  EXPECT_EQ(run_dirs_in(t.path()), 0);
-  expect_next_run_succeeds(t);
+  expect_left_clean(t);
 }
 
 // A loopback port nothing listens on.
@@ -263,15 +265,12 @@ TEST(LocalFaults, AProtocolServerThatIsNotThereMakesTheRunPartial) {
                                      std::to_string(closed_port()) + "/\nserver_dir = " + t.path() +
                                      "\nmedium = ram\n");
   const std::string db = t.file("runs.db");
-  RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
-                            "--plan", t.file("plan.ini"), "-q"});
+  RunResult r = diagnose_local(t, "plan.ini", db);
   EXPECT_EQ(r.exit_code, kPartial) << r.err;
-  EXPECT_EQ(query_text(db, "SELECT status FROM runs"), "partial");
+  expect_run_ended(db, "partial");
   EXPECT_EQ(query_text(db, "SELECT status FROM stages WHERE layer = 'ftp'"), "failed");
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status = 'complete'"), 4);
-  EXPECT_EQ(query_text(db, "PRAGMA integrity_check"), "ok");
-  EXPECT_EQ(run_dirs_in(t.path()), 0);
-  expect_next_run_succeeds(t);
+  expect_left_clean(t);
 }
 
 TEST(LocalFaults, CleanRemovesWhatKilledAgentsLeft) {

@@ -21,9 +21,8 @@ namespace {
 namespace json = boost::json;
 
 std::string small_plan(const TempDir& t) {
-  return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[disk]\nsizes = 4MiB, 8MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n"
+  return local_dirs(t) +
+         "[disk]\nsizes = 4MiB, 8MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n"
          "streams = 1\n"             // one stream: the TCP sample count does not depend on the CPU
          "[files]\nenabled = no\n";  // LocalDiagnose.FilesStage* hold it
 }
@@ -91,10 +90,8 @@ TEST(LocalDiagnose, StoresEverySampleAndReports) {
 // its ops and latency in the details, its figure in ops/s in the ladder.
 TEST(LocalDiagnose, FilesStageStoresEachPhaseOnEachEndWithItsOpsAndLatency) {
   TempDir t;
-  write_file(t.file("plan.ini"), "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                                     "\n[client]\nram_dir = " + t.path() +
-                                     "\ndisk_dir = " + t.path() +
-                                     "\n[disk]\nenabled = no\n[tcp]\nenabled = no\n"
+  write_file(t.file("plan.ini"), local_dirs(t) +
+                                     "[disk]\nenabled = no\n[tcp]\nenabled = no\n"
                                      "[files]\ncount = 300\nsize = 2KiB\ndirs = 6\norder = both\n");
   const std::string db = t.file("runs.db");
   RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
@@ -183,9 +180,8 @@ TEST(LocalDiagnose, SigintKeepsSamplesAndMarksTheRunInterrupted) {
   TempDir t;
   // TCP samples of 30 s: the interrupt lands mid-sample, after the disk stages.
   write_file(t.file("plan.ini"),
-             "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\ncount = 2\n"
+             local_dirs(t) +
+                 "[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\ncount = 2\n"
                  "[files]\nenabled = no\n");
   const std::string db = t.file("runs.db");
   Child c({CHOKEPOINT_BIN, "diagnose", "--server", "local", "--client", "local", "--db", db,

@@ -53,9 +53,7 @@ TEST_F(NasLabWithoutRoot, ServerSessionsAreTheShareUserWhoCannotWriteTheDiskRoot
 
 TEST_F(NasLabWithoutRoot, EveryStageRunsAndTheFactsNameWhatLackOfRootDegraded) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             "[disk]\nsizes = 10MB\ncount = 2\nsettle = 200ms\n[tcp]\nseconds = 1\ncount = 1\n"
-             "[protocol]\nsizes = 10MB\ncount = 1\n");
+  write_file(t.file("plan.ini"), kShortNasPlan);
   const std::string db = t.file("runs.db");
   std::filesystem::remove_all(lab_dir() + "/server/home/.cache");
   RunResult r = chokepoint({"diagnose", "--lab", "--db", db, "--plan", t.file("plan.ini"),
@@ -65,14 +63,8 @@ TEST_F(NasLabWithoutRoot, EveryStageRunsAndTheFactsNameWhatLackOfRootDegraded) {
   // No stage failed, none was left out: disk on both hosts, TCP both ways,
   // FTP and SMB from RAM and disk.
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM stages WHERE status != 'complete'"), 0);
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM stages WHERE status = 'complete' AND "
-                      "layer IN ('disk', 'tcp')"),
-            4);
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM stages WHERE status = 'complete' AND "
-                      "layer IN ('ftp', 'smb')"),
-            4);
+  EXPECT_EQ(complete_stages(db, "'disk', 'tcp'"), 4);
+  EXPECT_EQ(complete_stages(db, "'ftp', 'smb'"), 4);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
   auto doc = json::parse(r.out).as_object();
   std::map<std::string, json::object> facts;

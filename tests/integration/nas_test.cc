@@ -41,9 +41,7 @@ TEST_F(NasLab, ServerSessionsSeeOnlyBusyBox) {
 
 TEST_F(NasLab, DiagnosesAServerWhoseRootHoldsOnlyBusyBox) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             "[disk]\nsizes = 10MB\ncount = 2\nsettle = 200ms\n[tcp]\nseconds = 1\ncount = 1\n"
-             "[protocol]\nsizes = 10MB\ncount = 1\n");
+  write_file(t.file("plan.ini"), kShortNasPlan);
   const std::string db = t.file("runs.db");
   // A fresh agent cache in the server's root, so the static agent is uploaded.
   std::filesystem::remove_all(lab_dir() + "/server/nasroot/root/.cache");
@@ -61,14 +59,8 @@ TEST_F(NasLab, DiagnosesAServerWhoseRootHoldsOnlyBusyBox) {
   }
   // The server's disk and both TCP directions are measured with the static
   // agent, and so are the protocols it lays the files out for.
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM stages WHERE status = 'complete' AND "
-                      "layer IN ('disk', 'tcp')"),
-            4);
-  EXPECT_EQ(query_int(db,
-                      "SELECT count(*) FROM stages WHERE status = 'complete' AND "
-                      "layer IN ('ftp', 'smb')"),
-            4);
+  EXPECT_EQ(complete_stages(db, "'disk', 'tcp'"), 4);
+  EXPECT_EQ(complete_stages(db, "'ftp', 'smb'"), 4);
   // It was uploaded into the BusyBox root and nothing is left in the shares.
   int agents = 0;
   for (const auto& e :

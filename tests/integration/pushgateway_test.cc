@@ -97,9 +97,8 @@ bool holds(const Labels& have, const Labels& want) {
 }
 
 std::string quick_plan(const TempDir& t) {
-  return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-         "\n[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n"
+  return local_dirs(t) +
+         "[disk]\nsizes = 4MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 500ms\ncount = 2\n"
          // One stream: a row per direction (several streams add rows whose labels
          // hold each one-stream row's, which the matching below would count twice).
          "streams = 1\n";

@@ -40,9 +40,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 TEST(SecurityControlChars, RemoteStringsReachTheTerminalEscaped) {
   TempDir t;
   write_file(t.file("plan.ini"),
-             "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\n"
+             local_dirs(t) +
+                 "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\n"
                  "count = 2\n");
   const std::string db = t.file("runs.db");
   for (const char* label : {"a", "b"}) {

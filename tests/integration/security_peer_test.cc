@@ -43,9 +43,8 @@ std::string agent_beside_chokepoint() {
 TEST(SecurityHostilePeer, AnAgentThatOnlyHeartbeatsEndsTheRunWithTheSamplesKept) {
   TempDir t;
   write_file(t.file("plan.ini"),
-             "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-                 "\n[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 300ms\ncount = "
+             local_dirs(t) +
+                 "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 300ms\ncount = "
                  "1\n[timeouts]\nsilence = 2s\n");
   setenv("CHOKEPOINT_AGENT", CHOKEPOINT_SOURCE_DIR "/tests/integration/hostile_agent.py", 1);
   setenv("CP_REAL_AGENT", agent_beside_chokepoint().c_str(), 1);

@@ -127,9 +127,8 @@ TEST(SecuritySecrets, LocalRunKeepsNoPassword) {
   write_file(t.file("pw"), file_pw + "\n");
   ASSERT_EQ(chmod(t.file("pw").c_str(), 0600), 0);
   const std::string plan =
-      "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-      "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
-      "\n[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\ncount = 2\n"
+      local_dirs(t) +
+      "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\ncount = 2\n"
       "[protocol]\nsizes = 1MiB\ncount = 2\n"
       "[share nul-ram]\nurl = null:\nmedium = ram\nuser = bob\n"
       "password_env = CHOKEPOINT_TEST_SHARE_PW\n"

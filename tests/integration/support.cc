@@ -93,6 +93,16 @@ std::string query_text(const std::string& db, const std::string& sql) {
   return v;
 }
 
+std::string local_dirs(const TempDir& t) {
+  return "[server]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() +
+         "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() + "\n";
+}
+
+int64_t complete_stages(const std::string& db, const std::string& layers) {
+  return query_int(
+      db, "SELECT count(*) FROM stages WHERE status = 'complete' AND layer IN (" + layers + ")");
+}
+
 void exec_sql(const std::string& db, const std::string& sql) {
   sqlite3* h = nullptr;
   ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
@@ -103,33 +113,44 @@ void exec_sql(const std::string& db, const std::string& sql) {
   sqlite3_close(h);
 }
 
-std::vector<int> pids_matching(const std::string& needle) {
-  std::vector<int> out;
+namespace {
+
+// Each live process's pid and its /proc directory.
+std::vector<std::pair<int, std::filesystem::path>> processes() {
+  std::vector<std::pair<int, std::filesystem::path>> out;
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string cmd = ss.str();
+    if (name.find_first_not_of("0123456789") == std::string::npos)
+      out.emplace_back(std::stoi(name), e.path());
+  }
+  return out;
+}
+
+// A /proc file's whole text ("" once the process is gone).
+std::string proc_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<int> pids_matching(const std::string& needle) {
+  std::vector<int> out;
+  for (const auto& [pid, dir] : processes()) {
+    std::string cmd = proc_text(dir / "cmdline");
     for (char& c : cmd)
       if (c == '\0') c = ' ';
-    if (cmd.find(needle) != std::string::npos && std::stoi(name) != getpid()) {
-      out.push_back(std::stoi(name));
-    }
+    if (cmd.find(needle) != std::string::npos && pid != getpid()) out.push_back(pid);
   }
   return out;
 }
 
 std::vector<int> children_matching(int parent, const std::string& needle) {
   std::vector<std::pair<int64_t, int>> found;  // (start ticks, pid)
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream st(e.path() / "stat");
-    std::stringstream ss;
-    ss << st.rdbuf();
-    const std::string stat = ss.str();
+  for (const auto& [pid, dir] : processes()) {
+    const std::string stat = proc_text(dir / "stat");
     const size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(stat.substr(close + 1));
@@ -137,11 +158,7 @@ std::vector<int> children_matching(int parent, const std::string& needle) {
     int ppid = 0;
     rest >> state >> ppid;
     if (ppid != parent || state == "Z") continue;
-    std::ifstream in(e.path() / "cmdline");
-    std::stringstream cs;
-    cs << in.rdbuf();
-    if (cs.str().find(needle) == std::string::npos) continue;
-    const int pid = std::stoi(name);
+    if (proc_text(dir / "cmdline").find(needle) == std::string::npos) continue;
     found.push_back({process_start_ticks(pid).value_or(0), pid});
   }
   std::sort(found.begin(), found.end());

@@ -46,6 +46,8 @@ void write_file(const std::string& path, const std::string& text);
 
 // One integer from an SQL query on the database file (read-only, its own connection).
 int64_t query_int(const std::string& db, const std::string& sql);
+// The complete stages in `db` whose layer is one of `layers` (an SQL list: "'disk', 'tcp'").
+int64_t complete_stages(const std::string& db, const std::string& layers);
 std::string query_text(const std::string& db, const std::string& sql);
 // Runs `sql` on the database (read-write, its own connection); a failure is
 // a test failure naming the statement.
@@ -102,6 +104,16 @@ RunResult on_lab_host(const std::string& alias, const std::string& command, doub
 // and only the tests that are about them need them (Lab.DiagnoseThroughRealSshd,
 // LabFilesShares.*). The small-file passes on each end's disk stay.
 std::string share_files_off(const std::string& plan);
+
+// A plan's [server] and [client] sections for two local ends: both ends' RAM
+// and disk dirs are `t`.
+std::string local_dirs(const TempDir& t);
+
+// A short plan for the NAS-profile labs: two 10 MB disk samples, one second of
+// TCP each way, one 10 MB file through each protocol.
+inline constexpr const char* kShortNasPlan =
+    "[disk]\nsizes = 10MB\ncount = 2\nsettle = 200ms\n[tcp]\nseconds = 1\ncount = 1\n"
+    "[protocol]\nsizes = 10MB\ncount = 1\n";
 
 // Runs diagnose on the tests' lab with `plan` (written into `dir`) into
 // `db`, with --json -q and `extra` arguments.

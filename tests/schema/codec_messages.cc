@@ -33,35 +33,9 @@ void result(const std::string& type, json::object data) {
 using testing::sample_cpu;
 using testing::sample_tcp_info;
 
-// A NAS's facts with every part told, and a host that could tell little.
-Facts full_facts() {
-  Facts f;
-  f.hostname = "nas";
-  f.os = "TrueNAS SCALE";
-  f.kernel = "6.6.44";
-  f.arch = "x86_64";
-  f.cpu_model = "Atom C3758";
-  f.cpu_cores = 8;
-  f.boot_id = "b-1";
-  f.memory_bytes = 32ull << 30;
-  f.net = NetFacts{"198.18.0.2", "eno1", "198.18.0.1", 9000, 10000, 1000000000, ""};
-  f.ram_dir = DirFacts{"/dev/shm", "tmpfs", 1u << 30, 1u << 30, false, {}, {}, {}};
-  f.disk_dir = DirFacts{"/mnt/tank", "zfs", 4ull << 40, 1ull << 40, true, "tank", {}, {}};
-  f.disk_dir->device = BlockDeviceFacts{"sda1", "sda", true, 128, "none", true, {}, {"sdb"}};
-  f.disk_dir->zfs = ZfsFacts{8ull << 30, 2ull << 30};
-  f.tcp_sysctls = {{"net.ipv4.tcp_rmem", "4096 131072 6291456"}, {"net.core.rmem_max", {}}};
-  f.samba = SambaFacts{0,
-                       "/etc/smb.conf",
-                       "",
-                       "running smbd (pid 7)",
-                       "testparm",
-                       std::string(64, 'a'),
-                       {{"smb2 max read", "65536"}}};
-  f.euid = 1000;
-  f.degraded = {{"process_netns", "assumed this host's", "root"}};
-  return f;
-}
+using testing::sample_facts;
 
+// A host that could tell little.
 Facts sparse_facts() {
   Facts f;
   f.net = NetFacts{"10.9.9.9", {}, {}, {}, {}, {}, "no route to '10.9.9.9': unreachable"};
@@ -77,7 +51,7 @@ int main() {
   const ShareRef share{"s", "smb://h/s", "smb", "u", "pw", {{"connections", "2"}}};
   request("facts", to_json(FactsRequest{"/ram", "/disk", "198.18.0.1", "/etc/samba/smb.conf"}));
   request("facts", to_json(FactsRequest{"/ram", "/disk", "198.18.0.2", "", false}));
-  result("facts", to_json(full_facts()));
+  result("facts", to_json(sample_facts()));
   result("facts", to_json(sparse_facts()));
   request("disk", to_json(DiskRequest{"/disk", "write", "d.dat", 1u << 20, 1u << 20, false}));
   request("disk", to_json(DiskRequest{"/disk", "read", "d.dat", 0, 65536, true}));

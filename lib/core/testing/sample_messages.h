@@ -2,6 +2,9 @@
 // library): core's round trips and the schema check of tests/schema.
 #pragma once
 
+#include <string>
+
+#include "core/facts_message.h"
 #include "core/messages.h"
 
 namespace cp::msg::testing {
@@ -21,6 +24,46 @@ inline CpuSummary sample_cpu() {
   p.threads = 2;
   c.top.push_back(p);
   return c;
+}
+
+// A NAS's facts as its agent reports them, every part told: a ZFS dataset on
+// a partition of a two-disk device, Samba read with testparm, two instances
+// of one FTP server (the host's, a container's) and knfsd without a pid.
+inline Facts sample_facts() {
+  Facts f;
+  f.hostname = "nas";
+  f.os = "TrueNAS";
+  f.kernel = "6.6.44";
+  f.arch = "aarch64";
+  f.cpu_model = "Cortex-A72";
+  f.cpu_cores = 4;
+  f.boot_id = "b-1";
+  f.memory_bytes = 8ull << 30;
+  f.net = NetFacts{"198.18.0.2", "eth0", "198.18.0.1", 9000, 2500, 1000000000, ""};
+  f.ram_dir = DirFacts{"/ram", "tmpfs", 1u << 30, 1u << 29, false, {}, {}, {}};
+  DirFacts disk{"/tank/share", "zfs", 4ull << 40, 1ull << 40, true, "tank/share", {}, {}};
+  disk.device = BlockDeviceFacts{"sda1", "sda", true, 128, "mq-deadline", true, {}, {"sdb"}};
+  disk.zfs = ZfsFacts{8ull << 30, std::nullopt};
+  f.disk_dir = disk;
+  f.tcp_sysctls = {{"net.ipv4.tcp_rmem", "4096 131072 6291456"}, {"net.core.rmem_max", {}}};
+  f.samba = SambaFacts{0,
+                       "/etc/smb.conf",
+                       "",
+                       "running smbd (pid 7)",
+                       "testparm",
+                       std::string(64, 'a'),
+                       {{"smb2 max read", "65536"}, {"aio read size", "1"}}};
+  f.euid = 1000;
+  f.degraded = {{"process_netns", "assumed local", "root"}};
+  f.file_servers = {{"vsftpd", 812, "/etc/vsftpd.conf", "running vsftpd (pid 812)", "", {}},
+                    {"vsftpd",
+                     4410,
+                     "/ct/vsftpd.conf",
+                     "running vsftpd (pid 4410)",
+                     "",
+                     {{"local_max_rate", std::string("20000000")}}},
+                    {"knfsd", 0, "/proc/fs/nfs/exports", "kernel", "", {}}};
+  return f;
 }
 
 // A sender's tcp_info with each figure set.

@@ -1,37 +1,11 @@
-// Test helpers for what a call throws.
-
-// Runs `f`, expects a cp::Error of `kind`, returns its message.
+// What a call throws (core/testing/error_of.h), for the transfer tests.
 #pragma once
 
-#include <gtest/gtest.h>
-
-#include <functional>
-#include <string>
-
-#include "core/error.h"
+#include "core/testing/error_of.h"
 
 namespace cp::transfer::testing {
 
-inline std::string error_of(const std::function<void()>& f, ErrorKind kind) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
-// The kind of the cp::Error `f` throws (a test failure when it throws none).
-inline ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.kind();
-  }
-  ADD_FAILURE() << "no error";
-  return ErrorKind::kUsage;
-}
+using cp::testing::error_of;
+using cp::testing::kind_of;
 
 }  // namespace cp::transfer::testing
