@@ -72,11 +72,11 @@ using SessionSource = std::function<std::unique_ptr<Session>()>;
 
 // Runs the pass on `session`. Several in flight: on that one session when
 // its driver keeps them itself (Capabilities::file_ops_in_flight), else on
-// sessions from `more`, in threads (or helper processes) of their own. A phase the driver cannot do
-// is skipped with the reason; one that fails midway keeps its figures so far
-// and the error, and the others still run. Throws only for a cancelled run
-// (Error kCancelled, after removing what it made) or when the root cannot be
-// made.
+// sessions from `more`, in threads (or helper processes) of their own. A
+// phase the driver cannot do is skipped with the reason; one that fails
+// midway keeps its figures so far and the error, and the others still run.
+// Throws only for a cancelled run (Error kCancelled, after removing what it
+// made) or when the root cannot be made.
 FilesPassResult run_files_pass(Session& session, const SessionSource& more,
                                const DriverSpec& driver, const FilesPassOptions& opts,
                                const CancelToken& cancel);
