@@ -8,7 +8,10 @@
 //                  get run-1/a.dat /dev/shm/a.dat      (or: put LOCAL REMOTE, rm REMOTE)
 //   transfer_bench ... files ROOT COUNT SIZE  (the small-file pass, as the
 //                  client agent's files_share runs it: one directory, one
-//                  operation in flight; prints each phase's ops/s)
+//                  operation in flight; prints each phase's ops/s; with
+//                  --in-flight N, N at once as the driver keeps them, and
+//                  with --sessions on a session per operation in flight
+//                  even where the driver could keep them on one)
 //
 // Prints one line: op, bytes, seconds (open to close, and whole run), MB/s,
 // XXH3 of the bytes moved, the peak RSS (KiB), the CPU this process spent
@@ -45,7 +48,8 @@ using namespace cp;
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "transfer_bench: " << why
             << "\nusage: transfer_bench --driver NAME --url URL [--user U] [--password-env VAR | "
-               "--password-file FILE] [--option k=v]... [--block SIZE] [--size-hint BYTES] get "
+               "--password-file FILE] [--option k=v]... [--block SIZE] [--size-hint BYTES] "
+               "[--in-flight N] [--sessions] get "
                "REMOTE LOCAL | put LOCAL REMOTE | rm REMOTE | files ROOT COUNT SIZE\n";
   std::exit(2);
 }
@@ -72,22 +76,32 @@ long peak_rss_kib(int who = RUSAGE_SELF) {
 }
 
 // The small-file pass over the share (transfer/files_pass.h), one directory
-// and one operation in flight, as a copy tool keeps: a line with each
-// phase's operations and seconds.
-int files_pass(transfer::Session& session, const std::string& driver,
-               const std::vector<std::string>& words, const CancelToken& cancel) {
+// and `in_flight` operations in flight (1: as a copy tool keeps them): a
+// line with each phase's operations, seconds and mean in flight, and the
+// CPU this process spent over the pass.
+int files_pass(transfer::Session& session, const transfer::Share& share, const std::string& driver,
+               const std::vector<std::string>& words, unsigned in_flight, bool sessions,
+               const CancelToken& cancel) {
+  transfer::DriverSpec spec = transfer::driver_spec(driver);
+  if (sessions) spec.caps.file_ops_in_flight = false;
+  transfer::SessionSource more = [&] {
+    return transfer::make_driver(driver)->connect(share, cancel);
+  };
   transfer::FilesPassOptions o;
+  o.in_flight = in_flight;
   o.root = words[1];
   o.tree = {
       .count = parse_size(words[2], "COUNT"), .size = parse_size(words[3], "SIZE"), .dirs = 1};
   o.budget_s = 0;
-  const transfer::FilesPassResult r =
-      transfer::run_files_pass(session, nullptr, transfer::driver_spec(driver), o, cancel);
-  std::cout << "op=files";
+  const double cpu0 = cpu_seconds();
+  const transfer::FilesPassResult r = transfer::run_files_pass(session, more, spec, o, cancel);
+  std::cout << fmt::format("op=files in_flight={} cpu_seconds={:.3f}", r.in_flight,
+                           cpu_seconds() - cpu0);
   for (const files::PhaseStats& p : r.phases) {
     const std::string name(files::phase_name(p.phase));
-    std::cout << fmt::format(" {}_ops={} {}_seconds={:.6f} {}_per_s={:.1f}", name, p.ops, name,
-                             p.seconds, name, p.seconds > 0 ? p.ops / p.seconds : 0.0);
+    std::cout << fmt::format(
+        " {}_ops={} {}_seconds={:.6f} {}_per_s={:.1f} {}_in_flight_mean={:.2f}", name, p.ops, name,
+        p.seconds, name, p.seconds > 0 ? p.ops / p.seconds : 0.0, name, p.in_flight_mean);
     if (!p.error.empty() || !p.skipped.empty()) {
       std::cerr << "transfer_bench: " << name << ": " << p.error << p.skipped << "\n";
     }
@@ -105,6 +119,8 @@ int run(int argc, char** argv) {
   // agent (0: none).
   uint64_t size_hint = 0;
   bool hint_given = false;  // puts: else the local file's size
+  unsigned in_flight = 1;   // files: operations in flight
+  bool sessions = false;    // files: a session per operation in flight
   std::vector<std::string> words;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -133,6 +149,10 @@ int run(int argc, char** argv) {
     } else if (a == "--size-hint") {
       size_hint = parse_size(value(), "--size-hint");
       hint_given = true;
+    } else if (a == "--in-flight") {
+      in_flight = static_cast<unsigned>(parse_size(value(), "--in-flight"));
+    } else if (a == "--sessions") {
+      sessions = true;
     } else if (!a.empty() && a[0] == '-') {
       usage("unknown option " + a);
     } else {
@@ -154,7 +174,9 @@ int run(int argc, char** argv) {
     session->remove(words[1]);
     return 0;
   }
-  if (op == "files") return files_pass(*session, driver_name, words, cancel);
+  if (op == "files") {
+    return files_pass(*session, share, driver_name, words, in_flight, sessions, cancel);
+  }
   std::vector<char> buf(block);
   Checksum sum;
   uint64_t bytes = 0;

@@ -12,6 +12,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,6 +55,10 @@ struct Capabilities {
   // here); 1: strictly one at a time (one control connection, FTP; AFP as
   // chokepoint speaks it). How they are kept is the driver's (small-files.md).
   unsigned max_in_flight = 1;
+  // Whether one session keeps them in flight itself (Session::run_file_ops:
+  // several operations on its one connection, as libnfs's async calls do);
+  // false: the pass opens a session per operation in flight.
+  bool file_ops_in_flight = false;
   // Whether its sessions may run in threads side by side; false: the pass
   // runs each extra one in a helper process (transfer/forked_session.h).
   bool threads = true;
@@ -108,6 +114,25 @@ class File {
   std::vector<char> staged_;  // the default write_buffer's
 };
 
+// One phase of the small-file pass for a session that keeps several of its
+// operations in flight itself (Capabilities::file_ops_in_flight). Each
+// operation is the same chain as the pass's one-at-a-time calls: kCreate
+// opens a new file, writes `data` and closes; kStat stats it by path; kRead
+// opens it, reads it to its end (up to data.size() + 1 bytes: a longer file
+// shows) and closes; kRemove removes it.
+enum class FileOp { kCreate, kStat, kRead, kRemove };
+struct FileOps {
+  FileOp op = FileOp::kStat;
+  unsigned depth = 1;          // operations in flight at most
+  std::span<const char> data;  // kCreate: each file's bytes; kRead: what each holds
+  // The next operation to start: its id and path; false when there is none
+  // or the phase stops (its budget, cancel, an error).
+  std::function<bool(uint64_t& id, std::string& path)> next;
+  // An operation's chain ended: `error` null when it went well (kRead:
+  // `got` holds the bytes read).
+  std::function<void(uint64_t id, std::span<const char> got, std::exception_ptr error)> ended;
+};
+
 // A logged-in connection to a share.
 class Session {
  public:
@@ -123,6 +148,12 @@ class Session {
   virtual FileInfo stat(const std::string& path);
   virtual void mkdir(const std::string& path);
   virtual void rmdir(const std::string& path);
+  // Runs one phase's operations with up to ops.depth in flight on this
+  // session until ops.next() has no more and each started one has ended
+  // (Capabilities::file_ops_in_flight drivers only; the default is a bug
+  // to call). Throws when the session cannot go on (the connection failed or
+  // went silent, cancelled): operations started then may not have ended.
+  virtual void run_file_ops(FileOps& ops);
   // What was negotiated, stored with each sample because it changes the
   // throughput (SMB dialect, signing, encryption; AFP version and UAM; ...).
   virtual std::map<std::string, std::string> properties() const { return {}; }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -94,9 +96,15 @@ void work(PhaseRun& run, Session& s, const Op& op, double start, double budget_s
 
 class Pass {
  public:
-  Pass(std::vector<Session*> sessions, const DriverSpec& driver, const FilesPassOptions& opts,
-       const CancelToken& cancel)
-      : sessions_(std::move(sessions)), driver_(driver), opts_(opts), cancel_(cancel) {
+  // `depth` > 1: that many in flight on the one session's own calls
+  // (Capabilities::file_ops_in_flight); else one per session, a thread each.
+  Pass(std::vector<Session*> sessions, unsigned depth, const DriverSpec& driver,
+       const FilesPassOptions& opts, const CancelToken& cancel)
+      : sessions_(std::move(sessions)),
+        depth_(depth),
+        driver_(driver),
+        opts_(opts),
+        cancel_(cancel) {
     const files::Tree& t = opts_.tree;
     CP_CHECK(t.dirs >= 1 && !opts_.root.empty());
     // Sequential: a directory at a time, as `cp -r` copies a tree and as the
@@ -115,7 +123,7 @@ class Pass {
   FilesPassResult run() {
     if (opts_.only) return run_one(*opts_.only);
     FilesPassResult r;
-    r.in_flight = static_cast<unsigned>(sessions_.size());
+    r.in_flight = in_flight();
     if (opts_.laid_out) {
       created_.assign(opts_.tree.count, 1);
       created_count_ = opts_.tree.count;
@@ -141,7 +149,7 @@ class Pass {
   // phase's request, and the delete phase removes it.
   FilesPassResult run_one(Phase phase) {
     FilesPassResult r;
-    r.in_flight = static_cast<unsigned>(sessions_.size());
+    r.in_flight = in_flight();
     if (phase == Phase::create) {
       sessions_[0]->mkdir(opts_.root);
     } else {
@@ -164,6 +172,9 @@ class Pass {
     return r;
   }
 
+  unsigned in_flight() const {
+    return depth_ > 1 ? depth_ : static_cast<unsigned>(sessions_.size());
+  }
   std::string path(uint64_t i) const { return opts_.root + "/" + opts_.tree.file_path(i); }
   std::string dir(uint64_t d) const { return opts_.root + "/" + opts_.tree.dir_name(d); }
 
@@ -212,8 +223,11 @@ class Pass {
     const bool budgeted = phase != Phase::remove;
     const uint64_t min_before = std::max<uint64_t>(1, opts_.tree.count / 10);
     std::vector<char>* ok = phase == Phase::create ? &created_ : nullptr;
+    if (phase == Phase::remove) removed_.assign(opts_.tree.count, 0);
     const Op op = op_of(phase);
-    if (sessions_.size() == 1) {
+    if (depth_ > 1) {
+      on_one_session(run, phase, start, budgeted ? opts_.budget_s : 0, min_before, ok);
+    } else if (sessions_.size() == 1) {
       work(run, *sessions_[0], op, start, budgeted ? opts_.budget_s : 0, min_before, cancel_, ok);
     } else {
       std::vector<std::thread> threads;
@@ -288,20 +302,10 @@ class Pass {
           for (size_t n; got < buf.size() && (n = f->read(buf.data() + got, buf.size() - got)) > 0;)
             got += n;
           f->close();
-          // A driver that keeps nothing (null) reads back the size alone.
-          const bool differ = got == data_.size() && driver_.caps.keeps_data &&
-                              std::memcmp(buf.data(), data_.data(), got) != 0;
-          if (got != data_.size() || differ) {
-            throw Error(ErrorKind::kIo,
-                        fmt::format("{}: read {}{} bytes of a file written with {}{}", path(i), got,
-                                    got == buf.size() ? " or more" : "", data_.size(),
-                                    got == data_.size() ? ", and they differ" : ""),
-                        "the share changed the file, or another client did: check the server");
-          }
+          check_read(i, {buf.data(), got});
           return got;
         };
       case Phase::remove:
-        removed_.assign(opts_.tree.count, 0);
         return [this](Session& s, uint64_t i) -> uint64_t {
           s.remove(path(i));
           removed_[i] = 1;
@@ -309,6 +313,86 @@ class Pass {
         };
     }
     ::cp::check_failed("unknown phase", __FILE__, __LINE__);
+  }
+
+  // A file read whole (up to a byte more than written): throws unless it
+  // holds what was written.
+  void check_read(uint64_t i, std::span<const char> got) const {
+    // A driver that keeps nothing (null) reads back the size alone.
+    const bool differ = got.size() == data_.size() && driver_.caps.keeps_data &&
+                        std::memcmp(got.data(), data_.data(), got.size()) != 0;
+    if (got.size() == data_.size() && !differ) return;
+    throw Error(ErrorKind::kIo,
+                fmt::format("{}: read {}{} bytes of a file written with {}{}", path(i), got.size(),
+                            got.size() > data_.size() ? " or more" : "", data_.size(),
+                            got.size() == data_.size() ? ", and they differ" : ""),
+                "the share changed the file, or another client did: check the server");
+  }
+
+  // The phase's operations on the one session, `depth_` in flight through
+  // its own calls (Session::run_file_ops): as work() does per thread, the
+  // budget and cancel checked before each start, an operation's latency
+  // from its start to the end of its chain, the first error stopping it.
+  void on_one_session(PhaseRun& run, Phase phase, double start, double budget_s,
+                      uint64_t min_before, std::vector<char>* ok) {
+    static constexpr FileOp kOps[] = {FileOp::kCreate, FileOp::kStat, FileOp::kRead,
+                                      FileOp::kRemove};
+    FileOps ops;
+    ops.op = kOps[static_cast<size_t>(phase)];
+    ops.depth = depth_;
+    ops.data = {data_.data(), data_.size()};
+    std::vector<double> began(opts_.tree.count, 0);  // seconds, per file started
+    auto failed = [&](const Error& e) {
+      if (run.error.empty()) {
+        run.error = e.what();
+        run.error_kind = e.kind();
+      }
+      run.cancelled = run.cancelled || e.kind() == ErrorKind::kCancelled;
+      run.stop = true;
+    };
+    ops.next = [&](uint64_t& id, std::string& p) {
+      if (run.stop.load()) return false;
+      if (cancel_.cancelled()) {
+        run.cancelled = true;
+        run.stop = true;
+        return false;
+      }
+      if (budget_s > 0 && run.done.load() >= min_before && monotonic_seconds() - start > budget_s) {
+        run.budget_hit = true;
+        run.stop = true;
+        return false;
+      }
+      const size_t k = run.next.fetch_add(1);
+      if (k >= run.items->size()) return false;
+      id = (*run.items)[k];
+      p = path(id);
+      if (phase == Phase::create) touched_[id] = 1;
+      run.flying_max = std::max(run.flying_max.load(), run.flying.fetch_add(1) + 1);
+      began[id] = monotonic_seconds();
+      return true;
+    };
+    ops.ended = [&](uint64_t id, std::span<const char> got, std::exception_ptr error) {
+      const double dt = monotonic_seconds() - began[id];
+      run.flying.fetch_sub(1);
+      try {
+        if (error) std::rethrow_exception(error);
+        if (phase == Phase::read) check_read(id, got);
+      } catch (const Error& e) {
+        failed(e);
+        return;
+      }
+      run.hist.add(dt);
+      run.busy_s += dt;
+      run.bytes += phase == Phase::create ? data_.size() : got.size();
+      if (ok) (*ok)[id] = 1;
+      if (phase == Phase::remove) removed_[id] = 1;
+      run.done.fetch_add(1);
+    };
+    try {
+      sessions_[0]->run_file_ops(ops);
+    } catch (const Error& e) {
+      failed(e);
+    }
   }
 
   // Removes what is left (files a failed or stopped phase left, the
@@ -344,6 +428,7 @@ class Pass {
   }
 
   std::vector<Session*> sessions_;
+  unsigned depth_ = 1;
   const DriverSpec& driver_;
   const FilesPassOptions& opts_;
   const CancelToken& cancel_;
@@ -364,9 +449,11 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   const unsigned want =
       std::max(1u, std::min({opts.in_flight, driver.caps.max_in_flight,
                              static_cast<unsigned>(std::max<uint64_t>(1, opts.tree.count))}));
+  // Several on the one session's own calls where the driver keeps them so.
+  const bool one_session = want > 1 && driver.caps.file_ops_in_flight;
   std::vector<std::unique_ptr<Session>> extra;
   std::string note;
-  if (want > 1 && more) {
+  if (want > 1 && more && !one_session) {
     try {
       while (extra.size() + 1 < want) {
         extra.push_back(driver.caps.threads ? more() : fork_session(more));
@@ -378,9 +465,12 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   }
   std::vector<Session*> sessions = {&session};
   for (auto& s : extra) sessions.push_back(s.get());
-  Pass pass(sessions, driver, opts, cancel);
+  Pass pass(sessions, one_session ? want : 1, driver, opts, cancel);
   FilesPassResult r = pass.run();
-  if (!note.empty()) {
+  if (one_session) {
+    r.in_flight_note = fmt::format(
+        "{} in flight on one connection: the {} driver's asynchronous calls", want, driver.name);
+  } else if (!note.empty()) {
     r.in_flight_note = note;
   } else if (sessions.size() > 1) {
     r.in_flight_note = fmt::format("{} sessions, one thread each, one operation in flight on each",

@@ -53,7 +53,9 @@ struct FilesPassOptions {
 
 struct FilesPassResult {
   std::array<files::PhaseStats, 4> phases;  // in files::kPhases order
-  unsigned in_flight = 1;                   // sessions the pass ran on (one thread each)
+  // Operations it kept in flight at most: on one session's own calls
+  // (Capabilities::file_ops_in_flight), else a session (a thread) each.
+  unsigned in_flight = 1;
   // How the operations were kept in flight, or why one at a time.
   std::string in_flight_note;
   uint64_t created = 0;  // files the create phase made (the other phases' count)
@@ -68,12 +70,13 @@ struct FilesPassResult {
 // first (each its own connection); null: one session only.
 using SessionSource = std::function<std::unique_ptr<Session>()>;
 
-// Runs the pass on `session` (and sessions from `more`, in threads of their
-// own, when the driver keeps several in flight). A phase the driver cannot do
-// is skipped with the reason; one that fails midway keeps its figures so far
-// and the error, and the others still run. Throws only for a cancelled run
-// (Error kCancelled, after removing what it made) or when the root cannot be
-// made.
+// Runs the pass on `session`. Several in flight: on that one session when
+// its driver keeps them itself (Capabilities::file_ops_in_flight), else on
+// sessions from `more`, in threads (or helper processes) of their own. A
+// phase the driver cannot do is skipped with the reason; one that fails
+// midway keeps its figures so far and the error, and the others still run.
+// Throws only for a cancelled run (Error kCancelled, after removing what it
+// made) or when the root cannot be made.
 FilesPassResult run_files_pass(Session& session, const SessionSource& more,
                                const DriverSpec& driver, const FilesPassOptions& opts,
                                const CancelToken& cancel);

@@ -9,8 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include "core/error.h"
@@ -54,6 +57,107 @@ class SlowSession : public Session {
   std::unique_ptr<Session> inner_;
   std::chrono::microseconds delay_;
   std::atomic<uint64_t> stats_{0}, opens_{0};
+};
+
+// A session that keeps several operations in flight itself
+// (Capabilities::file_ops_in_flight), as the nfs driver does on its one
+// connection: each operation runs on a thread of its own against a path
+// session, `delay` longer, and their ends are reported on the caller's
+// thread in start order. It counts how many ran at once, and can fail its
+// `fail_at`-th operation or cancel after `cancel_after` ended.
+class InFlightSession : public Session {
+ public:
+  InFlightSession(std::function<std::unique_ptr<Session>()> connect,
+                  std::chrono::microseconds delay, CancelToken& cancel)
+      : connect_(std::move(connect)), inner_(connect_()), delay_(delay), cancel_(cancel) {}
+  std::unique_ptr<File> open(const std::string& p, Mode m, uint64_t hint) override {
+    return inner_->open(p, m, hint);
+  }
+  void remove(const std::string& p) override { inner_->remove(p); }
+  FileInfo stat(const std::string& p) override { return inner_->stat(p); }
+  void mkdir(const std::string& p) override { inner_->mkdir(p); }
+  void rmdir(const std::string& p) override { inner_->rmdir(p); }
+
+  void run_file_ops(FileOps& ops) override {
+    struct Out {
+      uint64_t id;
+      std::future<std::string> result;  // the bytes read
+    };
+    std::deque<Out> live;
+    bool more = true;
+    while (more || !live.empty()) {
+      while (more && live.size() < ops.depth) {
+        uint64_t id = 0;
+        std::string path;
+        if (!(more = ops.next(id, path))) break;
+        const uint64_t n = ++started_;
+        live.push_back({id, std::async(std::launch::async,
+                                       [this, &ops, path, n] { return one(ops, path, n); })});
+      }
+      if (live.empty()) break;
+      Out out = std::move(live.front());
+      live.pop_front();
+      std::string got;
+      std::exception_ptr error;
+      try {
+        got = out.result.get();
+      } catch (const Error&) {
+        error = std::current_exception();
+      }
+      ops.ended(out.id, {got.data(), got.size()}, error);
+      if (++ended_ == cancel_after) cancel_.cancel();
+    }
+  }
+
+  uint64_t fail_at = UINT64_MAX;       // the operation (1-based) that fails
+  uint64_t cancel_after = UINT64_MAX;  // operations ended before a cancel
+  std::atomic<unsigned> at_once{0}, at_once_max{0};
+
+ private:
+  std::string one(const FileOps& ops, const std::string& path, uint64_t n) {
+    const unsigned now = ++at_once;
+    for (unsigned seen = at_once_max.load();
+         now > seen && !at_once_max.compare_exchange_weak(seen, now);) {
+    }
+    std::this_thread::sleep_for(delay_);
+    struct Leave {
+      std::atomic<unsigned>& n;
+      ~Leave() { --n; }
+    } leave{at_once};
+    if (n == fail_at) throw Error(ErrorKind::kIo, "no space left creating " + path);
+    auto s = connect_();  // a session per operation: the path driver's are per thread
+    std::string got;
+    switch (ops.op) {
+      case FileOp::kCreate: {
+        auto f = s->open(path, Mode::kWrite, ops.data.size());
+        f->write(ops.data.data(), ops.data.size());
+        f->close();
+        break;
+      }
+      case FileOp::kStat:
+        s->stat(path);
+        break;
+      case FileOp::kRead: {
+        auto f = s->open(path, Mode::kRead, ops.data.size());
+        got.resize(ops.data.size() + 1);
+        size_t k = 0;
+        for (size_t r; k < got.size() && (r = f->read(got.data() + k, got.size() - k)) > 0;) k += r;
+        got.resize(k);
+        f->close();
+        break;
+      }
+      case FileOp::kRemove:
+        s->remove(path);
+        break;
+    }
+    return got;
+  }
+
+  std::function<std::unique_ptr<Session>()> connect_;
+  std::unique_ptr<Session> inner_;
+  std::chrono::microseconds delay_;
+  CancelToken& cancel_;
+  uint64_t started_ = 0, ended_ = 0;
 };
 
 void expect_ordered_latency(const files::PhaseStats& p) {
@@ -382,6 +486,108 @@ TEST_F(FilesPassTest, PhaseByPhaseACreateThatFailsRemovesItsTree) {
   EXPECT_FALSE(r.phases[0].error.empty());
   EXPECT_FALSE(r.kept);
   EXPECT_TRUE(r.leftover.empty()) << r.leftover;
+  EXPECT_EQ(left(), 0u);
+}
+
+// A driver that keeps its operations in flight on one session: the pass
+// opens no other, hands it `in_flight` at once, and records them; every file
+// is made, read back whole and removed.
+TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSession) {
+  DriverSpec spec = driver_spec("path");
+  spec.caps.file_ops_in_flight = true;
+  InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(4), cancel_);
+  FilesPassOptions o = options(96, 1000, 4);
+  o.in_flight = 6;
+  int opened = 0;
+  const FilesPassResult r = run_files_pass(
+      s,
+      [&]() -> std::unique_ptr<Session> {
+        ++opened;
+        return connect("path");
+      },
+      spec, o, cancel_);
+  EXPECT_EQ(opened, 0);
+  EXPECT_EQ(r.in_flight, 6u);
+  EXPECT_EQ(r.created, 96u);
+  EXPECT_GE(s.at_once_max.load(), 2u);  // they really ran side by side
+  EXPECT_LE(s.at_once_max.load(), 6u);
+  for (const auto& p : r.phases) {
+    SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+    EXPECT_EQ(p.ops, 96u);
+    EXPECT_TRUE(p.error.empty()) << p.error;
+    EXPECT_EQ(p.in_flight_max, 6u);
+    // Each operation takes 4 ms or more, six at a time: Little's law's mean
+    // over the phase is well above one and at most six.
+    EXPECT_GT(p.in_flight_mean, 2.0);
+    EXPECT_LE(p.in_flight_mean, 6.0 + 1e-9);
+    EXPECT_GE(p.latency.median_us, 4000);
+    expect_ordered_latency(p);
+  }
+  EXPECT_EQ(r.phases[0].bytes, 96u * 1000);
+  EXPECT_EQ(r.phases[2].bytes, 96u * 1000);  // read whole and checked
+  EXPECT_EQ(left(), 0u);
+}
+
+// A read that brings back other bytes than were written fails the phase, as
+// on the one-at-a-time path.
+TEST_F(FilesPassTest, InFlightReadsAreCheckedAgainstWhatWasWritten) {
+  DriverSpec spec = driver_spec("path");
+  spec.caps.file_ops_in_flight = true;
+  InFlightSession s([&] { return connect("path"); }, std::chrono::microseconds(0), cancel_);
+  FilesPassOptions o = options(12, 300, 1);
+  o.in_flight = 4;
+  o.before_phase = [&](Phase p) {
+    if (p != Phase::read) return;
+    // One file's bytes changed behind the pass's back (same size).
+    std::fstream f(dir_ / "pass" / o.tree.file_path(5), std::ios::in | std::ios::out);
+    f.seekp(10);
+    f.put('\xff');
+  };
+  const FilesPassResult r = run_files_pass(s, nullptr, spec, o, cancel_);
+  EXPECT_FALSE(r.phases[2].error.empty());
+  EXPECT_LT(r.phases[2].ops, 12u);
+  EXPECT_EQ(r.phases[3].ops, 12u);
+  EXPECT_EQ(left(), 0u);
+}
+
+// A create that fails midway ends the phase with its error; the operations
+// out at the time end and are counted, and nothing is left.
+TEST_F(FilesPassTest, AnInFlightCreateThatFailsEndsThePhaseAndLeavesNothing) {
+  DriverSpec spec = driver_spec("path");
+  spec.caps.file_ops_in_flight = true;
+  InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(1), cancel_);
+  s.fail_at = 20;
+  FilesPassOptions o = options(60, 100, 3);
+  o.in_flight = 4;
+  const FilesPassResult r = run_files_pass(s, nullptr, spec, o, cancel_);
+  const auto& create = r.phases[0];
+  EXPECT_FALSE(create.error.empty());
+  EXPECT_GE(create.ops, 19u);  // those before it, and those out beside it
+  EXPECT_LE(create.ops, 19u + 3);
+  EXPECT_EQ(r.created, create.ops);
+  EXPECT_EQ(r.phases[3].ops, create.ops);
+  EXPECT_TRUE(r.leftover.empty()) << r.leftover;
+  EXPECT_EQ(left(), 0u);
+}
+
+// Cancelled in the middle of the create with operations out: they end, the
+// pass removes everything it made and throws kCancelled.
+TEST_F(FilesPassTest, AnInFlightPassCancelledMidPhaseRemovesWhatItMadeAndThrows) {
+  DriverSpec spec = driver_spec("path");
+  spec.caps.file_ops_in_flight = true;
+  InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(1), cancel_);
+  s.cancel_after = 25;
+  FilesPassOptions o = options(200, 100, 4);
+  o.in_flight = 8;
+  Phase last = Phase::create;
+  o.before_phase = [&](Phase p) { last = p; };
+  try {
+    run_files_pass(s, nullptr, spec, o, cancel_);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kCancelled);
+  }
+  EXPECT_EQ(last, Phase::create);  // no later phase ran
   EXPECT_EQ(left(), 0u);
 }
 

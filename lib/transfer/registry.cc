@@ -196,6 +196,10 @@ void Session::rmdir(const std::string& path) {
               "remove the tree on the server instead");
 }
 
+void Session::run_file_ops(FileOps&) {
+  ::cp::check_failed("run_file_ops on a driver without file_ops_in_flight", __FILE__, __LINE__);
+}
+
 std::span<char> File::write_buffer(size_t max) {
   CP_CHECK(max > 0);
   staged_.resize(max);
@@ -328,7 +332,9 @@ std::string describe_drivers() {
       can.emplace_back(d->caps.max_in_flight <= 1
                            ? std::string("small files one at a time")
                            : fmt::format("small files {} in flight{}", d->caps.max_in_flight,
-                                         d->caps.threads ? "" : " (helper processes)"));
+                                         d->caps.file_ops_in_flight ? " on one connection"
+                                         : d->caps.threads          ? ""
+                                                                    : " (helper processes)"));
     }
     out += fmt::format("{}: {}\n  URLs:    {}\n  does:    {}\n", d->name, d->summary,
                        join(prefixes, ", "), join(can));

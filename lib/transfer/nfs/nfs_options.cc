@@ -96,13 +96,15 @@ const DriverSpec kNfsDriver = {
     .name = "nfs",
     .summary = "NFSv3 or NFSv4 through libnfs, requests pipelined",
     .url_prefixes = kNfsPrefixes,
-    // The small-file pass keeps operations in flight with a session (and
-    // libnfs context) per thread, up to 16.
+    // The small-file pass keeps its operations in flight on the one
+    // session's connection (libnfs's async calls: nfs_file_ops.cc), up to
+    // the plan's most.
     .caps = {.random_access = true,
              .random_write = true,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 16,
+             .max_in_flight = 64,
+             .file_ops_in_flight = true,
              // At least: create CREATE + WRITE; stat GETATTR; read an OPEN or
              // LOOKUP + READ; delete REMOVE (libnfs adds a LOOKUP per path part).
              .file_round_trips = {2, 1, 2, 1}},

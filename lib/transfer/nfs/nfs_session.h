@@ -176,6 +176,9 @@ class NfsSession : public Session {
   FileInfo stat(const std::string& rel) override;
   void mkdir(const std::string& rel) override;
   void rmdir(const std::string& rel) override;
+  // The small-file pass's operations, several in flight on this connection
+  // (nfs_file_ops.cc).
+  void run_file_ops(FileOps& ops) override;
   std::map<std::string, std::string> properties() const override;
 
   // Bytes per READ or WRITE: the option, within what the server takes (and,

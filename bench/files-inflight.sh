@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# NFS small files with several operations in flight: chokepoint's small-file
+# pass (bench/transfer_bench `files`, as the client agent's files_share runs
+# it, one directory) over the lab's RAM share, NFSv3 and NFSv4, at
+# `--in-flight` 1, 4 and 16 on ONE connection (the nfs driver's libnfs async
+# calls, Capabilities::file_ops_in_flight) against 4 and 16 on a session
+# (a connection) per operation in flight (`--sessions`: the pass's path for
+# drivers without the capability). The cases take turns, their order rotated
+# each round; medians over the rounds of each phase's files/s, the mean in
+# flight it kept and the client's CPU over the pass (user + system s).
+#
+# Usage (root): bench/files-inflight.sh [--runs 5] [--count 500] [--size 4KiB]
+# The lab is $CHOKEPOINT_LAB_INSTANCE's (default 0); one that is not up is
+# brought up unshaped (--rate 0) and taken down after.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=5
+COUNT=500
+SIZE=4096
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) RUNS=$2; shift 2 ;;
+    --count) COUNT=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    *) echo "usage: bench/files-inflight.sh [--runs N] [--count N] [--size S]" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "files-inflight.sh: run as root (the lab's namespaces)" >&2; exit 2; }
+CP=build/bin/chokepoint
+TB=build/bin/transfer_bench
+[ -x "$CP" ] && [ -x "$TB" ] || { echo "files-inflight.sh: build first (scripts/build.sh)" >&2; exit 2; }
+
+WAS_UP=1
+$CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)' || WAS_UP=0
+RAW=$(mktemp /tmp/chokepoint-files-inflight.XXXXXX)
+cleanup() {
+  rm -f "$RAW"
+  [ "$WAS_UP" = 1 ] || $CP lab down >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+[ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
+
+field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+ST=$($CP lab status --json)
+SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
+CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
+ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
+RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
+USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
+on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
+on_server "rm -rf '$RAM/bench-inflight' && mkdir -p '$RAM/bench-inflight' && chown '$USER_:' '$RAM/bench-inflight'"
+
+# CASE: version:in_flight:how (one = one connection, sessions = one each)
+CASES=(3:1:one 3:4:one 3:16:one 3:4:sessions 3:16:sessions
+       4:1:one 4:4:one 4:16:one 4:4:sessions 4:16:sessions)
+for ((r = 1; r <= RUNS; r++)); do
+  n=${#CASES[@]}
+  for ((k = 0; k < n; k++)); do
+    c=${CASES[$(( (k + r) % n ))]}
+    IFS=: read -r v f how <<<"$c"
+    extra=()
+    [ "$how" = sessions ] && extra=(--sessions)
+    line=$(ip netns exec "$CLIENT_NS" "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" \
+      --option version="$v" --in-flight "$f" "${extra[@]}" \
+      files "bench-inflight/r$r-v$v-$f-$how" "$COUNT" "$SIZE")
+    echo "$c $line" >> "$RAW"
+    echo "round $r nfs$v x$f $how: $line"
+  done
+  on_server "rm -rf '$RAM/bench-inflight'/*"
+done
+on_server "rm -rf '$RAM/bench-inflight'"
+
+echo
+echo "medians over $RUNS rounds, $COUNT files of $SIZE bytes, files/s (mean in flight)"
+python3 - "$RAW" <<'PY'
+import collections, re, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    case, rest = line.split(" ", 1)
+    rows[case].append(dict(re.findall(r"(\w+)=([\d.]+)", rest)))
+print(f"  {'case':<22}" + "".join(f"{p:>16}" for p in ("create", "stat", "read", "delete")) + f"{'cpu s':>8}")
+for case, runs in rows.items():
+    v, f, how = case.split(":")
+    cells = []
+    for p in ("create", "stat", "read", "delete"):
+        rate = statistics.median(float(x[p + "_per_s"]) for x in runs)
+        mean = statistics.median(float(x[p + "_in_flight_mean"]) for x in runs)
+        cells.append(f"{rate:9.0f} ({mean:4.1f})")
+    cpu = statistics.median(float(x["cpu_seconds"]) for x in runs)
+    name = f"nfs{v} x{f} " + ("one connection" if how == "one" else "sessions")
+    print(f"  {name:<22}" + "".join(f"{c:>16}" for c in cells) + f"{cpu:8.2f}")
+PY
