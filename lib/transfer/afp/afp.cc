@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "transfer/afp/afp_codec.h"
+#include "transfer/afp/afp_link.h"
 #include "transfer/afp/afp_uam.h"
 #include "transfer/afp/dsi.h"
 #include "transfer/driver.h"
@@ -41,11 +42,6 @@ constexpr double kKeepaliveCheck = 5;
 // Bitmaps: afpcmd's, so replayed captures see the same requests.
 constexpr uint16_t kOpenVolBitmap =
     kVolAttributes | kVolSignature | kVolCreateDate | kVolID | kVolName | kVolBlockSize;  // 0x0927
-constexpr uint16_t kStatFileBitmap = kAttributes | kParentDirID | kCreateDate | kModDate |
-                                     kFinderInfo | kNodeID | kExtDataForkLen |
-                                     kUnixPrivs;  // 0x892f
-constexpr uint16_t kStatDirBitmap = kAttributes | kParentDirID | kCreateDate | kModDate | kNodeID |
-                                    kOffspringCount | kUnixPrivs;  // 0x830f
 // Seconds to spend on the logout when a session ends.
 constexpr double kGoodbyeTimeout = 10;
 
@@ -109,41 +105,13 @@ AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) 
   return o;
 }
 
-namespace {
+namespace {}  // namespace
 
-// What a session's files share with it; files keep it alive so a file
-// closed after its session fails cleanly instead of dangling.
-struct Link {
-  std::unique_ptr<dsi::Connection> conn;
-  Where where;  // object empty
-  uint16_t volume = 0;
-  unsigned depth = 8;
-  uint64_t request_size = 0;
-  // The last file's most requests in flight at once, and their bytes.
-  std::string flight_op;
-  size_t flight_requests = 0;
-  uint64_t flight_bytes = 0;
-
-  void note_flight(const char* op, const std::deque<struct Req>& q);
-
-  Where at(const std::string& path) const {
-    Where w = where;
-    w.object = path;
-    return w;
-  }
-  // The reply's payload; throws the mapped error for a failed result.
-  std::string call(std::string_view afp, const std::string& path) {
-    dsi::Message m = conn->call(afp);
-    if (m.header.error() != kNoErr) throw afp_error(m.header.error(), uint8_t(afp[0]), at(path));
-    return std::move(m.payload);
-  }
-};
-
-struct Req {
-  uint16_t id;
-  uint64_t offset;
-  uint64_t count;
-};
+std::string Link::call(std::string_view afp, const std::string& path) {
+  dsi::Message m = conn->call(afp);
+  if (m.header.error() != kNoErr) throw afp_error(m.header.error(), uint8_t(afp[0]), at(path));
+  return std::move(m.payload);
+}
 
 void Link::note_flight(const char* op, const std::deque<Req>& q) {
   if (flight_op != op) {
@@ -156,6 +124,8 @@ void Link::note_flight(const char* op, const std::deque<Req>& q) {
   flight_requests = std::max(flight_requests, q.size());
   flight_bytes = std::max(flight_bytes, bytes);
 }
+
+namespace {
 
 class AfpFile : public File {
  public:
@@ -622,6 +592,13 @@ class AfpSession : public Session {
   // FPDelete removes an empty directory as it removes a file.
   void rmdir(const std::string& path) override { remove(path); }
 
+  // Several files' chains of requests on the one DSI connection
+  // (afp_file_ops.cc).
+  void run_file_ops(FileOps& ops) override {
+    afp::run_file_ops(
+        *link_, [this](const std::string& rel) { return afp_path(rel); }, ops);
+  }
+
   std::map<std::string, std::string> properties() const override {
     std::map<std::string, std::string> p = base_properties();
     if (requested_size_) {
@@ -725,15 +702,18 @@ const DriverSpec kAfpDriver = {
     .name = "afp",
     .summary = "AFP 3.x over DSI/TCP, spoken by chokepoint itself",
     .url_prefixes = kAfpPrefixes,
-    // One at a time for the small-file pass: DSI can pipeline commands,
-    // this client does not yet.
-    // Round trips: create FPCreateFile, FPOpenFork, FPWrite, FPCloseFork;
-    // stat FPGetFileDirParms; read FPOpenFork, FPRead, FPCloseFork; delete FPDelete.
+    // The small-file pass's operations in flight on the one DSI connection
+    // (DSI numbers each request: afp_file_ops.cc).
+    // Round trips: create FPCreateFile, FPOpenFork, FPWriteExt, FPFlushFork,
+    // FPCloseFork; stat FPGetFileDirParms; read FPOpenFork, FPReadExt,
+    // FPCloseFork (one at a time, the size comes from an FPGetFileDirParms
+    // first); delete FPDelete.
     .caps = {.random_access = true,
              .stat = true,
              .mkdir = true,
-             .max_in_flight = 1,
-             .file_round_trips = {4, 1, 3, 1}},
+             .max_in_flight = afp::kMaxDepth,
+             .file_ops_in_flight = true,
+             .file_round_trips = {5, 1, 3, 1}},
     .options = kAfpOptions,
     .make = make,
     .display = "AFP",

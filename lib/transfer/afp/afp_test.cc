@@ -539,11 +539,12 @@ TEST(AfpDriver, StatsMakesAndRemovesDirectoriesAndRunsASmallFilePass) {
   o.tree = {.count = 40, .size = 3000, .dirs = 4};
   o.root = "pass";
   o.budget_s = 0;
-  o.in_flight = 4;  // AFP: one at a time
+  o.in_flight = 4;  // on the one DSI connection
   CancelToken cancel;
   const FilesPassResult r = run_files_pass(*session, nullptr, driver_spec("afp"), o, cancel);
-  EXPECT_EQ(r.in_flight, 1u);
+  EXPECT_EQ(r.in_flight, 4u);
   for (const auto& p : r.phases) {
+    EXPECT_LE(p.in_flight_max, 4u);
     SCOPED_TRACE(std::string(files::phase_name(p.phase)));
     EXPECT_EQ(p.ops, 40u);
     EXPECT_TRUE(p.error.empty()) << p.error;
@@ -552,6 +553,80 @@ TEST(AfpDriver, StatsMakesAndRemovesDirectoriesAndRunsASmallFilePass) {
     EXPECT_LE(p.latency.p99_us, p.latency.max_us);
   }
   EXPECT_EQ(r.phases[2].bytes, 40u * 3000);
+  EXPECT_FALSE(fs::exists(s.dir.path() + "/runs/pass"));
+}
+
+// Over a path with a round trip (the server's replies leave 10 ms after
+// their requests), the pass keeps 8 files' chains in flight on the one DSI
+// connection: no other session is opened, every phase overlaps its
+// operations, every file is written whole (in several requests when larger
+// than one), read back and checked, and the tree is gone at the end.
+TEST(AfpDriver, KeepsSmallFileOperationsInFlightOnItsOneConnection) {
+  for (const auto& [size, request] : {std::pair<uint64_t, const char*>{3000, "64KiB"},
+                                      std::pair<uint64_t, const char*>{40000, "16KiB"}}) {
+    SCOPED_TRACE(size);
+    TestServerConfig cfg;
+    cfg.reply_delay_ms = 10;
+    Served s(cfg);
+    s.dir.put("runs/keep.bin", "k");
+    Share share = s.share("alice@", "s3cret", "vol/runs");
+    share.options = {{"request_size", request}};
+    auto session = s.connect(share);
+    FilesPassOptions o;
+    o.tree = {.count = 48, .size = size, .dirs = 4};
+    o.root = "pass";
+    o.budget_s = 0;
+    o.in_flight = 8;
+    CancelToken cancel;
+    int opened = 0;
+    const FilesPassResult r = run_files_pass(
+        *session,
+        [&] {
+          ++opened;
+          return s.connect(share);
+        },
+        driver_spec("afp"), o, cancel);
+    EXPECT_EQ(opened, 0);
+    EXPECT_EQ(r.in_flight, 8u);
+    EXPECT_EQ(r.created, 48u);
+    for (const auto& p : r.phases) {
+      SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+      EXPECT_EQ(p.ops, 48u);
+      EXPECT_TRUE(p.error.empty()) << p.error;
+      EXPECT_GT(p.in_flight_max, 1u);
+      EXPECT_LE(p.in_flight_max, 8u);
+      EXPECT_GT(p.in_flight_mean, 1.0);
+    }
+    EXPECT_EQ(r.phases[0].bytes, 48u * size);
+    EXPECT_EQ(r.phases[2].bytes, 48u * size);        // read whole and checked
+    EXPECT_GT(s.server->stats().max_in_flight, 1u);  // FPReadExt/FPWriteExt of several files
+    EXPECT_TRUE(r.leftover.empty()) << r.leftover;
+    EXPECT_FALSE(fs::exists(s.dir.path() + "/runs/pass"));
+    EXPECT_TRUE(s.dir.has("runs/keep.bin"));  // nothing of the volume's own touched
+  }
+}
+
+// A file the server refuses while others are in flight: the create phase
+// stops with the server's error, the operations out beside it end, and the
+// pass removes everything it made.
+TEST(AfpDriver, ARefusedFileAmongThoseInFlightStopsThePhaseAndLeavesNothing) {
+  FilesPassOptions o;
+  o.tree = {.count = 40, .size = 2000, .dirs = 4};
+  o.root = "pass";
+  o.budget_s = 0;
+  o.in_flight = 8;
+  TestServerConfig cfg;
+  cfg.reply_delay_ms = 5;
+  cfg.deny = {"runs/pass/" + o.tree.file_path(21)};
+  Served s(cfg);
+  s.dir.put("runs/keep.bin", "k");
+  auto session = s.connect(s.share("alice@", "s3cret", "vol/runs"));
+  CancelToken cancel;
+  const FilesPassResult r = run_files_pass(*session, nullptr, driver_spec("afp"), o, cancel);
+  const files::PhaseStats& create = r.phases[0];
+  EXPECT_FALSE(create.error.empty());
+  EXPECT_LT(create.ops, 40u);
+  EXPECT_TRUE(r.leftover.empty()) << r.leftover;
   EXPECT_FALSE(fs::exists(s.dir.path() + "/runs/pass"));
 }
 
