@@ -1,13 +1,30 @@
-// Inside lib/core: the reader the message codecs share (messages.cc,
-// messages_tcp.cc). Not for other libraries: they call messages_json.h.
+// Inside lib/core: what the message codecs share (messages.cc,
+// messages_files.cc, messages_files_share.cc, messages_tcp.cc). Not for
+// other libraries: they call messages_json.h.
+//
+// Each message lists its fields once, in CP_MESSAGE_FIELDS(T) { ... }: a
+// visitor `v` walks them with `m` the message, Out writing (to_json) and In
+// reading (from_json). The keys come out in the order listed. What a field
+// says:
+//   need(key, x)            written always; read: the peer must send it
+//   opt(key, x)             written always; read: may be absent
+//   omit_empty(key, x)      written unless empty ("", [], {}, false, a number
+//                           not above 0); read: may be absent
+//   omit_default(key, x, d) written unless x == d; read: may be absent
+//   opt_if(c, key, x)       written when c holds; read: may be absent
+//   need_if(c, key, x)      written when c holds; read: needed when c holds
+//                           (c reads fields listed before it)
+//   null_empty(key, x)      written, null when empty; read: may be absent
 #pragma once
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <concepts>
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -22,6 +39,8 @@ namespace json = boost::json;
 // counts as absent.
 class In {
  public:
+  static constexpr bool kReads = true;
+
   In(const json::value& v, Source src, std::string_view what) : src_(src), what_(what) {
     if (v.is_object()) {
       o_ = &v.as_object();
@@ -41,6 +60,29 @@ class In {
     if (const json::value* v = find(key, false)) read(key, *v, out);
     return *this;
   }
+  template <class T>
+  In& omit_empty(const char* key, T& out) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& omit_default(const char* key, T& out, const T&) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& opt_if(bool, const char* key, T& out) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& need_if(bool needed, const char* key, T& out) {
+    return needed ? need(key, out) : opt(key, out);
+  }
+  template <class T>
+  In& null_empty(const char* key, T& out) {
+    return opt(key, out);
+  }
+
+  bool peer() const { return src_ == Source::kPeer; }
+  const std::string& what() const { return what_; }
 
  private:
   const json::value* find(const char* key, bool required) {
@@ -139,6 +181,14 @@ class In {
       out.push_back(std::move(e));
     }
   }
+  void read(const char* key, const json::value& v, files::Phase& out) {
+    if (!v.is_string()) return bad(key, "must be a string");
+    const std::string name = text(key, v);
+    if (const auto p = files::parse_phase(name))
+      out = *p;
+    else
+      bad(key, fmt::format("must be create, stat, read or delete, not '{}'", name.substr(0, 40)));
+  }
   void read(const char* key, const json::value& v, CpuSummary& out) {
     if (!v.is_object()) return bad(key, "must be an object");
     out = src_ == Source::kPeer ? cpu_summary_from_peer(v, fmt::format("{}.{}", what_, key))
@@ -174,4 +224,93 @@ json::array array_of(const std::vector<T>& v) {
   return a;
 }
 
+// Writes the fields of one object, in the order they are listed.
+class Out {
+ public:
+  static constexpr bool kReads = false;
+
+  template <class T>
+  Out& need(const char* key, const T& x) {
+    o_[key] = value(x);
+    return *this;
+  }
+  template <class T>
+  Out& opt(const char* key, const T& x) {
+    return need(key, x);
+  }
+  template <class T>
+  Out& omit_empty(const char* key, const T& x) {
+    return empty(x) ? *this : need(key, x);
+  }
+  template <class T>
+  Out& omit_default(const char* key, const T& x, const T& d) {
+    return x == d ? *this : need(key, x);
+  }
+  template <class T>
+  Out& opt_if(bool write, const char* key, const T& x) {
+    return write ? need(key, x) : *this;
+  }
+  template <class T>
+  Out& need_if(bool write, const char* key, const T& x) {
+    return opt_if(write, key, x);
+  }
+  template <class T>
+  Out& null_empty(const char* key, const T& x) {
+    if (!empty(x)) return need(key, x);
+    o_[key] = nullptr;
+    return *this;
+  }
+
+  json::object take() { return std::move(o_); }
+
+ private:
+  template <class T>
+  static bool empty(const T& x) {
+    if constexpr (std::is_same_v<T, bool>)
+      return !x;
+    else if constexpr (std::is_arithmetic_v<T>)
+      return !(x > 0);
+    else
+      return x.empty();
+  }
+
+  template <class T>
+  static json::value value(const T& x) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
+      return json::value(x);
+    else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>)
+      return strings(x);
+    else
+      return json::value(to_json(x));  // a nested message, CpuSummary
+  }
+  template <class T>
+  static json::value value(const std::vector<T>& x) {
+    return array_of(x);
+  }
+  static json::value value(const std::vector<std::string>& x) { return strings(x); }
+  static json::value value(files::Phase p) { return json::value(files::phase_name(p)); }
+
+  json::object o_;
+};
+
 }  // namespace cp::msg::codec
+
+// Declares the field list of message T (a visitor `v`, the message `m`, both
+// as above) and defines T's to_json and from_json through it. Write the list
+// in braces after it. Inside namespace cp::msg.
+#define CP_MESSAGE_FIELDS(T)                                                             \
+  template <class V, class M>                                                            \
+  requires std::same_as<std::remove_const_t<M>, T>                                       \
+  void fields(V& v, M& m);                                                               \
+  boost::json::object to_json(const T& m) {                                              \
+    ::cp::msg::codec::Out out;                                                           \
+    fields(out, m);                                                                      \
+    return out.take();                                                                   \
+  }                                                                                      \
+  void from_json(const boost::json::value& j, T& m, Source src, std::string_view what) { \
+    ::cp::msg::codec::In in(j, src, what);                                               \
+    fields(in, m);                                                                       \
+  }                                                                                      \
+  template <class V, class M>                                                            \
+  requires std::same_as<std::remove_const_t<M>, T>                                       \
+  void fields(V& v, M& m)
