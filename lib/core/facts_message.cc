@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/facts_message_json.h"
+#include "core/json_fields.h"
 
 namespace cp::msg {
 namespace json = boost::json;
@@ -192,10 +193,9 @@ void get(const Ctx& c, const json::object& o, const char* key, std::vector<T>& o
 }
 
 // ---- each part's fields, listed once ------------------------------------
-// fields(v, m) names every key of the part: Put writes them in that order,
-// Get reads them back. Every key may be absent (facts are never an error);
-// opt: written always (nullopt as null); omit_empty: written unless
-// nullopt, "", [], 0 or less; opt_if: written when the condition holds.
+// fields(v, m) names every key of the part: Put writes them in that order
+// (core/json_fields.h), Get reads them back. Every key may be absent (facts
+// are never an error).
 
 struct Get {
   static constexpr bool kReads = true;
@@ -218,34 +218,8 @@ struct Get {
   }
 };
 
-struct Put {
-  static constexpr bool kReads = false;
-  json::object o;
-
-  bool has(const char*) const { return true; }
-  template <class T>
-  Put& opt(const char* key, const T& x) {
-    o[key] = value(x);
-    return *this;
-  }
-  template <class T>
-  Put& omit_empty(const char* key, const T& x) {
-    return empty(x) ? *this : opt(key, x);
-  }
-  template <class T>
-  Put& opt_if(bool write, const char* key, const T& x) {
-    return write ? opt(key, x) : *this;
-  }
-
-  template <class T>
-  static bool empty(const T& x) {
-    if constexpr (std::is_arithmetic_v<T>)
-      return !(x > 0);
-    else if constexpr (requires { x.has_value(); })
-      return !x.has_value();
-    else
-      return x.empty();
-  }
+// Writes a part: nullopt as null, a nested part through its fields().
+struct Put : FieldWriter<Put> {
   template <class T>
   static json::value value(const T& x);
 };
@@ -395,7 +369,7 @@ json::value Put::value(const T& x) {
   } else {
     Put p;
     fields(p, x);
-    return std::move(p.o);
+    return p.take();
   }
 }
 

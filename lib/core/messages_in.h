@@ -3,18 +3,10 @@
 // other libraries: they call messages_json.h.
 //
 // Each message lists its fields once, in CP_MESSAGE_FIELDS(T) { ... }: a
-// visitor `v` walks them with `m` the message, Out writing (to_json) and In
-// reading (from_json). The keys come out in the order listed. What a field
-// says:
-//   need(key, x)            written always; read: the peer must send it
-//   opt(key, x)             written always; read: may be absent
-//   omit_empty(key, x)      written unless empty ("", [], {}, false, a number
-//                           not above 0); read: may be absent
-//   omit_default(key, x, d) written unless x == d; read: may be absent
-//   opt_if(c, key, x)       written when c holds; read: may be absent
-//   need_if(c, key, x)      written when c holds; read: needed when c holds
-//                           (c reads fields listed before it)
-//   null_empty(key, x)      written, null when empty; read: may be absent
+// visitor `v` walks them with `m` the message, Out (core/json_fields.h says
+// what need, opt, omit_empty, ... write) writing to_json and In reading
+// from_json. Read: need: the peer must send it; need_if(c, ...): when c holds
+// (c reads fields listed before it); every other: may be absent.
 #pragma once
 
 #include <fmt/format.h>
@@ -28,6 +20,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "core/messages_json.h"
 
 namespace cp::msg::codec {
@@ -225,55 +218,8 @@ json::array array_of(const std::vector<T>& v) {
 }
 
 // Writes the fields of one object, in the order they are listed.
-class Out {
+class Out : public FieldWriter<Out> {
  public:
-  static constexpr bool kReads = false;
-
-  template <class T>
-  Out& need(const char* key, const T& x) {
-    o_[key] = value(x);
-    return *this;
-  }
-  template <class T>
-  Out& opt(const char* key, const T& x) {
-    return need(key, x);
-  }
-  template <class T>
-  Out& omit_empty(const char* key, const T& x) {
-    return empty(x) ? *this : need(key, x);
-  }
-  template <class T>
-  Out& omit_default(const char* key, const T& x, const T& d) {
-    return x == d ? *this : need(key, x);
-  }
-  template <class T>
-  Out& opt_if(bool write, const char* key, const T& x) {
-    return write ? need(key, x) : *this;
-  }
-  template <class T>
-  Out& need_if(bool write, const char* key, const T& x) {
-    return opt_if(write, key, x);
-  }
-  template <class T>
-  Out& null_empty(const char* key, const T& x) {
-    if (!empty(x)) return need(key, x);
-    o_[key] = nullptr;
-    return *this;
-  }
-
-  json::object take() { return std::move(o_); }
-
- private:
-  template <class T>
-  static bool empty(const T& x) {
-    if constexpr (std::is_same_v<T, bool>)
-      return !x;
-    else if constexpr (std::is_arithmetic_v<T>)
-      return !(x > 0);
-    else
-      return x.empty();
-  }
-
   template <class T>
   static json::value value(const T& x) {
     if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
@@ -289,8 +235,6 @@ class Out {
   }
   static json::value value(const std::vector<std::string>& x) { return strings(x); }
   static json::value value(files::Phase p) { return json::value(files::phase_name(p)); }
-
-  json::object o_;
 };
 
 }  // namespace cp::msg::codec

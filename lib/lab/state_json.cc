@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "core/mountinfo.h"
 #include "lab/layout.h"
 #include "lab/throttle_json.h"
@@ -42,35 +43,16 @@ constexpr Range kPid{0, INT32_MAX, "is not a process id"};
 constexpr Range kMtu{kMinMtu, kMaxMtu, "is out of range"};
 constexpr Range kOwnMtu{kMinMtu, kMaxMtu, "is out of range", true};
 
-class Put {
+// Writes a part (core/json_fields.h); a nested part through its fields().
+class Put : public FieldWriter<Put> {
  public:
-  static constexpr bool kReads = false;
-  bool has(const char*) const { return true; }
-
-  template <class T>
-  Put& need(const char* key, const T& x) {
-    o_[key] = value(x);
-    return *this;
-  }
-  template <class T>
-  Put& opt(const char* key, const T& x) {
-    return need(key, x);
-  }
+  using FieldWriter::need;
+  using FieldWriter::opt;
   Put& need(const char* key, const int& x, Range) { return need(key, x); }
   Put& opt(const char* key, const int& x, Range) { return need(key, x); }
-  template <class T>
-  Put& need_if(bool, const char* key, const T& x) {
-    return need(key, x);
-  }
 
-  json::object take() { return std::move(o_); }
-
-  // `x` as lab.json holds it (a part: an object of its fields).
   template <class T>
   static json::value value(const T& x);
-
- private:
-  json::object o_;
 };
 
 // Typed reads that name the file and the field on failure.

@@ -1,0 +1,83 @@
+// The writing half of a field list written once. A codec lists an object's
+// fields in one function, `template <class V, class M> void fields(V& v, M& m)`,
+// calling v.need("key", m.x), v.opt(...), ...; a reader walks the list to read
+// (messages_in.h's In, the facts' and lab.json's Get) and a FieldWriter to
+// write, so the two directions cannot drift apart. Only .cc files include
+// this (Boost.JSON).
+//
+// Written in the order listed:
+//   need(key, x), opt(key, x)   always
+//   omit_empty(key, x)          unless empty: "", [], {}, nullopt, false, a
+//                               number not above 0
+//   omit_default(key, x, d)     unless x == d
+//   opt_if(c, key, x), need_if  when c holds
+//   null_empty(key, x)          always; null when empty
+// `Derived` supplies `static boost::json::value value(const T&)`: how its
+// fields' types are written (a nested part through its own fields()).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+
+#include <type_traits>
+#include <utility>
+
+namespace cp {
+
+template <class T>
+bool is_empty_field(const T& x) {
+  if constexpr (std::is_arithmetic_v<T>)
+    return !(x > 0);
+  else if constexpr (requires { x.has_value(); })
+    return !x.has_value();
+  else
+    return x.empty();
+}
+
+template <class Derived>
+class FieldWriter {
+ public:
+  static constexpr bool kReads = false;
+  bool has(const char*) const { return true; }
+
+  template <class T>
+  Derived& need(const char* key, const T& x) {
+    o_[key] = Derived::value(x);
+    return self();
+  }
+  template <class T>
+  Derived& opt(const char* key, const T& x) {
+    return need(key, x);
+  }
+  template <class T>
+  Derived& omit_empty(const char* key, const T& x) {
+    return is_empty_field(x) ? self() : need(key, x);
+  }
+  template <class T>
+  Derived& omit_default(const char* key, const T& x, const T& d) {
+    return x == d ? self() : need(key, x);
+  }
+  template <class T>
+  Derived& opt_if(bool write, const char* key, const T& x) {
+    return write ? need(key, x) : self();
+  }
+  template <class T>
+  Derived& need_if(bool write, const char* key, const T& x) {
+    return opt_if(write, key, x);
+  }
+  template <class T>
+  Derived& null_empty(const char* key, const T& x) {
+    if (!is_empty_field(x)) return need(key, x);
+    o_[key] = nullptr;
+    return self();
+  }
+
+  boost::json::object take() { return std::move(o_); }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+
+  boost::json::object o_;
+};
+
+}  // namespace cp
