@@ -224,9 +224,7 @@ struct Put : FieldWriter<Put> {
   static json::value value(const T& x);
 };
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, NetFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(NetFacts) {
   v.opt("peer", m.peer)
       .opt("name", m.name)
       .opt("address", m.address)
@@ -236,19 +234,13 @@ void fields(V& v, M& m) {
       .omit_empty("error", m.error);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, BusFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(BusFacts) {
   v.opt("kind", m.kind).opt("link", m.link).opt("ceiling_bytes_per_s", m.ceiling_bytes_per_s);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, MemberBusFacts>
-void fields(V& v, M& m) { v.opt("member", m.member).opt("bus", m.bus); }
+CP_FIELDS_OF(MemberBusFacts) { v.opt("member", m.member).opt("bus", m.bus); }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, BlockDeviceFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(BlockDeviceFacts) {
   v.opt("name", m.name)
       .opt("disk", m.disk)
       .opt("partition", m.partition)
@@ -263,15 +255,11 @@ void fields(V& v, M& m) {
       .omit_empty("member_buses", m.member_buses);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, ZfsFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(ZfsFacts) {
   v.opt("arc_c_max_bytes", m.arc_c_max_bytes).opt("arc_size_bytes", m.arc_size_bytes);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, DirFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(DirFacts) {
   v.opt("path", m.path)
       .opt("fs_type", m.fs_type)
       .opt("total_bytes", m.total_bytes)
@@ -283,9 +271,7 @@ void fields(V& v, M& m) {
       .opt_if(m.with_device, "zfs", m.zfs);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, SambaFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(SambaFacts) {
   v.opt("config_path", m.config_path)
       .omit_empty("pid", m.pid)  // an instance of samba_instances
       .omit_empty("error", m.error);
@@ -298,13 +284,9 @@ void fields(V& v, M& m) {
       .opt_if(told && !m.shares.empty(), "shares", m.shares);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, AgentFacts>
-void fields(V& v, M& m) { v.opt("role", m.role).opt("arch", m.arch); }
+CP_FIELDS_OF(AgentFacts) { v.opt("role", m.role).opt("arch", m.arch); }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, ServerConfigFacts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(ServerConfigFacts) {
   v.opt("server", m.server)
       .opt("config_path", m.config_path)
       .opt("found_by", m.found_by)
@@ -313,15 +295,11 @@ void fields(V& v, M& m) {
       .omit_empty("pid", m.pid);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, DegradedFact>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(DegradedFact) {
   v.opt("fact", m.fact).opt("method", m.method).opt("privilege", m.privilege);
 }
 
-template <class V, class M>
-requires std::same_as<std::remove_const_t<M>, Facts>
-void fields(V& v, M& m) {
+CP_FIELDS_OF(Facts) {
   v.opt("hostname", m.hostname)
       .opt("os", m.os)
       .opt("kernel", m.kernel)

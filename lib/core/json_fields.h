@@ -19,8 +19,16 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
+#include <concepts>
 #include <type_traits>
 #include <utility>
+
+// Declares the field list of T, `fields(v, m)` for m a T or a const T (to
+// write): write the list in braces after it.
+#define CP_FIELDS_OF(T)                            \
+  template <class V, class M>                      \
+  requires std::same_as<std::remove_const_t<M>, T> \
+  void fields(V& v, M& m)
 
 namespace cp {
 

@@ -243,9 +243,7 @@ class Out : public FieldWriter<Out> {
 // as above) and defines T's to_json and from_json through it. Write the list
 // in braces after it. Inside namespace cp::msg.
 #define CP_MESSAGE_FIELDS(T)                                                             \
-  template <class V, class M>                                                            \
-  requires std::same_as<std::remove_const_t<M>, T>                                       \
-  void fields(V& v, M& m);                                                               \
+  CP_FIELDS_OF(T);                                                                       \
   boost::json::object to_json(const T& m) {                                              \
     ::cp::msg::codec::Out out;                                                           \
     fields(out, m);                                                                      \
@@ -255,6 +253,4 @@ class Out : public FieldWriter<Out> {
     ::cp::msg::codec::In in(j, src, what);                                               \
     fields(in, m);                                                                       \
   }                                                                                      \
-  template <class V, class M>                                                            \
-  requires std::same_as<std::remove_const_t<M>, T>                                       \
-  void fields(V& v, M& m)
+  CP_FIELDS_OF(T)

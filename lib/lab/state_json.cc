@@ -155,98 +155,86 @@ class Get {
   std::string where_;
 };
 
-template <class V, class S>
-requires std::same_as<std::remove_const_t<S>, LabShare>
-void fields(V& v, S& sh) {
-  v.need("protocol", sh.protocol)
-      .need("medium", sh.medium)
-      .need("url", sh.url)
-      .need("server_dir", sh.server_dir);
+CP_FIELDS_OF(LabShare) {
+  v.need("protocol", m.protocol)
+      .need("medium", m.medium)
+      .need("url", m.url)
+      .need("server_dir", m.server_dir);
 }
 
-template <class V, class H>
-requires std::same_as<std::remove_const_t<H>, LabHost>
-void fields(V& v, H& h) {
-  v.need("role", h.role)
-      .need("netns", h.netns)
-      .need("alias", h.alias)
-      .need("hostname", h.hostname)
-      .need("mgmt_address", h.mgmt_address)
-      .need("data_address", h.data_address)
-      .need("data_ifname", h.data_ifname)
-      .need("ram_dir", h.ram_dir)
-      .need("disk_dir", h.disk_dir)
-      .need("loop_device", h.loop_device)
-      .need("sshd_pid", h.sshd_pid, kPid)
+CP_FIELDS_OF(LabHost) {
+  v.need("role", m.role)
+      .need("netns", m.netns)
+      .need("alias", m.alias)
+      .need("hostname", m.hostname)
+      .need("mgmt_address", m.mgmt_address)
+      .need("data_address", m.data_address)
+      .need("data_ifname", m.data_ifname)
+      .need("ram_dir", m.ram_dir)
+      .need("disk_dir", m.disk_dir)
+      .need("loop_device", m.loop_device)
+      .need("sshd_pid", m.sshd_pid, kPid)
       // Absent in a lab.json from before the lab served FTP, SMB and NFS.
-      .opt("shares", h.shares)
-      .opt("ftpd_pid", h.ftpd_pid, kPid)
-      .opt("smbd_pid", h.smbd_pid, kPid)
-      .opt("nfsd_pid", h.nfsd_pid, kPid)
-      .opt("rpcbind_pid", h.rpcbind_pid, kPid);
+      .opt("shares", m.shares)
+      .opt("ftpd_pid", m.ftpd_pid, kPid)
+      .opt("smbd_pid", m.smbd_pid, kPid)
+      .opt("nfsd_pid", m.nfsd_pid, kPid)
+      .opt("rpcbind_pid", m.rpcbind_pid, kPid);
 }
 
-template <class V, class O>
-requires std::same_as<std::remove_const_t<O>, LabOptions>
-void fields(V& v, O& o) {
-  v.need("rate_bits", o.rate_bits)
-      .need("mtu", o.mtu, kMtu)
+CP_FIELDS_OF(LabOptions) {
+  v.need("rate_bits", m.rate_bits)
+      .need("mtu", m.mtu, kMtu)
       // Absent in a lab.json from before the switch.
-      .opt("server_mtu", o.server_mtu, kOwnMtu)
-      .opt("client_mtu", o.client_mtu, kOwnMtu)
-      .opt("path_rate_bits", o.path_rate_bits)
-      .need("delay_s", o.delay_s)
-      .need("disk_bytes", o.disk_bytes)
-      .need("ram_bytes", o.ram_bytes)
-      .opt("samba_params", o.samba_params)
-      .opt("server_profile", o.server_profile)
-      .opt("server_login", o.server_login)
-      .opt("vsftpd_params", o.vsftpd_params)
-      .opt("ganesha_params", o.ganesha_params);
+      .opt("server_mtu", m.server_mtu, kOwnMtu)
+      .opt("client_mtu", m.client_mtu, kOwnMtu)
+      .opt("path_rate_bits", m.path_rate_bits)
+      .need("delay_s", m.delay_s)
+      .need("disk_bytes", m.disk_bytes)
+      .need("ram_bytes", m.ram_bytes)
+      .opt("samba_params", m.samba_params)
+      .opt("server_profile", m.server_profile)
+      .opt("server_login", m.server_login)
+      .opt("vsftpd_params", m.vsftpd_params)
+      .opt("ganesha_params", m.ganesha_params);
 }
 
-template <class V, class W>
-requires std::same_as<std::remove_const_t<W>, LabSwitch>
-void fields(V& v, W& w) {
-  v.need("netns", w.netns)
-      .need("delay_mode", w.delay_mode)
-      .need("delay_line_pid", w.delay_line_pid, kPid);
+CP_FIELDS_OF(LabSwitch) {
+  v.need("netns", m.netns)
+      .need("delay_mode", m.delay_mode)
+      .need("delay_line_pid", m.delay_line_pid, kPid);
 }
 
-template <class V, class T>
-requires std::same_as<std::remove_const_t<T>, LabThrottle>
-void fields(V& v, T& t) {
-  v.need("smbd_cpu", t.smbd_cpu)
-      .opt("nfsd_cpu", t.nfsd_cpu)
-      .need("disk_read_bps", t.disk_read_bps)
-      .need("disk_write_bps", t.disk_write_bps)
+CP_FIELDS_OF(LabThrottle) {
+  v.need("smbd_cpu", m.smbd_cpu)
+      .opt("nfsd_cpu", m.nfsd_cpu)
+      .need("disk_read_bps", m.disk_read_bps)
+      .need("disk_write_bps", m.disk_write_bps)
       // Absent in a lab.json from before the client throttles.
-      .opt("client_cpu", t.client_cpu)
-      .opt("client_disk_read_bps", t.client_disk_read_bps)
-      .opt("client_disk_write_bps", t.client_disk_write_bps)
-      .need("cgroups", t.cgroups);
+      .opt("client_cpu", m.client_cpu)
+      .opt("client_disk_read_bps", m.client_disk_read_bps)
+      .opt("client_disk_write_bps", m.client_disk_write_bps)
+      .need("cgroups", m.cgroups);
 }
 
 // All but "version", which comes first.
-template <class V, class S>
-requires std::same_as<std::remove_const_t<S>, LabState>
-void fields(V& v, S& s) {
+CP_FIELDS_OF(LabState) {
   // Absent in a lab.json from before instances: the one lab was instance 0.
-  v.opt("instance", s.instance, Range{0, kMaxInstance, "is out of range"})
-      .need("dir", s.dir)
-      .need("ssh_config", s.ssh_config)
-      .need("identity", s.identity)
-      .need("known_hosts", s.known_hosts)
-      .need("options", s.options)
-      .need("server", s.server)
-      .need("client", s.client)
-      .opt("switch", s.sw);
+  v.opt("instance", m.instance, Range{0, kMaxInstance, "is out of range"})
+      .need("dir", m.dir)
+      .need("ssh_config", m.ssh_config)
+      .need("identity", m.identity)
+      .need("known_hosts", m.known_hosts)
+      .need("options", m.options)
+      .need("server", m.server)
+      .need("client", m.client)
+      .opt("switch", m.sw);
   // The share login: all three, or none in a lab.json from before it.
   const bool share_user = v.has("share_user");
-  v.need_if(share_user, "share_user", s.share_user)
-      .need_if(share_user, "share_password_file", s.share_password_file)
-      .need_if(share_user, "share_user_created", s.share_user_created)
-      .opt("throttle", s.throttle);
+  v.need_if(share_user, "share_user", m.share_user)
+      .need_if(share_user, "share_password_file", m.share_password_file)
+      .need_if(share_user, "share_user_created", m.share_user_created)
+      .opt("throttle", m.throttle);
 }
 
 template <class T>
