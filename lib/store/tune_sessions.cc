@@ -62,35 +62,26 @@ std::vector<std::string> values_of(const std::string& text) {
 }  // namespace
 
 int64_t Store::begin_tune_session(const TuneSessionRecord& s) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  store_detail::run_once(
-      impl_->db,
+  return impl_->write_tune(
       "INSERT INTO tune_sessions (started_at, status, knob, endpoint, server, client, original, "
       "target, values_json, rounds, result_json, error) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', '')",
       s.started_at > 0 ? s.started_at : wall_seconds(), kRunning, s.knob, s.endpoint, s.server,
       s.client, s.original, s.target, values_json(s.values), s.rounds);
-  return sqlite3_last_insert_rowid(impl_->db.get());
 }
 
 void Store::add_tune_run(const TuneRunRecord& r) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  store_detail::run_once(impl_->db,
-                         "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
-                         "VALUES (?1, ?2, ?3, ?4, ?5)",
-                         r.session_id, r.run_id, r.round, r.value, r.is_original);
+  impl_->write_tune(
+      "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)",
+      r.session_id, r.run_id, r.round, r.value, r.is_original);
 }
 
 void Store::end_tune_session(const TuneSessionRecord& s) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  store_detail::run_once(impl_->db,
-                         "UPDATE tune_sessions SET finished_at = ?1, status = ?2, original = ?3, "
-                         "target = ?4, result_json = ?5, error = ?6 WHERE id = ?7",
-                         wall_seconds(), s.status, s.original, s.target, s.result_json, s.error,
-                         s.id);
+  impl_->write_tune(
+      "UPDATE tune_sessions SET finished_at = ?1, status = ?2, original = ?3, target = ?4, "
+      "result_json = ?5, error = ?6 WHERE id = ?7",
+      wall_seconds(), s.status, s.original, s.target, s.result_json, s.error, s.id);
 }
 
 std::optional<TuneSessionRecord> Store::tune_session(int64_t id) const {
