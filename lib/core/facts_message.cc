@@ -218,10 +218,15 @@ struct Get {
   }
 };
 
-// Writes a part: nullopt as null, a nested part through its fields().
+// Writes a part (core/json_fields.h), and a host's named values.
 struct Put : FieldWriter<Put> {
-  template <class T>
-  static json::value value(const T& x);
+  using FieldWriter::value;
+  static json::value value(const NamedValues& x) { return named_values(x); }
+  static json::value value(const std::map<std::string, NamedValues>& x) {
+    json::object o;
+    for (const auto& [name, values] : x) o[name] = named_values(values);
+    return o;
+  }
 };
 
 CP_FIELDS_OF(NetFacts) {
@@ -326,29 +331,6 @@ template <class T>
 void read(const Ctx& c, const json::object& o, T& m) {
   Get g{c, o};
   fields(g, m);
-}
-
-template <class T>
-json::value Put::value(const T& x) {
-  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
-    return json::value(x);
-  } else if constexpr (std::is_same_v<T, NamedValues>) {
-    return named_values(x);
-  } else if constexpr (std::is_same_v<T, std::map<std::string, NamedValues>>) {
-    json::object o;
-    for (const auto& [name, values] : x) o[name] = named_values(values);
-    return o;
-  } else if constexpr (requires { x.has_value(); }) {
-    return x ? value(*x) : json::value(nullptr);
-  } else if constexpr (requires { x.begin(); }) {
-    json::array a;
-    for (const auto& e : x) a.push_back(value(e));
-    return a;
-  } else {
-    Put p;
-    fields(p, x);
-    return p.take();
-  }
 }
 
 }  // namespace

@@ -12,14 +12,18 @@
 //   omit_default(key, x, d)     unless x == d
 //   opt_if(c, key, x), need_if  when c holds
 //   null_empty(key, x)          always; null when empty
-// `Derived` supplies `static boost::json::value value(const T&)`: how its
-// fields' types are written (a nested part through its own fields()).
+// FieldWriter::value writes a number, a string, an optional (nullopt as
+// null), a container (an array) and a part (an object of its fields(), found
+// beside `Derived`); `Derived` may add `value` overloads for its own types
+// (with `using FieldWriter::value;`).
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <concepts>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -81,6 +85,23 @@ class FieldWriter {
   }
 
   boost::json::object take() { return std::move(o_); }
+
+  template <class T>
+  static boost::json::value value(const T& x) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+      return boost::json::value(x);
+    } else if constexpr (requires { x.has_value(); }) {
+      return x ? Derived::value(*x) : boost::json::value(nullptr);
+    } else if constexpr (requires { x.begin(); }) {
+      boost::json::array a;
+      for (const auto& e : x) a.push_back(Derived::value(e));
+      return a;
+    } else {
+      Derived part;
+      fields(part, x);
+      return part.take();
+    }
+  }
 
  private:
   Derived& self() { return static_cast<Derived&>(*this); }

@@ -50,9 +50,6 @@ class Put : public FieldWriter<Put> {
   using FieldWriter::opt;
   Put& need(const char* key, const int& x, Range) { return need(key, x); }
   Put& opt(const char* key, const int& x, Range) { return need(key, x); }
-
-  template <class T>
-  static json::value value(const T& x);
 };
 
 // Typed reads that name the file and the field on failure.
@@ -235,25 +232,6 @@ CP_FIELDS_OF(LabState) {
       .need_if(share_user, "share_password_file", m.share_password_file)
       .need_if(share_user, "share_user_created", m.share_user_created)
       .opt("throttle", m.throttle);
-}
-
-template <class T>
-json::value Put::value(const T& x) {
-  if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
-    return json::value(x);
-  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-    json::array a;
-    for (const std::string& e : x) a.emplace_back(e);
-    return a;
-  } else if constexpr (std::is_same_v<T, std::vector<LabShare>>) {
-    json::array a;
-    for (const LabShare& e : x) a.push_back(value(e));
-    return a;
-  } else {
-    Put p;
-    fields(p, x);
-    return p.take();
-  }
 }
 
 }  // namespace
