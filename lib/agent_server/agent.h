@@ -29,4 +29,11 @@ struct AgentOptions {
 // Returns the process exit code (0 on a clean end).
 int serve(int in_fd, int out_fd, const AgentOptions& options);
 
+// The agents' main (chokepoint-agent, chokepoint-agent-server, agent_main.cc):
+// --version; --self-check SHA256-HEX [--serve] (core/sha256.h); --serve on
+// stdin/stdout. Anything else prints the usage, which says the orchestrator
+// starts `program` `started` ("over SSH on the server end"), and returns 2.
+int agent_main(const char* program, const char* started, int argc, char** argv,
+               const AgentOptions& options);
+
 }  // namespace cp::agent

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "analysis/judge.h"
+#include "core/enum_names.h"
 
 namespace cp::analysis {
 namespace {
@@ -33,15 +34,10 @@ Confidence confidence_of(const Finding& f) {
 }  // namespace
 
 const char* confidence_name(Confidence c) {
-  switch (c) {
-    case Confidence::kCertain:
-      return "certain";
-    case Confidence::kLikely:
-      return "likely";
-    case Confidence::kCannotTell:
-      return "cannot tell";
-  }
-  return "cannot tell";
+  static constexpr EnumName<Confidence> kNames[] = {{Confidence::kCertain, "certain"},
+                                                    {Confidence::kLikely, "likely"},
+                                                    {Confidence::kCannotTell, "cannot tell"}};
+  return name_in(kNames, c, "cannot tell");
 }
 
 bool is_verdict_path(const std::string& path) {

@@ -4,27 +4,23 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/enum_names.h"
+
 namespace cp {
 
-const char* to_string(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kUsage:
-      return "usage";
-    case ErrorKind::kConfig:
-      return "config";
-    case ErrorKind::kPeer:
-      return "peer";
-    case ErrorKind::kRemote:
-      return "remote";
-    case ErrorKind::kIo:
-      return "io";
-    case ErrorKind::kUnsupported:
-      return "unsupported";
-    case ErrorKind::kCancelled:
-      return "cancelled";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<ErrorKind> kKindNames[] = {{ErrorKind::kUsage, "usage"},
+                                              {ErrorKind::kConfig, "config"},
+                                              {ErrorKind::kPeer, "peer"},
+                                              {ErrorKind::kRemote, "remote"},
+                                              {ErrorKind::kIo, "io"},
+                                              {ErrorKind::kUnsupported, "unsupported"},
+                                              {ErrorKind::kCancelled, "cancelled"}};
+
+}  // namespace
+
+const char* to_string(ErrorKind kind) { return name_in(kKindNames, kind, "?"); }
 
 std::string describe(const Error& e) {
   std::string s = e.what();

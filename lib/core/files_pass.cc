@@ -8,29 +8,26 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace cp::files {
 
+namespace {
+
+constexpr EnumName<Phase> kPhaseNames[] = {{Phase::create, "create"},
+                                           {Phase::stat, "stat"},
+                                           {Phase::read, "read"},
+                                           {Phase::remove, "delete"}};
+
+}  // namespace
+
 std::string_view phase_name(Phase p) {
-  switch (p) {
-    case Phase::create:
-      return "create";
-    case Phase::stat:
-      return "stat";
-    case Phase::read:
-      return "read";
-    case Phase::remove:
-      return "delete";
-  }
+  if (const char* name = name_in(kPhaseNames, p)) return name;
   ::cp::check_failed("unknown phase", __FILE__, __LINE__);
 }
 
-std::optional<Phase> parse_phase(std::string_view name) {
-  for (Phase p : kPhases)
-    if (phase_name(p) == name) return p;
-  return std::nullopt;
-}
+std::optional<Phase> parse_phase(std::string_view name) { return value_in(kPhaseNames, name); }
 
 std::string Tree::dir_name(uint64_t d) const { return fmt::format("d{:04d}", d); }
 

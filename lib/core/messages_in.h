@@ -1,16 +1,26 @@
-// Inside lib/core: the reader the message codecs share (messages.cc,
-// messages_tcp.cc). Not for other libraries: they call messages_json.h.
+// Inside lib/core: what the message codecs share (messages.cc,
+// messages_files.cc, messages_files_share.cc, messages_tcp.cc). Not for
+// other libraries: they call messages_json.h.
+//
+// Each message lists its fields once, in CP_MESSAGE_FIELDS(T) { ... }: a
+// visitor `v` walks them with `m` the message, Out (core/json_fields.h says
+// what need, opt, omit_empty, ... write) writing to_json and In reading
+// from_json. Read: need: the peer must send it; need_if(c, ...): when c holds
+// (c reads fields listed before it); every other: may be absent.
 #pragma once
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
 
+#include <concepts>
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "core/messages_json.h"
 
 namespace cp::msg::codec {
@@ -22,6 +32,8 @@ namespace json = boost::json;
 // counts as absent.
 class In {
  public:
+  static constexpr bool kReads = true;
+
   In(const json::value& v, Source src, std::string_view what) : src_(src), what_(what) {
     if (v.is_object()) {
       o_ = &v.as_object();
@@ -41,6 +53,29 @@ class In {
     if (const json::value* v = find(key, false)) read(key, *v, out);
     return *this;
   }
+  template <class T>
+  In& omit_empty(const char* key, T& out) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& omit_default(const char* key, T& out, const T&) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& opt_if(bool, const char* key, T& out) {
+    return opt(key, out);
+  }
+  template <class T>
+  In& need_if(bool needed, const char* key, T& out) {
+    return needed ? need(key, out) : opt(key, out);
+  }
+  template <class T>
+  In& null_empty(const char* key, T& out) {
+    return opt(key, out);
+  }
+
+  bool peer() const { return src_ == Source::kPeer; }
+  const std::string& what() const { return what_; }
 
  private:
   const json::value* find(const char* key, bool required) {
@@ -139,6 +174,14 @@ class In {
       out.push_back(std::move(e));
     }
   }
+  void read(const char* key, const json::value& v, files::Phase& out) {
+    if (!v.is_string()) return bad(key, "must be a string");
+    const std::string name = text(key, v);
+    if (const auto p = files::parse_phase(name))
+      out = *p;
+    else
+      bad(key, fmt::format("must be create, stat, read or delete, not '{}'", name.substr(0, 40)));
+  }
   void read(const char* key, const json::value& v, CpuSummary& out) {
     if (!v.is_object()) return bad(key, "must be an object");
     out = src_ == Source::kPeer ? cpu_summary_from_peer(v, fmt::format("{}.{}", what_, key))
@@ -174,4 +217,40 @@ json::array array_of(const std::vector<T>& v) {
   return a;
 }
 
+// Writes the fields of one object, in the order they are listed.
+class Out : public FieldWriter<Out> {
+ public:
+  template <class T>
+  static json::value value(const T& x) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>)
+      return json::value(x);
+    else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>)
+      return strings(x);
+    else
+      return json::value(to_json(x));  // a nested message, CpuSummary
+  }
+  template <class T>
+  static json::value value(const std::vector<T>& x) {
+    return array_of(x);
+  }
+  static json::value value(const std::vector<std::string>& x) { return strings(x); }
+  static json::value value(files::Phase p) { return json::value(files::phase_name(p)); }
+};
+
 }  // namespace cp::msg::codec
+
+// Declares the field list of message T (a visitor `v`, the message `m`, both
+// as above) and defines T's to_json and from_json through it. Write the list
+// in braces after it. Inside namespace cp::msg.
+#define CP_MESSAGE_FIELDS(T)                                                             \
+  CP_FIELDS_OF(T);                                                                       \
+  boost::json::object to_json(const T& m) {                                              \
+    ::cp::msg::codec::Out out;                                                           \
+    fields(out, m);                                                                      \
+    return out.take();                                                                   \
+  }                                                                                      \
+  void from_json(const boost::json::value& j, T& m, Source src, std::string_view what) { \
+    ::cp::msg::codec::In in(j, src, what);                                               \
+    fields(in, m);                                                                       \
+  }                                                                                      \
+  CP_FIELDS_OF(T)

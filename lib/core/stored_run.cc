@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "core/enum_names.h"
 #include "core/facts_message_json.h"
 #include "core/json_util.h"
 #include "core/messages_json.h"
@@ -14,41 +15,26 @@ namespace cp::stored {
 
 namespace json = boost::json;
 
-const char* kind_name(StageKind k) {
-  switch (k) {
-    case StageKind::kDisk:
-      return "disk";
-    case StageKind::kTcp:
-      return "tcp";
-    case StageKind::kProtocol:
-      return "protocol";
-    case StageKind::kSizeScan:
-      return "size_scan";
-    case StageKind::kFiles:
-      return "files";
-  }
-  return "disk";
-}
+namespace {
 
-const char* place_name(Place p) {
-  switch (p) {
-    case Place::kServer:
-      return "server";
-    case Place::kClient:
-      return "client";
-    case Place::kServerToClient:
-      return "server->client";
-    case Place::kClientToServer:
-      return "client->server";
-    case Place::kRam:
-      return "ram";
-    case Place::kDisk:
-      return "disk";
-    case Place::kOther:
-      return "other";
-  }
-  return "other";
-}
+constexpr EnumName<StageKind> kKindNames[] = {{StageKind::kDisk, "disk"},
+                                              {StageKind::kTcp, "tcp"},
+                                              {StageKind::kProtocol, "protocol"},
+                                              {StageKind::kSizeScan, "size_scan"},
+                                              {StageKind::kFiles, "files"}};
+constexpr EnumName<Place> kPlaceNames[] = {{Place::kServer, "server"},
+                                           {Place::kClient, "client"},
+                                           {Place::kServerToClient, "server->client"},
+                                           {Place::kClientToServer, "client->server"},
+                                           {Place::kRam, "ram"},
+                                           {Place::kDisk, "disk"},
+                                           {Place::kOther, "other"}};
+
+}  // namespace
+
+const char* kind_name(StageKind k) { return name_in(kKindNames, k, "disk"); }
+
+const char* place_name(Place p) { return name_in(kPlaceNames, p, "other"); }
 
 JsonDoc::JsonDoc() : v_(std::make_shared<const json::value>(nullptr)) {}
 JsonDoc::JsonDoc(std::shared_ptr<const json::value> v) : v_(std::move(v)) {
@@ -95,11 +81,7 @@ StageKind kind_of(const StageRecord& st, const json::value& params) {
 }
 
 Place place_of(std::string_view where) {
-  for (Place p : {Place::kServer, Place::kClient, Place::kServerToClient, Place::kClientToServer,
-                  Place::kRam, Place::kDisk}) {
-    if (where == place_name(p)) return p;
-  }
-  return Place::kOther;
+  return value_in(kPlaceNames, where).value_or(Place::kOther);
 }
 
 template <class T>

@@ -172,6 +172,13 @@ class Stmt {
       bool row = step();
       CP_CHECK(!row);
     }
+    // Reads columns 0, 1, ... of the row into `out` in order, each as its type
+    // (the reverse of bind_all).
+    template <class... T>
+    void columns(T&... out) const {
+      int i = 0;
+      (get(i++, out), ...);
+    }
     int64_t i64(int col) const { return sqlite3_column_int64(st_.s_, col); }
     double real(int col) const { return sqlite3_column_double(st_.s_, col); }
     std::string text(int col) const {
@@ -182,6 +189,12 @@ class Stmt {
     }
 
    private:
+    void get(int col, int64_t& v) const { v = i64(col); }
+    void get(int col, int& v) const { v = static_cast<int>(i64(col)); }
+    void get(int col, uint64_t& v) const { v = static_cast<uint64_t>(i64(col)); }
+    void get(int col, bool& v) const { v = i64(col) != 0; }
+    void get(int col, double& v) const { v = real(col); }
+    void get(int col, std::string& v) const { v = text(col); }
     void check(int rc) {
       if (rc != SQLITE_OK) st_.db_.fail(rc, "binding a value");
     }
@@ -192,6 +205,15 @@ class Stmt {
   const Db& db_;
   sqlite3_stmt* s_ = nullptr;
 };
+
+// Runs one statement that returns no rows, ?1, ?2, ... bound to `v` in order.
+template <class... T>
+void run_once(const Db& db, const char* sql, const T&... v) {
+  Stmt st(db, sql);
+  Stmt::Use q(st);
+  q.bind_all(v...);
+  q.run();
+}
 
 // An explicit transaction: rolled back unless committed.
 class Txn {

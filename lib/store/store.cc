@@ -608,16 +608,8 @@ void Store::Impl::load_header(int64_t id, RunRecord& run) {
       throw Error(ErrorKind::kUsage, fmt::format("no run {} in {}", id, db.path()),
                   "see `chokepoint history`");
     }
-    run.id = q.i64(0);
-    run.label = q.text(1);
-    run.status = q.text(2);
-    run.error = q.text(3);
-    run.started_at = q.real(4);
-    run.finished_at = q.real(5);
-    run.server = q.text(6);
-    run.client = q.text(7);
-    run.plan_json = q.text(8);
-    run.version = q.text(9);
+    q.columns(run.id, run.label, run.status, run.error, run.started_at, run.finished_at, run.server,
+              run.client, run.plan_json, run.version);
   }
   Stmt::Use q(*select_hosts);
   q.bind(1, id);
@@ -644,15 +636,8 @@ RunRecord Store::load_run(int64_t id) const {
     q.bind(1, id);
     while (q.step()) {
       StageRecord st;
-      st.id = q.i64(0);
-      st.run_id = q.i64(1);
-      st.layer = q.text(2);
-      st.where = q.text(3);
-      st.status = q.text(4);
-      st.error = q.text(5);
-      st.params_json = q.text(6);
-      st.started_at = q.real(7);
-      st.finished_at = q.real(8);
+      q.columns(st.id, st.run_id, st.layer, st.where, st.status, st.error, st.params_json,
+                st.started_at, st.finished_at);
       run.stages.push_back(std::move(st));
     }
   }
@@ -663,18 +648,8 @@ RunRecord Store::load_run(int64_t id) const {
     q.bind(1, st.id);
     while (q.step()) {
       SampleRecord s;
-      s.id = q.i64(0);
-      s.stage_id = q.i64(1);
-      s.seq = static_cast<int>(q.i64(2));
-      s.op = q.text(3);
-      s.size = static_cast<uint64_t>(q.i64(4));
-      s.bytes = static_cast<uint64_t>(q.i64(5));
-      s.seconds = q.real(6);
-      s.started_at = q.real(7);
-      s.cache_possible = q.i64(8) != 0;
-      s.error = q.text(9);
-      s.details_json = q.text(10);
-      s.cpu_json = q.text(11);
+      q.columns(s.id, s.stage_id, s.seq, s.op, s.size, s.bytes, s.seconds, s.started_at,
+                s.cache_possible, s.error, s.details_json, s.cpu_json);
       im.unpack(id, s, q.text(12), static_cast<int>(q.i64(13)));
       st.samples.push_back(std::move(s));
     }

@@ -65,6 +65,16 @@ struct Store::Impl {
   int schema = 0;  // user_version when opened (after migrating)
   StoreOwner owner;
   std::mutex mu;
+
+  // One write to the tune tables (schema 4 on): ?1, ?2, ... bound to `v`;
+  // the row id it inserted.
+  template <class... T>
+  int64_t write_tune(const char* sql, const T&... v) {
+    std::lock_guard lock(mu);
+    CP_CHECK(!read_only && schema >= 4);
+    store_detail::run_once(db, sql, v...);
+    return sqlite3_last_insert_rowid(db.get());
+  }
   std::map<int64_t, store_detail::RunPack> packs;  // by run id
   std::map<int64_t, int64_t> stage_runs;           // stage id -> run id
   std::unique_ptr<Stmt> insert_run, upsert_host, insert_stage, insert_sample, insert_proc,

@@ -29,13 +29,7 @@ int64_t sql_limit(size_t limit) {
 // Columns 0-6: id, label, status, server, client, started_at, finished_at.
 RunListRow run_list_row(const Stmt::Use& q) {
   RunListRow r;
-  r.id = q.i64(0);
-  r.label = q.text(1);
-  r.status = q.text(2);
-  r.server = q.text(3);
-  r.client = q.text(4);
-  r.started_at = q.real(5);
-  r.finished_at = q.real(6);
+  q.columns(r.id, r.label, r.status, r.server, r.client, r.started_at, r.finished_at);
   return r;
 }
 

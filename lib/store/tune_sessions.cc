@@ -62,39 +62,26 @@ std::vector<std::string> values_of(const std::string& text) {
 }  // namespace
 
 int64_t Store::begin_tune_session(const TuneSessionRecord& s) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  Stmt st(impl_->db,
-          "INSERT INTO tune_sessions (started_at, status, knob, endpoint, server, client, "
-          "original, target, values_json, rounds, result_json, error) "
-          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', '')");
-  Stmt::Use q(st);
-  q.bind_all(s.started_at > 0 ? s.started_at : wall_seconds(), kRunning, s.knob, s.endpoint,
-             s.server, s.client, s.original, s.target, values_json(s.values), s.rounds);
-  q.run();
-  return sqlite3_last_insert_rowid(impl_->db.get());
+  return impl_->write_tune(
+      "INSERT INTO tune_sessions (started_at, status, knob, endpoint, server, client, original, "
+      "target, values_json, rounds, result_json, error) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, '', '')",
+      s.started_at > 0 ? s.started_at : wall_seconds(), kRunning, s.knob, s.endpoint, s.server,
+      s.client, s.original, s.target, values_json(s.values), s.rounds);
 }
 
 void Store::add_tune_run(const TuneRunRecord& r) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  Stmt st(impl_->db,
-          "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
-          "VALUES (?1, ?2, ?3, ?4, ?5)");
-  Stmt::Use q(st);
-  q.bind_all(r.session_id, r.run_id, r.round, r.value, r.is_original);
-  q.run();
+  impl_->write_tune(
+      "INSERT INTO tune_runs (session_id, run_id, round, value, is_original) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)",
+      r.session_id, r.run_id, r.round, r.value, r.is_original);
 }
 
 void Store::end_tune_session(const TuneSessionRecord& s) {
-  std::lock_guard lock(impl_->mu);
-  CP_CHECK(!impl_->read_only && impl_->schema >= 4);
-  Stmt st(impl_->db,
-          "UPDATE tune_sessions SET finished_at = ?1, status = ?2, original = ?3, target = ?4, "
-          "result_json = ?5, error = ?6 WHERE id = ?7");
-  Stmt::Use q(st);
-  q.bind_all(wall_seconds(), s.status, s.original, s.target, s.result_json, s.error, s.id);
-  q.run();
+  impl_->write_tune(
+      "UPDATE tune_sessions SET finished_at = ?1, status = ?2, original = ?3, target = ?4, "
+      "result_json = ?5, error = ?6 WHERE id = ?7",
+      wall_seconds(), s.status, s.original, s.target, s.result_json, s.error, s.id);
 }
 
 std::optional<TuneSessionRecord> Store::tune_session(int64_t id) const {
@@ -114,20 +101,10 @@ std::optional<TuneSessionRecord> Store::tune_session(int64_t id) const {
   if (id != 0) q.bind(1, id);
   if (!q.step()) return std::nullopt;
   TuneSessionRecord s;
-  s.id = q.i64(0);
-  s.started_at = q.real(1);
-  s.finished_at = q.real(2);
-  s.status = q.text(3);
-  s.knob = q.text(4);
-  s.endpoint = q.text(5);
-  s.server = q.text(6);
-  s.client = q.text(7);
-  s.original = q.text(8);
-  s.target = q.text(9);
-  s.values = values_of(q.text(10));
-  s.rounds = static_cast<int>(q.i64(11));
-  s.result_json = q.text(12);
-  s.error = q.text(13);
+  std::string values;
+  q.columns(s.id, s.started_at, s.finished_at, s.status, s.knob, s.endpoint, s.server, s.client,
+            s.original, s.target, values, s.rounds, s.result_json, s.error);
+  s.values = values_of(values);
   return s;
 }
 
@@ -142,11 +119,7 @@ std::vector<TuneRunRecord> Store::tune_runs(int64_t session_id) const {
   q.bind(1, session_id);
   while (q.step()) {
     TuneRunRecord r;
-    r.session_id = q.i64(0);
-    r.run_id = q.i64(1);
-    r.round = static_cast<int>(q.i64(2));
-    r.value = q.text(3);
-    r.is_original = q.i64(4) != 0;
+    q.columns(r.session_id, r.run_id, r.round, r.value, r.is_original);
     out.push_back(std::move(r));
   }
   return out;

@@ -22,8 +22,6 @@ std::string p_text(const ValueStats& v) {
   return v.p_holm < 0.001 ? "<0.001" : fmt::format("{:.3f}", v.p_holm);
 }
 
-// Tune sessions live beside the runs, in their own tables of the same
-
 // x with P(|Z| > x) = a for a standard normal Z (bisection on erfc).
 double z_two_sided(double a) {
   double lo = 0, hi = 40;

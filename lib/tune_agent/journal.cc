@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "tune_agent/detail.h"
@@ -343,25 +344,12 @@ void write_replacing(int dfd, const std::string& name, const std::string& text,
 }  // namespace
 
 const char* to_string(Refusal r) {
-  switch (r) {
-    case Refusal::kSymlink:
-      return "symlink";
-    case Refusal::kNotRegular:
-      return "not_regular";
-    case Refusal::kNotOwner:
-      return "not_owner";
-    case Refusal::kMode:
-      return "mode";
-    case Refusal::kTooLarge:
-      return "too_large";
-    case Refusal::kMalformed:
-      return "malformed";
-    case Refusal::kUnknownKnob:
-      return "unknown_knob";
-    case Refusal::kActionShape:
-      return "action_shape";
-  }
-  return "?";
+  static constexpr EnumName<Refusal> kNames[] = {
+      {Refusal::kSymlink, "symlink"},          {Refusal::kNotRegular, "not_regular"},
+      {Refusal::kNotOwner, "not_owner"},       {Refusal::kMode, "mode"},
+      {Refusal::kTooLarge, "too_large"},       {Refusal::kMalformed, "malformed"},
+      {Refusal::kUnknownKnob, "unknown_knob"}, {Refusal::kActionShape, "action_shape"}};
+  return name_in(kNames, r, "?");
 }
 
 std::optional<Refused> check_entry(const JournalEntry& e, const std::string& fs_root) {

@@ -10,6 +10,7 @@
 // components are separated by NUL bytes, relative to a directory ID.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -132,6 +133,31 @@ class Writer {
 
  private:
   std::string out_;
+};
+
+// A field list written once for both directions: `template <class IO>
+// void fields(IO& io, T& t)` calls io(t.x, "field") per fixed field; Get
+// reads each into t, Put appends each from t.
+struct Get {
+  Reader& r;
+  void operator()(uint16_t& x, const char* field) { x = r.u16(field); }
+  void operator()(uint32_t& x, const char* field) { x = r.u32(field); }
+  void operator()(uint64_t& x, const char* field) { x = r.u64(field); }
+  template <size_t N>
+  void operator()(std::array<uint8_t, N>& x, const char* field) {
+    const std::string_view b = r.bytes(N, field);
+    std::copy(b.begin(), b.end(), x.begin());
+  }
+};
+struct Put {
+  Writer& w;
+  void operator()(uint16_t x, const char*) { w.u16(x); }
+  void operator()(uint32_t x, const char*) { w.u32(x); }
+  void operator()(uint64_t x, const char*) { w.u64(x); }
+  template <size_t N>
+  void operator()(const std::array<uint8_t, N>& x, const char*) {
+    w.bytes(std::string_view(reinterpret_cast<const char*>(x.data()), N));
+  }
 };
 
 // --- Versions ---------------------------------------------------------------

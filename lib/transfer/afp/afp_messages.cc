@@ -293,55 +293,68 @@ std::string encode_srvr_parms(const SrvrParms& p) {
   return w.take();
 }
 
+namespace {
+
+// A volume parameter's fixed field (bits 0-11 but the name's offset, 8), read
+// or written by `io` (Get or Put, afp_codec.h); false for a bit volumes do not have.
+template <class IO, class V>
+bool vol_field(IO& io, int bit, V& v) {
+  switch (bit) {
+    case 0:
+      io(v.attributes, "attributes");
+      return true;
+    case 1:
+      io(v.signature, "signature");
+      return true;
+    case 2:
+      io(v.create_date, "creation date");
+      return true;
+    case 3:
+      io(v.mod_date, "modification date");
+      return true;
+    case 4:
+      io(v.backup_date, "backup date");
+      return true;
+    case 5:
+      io(v.volume_id, "volume ID");
+      return true;
+    case 6:
+      io(v.bytes_free, "bytes free");
+      return true;
+    case 7:
+      io(v.bytes_total, "bytes total");
+      return true;
+    case 9:
+      io(v.ext_bytes_free, "extended bytes free");
+      return true;
+    case 10:
+      io(v.ext_bytes_total, "extended bytes total");
+      return true;
+    case 11:
+      io(v.block_size, "block size");
+      return true;
+  }
+  return false;
+}
+
+constexpr int kVolNameBit = 8;
+
+}  // namespace
+
 VolParams decode_open_vol(std::string_view reply) {
   Reader r(reply, "FPOpenVol reply");
   VolParams v;
   v.bitmap = r.u16("bitmap");
   const size_t start = r.pos();
+  Get get{r};
   for (int bit = 0; bit < 16; ++bit) {
     if (!(v.bitmap & (1u << bit))) continue;
-    switch (bit) {
-      case 0:
-        v.attributes = r.u16("attributes");
-        break;
-      case 1:
-        v.signature = r.u16("signature");
-        break;
-      case 2:
-        v.create_date = r.u32("creation date");
-        break;
-      case 3:
-        v.mod_date = r.u32("modification date");
-        break;
-      case 4:
-        v.backup_date = r.u32("backup date");
-        break;
-      case 5:
-        v.volume_id = r.u16("volume ID");
-        break;
-      case 6:
-        v.bytes_free = r.u32("bytes free");
-        break;
-      case 7:
-        v.bytes_total = r.u32("bytes total");
-        break;
-      case 8: {
-        const uint16_t off = r.u16("volume name offset");
-        v.name = r.at(start + off, "volume name").pascal("volume name");
-        break;
-      }
-      case 9:
-        v.ext_bytes_free = r.u64("extended bytes free");
-        break;
-      case 10:
-        v.ext_bytes_total = r.u64("extended bytes total");
-        break;
-      case 11:
-        v.block_size = r.u32("block size");
-        break;
-      default:
-        r.fail("bitmap",
-               fmt::format("has bit {} (0x{:04x}), which volumes do not have", bit, v.bitmap));
+    if (bit == kVolNameBit) {
+      const uint16_t off = r.u16("volume name offset");
+      v.name = r.at(start + off, "volume name").pascal("volume name");
+    } else if (!vol_field(get, bit, v)) {
+      r.fail("bitmap",
+             fmt::format("has bit {} (0x{:04x}), which volumes do not have", bit, v.bitmap));
     }
   }
   return v;
@@ -352,46 +365,14 @@ std::string encode_vol_params(const VolParams& v) {
   w.u16(v.bitmap);
   const size_t start = w.size();
   size_t name_at = 0;
+  Put put{w};
   for (int bit = 0; bit < 12; ++bit) {
     if (!(v.bitmap & (1u << bit))) continue;
-    switch (bit) {
-      case 0:
-        w.u16(v.attributes);
-        break;
-      case 1:
-        w.u16(v.signature);
-        break;
-      case 2:
-        w.u32(v.create_date);
-        break;
-      case 3:
-        w.u32(v.mod_date);
-        break;
-      case 4:
-        w.u32(v.backup_date);
-        break;
-      case 5:
-        w.u16(v.volume_id);
-        break;
-      case 6:
-        w.u32(v.bytes_free);
-        break;
-      case 7:
-        w.u32(v.bytes_total);
-        break;
-      case 8:
-        name_at = w.size();
-        w.u16(0);
-        break;
-      case 9:
-        w.u64(v.ext_bytes_free);
-        break;
-      case 10:
-        w.u64(v.ext_bytes_total);
-        break;
-      case 11:
-        w.u32(v.block_size);
-        break;
+    if (bit == kVolNameBit) {
+      name_at = w.size();
+      w.u16(0);
+    } else {
+      vol_field(put, bit, v);
     }
   }
   if (v.bitmap & kVolName) {

@@ -31,6 +31,45 @@ constexpr Field kDirFields[16] = {{2, false}, {4, false},  {4, false}, {4, false
 
 Field field(bool is_dir, int bit) { return (is_dir ? kDirFields : kFileFields)[bit & 15]; }
 
+// The fixed field of `bit` (not a name offset: 6, 7, 13), read or written by
+// `io` (Get or Put, afp_codec.h).
+template <class IO, class P>
+void fixed_field(IO& io, int bit, P& p) {
+  switch (bit) {
+    case 0:
+      return io(p.attributes, "attributes");
+    case 1:
+      return io(p.parent_id, "parent directory ID");
+    case 2:
+      return io(p.create_date, "creation date");
+    case 3:
+      return io(p.mod_date, "modification date");
+    case 4:
+      return io(p.backup_date, "backup date");
+    case 5:
+      return io(p.finder_info, "Finder info");
+    case 8:
+      return io(p.node_id, p.is_dir ? "directory ID" : "file ID");
+    case 9:
+      return p.is_dir ? io(p.offspring_count, "offspring count")
+                      : io(p.data_fork_len, "data fork length");
+    case 10:
+      return p.is_dir ? io(p.owner_id, "owner ID") : io(p.rsrc_fork_len, "resource fork length");
+    case 11:
+      return p.is_dir ? io(p.group_id, "group ID")
+                      : io(p.ext_data_fork_len, "extended data fork length");
+    case 12:
+      return p.is_dir ? io(p.access_rights, "access rights") : io(p.launch_limit, "launch limit");
+    case 14:
+      return io(p.ext_rsrc_fork_len, "extended resource fork length");
+    case 15:
+      io(p.unix_privs.uid, "unix uid");
+      io(p.unix_privs.gid, "unix gid");
+      io(p.unix_privs.mode, "unix mode");
+      return io(p.unix_privs.access_rights, "unix access rights");
+  }
+}
+
 }  // namespace
 
 // --- Parameters -------------------------------------------------------------------------
@@ -40,6 +79,7 @@ Params decode_params(Reader& r, uint16_t bitmap, bool is_dir) {
   const size_t start = r.pos();
   Params p;
   p.is_dir = is_dir;
+  Get get{r};
   for (int bit = 0; bit < 16; ++bit) {
     if (!(bitmap & (1u << bit))) continue;
     const Field f = field(is_dir, bit);
@@ -47,83 +87,19 @@ Params decode_params(Reader& r, uint16_t bitmap, bool is_dir) {
       r.fail("bitmap", fmt::format("has bit {} (0x{:04x}), which a {} does not have", bit, bitmap,
                                    is_dir ? "directory" : "file"));
     }
-    switch (bit) {
-      case 0:
-        p.attributes = r.u16("attributes");
-        break;
-      case 1:
-        p.parent_id = r.u32("parent directory ID");
-        break;
-      case 2:
-        p.create_date = r.u32("creation date");
-        break;
-      case 3:
-        p.mod_date = r.u32("modification date");
-        break;
-      case 4:
-        p.backup_date = r.u32("backup date");
-        break;
-      case 5: {
-        auto fi = r.bytes(32, "Finder info");
-        std::copy(fi.begin(), fi.end(), p.finder_info.begin());
-        break;
-      }
-      case 6:
-      case 7: {
-        const char* what = bit == 6 ? "long name" : "short name";
-        const uint16_t off = r.u16(what);
-        Reader n = r.at(start + off, what);
-        (bit == 6 ? p.long_name : p.short_name) = n.pascal(what);
-        break;
-      }
-      case 8:
-        p.node_id = r.u32(is_dir ? "directory ID" : "file ID");
-        break;
-      case 9:
-        if (is_dir) {
-          p.offspring_count = r.u16("offspring count");
-        } else {
-          p.data_fork_len = r.u32("data fork length");
-        }
-        break;
-      case 10:
-        if (is_dir) {
-          p.owner_id = r.u32("owner ID");
-        } else {
-          p.rsrc_fork_len = r.u32("resource fork length");
-        }
-        break;
-      case 11:
-        if (is_dir) {
-          p.group_id = r.u32("group ID");
-        } else {
-          p.ext_data_fork_len = r.u64("extended data fork length");
-        }
-        break;
-      case 12:
-        if (is_dir) {
-          p.access_rights = r.u32("access rights");
-        } else {
-          p.launch_limit = r.u16("launch limit");
-        }
-        break;
-      case 13: {
-        const uint16_t off = r.u16("UTF-8 name offset");
-        r.skip(4, "UTF-8 name pad");
-        Reader n = r.at(start + off, "UTF-8 name");
-        n.u32("UTF-8 name text encoding hint");
-        p.utf8_name = n.long_string("UTF-8 name");
-        break;
-      }
-      case 14:
-        p.ext_rsrc_fork_len = r.u64("extended resource fork length");
-        break;
-      case 15:
-        p.unix_privs.uid = r.u32("unix uid");
-        p.unix_privs.gid = r.u32("unix gid");
-        p.unix_privs.mode = r.u32("unix mode");
-        p.unix_privs.access_rights = r.u32("unix access rights");
-        break;
+    if (bit == 6 || bit == 7) {
+      const char* what = bit == 6 ? "long name" : "short name";
+      const uint16_t off = r.u16(what);
+      Reader n = r.at(start + off, what);
+      (bit == 6 ? p.long_name : p.short_name) = n.pascal(what);
+    } else if (bit == 13) {
+      const uint16_t off = r.u16("UTF-8 name offset");
+      r.skip(4, "UTF-8 name pad");
+      Reader n = r.at(start + off, "UTF-8 name");
+      n.u32("UTF-8 name text encoding hint");
+      p.utf8_name = n.long_string("UTF-8 name");
+    } else {
+      fixed_field(get, bit, p);
     }
   }
   return p;
@@ -136,60 +112,17 @@ void encode_params(Writer& w, uint16_t bitmap, const Params& p) {
     int bit;
   };
   std::vector<Pending> names;
+  Put put{w};
   for (int bit = 0; bit < 16; ++bit) {
     if (!(bitmap & (1u << bit))) continue;
     const Field f = field(p.is_dir, bit);
     CP_CHECK(f.size != 0);
-    switch (bit) {
-      case 0:
-        w.u16(p.attributes);
-        break;
-      case 1:
-        w.u32(p.parent_id);
-        break;
-      case 2:
-        w.u32(p.create_date);
-        break;
-      case 3:
-        w.u32(p.mod_date);
-        break;
-      case 4:
-        w.u32(p.backup_date);
-        break;
-      case 5:
-        w.bytes(std::string_view(reinterpret_cast<const char*>(p.finder_info.data()), 32));
-        break;
-      case 6:
-      case 7:
-        names.push_back({w.size(), bit});
-        w.u16(0);
-        break;
-      case 8:
-        w.u32(p.node_id);
-        break;
-      case 9:
-        p.is_dir ? w.u16(p.offspring_count) : w.u32(p.data_fork_len);
-        break;
-      case 10:
-        w.u32(p.is_dir ? p.owner_id : p.rsrc_fork_len);
-        break;
-      case 11:
-        p.is_dir ? w.u32(p.group_id) : w.u64(p.ext_data_fork_len);
-        break;
-      case 12:
-        p.is_dir ? w.u32(p.access_rights) : w.u16(p.launch_limit);
-        break;
-      case 13:
-        names.push_back({w.size(), bit});
-        w.u16(0).u32(0);
-        break;
-      case 14:
-        w.u64(p.ext_rsrc_fork_len);
-        break;
-      case 15:
-        w.u32(p.unix_privs.uid).u32(p.unix_privs.gid).u32(p.unix_privs.mode);
-        w.u32(p.unix_privs.access_rights);
-        break;
+    if (f.name_field) {
+      names.push_back({w.size(), bit});
+      w.u16(0);
+      if (bit == 13) w.u32(0);  // the UTF-8 name's pad
+    } else {
+      fixed_field(put, bit, p);
     }
   }
   for (const auto& n : names) {
