@@ -167,18 +167,26 @@ TEST(Summary, JsonCarriesTheBriefOfEachFindingAndTheShortHeadline) {
   }
 }
 
+// A share's small-file create row of 4 KiB files at `per_s` creates/s, as a
+// finding cites it.
+analysis::Cited files_create(const std::string& driver, const std::string& medium, double per_s) {
+  analysis::Cited c;
+  c.key = "files:" + driver + ":" + medium + ":create:4096";
+  c.layer = "files";
+  c.op = "create";
+  c.size = 4096;
+  c.n = 1;
+  c.median = per_s;  // creates/s
+  return c;
+}
+
 // A small-file finding's figure is ops/s of small files: its summary line
 // gives the MB/s a copy of them moves (ops/s x file size), its brief the rate
 // of operations first.
 TEST(Summary, ASmallFileFindingsFigureIsTheBytesItsOperationsMove) {
   analysis::Analysis a;
   analysis::Finding f = made("files.round_trips", "smb disk files create", "round trips");
-  f.subject.key = "files:smb:disk:create:4096";
-  f.subject.layer = "files";
-  f.subject.op = "create";
-  f.subject.size = 4096;
-  f.subject.n = 1;
-  f.subject.median = 250;  // creates/s
+  f.subject = files_create("smb", "disk", 250);
   a.findings.push_back(f);
   a.headline_finding = 0;
   const std::vector<SummaryLine> lines = summary_lines(a);
@@ -193,17 +201,9 @@ TEST(Summary, ASmallFileFindingsFigureIsTheBytesItsOperationsMove) {
 // that the figure is a lower bound; the text renders the rule's numbers.
 TEST(Summary, AFilesClientFindingIsChokepointsClientAndALowerBound) {
   analysis::Analysis a;
-  analysis::Finding f;
-  f.rule = "files.client";
-  f.path = "ftp ram files create";
-  f.layer = "probe";
+  analysis::Finding f = made("files.client", "ftp ram files create", "probe");
   f.lower_bound = true;
-  f.subject.key = "files:ftp:ram:create:4096";
-  f.subject.layer = "files";
-  f.subject.op = "create";
-  f.subject.size = 4096;
-  f.subject.n = 1;
-  f.subject.median = 500;  // creates/s
+  f.subject = files_create("ftp", "ram", 500);
   f.numbers = {{"ops_per_s", 500},
                {"latency_median_us", 1900},
                {"client_cpu_share", 0.7},

@@ -225,26 +225,12 @@ class Engine {
     ops_.ended(c->id, got, c->error);
   }
 
+  // The AFP command each step sends, in Step's order (for error messages).
   static uint8_t command_of(Step s) {
-    switch (s) {
-      case Step::kCreate:
-        return kFPCreateFile;
-      case Step::kOpen:
-        return kFPOpenFork;
-      case Step::kWrite:
-        return kFPWriteExt;
-      case Step::kFlush:
-        return kFPFlushFork;
-      case Step::kRead:
-        return kFPReadExt;
-      case Step::kClose:
-        return kFPCloseFork;
-      case Step::kStat:
-        return kFPGetFileDirParms;
-      case Step::kDelete:
-        return kFPDelete;
-    }
-    return 0;
+    static constexpr uint8_t kCommands[] = {kFPCreateFile,      kFPOpenFork, kFPWriteExt,
+                                            kFPFlushFork,       kFPReadExt,  kFPCloseFork,
+                                            kFPGetFileDirParms, kFPDelete};
+    return kCommands[static_cast<size_t>(s)];
   }
 
   Link& link_;
