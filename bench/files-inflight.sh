@@ -9,7 +9,7 @@
 # each round; medians over the rounds of each phase's files/s, the mean in
 # flight it kept and the client's CPU over the pass (user + system s).
 #
-# Usage (root): bench/files-inflight.sh [--runs 5] [--count 500] [--size 4KiB]
+# Usage (root): bench/files-inflight.sh [--runs 5] [--count 500] [--size 4096]
 # The lab is $CHOKEPOINT_LAB_INSTANCE's (default 0); one that is not up is
 # brought up unshaped (--rate 0) and taken down after.
 set -euo pipefail
@@ -17,14 +17,9 @@ cd "$(dirname "$0")/.."
 RUNS=5
 COUNT=500
 SIZE=4096
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --runs) RUNS=$2; shift 2 ;;
-    --count) COUNT=$2; shift 2 ;;
-    --size) SIZE=$2; shift 2 ;;
-    *) echo "usage: bench/files-inflight.sh [--runs N] [--count N] [--size S]" >&2; exit 2 ;;
-  esac
-done
+source bench/lib.sh
+parse_options "--runs RUNS --count COUNT --size SIZE" \
+  "bench/files-inflight.sh [--runs N] [--count N] [--size BYTES]" "$@"
 [ "$(id -u)" = 0 ] || { echo "files-inflight.sh: run as root (the lab's namespaces)" >&2; exit 2; }
 CP=build/bin/chokepoint
 TB=build/bin/transfer_bench
@@ -40,14 +35,7 @@ cleanup() {
 trap cleanup EXIT
 [ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
 
-field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-ST=$($CP lab status --json)
-SSHD=$(echo "$ST" | field 'd["server"]["sshd_pid"]')
-CLIENT_NS=$(echo "$ST" | field 'd["client"]["netns"]')
-ADDR=$(echo "$ST" | field 'd["server"]["data_address"]')
-RAM=$(echo "$ST" | field 'next(s["server_dir"] for s in d["servers"]["shares"] if s["medium"]=="ram")')
-USER_=$(echo "$ST" | field 'd["servers"]["share_user"]')
-on_server() { nsenter -t "$SSHD" -m -- sh -c "$1"; }
+lab_share_env "$($CP lab status --json)"
 on_server "rm -rf '$RAM/bench-inflight' && mkdir -p '$RAM/bench-inflight' && chown '$USER_:' '$RAM/bench-inflight'"
 
 # CASE: version:in_flight:how (one = one connection, sessions = one each)
@@ -60,7 +48,7 @@ for ((r = 1; r <= RUNS; r++)); do
     IFS=: read -r v f how <<<"$c"
     extra=()
     [ "$how" = sessions ] && extra=(--sessions)
-    line=$(ip netns exec "$CLIENT_NS" "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" \
+    line=$(in_client "$TB" --driver nfs --url "nfs://$ADDR/ram" --user "$USER_" \
       --option version="$v" --in-flight "$f" "${extra[@]}" \
       files "bench-inflight/r$r-v$v-$f-$how" "$COUNT" "$SIZE")
     echo "$c $line" >> "$RAW"
