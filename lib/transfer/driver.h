@@ -134,6 +134,16 @@ struct FileOps {
 };
 
 // A logged-in connection to a share.
+// The network round trips one small-file operation costs through a session,
+// in one phase: `total` the calls it waits on one after another, `serial`
+// those of them that operations in flight cannot overlap, because they take
+// turns on the connection (NFSv4.0's OPEN and CLOSE: one open-owner's
+// sequence). 0 total: unknown.
+struct RoundTrips {
+  unsigned total = 0;
+  unsigned serial = 0;
+};
+
 class Session {
  public:
   virtual ~Session() = default;
@@ -154,6 +164,11 @@ class Session {
   // to call). Throws when the session cannot go on (the connection failed or
   // went silent, cancelled): operations started then may not have ended.
   virtual void run_file_ops(FileOps& ops);
+  // The round trips of one small-file operation as this session makes them,
+  // per phase (create, stat, read, delete): what the negotiated version
+  // costs. All 0 (the default): the driver table's
+  // Capabilities::file_round_trips, none serial.
+  virtual std::array<RoundTrips, 4> file_round_trips() const { return {}; }
   // What was negotiated, stored with each sample because it changes the
   // throughput (SMB dialect, signing, encryption; AFP version and UAM; ...).
   virtual std::map<std::string, std::string> properties() const { return {}; }
