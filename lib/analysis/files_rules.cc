@@ -69,14 +69,26 @@ void frame(const FilesCase& fc, Finding& f) {
     f.numbers["latency_rtts"] = fc.row.latency_median_us / fc.rtt_us;
   }
   if (fc.round_trips > 0) f.numbers["round_trips"] = fc.round_trips;
+  if (fc.serial_round_trips > 0) f.numbers["serial_round_trips"] = fc.serial_round_trips;
   if (fc.disk) f.numbers["disk_ops_per_s"] = fc.disk->rate.median;
 }
 
-// Operations/s the round trips allow: in flight / (round trips x RTT); 0
-// when either is unknown.
-double round_trip_ceiling(const FilesCase& fc) {
-  if (fc.rtt_us <= 0 || fc.round_trips == 0) return 0;
-  return std::max(1.0, fc.in_flight) / (fc.round_trips * fc.rtt_us / 1e6);
+// Operations/s the round trips allow, 0 when they or the RTT are unknown:
+// in flight / (round trips x RTT), the operations overlapping; and at most
+// 1 / (serial round trips x RTT), since those take turns on the connection
+// whatever is in flight (NFSv4.0's OPEN and CLOSE).
+// `turns`: the serial bound is the lower one.
+struct Ceiling {
+  double ops_per_s = 0;
+  bool turns = false;
+};
+Ceiling round_trip_ceiling(const FilesCase& fc) {
+  if (fc.rtt_us <= 0 || fc.round_trips == 0) return {};
+  const double rtt_s = fc.rtt_us / 1e6;
+  const double overlapped = std::max(1.0, fc.in_flight) / (fc.round_trips * rtt_s);
+  const double serial =
+      fc.serial_round_trips > 0 ? 1 / (fc.serial_round_trips * rtt_s) : overlapped;
+  return serial < overlapped ? Ceiling{serial, true} : Ceiling{overlapped, false};
 }
 
 // The path's idle RTT from the TCP rows (the smaller direction's), µs.
@@ -130,13 +142,17 @@ bool files_cpu(const Case& c, Finding& f) {
 
 bool files_round_trips(const Case& c, Finding& f) {
   const FilesCase& fc = *c.files;
-  const double ceiling = round_trip_ceiling(fc);
+  const Ceiling cap = round_trip_ceiling(fc);
+  const double ceiling = cap.ops_per_s;
   if (ceiling <= 0 || fc.row.rate.median < kRoundTripBound * ceiling) return false;
   frame(fc, f);
   f.layer = "round trips";
   f.cap = fc.row.key;
   f.ratio = fc.row.rate.median / ceiling;
   f.numbers["ceiling_ops_per_s"] = ceiling;
+  // Which bound it is: "turns" when the serial round trips set it (more in
+  // flight cannot lift it), else "in_flight".
+  f.words["bound"] = cap.turns ? "turns" : "in_flight";
   return true;
 }
 
@@ -168,7 +184,7 @@ bool files_client(const Case& c, Finding& f) {
   f.words["driver"] = fc.row.driver;
   f.numbers["client_cpu_share"] = share;
   f.numbers["client_cpu_us_per_op"] = cores / fc.row.rate.median * 1e6;
-  if (const double ceiling = round_trip_ceiling(fc); ceiling > 0) {
+  if (const double ceiling = round_trip_ceiling(fc).ops_per_s; ceiling > 0) {
     f.numbers["ceiling_ops_per_s"] = ceiling;
   }
   return true;
@@ -183,7 +199,7 @@ bool files_layer(const Case& c, Finding& f) {
   if (fc.row.where == "disk" && fc.disk && fc.disk->rate.median > 0) {
     f.ratio = fc.row.rate.median / fc.disk->rate.median;
   }
-  if (const double ceiling = round_trip_ceiling(fc); ceiling > 0) {
+  if (const double ceiling = round_trip_ceiling(fc).ops_per_s; ceiling > 0) {
     f.numbers["ceiling_ops_per_s"] = ceiling;
   }
   return true;
@@ -199,8 +215,16 @@ std::vector<Finding> judge_files_shares(const Analysis& a, std::set<std::string>
     if (r.op != "create" && r.op != "read") continue;  // what copying a folder does
     const transfer::DriverSpec* spec = transfer::find_driver_spec(r.driver);
     const size_t phase = r.op == "create" ? 0 : 2;
-    FilesCase fc{r, server_files_row(a, r), rtt, spec ? spec->caps.file_round_trips[phase] : 0u,
-                 r.in_flight_mean > 0 ? r.in_flight_mean : 1};
+    FilesCase fc{.row = r, .disk = server_files_row(a, r), .rtt_us = rtt};
+    fc.in_flight = r.in_flight_mean > 0 ? r.in_flight_mean : 1;
+    // The round trips the run's sessions reported (what they negotiated),
+    // else the driver table's (runs stored before they were reported).
+    if (r.round_trips > 0) {
+      fc.round_trips = r.round_trips;
+      fc.serial_round_trips = std::min(r.serial_round_trips, r.round_trips);
+    } else if (spec) {
+      fc.round_trips = spec->caps.file_round_trips[phase];
+    }
     Finding f;
     f.path = fmt::format("{} {} files {}", r.driver, r.where, r.op);
     if (!run_chain(kFilesChain, Case{a, nullptr, nullptr, nullptr, &fc}, f)) continue;

@@ -33,10 +33,11 @@ struct Phase {
 // One stored small-file stage, its phases a sample each: on an end's disk
 // (`where` "server" | "client", `driver` "") or over a share (`where` its
 // medium, `driver` its protocol, as files_share_stage stores it); `cpu`: each
-// sample's CPU record (JSON) or ""; `cache_possible`: its reads flagged so.
+// sample's CPU record (JSON) or ""; `cache_possible`: its reads flagged so;
+// `in_flight`: the mean kept; `extra`: more details members (",\"k\":v").
 void add_stage(RunRecord& run, const std::string& where, const std::string& order,
                const std::string& driver, const std::vector<Phase>& phases, const std::string& cpu,
-               bool cache_possible) {
+               bool cache_possible, double in_flight = 1, const std::string& extra = "") {
   StageRecord st;
   st.layer = "files";
   st.where = where;
@@ -53,10 +54,10 @@ void add_stage(RunRecord& run, const std::string& where, const std::string& orde
         driver.empty() ? ""
                        : fmt::format(R"(,"share":"{}-{}","driver":"{}")", driver, where, driver);
     s.details_json =
-        fmt::format(R"({{"count":1000,"ops":{},"dirs":10,"order":"{}","in_flight_mean":1,)"
-                    R"("latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4"{}{}}})",
-                    p.ops, order, p.median_us, p.p99_us, p.max_us, share,
-                    s.cache_possible ? R"(,"cache_reason":"zfs: the ARC keeps them")" : "");
+        fmt::format(R"({{"count":1000,"ops":{},"dirs":10,"order":"{}","in_flight_mean":{},)"
+                    R"("latency_us":{{"median":{},"p99":{},"max":{}}},"fs_type":"ext4"{}{}{}}})",
+                    p.ops, order, in_flight, p.median_us, p.p99_us, p.max_us, share,
+                    s.cache_possible ? R"(,"cache_reason":"zfs: the ARC keeps them")" : "", extra);
     s.cpu_json = cpu;
     st.samples.push_back(s);
   }
@@ -194,6 +195,48 @@ TEST(FilesShares, CreatesNearWhatTheRoundTripsAllowAreCappedByTheRoundTrips) {
 
 // A short path (50 us): the round trips allow thousands/s; a disk share
 // within 10 % of the server disk's own create rate is capped by the disk.
+// The round trips a share's sessions reported (here 8 a create, libnfs's
+// path walk) are held, not the driver table's fewest: at 1 ms, 125/s at most
+// one at a time, so 120/s is capped by them.
+TEST(FilesShares, TheRoundTripsTheSessionsReportedOverrideTheDriverTable) {
+  RunRecord run;
+  add_tcp(run, 1000);
+  add_stage(run, "ram", "sequential", "nfs", {{"files-create", 120, 1, 8300, 9000, 12000}}, "",
+            false, 1, R"(,"round_trips":8)");
+  add_files(run, "server", "sequential", {{"files-create", 20000, 1, 40, 90, 200}});
+  const Analysis a = analyzed(run);
+  const Finding* f = finding(a, "files.round_trips");
+  ASSERT_TRUE(names_layer(f, "round trips"));
+  EXPECT_DOUBLE_EQ(f->numbers.at("round_trips"), 8);
+  EXPECT_NEAR(f->numbers.at("ceiling_ops_per_s"), 125, 1e-6);
+  EXPECT_EQ(f->words.at("bound"), "in_flight");
+}
+
+// NFSv4.0: 5 round trips a create, 2 of them (OPEN, CLOSE) taking turns on the
+// connection. With 8 in flight at 1 ms the overlapped bound is 1600/s, but the
+// turns allow 500/s whatever is in flight: 480/s is capped by the turns. The
+// same figures with no serial round trip are far below 1600/s: not capped.
+TEST(FilesShares, RoundTripsThatTakeTurnsCapCreatesWhateverIsInFlight) {
+  for (const int serial : {2, 0}) {
+    RunRecord run;
+    add_tcp(run, 1000);
+    add_stage(run, "ram", "sequential", "nfs", {{"files-create", 480, 1, 16000, 20000, 30000}},
+              "", false, 8, fmt::format(R"(,"round_trips":5,"serial_round_trips":{})", serial));
+    add_files(run, "server", "sequential", {{"files-create", 20000, 1, 40, 90, 200}});
+    const Analysis a = analyzed(run);
+    const Finding* f = finding(a, "files.round_trips");
+    if (serial == 0) {
+      EXPECT_EQ(f, nullptr);
+      continue;
+    }
+    ASSERT_TRUE(names_layer(f, "round trips"));
+    EXPECT_DOUBLE_EQ(f->numbers.at("serial_round_trips"), 2);
+    EXPECT_NEAR(f->numbers.at("ceiling_ops_per_s"), 500, 1e-6);
+    EXPECT_NEAR(f->ratio, 480.0 / 500, 1e-9);
+    EXPECT_EQ(f->words.at("bound"), "turns");
+  }
+}
+
 TEST(FilesShares, ADiskShareAtTheServerDisksOwnRateIsCappedByTheDisk) {
   RunRecord run;
   add_tcp(run, 50);

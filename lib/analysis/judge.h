@@ -129,8 +129,11 @@ struct FilesCase {
   const Row& row;
   const Row* disk = nullptr;  // the server disk's row of the phase, order and size
   double rtt_us = 0;          // the path's idle RTT (the TCP stage's); 0 unknown
-  unsigned round_trips = 0;   // per operation, the driver's table; 0 unknown
-  double in_flight = 1;       // operations the pass kept in flight (mean)
+  // Per operation: the session's (else the driver table's); 0 unknown. Of
+  // them, `serial_round_trips` take turns on the connection.
+  uint64_t round_trips = 0;
+  uint64_t serial_round_trips = 0;
+  double in_flight = 1;  // operations the pass kept in flight (mean)
 };
 // What a chain's rules judge: the case of exactly one chain.
 struct Case {

@@ -181,6 +181,10 @@ struct Row {
   // Small-file rows: per-operation latency, us: the median of the samples'
   // medians, the highest p99 and the highest max (0: none).
   double latency_median_us = 0, latency_p99_us = 0, latency_max_us = 0;
+  // Small-file rows over a share: the round trips one operation cost and
+  // those that took turns on the connection, as its samples' sessions
+  // reported them (the most any sample did; 0: not reported).
+  uint64_t round_trips = 0, serial_round_trips = 0;
   int streams = 1;                 // TCP rows: streams at once (the figure is their total)
   Summary rate;                    // bytes/s over the successful samples
   size_t failed = 0;               // failed samples

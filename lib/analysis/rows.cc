@@ -444,6 +444,8 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
         ac.latency_medians.push_back(d->latency_us.median_us);
         ac.row.latency_p99_us = std::max(ac.row.latency_p99_us, d->latency_us.p99_us);
         ac.row.latency_max_us = std::max(ac.row.latency_max_us, d->latency_us.max_us);
+        ac.row.round_trips = std::max(ac.row.round_trips, d->round_trips);
+        ac.row.serial_round_trips = std::max(ac.row.serial_round_trips, d->serial_round_trips);
       }
       if (s.cpu) {
         add_cpu(ac.row, *s.cpu);

@@ -103,6 +103,12 @@ struct PhaseStats {
   // journal commit a copy pays; bonnie++ -n and fio's filecreate do not sync),
   // so a peer's figure can be held against the create without it. 0 elsewhere.
   double sync_seconds = 0;
+  // Over a share: the network round trips one operation costs (`total`), and
+  // how many of them operations in flight cannot overlap (`serial`: they take
+  // turns on the connection), as the session makes them (transfer
+  // Session::file_round_trips). 0: on a disk, or unknown.
+  uint64_t round_trips = 0;
+  uint64_t serial_round_trips = 0;
 
   double ops_per_second() const { return seconds > 0 ? double(ops) / seconds : 0; }
 };

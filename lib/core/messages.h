@@ -98,6 +98,10 @@ struct FilesDetails {
   std::string driver;          // that share's protocol ("smb"); "" on an end's own disk
   std::string in_flight_note;  // a share's: how operations were kept in flight, or why one
   double sync_seconds = 0;     // an end's create: the syncfs inside its seconds
+  // A share's: the round trips one operation cost, and those of them that
+  // took turns on the connection (files::PhaseStats); 0: unknown.
+  uint64_t round_trips = 0;
+  uint64_t serial_round_trips = 0;
 };
 
 // ---- TCP (stage 2) ---------------------------------------------------------

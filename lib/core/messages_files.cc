@@ -19,6 +19,8 @@ CP_MESSAGE_FIELDS(files::PhaseStats) {
       .opt("in_flight_mean", m.in_flight_mean)
       .opt("in_flight_max", m.in_flight_max)
       .omit_empty("sync_seconds", m.sync_seconds)
+      .omit_empty("round_trips", m.round_trips)
+      .omit_empty("serial_round_trips", m.serial_round_trips)
       .omit_empty("budget_hit", m.budget_hit)
       .omit_empty("skipped", m.skipped)
       .omit_empty("error", m.error);
@@ -64,7 +66,9 @@ CP_MESSAGE_FIELDS(FilesDetails) {
       .omit_empty("share", m.share)
       .omit_empty("driver", m.driver)
       .omit_empty("in_flight_note", m.in_flight_note)
-      .omit_empty("sync_seconds", m.sync_seconds);
+      .omit_empty("sync_seconds", m.sync_seconds)
+      .omit_empty("round_trips", m.round_trips)
+      .omit_empty("serial_round_trips", m.serial_round_trips);
 }
 
 }  // namespace cp::msg

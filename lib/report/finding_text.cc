@@ -469,6 +469,14 @@ std::string files_share_head(const Finding& f) {
         transfer::protocol_display(f.candidates.size() > 1 ? f.candidates[1] : ""));
   }
   if (f.rule == "files.cpu") return fmt::format("{} while {}", does, cpu_text(f.cpu));
+  if (f.rule == "files.round_trips" && word(f, "bound") == "turns") {
+    return fmt::format(
+        "{}, {:.0f} % of what the round trips allow: each {} costs at least {:.0f} round trips of "
+        "{:.2f} ms, {:.0f} of which take turns on the connection whatever is in flight, so "
+        "{:.0f}/s at most; more connections (each its own turn) or a shorter path would lift it",
+        does, 100 * f.ratio, op, num(f, "round_trips"), num(f, "rtt_ms"),
+        num(f, "serial_round_trips"), num(f, "ceiling_ops_per_s"));
+  }
   if (f.rule == "files.round_trips") {
     return fmt::format(
         "{}, {:.0f} % of what the round trips allow: each {} costs at least {:.0f} round trips of "

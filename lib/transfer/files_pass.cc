@@ -175,6 +175,13 @@ class Pass {
   unsigned in_flight() const {
     return depth_ > 1 ? depth_ : static_cast<unsigned>(sessions_.size());
   }
+  // What one operation of `phase` costs on the wire: the session's figures
+  // for what it negotiated, else the driver table's (none serial).
+  RoundTrips round_trips(Phase phase) const {
+    const auto i = static_cast<size_t>(phase);
+    const RoundTrips rt = sessions_[0]->file_round_trips()[i];
+    return rt.total > 0 ? rt : RoundTrips{driver_.caps.file_round_trips[i], 0};
+  }
   std::string path(uint64_t i) const { return opts_.root + "/" + opts_.tree.file_path(i); }
   std::string dir(uint64_t d) const { return opts_.root + "/" + opts_.tree.dir_name(d); }
 
@@ -256,6 +263,9 @@ class Pass {
     st.in_flight_max = run.flying_max.load();
     st.in_flight_mean = st.seconds > 0 ? run.busy_s / st.seconds : 0;
     st.budget_hit = run.budget_hit.load();
+    const RoundTrips rt = round_trips(phase);
+    st.round_trips = rt.total;
+    st.serial_round_trips = rt.serial;
     cancelled_ = cancelled_ || run.cancelled;
     if (!run.error.empty()) {
       // A driver or server that cannot do it at all: skipped, with why.

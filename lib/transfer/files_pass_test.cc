@@ -219,6 +219,33 @@ TEST_F(FilesPassTest, NullDriverRunsEveryPhaseOverEveryFileOneAtATime) {
   EXPECT_EQ(r.phases[3].bytes, 0u);
 }
 
+// A session reporting the round trips of what it negotiated (as NFS's does
+// per version), forwarding the rest.
+class RoundTripSession : public SlowSession {
+ public:
+  using SlowSession::SlowSession;
+  std::array<RoundTrips, 4> file_round_trips() const override { return trips; }
+  std::array<RoundTrips, 4> trips{};
+};
+
+TEST_F(FilesPassTest, EachPhaseCarriesTheSessionsRoundTripsElseTheDriverTables) {
+  DriverSpec spec = driver_spec("path");
+  spec.caps.file_round_trips = {4, 2, 3, 1};
+  RoundTripSession s(connect("path"), std::chrono::microseconds(0));
+  const FilesPassResult by_table = run_files_pass(s, nullptr, spec, options(20, 100, 2), cancel_);
+  s.trips = {{{5, 2}, {1, 0}, {4, 2}, {1, 0}}};
+  const FilesPassResult by_session =
+      run_files_pass(s, nullptr, spec, options(20, 100, 2), cancel_);
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(by_table.phases[i].round_trips, spec.caps.file_round_trips[i]);
+    EXPECT_EQ(by_table.phases[i].serial_round_trips, 0u);
+    EXPECT_EQ(by_session.phases[i].round_trips, s.trips[i].total);
+    EXPECT_EQ(by_session.phases[i].serial_round_trips, s.trips[i].serial);
+  }
+  EXPECT_EQ(left(), 0u);
+}
+
 TEST_F(FilesPassTest, PathDriverCreatesStatsReadsAndLeavesNothing) {
   auto s = connect("path");
   FilesPassOptions o = options(120, 1000, 7);

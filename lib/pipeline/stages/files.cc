@@ -82,6 +82,8 @@ void store_phase(StageContext& ctx, StageScope& stage, int& seq, const FilesPass
   d.driver = pass.driver;
   d.in_flight_note = pass.in_flight_note;
   d.sync_seconds = st.sync_seconds;
+  d.round_trips = st.round_trips;
+  d.serial_round_trips = st.serial_round_trips;
   if (!st.skipped.empty()) {
     s.error = "skipped: " + st.skipped;
   } else if (!st.error.empty()) {
