@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "analysis/ladder.h"
-#include "core/error.h"
 #include "core/json_util.h"
 #include "core/stored_run_json.h"
 #include "transfer/driver.h"
@@ -297,13 +296,6 @@ void correct(std::vector<RowDelta>& rows, const std::vector<size_t>& family) {
   }
 }
 
-std::string list(const std::vector<std::string>& labels) {
-  if (labels.empty()) return "nothing";
-  std::string s;
-  for (size_t i = 0; i < labels.size(); ++i) s += (i ? "; " : "") + labels[i];
-  return s;
-}
-
 RunSide side(const stored::Run& r, const Analysis& an) {
   return {r.id, r.label, r.started_at, r.status, headline_of(an)};
 }
@@ -377,13 +369,12 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
     if (r.layer == "link" || r.rate.n == 0) continue;
     const Row* other = find_row(ab, r.key);
     if (!other || other->rate.n == 0) {
-      c.only_a.push_back(r.label);
+      c.only_a.push_back(r);
       continue;
     }
     RowDelta d;
+    static_cast<RowIdentity&>(d) = r;
     d.key = r.key;
-    d.label = r.label;
-    d.layer = r.layer;
     d.a = r.rate;
     d.b = other->rate;
     d.a_samples = r.samples;
@@ -409,15 +400,7 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
   for (const auto& r : ab.rows) {
     if (r.layer == "link" || r.rate.n == 0) continue;
     const Row* other = find_row(aa, r.key);
-    if (!other || other->rate.n == 0) c.only_b.push_back(r.label);
-  }
-  if (c.rows.empty()) {
-    throw Error(ErrorKind::kUsage,
-                fmt::format("runs {} and {} measured nothing in common: only in run {}: {}; only "
-                            "in run {}: {}",
-                            ra.id, rb.id, ra.id, list(c.only_a), rb.id, list(c.only_b)),
-                "compare runs of the same plan (same stages and file sizes); `chokepoint show "
-                "RUN` lists what a run measured");
+    if (!other || other->rate.n == 0) c.only_b.push_back(r);
   }
 
   // Two families for Holm's correction: the rows a recorded change can

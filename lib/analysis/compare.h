@@ -37,10 +37,10 @@ namespace cp::analysis {
 
 constexpr double kSignificance = 0.05;
 
-struct RowDelta {
-  std::string key;    // ladder row key, e.g. "tcp:server->client:send"
-  std::string label;  // "TCP server -> client"
-  std::string layer;
+// A row both runs measured (RowIdentity: what it measures; report/row_text.h
+// names it).
+struct RowDelta : RowIdentity {
+  std::string key;                           // ladder row key, e.g. "tcp:server->client:send"
   Summary a, b;                              // bytes/s over each run's successful samples
   std::vector<double> a_samples, b_samples;  // bytes/s
   std::vector<int64_t> a_ids, b_ids;         // the samples' ids in the store
@@ -206,7 +206,7 @@ struct RunSide {
 struct Comparison {
   RunSide a, b;
   std::vector<RowDelta> rows;               // rows both runs measured, in A's order
-  std::vector<std::string> only_a, only_b;  // labels of rows only one run measured
+  std::vector<RowIdentity> only_a, only_b;  // rows only one run measured
   std::vector<EnvDiff> env;                 // what differs, run and plan first, then hosts
   Drift drift;
 };
@@ -214,8 +214,8 @@ struct Comparison {
 // The p-value correction used, for reports.
 inline constexpr const char* kCorrection = "holm";
 
-// Throws Error(kUsage) when the runs have no measured row in common, naming
-// the rows each one has.
+// No measured row in common leaves `rows` empty (report/compare_report.h
+// require_common_rows refuses it, naming the rows each run has).
 Comparison compare_runs(const stored::Run& a, const stored::Run& b);
 
 // What differs between the runs' plans and host facts (Comparison::env),

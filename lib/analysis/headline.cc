@@ -106,7 +106,7 @@ Headline headline_of(const Analysis& a) {
   h.layer = f.layer;
   h.finding = f;
   if (const Row* r = find_row(a, f.cap)) {
-    h.cap = r->label;
+    h.cap_row = static_cast<const RowIdentity&>(*r);
     h.cap_bytes_per_s = r->rate.median;
   }
   return h;

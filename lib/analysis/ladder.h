@@ -164,19 +164,76 @@ enum class RowUnit { kBytes, kOps };
 // "bytes/s" | "ops/s".
 const char* unit_name(RowUnit u);
 
-struct Row {
-  std::string key;    // "tcp:server->client:send", "disk:server:read:100000000", "link"
-  std::string label;  // "TCP server -> client"
+// Where the nominal link speed comes from (Analysis::link_source; the link
+// row's label names it).
+struct LinkSource {
+  // "plan" | "shaper" (a tc rate on `ifname` of `host`) | "interface"
+  // (`ifname`'s speed) | "" (unknown)
+  std::string from;
+  std::string ifname;  // shaper, interface: "eth0"
+  std::string host;    // shaper, interface: "server" | "client"
+};
+
+// What a row measures, field by field (Row::key says the same in one string):
+// report/row_text.h renders a row's label from these fields alone ("server
+// disk read, 100 MB files"), for every report, so no English is built here.
+struct RowIdentity {
   std::string layer;  // "link" | "tcp" | "disk" | "files" | a protocol ("smb")
+  // disk, an end's small files: the end ("server" | "client"); tcp: the
+  // direction ("server->client"); a protocol, a share's small files: the
+  // medium ("ram" | "disk")
   std::string where;
   // A small-file row over a share: its protocol ("smb"; `where` its medium);
   // "" for every other row (an end's own disk's small files: `where` the end).
   std::string driver;
+  // disk: "read" | "write" | "syncwrite"; tcp: "send"; a protocol: "read" |
+  // "write", the transfer-size scan's "sweep-seqread"; small files: the phase
+  // ("create"), "random-create" for the pass in random order.
+  std::string op;
+  uint64_t size = 0;  // file size (the size scan: request size), bytes; 0 for tcp and link
+  int streams = 1;    // TCP rows: streams at once (the figure is their total)
+  LinkSource link;    // the link row: its speed's source
+};
+
+// A row as a finding cites it: enough to name it and its figure without the
+// ladder beside it.
+struct Cited : RowIdentity {
+  std::string key;                      // Row::key; "" when none
+  size_t n = 0;                         // successful samples
+  double median = 0, min = 0, max = 0;  // bytes/s
+  // How the rule names it: "server disk", "TCP", "SMB from RAM read" ...; and
+  // what it does there: "reads", "carries", "writes" ("" when the rule says none).
+  std::string name, verb;
+  // The rule names it by its label (report/row_text.h cited_name); `name` is "".
+  bool named_by_label = false;
+  bool empty() const { return key.empty(); }
+};
+
+// Why a row's figure may not be its layer's own (analysis/trust.cc): what it
+// is, the rows and the figures it weighs; report/row_text.h renders its words.
+struct TrustReason {
+  // "cache.no_direct"     samples ran without O_DIRECT (the filesystem refused it)
+  // "cache.agent"         samples the agent said a cache may serve (`why`)
+  // "cache.beats_beneath" faster than `beneath` (the server disk, or the same
+  //                       protocol from RAM) beyond both rows' spread: the
+  //                       server's page cache served (read) or absorbed (write) part
+  // "cache.client"        faster than TCP (`beneath`): the client's page cache
+  // "anomaly.beats_tcp"   faster than TCP (`beneath`) beyond both rows' spread
+  //                       where no cache explains it: TCP's figure is no ceiling
+  std::string id;
+  Cited row, beneath;         // beneath: the "beats" ids' and "cache.client"'s
+  size_t cache_possible = 0;  // cache.no_direct, cache.agent: samples flagged (of row.n)
+  // ... the RAM of `role` ("server" | "client") the files fit in, bytes (0: not known)
+  uint64_t memory_bytes = 0;
+  std::string role;
+  std::string why;  // cache.agent: the agent's reason
+};
+
+struct Row : RowIdentity {
+  std::string key;  // "tcp:server->client:send", "disk:server:read:100000000", "link"
   // A small-file row: the operations in flight its samples kept (the mean of
   // their means; 0 unknown).
   double in_flight_mean = 0;
-  std::string op;
-  uint64_t size = 0;               // disk file size
   RowUnit unit = RowUnit::kBytes;  // of rate, samples and min/max
   // Small-file rows: per-operation latency, us: the median of the samples'
   // medians, the highest p99 and the highest max (0: none).
@@ -185,7 +242,6 @@ struct Row {
   // those that took turns on the connection, as its samples' sessions
   // reported them (the most any sample did; 0: not reported).
   uint64_t round_trips = 0, serial_round_trips = 0;
-  int streams = 1;                 // TCP rows: streams at once (the figure is their total)
   Summary rate;                    // bytes/s over the successful samples
   size_t failed = 0;               // failed samples
   size_t cache_possible = 0;       // samples flagged cache_possible
@@ -198,9 +254,15 @@ struct Row {
   uint64_t below_size = 0;
   // CPU evidence: the busiest core (% busy, averaged over a sample) seen on
   // either end during this row's samples, where, and its top process.
+  // The top process of that end's sample ("smbd", its CPU in % of one core);
+  // none when the sample listed none.
   double max_core_pct = 0;
   std::string max_core_host;
-  std::string max_core_process;
+  struct TopProcess {
+    std::string comm;
+    double cpu_pct = 0;
+  };
+  std::optional<TopProcess> max_core_top;
   // Quota evidence: a process that ran at >= kQuotaSaturated of its cgroup CPU
   // limit during one of this row's samples, on either end; the one closest to
   // its limit, a process in its agent's own network namespace first (in a lab
@@ -229,14 +291,15 @@ struct Row {
   // ids in the store (0 when not stored), so every figure can be traced.
   std::vector<double> samples;
   std::vector<int64_t> sample_ids;
-  // The figure may come from a cache rather than the layer: why, or "".
+  // The figure may come from a cache rather than the layer: why (one reason
+  // or more; none when not suspected).
   bool cache_suspected = false;
-  std::string cache_reason;
+  std::vector<TrustReason> cache_reasons;
   // Faster than the layer beneath beyond both rows' noise, where no cache can
   // explain it (a protocol over RAM faster than TCP): the figure beneath is no
   // ceiling. No verdict rests on such a pair either.
   bool anomaly = false;
-  std::string anomaly_reason;
+  std::optional<TrustReason> anomaly_reason;  // set when `anomaly`
   // Protocol rows: what the client driver recorded (first sample's
   // details "properties": requested dialect, max_read_size, mount options).
   std::map<std::string, std::string> properties;
@@ -265,21 +328,6 @@ enum class Confidence {
 };
 // "certain" | "likely" | "cannot tell".
 const char* confidence_name(Confidence c);
-
-// A row as a finding cites it: enough to name it and its figure without the
-// ladder beside it.
-struct Cited {
-  std::string key;    // Row::key; "" when none
-  std::string label;  // Row::label
-  std::string layer, where, op;
-  uint64_t size = 0;
-  size_t n = 0;                         // successful samples
-  double median = 0, min = 0, max = 0;  // bytes/s
-  // How the rule names it: "server disk", "TCP", "SMB from RAM read" ...; and
-  // what it does there: "reads", "carries", "writes" ("" when the rule says none).
-  std::string name, verb;
-  bool empty() const { return key.empty(); }
-};
 
 // A tuning hint or a setting worse than its default: what to change (`id`)
 // and the figures and words that triggered it; report/hint_text.cc renders its
@@ -386,6 +434,9 @@ struct Finding {
   // protocol capped by TCP rests on TCP's explanation, a protocol from disk at
   // its RAM figure's ceiling on the verdict over RAM.
   std::vector<Finding> because;
+  // trust.page_cache, trust.anomaly, protocol.untrusted: why a figure is not
+  // trusted (its words' "reason", as report/ renders it).
+  std::vector<TrustReason> reasons;
   // Tuning hints that fit the evidence, each with the figures that triggered
   // it (the text renders them too).
   std::vector<Hint> hints;
@@ -414,9 +465,9 @@ struct Finding {
   // Costly server settings whose evidence fits this finding (those not at
   // their default also in `misconfigured`).
   std::vector<SettingFound> settings;
-  // Labels of rows on this path whose figure a cache may have served: the
-  // verdict does not trust them.
-  std::vector<std::string> untrusted;
+  // Rows on this path whose figure a cache may have served: the verdict does
+  // not trust them.
+  std::vector<Cited> untrusted;
 };
 
 // What the verdict cites from one host's facts (see lib/probe/sysinfo.h);
@@ -465,13 +516,8 @@ struct HostFacts {
 };
 
 struct Analysis {
-  double link_bits = 0;  // nominal link speed, bit/s; 0 when unknown
-  // Where link_bits comes from: "plan" | "shaper" (a tc rate on link_ifname of
-  // host link_host) | "interface" (link_ifname's speed) | "" (unknown); and
-  // the same in words, for the link row's label: "set in the plan", "tc rate
-  // on eth0 (server)", "link speed of eth0 (client)".
-  std::string link_from, link_ifname, link_host;
-  std::string link_source;
+  double link_bits = 0;    // nominal link speed, bit/s; 0 when unknown
+  LinkSource link_source;  // where link_bits comes from
   int server_mtu = 0, client_mtu = 0;
   HostFacts server, client;
   std::vector<Row> rows;
@@ -526,7 +572,10 @@ bool has_unjudged_figures(const Analysis& a);
 struct Headline {
   std::string path;   // "smb disk read"; "" when the run has no verdict
   std::string layer;  // "server disk", "cpu", "undecided", ...
-  std::string cap;    // the capping row's label
+  // The capping row (report/row_text.h names it), or without it the row's
+  // label as stored (history's summaries); neither when none caps.
+  std::optional<RowIdentity> cap_row;
+  std::string stored_cap;
   double cap_bytes_per_s = 0;
   std::optional<Finding> finding;  // the headline finding (report/ renders its sentence)
   std::string stored_text;  // without `finding`: the sentence as stored (history's summaries)

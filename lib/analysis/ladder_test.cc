@@ -389,9 +389,9 @@ TEST(Ladder, ShapedLinkNamesTheNetwork) {
                       .build();
   Analysis a = analyzed(run);
   EXPECT_DOUBLE_EQ(a.link_bits, 200e6);
-  EXPECT_EQ(a.link_from, "shaper");
-  EXPECT_EQ(a.link_ifname, "eth0");
-  EXPECT_EQ(a.link_host, "server");
+  EXPECT_EQ(a.link_source.from, "shaper");
+  EXPECT_EQ(a.link_source.ifname, "eth0");
+  EXPECT_EQ(a.link_source.host, "server");
   const Finding* down = finding(a, "server -> client");
   ASSERT_TRUE(names_layer(down, "network"));
   EXPECT_EQ(down->cap, "link");
@@ -553,7 +553,7 @@ TEST(Ladder, PlanLinkOverridesInterfaces) {
   run.plan_json = R"({"link":{"nominal_bits":1000000000}})";
   Analysis a = analyzed(run);
   EXPECT_DOUBLE_EQ(a.link_bits, 1e9);
-  EXPECT_EQ(a.link_from, "plan");
+  EXPECT_EQ(a.link_source.from, "plan");
   EXPECT_EQ(a.headline_finding, -1);
   EXPECT_FALSE(a.has_verdict());
   EXPECT_FALSE(headline_of(a).finding.has_value());
@@ -1293,8 +1293,9 @@ TEST(Ladder, FilesThatFitInRamWithoutODirectAreCacheSuspected) {
   EXPECT_DOUBLE_EQ(c->numbers.at("memory_bytes"), 16e9);
   EXPECT_EQ(c->words.at("role"), "server");
   // The path verdict resting on it is flagged.
-  EXPECT_EQ(finding(fits, "server -> client")->untrusted,
-            (std::vector<std::string>{find_row(fits, "disk:server:read:100000000")->label}));
+  const std::vector<Cited>& untrusted = finding(fits, "server -> client")->untrusted;
+  ASSERT_EQ(untrusted.size(), 1u);
+  EXPECT_EQ(untrusted[0].key, "disk:server:read:100000000");
   EXPECT_EQ(finding(fits, "server -> client")->confidence, Confidence::kLikely);
   // Bigger than RAM: noted, not suspected.
   Analysis big = run_with(64'000'000);

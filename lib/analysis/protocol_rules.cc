@@ -190,9 +190,12 @@ bool protocol_untrusted(const Case& c, Finding& f) {
     undecided(
         f, reason,
         {p.r.where == "ram" ? p.r.layer : p.r.layer + " + disk", p.b ? layer_name(*p.b) : ""});
-    f.words["reason"] = !x->medium_reason.empty() ? x->medium_reason
-                        : x->cache_suspected      ? x->cache_reason
-                                                  : x->anomaly_reason;
+    if (!x->medium_reason.empty()) {
+      f.words["reason"] = x->medium_reason;
+    } else {
+      f.reasons =
+          x->cache_suspected ? x->cache_reasons : std::vector<TrustReason>{*x->anomaly_reason};
+    }
     return true;
   }
   return false;
@@ -510,7 +513,10 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.rows.push_back(r.key);
   f.subject =
       cite(r, fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op));
-  if (p.b) f.beneath = cite(*p.b, p.b->layer == "tcp" ? "TCP" : p.b->label);
+  if (p.b) {
+    f.beneath = cite(*p.b, p.b->layer == "tcp" ? "TCP" : "");
+    f.beneath.named_by_label = p.b->layer != "tcp";
+  }
   if (p.b && p.b->layer == "tcp" && tcp_total_row(a.rows, p.b->where, 0)) {
     // The run measured several streams too: say which TCP this protocol meets.
     f.numbers["tcp_streams"] = p.b->streams;

@@ -12,17 +12,10 @@
 #include "core/bootstrap.h"
 #include "core/cpu_message.h"
 #include "core/stored_run.h"
-#include "core/units.h"
 #include "transfer/driver.h"
 
 namespace cp::analysis {
 namespace {
-
-std::string where_label(const std::string& where) {
-  if (where == "server->client") return "server -> client";
-  if (where == "client->server") return "client -> server";
-  return where;
-}
 
 // Folds one sample's CPU summaries (each end's) into the row.
 void add_cpu(Row& row, const std::vector<stored::EndCpu>& cpu) {
@@ -50,10 +43,8 @@ void add_cpu(Row& row, const std::vector<stored::EndCpu>& cpu) {
       if (busy > row.max_core_pct) {
         row.max_core_pct = busy;
         row.max_core_host = host;
-        row.max_core_process.clear();
-        if (!c.top.empty()) {
-          row.max_core_process = fmt::format("{} at {:.0f} %", c.top[0].comm, c.top[0].cpu_pct);
-        }
+        row.max_core_top.reset();
+        if (!c.top.empty()) row.max_core_top = Row::TopProcess{c.top[0].comm, c.top[0].cpu_pct};
       }
     }
   }
@@ -154,12 +145,8 @@ std::string layer_name(const Row& r) {
 
 Cited cite(const Row& r, std::string name, std::string verb) {
   Cited c;
+  static_cast<RowIdentity&>(c) = r;
   c.key = r.key;
-  c.label = r.label;
-  c.layer = r.layer;
-  c.where = r.where;
-  c.op = r.op;
-  c.size = r.size;
   c.n = r.rate.n;
   c.median = r.rate.median;
   c.min = r.rate.min;
@@ -264,8 +251,7 @@ void detect_link(const stored::Run& run, Analysis& a) {
   const double planned = run.planned_link_bits;
   if (planned > 0) {
     a.link_bits = planned;
-    a.link_from = "plan";
-    a.link_source = "set in the plan";
+    a.link_source = {"plan", "", ""};
   }
   for (const auto& h : run.hosts) {
     const HostFacts facts = read_host_facts(h.facts ? *h.facts : msg::Facts{});
@@ -280,11 +266,7 @@ void detect_link(const stored::Run& run, Analysis& a) {
     if (bits <= 0) continue;
     if (a.link_bits == 0 || bits < a.link_bits) {
       a.link_bits = bits;
-      a.link_from = shaped > 0 ? "shaper" : "interface";
-      a.link_ifname = ifname;
-      a.link_host = h.role;
-      a.link_source = shaped > 0 ? fmt::format("tc rate on {} ({})", ifname, h.role)
-                                 : fmt::format("link speed of {} ({})", ifname, h.role);
+      a.link_source = {shaped > 0 ? "shaper" : "interface", ifname, h.role};
     }
   }
 }
@@ -334,7 +316,7 @@ void link_protocol_rows(std::vector<Row>& rows) {
 }
 
 // A sample's row: its key ("disk:server:read:100000000", "tcp:server->client:send[:N]",
-// "smb:ram:read:100000000") and what the row is (`proto`: layer, place, op, label).
+// "smb:ram:read:100000000") and what the row measures (`proto`; report/row_text.h names it).
 std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto) {
   std::string key;
   proto.layer = st.driver;
@@ -343,10 +325,6 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
   if (st.kind == stored::StageKind::kDisk) {
     key = fmt::format("disk:{}:{}:{}", st.where, s.op, s.size);
     proto.size = s.size;
-    // syncwrite: a flush per block, as a file server with sync on writes.
-    proto.label =
-        fmt::format("{} disk {}, {} files", st.where,
-                    s.op == "syncwrite" ? "synchronous write" : s.op, format_size(s.size));
   } else if (st.kind == stored::StageKind::kFiles) {
     // Small files on an end's disk (op "files-create" ..), in ops/s: a row per
     // phase, order and file size ("files:server:create:4096", the random
@@ -364,13 +342,8 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
     proto.unit = RowUnit::kOps;
     if (driver.empty()) {
       key = fmt::format("files:{}:{}:{}", st.where, op, s.size);
-      proto.label = fmt::format("{} disk {}{}, {} (ops/s)", st.where, random ? "random " : "",
-                                phase, format_size(s.size));
     } else {
       key = fmt::format("files:{}:{}:{}:{}", driver, st.where, op, s.size);
-      proto.label = fmt::format("{} {} {}{}, {} files (ops/s)", protocol_name(driver),
-                                st.where == "ram" ? "from RAM" : "from disk",
-                                random ? "random " : "", phase, format_size(s.size));
     }
   } else if (st.kind == stored::StageKind::kTcp) {
     // Several streams at once: a row per count, the figure their total.
@@ -379,21 +352,11 @@ std::string row_of(const stored::Stage& st, const stored::Sample& s, Row& proto)
     proto.streams = n > 1 ? static_cast<int>(n) : 1;
     key = n > 1 ? fmt::format("tcp:{}:{}:{}", st.where, s.op, n)
                 : fmt::format("tcp:{}:{}", st.where, s.op);
-    proto.label = "TCP " + where_label(st.where) + (n > 1 ? fmt::format(", {} streams", n) : "");
     proto.below = "link";
   } else {
     // A protocol over a RAM or disk share.
     key = fmt::format("{}:{}:{}:{}", st.driver, st.where, s.op, s.size);
     proto.size = s.size;
-    if (s.op.rfind("sweep-", 0) == 0) {
-      proto.label = fmt::format("{} {} {}, {} requests", protocol_name(st.driver),
-                                st.where == "ram" ? "from RAM" : "from disk", s.op.substr(6),
-                                format_size(s.size));
-    } else {
-      proto.label = fmt::format("{} {} {}, {} files", protocol_name(st.driver),
-                                st.where == "ram" ? "from RAM" : "from disk",
-                                s.op == "read" ? "read" : "write", format_size(s.size));
-    }
   }
   return key;
 }
@@ -480,7 +443,7 @@ std::vector<Row> build_rows(const stored::Run& run, const Analysis& a) {
     Row link;
     link.key = "link";
     link.layer = "link";
-    link.label = "link (nominal, " + a.link_source + ")";
+    link.link = a.link_source;
     link.rate.median = link.rate.min = link.rate.max = a.link_bits / 8;
     rows.push_back(link);
   }

@@ -77,7 +77,7 @@ double nic_bits(const Analysis& a) {
 
 TcpCase tcp_case(const Row& t, const Analysis& a) {
   TcpCase c{t, 0, false, 0, false, false, false, {}};
-  c.nominal = a.link_from == "plan" || host_facts(a, "server").shaped_bits > 0 ||
+  c.nominal = a.link_source.from == "plan" || host_facts(a, "server").shaped_bits > 0 ||
               host_facts(a, "client").shaped_bits > 0;
   c.path_bits = c.nominal ? a.link_bits : nic_bits(a);
   // A sample beyond the nominal speed shows it is no ceiling (a virtual link),

@@ -44,7 +44,15 @@ void config_finding(std::vector<Finding>& out, std::map<std::string, size_t>& sa
 void judge_cache(Analysis& a, std::vector<Finding>& out) {
   for (auto& r : a.rows) {
     if (r.rate.n == 0) continue;
-    std::vector<std::string> reasons, anomalies;
+    std::vector<TrustReason> cache, anomaly;
+    // Why, citing `r` (and the row it beat).
+    auto reason = [&](const char* id, const Row* beneath) {
+      TrustReason t;
+      t.id = id;
+      t.row = cite(r);
+      if (beneath) t.beneath = cite(*beneath);
+      return t;
+    };
     const std::string role = r.layer == "disk" ? r.where : "server";
     const uint64_t mem = host_facts(a, role).memory_bytes;
     if (r.cache_possible > 0) {
@@ -55,19 +63,15 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
         f.words["role"] = role;
         out.push_back(std::move(f));
       } else {
-        const std::string fits = mem > 0
-                                     ? fmt::format(" and the {} files fit in the {}'s {} of RAM",
-                                                   format_size(r.size), role, format_size(mem))
-                                     : "";
         // The agent's own reason where it gave one (ZFS's ARC keeps what
         // eviction drops), else the one a disk sample without O_DIRECT has.
-        reasons.push_back(
-            r.cache_possible_why.empty()
-                ? fmt::format("{} of {} samples of {} ran without O_DIRECT (the filesystem "
-                              "refused it){}, so the page cache may have served them",
-                              r.cache_possible, r.rate.n, r.label, fits)
-                : fmt::format("{} of {} samples of {}: {}{}, so a cache may have served them",
-                              r.cache_possible, r.rate.n, r.label, r.cache_possible_why, fits));
+        TrustReason t =
+            reason(r.cache_possible_why.empty() ? "cache.no_direct" : "cache.agent", nullptr);
+        t.cache_possible = r.cache_possible;
+        t.memory_bytes = mem;  // the files fit in it
+        t.role = role;
+        t.why = r.cache_possible_why;
+        cache.push_back(std::move(t));
       }
     }
     const bool read = r.op == "read";
@@ -90,12 +94,7 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
         // series, and no page cache serves a disk share faster than tmpfs
         // serves a RAM share, so beating it says nothing about a cache.
         if (beneath == ram && !ram->cpu_bound.empty()) continue;
-        reasons.push_back(fmt::format(
-            "{} moves {}, faster than {} ({}) beyond both rows' spread: {}", r.label,
-            mbps(r.rate.median), beneath->label, mbps(beneath->rate.median),
-            read ? "the server's page cache served part of it"
-                 : "the server's page cache absorbed the writes (write-back), so the disk's "
-                   "own limit does not show with files of this size"));
+        cache.push_back(reason("cache.beats_beneath", beneath));
         break;
       }
     } else if (is_protocol_row(r) && r.where == "ram") {
@@ -104,23 +103,17 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
         // Only a client that caches (a mounted filesystem's page cache) can beat TCP.
         const transfer::DriverSpec* spec = transfer::find_driver_spec(r.layer);
         if (spec && spec->hints.client_cache && read) {
-          reasons.push_back(fmt::format(
-              "{} moves {}, faster than TCP carries ({}): the client's page cache served part "
-              "of it",
-              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+          cache.push_back(reason("cache.client", t));
         } else {
-          anomalies.push_back(fmt::format(
-              "{} moves {}, faster than TCP carries ({}) beyond both rows' spread: the TCP "
-              "figure is no ceiling here (noise, or the TCP probe limited by its own CPU)",
-              r.label, mbps(r.rate.median), mbps(t->rate.median)));
+          anomaly.push_back(reason("anomaly.beats_tcp", t));
         }
       }
     }
-    if (!reasons.empty()) {
+    if (!cache.empty()) {
       r.cache_suspected = true;
-      for (size_t i = 0; i < reasons.size(); ++i) r.cache_reason += (i ? "; " : "") + reasons[i];
+      r.cache_reasons = cache;
       Finding f = trust_finding("trust.page_cache", "cache", "cache", r);
-      f.words["reason"] = r.cache_reason;
+      f.reasons = cache;
       f.numbers["cache_possible"] = double(r.cache_possible);
       if (r.cache_possible > 0 && mem > 0 && r.size < mem) {
         f.numbers["memory_bytes"] = double(mem);  // the files fit in it
@@ -128,11 +121,11 @@ void judge_cache(Analysis& a, std::vector<Finding>& out) {
       }
       out.push_back(std::move(f));
     }
-    if (!anomalies.empty()) {
+    if (!anomaly.empty()) {
       r.anomaly = true;
-      r.anomaly_reason = anomalies.front();
+      r.anomaly_reason = anomaly.front();
       Finding f = trust_finding("trust.anomaly", "cache", "anomaly", r);
-      f.words["reason"] = r.anomaly_reason;
+      f.reasons = {anomaly.front()};
       out.push_back(std::move(f));
     }
   }
@@ -211,7 +204,7 @@ void mark_untrusted(Analysis& a) {
     if (f.path == "cache" || f.layer == "undecided") continue;
     for (const auto& key : f.rows) {
       const Row* r = find_row(a, key);
-      if (r && r->cache_suspected) f.untrusted.push_back(r->label);
+      if (r && r->cache_suspected) f.untrusted.push_back(cite(*r));
     }
   }
 }

@@ -143,6 +143,7 @@ int compare_command(const std::vector<std::string>& args, std::ostream& out) {
   const bool as_json = vm.count("json") > 0;
   const analysis::Comparison c = analysis::compare_runs(as_shown(store.load(ida), !as_json),
                                                         as_shown(store.load(idb), !as_json));
+  report::require_common_rows(c);
   if (vm.count("html")) write_file_atomic(vm["html"].as<std::string>(), report::compare_html(c));
   if (as_json) {
     out << report::compare_json(c);

@@ -5,6 +5,7 @@
 #include "analysis/version.h"
 #include "core/error.h"
 #include "report/finding_text.h"
+#include "report/row_text.h"
 
 namespace cp::app {
 
@@ -19,7 +20,7 @@ VerdictSummary summarize_verdicts(const analysis::Analysis& a) {
     p.layer = f.layer;
     p.cap = f.cap;
     if (const analysis::Row* r = analysis::find_row(a, f.cap)) {
-      p.cap_label = r->label;
+      p.cap_label = report::row_label(*r);
       p.figure = r->rate.median;
     }
     p.ratio = f.ratio;
@@ -42,7 +43,7 @@ analysis::Headline headline_of(const RunListRow& row) {
   h.stored_text = row.headline;
   h.path = row.head.path;
   h.layer = row.head.layer;
-  h.cap = row.head.cap_label;
+  h.stored_cap = row.head.cap_label;
   h.cap_bytes_per_s = row.head.figure;
   return h;
 }

@@ -21,22 +21,29 @@ inline constexpr const char* kPartial = "partial";
 inline constexpr const char* kInterrupted = "interrupted";
 inline constexpr const char* kSkipped = "skipped";
 
-struct SampleRecord {
+// A sample's measured fields: the columns of `samples` that the stored record
+// and the decoded sample (stored::Sample) share.
+struct SampleHead {
   int64_t id = 0;
   int64_t stage_id = 0;
-  int seq = 0;                  // 1-based within its stage
-  std::string op;               // "read" | "write" (disk), "send" (tcp)
-  uint64_t size = 0;            // nominal size asked for, bytes (disk files); 0 for tcp
+  int seq = 0;  // 1-based within its stage
+  // "read" | "write" (disk, protocol), "send" (tcp), "sweep-..." (size scan),
+  // "files-create" ... (small files)
+  std::string op;
+  uint64_t size = 0;            // nominal size, bytes (files; size scan: request size); 0 for tcp
   uint64_t bytes = 0;           // bytes actually moved
   double seconds = 0;           // time they took
   double started_at = 0;        // wall clock, Unix seconds
   bool cache_possible = false;  // the page cache may have served part of it
   std::string error;            // non-empty: this sample failed, why
-  std::string details_json;     // stored::Details' codec: {"file":..,"direct":true}, tcp_info..
-  std::string cpu_json;         // {"server":{cpu summary},"client":{...}}; "" none
 
   // bytes/s; 0 for a failed or empty sample.
   double rate() const { return (error.empty() && seconds > 0) ? double(bytes) / seconds : 0; }
+};
+
+struct SampleRecord : SampleHead {
+  std::string details_json;  // stored::Details' codec: {"file":..,"direct":true}, tcp_info..
+  std::string cpu_json;      // {"server":{cpu summary},"client":{...}}; "" none
 };
 
 struct StageRecord {

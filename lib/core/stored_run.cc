@@ -168,16 +168,7 @@ Run decode(const RunRecord& r) {
     s.finished_at = st.finished_at;
     for (const SampleRecord& sr : st.samples) {
       Sample x;
-      x.id = sr.id;
-      x.stage_id = sr.stage_id;
-      x.seq = sr.seq;
-      x.op = sr.op;
-      x.size = sr.size;
-      x.bytes = sr.bytes;
-      x.seconds = sr.seconds;
-      x.started_at = sr.started_at;
-      x.cache_possible = sr.cache_possible;
-      x.error = sr.error;
+      static_cast<SampleHead&>(x) = sr;
       x.details = decode_details(s.kind, msg::parse_stored(sr.details_json));
       x.cpu = decode_cpu(msg::parse_stored(sr.cpu_json));
       s.samples.push_back(std::move(x));

@@ -74,23 +74,13 @@ struct EndCpu {
   msg::CpuSummary cpu;
 };
 
-struct Sample {
-  int64_t id = 0;
-  int64_t stage_id = 0;
-  int seq = 0;         // 1-based within its stage
-  std::string op;      // "read" | "write" (disk, protocol), "send" (tcp), "sweep-..." (size scan)
-  uint64_t size = 0;   // nominal size, bytes (files; size scan: request size); 0 for tcp
-  uint64_t bytes = 0;  // bytes moved
-  double seconds = 0;  // time they took
-  double started_at = 0;        // Unix seconds
-  bool cache_possible = false;  // the page cache may have served part of it
-  std::string error;            // non-empty: this sample failed, why
+// A stored sample decoded: its measured fields (SampleHead) and its details
+// and CPU, typed.
+struct Sample : SampleHead {
   Details details;
   // Each end's CPU; nullopt when none was stored.
   std::optional<std::vector<EndCpu>> cpu;
 
-  // bytes/s; 0 for a failed or empty sample.
-  double rate() const { return (error.empty() && seconds > 0) ? double(bytes) / seconds : 0; }
   // The CPU of `role`, or nullptr.
   const msg::CpuSummary* cpu_of(std::string_view role) const;
 };

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "report/finding_text.h"
+#include "report/row_text.h"
 #include "transfer/driver.h"
 
 namespace cp::report {
@@ -160,6 +161,22 @@ std::string drift_text(const analysis::Drift& d, size_t rows) {
   return out;
 }
 
+void require_common_rows(const analysis::Comparison& c) {
+  if (!c.rows.empty()) return;
+  auto list = [](const std::vector<analysis::RowIdentity>& rows) {
+    if (rows.empty()) return std::string("nothing");
+    std::string s;
+    for (size_t i = 0; i < rows.size(); ++i) s += (i ? "; " : "") + row_label(rows[i]);
+    return s;
+  };
+  throw Error(ErrorKind::kUsage,
+              fmt::format("runs {} and {} measured nothing in common: only in run {}: {}; only in "
+                          "run {}: {}",
+                          c.a.id, c.b.id, c.a.id, list(c.only_a), c.b.id, list(c.only_b)),
+              "compare runs of the same plan (same stages and file sizes); `chokepoint show "
+              "RUN` lists what a run measured");
+}
+
 std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
   const char* bold = o.color ? "\033[1m" : "";
   const char* green = o.color ? "\033[32m" : "";
@@ -200,13 +217,13 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
     }
     if (!d.note.empty()) change += "; " + delta_note_text(d);
     if (d.cache_suspected) change += "; cache suspected";
-    out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", d.label,
+    out += fmt::format("  {:<36} {:<7} {:>22} {:>22}  {}\n", row_label(d),
                        d.affected_by_change ? "change" : "control", cell(d.a), cell(d.b), change);
   }
-  auto only = [&](const char* which, const std::vector<std::string>& rows) {
+  auto only = [&](const char* which, const std::vector<analysis::RowIdentity>& rows) {
     if (rows.empty()) return;
     out += fmt::format("  only in {}:", which);
-    for (size_t i = 0; i < rows.size(); ++i) out += (i ? "; " : " ") + rows[i];
+    for (size_t i = 0; i < rows.size(); ++i) out += (i ? "; " : " ") + row_label(rows[i]);
     out += "\n";
   };
   only("A", c.only_a);
@@ -232,7 +249,7 @@ std::string compare_json(const analysis::Comparison& c) {
   for (const auto& d : c.rows) {
     rows.push_back(
         {{"key", d.key},
-         {"label", d.label},
+         {"label", row_label(d)},
          {"layer", d.layer},
          {"a", summary_json(d.a, d.a_samples, d.a_ids)},
          {"b", summary_json(d.b, d.b_samples, d.b_ids)},
@@ -259,8 +276,8 @@ std::string compare_json(const analysis::Comparison& c) {
                    {"affects", strings(e.parts)},
                    {"rows", strings(e.rows)}});
   }
-  for (const auto& r : c.only_a) only_a.push_back(json::string(r));
-  for (const auto& r : c.only_b) only_b.push_back(json::string(r));
+  for (const auto& r : c.only_a) only_a.push_back(json::string(row_label(r)));
+  for (const auto& r : c.only_b) only_b.push_back(json::string(row_label(r)));
   const analysis::Drift& dr = c.drift;
   auto measured = [&](double v) {
     return dr.controls.empty() ? json::value(nullptr) : json::value(v);

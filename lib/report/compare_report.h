@@ -10,6 +10,10 @@
 
 namespace cp::report {
 
+// Refuses two runs with no measured row in common: Error(kUsage) naming the
+// rows each one has.
+void require_common_rows(const analysis::Comparison& c);
+
 // Per row: both medians with min-max, the change and its verdict
 // ("+98.0 % faster (p=0.008, n=5+5) Holm p=0.016", "~ no change (p=0.690,
 // n=5+5) Holm p=1.000", "+20.1 % drift ..."), whether a recorded change can

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "core/error.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -15,6 +16,33 @@ namespace {
 using testing::drift_run;
 using testing::seed_run;
 using testing::tuned_run;
+
+// Runs with no measured row in common are refused, naming each run's rows.
+TEST(CompareReport, RefusesRunsWithNothingInCommon) {
+  const RunRecord a =
+      testing::SeedRun(3, "").stage("tcp", "server->client", "send", 0, {50, 51, 49, 50}).build();
+  const RunRecord b = testing::SeedRun(5, "")
+                          .stage("disk", "server", "read", 100'000'000, {70, 71, 72, 73})
+                          .build();
+  const analysis::Comparison c = analysis::compare_runs(stored::decode(a), stored::decode(b));
+  try {
+    require_common_rows(c);
+    FAIL() << "compared runs with no common stage";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_STREQ(e.what(),
+                 "runs 3 and 5 measured nothing in common: only in run 3: TCP server -> client; "
+                 "only in run 5: server disk read, 100 MB files");
+    EXPECT_FALSE(e.hint().empty());
+  }
+  // A run without samples has nothing to compare either.
+  const RunRecord empty = testing::SeedRun(6, "").build();
+  EXPECT_THROW(
+      require_common_rows(analysis::compare_runs(stored::decode(a), stored::decode(empty))), Error);
+  // Runs with a row in common pass.
+  EXPECT_NO_THROW(require_common_rows(
+      analysis::compare_runs(stored::decode(seed_run()), stored::decode(tuned_run()))));
+}
 
 TEST(CompareReport, TextShowsChangesAndWhatDiffers) {
   analysis::Comparison c =

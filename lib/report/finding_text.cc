@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/units.h"
 #include "report/hint_text.h"
+#include "report/row_text.h"
 #include "transfer/driver.h"
 
 namespace cp::report {
@@ -24,6 +26,8 @@ double num(const Finding& f, const char* key, double fallback = 0) {
 }
 bool has(const Finding& f, const char* key) { return f.numbers.count(key) > 0; }
 std::string word(const Finding& f, const char* key) {
+  // A trust finding's reason is rendered from its structure.
+  if (std::string_view(key) == "reason" && !f.reasons.empty()) return trust_reasons_text(f.reasons);
   auto it = f.words.find(key);
   return it == f.words.end() ? std::string() : it->second;
 }
@@ -130,7 +134,7 @@ std::string tcp_path_text(const Finding& f) {
   return fmt::format(
       "{} carries {}, only {} of {}, with no window, buffer or CPU limit: the network path "
       "between the hosts caps it ({}{})",
-      t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f), evidence,
+      row_label(t), mbps(t.median), format_percent(num(f, "link_ratio")), bits(f), evidence,
       has(f, "retransmits") ? fmt::format("; {:.0f} retransmits", num(f, "retransmits")) : "");
 }
 
@@ -141,9 +145,9 @@ std::string tcp_head(const Finding& f) {
   std::string s;
   if (f.rule == "tcp.path") return tcp_path_text(f);
   if (f.rule == "tcp.cpu") {
-    s = fmt::format("{} carries {} while {}", t.label, mbps(t.median), cpu_text(f.cpu));
+    s = fmt::format("{} carries {} while {}", row_label(t), mbps(t.median), cpu_text(f.cpu));
   } else if (f.rule == "tcp.window") {
-    s = fmt::format("{} carries {}{}: a window or buffer limits it", t.label, mbps(t.median),
+    s = fmt::format("{} carries {}{}: a window or buffer limits it", row_label(t), mbps(t.median),
                     has(f, "path_bits")
                         ? fmt::format(" ({} of {})", format_percent(num(f, "link_ratio")), bits(f))
                         : "");
@@ -151,14 +155,14 @@ std::string tcp_head(const Finding& f) {
     s = fmt::format(
         "{} carries {} with no window, buffer or CPU limit, and the link's speed is unknown: "
         "cannot tell whether the network, TCP or a CPU caps it; set [link] nominal in the plan",
-        t.label, mbps(t.median));
+        row_label(t), mbps(t.median));
   } else if (f.rule == "tcp.above_link") {
     s = fmt::format(
         "{} carries {} (its fastest sample {}), above the {} nominal {} ({}): that speed is no "
         "ceiling here (a virtual link?), and no window, buffer or CPU limit shows: cannot tell "
         "what caps it (TCP itself, or CPU work spread over cores that no thread or quota shows)",
-        t.label, mbps(t.median), mbps(t.max), kind == "link" ? "link's" : "interfaces'", bits(f),
-        format_percent(num(f, "fastest_ratio")));
+        row_label(t), mbps(t.median), mbps(t.max), kind == "link" ? "link's" : "interfaces'",
+        bits(f), format_percent(num(f, "fastest_ratio")));
   } else if (f.rule == "tcp.busy_near_link") {
     const std::string why =
         f.cpu_weighed.empty()
@@ -168,17 +172,17 @@ std::string tcp_head(const Finding& f) {
     s = fmt::format(
         "{} reaches {} of the {} {} ({}), but its samples swing ({} to {}) while {}: the CPU may "
         "hold it there as well as the network; measure on a quieter machine",
-        t.label, format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median), mbps(t.min),
-        mbps(t.max), why);
+        row_label(t), format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median),
+        mbps(t.min), mbps(t.max), why);
   } else if (f.rule == "tcp.at_link") {
-    s = fmt::format("{} reaches {} of the {} {} ({}): the network is at its ceiling", t.label,
+    s = fmt::format("{} reaches {} of the {} {} ({}): the network is at its ceiling", row_label(t),
                     format_percent(num(f, "link_ratio")), bits(f), kind, mbps(t.median));
   } else if (f.rule == "tcp.load") {
     s = fmt::format(
         "{} carries {}, only {} of {}, but every core was busy during its samples, mostly with "
         "other processes ({:.0f} % of a core{}): the load alone may have held it back; measure "
         "on a quieter machine",
-        t.label, mbps(t.median), format_percent(num(f, "link_ratio")), bits(f),
+        row_label(t), mbps(t.median), format_percent(num(f, "link_ratio")), bits(f),
         num(f, "competing_load_pct"), busiest(f));
   } else {
     CP_CHECK(false && "a tcp rule without its text");
@@ -192,8 +196,8 @@ std::string path_others(const Finding& f) {
   std::string s;
   for (size_t i = 0; i < f.context.size(); ++i) {
     const Cited& l = f.context[i];
-    s += fmt::format("{}{}{} {} {}", i ? ", " : "", l.layer == "tcp" ? "" : "the ", l.name, l.verb,
-                     mbps(l.median));
+    s += fmt::format("{}{}{} {} {}", i ? ", " : "", l.layer == "tcp" ? "" : "the ", cited_name(l),
+                     l.verb, mbps(l.median));
   }
   return s;
 }
@@ -208,8 +212,8 @@ std::string path_head(const Finding& f) {
     return fmt::format(
         "{}: the {} ({}) and the {} ({}) are within each other's noise (ratio {:.2f}, 95 % "
         "interval {:.2f}-{:.2f}): either may cap it; repeat with count = {}",
-        f.path, cap.name, mbps(cap.median), next.name, mbps(next.median), f.ratio, f.ratio_lo,
-        f.ratio_hi, f.suggested_count);
+        f.path, cited_name(cap), mbps(cap.median), cited_name(next), mbps(next.median), f.ratio,
+        f.ratio_lo, f.ratio_hi, f.suggested_count);
   }
   if (f.rule == "path.tcp") {
     const std::string& layer = f.layer;
@@ -225,12 +229,13 @@ std::string path_head(const Finding& f) {
                        head(f.because.at(0)));
   }
   if (f.rule == "path.cpu") {
-    return fmt::format("{}: the CPU caps it: the {} {} {} while {}", f.path, cap.name, cap.verb,
-                       mbps(cap.median), cpu_text(f.cpu));
+    return fmt::format("{}: the CPU caps it: the {} {} {} while {}", f.path, cited_name(cap),
+                       cap.verb, mbps(cap.median), cpu_text(f.cpu));
   }
   if (f.rule == "path.bus") return fmt::format("{}: {}", f.path, bus_cap_text(f));
   CP_CHECK(f.rule == "path.slowest");
-  return fmt::format("{}: the {} caps it: it {} {}{}", f.path, cap.name, cap.verb, mbps(cap.median),
+  return fmt::format("{}: the {} caps it: it {} {}{}", f.path, cited_name(cap), cap.verb,
+                     mbps(cap.median),
                      cap.size ? fmt::format(" ({} files)", format_size(cap.size)) : "");
 }
 
@@ -257,7 +262,7 @@ std::string size_note(const Finding& f) {
 std::string disk_context(const Finding& f) {
   std::string s;
   for (const Cited& c : f.context) {
-    s += fmt::format("{}{} {} {}", s.empty() ? "" : ", ", c.name, c.verb, mbps(c.median));
+    s += fmt::format("{}{} {} {}", s.empty() ? "" : ", ", cited_name(c), c.verb, mbps(c.median));
   }
   return s;
 }
@@ -274,8 +279,9 @@ std::string tcp_which(const Finding& f) {
 
 // "SMB from RAM read moves 50 MB/s = 43 % of TCP (117 MB/s)".
 std::string moves_of(const Finding& f) {
-  return fmt::format("{} moves {} = {} of {}{} ({})", f.subject.name, mbps(f.subject.median),
-                     format_percent(f.ratio), f.beneath.name, tcp_which(f), mbps(f.beneath.median));
+  return fmt::format("{} moves {} = {} of {}{} ({})", cited_name(f.subject), mbps(f.subject.median),
+                     format_percent(f.ratio), cited_name(f.beneath), tcp_which(f),
+                     mbps(f.beneath.median));
 }
 
 // A client-side limit (protocol.turn_taking, client_*): the figure is a lower bound.
@@ -323,7 +329,7 @@ std::string protocol_undecided(const Finding& f) {
   const Cited &r = f.subject, &b = f.beneath;
   const std::string& p = f.path;
   const std::string proto = word(f, "protocol");
-  const std::string what = r.name;
+  const std::string what = cited_name(r);
   const bool ram = r.where == "ram";
   if (f.rule == "protocol.untrusted") {
     return fmt::format("{}: cannot tell what caps it: {}", p, word(f, "reason"));
@@ -341,7 +347,7 @@ std::string protocol_undecided(const Finding& f) {
     return fmt::format(
         "{}: {} ({}) and {} ({}) are within each other's noise (ratio {:.2f}, 95 % interval "
         "{:.2f}-{:.2f}){}: repeat with count = {}",
-        p, what, mbps(r.median), b.name, mbps(b.median), f.ratio, f.ratio_lo, f.ratio_hi,
+        p, what, mbps(r.median), cited_name(b), mbps(b.median), f.ratio, f.ratio_lo, f.ratio_hi,
         size_note(f), f.suggested_count);
   }
   if (f.rule == "protocol.latency") {
@@ -386,14 +392,15 @@ std::string protocol_head(const Finding& f) {
   if (f.rule == "protocol.rate_cap") {
     return fmt::format(
         "{}: {} moves {}{}: the {} server holds each session to {} (`{}`): that setting caps it", p,
-        r.name, mbps(r.median),
-        b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),
+        cited_name(r), mbps(r.median),
+        b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), cited_name(b)),
         word(f, "server"), mbps(num(f, "rate_cap_bytes_per_s")), word(f, "setting"));
   }
   if (f.rule == "protocol.cpu") {
-    return fmt::format("{}: {} moves {}{}: the CPU caps it: {}", p, r.name, mbps(r.median),
-                       b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), b.name),
-                       cpu_text(f.cpu));
+    return fmt::format(
+        "{}: {} moves {}{}: the CPU caps it: {}", p, cited_name(r), mbps(r.median),
+        b.empty() ? "" : fmt::format(" = {} of {}", format_percent(f.ratio), cited_name(b)),
+        cpu_text(f.cpu));
   }
   if (f.rule == "protocol.at_tcp_ceiling") {
     return fmt::format("{}: {}: the protocol is at TCP's ceiling, so the layer beneath caps it. {}",
@@ -404,35 +411,35 @@ std::string protocol_head(const Finding& f) {
   }
   if (f.rule == "protocol.layer") {
     return fmt::format(
-        "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p, r.name,
-        mbps(r.median), format_percent(f.ratio), tcp_which(f), mbps(b.median),
+        "{}: {} moves {} = {} of TCP{} ({}, 95 % interval {}-{}): the {} layer caps it", p,
+        cited_name(r), mbps(r.median), format_percent(f.ratio), tcp_which(f), mbps(b.median),
         format_percent(f.ratio_lo), format_percent(f.ratio_hi), proto);
   }
   if (f.rule == "protocol.disk_cpu") {
     return fmt::format("{}: {} moves {} = {} of the server disk, which is CPU-bound: {}{}", p,
-                       r.name, mbps(r.median), format_percent(f.ratio), cpu_text(f.cpu),
+                       cited_name(r), mbps(r.median), format_percent(f.ratio), cpu_text(f.cpu),
                        size_note(f));
   }
   if (f.rule == "protocol.disk_bus") {
-    return fmt::format("{}: {} moves {} = {} of the server disk, and {}{}", p, r.name,
+    return fmt::format("{}: {} moves {} = {} of the server disk, and {}{}", p, cited_name(r),
                        mbps(r.median), format_percent(f.ratio), bus_cap_text(f), size_note(f));
   }
   if (f.rule == "protocol.disk_ceiling") {
     return fmt::format("{}: {} moves {} = {} of the server disk: the server disk caps it ({}){}", p,
-                       r.name, mbps(r.median), format_percent(f.ratio), disk_context(f),
+                       cited_name(r), mbps(r.median), format_percent(f.ratio), disk_context(f),
                        size_note(f));
   }
   if (f.rule == "protocol.at_ram_ceiling") {
     return fmt::format(
         "{}: {} moves {} = {} of {} from RAM ({}){}: the disk costs nothing here, and what caps "
         "{} from RAM caps it: {}",
-        p, r.name, mbps(r.median), format_percent(f.ratio), proto, disk_context(f), size_note(f),
-        proto, head(f.because.at(0)));
+        p, cited_name(r), mbps(r.median), format_percent(f.ratio), proto, disk_context(f),
+        size_note(f), proto, head(f.because.at(0)));
   }
   if (f.rule == "protocol.plus_disk") {
     std::string s = fmt::format(
         "{}: {} moves {}, only {} of {} ({}): {} together cost more than either layer alone{}", p,
-        r.name, mbps(r.median), format_percent(f.ratio), b.name, disk_context(f),
+        cited_name(r), mbps(r.median), format_percent(f.ratio), cited_name(b), disk_context(f),
         r.op == "read" ? "reading and serving" : "receiving and writing", size_note(f));
     if (word(f, "readahead") == "enough") {
       s += fmt::format("; the server's readahead is already {:.0f} KiB on {}: more would not help",
@@ -454,7 +461,8 @@ std::string format_latency_us(double us) {
 std::string files_share_head(const Finding& f) {
   const Cited& r = f.subject;
   const std::string op = r.op.starts_with("random-") ? r.op.substr(7) : r.op;
-  const std::string does = fmt::format("{} does {:.0f} {}s/s", r.label, num(f, "ops_per_s"), op);
+  const std::string does =
+      fmt::format("{} does {:.0f} {}s/s", row_label(r), num(f, "ops_per_s"), op);
   const std::string each =
       fmt::format("each {} takes {} (median)", op, format_latency_us(num(f, "latency_median_us")));
   const std::string rtts = f.numbers.count("latency_rtts")
@@ -527,27 +535,27 @@ std::string run_head(const Finding& f) {
     return fmt::format(
         "{:.0f} of {} samples of {} ran without O_DIRECT, but the {} files are larger than the "
         "{}'s RAM ({}), so the page cache cannot have served most of them",
-        num(f, "cache_possible"), r.n, r.label, format_size(r.size), role,
+        num(f, "cache_possible"), r.n, row_label(r), format_size(r.size), role,
         format_size(static_cast<uint64_t>(num(f, "memory_bytes"))));
   }
   if (f.rule == "cpu.bound") {
-    return fmt::format("{} moves {} while {}", r.label, mbps(r.median), cpu_text(f.cpu));
+    return fmt::format("{} moves {} while {}", row_label(r), mbps(r.median), cpu_text(f.cpu));
   }
   if (f.rule == "files.disk_cpu") {
     return fmt::format("{} does {:.0f} operations/s while {}: the CPU, not the disk, sets it{}",
-                       r.label, num(f, "ops_per_s"), cpu_text(f.cpu),
+                       row_label(r), num(f, "ops_per_s"), cpu_text(f.cpu),
                        f.lower_bound ? " (chokepoint's own agent: a lower bound)" : "");
   }
   if (f.rule == "files.disk_latency") {
     return fmt::format(
         "{}: its worst operation took {} where the median took {} (p99 {}): the disk or its "
         "journal stalled; a copy of many small files waits on such stalls",
-        r.label, format_latency_us(num(f, "max_us")), format_latency_us(num(f, "median_us")),
+        row_label(r), format_latency_us(num(f, "max_us")), format_latency_us(num(f, "median_us")),
         format_latency_us(num(f, "p99_us")));
   }
   if (f.rule == "load.competing") {
     std::string list;
-    for (size_t i = 0; i < f.context.size(); ++i) list += (i ? ", " : "") + f.context[i].label;
+    for (size_t i = 0; i < f.context.size(); ++i) list += (i ? ", " : "") + row_label(f.context[i]);
     return fmt::format(
         "every core was busy while {} ran, mostly with other processes (up to {:.0f} % of a "
         "core{}): their figures may be low; measure on a quieter machine to be sure",
@@ -556,7 +564,7 @@ std::string run_head(const Finding& f) {
   if (f.rule == "errors.failed_samples") {
     const double failed = num(f, "failed");
     return fmt::format("{:.0f} of {:.0f} samples of {} failed; the figures use the rest", failed,
-                       failed + double(r.n), r.label);
+                       failed + double(r.n), row_label(r));
   }
   CP_CHECK(f.rule == "network.mtu_mismatch");
   return fmt::format("MTU mismatch on the data path: server {:.0f} vs client {:.0f}",
@@ -580,7 +588,7 @@ std::string render(const Finding& f, bool hints) {
   if (starts_with(f.rule, "path.")) s += path_tail(f);
   if (!f.untrusted.empty()) {
     std::string list;
-    for (const auto& l : f.untrusted) list += (list.empty() ? "" : ", ") + l;
+    for (const auto& l : f.untrusted) list += (list.empty() ? "" : ", ") + row_label(l);
     s += fmt::format("; cache suspected for {}, so that figure is not trusted", list);
   }
   return s + ".";

@@ -14,6 +14,7 @@
 #include "report/compare_report.h"
 #include "report/finding_text.h"
 #include "report/hint_text.h"
+#include "report/row_text.h"
 #include "report/summary.h"
 
 namespace cp::report {
@@ -140,7 +141,7 @@ std::string bar_chart(const std::string& id, const std::string& title,
 Bar row_bar(const analysis::Analysis& a, const analysis::Row& r, const std::string& cap) {
   Bar b;
   b.key = r.key;
-  b.label = r.label;
+  b.label = row_label(r);
   b.value = r.rate.median;
   b.min = r.rate.min;
   b.max = r.rate.max;
@@ -150,11 +151,12 @@ Bar row_bar(const analysis::Analysis& a, const analysis::Row& r, const std::stri
     b.label = "link (nominal)";
     cls.push_back("link");
     b.note = format_rate_bits(a.link_bits);
-    b.tip = fmt::format("nominal link {} ({})", format_rate_bits(a.link_bits), a.link_source);
+    b.tip = fmt::format("nominal link {} ({})", format_rate_bits(a.link_bits),
+                        link_source_text(a.link_source));
   } else {
     b.note = mb(r.rate.median);
-    b.tip = fmt::format("{}: median {}, min {}, max {}, {} samples", r.label, mb(r.rate.median),
-                        mb(r.rate.min), mb(r.rate.max), r.rate.n);
+    b.tip = fmt::format("{}: median {}, min {}, max {}, {} samples", row_label(r),
+                        mb(r.rate.median), mb(r.rate.min), mb(r.rate.max), r.rate.n);
   }
   if (r.key == cap) {
     cls.push_back("cap");
@@ -163,7 +165,7 @@ Bar row_bar(const analysis::Analysis& a, const analysis::Row& r, const std::stri
   if (r.cache_suspected) {
     cls.push_back("cache");
     b.note += "  cache?";
-    b.tip += "; cache suspected: " + r.cache_reason;
+    b.tip += "; cache suspected: " + trust_reasons_text(r.cache_reasons);
   }
   for (size_t i = 0; i < cls.size(); ++i) b.cls += (i ? " " : "") + cls[i];
   return b;
@@ -172,7 +174,7 @@ Bar row_bar(const analysis::Analysis& a, const analysis::Row& r, const std::stri
 // A chart's title and id: the path, or for TCP against the link the TCP row.
 std::string chart_name(const analysis::Analysis& a, const analysis::Finding& f) {
   if (f.path == "tcp" && !f.rows.empty()) {
-    if (const analysis::Row* r = analysis::find_row(a, f.rows.back())) return r->label;
+    if (const analysis::Row* r = analysis::find_row(a, f.rows.back())) return row_label(*r);
   }
   return f.path;
 }
@@ -236,20 +238,21 @@ std::string ladder_table(const analysis::Analysis& a) {
       out += fmt::format(
           "<tr><td>{}</td><td class=\"num\">{}</td><td></td><td></td><td></td>"
           "<td></td><td>{}</td></tr>",
-          esc(r.label), esc(mb(r.rate.median)), esc(format_rate_bits(a.link_bits)));
+          esc(row_label(r)), esc(mb(r.rate.median)), esc(format_rate_bits(a.link_bits)));
       continue;
     }
     std::string vs;
     if (r.ratio > 0) {
       const analysis::Row* b = analysis::find_row(a, r.below);
       vs = fmt::format("{:.0f} % of {}", r.ratio * 100,
-                       b && b->layer != "link" ? b->label : std::string("link"));
+                       b && b->layer != "link" ? row_label(*b) : std::string("link"));
     }
     if (r.layer == "disk") vs = bus_ladder_text(r);
     std::string notes;
     if (r.failed) notes += fmt::format("<span class=\"bad\">{} failed</span> ", r.failed);
     if (r.cache_suspected) {
-      notes += fmt::format("<span class=\"warn\">cache suspected: {}</span> ", esc(r.cache_reason));
+      notes += fmt::format("<span class=\"warn\">cache suspected: {}</span> ",
+                           esc(trust_reasons_text(r.cache_reasons)));
     }
     if (!r.cpu_bound.empty()) notes += esc(cpu_brief(r.cpu_bound)) + " ";
     std::string ids;
@@ -259,7 +262,7 @@ std::string ladder_table(const analysis::Analysis& a) {
     out += fmt::format(
         "<tr title=\"sample ids {}\"><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
-        esc(ids), esc(r.label), r.rate.n ? esc(figure(r, r.rate.median)) : "-",
+        esc(ids), esc(row_label(r)), r.rate.n ? esc(figure(r, r.rate.median)) : "-",
         r.rate.n ? esc(figure(r, r.rate.min)) : "-", r.rate.n ? esc(figure(r, r.rate.max)) : "-",
         r.rate.n, esc(vs), notes);
   }
@@ -414,10 +417,10 @@ std::string compare_chart(const analysis::RowDelta& d) {
                                  : d.verdict;
   std::string svg = fmt::format(
       R"(<svg class="chart compare" data-chart="{}" width="{}" height="{}" viewBox="0 0 {} {}" role="img"><title>{}</title>)",
-      esc("compare:" + d.key), kWidth, h + 22, kWidth, h + 22, esc(d.label));
+      esc("compare:" + d.key), kWidth, h + 22, kWidth, h + 22, esc(row_label(d)));
   svg += fmt::format(
       R"(<text x="{}" y="{:.1f}" text-anchor="end" dominant-baseline="middle">{}</text>)", kLabelW,
-      cy, esc(d.label));
+      cy, esc(row_label(d)));
   // A: a wide pale bar; B: a narrow one over it, coloured by the verdict.
   svg += fmt::format(
       R"(<rect class="bar a" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="26"><title>A median {}</title></rect>)",
@@ -500,16 +503,16 @@ std::string compare_html(const analysis::Comparison& c) {
         "<td class=\"num\">{} ({}-{})</td><td class=\"num\">{}+{}</td>"
         "<td class=\"num\">{:+.1f} %</td><td class=\"num\">{:.1f} %</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-        esc(d.key), esc(d.verdict), esc(d.label), role, num(d.a.median), num(d.a.min), num(d.a.max),
-        num(d.b.median), num(d.b.min), num(d.b.max), d.a.n, d.b.n, d.delta * 100, d.spread * 100,
-        d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p),
+        esc(d.key), esc(d.verdict), esc(row_label(d)), role, num(d.a.median), num(d.a.min),
+        num(d.a.max), num(d.b.median), num(d.b.min), num(d.b.max), d.a.n, d.b.n, d.delta * 100,
+        d.spread * 100, d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p),
         d.test.too_few ? "-" : fmt::format("{:.3f}", d.p_corrected), verdict);
   }
   body += "</table>\n";
-  auto only = [&](const char* which, const std::vector<std::string>& rows) {
+  auto only = [&](const char* which, const std::vector<analysis::RowIdentity>& rows) {
     if (rows.empty()) return;
     body += fmt::format("<p>Only in {}: ", which);
-    for (size_t i = 0; i < rows.size(); ++i) body += (i ? "; " : "") + esc(rows[i]);
+    for (size_t i = 0; i < rows.size(); ++i) body += (i ? "; " : "") + esc(row_label(rows[i]));
     body += "</p>\n";
   };
   only("A", c.only_a);

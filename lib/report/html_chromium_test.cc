@@ -21,6 +21,7 @@
 
 #include "core/process.h"
 #include "report/html.h"
+#include "report/row_text.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -155,7 +156,7 @@ TEST_F(ChromiumRender, RunPageChartsAreDrawn) {
   for (const auto& f : a.findings) {
     if (f.rows.empty() || f.path == "cache" || f.path == "errors" || f.path == "cpu") continue;
     const std::string id =
-        "path:" + (f.path == "tcp" ? analysis::find_row(a, f.rows.back())->label : f.path);
+        "path:" + (f.path == "tcp" ? row_label(*analysis::find_row(a, f.rows.back())) : f.path);
     want.insert(id);
     auto it = charts.find(id);
     if (it == charts.end()) {

@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "report/finding_text.h"
+#include "report/row_text.h"
 #include "report/summary.h"
 #include "report/test_runs.h"
 
@@ -72,7 +73,8 @@ TEST(Html, RunPageHasAChartPerPath) {
   for (const auto& f : a.findings) {
     if (f.rows.empty() || f.path == "cache" || f.path == "errors" || f.path == "cpu") continue;
     ++charted;
-    const std::string name = f.path == "tcp" ? analysis::find_row(a, f.rows.back())->label : f.path;
+    const std::string name =
+        f.path == "tcp" ? row_label(*analysis::find_row(a, f.rows.back())) : f.path;
     std::string svg = chart(html, "path:" + name);
     ASSERT_FALSE(svg.empty()) << "no chart for " << f.path;
     // A bar per layer, the capping one marked, a dot per sample.

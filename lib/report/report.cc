@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "report/finding_text.h"
 #include "report/hint_text.h"
+#include "report/row_text.h"
 #include "report/sample_json.h"
 #include "report/summary.h"
 
@@ -105,8 +106,8 @@ json::object cpu_bound_json(const analysis::CpuBound& c) {
 // A row as a finding cites it.
 json::object cited_json(const analysis::Cited& c) {
   return {{"key", c.key},
-          {"label", c.label},
-          {"name", c.name},
+          {"label", row_label(c)},
+          {"name", cited_name(c)},
           {"n", c.n},
           {"size", c.size},
           {"median_bytes_per_s", c.median},
@@ -118,7 +119,10 @@ json::object cited_json(const analysis::Cited& c) {
 json::object evidence_json(const analysis::Finding& f) {
   json::object e;
   for (const auto& [k, v] : f.numbers) e[k] = v;
-  for (const auto& [k, v] : f.words) e[k] = v;
+  std::map<std::string, std::string> words = f.words;
+  // A trust finding's reason is rendered from its structure.
+  if (!f.reasons.empty()) words["reason"] = trust_reasons_text(f.reasons);
+  for (const auto& [k, v] : words) e[k] = v;
   return e;
 }
 
@@ -133,7 +137,7 @@ json::object finding_json(const analysis::Finding& f) {
   for (const auto& c : f.candidates) candidates.push_back(json::string(c));
   for (const auto& m : f.misconfigured) misconfigured.push_back(json::string(hint_text(m)));
   for (const auto& c : f.context) context.push_back(cited_json(c));
-  for (const auto& u : f.untrusted) untrusted.push_back(json::string(u));
+  for (const auto& u : f.untrusted) untrusted.push_back(json::string(row_label(u)));
   for (const auto& b : f.because) because.push_back(finding_json(b));
   json::array settings;
   for (const auto& s : f.settings) {
@@ -222,6 +226,13 @@ json::array degraded_json(const stored::Run& run) {
   return a;
 }
 
+// The nominal link speed and where it comes from.
+json::object link_json(const analysis::Analysis& a) {
+  return {{"nominal_bits_per_s", a.link_bits},
+          {"from", a.link_source.from},
+          {"source", link_source_text(a.link_source)}};
+}
+
 }  // namespace
 
 std::string run_text(const stored::Run& run, const analysis::Analysis& a, const TextOptions& o) {
@@ -250,14 +261,15 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
   for (const auto& r : a.rows) {
     if (analysis::is_size_scan(r)) continue;  // their own table below
     if (r.layer == "link") {
-      out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", r.label, mb(r.rate.median),
+      out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}\n", row_label(r), mb(r.rate.median),
                          format_rate_bits(a.link_bits), "", "");
       continue;
     }
     std::string vs;
     if (r.ratio > 0) {
       std::string below = "link";
-      if (const auto* b = analysis::find_row(a, r.below); b && r.below != "link") below = b->label;
+      if (const auto* b = analysis::find_row(a, r.below); b && r.below != "link")
+        below = row_label(*b);
       // The ratio's 95 % interval, where the samples show a spread.
       const bool spread = r.ratio_hi - r.ratio_lo >= 0.005;
       vs = spread ? fmt::format("{:.0f} % ({:.0f}-{:.0f}) of {}", r.ratio * 100, r.ratio_lo * 100,
@@ -272,7 +284,7 @@ std::string run_text(const stored::Run& run, const analysis::Analysis& a, const 
     if (!r.cpu_bound.empty()) flags += " " + cpu_brief(r.cpu_bound);
     std::string range =
         r.rate.n ? fmt::format("{}-{}", figure(r, r.rate.min), figure(r, r.rate.max)) : "-";
-    out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", r.label,
+    out += fmt::format("  {:<40} {:>9} {:>19} {:>6}  {}{}\n", row_label(r),
                        r.rate.n ? figure(r, r.rate.median) : "-", range, r.rate.n, vs, flags);
   }
   out += size_scan_tables(a);
@@ -316,7 +328,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
   }
   for (const auto& r : a.rows) {
     json::object row{{"key", r.key},
-                     {"label", r.label},
+                     {"label", row_label(r)},
                      {"layer", r.layer},
                      {"where", r.where},
                      {"op", r.op},
@@ -331,7 +343,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
                      {"ratio_to_below", r.ratio},
                      {"max_core_pct", r.max_core_pct},
                      {"max_core_host", r.max_core_host},
-                     {"max_core_process", r.max_core_process},
+                     {"max_core_process", max_core_process_text(r)},
                      {"quota_host", r.quota_host},
                      {"quota_process", r.quota_process},
                      {"quota_cpu_pct", r.quota_cpu_pct},
@@ -342,7 +354,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
     if (r.rtt_us > 0) row["rtt_us"] = r.rtt_us;
     if (r.layer == "tcp") row["streams"] = r.streams;  // at once; the figure is their total
     row["cache_suspected"] = r.cache_suspected;
-    row["cache_reason"] = r.cache_reason;
+    row["cache_reason"] = trust_reasons_text(r.cache_reasons);
     // The figures above come from exactly these samples (ids in "stages").
     json::array samples, ids;
     for (double v : r.samples) samples.push_back(v);
@@ -353,7 +365,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
     row["ratio_hi"] = r.ratio_hi;
     if (r.below_size) row["below_size"] = r.below_size;
     if (r.rtt_idle_us > 0) row["rtt_idle_us"] = r.rtt_idle_us;
-    if (r.anomaly) row["anomaly"] = r.anomaly_reason;
+    if (r.anomaly) row["anomaly"] = trust_reason_text(*r.anomaly_reason);
     if (!r.server_fs.empty()) row["server_fs"] = r.server_fs;
     if (!r.server_disk.empty()) row["server_disk"] = r.server_disk;
     if (!r.medium_reason.empty()) row["medium_mismatch"] = r.medium_reason;
@@ -416,8 +428,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
         {"plan", run.plan.value()}}},
       {"hosts", hosts},
       {"degraded", degraded_json(run)},
-      {"link",
-       {{"nominal_bits_per_s", a.link_bits}, {"from", a.link_from}, {"source", a.link_source}}},
+      {"link", link_json(a)},
       {"ladder", ladder},
       {"verdict",
        {{"headline", headline_text(a)},
@@ -434,7 +445,8 @@ namespace {
 std::string verdict_brief(const analysis::Headline& h) {
   if (h.path.empty()) return "no verdict";
   std::string s = h.path + ": " + h.layer;
-  if (h.cap_bytes_per_s > 0) s += fmt::format(" ({} {:.1f})", h.cap, h.cap_bytes_per_s / kMB);
+  if (h.cap_bytes_per_s > 0)
+    s += fmt::format(" ({} {:.1f})", cap_label(h), h.cap_bytes_per_s / kMB);
   return s;
 }
 
@@ -471,7 +483,7 @@ std::string history_json(const std::vector<RunListRow>& rows,
                    {"verdict",
                     {{"path", h.path},
                      {"layer", h.layer},
-                     {"cap", h.cap},
+                     {"cap", cap_label(h)},
                      {"cap_bytes_per_s", h.cap_bytes_per_s},
                      {"headline", headline_text(h)}}}});
   }

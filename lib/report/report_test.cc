@@ -10,6 +10,7 @@
 
 #include "core/text.h"
 #include "report/finding_text.h"
+#include "report/row_text.h"
 #include "report/test_runs.h"
 
 namespace cp::report {
@@ -68,7 +69,7 @@ TEST(Report, TextShowsEachRowsFiguresAndEveryFindingOfTheAnalysis) {
   // The TCP row's median, spread and count as the analysis has them.
   const analysis::Row* tcp = analysis::find_row(a, "tcp:server->client:send");
   ASSERT_NE(tcp, nullptr);
-  const std::vector<std::string> cols = ladder_columns(t, tcp->label);
+  const std::vector<std::string> cols = ladder_columns(t, row_label(*tcp));
   ASSERT_GE(cols.size(), 3u) << t;
   EXPECT_EQ(cols[0], fmt::format("{:.1f}", tcp->rate.median / 1e6));
   EXPECT_EQ(cols[1], fmt::format("{:.1f}-{:.1f}", tcp->rate.min / 1e6, tcp->rate.max / 1e6));
@@ -227,7 +228,7 @@ TEST(Report, HistoryCarriesEachRunsVerdict) {
   analysis::Headline h;
   h.path = "smb disk read";
   h.layer = "server disk";
-  h.cap = "server disk read, 100 MB files";
+  h.stored_cap = "server disk read, 100 MB files";
   h.cap_bytes_per_s = 52.1e6;
   EXPECT_NE(history_text({r}, {h}).find(r.label), std::string::npos);  // its line names it
   auto j = boost::json::parse(history_json({r}, {h})).as_object();
@@ -295,7 +296,7 @@ TEST(Report, SweepCellsGetTheirOwnTableAndNoVerdict) {
   for (const analysis::Row& r : a.rows) {
     if (!analysis::is_size_scan(r)) continue;
     ++sweeps;
-    EXPECT_TRUE(ladder_columns(t, r.label).empty()) << r.label;
+    EXPECT_TRUE(ladder_columns(t, row_label(r)).empty()) << row_label(r);
   }
   EXPECT_GT(sweeps, 0u);
 }

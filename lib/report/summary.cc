@@ -9,6 +9,7 @@
 #include "core/units.h"
 #include "report/finding_text.h"
 #include "report/hint_text.h"
+#include "report/row_text.h"
 #include "transfer/driver.h"
 
 namespace cp::report {
@@ -52,7 +53,7 @@ std::string short_name(const analysis::Cited& c) {
   if (c.layer == "disk") return c.where + " disk";
   if (c.where == "ram") return display_name(c.layer) + " from RAM";
   if (c.where == "disk") return display_name(c.layer) + " from disk";
-  return c.name.empty() ? c.label : c.name;
+  return c.name.empty() ? row_label(c) : c.name;
 }
 
 std::string share_of(const Finding& f) {
@@ -90,7 +91,8 @@ std::string rests_on(const Finding& f, const analysis::Analysis& a) {
   }
   // Not listed on its own (TCP explained inside a path): its cause in brief.
   std::string s =
-      fmt::format("{} held by {}", b.subject.name.empty() ? b.path : b.subject.name, capped_by(b));
+      fmt::format("{} held by {}", cited_name(b.subject).empty() ? b.path : cited_name(b.subject),
+                  capped_by(b));
   return s;
 }
 
@@ -159,15 +161,15 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
 
 std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
   if (f.rule == "cpu.bound") {
-    return fmt::format("{}: {} at {}.", f.subject.label, cpu_brief(f.cpu),
+    return fmt::format("{}: {} at {}.", row_label(f.subject), cpu_brief(f.cpu),
                        format_mbps(f.subject.median));
   }
   if (!analysis::is_verdict_path(f.path) && !starts_with(f.rule, "tcp.")) {
     return finding_sentence(f);  // run-wide notes (cache, errors, MTU, load) are short already
   }
   // A TCP finding is named by its row (one per direction).
-  const bool tcp = starts_with(f.rule, "tcp.") && !f.subject.label.empty();
-  std::string s = (tcp ? f.subject.label : f.path) + ": ";
+  const bool tcp = starts_with(f.rule, "tcp.") && !f.subject.empty();
+  std::string s = (tcp ? row_label(f.subject) : f.path) + ": ";
   if (f.layer == "undecided") {
     s += "cannot tell what caps it";
     if (!f.undecided_reason.empty()) s += " (" + f.undecided_reason + ")";
