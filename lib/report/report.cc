@@ -211,18 +211,7 @@ std::vector<DegradedFact> degraded_facts(const stored::Run& run) {
   return out;
 }
 
-namespace {
-
-json::array degraded_json(const stored::Run& run) {
-  json::array a;
-  for (const DegradedFact& d : degraded_facts(run)) {
-    a.push_back(
-        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
-  }
-  return a;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string run_text(const stored::Run& run, const analysis::Analysis& a, const TextOptions& o) {
   std::string out;
