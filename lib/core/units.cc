@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <span>
 
 #include "core/error.h"
 #include "core/text.h"
@@ -33,34 +34,46 @@ std::pair<double, std::string> split_number(std::string_view text, std::string_v
   return {value, unit};
 }
 
+// A unit's name (lower case) and what one of it is worth.
+struct Unit {
+  std::string_view name;
+  double mult;
+};
+constexpr double kKi = 1024.0;
+constexpr Unit kSizeUnits[] = {{"", 1},
+                               {"b", 1},
+                               {"kb", 1e3},
+                               {"mb", 1e6},
+                               {"gb", 1e9},
+                               {"tb", 1e12},
+                               {"k", kKi},
+                               {"kib", kKi},
+                               {"m", kKi * 1024},
+                               {"mib", kKi * 1024},
+                               {"g", kKi * 1024 * 1024},
+                               {"gib", kKi * 1024 * 1024},
+                               {"t", kKi * 1024 * 1024 * 1024},
+                               {"tib", kKi * 1024 * 1024 * 1024}};
+// Bits per second, as tc reads them.
+constexpr Unit kRateUnits[] = {{"bit", 1}, {"bps", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}};
+
+// What one `unit` is worth among `units`; throws Error(kConfig) naming the
+// `kind` of unit ("size") and the `fix` for one it does not know.
+double multiplier(std::span<const Unit> units, const std::string& unit, std::string_view text,
+                  std::string_view what, const char* kind, const char* fix) {
+  for (const Unit& u : units) {
+    if (u.name == unit) return u.mult;
+  }
+  throw Error(ErrorKind::kConfig,
+              fmt::format("{}: unknown {} unit '{}' in '{}'", what, kind, unit, text), fix);
+}
+
 }  // namespace
 
 uint64_t parse_size(std::string_view text, std::string_view what) {
   auto [v, unit] = split_number(text, what, "10MB, 1MiB or 4k");
-  double mult;
-  if (unit.empty() || unit == "b")
-    mult = 1;
-  else if (unit == "kb")
-    mult = 1e3;
-  else if (unit == "mb")
-    mult = 1e6;
-  else if (unit == "gb")
-    mult = 1e9;
-  else if (unit == "tb")
-    mult = 1e12;
-  else if (unit == "k" || unit == "kib")
-    mult = 1024.0;
-  else if (unit == "m" || unit == "mib")
-    mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gib")
-    mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tib")
-    mult = 1024.0 * 1024 * 1024 * 1024;
-  else
-    throw Error(ErrorKind::kConfig,
-                fmt::format("{}: unknown size unit '{}' in '{}'", what, unit, text),
-                "use B, kB, MB, GB (powers of 10) or KiB, MiB, GiB (powers of 2)");
-  double bytes = v * mult;
+  double bytes = v * multiplier(kSizeUnits, unit, text, what, "size",
+                                "use B, kB, MB, GB (powers of 10) or KiB, MiB, GiB (powers of 2)");
   if (bytes > 1.8e19 || bytes != std::floor(bytes)) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("{}: '{}' is not a whole number of bytes", what, text));
@@ -70,20 +83,9 @@ uint64_t parse_size(std::string_view text, std::string_view what) {
 
 uint64_t parse_rate_bits(std::string_view text, std::string_view what) {
   auto [v, unit] = split_number(text, what, "1gbit or 200mbit");
-  double mult;
-  if (unit == "bit" || unit == "bps")
-    mult = 1;
-  else if (unit == "kbit")
-    mult = 1e3;
-  else if (unit == "mbit")
-    mult = 1e6;
-  else if (unit == "gbit")
-    mult = 1e9;
-  else
-    throw Error(ErrorKind::kConfig,
-                fmt::format("{}: unknown rate unit '{}' in '{}'", what, unit, text),
-                "use bit, kbit, mbit or gbit (bits per second, as tc reads them)");
-  const double bits = v * mult;
+  const double bits =
+      v * multiplier(kRateUnits, unit, text, what, "rate",
+                     "use bit, kbit, mbit or gbit (bits per second, as tc reads them)");
   if (bits < 1 || bits > kMaxRateBits) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("{}: '{}' is outside 1 bit .. {} gbit", what, text, kMaxRateBits / 1e9),

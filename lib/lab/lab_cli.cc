@@ -417,42 +417,44 @@ uint64_t parse_bytes_rate(const std::string& text, const std::string& what) {
   return v;
 }
 
+namespace {
+// `lab throttle`'s limits, in its help's order: a CPU share
+// (parse_cpu_share) or a disk rate (parse_bytes_rate) into its field.
+struct Limit {
+  const char* option;
+  const char* help;
+  std::optional<double> ThrottleRequest::*cpu = nullptr;
+  std::optional<uint64_t> ThrottleRequest::*disk = nullptr;
+};
+constexpr Limit kLimits[] = {
+    {"smbd-cpu", "smbd CPU quota", &ThrottleRequest::smbd_cpu},
+    {"nfsd-cpu", "ganesha.nfsd CPU quota", &ThrottleRequest::nfsd_cpu},
+    {"server-disk-read", "server disk read limit", nullptr, &ThrottleRequest::disk_read_bps},
+    {"server-disk-write", "server disk write limit", nullptr, &ThrottleRequest::disk_write_bps},
+    {"client-cpu", "client host CPU quota", &ThrottleRequest::client_cpu},
+    {"client-disk-read", "client disk read limit", nullptr, &ThrottleRequest::client_disk_read_bps},
+    {"client-disk-write", "client disk write limit", nullptr,
+     &ThrottleRequest::client_disk_write_bps}};
+}  // namespace
+
 ThrottleRequest parse_throttle_args(const std::vector<std::string>& args) {
   po::options_description desc("chokepoint lab throttle options");
-  desc.add_options()("smbd-cpu", po::value<std::string>(), "smbd CPU quota")(
-      "nfsd-cpu", po::value<std::string>(), "ganesha.nfsd CPU quota")(
-      "server-disk-read", po::value<std::string>(), "server disk read limit")(
-      "server-disk-write", po::value<std::string>(), "server disk write limit")(
-      "client-cpu", po::value<std::string>(), "client host CPU quota")(
-      "client-disk-read", po::value<std::string>(), "client disk read limit")(
-      "client-disk-write", po::value<std::string>(), "client disk write limit")(
-      "clear", "remove every throttle");
+  for (const Limit& l : kLimits) desc.add_options()(l.option, po::value<std::string>(), l.help);
+  desc.add_options()("clear", "remove every throttle");
   add_instance_option(desc);
   const po::variables_map vm = parse("throttle", desc, args);
   ThrottleRequest r;
   if (vm.count("instance")) r.instance = instance_of(vm);
   r.clear = vm.count("clear") > 0;
-  if (vm.count("smbd-cpu"))
-    r.smbd_cpu = parse_cpu_share(vm["smbd-cpu"].as<std::string>(), "--smbd-cpu");
-  if (vm.count("nfsd-cpu"))
-    r.nfsd_cpu = parse_cpu_share(vm["nfsd-cpu"].as<std::string>(), "--nfsd-cpu");
-  if (vm.count("server-disk-read")) {
-    r.disk_read_bps =
-        parse_bytes_rate(vm["server-disk-read"].as<std::string>(), "--server-disk-read");
-  }
-  if (vm.count("server-disk-write")) {
-    r.disk_write_bps =
-        parse_bytes_rate(vm["server-disk-write"].as<std::string>(), "--server-disk-write");
-  }
-  if (vm.count("client-cpu"))
-    r.client_cpu = parse_cpu_share(vm["client-cpu"].as<std::string>(), "--client-cpu");
-  if (vm.count("client-disk-read")) {
-    r.client_disk_read_bps =
-        parse_bytes_rate(vm["client-disk-read"].as<std::string>(), "--client-disk-read");
-  }
-  if (vm.count("client-disk-write")) {
-    r.client_disk_write_bps =
-        parse_bytes_rate(vm["client-disk-write"].as<std::string>(), "--client-disk-write");
+  for (const Limit& l : kLimits) {
+    if (!vm.count(l.option)) continue;
+    const std::string text = vm[l.option].as<std::string>();
+    const std::string what = fmt::format("--{}", l.option);
+    if (l.cpu) {
+      r.*l.cpu = parse_cpu_share(text, what);
+    } else {
+      r.*l.disk = parse_bytes_rate(text, what);
+    }
   }
   return r;
 }

@@ -23,6 +23,14 @@ void StageScope::end(const std::string& status, const std::string& error) {
   obs_.on_stage_end(id_, status, error);
 }
 
+StageRecord new_stage(std::string layer, std::string where, const boost::json::object& params) {
+  StageRecord rec;
+  rec.layer = std::move(layer);
+  rec.where = std::move(where);
+  rec.params_json = boost::json::serialize(params);
+  return rec;
+}
+
 void run_series(StageContext& ctx, StageRecord rec, const std::string& what,
                 const std::function<void(StageScope&)>& body,
                 const std::function<void()>& on_failure) {

@@ -58,6 +58,10 @@ class StageScope {
   bool ended_ = false;
 };
 
+// A stage's record before it begins: its layer (StageRecord::layer), where
+// it runs, and its parameters (stored as JSON text).
+StageRecord new_stage(std::string layer, std::string where, const boost::json::object& params);
+
 // Runs one stage: begins `rec` (stamping its start), runs `body`, ends it complete. An Error ends
 // it failed with its reason and a note "`what` failed: ..." (after `on_failure`, for cleanup), and
 // the run goes on; cancellation propagates (the stage is then marked interrupted).

@@ -165,12 +165,6 @@ std::string export_json(const stored::Run& run) {
     row["cpu"] = t.cpus[i];
     samples.push_back(std::move(row));
   }
-  // Facts an agent without some privilege measured another way (report.h).
-  json::array degraded;
-  for (const DegradedFact& d : degraded_facts(run)) {
-    degraded.push_back(
-        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
-  }
   json::object doc{{"run",
                     {{"id", run.id},
                      {"label", run.label},
@@ -180,7 +174,7 @@ std::string export_json(const stored::Run& run) {
                      {"started_at", run.started_at},
                      {"finished_at", run.finished_at},
                      {"version", run.version},
-                     {"degraded", degraded}}},
+                     {"degraded", degraded_json(run)}}},
                    {"columns", columns},
                    {"samples", samples}};
   return json::serialize(doc) + "\n";

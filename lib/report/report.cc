@@ -217,15 +217,6 @@ std::vector<DegradedFact> degraded_facts(const stored::Run& run) {
 
 namespace {
 
-json::array degraded_json(const stored::Run& run) {
-  json::array a;
-  for (const DegradedFact& d : degraded_facts(run)) {
-    a.push_back(
-        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
-  }
-  return a;
-}
-
 // The nominal link speed and where it comes from.
 json::object link_json(const analysis::Analysis& a) {
   return {{"nominal_bits_per_s", a.link_bits},

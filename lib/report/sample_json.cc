@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "report/report.h"
+
 namespace cp::report {
 
 boost::json::object sample_measure_json(const stored::Sample& s) {
@@ -14,6 +16,15 @@ boost::json::object sample_measure_json(const stored::Sample& s) {
           {"started_at", s.started_at},
           {"cache_possible", s.cache_possible},
           {"error", s.error}};
+}
+
+boost::json::array degraded_json(const stored::Run& run) {
+  boost::json::array a;
+  for (const DegradedFact& d : degraded_facts(run)) {
+    a.push_back(
+        {{"role", d.role}, {"fact", d.fact}, {"method", d.method}, {"privilege", d.privilege}});
+  }
+  return a;
 }
 
 }  // namespace cp::report

@@ -32,6 +32,7 @@
 #include "core/text.h"
 #include "core/units.h"
 #include "transfer/driver.h"
+#include "transfer/option_table.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
 #include "transfer/share_url.h"
@@ -59,8 +60,7 @@ void global_init() {
 
 // Options with the defaults the table at the bottom declares.
 double option_seconds(const Share& share, const char* name) {
-  return parse_duration(option_value(kFtpDriver, share.options, name),
-                        fmt::format("ftp option '{}'", name));
+  return *option_number(kFtpDriver, share.options, name);
 }
 
 bool option_flag(const Share& share, const char* name) {
@@ -649,24 +649,14 @@ std::unique_ptr<File> FtpSession::open(const std::string& rel, Mode mode, uint64
 namespace {
 constexpr std::string_view kFtpPrefixes[] = {"ftp://", "ftps://"};
 constexpr OptionSpec kFtpOptions[] = {
-    {.name = "ca_file",
-     .type = OptionType::kText,
-     .help = "a PEM file of CA certificates to verify an ftps:// server against instead of the "
-             "system's (a self-signed server: its own certificate)"},
-    {.name = "insecure",
-     .type = OptionType::kFlag,
-     .fallback = "no",
-     .help = "skip TLS certificate checks (a last resort: the server is unauthenticated)"},
-    {.name = "connect_timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "15s",
-     .min = 1,  // curl takes whole seconds
-     .help = "longest wait for the connection and the login"},
-    {.name = "stall_timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "60s",
-     .min = 1,
-     .help = "longest time a transfer may move nothing"},
+    option::text("ca_file",
+                 "a PEM file of CA certificates to verify an ftps:// server against instead of "
+                 "the system's (a self-signed server: its own certificate)"),
+    option::flag("insecure", "no",
+                 "skip TLS certificate checks (a last resort: the server is unauthenticated)"),
+    // At least 1 s: curl takes whole seconds.
+    option::seconds("connect_timeout", "15s", "longest wait for the connection and the login", 1),
+    option::seconds("stall_timeout", "60s", "longest time a transfer may move nothing", 1),
 };
 std::unique_ptr<Driver> make() { return std::make_unique<SessionDriver<FtpSession>>("ftp"); }
 }  // namespace

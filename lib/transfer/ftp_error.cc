@@ -70,7 +70,7 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
   const std::string said = f.reply.empty() ? "" : fmt::format(" (server said: {})", f.reply);
   const std::string lib =
       f.detail.empty() ? curl_easy_strerror(static_cast<CURLcode>(f.curl_code)) : f.detail;
-  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  const bool writing = writes(step);
   if (auto e = ftp_reply_error(f, writing, target, said, lib, w)) return *e;
   switch (static_cast<CURLcode>(f.curl_code)) {
     case CURLE_COULDNT_CONNECT:

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "transfer/driver.h"
+#include "transfer/option_table.h"
 #include "transfer/registry.h"
 
 namespace cp::transfer {
@@ -73,10 +74,7 @@ class NullDriver : public Driver {
 namespace {
 constexpr std::string_view kNullPrefixes[] = {"null:"};
 constexpr OptionSpec kNullOptions[] = {
-    {.name = "size",
-     .type = OptionType::kSize,
-     .fallback = "1MiB",
-     .help = "bytes a file read holds when the reader expects no size"},
+    option::size("size", "1MiB", 0, 0, "bytes a file read holds when the reader expects no size"),
 };
 std::unique_ptr<Driver> make() { return std::make_unique<NullDriver>(); }
 }  // namespace

@@ -295,7 +295,7 @@ class PathDriver : public Driver {
 }  // namespace
 
 Error path_error(int err, Step step, const Place& w) {
-  const std::string target = w.file.empty() ? w.share : w.share + "/" + w.file;
+  const std::string target = w.target();
   const std::string sys = errno_text(err);
   switch (err) {
     case ENOSPC:
@@ -311,8 +311,7 @@ Error path_error(int err, Step step, const Place& w) {
           "mount the share read-write, or measure reads only");
     case EACCES:
     case EPERM:
-      if (step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose ||
-          step == Step::kRemove) {
+      if (writes(step) || step == Step::kRemove) {
         return Error(
             ErrorKind::kIo,
             fmt::format("permission denied writing {} ({}): the share refuses writes", target, sys),

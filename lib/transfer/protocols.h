@@ -23,6 +23,10 @@ enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemov
 // writing").
 const char* step_words(Step step, bool writing, const char* connect = "connecting to",
                        const char* close_write = "closing after writing");
+// Whether `step` writes a file: opening it for writing, writing, closing it.
+constexpr bool writes(Step step) {
+  return step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+}
 
 // Where a failure happened, for the message.
 struct Place {
@@ -30,7 +34,15 @@ struct Place {
   std::string share;   // "ram" (smb share), "/ram" (ftp dir), "/mnt/nas" (path)
   std::string user;    // login name; empty: anonymous/guest
   std::string file;    // the file inside the share; empty at connect
+  // The share, or the file in it ("ram/run-1/a.dat"), for a message.
+  std::string target() const { return file.empty() ? share : share + "/" + file; }
 };
+
+// A session's properties of its last file's requests (nfs, smb): the
+// operation ("read" | "write"), the largest request (bytes), the most
+// requests and bytes out at once; none before the first file (op empty).
+void add_flight(std::map<std::string, std::string>& p, const std::string& op, uint64_t request_size,
+                uint64_t depth, uint64_t in_flight_bytes);
 
 // --- ftp -------------------------------------------------------------------
 struct FtpFailure {

@@ -352,6 +352,15 @@ std::string describe_drivers() {
   return out;
 }
 
+void add_flight(std::map<std::string, std::string>& p, const std::string& op, uint64_t request_size,
+                uint64_t depth, uint64_t in_flight_bytes) {
+  if (op.empty()) return;
+  p["flight_op"] = op;
+  p["request_size"] = std::to_string(request_size);
+  p["depth"] = std::to_string(depth);
+  p["in_flight_bytes"] = std::to_string(in_flight_bytes);
+}
+
 std::unique_ptr<Driver> make_driver(const std::string& name) {
   const DriverSpec& spec = driver_spec(name);
   return std::make_unique<CheckedDriver>(spec, spec.make());

@@ -12,6 +12,20 @@
 namespace cp::tune {
 namespace {
 
+// A share option of chokepoint's `driver` as a knob: the sweep sets it on
+// the client's shares of that driver (no privilege needed).
+Knob client_option(const std::string& driver, const std::string& option, ValueKind kind,
+                   const char* summary) {
+  return {"client." + driver + "_" + option,
+          "client",
+          Mechanism::kClientOption,
+          option,
+          kind,
+          {{"protocol", "", driver, ""}},
+          "none",
+          summary};
+}
+
 // Disk knobs of one end: readahead and write cache matter where a protocol
 // server reads or writes buffered (stage 4 on the server); the disk stage
 // reads with O_DIRECT, which bypasses readahead, but the queue's scheduler
@@ -118,15 +132,13 @@ std::vector<Knob> build_table() {
   xmit.with = {{"server min protocol", "NT1"}, {"server max protocol", "NT1"}};
   xmit.client_options = {{"min_protocol", "NT1"}, {"max_protocol", "NT1"}};
   t.push_back(xmit);
-  t.push_back({"client.smb_io_size", "client", Mechanism::kClientOption, "io_size",
-               ValueKind::kBytes, smb_all, "none",
-               "chokepoint's SMB request size: bytes per smbc_read/smbc_write call"});
+  t.push_back(client_option("smb", "io_size", ValueKind::kBytes,
+                            "chokepoint's SMB request size: bytes per smbc_read/smbc_write call"));
   const std::vector<Affects> afp_all = {{"protocol", "", "afp", ""}};
-  t.push_back({"client.afp_depth", "client", Mechanism::kClientOption, "depth", ValueKind::kText,
-               afp_all, "none", "chokepoint's AFP requests in flight per file"});
-  t.push_back({"client.afp_request_size", "client", Mechanism::kClientOption, "request_size",
-               ValueKind::kBytes, afp_all, "none",
-               "chokepoint's AFP bytes per read/write request"});
+  t.push_back(client_option("afp", "depth", ValueKind::kText,
+                            "chokepoint's AFP requests in flight per file"));
+  t.push_back(client_option("afp", "request_size", ValueKind::kBytes,
+                            "chokepoint's AFP bytes per read/write request"));
   // netatalk 3 (no Debian 12 package): afp.conf edited in place, then the
   // restart command (afpd reads these at start only).
   t.push_back({"netatalk.server_quantum", "server", Mechanism::kAfpConf, "server quantum",
@@ -137,14 +149,13 @@ std::vector<Knob> build_table() {
                afp_all, "root",
                "afpd's DSI read buffer, in multiples of the server quantum (afp.conf "
                "'dsireadbuf')"});
-  const std::vector<Affects> nfs_all = {{"protocol", "", "nfs", ""}};
-  t.push_back({"client.nfs_depth", "client", Mechanism::kClientOption, "depth", ValueKind::kText,
-               nfs_all, "none", "chokepoint's NFS READs/WRITEs in flight on the connection"});
-  t.push_back({"client.nfs_request_size", "client", Mechanism::kClientOption, "request_size",
-               ValueKind::kBytes, nfs_all, "none",
-               "chokepoint's NFS bytes per READ/WRITE (rsize/wsize, within the server's)"});
-  t.push_back({"client.nfs_version", "client", Mechanism::kClientOption, "version",
-               ValueKind::kText, nfs_all, "none", "the NFS version chokepoint speaks: 3 or 4"});
+  t.push_back(client_option("nfs", "depth", ValueKind::kText,
+                            "chokepoint's NFS READs/WRITEs in flight on the connection"));
+  t.push_back(
+      client_option("nfs", "request_size", ValueKind::kBytes,
+                    "chokepoint's NFS bytes per READ/WRITE (rsize/wsize, within the server's)"));
+  t.push_back(client_option("nfs", "version", ValueKind::kText,
+                            "the NFS version chokepoint speaks: 3 or 4"));
   return t;
 }
 

@@ -35,16 +35,13 @@ void disk_stage(StageContext& ctx, const std::string& where) {
   const CancelToken& cancel = ctx.cancel;
   AgentPort& agent = ctx.agent_on(where);
   const std::string& dir = ctx.disk_dir_on(where);
-  StageRecord rec;
-  rec.layer = "disk";
-  rec.where = where;
-  json::array sizes;
-  for (auto s : plan.disk_sizes) sizes.push_back(s);
-  rec.params_json = json::serialize(json::object{{"dir", dir},
-                                                 {"sizes", sizes},
-                                                 {"count", plan.disk_count},
-                                                 {"block", plan.disk_block},
-                                                 {"settle", plan.disk_settle}});
+  StageRecord rec =
+      new_stage("disk", where,
+                {{"dir", dir},
+                 {"sizes", json::array(plan.disk_sizes.begin(), plan.disk_sizes.end())},
+                 {"count", plan.disk_count},
+                 {"block", plan.disk_block},
+                 {"settle", plan.disk_settle}});
   run_series(ctx, rec, fmt::format("disk stage on {}", where), [&](StageScope& stage) {
     uint64_t biggest = 0;
     for (auto s : plan.disk_sizes) biggest = std::max(biggest, s);

@@ -44,6 +44,17 @@ std::string check_files_space(AgentPort& agent, const Plan& plan, const std::str
       .fs_type;
 }
 
+// A small-file stage's parameters: its own (`own`), then the pass's from
+// the plan, as both stages store them.
+json::object with_pass_params(json::object own, const Plan& plan) {
+  own["count"] = plan.files_count;
+  own["size"] = plan.files_size;
+  own["dirs"] = plan.files_dirs;
+  own["order"] = plan.files_order;
+  own["budget"] = plan.files_budget;
+  return own;
+}
+
 // A seed for a random pass's order, from the kernel's CSPRNG; stored with
 // each sample, it reproduces the order.
 uint64_t new_seed() { return std::stoull(random_hex(6), nullptr, 16); }
@@ -99,15 +110,7 @@ void files_disk_stage(StageContext& ctx, const std::string& where) {
   const Plan& plan = ctx.plan;
   AgentPort& agent = ctx.agent_on(where);
   const std::string& dir = ctx.disk_dir_on(where);
-  StageRecord rec;
-  rec.layer = "files";
-  rec.where = where;
-  rec.params_json = json::serialize(json::object{{"dir", dir},
-                                                 {"count", plan.files_count},
-                                                 {"size", plan.files_size},
-                                                 {"dirs", plan.files_dirs},
-                                                 {"order", plan.files_order},
-                                                 {"budget", plan.files_budget}});
+  StageRecord rec = new_stage("files", where, with_pass_params({{"dir", dir}}, plan));
   run_series(ctx, rec, fmt::format("small-file stage on {}'s disk", where), [&](StageScope& stage) {
     check_files_space(agent, plan, dir, "free some space, or lower [files] count or size");
     int seq = 0;
@@ -291,20 +294,14 @@ void files_share_stage(StageContext& ctx, const SharePlan& share) {
         share.name, share.driver));
     return;
   }
-  StageRecord rec;
-  rec.layer = "files";
-  rec.where = share.medium;
-  rec.params_json = json::serialize(json::object{{"share", share.name},
-                                                 {"driver", share.driver},
-                                                 {"url", share.url},
-                                                 {"server_dir", share.server_dir},
-                                                 {"medium", share.medium},
-                                                 {"count", plan.files_count},
-                                                 {"size", plan.files_size},
-                                                 {"dirs", plan.files_dirs},
-                                                 {"order", plan.files_order},
-                                                 {"budget", plan.files_budget},
-                                                 {"in_flight", share_in_flight(plan)}});
+  json::object params = with_pass_params({{"share", share.name},
+                                          {"driver", share.driver},
+                                          {"url", share.url},
+                                          {"server_dir", share.server_dir},
+                                          {"medium", share.medium}},
+                                         plan);
+  params["in_flight"] = share_in_flight(plan);
+  StageRecord rec = new_stage("files", share.medium, params);
   SharePasses sp{ctx, share};
   run_series(
       ctx, rec, fmt::format("small-file stage over {}", share.name),

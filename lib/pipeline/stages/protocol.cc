@@ -100,20 +100,15 @@ ShareRun plan_share(StageContext& ctx, const SharePlan& share) {
 
 StageRecord stage_record(const ShareRun& run) {
   const Plan& plan = run.ctx.plan;
-  StageRecord rec;
-  rec.layer = run.share.driver;
-  rec.where = run.share.medium;
-  json::array sizes;
-  for (auto s : run.sizes) sizes.push_back(s);
-  rec.params_json = json::serialize(json::object{{"share", run.share.name},
-                                                 {"url", run.share.url},
-                                                 {"server_dir", run.share.server_dir},
-                                                 {"medium", run.share.medium},
-                                                 {"sizes", sizes},
-                                                 {"count", plan.proto_count},
-                                                 {"budget", plan.proto_budget},
-                                                 {"block", plan.proto_block}});
-  return rec;
+  return new_stage(run.share.driver, run.share.medium,
+                   {{"share", run.share.name},
+                    {"url", run.share.url},
+                    {"server_dir", run.share.server_dir},
+                    {"medium", run.share.medium},
+                    {"sizes", json::array(run.sizes.begin(), run.sizes.end())},
+                    {"count", plan.proto_count},
+                    {"budget", plan.proto_budget},
+                    {"block", plan.proto_block}});
 }
 
 // The server's run directory inside the share, and room there for the

@@ -38,18 +38,15 @@ void size_scan_stage(StageContext& ctx, const SharePlan& share) {
   RunObserver& obs = ctx.obs;
   const CancelToken& cancel = ctx.cancel;
   Agents& a = ctx.agents;
-  StageRecord rec;
-  rec.layer = share.driver;
-  rec.where = share.medium;
-  json::array sizes;
-  for (auto s : plan.scan_sizes) sizes.push_back(s);
-  rec.params_json = json::serialize(json::object{{"share", share.name},
-                                                 {"url", share.url},
-                                                 {"medium", share.medium},
-                                                 {"sweep", true},
-                                                 {"sizes", sizes},
-                                                 {"bytes", plan.scan_bytes},
-                                                 {"file", plan.scan_file}});
+  StageRecord rec =
+      new_stage(share.driver, share.medium,
+                {{"share", share.name},
+                 {"url", share.url},
+                 {"medium", share.medium},
+                 {"sweep", true},
+                 {"sizes", json::array(plan.scan_sizes.begin(), plan.scan_sizes.end())},
+                 {"bytes", plan.scan_bytes},
+                 {"file", plan.scan_file}});
   const msg::ShareRef share_ref = share_message(share, a);
   const bool has_server = !share.server_dir.empty();
   const json::object cpu_start = msg::to_json(server_connection(share, a));

@@ -200,14 +200,12 @@ double median_rate(const std::vector<TcpSample>& samples) {
 void tcp_stage(StageContext& ctx, bool upload) {
   const Plan& plan = ctx.plan;
   Agents& a = ctx.agents;
-  StageRecord rec;
-  rec.layer = "tcp";
-  rec.where = upload ? "client->server" : "server->client";
-  rec.params_json = json::serialize(json::object{{"seconds", plan.tcp_seconds},
-                                                 {"count", plan.tcp_count},
-                                                 {"buffer", plan.tcp_buffer},
-                                                 {"streams", streams_value(plan.tcp_streams)},
-                                                 {"data_address", a.data_address}});
+  StageRecord rec = new_stage("tcp", upload ? "client->server" : "server->client",
+                              {{"seconds", plan.tcp_seconds},
+                               {"count", plan.tcp_count},
+                               {"buffer", plan.tcp_buffer},
+                               {"streams", streams_value(plan.tcp_streams)},
+                               {"data_address", a.data_address}});
   run_series(ctx, rec, "TCP stage " + rec.where, [&](StageScope& stage) {
     TcpDirection dir(ctx, stage, upload, rec.where);
     dir.listen(plan.tcp_count, 1);

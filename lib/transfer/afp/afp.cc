@@ -24,6 +24,7 @@
 #include "transfer/afp/afp_uam.h"
 #include "transfer/afp/dsi.h"
 #include "transfer/driver.h"
+#include "transfer/option_table.h"
 #include "transfer/registry.h"
 #include "transfer/share_url.h"
 
@@ -85,27 +86,18 @@ AfpUrl parse_afp_url(std::string_view url) {
 
 AfpOptions parse_afp_options(const std::map<std::string, std::string>& options) {
   check_options(kAfpDriver, options);  // known, of their type, in range (the spec below)
+  // Each value, else the table's default, in its unit.
+  auto number = [&](std::string_view name) { return option_number(kAfpDriver, options, name); };
   AfpOptions o;
-  for (const auto& [key, value] : options) {
-    const std::string what = fmt::format("afp share option '{}'", key);
-    if (key == "depth") {
-      o.depth = static_cast<unsigned>(std::stoul(value));
-    } else if (key == "request_size") {
-      o.request_size = parse_size(value, what);
-    } else if (key == "timeout") {
-      o.timeout_s = parse_duration(value, what);
-    } else if (key == "connect_timeout") {
-      o.connect_timeout_s = parse_duration(value, what);
-    } else if (key == "tickle_interval") {
-      o.tickle_s = parse_duration(value, what);
-    } else if (key == "uam" && value != "auto") {
-      o.uam = canonical_uam(value);
-    }
-  }
+  o.depth = static_cast<unsigned>(*number("depth"));
+  o.request_size = static_cast<uint64_t>(number("request_size").value_or(0));
+  o.timeout_s = *number("timeout");
+  o.connect_timeout_s = *number("connect_timeout");
+  o.tickle_s = *number("tickle_interval");
+  const std::string uam = option_value(kAfpDriver, options, "uam");
+  if (uam != "auto") o.uam = canonical_uam(uam);
   return o;
 }
-
-namespace {}  // namespace
 
 std::string Link::call(std::string_view afp, const std::string& path) {
   dsi::Message m = conn->call(afp);
@@ -662,38 +654,17 @@ class AfpSession : public Session {
 namespace {
 constexpr std::string_view kAfpPrefixes[] = {"afp://"};
 constexpr OptionSpec kAfpOptions[] = {
-    {.name = "depth",
-     .type = OptionType::kCount,
-     .fallback = "8",
-     .min = 1,
-     .max = afp::kMaxDepth,
-     .help = "FPReadExt/FPWriteExt requests in flight"},
-    {.name = "request_size",
-     .type = OptionType::kSize,
-     .min = 4096,
-     .help = "bytes per request; default and cap: the server's DSI request quantum"},
-    {.name = "timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "120s",
-     .min = 0.001,
-     .help = "longest silence from the server while a reply is due"},
-    {.name = "connect_timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "10s",
-     .min = 0.001,
-     .help = "longest wait for the TCP connection and the login"},
-    {.name = "tickle_interval",
-     .type = OptionType::kSeconds,
-     .fallback = "30s",
-     .min = 0.001,
-     .help = "send a DSITickle after this long without sending (netatalk drops a client "
-             "silent for 2 minutes)"},
-    {.name = "uam",
-     .type = OptionType::kChoice,
-     .fallback = "auto",
-     .words = "auto|dhx2|dhcast128|cleartxt|guest",
-     .help = "the login method; auto: the strongest offered, never cleartxt (the password "
-             "in the clear), which is used only when named here or with ;AUTH="},
+    option::count("depth", "8", 1, afp::kMaxDepth, "FPReadExt/FPWriteExt requests in flight"),
+    option::size("request_size", "", 4096, 0,
+                 "bytes per request; default and cap: the server's DSI request quantum"),
+    option::seconds("timeout", "120s", "longest silence from the server while a reply is due"),
+    option::seconds("connect_timeout", "10s", "longest wait for the TCP connection and the login"),
+    option::seconds("tickle_interval", "30s",
+                    "send a DSITickle after this long without sending (netatalk drops a client "
+                    "silent for 2 minutes)"),
+    option::choice("uam", "auto", "auto|dhx2|dhcast128|cleartxt|guest",
+                   "the login method; auto: the strongest offered, never cleartxt (the password "
+                   "in the clear), which is used only when named here or with ;AUTH="),
 };
 std::unique_ptr<Driver> make() { return std::make_unique<SessionDriver<afp::AfpSession>>("afp"); }
 }  // namespace

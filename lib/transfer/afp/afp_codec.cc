@@ -167,20 +167,23 @@ Writer& Writer::bytes(std::string_view b) {
   out_ += b;
   return *this;
 }
-Writer& Writer::pascal(std::string_view s, const char* field) {
-  if (s.size() > 255) {
+namespace {
+// A string whose length field holds at most `max` (bytes); longer is the
+// user's (a name in the plan) to shorten.
+void check_length(std::string_view s, size_t max, const char* field) {
+  if (s.size() > max) {
     throw Error(ErrorKind::kConfig,
-                fmt::format("AFP {} is {} bytes long; AFP allows at most 255", field, s.size()),
+                fmt::format("AFP {} is {} bytes long; AFP allows at most {}", field, s.size(), max),
                 fmt::format("use a shorter {}", field));
   }
+}
+}  // namespace
+Writer& Writer::pascal(std::string_view s, const char* field) {
+  check_length(s, 255, field);
   return u8(static_cast<uint8_t>(s.size())).bytes(s);
 }
 Writer& Writer::long_string(std::string_view s, const char* field) {
-  if (s.size() > 0xffff) {
-    throw Error(ErrorKind::kConfig,
-                fmt::format("AFP {} is {} bytes long; AFP allows at most 65535", field, s.size()),
-                fmt::format("use a shorter {}", field));
-  }
+  check_length(s, 0xffff, field);
   return u16(static_cast<uint16_t>(s.size())).bytes(s);
 }
 Writer& Writer::pad_even() {

@@ -138,8 +138,11 @@ class Writer {
 // A field list written once for both directions: `template <class IO>
 // void fields(IO& io, T& t)` calls io(t.x, "field") per fixed field; Get
 // reads each into t, Put appends each from t.
+// as<N>(x, f): a field N wide on the wire held in a wider x (FPRead's 32-bit
+// offset in a 64-bit one); pascal: a Pascal string.
 struct Get {
   Reader& r;
+  void operator()(uint8_t& x, const char* field) { x = r.u8(field); }
   void operator()(uint16_t& x, const char* field) { x = r.u16(field); }
   void operator()(uint32_t& x, const char* field) { x = r.u32(field); }
   void operator()(uint64_t& x, const char* field) { x = r.u64(field); }
@@ -148,9 +151,17 @@ struct Get {
     const std::string_view b = r.bytes(N, field);
     std::copy(b.begin(), b.end(), x.begin());
   }
+  template <class N, class X>
+  void as(X& x, const char* field) {
+    N n{};
+    (*this)(n, field);
+    x = n;
+  }
+  void pascal(std::string& s, const char* field) { s = r.pascal(field); }
 };
 struct Put {
   Writer& w;
+  void operator()(uint8_t x, const char*) { w.u8(x); }
   void operator()(uint16_t x, const char*) { w.u16(x); }
   void operator()(uint32_t x, const char*) { w.u32(x); }
   void operator()(uint64_t x, const char*) { w.u64(x); }
@@ -158,7 +169,29 @@ struct Put {
   void operator()(const std::array<uint8_t, N>& x, const char*) {
     w.bytes(std::string_view(reinterpret_cast<const char*>(x.data()), N));
   }
+  template <class N, class X>
+  void as(X x, const char* field) {
+    (*this)(static_cast<N>(x), field);
+  }
+  void pascal(std::string_view s, const char* field) { w.pascal(s, field); }
 };
+// A message decoded (`what` names it in errors) or encoded through its field
+// list `fields(io, t)`, a generic lambda or function object.
+template <class T, class Fields>
+T read_fields(std::string_view bytes, std::string what, Fields fields) {
+  Reader r(bytes, std::move(what));
+  Get get{r};
+  T t;
+  fields(get, t);
+  return t;
+}
+template <class T, class Fields>
+std::string write_fields(const T& t, Fields fields) {
+  Writer w;
+  Put put{w};
+  fields(put, t);
+  return w.take();
+}
 
 // --- Versions ---------------------------------------------------------------
 // AFP version strings chokepoint speaks, best first: "AFP3.4" .. "AFPX03" (3.0).
@@ -308,13 +341,13 @@ struct Request {
   uint16_t req_count = 0;  // FPEnumerateExt2
   uint32_t start_index = 0, max_reply = 0;
   uint16_t msg_type = 0;
-  std::string name;  // volume name, or the path (NUL-separated components)
+  std::string name{};  // volume name, or the path (NUL-separated components)
   uint8_t path_type = 0;
-  std::string version, uam;  // FPLogin
-  size_t auth_offset = 0;    // FPLogin: where the UAM's bytes start; FPLoginCont: 2
-  std::string_view auth;     // FPLogin/FPLoginCont: the UAM's bytes (into the input)
-  std::string_view params;   // FPSetFileDirParms: the parameter block (into the input)
-  size_t data_offset = 0;    // FPWriteExt/FPWrite: where the data starts
+  std::string version{}, uam{};  // FPLogin
+  size_t auth_offset = 0;        // FPLogin: where the UAM's bytes start; FPLoginCont: 2
+  std::string_view auth{};       // FPLogin/FPLoginCont: the UAM's bytes (into the input)
+  std::string_view params{};     // FPSetFileDirParms: the parameter block (into the input)
+  size_t data_offset = 0;        // FPWriteExt/FPWrite: where the data starts
 };
 // Decodes the AFP part of a DSICommand or DSIWrite payload. The views in
 // the result point into `afp`. Unknown commands decode to just `command`.

@@ -49,6 +49,12 @@ void connection(std::string_view in) {
   ::close(sv[1]);
 }
 
+// The replies selectors 1-8 decode, in that order (the seed corpus's
+// selector bytes); selector 15 tries the input as each of them.
+constexpr uint8_t kReplies[] = {afp::kFPGetSrvrInfo,     afp::kFPGetSrvrParms, afp::kFPOpenVol,
+                                afp::kFPGetFileDirParms, afp::kFPOpenFork,     afp::kFPWriteExt,
+                                afp::kFPEnumerateExt2,   afp::kFPGetSrvrMsg,   afp::kFPCloseFork};
+
 void run(uint8_t selector, std::string_view in) {
   switch (selector) {
     case 0: {
@@ -61,28 +67,14 @@ void run(uint8_t selector, std::string_view in) {
       break;
     }
     case 1:
-      afp::decode_server_info(in);
-      break;
     case 2:
-      afp::decode_srvr_parms(in);
-      break;
     case 3:
-      afp::decode_open_vol(in);
-      break;
     case 4:
-      afp::decode_file_dir_parms(in);
-      break;
     case 5:
-      afp::decode_open_fork(in);
-      break;
     case 6:
-      afp::decode_write_ext(in);
-      break;
     case 7:
-      afp::decode_enumerate_ext2(in);
-      break;
     case 8:
-      afp::decode_srvr_msg(in);
+      afp::decode_reply(kReplies[selector - 1], in);
       break;
     case 9:
       dsi::decode_options(in);
@@ -110,9 +102,7 @@ void run(uint8_t selector, std::string_view in) {
       connection(in);
       break;
     case 15:
-      for (uint8_t c : {afp::kFPGetSrvrInfo, afp::kFPGetSrvrParms, afp::kFPOpenVol,
-                        afp::kFPGetFileDirParms, afp::kFPOpenFork, afp::kFPWriteExt,
-                        afp::kFPEnumerateExt2, afp::kFPGetSrvrMsg, afp::kFPCloseFork}) {
+      for (uint8_t c : kReplies) {
         try {
           afp::decode_reply(c, in);
         } catch (const cp::Error&) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -34,6 +35,125 @@ Reader request_reader(std::string_view afp, const char* what) {
   return Reader(afp, fmt::format("{} request", what));
 }
 
+// The pathname of a request: decoded of any type, encoded as UTF-8 (type 3).
+void path(Get& io, Request& q) { q.name = get_path(io.r, &q.path_type); }
+void path(Put& io, const Request& q) { put_path(io.w, q.name); }
+// Where a request's trailing bytes start (the data of a write; FPLoginCont's
+// UAM bytes): noted when decoding.
+void mark(Get& io, size_t& at) { at = io.r.pos(); }
+void mark(Put&, size_t) {}
+// FPSetFileDirParms' parameter block, at an even offset, to the end.
+void even_rest(Get& io, Request& q) {
+  io.r.align2("parameters pad");
+  q.params = io.r.rest();
+}
+void even_rest(Put& io, const Request& q) { io.w.pad_even().bytes(q.params); }
+
+// The flag byte, volume and directory that start a request naming a path.
+template <class IO, class Q>
+void volume_dir(IO& io, Q& q, const char* flag) {
+  io(q.flag, flag);
+  io(q.volume, "volume ID");
+  io(q.dir, "directory ID");
+}
+
+// The flag byte, fork, offset and count of a read or write, N wide.
+template <class N, class IO, class Q>
+void fork_range(IO& io, Q& q, const char* flag) {
+  io(q.flag, flag);
+  io(q.fork, "fork");
+  io.template as<N>(q.offset, "offset");
+  io.template as<N>(q.count, "count");
+}
+
+// The fields after the command byte of every request but the logins, in
+// wire order: written once, read by decode_request (Get) and written by the
+// encoders (Put). An unknown command has none.
+template <class IO, class Q>
+void request_fields(IO& io, Q& q) {
+  switch (q.command) {
+    case kFPGetSrvrMsg:
+      io(q.flag, "pad");
+      io(q.msg_type, "message type");
+      io(q.bitmap, "bitmap");
+      break;
+    case kFPOpenVol:
+      io(q.flag, "pad");
+      io(q.bitmap, "bitmap");
+      io.pascal(q.name, "volume name");
+      break;
+    case kFPCloseVol:
+    case kFPFlush:
+      io(q.flag, "pad");
+      io(q.volume, "volume ID");
+      break;
+    case kFPGetFileDirParms:
+    case kFPEnumerateExt2:
+      volume_dir(io, q, "pad");
+      io(q.file_bitmap, "file bitmap");
+      io(q.dir_bitmap, "directory bitmap");
+      if (q.command == kFPEnumerateExt2) {
+        io(q.req_count, "request count");
+        io(q.start_index, "start index");
+        io(q.max_reply, "max reply size");
+      }
+      path(io, q);
+      break;
+    case kFPSetFileDirParms:
+      volume_dir(io, q, "pad");
+      io(q.bitmap, "bitmap");
+      path(io, q);
+      even_rest(io, q);
+      break;
+    case kFPCreateFile:
+    case kFPCreateDir:
+    case kFPDelete:
+      volume_dir(io, q, q.command == kFPCreateFile ? "create flag" : "pad");
+      path(io, q);
+      break;
+    case kFPOpenFork:
+      volume_dir(io, q, "fork flag");
+      io(q.bitmap, "bitmap");
+      io(q.access, "access mode");
+      path(io, q);
+      break;
+    case kFPReadExt:
+    case kFPWriteExt:
+      fork_range<uint64_t>(io, q, q.command == kFPWriteExt ? "start/end flag" : "pad");
+      mark(io, q.data_offset);
+      break;
+    case kFPRead: {
+      fork_range<uint32_t>(io, q, "pad");
+      // Newline mask and character 0: no newline-terminated reads.
+      uint8_t none = 0;
+      io(none, "newline mask");
+      io(none, "newline character");
+      break;
+    }
+    case kFPWrite:
+      fork_range<uint32_t>(io, q, "start/end flag");
+      mark(io, q.data_offset);
+      break;
+    case kFPFlushFork:
+    case kFPCloseFork:
+      io(q.flag, "pad");
+      io(q.fork, "fork");
+      break;
+    case kFPLogout:
+      io(q.flag, "pad");
+      break;
+    default:
+      break;
+  }
+}
+
+std::string encode_request(const Request& q) {
+  return write_fields(q, [](Put& put, const Request& r) {
+    put(r.command, "command");
+    request_fields(put, r);
+  });
+}
+
 }  // namespace
 
 // --- Requests -----------------------------------------------------------------------------
@@ -51,105 +171,113 @@ std::string encode_login_cont(std::string_view data) {
   return Writer().u8(kFPLoginCont).u8(0).bytes(data).take();
 }
 
-std::string encode_get_srvr_parms() { return Writer().u8(kFPGetSrvrParms).take(); }
+std::string encode_get_srvr_parms() { return encode_request({.command = kFPGetSrvrParms}); }
 
 std::string encode_get_srvr_msg(uint16_t type, uint16_t bitmap) {
-  return Writer().u8(kFPGetSrvrMsg).u8(0).u16(type).u16(bitmap).take();
+  return encode_request({.command = kFPGetSrvrMsg, .bitmap = bitmap, .msg_type = type});
 }
 
 std::string encode_open_vol(uint16_t bitmap, std::string_view name) {
-  return Writer().u8(kFPOpenVol).u8(0).u16(bitmap).pascal(name, "volume name").take();
+  return encode_request({.command = kFPOpenVol, .bitmap = bitmap, .name = std::string(name)});
 }
 
 std::string encode_close_vol(uint16_t volume) {
-  return Writer().u8(kFPCloseVol).u8(0).u16(volume).take();
+  return encode_request({.command = kFPCloseVol, .volume = volume});
 }
 
 std::string encode_get_file_dir_parms(uint16_t volume, uint32_t dir, uint16_t file_bitmap,
                                       uint16_t dir_bitmap, std::string_view path) {
-  Writer w;
-  w.u8(kFPGetFileDirParms).u8(0).u16(volume).u32(dir).u16(file_bitmap).u16(dir_bitmap);
-  put_path(w, path);
-  return w.take();
+  return encode_request({.command = kFPGetFileDirParms,
+                         .volume = volume,
+                         .dir = dir,
+                         .file_bitmap = file_bitmap,
+                         .dir_bitmap = dir_bitmap,
+                         .name = std::string(path)});
 }
 
 std::string encode_set_file_dir_parms(uint16_t volume, uint32_t dir, uint16_t bitmap,
                                       std::string_view path, std::string_view params) {
-  Writer w;
-  w.u8(kFPSetFileDirParms).u8(0).u16(volume).u32(dir).u16(bitmap);
-  put_path(w, path);
-  w.pad_even().bytes(params);
-  return w.take();
+  return encode_request({.command = kFPSetFileDirParms,
+                         .volume = volume,
+                         .dir = dir,
+                         .bitmap = bitmap,
+                         .name = std::string(path),
+                         .params = params});
 }
 
 std::string encode_enumerate_ext2(uint16_t volume, uint32_t dir, uint16_t file_bitmap,
                                   uint16_t dir_bitmap, uint16_t count, uint32_t start_index,
                                   uint32_t max_reply, std::string_view path) {
-  Writer w;
-  w.u8(kFPEnumerateExt2).u8(0).u16(volume).u32(dir).u16(file_bitmap).u16(dir_bitmap);
-  w.u16(count).u32(start_index).u32(max_reply);
-  put_path(w, path);
-  return w.take();
+  return encode_request({.command = kFPEnumerateExt2,
+                         .volume = volume,
+                         .dir = dir,
+                         .file_bitmap = file_bitmap,
+                         .dir_bitmap = dir_bitmap,
+                         .req_count = count,
+                         .start_index = start_index,
+                         .max_reply = max_reply,
+                         .name = std::string(path)});
 }
 
 std::string encode_create_file(uint16_t volume, uint32_t dir, bool hard, std::string_view path) {
-  Writer w;
-  w.u8(kFPCreateFile).u8(hard ? 0x80 : 0x00).u16(volume).u32(dir);
-  put_path(w, path);
-  return w.take();
+  return encode_request({.command = kFPCreateFile,
+                         .flag = uint8_t(hard ? 0x80 : 0x00),
+                         .volume = volume,
+                         .dir = dir,
+                         .name = std::string(path)});
 }
 
 std::string encode_create_dir(uint16_t volume, uint32_t dir, std::string_view path) {
-  Writer w;
-  w.u8(kFPCreateDir).u8(0).u16(volume).u32(dir);
-  put_path(w, path);
-  return w.take();
+  return encode_request(
+      {.command = kFPCreateDir, .volume = volume, .dir = dir, .name = std::string(path)});
 }
 
 std::string encode_delete(uint16_t volume, uint32_t dir, std::string_view path) {
-  Writer w;
-  w.u8(kFPDelete).u8(0).u16(volume).u32(dir);
-  put_path(w, path);
-  return w.take();
+  return encode_request(
+      {.command = kFPDelete, .volume = volume, .dir = dir, .name = std::string(path)});
 }
 
 std::string encode_open_fork(uint16_t volume, uint32_t dir, uint16_t bitmap, uint16_t access,
                              std::string_view path, bool resource_fork) {
-  Writer w;
-  w.u8(kFPOpenFork).u8(resource_fork ? 0x80 : 0x00).u16(volume).u32(dir).u16(bitmap).u16(access);
-  put_path(w, path);
-  return w.take();
+  return encode_request({.command = kFPOpenFork,
+                         .flag = uint8_t(resource_fork ? 0x80 : 0x00),
+                         .volume = volume,
+                         .dir = dir,
+                         .bitmap = bitmap,
+                         .access = access,
+                         .name = std::string(path)});
 }
 
 std::string encode_read_ext(uint16_t fork, uint64_t offset, uint64_t count) {
-  return Writer().u8(kFPReadExt).u8(0).u16(fork).u64(offset).u64(count).take();
+  return encode_request({.command = kFPReadExt, .fork = fork, .offset = offset, .count = count});
 }
 
 std::string encode_read(uint16_t fork, uint32_t offset, uint32_t count) {
-  // Newline mask and character 0: no newline-terminated reads.
-  return Writer().u8(kFPRead).u8(0).u16(fork).u32(offset).u32(count).u8(0).u8(0).take();
+  return encode_request({.command = kFPRead, .fork = fork, .offset = offset, .count = count});
 }
 
 std::string encode_write_ext_header(uint16_t fork, uint64_t offset, uint64_t count) {
   // Flag 0: the offset counts from the start of the fork.
-  return Writer().u8(kFPWriteExt).u8(0).u16(fork).u64(offset).u64(count).take();
+  return encode_request({.command = kFPWriteExt, .fork = fork, .offset = offset, .count = count});
 }
 
 std::string encode_write_header(uint16_t fork, uint32_t offset, uint32_t count) {
-  return Writer().u8(kFPWrite).u8(0).u16(fork).u32(offset).u32(count).take();
+  return encode_request({.command = kFPWrite, .fork = fork, .offset = offset, .count = count});
 }
 
 std::string encode_flush_fork(uint16_t fork) {
-  return Writer().u8(kFPFlushFork).u8(0).u16(fork).take();
+  return encode_request({.command = kFPFlushFork, .fork = fork});
 }
 
 std::string encode_close_fork(uint16_t fork) {
-  return Writer().u8(kFPCloseFork).u8(0).u16(fork).take();
+  return encode_request({.command = kFPCloseFork, .fork = fork});
 }
 
-std::string encode_flush(uint16_t volume) { return Writer().u8(kFPFlush).u8(0).u16(volume).take(); }
+std::string encode_flush(uint16_t volume) {
+  return encode_request({.command = kFPFlush, .volume = volume});
+}
 
-std::string encode_logout() { return Writer().u8(kFPLogout).u8(0).take(); }
+std::string encode_logout() { return encode_request({.command = kFPLogout}); }
 
 Request decode_request(std::string_view afp) {
   Request q;
@@ -172,101 +300,15 @@ Request decode_request(std::string_view afp) {
       q.auth_offset = r.pos();
       q.auth = r.rest();
       break;
-    case kFPGetSrvrParms:
-      break;
     case kFPLogout:
       // Some clients (netatalk's testsuite) send no pad byte.
-      if (r.remaining()) q.flag = r.u8("pad");
+      if (!r.remaining()) break;
+      [[fallthrough]];
+    default: {
+      Get get{r};
+      request_fields(get, q);
       break;
-    case kFPGetSrvrMsg:
-      q.flag = r.u8("pad");
-      q.msg_type = r.u16("message type");
-      q.bitmap = r.u16("bitmap");
-      break;
-    case kFPOpenVol:
-      q.flag = r.u8("pad");
-      q.bitmap = r.u16("bitmap");
-      q.name = r.pascal("volume name");
-      break;
-    case kFPCloseVol:
-    case kFPFlush:
-      q.flag = r.u8("pad");
-      q.volume = r.u16("volume ID");
-      break;
-    case kFPGetFileDirParms:
-      q.flag = r.u8("pad");
-      q.volume = r.u16("volume ID");
-      q.dir = r.u32("directory ID");
-      q.file_bitmap = r.u16("file bitmap");
-      q.dir_bitmap = r.u16("directory bitmap");
-      q.name = get_path(r, &q.path_type);
-      break;
-    case kFPSetFileDirParms:
-      q.flag = r.u8("pad");
-      q.volume = r.u16("volume ID");
-      q.dir = r.u32("directory ID");
-      q.bitmap = r.u16("bitmap");
-      q.name = get_path(r, &q.path_type);
-      r.align2("parameters pad");
-      q.params = r.rest();
-      break;
-    case kFPEnumerateExt2:
-      q.flag = r.u8("pad");
-      q.volume = r.u16("volume ID");
-      q.dir = r.u32("directory ID");
-      q.file_bitmap = r.u16("file bitmap");
-      q.dir_bitmap = r.u16("directory bitmap");
-      q.req_count = r.u16("request count");
-      q.start_index = r.u32("start index");
-      q.max_reply = r.u32("max reply size");
-      q.name = get_path(r, &q.path_type);
-      break;
-    case kFPCreateFile:
-    case kFPCreateDir:
-    case kFPDelete:
-      q.flag = r.u8(q.command == kFPCreateFile ? "create flag" : "pad");
-      q.volume = r.u16("volume ID");
-      q.dir = r.u32("directory ID");
-      q.name = get_path(r, &q.path_type);
-      break;
-    case kFPOpenFork:
-      q.flag = r.u8("fork flag");
-      q.volume = r.u16("volume ID");
-      q.dir = r.u32("directory ID");
-      q.bitmap = r.u16("bitmap");
-      q.access = r.u16("access mode");
-      q.name = get_path(r, &q.path_type);
-      break;
-    case kFPReadExt:
-    case kFPWriteExt:
-      q.flag = r.u8(q.command == kFPWriteExt ? "start/end flag" : "pad");
-      q.fork = r.u16("fork");
-      q.offset = r.u64("offset");
-      q.count = r.u64("count");
-      q.data_offset = r.pos();
-      break;
-    case kFPRead:
-      q.flag = r.u8("pad");
-      q.fork = r.u16("fork");
-      q.offset = r.u32("offset");
-      q.count = r.u32("count");
-      r.u8("newline mask");
-      r.u8("newline character");
-      break;
-    case kFPWrite:
-      q.flag = r.u8("start/end flag");
-      q.fork = r.u16("fork");
-      q.offset = r.u32("offset");
-      q.count = r.u32("count");
-      q.data_offset = r.pos();
-      break;
-    case kFPFlushFork:
-    case kFPCloseFork:
-      q.flag = r.u8("pad");
-      q.fork = r.u16("fork");
-      break;
-    default:
-      break;
+    }
   }
   return q;
 }
@@ -384,40 +426,53 @@ std::string encode_vol_params(const VolParams& v) {
   return w.take();
 }
 
-FileDirParms decode_file_dir_parms(std::string_view reply) {
-  Reader r(reply, "FPGetFileDirParms reply");
-  FileDirParms f;
-  f.file_bitmap = r.u16("file bitmap");
-  f.dir_bitmap = r.u16("directory bitmap");
-  const uint8_t kind = r.u8("file/directory flag");
-  r.u8("pad");
+namespace {
+
+// A parameter block laid out by `bitmap` (decode_params, encode_params).
+void params(Get& io, Params& p, uint16_t bitmap, bool is_dir) {
+  p = decode_params(io.r, bitmap, is_dir);
+}
+void params(Put& io, const Params& p, uint16_t bitmap, bool) { encode_params(io.w, bitmap, p); }
+
+// The replies that carry a parameter block, field by field for both
+// directions. FPGetFileDirParms: a flag byte says whether it is a
+// directory's, whose bitmap then applies.
+constexpr auto kFileDirParmsFields = [](auto& io, auto& f) {
+  io(f.file_bitmap, "file bitmap");
+  io(f.dir_bitmap, "directory bitmap");
+  uint8_t kind = f.params.is_dir ? 0x80 : 0x00, pad = 0;
+  io(kind, "file/directory flag");
+  io(pad, "pad");
   const bool is_dir = kind & 0x80;
-  f.params = decode_params(r, is_dir ? f.dir_bitmap : f.file_bitmap, is_dir);
-  return f;
+  params(io, f.params, is_dir ? f.dir_bitmap : f.file_bitmap, is_dir);
+};
+
+// FPOpenFork: a fork reference of 0 is no fork (refused when decoding).
+constexpr auto kOpenForkFields = [](auto& io, auto& o) {
+  io(o.bitmap, "bitmap");
+  io(o.fork, "fork reference");
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(io)>, Get>) {
+    if (o.fork == 0) io.r.fail("fork reference", "is 0, which is not a valid fork");
+  }
+  params(io, o.params, o.bitmap, false);
+};
+
+}  // namespace
+
+FileDirParms decode_file_dir_parms(std::string_view reply) {
+  return read_fields<FileDirParms>(reply, "FPGetFileDirParms reply", kFileDirParmsFields);
 }
 
 std::string encode_file_dir_parms(uint16_t file_bitmap, uint16_t dir_bitmap, const Params& p) {
-  Writer w;
-  w.u16(file_bitmap).u16(dir_bitmap).u8(p.is_dir ? 0x80 : 0x00).u8(0);
-  encode_params(w, p.is_dir ? dir_bitmap : file_bitmap, p);
-  return w.take();
+  return write_fields(FileDirParms{file_bitmap, dir_bitmap, p}, kFileDirParmsFields);
 }
 
 OpenForkReply decode_open_fork(std::string_view reply) {
-  Reader r(reply, "FPOpenFork reply");
-  OpenForkReply o;
-  o.bitmap = r.u16("bitmap");
-  o.fork = r.u16("fork reference");
-  if (o.fork == 0) r.fail("fork reference", "is 0, which is not a valid fork");
-  o.params = decode_params(r, o.bitmap, false);
-  return o;
+  return read_fields<OpenForkReply>(reply, "FPOpenFork reply", kOpenForkFields);
 }
 
 std::string encode_open_fork_reply(uint16_t bitmap, uint16_t fork, const Params& p) {
-  Writer w;
-  w.u16(bitmap).u16(fork);
-  encode_params(w, bitmap, p);
-  return w.take();
+  return write_fields(OpenForkReply{bitmap, fork, p}, kOpenForkFields);
 }
 
 uint64_t decode_write_ext(std::string_view reply) {

@@ -66,28 +66,22 @@ std::string command_name(uint8_t command) {
   return fmt::format("DSI command {}", command);
 }
 
-std::string encode_header(const Header& h) {
-  std::string out;
-  out.reserve(kHeaderSize);
-  out += static_cast<char>(h.flags);
-  out += static_cast<char>(h.command);
-  out += static_cast<char>(h.request_id >> 8);
-  out += static_cast<char>(h.request_id & 0xff);
-  put32(out, h.code);
-  put32(out, h.length);
-  put32(out, h.reserved);
-  return out;
-}
+namespace {
+// The header's fields in wire order, for both directions (afp::Get, afp::Put).
+constexpr auto kHeaderFields = [](auto& io, auto& h) {
+  io(h.flags, "flags");
+  io(h.command, "command");
+  io(h.request_id, "request id");
+  io(h.code, "error code/data offset");
+  io(h.length, "total data length");
+  io(h.reserved, "reserved");
+};
+}  // namespace
+
+std::string encode_header(const Header& h) { return afp::write_fields(h, kHeaderFields); }
 
 Header decode_header(std::string_view bytes, uint32_t max_length) {
-  afp::Reader r(bytes, "DSI header");
-  Header h;
-  h.flags = r.u8("flags");
-  h.command = r.u8("command");
-  h.request_id = r.u16("request id");
-  h.code = r.u32("error code/data offset");
-  h.length = r.u32("total data length");
-  h.reserved = r.u32("reserved");
+  const Header h = afp::read_fields<Header>(bytes, "DSI header", kHeaderFields);
   if (h.flags != kRequest && h.flags != kReply) {
     throw peer_error(
         fmt::format("DSI header: flags 0x{:02x} are neither request nor reply", h.flags));

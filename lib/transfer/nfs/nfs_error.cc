@@ -12,11 +12,11 @@
 namespace cp::transfer {
 
 Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
-  const std::string target = w.file.empty() ? w.share : w.share + "/" + w.file;
+  const std::string target = w.target();
   const std::string why = detail.empty() ? fmt::format("({})", errno_text(err))
                                          : fmt::format("({}: {})", errno_text(err), detail);
   auto says = [&](std::string_view s) { return detail.find(s) != std::string_view::npos; };
-  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  const bool writing = writes(step);
   if (err == ENOSPC || err == EDQUOT || says("NOSPC") || says("DQUOT")) {
     return Error(ErrorKind::kIo,
                  fmt::format("the NFS server {} could not store {}: its disk is full {}", w.server,

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "transfer/driver.h"
+#include "transfer/option_table.h"
 #include "transfer/nfs/nfs_session.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
@@ -18,23 +19,16 @@ namespace cp::transfer {
 
 NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options) {
   check_options(kNfsDriver, options);  // known, of their type, in range (the spec below)
+  // Each value, else the table's default, in its unit; nullopt: none or "auto".
+  auto number = [&](std::string_view name) { return option_number(kNfsDriver, options, name); };
   NfsOptions o;
-  for (const auto& [key, value] : options) {
-    const std::string what = fmt::format("nfs share option '{}'", key);
-    if (key == "version") {
-      o.version = std::stoi(value);
-    } else if (key == "depth") {
-      o.depth = value == "auto" ? 0 : static_cast<unsigned>(std::stoul(value));
-    } else if (key == "path_rate") {
-      o.path_rate = static_cast<double>(parse_rate_bits(value, what)) / 8;
-    } else if (key == "request_size") {
-      o.request_size = parse_size(value, what);
-    } else if (key == "uid" || key == "gid") {
-      (key == "uid" ? o.uid : o.gid) = static_cast<int>(std::stol(value));
-    } else if (key == "timeout") {
-      o.timeout_s = parse_duration(value, what);
-    }
-  }
+  o.version = option_value(kNfsDriver, options, "version") == "3" ? 3 : 4;
+  o.request_size = static_cast<uint64_t>(*number("request_size"));
+  o.depth = static_cast<unsigned>(number("depth").value_or(0));
+  o.path_rate = number("path_rate").value_or(0) / 8;  // bit/s -> bytes/s
+  o.uid = static_cast<int>(number("uid").value_or(-1));
+  o.gid = static_cast<int>(number("gid").value_or(-1));
+  o.timeout_s = *number("timeout");
   return o;
 }
 
@@ -54,41 +48,17 @@ unsigned nfs_auto_depth(double rtt_s, uint64_t request_size, double rate) {
 namespace {
 constexpr std::string_view kNfsPrefixes[] = {"nfs://"};
 constexpr OptionSpec kNfsOptions[] = {
-    {.name = "version",
-     .type = OptionType::kChoice,
-     .fallback = "4",
-     .words = "3|4",
-     .help = "the NFS version (4, as Linux mounts today, or 3)"},
-    {.name = "request_size",
-     .type = OptionType::kSize,
-     .fallback = "1MiB",
-     .min = 4096,
-     .max = kNfsMaxRequest,
-     .help = "bytes per READ/WRITE (the Linux client's rsize/wsize), capped at the server's"},
-    {.name = "depth",
-     .type = OptionType::kCount,
-     .fallback = "auto",
-     .min = 1,
-     .max = kNfsMaxDepth,
-     .words = "auto",
-     .help = "READ/WRITE requests in flight; auto: twice what the path holds (its round trip x "
-             "path_rate) plus two, at least 4, within 32 MiB"},
-    {.name = "path_rate",
-     .type = OptionType::kRate,
-     .help = "the path's rate, for depth=auto (unknown: 10 Gbit/s is assumed)"},
-    {.name = "uid",
-     .type = OptionType::kCount,
-     .max = 0x7fffffff,
-     .help = "AUTH_SYS uid; default: the share user's on the client host, else the agent's"},
-    {.name = "gid",
-     .type = OptionType::kCount,
-     .max = 0x7fffffff,
-     .help = "AUTH_SYS gid; default as for uid"},
-    {.name = "timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "30s",
-     .min = 0.001,
-     .help = "seconds without an answer before a call fails"},
+    option::choice("version", "4", "3|4", "the NFS version (4, as Linux mounts today, or 3)"),
+    option::size("request_size", "1MiB", 4096, kNfsMaxRequest,
+                 "bytes per READ/WRITE (the Linux client's rsize/wsize), capped at the server's"),
+    option::count_or_auto("depth", kNfsMaxDepth,
+                          "READ/WRITE requests in flight; auto: twice what the path holds (its "
+                          "round trip x path_rate) plus two, at least 4, within 32 MiB"),
+    option::path_rate("the path's rate, for depth=auto (unknown: 10 Gbit/s is assumed)"),
+    option::count("uid", "", 0, 0x7fffffff,
+                  "AUTH_SYS uid; default: the share user's on the client host, else the agent's"),
+    option::count("gid", "", 0, 0x7fffffff, "AUTH_SYS gid; default as for uid"),
+    option::seconds("timeout", "30s", "seconds without an answer before a call fails"),
 };
 }  // namespace
 

@@ -264,13 +264,8 @@ std::map<std::string, std::string> NfsSession::properties() const {
     p["v4_write_call"] = own_v4_writes_ ? "own COMPOUND (rpc_allocate_pdu2)" : "nfs_pwrite_async";
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!last_.op.empty()) {
-    p["flight_op"] = last_.op;
-    p["request_size"] = std::to_string(last_.request_size);
-    p["depth"] = std::to_string(last_.depth);
-    p["in_flight_bytes"] = std::to_string(last_.in_flight);
-    p["max_answer"] = std::to_string(last_.max_answer);
-  }
+  add_flight(p, last_.op, last_.request_size, last_.depth, last_.in_flight);
+  if (!last_.op.empty()) p["max_answer"] = std::to_string(last_.max_answer);
   return p;
 }
 

@@ -32,10 +32,10 @@ std::string smb_status_from_log(std::string_view log) {
 }
 
 Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) {
-  const std::string target = w.file.empty() ? w.share : w.share + "/" + w.file;
+  const std::string target = w.target();
   const std::string status = nt_status.empty() ? "" : fmt::format(", {}", nt_status);
   const std::string why = fmt::format("({}{})", errno_text(err), status);
-  const bool writing = step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;
+  const bool writing = writes(step);
   auto is = [&](std::string_view s) { return nt_status == s; };
   if (err == ENOSPC || err == EDQUOT || is("NT_STATUS_DISK_FULL")) {
     return Error(ErrorKind::kIo,

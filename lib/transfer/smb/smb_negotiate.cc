@@ -104,14 +104,30 @@ std::string smb1_negotiate_request() {
   return netbios_frame(m);
 }
 
+namespace {
+// The error for an unusable NEGOTIATE answer of `protocol` ("SMB1"): why,
+// and the fix.
+struct BadAnswer {
+  const char* protocol;
+  const char* fix;
+  Error operator()(const std::string& why) const {
+    return Error(ErrorKind::kPeer, fmt::format("{} NEGOTIATE response: {}", protocol, why), fix);
+  }
+};
+
+// The start of a NEGOTIATE answer: at least `min` bytes, and after the
+// 4-byte length prefix the protocol's `magic`.
+void check_start(std::string_view frame, size_t min, std::string_view magic, const BadAnswer& bad) {
+  if (frame.size() < min) throw bad(fmt::format("{} bytes is too short", frame.size()));
+  if (frame.substr(4, 4) != magic) throw bad(fmt::format("not an {} message", bad.protocol));
+}
+}  // namespace
+
 Smb1Negotiate parse_smb1_negotiate_response(std::string_view frame) {
-  auto bad = [](const std::string& why) {
-    return Error(ErrorKind::kPeer, "SMB1 NEGOTIATE response: " + why,
-                 "check that the server speaks SMB1 (smb.conf: server min protocol = NT1)");
-  };
+  const BadAnswer bad{"SMB1",
+                      "check that the server speaks SMB1 (smb.conf: server min protocol = NT1)"};
   constexpr size_t kHdr = 4 + 32;  // length prefix, SMB1 header
-  if (frame.size() < kHdr + 3) throw bad(fmt::format("{} bytes is too short", frame.size()));
-  if (frame.substr(4, 4) != std::string_view("\xffSMB", 4)) throw bad("not an SMB1 message");
+  check_start(frame, kHdr + 3, std::string_view("\xffSMB", 4), bad);
   if (static_cast<uint8_t>(frame[8]) != 0x72) throw bad("not a NEGOTIATE answer");
   const uint32_t status = get32(frame, 9);
   if (status != 0) throw bad(fmt::format("status 0x{:08x}", status));
@@ -197,13 +213,9 @@ bool smb2_is_echo_response(std::string_view frame) {
 }
 
 Smb2Limits parse_smb2_negotiate_response(std::string_view frame) {
-  auto bad = [](const std::string& why) {
-    return Error(ErrorKind::kPeer, "SMB2 NEGOTIATE response: " + why,
-                 "check that the port is an SMB2 server's (smbd, Windows, a NAS)");
-  };
+  const BadAnswer bad{"SMB2", "check that the port is an SMB2 server's (smbd, Windows, a NAS)"};
   constexpr size_t kHdr = 4 + 64;  // length prefix, SMB2 header
-  if (frame.size() < kHdr + 40) throw bad(fmt::format("{} bytes is too short", frame.size()));
-  if (frame.substr(4, 4) != std::string_view("\xfeSMB", 4)) throw bad("not an SMB2 message");
+  check_start(frame, kHdr + 40, std::string_view("\xfeSMB", 4), bad);
   const uint32_t status = get32(frame, 4 + 8);
   if (status != 0) throw bad(fmt::format("status 0x{:08x}", status));
   if (get16(frame, 4 + 12) != 0) throw bad("not a NEGOTIATE answer");

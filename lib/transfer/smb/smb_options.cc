@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/messages_json.h"
 #include "transfer/driver.h"
+#include "transfer/option_table.h"
 #include "transfer/protocols.h"
 #include "transfer/registry.h"
 #include "transfer/smb/smb_session.h"
@@ -35,46 +36,20 @@ namespace {
 constexpr std::string_view kSmbPrefixes[] = {"smb://"};
 constexpr std::string_view kSmbProtocols = "NT1|SMB2|SMB2_02|SMB2_10|SMB3|SMB3_00|SMB3_02|SMB3_11";
 constexpr OptionSpec kSmbOptions[] = {
-    {.name = "encrypt",
-     .type = OptionType::kChoice,
-     .fallback = "default",
-     .words = "default|none|request|require",
-     .help = "SMB3 encryption, as libsmbclient's client smb encrypt"},
-    {.name = "io_size",
-     .type = OptionType::kSize,
-     .min = 4096,
-     .max = 64 << 20,
-     .help = "bytes per smbc_read/smbc_write call; default 1 MiB, 8 MiB on a path whose "
-             "round trip is over 1 ms"},
-    {.name = "connections",
-     .type = OptionType::kCount,
-     .fallback = "auto",
-     .min = 1,
-     .max = kSmbMaxConnections,
-     .words = "auto",
-     .help = "connections moving one file's data at once; auto: 1 on a short path, more "
-             "where the round trip is long"},
-    {.name = "path_rate",
-     .type = OptionType::kRate,
-     .help = "the path's rate, for connections=auto (unknown: 3 connections on a long path)"},
-    {.name = "timeout",
-     .type = OptionType::kSeconds,
-     .fallback = "30s",
-     .min = 0.001,
-     .help = "libsmbclient's timeout per call"},
-    {.name = "workgroup",
-     .type = OptionType::kText,
-     .help = "the login's domain or workgroup (a user DOMAIN;name sets it too)"},
-    {.name = "min_protocol",
-     .type = OptionType::kChoice,
-     .fallback = "SMB2_02",
-     .words = kSmbProtocols,
-     .help = "the oldest dialect offered"},
-    {.name = "max_protocol",
-     .type = OptionType::kChoice,
-     .fallback = "SMB3",
-     .words = kSmbProtocols,
-     .help = "the newest dialect offered"},
+    option::choice("encrypt", "default", "default|none|request|require",
+                   "SMB3 encryption, as libsmbclient's client smb encrypt"),
+    option::size("io_size", "", 4096, 64 << 20,
+                 "bytes per smbc_read/smbc_write call; default 1 MiB, 8 MiB on a path whose "
+                 "round trip is over 1 ms"),
+    option::count_or_auto("connections", kSmbMaxConnections,
+                          "connections moving one file's data at once; auto: 1 on a short path, "
+                          "more where the round trip is long"),
+    option::path_rate(
+        "the path's rate, for connections=auto (unknown: 3 connections on a long path)"),
+    option::seconds("timeout", "30s", "libsmbclient's timeout per call"),
+    option::text("workgroup", "the login's domain or workgroup (a user DOMAIN;name sets it too)"),
+    option::choice("min_protocol", "SMB2_02", kSmbProtocols, "the oldest dialect offered"),
+    option::choice("max_protocol", "SMB3", kSmbProtocols, "the newest dialect offered"),
 };
 // Samba's settings that cap one request, and their default (4.x): 8 MiB.
 constexpr uint64_t kSambaDefaultMaxIo = 8ull << 20;

@@ -347,12 +347,7 @@ std::map<std::string, std::string> SmbSession::properties() const {
     p["connections_error"] = degraded_error_;
   }
   std::lock_guard<std::mutex> lock(flight_mu_);
-  if (!flight_.op.empty()) {
-    p["flight_op"] = flight_.op;
-    p["request_size"] = std::to_string(flight_.request_size);
-    p["depth"] = std::to_string(flight_.requests);
-    p["in_flight_bytes"] = std::to_string(flight_.in_flight);
-  }
+  add_flight(p, flight_.op, flight_.request_size, flight_.requests, flight_.in_flight);
   return p;
 }
 
