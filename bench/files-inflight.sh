@@ -25,15 +25,9 @@ CP=build/bin/chokepoint
 TB=build/bin/transfer_bench
 [ -x "$CP" ] && [ -x "$TB" ] || { echo "files-inflight.sh: build first (scripts/build.sh)" >&2; exit 2; }
 
-WAS_UP=1
-$CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)' || WAS_UP=0
 RAW=$(mktemp /tmp/chokepoint-files-inflight.XXXXXX)
-cleanup() {
-  rm -f "$RAW"
-  [ "$WAS_UP" = 1 ] || $CP lab down >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-[ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
+cleanup() { rm -f "$RAW"; }
+lab_up_unless_up cleanup
 
 lab_share_env "$($CP lab status --json)"
 on_server "rm -rf '$RAM/bench-inflight' && mkdir -p '$RAM/bench-inflight' && chown '$USER_:' '$RAM/bench-inflight'"

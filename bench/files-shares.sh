@@ -44,14 +44,8 @@ print(int(m.group(1)) * {'':1,'KB':1000,'KiB':1024}[m.group(2)])" "$SIZE")
 
 WORK=$(mktemp -d /dev/shm/chokepoint-files-shares.XXXXXX)
 chmod 700 "$WORK"
-WAS_UP=1
-$CP lab status --json | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["up"] else 1)' || WAS_UP=0
-cleanup() {
-  rm -rf "$WORK"
-  [ "$WAS_UP" = 1 ] || $CP lab down >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-[ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
+cleanup() { rm -rf "$WORK"; }
+lab_up_unless_up cleanup
 
 lab_share_env "$($CP lab status --json)"
 # Credentials for the peers in 0600 files, never on a command line.

@@ -37,6 +37,17 @@ lab_vars() {
   done
 }
 
+# lab_up_unless_up CLEANUP: brings the lab ($CHOKEPOINT_LAB_INSTANCE's, through
+# $CP) up unshaped (--rate 0) unless it is up already, and sets the EXIT trap:
+# the script's CLEANUP (a command), then `lab down` of a lab it brought up.
+lab_up_unless_up() {
+  WAS_UP=1
+  $CP lab status --json | field 'd["up"] or sys.exit(1)' >/dev/null || WAS_UP=0
+  LAB_CLEANUP=$1
+  trap '$LAB_CLEANUP; [ "$WAS_UP" = 1 ] || $CP lab down >/dev/null 2>&1 || true' EXIT
+  [ "$WAS_UP" = 1 ] || $CP lab up --rate 0 >/dev/null
+}
+
 # lab_share_env STATUS_JSON: the lab's names a share benchmark needs: SSHD
 # (the server's sshd pid, for its mount namespace), CLIENT_NS (cp-client[-N]:
 # the instance's), ADDR (the server's data address), RAM (the RAM share's

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -134,6 +135,28 @@ class RunBuilder {
 // Both ends with 1500-byte frames on a link of `speed_mbit` Mbit/s.
 RunBuilder lan(double speed_mbit) {
   return RunBuilder().host("server", 1500, speed_mbit).host("client", 1500, speed_mbit);
+}
+
+// Calls `change` on every sample of the stages of `layer` over `where` ("": any).
+void for_samples(RunRecord& run, const std::string& layer, const std::string& where,
+                 const std::function<void(SampleRecord&)>& change) {
+  for (auto& st : run.stages)
+    if ((layer.empty() || st.layer == layer) && (where.empty() || st.where == where))
+      for (auto& s : st.samples) change(s);
+}
+
+// Sets the details of every sample of `layer` ("": of every stage) to `json`.
+void set_details(RunRecord& run, const std::string& layer, const std::string& json) {
+  for_samples(run, layer, "", [&](SampleRecord& s) { s.details_json = json; });
+}
+
+// The tcp_info of every sample of `layer`: a round trip of `rtt_us` while
+// sending, `idle_us` when idle.
+void set_rtt(RunRecord& run, const std::string& layer, int rtt_us, int idle_us) {
+  set_details(run, layer,
+              fmt::format(R"({{"tcp_info":{{"available":true,"busy_s":2,"rtt_us":{},)"
+                          R"("rtt_idle_us":{}}}}})",
+                          rtt_us, idle_us));
 }
 
 int index_of(const Analysis& a, const Finding* f) {
@@ -275,10 +298,7 @@ TEST(Ladder, StarvedProtocolServerIsCpuBound) {
 // Sets every sample of `layer` over `where` to the CPU summaries `cpu_json`.
 void set_cpu(RunRecord& run, const std::string& layer, const std::string& where,
              const std::string& cpu_json) {
-  for (auto& st : run.stages) {
-    if (st.layer != layer || st.where != where) continue;
-    for (auto& s : st.samples) s.cpu_json = cpu_json;
-  }
+  for_samples(run, layer, where, [&](SampleRecord& s) { s.cpu_json = cpu_json; });
 }
 
 // `lab throttle --smbd-cpu 20%`: smbd never fills a core, but uses all of its
@@ -689,10 +709,7 @@ TEST(Ladder, ShortTcpHintsCiteBuffersAndBdp) {
 // hop between them (a 100 Mbit switch port, Wi-Fi, a VPN). Jumbo frames are no fix.
 TEST(Ladder, FlatTcpBelowBothNicsIsTheNetworkPath) {
   RunRecord run = lan(10000).rtt_us(2000).tcp("server->client", {11.8, 11.9, 11.8}).build();
-  for (auto& st : run.stages)
-    for (auto& s : st.samples)
-      s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":2000,)"
-                       R"("rtt_idle_us":150}})";
+  set_rtt(run, "", 2000, 150);
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "server -> client");
   ASSERT_TRUE(names_layer(f, "network path"));
@@ -705,15 +722,13 @@ TEST(Ladder, FlatTcpBelowBothNicsIsTheNetworkPath) {
 TEST(Ladder, JumboFramesOnlyForPerPacketCpuCost) {
   auto run_with = [](double sys_pct) {
     RunRecord run = lan(10000).tcp("server->client", {900, 905, 898}, 99).build();
-    for (auto& st : run.stages) {
-      for (auto& s : st.samples) {
-        s.cpu_json = fmt::format(
-            R"({{"server":{{"seconds":2,"total_busy_pct":60,"sys_pct":{},"softirq_pct":10,)"
-            R"("top":[{{"comm":"chokepoint-agen","role":"agent","cpu_pct":99,)"
-            R"("top_thread_pct":99}}]}}}})",
-            sys_pct);
-      }
-    }
+    for_samples(run, "", "", [&](SampleRecord& s) {
+      s.cpu_json = fmt::format(
+          R"({{"server":{{"seconds":2,"total_busy_pct":60,"sys_pct":{},"softirq_pct":10,)"
+          R"("top":[{{"comm":"chokepoint-agen","role":"agent","cpu_pct":99,)"
+          R"("top_thread_pct":99}}]}}}})",
+          sys_pct);
+    });
     return analyzed(run);
   };
   const Finding* f = nullptr;
@@ -876,10 +891,7 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
   EXPECT_EQ(f->settings[0].parameter, "strict sync");
   EXPECT_TRUE(f->misconfigured.empty());
   // Writes well above the synchronous rate show no flush per request.
-  for (auto& st : run.stages) {
-    if (st.layer != "smb" || st.where != "disk") continue;
-    for (auto& smp : st.samples) smp.seconds = double(smp.size) / 700e6;
-  }
+  for_samples(run, "smb", "disk", [](SampleRecord& s) { s.seconds = double(s.size) / 700e6; });
   EXPECT_TRUE(finding(analyzed(run), "smb disk write")->settings.empty());
 }
 
@@ -1311,13 +1323,10 @@ TEST(Ladder, SaturatedCoreOutsideTheCapIsNamed) {
   RunRecord run =
       lan(1000).tcp("server->client", {117}).disk("client", "write", 100'000'000, {400}).build();
   // The client's disk writes burn a core (e.g. dm-crypt) without capping.
-  for (auto& st : run.stages) {
-    if (st.layer != "disk") continue;
-    for (auto& s : st.samples) {
-      s.cpu_json = R"({"client":{"seconds":1,"core_busy_pct":[97,3],"total_busy_pct":50,"top":[)"
-                   R"({"comm":"kcryptd","role":"kernel","cpu_pct":96,"top_thread_pct":96}]}})";
-    }
-  }
+  for_samples(run, "disk", "", [](SampleRecord& s) {
+    s.cpu_json = R"({"client":{"seconds":1,"core_busy_pct":[97,3],"total_busy_pct":50,"top":[)"
+                 R"({"comm":"kcryptd","role":"kernel","cpu_pct":96,"top_thread_pct":96}]}})";
+  });
   Analysis a = analyzed(run);
   EXPECT_EQ(finding(a, "server -> client")->layer, "network");
   const Finding* cpu = finding(a, "cpu");
@@ -1564,9 +1573,7 @@ TEST(Ladder, ProtocolReadsTheServerSaysACacheMayServeRestOnNoVerdict) {
           .proto_details(R"({"cache_reason":"ZFS: the ARC (up to 4 GiB) keeps it"})")
           .proto("ftp", "disk", "read", {100, 101, 102})
           .build();
-  for (auto& st : run.stages)
-    if (st.layer == "ftp" && st.where == "disk")
-      for (auto& smp : st.samples) smp.cache_possible = true;
+  for_samples(run, "ftp", "disk", [](SampleRecord& s) { s.cache_possible = true; });
   Analysis a = analyzed(run);
   const Row* r = find_row(a, "ftp:disk:read:100000000");
   ASSERT_NE(r, nullptr);
@@ -1612,11 +1619,7 @@ TEST(Ladder, ClientWindowLimitedFigureIsALowerBound) {
                       .proto_details(R"({"properties":{"in_flight_bytes":"1048576"}})")
                       .proto("smb", "ram", "read", {100, 101, 99})
                       .build();
-  for (auto& st : run.stages)
-    if (st.layer == "tcp")
-      for (auto& s : st.samples)
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
-                         R"("rtt_idle_us":10000}})";
+  set_rtt(run, "tcp", 12000, 10000);
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "smb ram read");
   ASSERT_TRUE(names_layer(f, "probe"));
@@ -1809,11 +1812,7 @@ TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
                                      R"("in_flight_bytes":"8388608"}})")
                       .proto("smb", "ram", "read", {175, 176, 174})
                       .build();
-  for (auto& st : run.stages)
-    if (st.layer == "tcp")
-      for (auto& s : st.samples)
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
-                         R"("rtt_idle_us":10000}})";
+  set_rtt(run, "tcp", 12000, 10000);
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "smb ram read");
   ASSERT_TRUE(names_layer(f, "probe"));
@@ -1821,11 +1820,7 @@ TEST(Ladder, ClientIdlingARoundTripPerCallIsALowerBound) {
   ASSERT_EQ(f->hints.size(), 1u);
   EXPECT_EQ(f->hints[0].id, "protocol.client_drain");
   // Over a LAN the same calls idle well under 10 % of the time: the SMB layer.
-  for (auto& st : run.stages)
-    if (st.layer == "tcp")
-      for (auto& s : st.samples)
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":300,)"
-                         R"("rtt_idle_us":200}})";
+  set_rtt(run, "tcp", 300, 200);
   Analysis lan = analyzed(run);
   EXPECT_EQ(finding(lan, "smb ram read")->layer, "smb");
 }
@@ -1865,21 +1860,15 @@ TEST(Ladder, HelperConnectionsCoverEachOthersRoundTrips) {
                                      R"("in_flight_bytes":"25165824"}})")
                       .proto("smb", "ram", "read", {175, 176, 174})
                       .build();
-  for (auto& st : run.stages)
-    if (st.layer == "tcp")
-      for (auto& s : st.samples)
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":12000,)"
-                         R"("rtt_idle_us":10000}})";
+  set_rtt(run, "tcp", 12000, 10000);
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "smb ram read");
   ASSERT_TRUE(names_layer(f, "smb"));
   EXPECT_FALSE(f->lower_bound);
   // On one connection (connections=1) the same figure is a lower bound.
-  for (auto& st : run.stages)
-    for (auto& s : st.samples)
-      if (st.layer == "smb")
-        s.details_json = R"({"properties":{"io_size":"8388608","connections":"1",)"
-                         R"("in_flight_bytes":"8388608"}})";
+  set_details(run, "smb",
+              R"({"properties":{"io_size":"8388608","connections":"1",)"
+              R"("in_flight_bytes":"8388608"}})");
   EXPECT_EQ(finding(analyzed(run), "smb ram read")->layer, "probe");
 }
 
@@ -1904,10 +1893,8 @@ TEST(Ladder, OneRequestInFlightWithTheThreadsTakingTurnsIsALowerBound) {
   EXPECT_EQ(f->cpu.kind, "turns");
   EXPECT_DOUBLE_EQ(f->cpu.pct, 95);
   // Several requests in flight: no turn-taking, the SMB layer.
-  for (auto& st : run.stages)
-    if (st.layer == "smb")
-      for (auto& s : st.samples)
-        s.details_json = R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})";
+  set_details(run, "smb",
+              R"({"properties":{"in_flight_bytes":"8388608","request_size":"1048576"}})");
   EXPECT_EQ(finding(analyzed(run), "smb ram read")->layer, "smb");
 }
 
@@ -1999,11 +1986,7 @@ TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound)
                                      R"("request_size":"1048576","write_size_limit":"none"}})")
                       .proto("nfs", "ram", "write", {100, 101, 99}, 30, "ganesha.nfsd")
                       .build();
-  for (auto& st : run.stages)
-    if (st.layer == "tcp")
-      for (auto& s : st.samples)
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":42000,)"
-                         R"("rtt_idle_us":40000}})";
+  set_rtt(run, "tcp", 42000, 40000);
   const Finding* f = finding(analyzed(run), "nfs ram write");
   ASSERT_TRUE(names_layer(f, "probe"));
   EXPECT_TRUE(f->lower_bound);
@@ -2022,16 +2005,11 @@ TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
                       .proto("ftp", "disk", "read", {71, 73, 72})
                       .disk("server", "read", 100'000'000, {900, 910, 905})
                       .build();
-  for (auto& st : run.stages)
-    for (auto& s : st.samples) {
-      if (st.layer == "tcp") {
-        s.details_json = R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":10300,)"
-                         R"("rtt_idle_us":10100}})";
-      } else if (st.layer == "ftp") {
-        s.size = s.bytes = 30'000'000;
-        s.seconds = 30.0 / (100.0 / s.seconds);  // same rate, 30 MB files
-      }
-    }
+  set_rtt(run, "tcp", 10300, 10100);
+  for_samples(run, "ftp", "", [](SampleRecord& s) {
+    s.size = s.bytes = 30'000'000;
+    s.seconds = 30.0 / (100.0 / s.seconds);  // same rate, 30 MB files
+  });
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "ftp ram read");
   ASSERT_TRUE(names_layer(f, "undecided"));
@@ -2047,21 +2025,15 @@ TEST(Ladder, FilesTooShortForThePathsRoundTripsAreUndecided) {
   EXPECT_EQ(d->undecided_reason, "latency");
   // 300 MB files moving at the same 72 MB/s: 3.5 s longer than TCP's 2.6 s,
   // hundreds of round trips: the FTP layer caps it.
-  for (auto& st : run.stages)
-    if (st.layer == "ftp")
-      for (auto& s : st.samples) {
-        s.seconds *= 10;
-        s.size = s.bytes = 300'000'000;
-      }
+  for_samples(run, "ftp", "", [](SampleRecord& s) {
+    s.seconds *= 10;
+    s.size = s.bytes = 300'000'000;
+  });
   const Analysis big = analyzed(run);
   EXPECT_EQ(finding(big, "ftp ram read")->layer, "ftp");
   EXPECT_EQ(finding(big, "ftp disk read")->layer, "ftp");
   // The same short files on a sub-millisecond path: thousands of round trips.
-  for (auto& st : run.stages)
-    for (auto& s : st.samples)
-      if (st.layer == "tcp")
-        s.details_json =
-            R"({"tcp_info":{"available":true,"busy_s":2,"rtt_us":80,"rtt_idle_us":40}})";
+  set_rtt(run, "tcp", 80, 40);
   EXPECT_EQ(finding(analyzed(run), "ftp ram read")->layer, "ftp");
 }
 
@@ -2167,12 +2139,10 @@ TEST(Ladder, ProtocolBelowTcpWithTooShortCpuWindowsIsUndecided) {
           R"({"client":{"seconds":0.08,"total_busy_pct":100,"agent_pct":31,"other_pct":168,)"
           R"("top":[]},"server":{"seconds":0.12,"total_busy_pct":100,"server_pct":22,)"
           R"("other_pct":181,"top":[]}})");
-  for (auto& st : run.stages)
-    if (st.layer == "ftp")
-      for (auto& s : st.samples) {
-        s.size = s.bytes = 20'000'000;
-        s.seconds /= 5;
-      }
+  for_samples(run, "ftp", "", [](SampleRecord& s) {
+    s.size = s.bytes = 20'000'000;
+    s.seconds /= 5;
+  });
   Analysis a = analyzed(run);
   const Finding* f = finding(a, "ftp ram write");
   ASSERT_TRUE(names_layer(f, "undecided"));

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -70,27 +71,24 @@ class LabDirEnv {
   std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
 };
 
+// What `lab up` was asked for besides the delay: rate (bit/s), MTU, disk and
+// RAM sizes (bytes) and whether each size was given.
+auto asked(const UpArgs& a) {
+  return std::tuple(a.options.rate_bits, a.options.mtu, a.options.disk_bytes, a.options.ram_bytes,
+                    a.disk_size_given, a.ram_size_given);
+}
+
 TEST(LabCliTest, UpDefaults) {
   const UpArgs a = parse_up_args({});
-  EXPECT_EQ(a.options.rate_bits, 0u);
-  EXPECT_EQ(a.options.mtu, 1500);
+  EXPECT_EQ(asked(a), std::tuple(0ull, 1500, 3ull << 30, 2ull << 30, false, false));
   EXPECT_EQ(a.options.delay_s, 0);
-  EXPECT_EQ(a.options.disk_bytes, 3ull << 30);
-  EXPECT_EQ(a.options.ram_bytes, 2ull << 30);
-  EXPECT_FALSE(a.disk_size_given);
-  EXPECT_FALSE(a.ram_size_given);
 }
 
 TEST(LabCliTest, UpAllOptions) {
   const UpArgs a = parse_up_args({"--rate", "1gbit", "--mtu", "9000", "--delay", "2ms",
                                   "--disk-size", "512MiB", "--ram-size=1GiB"});
-  EXPECT_EQ(a.options.rate_bits, 1'000'000'000u);
-  EXPECT_EQ(a.options.mtu, 9000);
+  EXPECT_EQ(asked(a), std::tuple(1'000'000'000ull, 9000, 512ull << 20, 1ull << 30, true, true));
   EXPECT_DOUBLE_EQ(a.options.delay_s, 0.002);
-  EXPECT_EQ(a.options.disk_bytes, 512ull << 20);
-  EXPECT_EQ(a.options.ram_bytes, 1ull << 30);
-  EXPECT_TRUE(a.disk_size_given);
-  EXPECT_TRUE(a.ram_size_given);
   EXPECT_EQ(parse_up_args({"--rate", "200mbit"}).options.rate_bits, 200'000'000u);
 }
 

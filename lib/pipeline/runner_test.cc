@@ -66,6 +66,17 @@ SharePlan null_share() {
   return share;
 }
 
+// The null share's protocol stage (one 1 MiB sample) followed by the request
+// size sweep: 4 KiB and 64 KiB cells of 1 MiB each.
+void add_null_share_sweep(Plan& plan) {
+  plan.proto_sizes = {1u << 20};
+  plan.proto_count = 1;
+  plan.size_scan = true;
+  plan.scan_sizes = {4096, 65536};
+  plan.scan_bytes = 1u << 20;
+  plan.shares.push_back(null_share());
+}
+
 struct Recorded : RunObserver {
   std::vector<stored::Host> hosts;
   std::vector<StageRecord> stages;
@@ -99,6 +110,15 @@ class RunnerTest : public ::testing::Test {
     plan_.data_address = "127.0.0.1";
     plan_.disk_settle = 0;
     plan_.files_enabled = false;  // FilesStage* turn it on
+  }
+  // The small-file stage alone: `count` files of `size` bytes over `dirs` directories.
+  void files_only(uint64_t count, uint64_t size, uint64_t dirs) {
+    plan_.disk_enabled = false;
+    plan_.tcp_enabled = false;
+    plan_.files_enabled = true;
+    plan_.files_count = count;
+    plan_.files_size = size;
+    plan_.files_dirs = dirs;
   }
   Agents agents() { return {*server_.link, *client_.link, "srv", "cli", plan_.data_address}; }
   // Runs plan_'s stages through both agents; what they recorded.
@@ -148,12 +168,7 @@ TEST_F(RunnerTest, TcpStreamsTwoRecordEachStreamThroughRealAgents) {
 // disk stage, a sample per phase and pass with its ops and latency, the
 // random pass's seed stored, and nothing left in the run directory.
 TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
-  plan_.disk_enabled = false;
-  plan_.tcp_enabled = false;
-  plan_.files_enabled = true;
-  plan_.files_count = 120;
-  plan_.files_size = 1000;
-  plan_.files_dirs = 4;
+  files_only(120, 1000, 4);
   Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
   for (int64_t id : {1, 2}) {
@@ -191,12 +206,7 @@ TEST_F(RunnerTest, FilesStageStoresAPhasePerSampleOnEachEnd) {
 // phase with both ends' CPU, the share's protocol in the details, the disk
 // share's reads after the server dropped the files, and nothing left.
 TEST_F(RunnerTest, FilesOverAShareStoreEachPhaseWithBothEndsCpuAndLeaveNothing) {
-  plan_.disk_enabled = false;
-  plan_.tcp_enabled = false;
-  plan_.files_enabled = true;
-  plan_.files_count = 60;
-  plan_.files_size = 700;
-  plan_.files_dirs = 3;
+  files_only(60, 700, 3);
   plan_.files_order = "sequential";
   plan_.proto_sizes = {1u << 20};
   plan_.proto_count = 1;
@@ -325,12 +335,7 @@ TEST_F(RunnerTest, ProtocolStageThroughTheNullDriver) {
 TEST_F(RunnerTest, SweepRecordsEachRequestSizeAndSkipsWhatTheDriverCannotDo) {
   plan_.disk_enabled = false;
   plan_.tcp_enabled = false;
-  plan_.proto_sizes = {1u << 20};
-  plan_.proto_count = 1;
-  plan_.size_scan = true;
-  plan_.scan_sizes = {4096, 65536};
-  plan_.scan_bytes = 1u << 20;
-  plan_.shares.push_back(null_share());
+  add_null_share_sweep(plan_);
   plan_.shares.back().options["size"] = "4MiB";
   Recorded rec = run_plan();
   ASSERT_EQ(rec.stages.size(), 2u);
@@ -703,12 +708,7 @@ TEST(ScriptedRunnerTest, SweepSkipsThePatternsTheDriverTableLacksWithoutAskingTh
   Plan plan = disk_only_plan();
   plan.disk_enabled = false;
   plan.proto_enabled = true;  // the sweep runs after each share's protocol stage
-  plan.proto_sizes = {1u << 20};
-  plan.proto_count = 1;
-  plan.size_scan = true;
-  plan.scan_sizes = {4096, 65536};
-  plan.scan_bytes = 1u << 20;
-  plan.shares.push_back(null_share());
+  add_null_share_sweep(plan);
   std::vector<std::string> asked;
   ScriptedAgent server("server",
                        [&](const std::string&, const json::object&) { return json::object{}; });

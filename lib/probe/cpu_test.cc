@@ -364,12 +364,24 @@ class FakeCgroups {
   std::string proc_, fs_;
 };
 
+// A host's fake /proc and cgroup tree: kMountinfo's cgroups, one idle core
+// (1000 ticks) so far.
+struct FakeHost {
+  TempDir proc, fs;
+  FakeProc p{proc.path()};
+  FakeCgroups g{proc.path(), fs.path()};
+  FakeHost() {
+    g.mountinfo(kMountinfo);
+    p.stat(cpu_line(0, 0, 1000, 0));
+  }
+};
+
 // Process `pid`, forked by `ppid` and named `comm`, in the root cpu cgroup and
 // the network namespace `netns` (the agent's: net:[100]).
-void process(FakeProc& p, FakeCgroups& g, int pid, int ppid, const std::string& comm,
+void process(FakeHost& h, int pid, int ppid, const std::string& comm,
              const std::string& netns = "net:[100]") {
-  p.child(pid, ppid, comm);
-  g.pid(pid, "1:cpu:/\n", netns);
+  h.p.child(pid, ppid, comm);
+  h.g.pid(pid, "1:cpu:/\n", netns);
 }
 
 // The top processes' pids, each with whether it runs in another network namespace.
@@ -421,28 +433,25 @@ TEST(CpuLimit, V2CpuMaxAndMountRoots) {
 }
 
 TEST(CpuSampler, KeepsProcessesNearTheirLimitAndTheirNamespace) {
-  TempDir proc, fs;
-  FakeProc p(proc.path());
-  FakeCgroups g(proc.path(), fs.path());
-  g.mountinfo(kMountinfo);
-  g.cfs_quota("/sys/fs/cgroup/cpu/starved", "20000");
-  g.cfs_quota("/sys/fs/cgroup/cpu/loose", "400000");
-  p.stat(cpu_line(0, 0, 1000, 0));
+  FakeHost h;
+  h.g.cfs_quota("/sys/fs/cgroup/cpu/starved", "20000");
+  h.g.cfs_quota("/sys/fs/cgroup/cpu/loose", "400000");
   for (int pid = 1; pid <= 8; ++pid) {
-    p.pid(pid, "p" + std::to_string(pid), 0, 0, 10);
-    g.pid(pid, "1:cpu:/\n");
+    h.p.pid(pid, "p" + std::to_string(pid), 0, 0, 10);
+    h.g.pid(pid, "1:cpu:/\n");
   }
-  g.pid(7, "1:cpu:/starved\n", "net:[200]");  // smbd of the other lab host
-  g.pid(8, "1:cpu:/loose\n");
-  CpuSampler sampler(3600, proc.path(), fs.path());
+  h.g.pid(7, "1:cpu:/starved\n", "net:[200]");  // smbd of the other lab host
+  h.g.pid(8, "1:cpu:/loose\n");
+  CpuSampler sampler(3600, h.proc.path(), h.fs.path());
   sampler.start();
-  p.stat(cpu_line(0, 1000, 1000, 0));  // one core, 1000 ticks in the window
+  h.p.stat(cpu_line(0, 1000, 1000, 0));  // one core, 1000 ticks in the window
   // Five busy processes at 50..90 %, then the starved one at 19 % (95 % of its 20 %), one at
   // 10 % of a 400 % limit, and one at 15 % without a limit.
-  for (int pid = 1; pid <= 5; ++pid) p.pid(pid, "p" + std::to_string(pid), 400 + 100 * pid, 0, 10);
-  p.pid(6, "p6", 150, 0, 10);
-  p.pid(7, "smbd", 190, 0, 10);
-  p.pid(8, "p8", 100, 0, 10);
+  for (int pid = 1; pid <= 5; ++pid)
+    h.p.pid(pid, "p" + std::to_string(pid), 400 + 100 * pid, 0, 10);
+  h.p.pid(6, "p6", 150, 0, 10);
+  h.p.pid(7, "smbd", 190, 0, 10);
+  h.p.pid(8, "p8", 100, 0, 10);
   CpuSummary s = sampler.stop();
   ASSERT_EQ(s.top.size(), 6u);
   for (int i = 0; i < 5; ++i) {
@@ -460,20 +469,16 @@ TEST(CpuSampler, KeepsProcessesNearTheirLimitAndTheirNamespace) {
 // namespace, forked by the listener in the agent's own. The session is this
 // end's file server; an smbd whose whole tree lives elsewhere is not.
 TEST(CpuSampler, AFileServerSessionInItsOwnNamespaceIsThisEndsServer) {
-  TempDir proc, fs;
-  FakeProc p(proc.path());
-  FakeCgroups g(proc.path(), fs.path());
-  g.mountinfo(kMountinfo);
-  p.stat(cpu_line(0, 0, 1000, 0));
-  process(p, g, 20, 1, "vsftpd");                // the listener, in the agent's namespace
-  process(p, g, 21, 20, "vsftpd", "net:[300]");  // a session, in a namespace of its own
-  process(p, g, 30, 1, "smbd", "net:[200]");  // another host's (or container's) smbd and its child
-  process(p, g, 31, 30, "smbd", "net:[200]");
-  CpuSampler sampler(3600, proc.path(), fs.path());
+  FakeHost h;
+  process(h, 20, 1, "vsftpd");                // the listener, in the agent's namespace
+  process(h, 21, 20, "vsftpd", "net:[300]");  // a session, in a namespace of its own
+  process(h, 30, 1, "smbd", "net:[200]");     // another host's (or container's) smbd and its child
+  process(h, 31, 30, "smbd", "net:[200]");
+  CpuSampler sampler(3600, h.proc.path(), h.fs.path());
   sampler.start();
-  p.stat(cpu_line(0, 1000, 1000, 0));
-  p.pid_with_parent(21, 20, "vsftpd", 500);
-  p.pid_with_parent(31, 30, "smbd", 300);
+  h.p.stat(cpu_line(0, 1000, 1000, 0));
+  h.p.pid_with_parent(21, 20, "vsftpd", 500);
+  h.p.pid_with_parent(31, 30, "smbd", 300);
   CpuSummary s = sampler.stop();
   ASSERT_EQ(netns_of_top(s), (std::vector<std::pair<int, bool>>{{21, false}, {31, true}}));
   EXPECT_EQ(s.top[0].role, "server");
@@ -525,36 +530,32 @@ TEST(CpuParse, ProcNetTcp) {
 // 445 from the client's address), so it and what it forked are this end's
 // server. Another container's smbd, serving someone else, stays competing load.
 TEST(CpuSampler, AFileServerHoldingTheSamplesConnectionIsThisEndsServerInAContainer) {
-  TempDir proc, fs;
-  FakeProc p(proc.path());
-  FakeCgroups g(proc.path(), fs.path());
-  g.mountinfo(kMountinfo);
-  p.stat(cpu_line(0, 0, 1000, 0));
-  process(p, g, 40, 1, "containerd-shim");       // in the agent's namespace
-  process(p, g, 41, 40, "smbd", "net:[400]");    // the container's listener
-  process(p, g, 42, 41, "smbd", "net:[400]");    // the client's session
-  process(p, g, 43, 42, "worker", "net:[400]");  // a helper it forked
-  process(p, g, 50, 1, "smbd", "net:[500]");     // another container's, with a client of its own
+  FakeHost h;
+  process(h, 40, 1, "containerd-shim");       // in the agent's namespace
+  process(h, 41, 40, "smbd", "net:[400]");    // the container's listener
+  process(h, 42, 41, "smbd", "net:[400]");    // the client's session
+  process(h, 43, 42, "worker", "net:[400]");  // a helper it forked
+  process(h, 50, 1, "smbd", "net:[500]");     // another container's, with a client of its own
   for (int pid : {41, 42, 43, 50}) {
-    const std::string dir = proc.path() + "/" + std::to_string(pid);
+    const std::string dir = h.proc.path() + "/" + std::to_string(pid);
     std::filesystem::create_directories(dir + "/net");
     std::filesystem::create_directories(dir + "/fd");
     FakeProc::write(dir + "/net/tcp", std::string(kNetTcpHeader) + kNetTcpLines);
   }
-  ::symlink("socket:[4444]", (proc.path() + "/41/fd/3").c_str());
-  ::symlink("socket:[5555]", (proc.path() + "/42/fd/7").c_str());
-  ::symlink("/dev/null", (proc.path() + "/42/fd/0").c_str());
-  ::symlink("socket:[5555]", (proc.path() + "/50/fd/7").c_str());  // its own netns's 5555
-  FakeProc::write(proc.path() + "/50/net/tcp",
+  ::symlink("socket:[4444]", (h.proc.path() + "/41/fd/3").c_str());
+  ::symlink("socket:[5555]", (h.proc.path() + "/42/fd/7").c_str());
+  ::symlink("/dev/null", (h.proc.path() + "/42/fd/0").c_str());
+  ::symlink("socket:[5555]", (h.proc.path() + "/50/fd/7").c_str());  // its own netns's 5555
+  FakeProc::write(h.proc.path() + "/50/net/tcp",
                   std::string(kNetTcpHeader) +
                       "   1: 010012C6:01BD 030012C6:B3A2 01 00000000:00000000 00:00000000 "
                       "00000000     0        0 5555 1 0000000000000000 20 4 30 10 -1\n");
-  CpuSampler sampler(3600, proc.path(), fs.path());
+  CpuSampler sampler(3600, h.proc.path(), h.fs.path());
   sampler.start({445, "198.18.0.2"});
-  p.stat(cpu_line(0, 1000, 1000, 0));
-  p.pid_with_parent(42, 41, "smbd", 400);
-  p.pid_with_parent(43, 42, "worker", 200);
-  p.pid_with_parent(50, 1, "smbd", 300);
+  h.p.stat(cpu_line(0, 1000, 1000, 0));
+  h.p.pid_with_parent(42, 41, "smbd", 400);
+  h.p.pid_with_parent(43, 42, "worker", 200);
+  h.p.pid_with_parent(50, 1, "smbd", 300);
   CpuSummary s = sampler.stop();
   ASSERT_EQ(netns_of_top(s),
             (std::vector<std::pair<int, bool>>{{42, false}, {50, true}, {43, false}}));
@@ -563,9 +564,9 @@ TEST(CpuSampler, AFileServerHoldingTheSamplesConnectionIsThisEndsServerInAContai
   EXPECT_DOUBLE_EQ(s.server_pct, 30 + 40 + 20);  // by name, wherever they run
   EXPECT_DOUBLE_EQ(s.other_pct, 0);
   // Without the connection (an older orchestrator), the container is another's.
-  CpuSampler blind(3600, proc.path(), fs.path());
+  CpuSampler blind(3600, h.proc.path(), h.fs.path());
   blind.start();
-  p.pid_with_parent(42, 41, "smbd", 800);
+  h.p.pid_with_parent(42, 41, "smbd", 800);
   CpuSummary b = blind.stop();
   for (const ProcLoad& l : b.top) EXPECT_TRUE(l.other_netns) << l.pid;
 }

@@ -37,6 +37,7 @@
 #include "lab/throttle.h"
 #include "transfer/driver.h"
 #include "transfer/protocols.h"
+#include "transfer/testing/children.h"
 #include "transfer/testing/error_of.h"
 #include "transfer/testing/lab_world.h"
 
@@ -67,6 +68,14 @@ std::string put_in_place(Session& s, const std::string& rel, uint64_t size, uint
 class DriversLabTest : public LabDriverTest {
  protected:
   DriversLabTest() : LabDriverTest("chokepoint-drivers-test") {}
+  // Puts `size` pattern bytes of `seed` to `rel` on the `medium` share and
+  // checks that the server holds them; their checksum.
+  static std::string put_checked(Session& s, const std::string& rel, uint64_t size, uint64_t seed,
+                                 const std::string& medium = "ram") {
+    const std::string sent = put(s, rel, size, seed);
+    EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), sent) << rel;
+    return sent;
+  }
   // The message of the Error that `f` throws.
   static std::string error_of(const std::function<void()>& f) {
     try {
@@ -87,8 +96,7 @@ TEST_F(DriversLabTest, WritesAndReadsTenAndHundredMegabytesWithMatchingChecksums
       for (uint64_t size : {kMB10, kMB100}) {
         // Write: what the server stored is what was sent.
         const std::string rel = fmt::format("{}/w-{}.dat", run_, size);
-        const std::string sent = put(*s, rel, size, ++seed);
-        EXPECT_EQ(server_checksum(share_dir(medium) + "/" + rel), sent);
+        const std::string sent = put_checked(*s, rel, size, ++seed, medium);
         // FTP records what TCP kept in flight on the data connection.
         if (protocol == "ftp") {
           EXPECT_GT(std::stoull(s->properties().at("tcp_in_flight_bytes")), 0u);
@@ -130,8 +138,7 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   // 10 MB and a tail that is not a whole number of calls, both ways.
   const uint64_t size = kMB10 + 12345;
   const std::string rel = run_ + "/small-io.dat";
-  const std::string sent = put(*s, rel, size, 7);
-  EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+  const std::string sent = put_checked(*s, rel, size, 7);
   props = s->properties();
   EXPECT_EQ(props.at("flight_op"), "write");
   EXPECT_EQ(props.at("request_size"), "16384");
@@ -148,20 +155,6 @@ TEST_F(DriversLabTest, SmbHonoursASmallNegotiatedReadAndWriteSize) {
   s->remove(rel);
 }
 
-// The child processes of this process (the smb driver's helpers).
-std::vector<pid_t> own_children() {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream st(entry.path() / "stat");
-    std::string pid, comm, state, ppid;
-    st >> pid >> comm >> state >> ppid;
-    if (ppid == std::to_string(getpid())) out.push_back(std::stoi(pid));
-  }
-  return out;
-}
-
 // connections=3: helper processes move a file's calls (32 KiB each here, so
 // many rounds) three at a time; what arrives is what was sent both ways, the
 // sample records three calls in flight, and the helpers end with the session.
@@ -174,8 +167,7 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
     EXPECT_EQ(s->properties().at("connections"), "3");
     const uint64_t size = kMB10 + 12345;  // not a whole number of calls
     const std::string rel = run_ + "/pool.dat";
-    const std::string sent = put(*s, rel, size, 11);
-    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    const std::string sent = put_checked(*s, rel, size, 11);
     auto props = s->properties();
     EXPECT_EQ(props.at("flight_op"), "write");
     EXPECT_EQ(std::stoull(props.at("in_flight_bytes")), 3u * 32768);
@@ -191,7 +183,7 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
     EXPECT_EQ(std::string(buf.data(), buf.size()), pattern(size, 11).substr(5000000, 1000));
     f->close();
     s->remove(rel);
-    helpers = own_children();
+    helpers = testing::child_pids();
     EXPECT_GE(helpers.size(), 3u);
   }
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
@@ -215,12 +207,11 @@ TEST_F(DriversLabTest, SmbRefusedHelperConnectionsFinishOnOneAndSayWhy) {
   EXPECT_EQ(props.at("connections_asked"), "3");
   EXPECT_EQ(props.at("connections_chosen"), "option");
   EXPECT_EQ(props.at("connections_reason"), "helpers_refused");
-  EXPECT_TRUE(own_children().empty()) << "the helpers were not stopped";
+  EXPECT_TRUE(testing::child_pids().empty()) << "the helpers were not stopped";
   for (uint64_t seed : {21, 22}) {
     const uint64_t size = kMB10 + 12345;
     const std::string rel = fmt::format("{}/refused-{}.dat", run_, seed);
-    const std::string sent = put(*s, rel, size, seed);
-    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    const std::string sent = put_checked(*s, rel, size, seed);
     EXPECT_EQ(get(*s, rel), sent);
     props = s->properties();
     EXPECT_EQ(props.at("connections"), "1");
@@ -255,7 +246,7 @@ std::vector<std::pair<int, pid_t>> smb_sockets(const std::string& netns) {
 // (found by the helpers' TCP ports), as a server aborting them would; returns
 // how many, once they are gone.
 size_t kill_helper_smbds() {
-  const std::vector<pid_t> helpers = own_children();
+  const std::vector<pid_t> helpers = testing::child_pids();
   std::vector<int> helper_ports;
   for (const auto& [port, pid] : smb_sockets(g_world->lab.client.netns)) {
     if (std::find(helpers.begin(), helpers.end(), pid) != helpers.end()) {
@@ -288,15 +279,14 @@ TEST_F(DriversLabTest, SmbAbortedHelperConnectionsFinishOnOneAndSayWhy) {
     ASSERT_EQ(s->properties().at("connections"), "3");
     ASSERT_EQ(kill_helper_smbds(), 3u);
     const std::string rel = run_ + "/aborted.dat";
-    const std::string sent = put(*s, rel, size, 31);
-    EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+    const std::string sent = put_checked(*s, rel, size, 31);
     EXPECT_EQ(get(*s, rel), sent);
     const auto props = s->properties();
     EXPECT_EQ(props.at("connections"), "1");
     EXPECT_EQ(props.at("connections_asked"), "3");
     EXPECT_EQ(props.at("connections_reason"), "helpers_aborted");
     s->remove(rel);
-    EXPECT_TRUE(own_children().empty()) << "the helpers were not stopped";
+    EXPECT_TRUE(testing::child_pids().empty()) << "the helpers were not stopped";
   }
   {
     SCOPED_TRACE("aborted in the middle of a read");
@@ -419,8 +409,7 @@ TEST_F(DriversLabTest, FtpsVerifiedAgainstTheLabCertificate) {
   EXPECT_EQ(props.at("tls"), "explicit");
   // Both directions arrive intact over TLS.
   const std::string rel = run_ + "/tls-w.dat";
-  const std::string sent = put(*s, rel, kMB10, 41);
-  EXPECT_EQ(server_checksum(share_dir("ram") + "/" + rel), sent);
+  const std::string sent = put_checked(*s, rel, kMB10, 41);
   EXPECT_EQ(get(*s, rel), sent);
   s->remove(rel);
   // Without the certificate the server is not trusted, and the error says what to do.

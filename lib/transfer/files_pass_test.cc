@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "transfer/forked_session.h"
+#include "transfer/testing/children.h"
 
 namespace cp::transfer {
 namespace {
@@ -182,12 +183,33 @@ class FilesPassTest : public ::testing::Test {
     s.url = driver == "null" ? "null:" : dir_.string();
     return make_driver(driver)->connect(s, cancel_);
   }
-  FilesPassOptions options(uint64_t count, uint64_t size, uint64_t dirs) const {
+  // `count` files of `size` bytes over `dirs` directories, `in_flight` operations at once.
+  FilesPassOptions options(uint64_t count, uint64_t size, uint64_t dirs,
+                           unsigned in_flight = 1) const {
     FilesPassOptions o;
     o.tree = {.count = count, .size = size, .dirs = dirs};
     o.root = "pass";
     o.budget_s = 0;
+    o.in_flight = in_flight;
     return o;
+  }
+  // The pass over `s`, counting in opened_ the other sessions it opens from
+  // `open` (another path session unless given).
+  FilesPassResult run_counting_opens(Session& s, const DriverSpec& spec, const FilesPassOptions& o,
+                                     const SessionSource& open = nullptr) {
+    return run_files_pass(
+        s,
+        [&]() -> std::unique_ptr<Session> {
+          ++opened_;
+          return open ? open() : connect("path");
+        },
+        spec, o, cancel_);
+  }
+  // The path driver as one that keeps its file operations in flight on its one session.
+  static DriverSpec in_flight_path_spec() {
+    DriverSpec spec = driver_spec("path");
+    spec.caps.file_ops_in_flight = true;
+    return spec;
   }
   // Entries left under the share's directory.
   size_t left() const {
@@ -195,6 +217,7 @@ class FilesPassTest : public ::testing::Test {
   }
   fs::path dir_;
   CancelToken cancel_;
+  int opened_ = 0;
 };
 
 TEST_F(FilesPassTest, NullDriverRunsEveryPhaseOverEveryFileOneAtATime) {
@@ -279,17 +302,9 @@ TEST_F(FilesPassTest, SessionsInThreadsKeepSeveralOperationsInFlight) {
     return std::make_unique<SlowSession>(connect("null"), std::chrono::milliseconds(2));
   };
   auto first = slow();
-  FilesPassOptions o = options(80, 100, 4);
-  o.in_flight = 4;
-  int opened = 0;
-  const FilesPassResult r = run_files_pass(
-      *first,
-      [&]() -> std::unique_ptr<Session> {
-        ++opened;
-        return slow();
-      },
-      spec, o, cancel_);
-  EXPECT_EQ(opened, 3);
+  FilesPassOptions o = options(80, 100, 4, 4);
+  const FilesPassResult r = run_counting_opens(*first, spec, o, slow);
+  EXPECT_EQ(opened_, 3);
   EXPECT_EQ(r.in_flight, 4u);
   // Create and read sleep 2 ms per file on each of 4 sessions at once.
   for (const auto& p : {r.phases[0], r.phases[1], r.phases[2]}) {
@@ -301,31 +316,16 @@ TEST_F(FilesPassTest, SessionsInThreadsKeepSeveralOperationsInFlight) {
   }
 }
 
-// Children of this process (helpers left running).
-size_t children() {
-  size_t n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream st(e.path() / "stat");
-    std::string pid, comm, state, ppid;
-    st >> pid >> comm >> state >> ppid;
-    if (ppid == std::to_string(getpid())) ++n;
-  }
-  return n;
-}
-
 // A driver whose sessions cannot share threads (smb) gets its extra sessions
 // in helper processes: the same figures, and the helpers end with the pass.
 TEST_F(FilesPassTest, SessionsThatCannotShareThreadsRunInHelperProcesses) {
   DriverSpec no_threads = driver_spec("path");
   no_threads.caps.threads = false;
   auto s = connect("path");
-  FilesPassOptions o = options(60, 2000, 3);
-  o.in_flight = 3;
+  FilesPassOptions o = options(60, 2000, 3, 3);
   size_t during = 0;
   o.before_phase = [&](Phase p) {
-    if (p == Phase::read) during = children();
+    if (p == Phase::read) during = testing::child_pids().size();
   };
   const FilesPassResult r = run_files_pass(
       *s, [&]() -> std::unique_ptr<Session> { return connect("path"); }, no_threads, o, cancel_);
@@ -339,7 +339,7 @@ TEST_F(FilesPassTest, SessionsThatCannotShareThreadsRunInHelperProcesses) {
   }
   EXPECT_EQ(r.phases[2].bytes, 60u * 2000);
   EXPECT_EQ(left(), 0u);
-  EXPECT_EQ(children(), 0u);
+  EXPECT_EQ(testing::child_pids().size(), 0u);
 }
 
 // A helper that cannot log in: its error, as it was, here.
@@ -354,24 +354,16 @@ TEST_F(FilesPassTest, AForkedSessionThatCannotConnectThrowsItsError) {
     EXPECT_EQ(std::string(e.what()), "no such share");
     EXPECT_EQ(e.hint(), "fix the URL");
   }
-  EXPECT_EQ(children(), 0u);
+  EXPECT_EQ(testing::child_pids().size(), 0u);
 }
 
 TEST_F(FilesPassTest, InFlightIsCappedAtTheDriversMaximum) {
   DriverSpec one = driver_spec("path");
   one.caps.max_in_flight = 1;
   auto s = connect("path");
-  FilesPassOptions o = options(20, 10, 2);
-  o.in_flight = 8;
-  int opened = 0;
-  const FilesPassResult r = run_files_pass(
-      *s,
-      [&]() -> std::unique_ptr<Session> {
-        ++opened;
-        return connect("path");
-      },
-      one, o, cancel_);
-  EXPECT_EQ(opened, 0);
+  FilesPassOptions o = options(20, 10, 2, 8);
+  const FilesPassResult r = run_counting_opens(*s, one, o);
+  EXPECT_EQ(opened_, 0);
   EXPECT_EQ(r.in_flight, 1u);
   EXPECT_EQ(r.phases[0].in_flight_max, 1u);
   EXPECT_FALSE(r.in_flight_note.empty());
@@ -520,20 +512,10 @@ TEST_F(FilesPassTest, PhaseByPhaseACreateThatFailsRemovesItsTree) {
 // opens no other, hands it `in_flight` at once, and records them; every file
 // is made, read back whole and removed.
 TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSession) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(4), cancel_);
-  FilesPassOptions o = options(96, 1000, 4);
-  o.in_flight = 6;
-  int opened = 0;
-  const FilesPassResult r = run_files_pass(
-      s,
-      [&]() -> std::unique_ptr<Session> {
-        ++opened;
-        return connect("path");
-      },
-      spec, o, cancel_);
-  EXPECT_EQ(opened, 0);
+  FilesPassOptions o = options(96, 1000, 4, 6);
+  const FilesPassResult r = run_counting_opens(s, in_flight_path_spec(), o);
+  EXPECT_EQ(opened_, 0);
   EXPECT_EQ(r.in_flight, 6u);
   EXPECT_EQ(r.created, 96u);
   EXPECT_GE(s.at_once_max.load(), 2u);  // they really ran side by side
@@ -558,11 +540,8 @@ TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSessi
 // A read that brings back other bytes than were written fails the phase, as
 // on the one-at-a-time path.
 TEST_F(FilesPassTest, InFlightReadsAreCheckedAgainstWhatWasWritten) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::microseconds(0), cancel_);
-  FilesPassOptions o = options(12, 300, 1);
-  o.in_flight = 4;
+  FilesPassOptions o = options(12, 300, 1, 4);
   o.before_phase = [&](Phase p) {
     if (p != Phase::read) return;
     // One file's bytes changed behind the pass's back (same size).
@@ -570,7 +549,7 @@ TEST_F(FilesPassTest, InFlightReadsAreCheckedAgainstWhatWasWritten) {
     f.seekp(10);
     f.put('\xff');
   };
-  const FilesPassResult r = run_files_pass(s, nullptr, spec, o, cancel_);
+  const FilesPassResult r = run_files_pass(s, nullptr, in_flight_path_spec(), o, cancel_);
   EXPECT_FALSE(r.phases[2].error.empty());
   EXPECT_LT(r.phases[2].ops, 12u);
   EXPECT_EQ(r.phases[3].ops, 12u);
@@ -580,13 +559,10 @@ TEST_F(FilesPassTest, InFlightReadsAreCheckedAgainstWhatWasWritten) {
 // A create that fails midway ends the phase with its error; the operations
 // out at the time end and are counted, and nothing is left.
 TEST_F(FilesPassTest, AnInFlightCreateThatFailsEndsThePhaseAndLeavesNothing) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(1), cancel_);
   s.fail_at = 20;
-  FilesPassOptions o = options(60, 100, 3);
-  o.in_flight = 4;
-  const FilesPassResult r = run_files_pass(s, nullptr, spec, o, cancel_);
+  FilesPassOptions o = options(60, 100, 3, 4);
+  const FilesPassResult r = run_files_pass(s, nullptr, in_flight_path_spec(), o, cancel_);
   const auto& create = r.phases[0];
   EXPECT_FALSE(create.error.empty());
   EXPECT_GE(create.ops, 19u);  // those before it, and those out beside it
@@ -600,16 +576,13 @@ TEST_F(FilesPassTest, AnInFlightCreateThatFailsEndsThePhaseAndLeavesNothing) {
 // Cancelled in the middle of the create with operations out: they end, the
 // pass removes everything it made and throws kCancelled.
 TEST_F(FilesPassTest, AnInFlightPassCancelledMidPhaseRemovesWhatItMadeAndThrows) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(1), cancel_);
   s.cancel_after = 25;
-  FilesPassOptions o = options(200, 100, 4);
-  o.in_flight = 8;
+  FilesPassOptions o = options(200, 100, 4, 8);
   Phase last = Phase::create;
   o.before_phase = [&](Phase p) { last = p; };
   try {
-    run_files_pass(s, nullptr, spec, o, cancel_);
+    run_files_pass(s, nullptr, in_flight_path_spec(), o, cancel_);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kCancelled);

@@ -96,31 +96,30 @@ TEST(Registry, OptionValuesAreCheckedByTypeAndRange) {
 
 // The declared ranges agree with the drivers' own option parsers at the edges.
 TEST(Registry, DeclaredRangesMatchTheNfsAndAfpParsers) {
-  const DriverSpec& nfs = driver_spec("nfs");
-  for (const auto& [key, value, ok] : std::vector<std::tuple<std::string, std::string, bool>>{
-           {"depth", "1", true},
-           {"depth", std::to_string(kNfsMaxDepth), true},
-           {"depth", std::to_string(kNfsMaxDepth + 1), false},
-           {"version", "3", true},
-           {"version", "2", false},
-           {"request_size", "16MiB", true},
-           {"request_size", "17MiB", false}}) {
-    SCOPED_TRACE(key + "=" + value);
-    const std::map<std::string, std::string> o{{key, value}};
-    EXPECT_EQ(kind_of([&] { check_options(nfs, o); }) == std::nullopt, ok);
-    EXPECT_EQ(kind_of([&] { parse_nfs_options(o); }) == std::nullopt, ok);
-  }
-  const DriverSpec& afp = driver_spec("afp");
-  for (const auto& [key, value, ok] :
-       std::vector<std::tuple<std::string, std::string, bool>>{{"depth", "64", true},
-                                                               {"depth", "65", false},
-                                                               {"request_size", "4k", true},
-                                                               {"request_size", "4095", false},
-                                                               {"tickle_interval", "0", false}}) {
-    SCOPED_TRACE(key + "=" + value);
-    const std::map<std::string, std::string> o{{key, value}};
-    EXPECT_EQ(kind_of([&] { check_options(afp, o); }) == std::nullopt, ok);
-    EXPECT_EQ(kind_of([&] { afp::parse_afp_options(o); }) == std::nullopt, ok);
+  using Options = std::map<std::string, std::string>;
+  const std::map<std::string, std::function<void(const Options&)>> parse{
+      {"nfs", [](const Options& o) { parse_nfs_options(o); }},
+      {"afp", [](const Options& o) { afp::parse_afp_options(o); }}};
+  struct Case {
+    std::string driver, key, value;
+    bool ok;
+  };
+  for (const Case& c : std::vector<Case>{{"nfs", "depth", "1", true},
+                                         {"nfs", "depth", std::to_string(kNfsMaxDepth), true},
+                                         {"nfs", "depth", std::to_string(kNfsMaxDepth + 1), false},
+                                         {"nfs", "version", "3", true},
+                                         {"nfs", "version", "2", false},
+                                         {"nfs", "request_size", "16MiB", true},
+                                         {"nfs", "request_size", "17MiB", false},
+                                         {"afp", "depth", "64", true},
+                                         {"afp", "depth", "65", false},
+                                         {"afp", "request_size", "4k", true},
+                                         {"afp", "request_size", "4095", false},
+                                         {"afp", "tickle_interval", "0", false}}) {
+    SCOPED_TRACE(c.driver + ": " + c.key + "=" + c.value);
+    const Options o{{c.key, c.value}};
+    EXPECT_EQ(kind_of([&] { check_options(driver_spec(c.driver), o); }) == std::nullopt, c.ok);
+    EXPECT_EQ(kind_of([&] { parse.at(c.driver)(o); }) == std::nullopt, c.ok);
   }
 }
 

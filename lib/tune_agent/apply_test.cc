@@ -13,12 +13,12 @@
 
 #include "core/error.h"
 #include "core/text.h"
+#include "tune_agent/testing/fake_sysctl_tree.h"
 
 namespace cp::tune {
 namespace {
 
-// The whole file; "" when it cannot be read.
-std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
+using testing::slurp;
 
 void spit(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -41,15 +41,6 @@ Action write_action(const std::string& path, const std::string& content = "") {
 
 class JournalTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = "/var/tmp/chokepoint-tune-test-" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ + "/proc/sys/net/ipv4");
-    // server.tcp_rmem's file, in a fake tree the journal's checks are rooted at.
-    target_ = dir_ + "/proc/sys/net/ipv4/tcp_rmem";
-    spit(target_, "original\n");
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   // A change of a plain file, as the sysfs/sysctl knobs change theirs.
   Resolved change_to(const std::string& value) {
     Resolved r;
@@ -61,7 +52,9 @@ class JournalTest : public ::testing::Test {
   }
   const Knob& knob() { return find_knob("server.tcp_rmem"); }
   std::string journal() { return dir_ + "/tune-journal-test.json"; }
-  std::string dir_, target_;
+  testing::FakeSysctlTree tree_{"chokepoint-tune-test", "original\n"};
+  const std::string dir_ = tree_.dir();
+  const std::string target_ = tree_.tcp_rmem();  // server.tcp_rmem's file
 };
 
 TEST_F(JournalTest, JournalHoldsTheFirstOriginalAndRevertRestoresIt) {

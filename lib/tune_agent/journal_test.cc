@@ -17,26 +17,19 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "tune_agent/detail.h"
+#include "tune_agent/testing/fake_sysctl_tree.h"
 
 namespace cp::tune {
 namespace {
 
-// The whole file; "" when it cannot be read.
-std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
+using testing::slurp;
 
 class SecurityJournal : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = "/var/tmp/chokepoint-journal-test-" + std::to_string(getpid());
-    std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_ + "/state");
-    std::filesystem::create_directories(dir_ + "/proc/sys/net/ipv4");
     ::chmod((dir_ + "/state").c_str(), 0700);
-    marker_ = dir_ + "/marker";
-    sysctl_ = dir_ + "/proc/sys/net/ipv4/tcp_rmem";
-    std::ofstream(sysctl_) << "tuned\n";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path() const { return dir_ + "/state/tune-journal-test.json"; }
   // A journal of one entry, written as `mode`.
   void plant(const std::string& entry, mode_t mode = 0600) {
@@ -54,7 +47,19 @@ class SecurityJournal : public ::testing::Test {
     Journal j(path(), dir_);
     return j.revert_stale();
   }
-  std::string dir_, marker_, sysctl_;
+  // Whether starting over the planted journal refuses it once, for `reason`.
+  ::testing::AssertionResult refused_once(Refusal reason) {
+    const StartReport r = start();
+    if (r.refused.size() != 1u)
+      return ::testing::AssertionFailure() << r.refused.size() << " refused";
+    if (r.refused[0].reason != reason)
+      return ::testing::AssertionFailure() << "refused for " << to_string(r.refused[0].reason);
+    return ::testing::AssertionSuccess();
+  }
+  testing::FakeSysctlTree tree_{"chokepoint-journal-test", "tuned\n"};
+  const std::string dir_ = tree_.dir();
+  const std::string marker_ = dir_ + "/marker";
+  const std::string sysctl_ = tree_.tcp_rmem();
 };
 
 TEST_F(SecurityJournal, APlantedRunActionIsRefusedAndNeverRun) {
@@ -85,9 +90,7 @@ TEST_F(SecurityJournal, AWholeProgramUnderAKnobOfAnotherShapeIsRefused) {
   plant(fmt::format(R"({{"knob":"server.readahead","target":"/dev/loop0","original":"x",)"
                     R"("revert":[{{"kind":"run","argv":["sh","-c","touch {}"]}}]}})",
                     marker_));
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kActionShape);
+  ASSERT_TRUE(refused_once(Refusal::kActionShape));
   EXPECT_FALSE(std::filesystem::exists(marker_));
 }
 
@@ -97,9 +100,7 @@ TEST_F(SecurityJournal, AWriteOutsideTheKnobTableIsRefused) {
   plant(fmt::format(R"({{"knob":"server.tcp_rmem","target":"net.ipv4.tcp_rmem","original":"x",)"
                     R"("revert":[{{"kind":"write","path":"{}","content":"owned\n"}}]}})",
                     victim));
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kActionShape);
+  ASSERT_TRUE(refused_once(Refusal::kActionShape));
   EXPECT_EQ(slurp(victim), "keep\n");
 }
 
@@ -107,9 +108,7 @@ TEST_F(SecurityJournal, AnUnknownKnobIsRefused) {
   plant(fmt::format(R"({{"knob":"evil.knob","target":"x","original":"x",)"
                     R"("revert":[{{"kind":"run","argv":["touch","{}"]}}]}})",
                     marker_));
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kUnknownKnob);
+  ASSERT_TRUE(refused_once(Refusal::kUnknownKnob));
   EXPECT_FALSE(std::filesystem::exists(marker_));
 }
 
@@ -118,18 +117,14 @@ TEST_F(SecurityJournal, ASymlinkedJournalIsRefused) {
   std::ofstream(elsewhere) << R"({"version":1,"entries":[)" << good_entry() << "]}\n";
   ::chmod(elsewhere.c_str(), 0600);
   std::filesystem::create_symlink(elsewhere, path());
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kSymlink);
+  ASSERT_TRUE(refused_once(Refusal::kSymlink));
   EXPECT_EQ(slurp(sysctl_), "tuned\n");  // its entry was not run
   EXPECT_TRUE(std::filesystem::is_symlink(path()));
 }
 
 TEST_F(SecurityJournal, AJournalOthersMayReadIsRefused) {
   plant(good_entry(), 0644);
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kMode);
+  ASSERT_TRUE(refused_once(Refusal::kMode));
   EXPECT_EQ(slurp(sysctl_), "tuned\n");
 }
 
@@ -137,9 +132,7 @@ TEST_F(SecurityJournal, AnotherUsersJournalIsRefused) {
   if (::geteuid() != 0) GTEST_SKIP() << "chown needs root";
   plant(good_entry());
   ASSERT_EQ(::chown(path().c_str(), 65534, 65534), 0);
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kNotOwner);
+  ASSERT_TRUE(refused_once(Refusal::kNotOwner));
   EXPECT_EQ(slurp(sysctl_), "tuned\n");
 }
 
@@ -150,9 +143,7 @@ TEST_F(SecurityJournal, AnOversizedJournalIsRefusedUnread) {
     out << std::string(kMaxJournalBytes, ' ');
   }
   ::chmod(path().c_str(), 0600);
-  const StartReport r = start();
-  ASSERT_EQ(r.refused.size(), 1u);
-  EXPECT_EQ(r.refused[0].reason, Refusal::kTooLarge);
+  ASSERT_TRUE(refused_once(Refusal::kTooLarge));
   EXPECT_EQ(slurp(sysctl_), "tuned\n");
 }
 

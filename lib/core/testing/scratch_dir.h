@@ -13,9 +13,11 @@ namespace cp::testing {
 
 class ScratchDir {
  public:
-  // <temp>/<name>-<pid>: what is there from an earlier, killed run goes first.
-  explicit ScratchDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))) {
+  // <base>/<name>-<pid>, base the system's temp directory unless given: what is
+  // there from an earlier, killed run goes first.
+  explicit ScratchDir(const std::string& name,
+                      const std::filesystem::path& base = std::filesystem::temp_directory_path())
+      : path_(base / (name + "-" + std::to_string(getpid()))) {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
     std::filesystem::create_directories(path_);

@@ -164,6 +164,16 @@ std::string read_all(File& f, size_t chunk) {
   return out;
 }
 
+// The error of `kind` that reading file `name` whole, `chunk` bytes a call, ends in.
+std::string read_error(Session& session, const std::string& name, size_t chunk, ErrorKind kind) {
+  return error_of(
+      [&] {
+        auto f = session.open(name, Mode::kRead, 0);
+        read_all(*f, chunk);
+      },
+      kind);
+}
+
 void write_in_pieces(File& f, const std::string& data, size_t piece) {
   for (size_t at = 0; at < data.size(); at += piece) {
     f.write(data.data() + at, std::min(piece, data.size() - at));
@@ -638,18 +648,18 @@ TEST(AfpDriver, FileErrorsAreClear) {
   s.dir.put("secret.bin", "x");
   fs::create_directories(s.dir.path() + "/adir");
   auto session = s.connect(s.share("alice@"));
-  EXPECT_NE(error_of([&] { session->open("missing.bin", Mode::kRead, 0); }, ErrorKind::kIo)
-                .find("object not found"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { session->open("adir", Mode::kRead, 0); }, ErrorKind::kIo)
-                .find("is a directory"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { session->open("secret.bin", Mode::kRead, 0); }, ErrorKind::kIo)
-                .find("access denied"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { session->open("nodir/a.bin", Mode::kWrite, 0); }, ErrorKind::kIo)
-                .find("directory does not exist"),
-            std::string::npos);
+  struct Refused {
+    const char* name;
+    Mode mode;
+    const char* says;
+  };
+  for (const Refused& r : {Refused{"missing.bin", Mode::kRead, "object not found"},
+                           Refused{"adir", Mode::kRead, "is a directory"},
+                           Refused{"secret.bin", Mode::kRead, "access denied"},
+                           Refused{"nodir/a.bin", Mode::kWrite, "directory does not exist"}}) {
+    const std::string msg = error_of([&] { session->open(r.name, r.mode, 0); }, ErrorKind::kIo);
+    EXPECT_NE(msg.find(r.says), std::string::npos) << r.name << ": " << msg;
+  }
   EXPECT_THROW(session->open("../escape", Mode::kWrite, 0), Error);
   // A full disk fails the write (or, at the latest, the close) and names the volume.
   const std::string msg = error_of(
@@ -735,12 +745,7 @@ TEST(AfpDriver, AnswersTicklesAndAcknowledgesAttentions) {
   Served s2(shut);
   s2.dir.put("f", "data");
   auto session = s2.connect(s2.share("alice@"));
-  const std::string msg = error_of(
-      [&] {
-        auto f = session->open("f", Mode::kRead, 0);
-        read_all(*f, 10);
-      },
-      ErrorKind::kRemote);
+  const std::string msg = read_error(*session, "f", 10, ErrorKind::kRemote);
   EXPECT_NE(msg.find("is shutting down"), std::string::npos) << msg;
   session.reset();
   EXPECT_EQ(s2.server->stats_after(2).attention_acks, 1u);
@@ -767,12 +772,7 @@ TEST(AfpDriver, ADroppedConnectionFailsTheTransfer) {
   Share share = s.share("alice@");
   share.options = {{"request_size", "64KiB"}, {"depth", "2"}};
   auto session = s.connect(share);
-  const std::string msg = error_of(
-      [&] {
-        auto f = session->open("f", Mode::kRead, 0);
-        read_all(*f, 65536);
-      },
-      ErrorKind::kRemote);
+  const std::string msg = read_error(*session, "f", 65536, ErrorKind::kRemote);
   EXPECT_NE(msg.find("closed the connection"), std::string::npos) << msg;
   // Later calls fail the same way instead of hanging.
   EXPECT_THROW(session->open("f", Mode::kRead, 0), Error);

@@ -71,6 +71,12 @@ class FakeServer {
 struct Pair {
   std::unique_ptr<Connection> client;
   std::unique_ptr<FakeServer> server;
+  // Sends `payload` as a command the server reads; its request id.
+  uint16_t command_read(const std::string& payload) {
+    const uint16_t id = client->send_command(payload);
+    server->read();
+    return id;
+  }
 };
 
 Pair make_pair(ConnectionConfig config = {}) {
@@ -203,8 +209,7 @@ TEST(DsiConnection, DiscardedRepliesAreDropped) {
 
 TEST(DsiConnection, AnswersServerTicklesAndTicklesWhenIdle) {
   Pair p = make_pair();
-  const uint16_t a = p.client->send_command("a");
-  p.server->read();
+  const uint16_t a = p.command_read("a");
   p.server->send(kRequest, kTickle, 7, 0, "");
   p.server->reply(a, "A");
   EXPECT_EQ(p.client->wait(a).payload, "A");
@@ -222,8 +227,7 @@ TEST(DsiConnection, AnswersServerTicklesAndTicklesWhenIdle) {
 
 TEST(DsiConnection, AttentionIsAcknowledgedAndAShutdownFailsTheNextCall) {
   Pair p = make_pair();
-  const uint16_t a = p.client->send_command("a");
-  p.server->read();
+  const uint16_t a = p.command_read("a");
   p.server->send(kRequest, kAttention, 3, 0, std::string("\x80\x05", 2));
   const std::string msg = error_of([&] { p.client->wait(a); }, ErrorKind::kRemote);
   EXPECT_NE(msg.find("test:548 announced that it shuts down in 5 min"), std::string::npos);
@@ -236,8 +240,7 @@ TEST(DsiConnection, AttentionIsAcknowledgedAndAShutdownFailsTheNextCall) {
 
 TEST(DsiConnection, AnAttentionWithoutShutdownIsOnlyAcknowledged) {
   Pair p = make_pair();
-  const uint16_t a = p.client->send_command("a");
-  p.server->read();
+  const uint16_t a = p.command_read("a");
   p.server->send(kRequest, kAttention, 9, 0, std::string("\x20\x00", 2));  // a message waits
   p.server->reply(a, "A");
   EXPECT_EQ(p.client->wait(a).payload, "A");
@@ -394,8 +397,7 @@ TEST(DsiConnection, WaitIntoLandsRepliesInTheCallersBuffer) {
 
 TEST(DsiConnection, WaitIntoRefusesMoreThanAskedFor) {
   Pair p = make_pair();
-  const uint16_t a = p.client->send_command("a");
-  p.server->read();
+  const uint16_t a = p.command_read("a");
   p.server->reply(a, bytes_of(5000, 3));
   std::vector<char> buf(4096);
   error_of([&] { p.client->wait_into(a, buf.data(), buf.size()); }, ErrorKind::kPeer);
@@ -408,8 +410,7 @@ TEST(DsiConnection, AWaitIntoLeftHalfwayKeepsTheReplyWhole) {
   Pair p = make_pair();
   CancelToken cancel;
   p.client->set_cancel(&cancel);
-  const uint16_t a = p.client->send_command("a");
-  p.server->read();
+  const uint16_t a = p.command_read("a");
   const std::string big = bytes_of(2u << 20, 4);
   Header h;
   h.flags = kReply;
