@@ -183,6 +183,20 @@ class FilesPassTest : public ::testing::Test {
     s.url = driver == "null" ? "null:" : dir_.string();
     return make_driver(driver)->connect(s, cancel_);
   }
+  // A pass on `s`, a session that keeps its operations in flight itself (the
+  // path driver's spec declaring it); `opened` counts the other sessions the
+  // pass asked for.
+  FilesPassResult run_in_flight(Session& s, const FilesPassOptions& o, int& opened) {
+    DriverSpec spec = driver_spec("path");
+    spec.caps.file_ops_in_flight = true;
+    return run_files_pass(
+        s,
+        [&]() -> std::unique_ptr<Session> {
+          ++opened;
+          return connect("path");
+        },
+        spec, o, cancel_);
+  }
   FilesPassOptions options(uint64_t count, uint64_t size, uint64_t dirs) const {
     FilesPassOptions o;
     o.tree = {.count = count, .size = size, .dirs = dirs};
@@ -494,19 +508,11 @@ TEST_F(FilesPassTest, PhaseByPhaseACreateThatFailsRemovesItsTree) {
 // opens no other, hands it `in_flight` at once, and records them; every file
 // is made, read back whole and removed.
 TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSession) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::milliseconds(4), cancel_);
   FilesPassOptions o = options(96, 1000, 4);
   o.in_flight = 6;
   int opened = 0;
-  const FilesPassResult r = run_files_pass(
-      s,
-      [&]() -> std::unique_ptr<Session> {
-        ++opened;
-        return connect("path");
-      },
-      spec, o, cancel_);
+  const FilesPassResult r = run_in_flight(s, o, opened);
   EXPECT_EQ(opened, 0);
   EXPECT_EQ(r.in_flight, 6u);
   EXPECT_EQ(r.created, 96u);
@@ -533,19 +539,11 @@ TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSessi
 // through its run_file_ops (one out at once), no other session is opened,
 // and the pass records one in flight.
 TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsOneAtATimeThroughThem) {
-  DriverSpec spec = driver_spec("path");
-  spec.caps.file_ops_in_flight = true;
   InFlightSession s([&] { return connect("path"); }, std::chrono::microseconds(0), cancel_);
   FilesPassOptions o = options(24, 500, 3);
   o.in_flight = 1;
   int opened = 0;
-  const FilesPassResult r = run_files_pass(
-      s,
-      [&]() -> std::unique_ptr<Session> {
-        ++opened;
-        return connect("path");
-      },
-      spec, o, cancel_);
+  const FilesPassResult r = run_in_flight(s, o, opened);
   EXPECT_EQ(opened, 0);
   EXPECT_EQ(r.in_flight, 1u);
   EXPECT_EQ(s.started(), 4u * 24);  // every phase's every file

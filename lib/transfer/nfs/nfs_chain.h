@@ -53,6 +53,7 @@ struct Chain {
 // after run_file_ops has thrown.
 struct ChainCall {
   std::shared_ptr<Chain> chain;
+  const char* op = "";  // NFSv3: the procedure, for a refusal's words
 };
 
 // NFSv3: sends the call of c's stage by handle on the session's connection

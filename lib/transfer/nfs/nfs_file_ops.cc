@@ -269,7 +269,7 @@ class ChainRunner {
   // NFSv4: libnfs's call for c's stage (read4_async for a READ); 0 queued.
   int send4(Chain& c, std::string& detail) {
     nfs_context* nfs = s_.ctx();
-    auto call = std::make_unique<ChainCall>(ChainCall{live_of(c)});
+    auto call = std::make_unique<ChainCall>(ChainCall{live_of(c), ""});
     void* priv = call.get();
     int rc = 0;
     switch (c.stage) {

@@ -46,87 +46,59 @@ void take_size(Chain& c, const post_op_attr& a) {
   if (a.attributes_follow) c.size = a.post_op_attr_u.attributes.size;
 }
 
-// Takes a call's answer: the chain behind it, or null when the RPC itself
-// failed (the chain then holds why).
-Chain* taken(int status, void* data, void* priv, std::unique_ptr<ChainCall>& call) {
-  call.reset(static_cast<ChainCall*>(priv));
-  Chain& c = *call->chain;
-  c.answered = true;
-  c.status = 0;
-  if (status == RPC_STATUS_SUCCESS) return &c;
-  // libnfs gives a string with an error or a timeout; none at a cancel (the
-  // context going away).
-  c.status = status == RPC_STATUS_TIMEOUT ? -ETIMEDOUT : -EIO;
-  c.detail = status != RPC_STATUS_CANCEL && data ? static_cast<const char*>(data)
-                                                 : "the call was cancelled";
-  return nullptr;
-}
-
-void on_create(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const CREATE3res*>(data);
-  if (r->status != NFS3_OK) return refused(*c, r->status, "CREATE");
-  const CREATE3resok& ok = r->CREATE3res_u.resok;
+void take_create(Chain& c, const CREATE3res& r) {
+  const CREATE3resok& ok = r.CREATE3res_u.resok;
   // A server may leave the handle out: the chain looks the file up then.
-  if (ok.obj.handle_follows) c->fh3 = handle_bytes(ok.obj.post_op_fh3_u.handle);
+  if (ok.obj.handle_follows) c.fh3 = handle_bytes(ok.obj.post_op_fh3_u.handle);
 }
 
-void on_lookup(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const LOOKUP3res*>(data);
-  if (r->status != NFS3_OK) return refused(*c, r->status, "LOOKUP");
-  const LOOKUP3resok& ok = r->LOOKUP3res_u.resok;
-  c->fh3 = handle_bytes(ok.object);
+void take_lookup(Chain& c, const LOOKUP3res& r) {
+  const LOOKUP3resok& ok = r.LOOKUP3res_u.resok;
+  c.fh3 = handle_bytes(ok.object);
   if (!ok.obj_attributes.attributes_follow) {
     // Its size is what a read needs (a stat, the attributes): a server that
     // leaves them out is not one this driver can time.
-    c->status = -EIO;
-    c->detail = "the server's LOOKUP answer holds no attributes";
+    c.status = -EIO;
+    c.detail = "the server's LOOKUP answer holds no attributes";
     return;
   }
-  take_size(*c, ok.obj_attributes);
+  take_size(c, ok.obj_attributes);
 }
 
-void on_write(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const WRITE3res*>(data);
-  if (r->status != NFS3_OK) return refused(*c, r->status, "WRITE");
-  c->status = static_cast<int>(std::min<uint64_t>(r->WRITE3res_u.resok.count, INT32_MAX));
+void take_write(Chain& c, const WRITE3res& r) {
+  c.status = static_cast<int>(std::min<uint64_t>(r.WRITE3res_u.resok.count, INT32_MAX));
 }
 
-void on_read(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const READ3res*>(data);
-  if (r->status != NFS3_OK) return refused(*c, r->status, "READ");
-  const READ3resok& ok = r->READ3res_u.resok;
-  const uint64_t n = std::min<uint64_t>(ok.data.data_len, c->want - c->done);
-  if (n > 0) std::memcpy(c->buf.data() + c->done, ok.data.data_val, n);
-  c->status = static_cast<int>(n);
-  c->eof = ok.eof != 0;
+void take_read(Chain& c, const READ3res& r) {
+  const READ3resok& ok = r.READ3res_u.resok;
+  const uint64_t n = std::min<uint64_t>(ok.data.data_len, c.want - c.done);
+  if (n > 0) std::memcpy(c.buf.data() + c.done, ok.data.data_val, n);
+  c.status = static_cast<int>(n);
+  c.eof = ok.eof != 0;
 }
 
-void on_commit(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const COMMIT3res*>(data);
-  if (r->status != NFS3_OK) refused(*c, r->status, "COMMIT");
-}
+template <class Res>
+void take_nothing(Chain&, const Res&) {}
 
-void on_remove(rpc_context*, int status, void* data, void* priv) {
-  std::unique_ptr<ChainCall> call;
-  Chain* c = taken(status, data, priv, call);
-  if (!c) return;
-  const auto* r = static_cast<const REMOVE3res*>(data);
-  if (r->status != NFS3_OK) refused(*c, r->status, "REMOVE");
+// A procedure's answer (Res: its result) for the chain behind it: the RPC's
+// failure, the server's refusal, or what Take reads from its result.
+template <class Res, void (*Take)(Chain&, const Res&)>
+void on_answer(rpc_context*, int status, void* data, void* priv) {
+  std::unique_ptr<ChainCall> call(static_cast<ChainCall*>(priv));
+  Chain& c = *call->chain;
+  c.answered = true;
+  c.status = 0;
+  if (status != RPC_STATUS_SUCCESS) {
+    // libnfs gives a string with an error or a timeout; none at a cancel
+    // (the context going away).
+    c.status = status == RPC_STATUS_TIMEOUT ? -ETIMEDOUT : -EIO;
+    c.detail = status != RPC_STATUS_CANCEL && data ? static_cast<const char*>(data)
+                                                   : "the call was cancelled";
+    return;
+  }
+  const auto* r = static_cast<const Res*>(data);
+  if (r->status != NFS3_OK) return refused(c, r->status, call->op);
+  Take(c, *r);
 }
 
 }  // namespace
@@ -134,7 +106,7 @@ void on_remove(rpc_context*, int status, void* data, void* priv) {
 int send3(NfsSession& s, const std::shared_ptr<Chain>& c, bool writing, std::span<const char> data,
           std::string& detail) {
   rpc_context* rpc = nfs_get_rpc_context(s.ctx());
-  auto call = std::make_unique<ChainCall>(ChainCall{c});
+  auto call = std::make_unique<ChainCall>(ChainCall{c, ""});
   void* priv = call.get();
   diropargs3 where{};
   where.dir = handle(c->dir_fh);
@@ -149,14 +121,16 @@ int send3(NfsSession& s, const std::shared_ptr<Chain>& c, bool writing, std::spa
         sattr3& at = a.how.createhow3_u.g_obj_attributes;
         at.mode.set_it = 1;
         at.mode.set_mode3_u.mode = 0644;
-        rc = rpc_nfs3_create_async(rpc, on_create, &a, priv);
+        call->op = "CREATE";
+        rc = rpc_nfs3_create_async(rpc, on_answer<CREATE3res, take_create>, &a, priv);
         break;
       }
       [[fallthrough]];  // a read's open: LOOKUP
     case Stage::kStat: {
       LOOKUP3args a{};
       a.what = where;
-      rc = rpc_nfs3_lookup_async(rpc, on_lookup, &a, priv);
+      call->op = "LOOKUP";
+      rc = rpc_nfs3_lookup_async(rpc, on_answer<LOOKUP3res, take_lookup>, &a, priv);
       break;
     }
     case Stage::kWrite: {
@@ -168,13 +142,15 @@ int send3(NfsSession& s, const std::shared_ptr<Chain>& c, bool writing, std::spa
       a.stable = UNSTABLE;  // COMMIT after, as a kernel client at close
       a.data.data_len = a.count;
       a.data.data_val = const_cast<char*>(data.data() + c->done);  // encoding only reads it
-      rc = rpc_nfs3_write_async(rpc, on_write, &a, priv);
+      call->op = "WRITE";
+      rc = rpc_nfs3_write_async(rpc, on_answer<WRITE3res, take_write>, &a, priv);
       break;
     }
     case Stage::kCommit: {
       COMMIT3args a{};
       a.file = handle(c->fh3);
-      rc = rpc_nfs3_commit_async(rpc, on_commit, &a, priv);
+      call->op = "COMMIT";
+      rc = rpc_nfs3_commit_async(rpc, on_answer<COMMIT3res, take_nothing<COMMIT3res>>, &a, priv);
       break;
     }
     case Stage::kRead: {
@@ -183,13 +159,15 @@ int send3(NfsSession& s, const std::shared_ptr<Chain>& c, bool writing, std::spa
       a.offset = c->done;
       a.count =
           static_cast<count3>(std::min<uint64_t>(c->want - c->done, s.request_size(Mode::kRead)));
-      rc = rpc_nfs3_read_async(rpc, on_read, &a, priv);
+      call->op = "READ";
+      rc = rpc_nfs3_read_async(rpc, on_answer<READ3res, take_read>, &a, priv);
       break;
     }
     case Stage::kRemove: {
       REMOVE3args a{};
       a.object = where;
-      rc = rpc_nfs3_remove_async(rpc, on_remove, &a, priv);
+      call->op = "REMOVE";
+      rc = rpc_nfs3_remove_async(rpc, on_answer<REMOVE3res, take_nothing<REMOVE3res>>, &a, priv);
       break;
     }
     default:

@@ -156,6 +156,18 @@ const Libnfs400Fh* fh400(nfsfh* fh) {
   return f;
 }
 
+// A COMPOUND's first two operations on an open file: PUTFH of its handle,
+// and `second` (READ or WRITE), whose stateid is the open's.
+void put_fh(nfs_argop4 (&op)[2], const Libnfs400Fh* f, nfs_opnum4 second, stateid4& stateid) {
+  std::memset(op, 0, sizeof op);
+  op[0].argop = OP_PUTFH;
+  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = static_cast<u_int>(f->fh.len);
+  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh.val;
+  op[1].argop = second;
+  stateid.seqid = f->stateid.seqid;
+  std::memcpy(stateid.other, f->stateid.other, sizeof stateid.other);
+}
+
 }  // namespace
 
 int read4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint32_t count, Read4Done done,
@@ -163,14 +175,8 @@ int read4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint32_t count, Re
   const Libnfs400Fh* f = fh400(fh);
   if (!f) return 1;
   nfs_argop4 op[2];
-  std::memset(op, 0, sizeof op);
-  op[0].argop = OP_PUTFH;
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = static_cast<u_int>(f->fh.len);
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh.val;
-  op[1].argop = OP_READ;
   READ4args& r = op[1].nfs_argop4_u.opread;
-  r.stateid.seqid = f->stateid.seqid;
-  std::memcpy(r.stateid.other, f->stateid.other, sizeof r.stateid.other);
+  put_fh(op, f, OP_READ, r.stateid);
   r.offset = offset;
   r.count = count;
   COMPOUND4args args;
@@ -210,14 +216,8 @@ int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, c
     return 1;
   }
   nfs_argop4 op[2];
-  std::memset(op, 0, sizeof op);
-  op[0].argop = OP_PUTFH;
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = static_cast<u_int>(f->fh.len);
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh.val;
-  op[1].argop = OP_WRITE;
   WRITE4args& w = op[1].nfs_argop4_u.opwrite;
-  w.stateid.seqid = f->stateid.seqid;
-  std::memcpy(w.stateid.other, f->stateid.other, sizeof w.stateid.other);
+  put_fh(op, f, OP_WRITE, w.stateid);
   w.offset = offset;
   w.stable = UNSTABLE4;  // COMMIT at close, as libnfs and the Linux client
   w.data.data_len = static_cast<u_int>(count);
