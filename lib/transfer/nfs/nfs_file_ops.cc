@@ -98,8 +98,8 @@ void on_chain_read4(void* priv, int status, const char* detail, const char* data
 }
 #endif
 
-// The last component of "/a/b/c" ("c") and the directory before it,
-// relative ("a/b"; "" the share's root).
+// A relative path's directory ("a/b" of "a/b/c"; "" the share's root) and
+// its last component ("c").
 std::pair<std::string, std::string> split_path(const std::string& rel) {
   const size_t slash = rel.rfind('/');
   if (slash == std::string::npos) return {"", rel};
@@ -159,7 +159,7 @@ class ChainRunner {
       auto [dir, name] = split_path(rel);
       c->name = std::move(name);
       try {
-        c->dir_fh = s_.dir_handle3(dir);
+        c->dir_fh = s_.dir_handle3(dir, writing() ? Step::kOpenWrite : Step::kOpenRead);
       } catch (const Error&) {
         ops_.ended(c->id, {}, std::current_exception());
         return true;

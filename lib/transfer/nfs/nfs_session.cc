@@ -313,13 +313,13 @@ void NfsSession::make_parents(const std::string& rel) {
   }
 }
 
-const std::string& NfsSession::dir_handle3(const std::string& dir) {
+const std::string& NfsSession::dir_handle3(const std::string& dir, Step step) {
   const auto known = dir_fh_.find(dir);
   if (known != dir_fh_.end()) return known->second;
   const std::string path = "/" + dir;
   nfsfh* fh = nullptr;
   const int rc = nfs_open(nfs_, path.c_str(), O_RDONLY, &fh);
-  if (rc != 0) fail(rc, Step::kOpenRead, place(dir));
+  if (rc != 0) fail(rc, step, place(dir));
   // What nfs_get_fh points at: struct nfs_fh { int len; char* val; } (libnfs's
   // private header; the handle the raw calls take).
   struct Handle {

@@ -256,8 +256,9 @@ class NfsSession : public Session {
   }
   void make_parents(const std::string& rel);
   // NFSv3: the handle of directory `dir` (relative; "" the share's root),
-  // looked up once a session (the path's LOOKUPs, ACCESS); throws as open.
-  const std::string& dir_handle3(const std::string& dir);
+  // looked up once a session (the path's LOOKUPs, ACCESS); throws as open,
+  // naming `step`.
+  const std::string& dir_handle3(const std::string& dir, Step step);
   void forget_dirs(const std::string& rel);  // `rel` and what is under it
   // NFSv4 reads: whether the driver sends its READs itself (read4_async:
   // its answer says end of file, so no GETATTR for the size).
