@@ -10,6 +10,9 @@
 # flight it kept and the client's CPU over the pass (user + system s).
 #
 # Usage (root): bench/files-inflight.sh [--runs 5] [--count 500] [--size 4096]
+#   [--cases "3:1:one 3:8:one 4:1:one 4:8:one"] [--bench PATH/transfer_bench]
+# --cases: version:in_flight:how (one = one connection, sessions = a session
+# each); --bench: another build's transfer_bench (a before/after of a change).
 # The lab is $CHOKEPOINT_LAB_INSTANCE's (default 0); one that is not up is
 # brought up unshaped (--rate 0) and taken down after.
 set -euo pipefail
@@ -17,12 +20,13 @@ cd "$(dirname "$0")/.."
 RUNS=5
 COUNT=500
 SIZE=4096
+CASE_LIST="3:1:one 3:4:one 3:16:one 3:4:sessions 3:16:sessions 4:1:one 4:4:one 4:16:one 4:4:sessions 4:16:sessions"
+TB=build/bin/transfer_bench
 source bench/lib.sh
-parse_options "--runs RUNS --count COUNT --size SIZE" \
-  "bench/files-inflight.sh [--runs N] [--count N] [--size BYTES]" "$@"
+parse_options "--runs RUNS --count COUNT --size SIZE --cases CASE_LIST --bench TB" \
+  "bench/files-inflight.sh [--runs N] [--count N] [--size BYTES] [--cases LIST] [--bench PATH]" "$@"
 [ "$(id -u)" = 0 ] || { echo "files-inflight.sh: run as root (the lab's namespaces)" >&2; exit 2; }
 CP=build/bin/chokepoint
-TB=build/bin/transfer_bench
 [ -x "$CP" ] && [ -x "$TB" ] || { echo "files-inflight.sh: build first (scripts/build.sh)" >&2; exit 2; }
 
 RAW=$(mktemp /tmp/chokepoint-files-inflight.XXXXXX)
@@ -32,9 +36,7 @@ lab_up_unless_up cleanup
 lab_share_env "$($CP lab status --json)"
 on_server "rm -rf '$RAM/bench-inflight' && mkdir -p '$RAM/bench-inflight' && chown '$USER_:' '$RAM/bench-inflight'"
 
-# CASE: version:in_flight:how (one = one connection, sessions = one each)
-CASES=(3:1:one 3:4:one 3:16:one 3:4:sessions 3:16:sessions
-       4:1:one 4:4:one 4:16:one 4:4:sessions 4:16:sessions)
+read -r -a CASES <<<"$CASE_LIST"
 for ((r = 1; r <= RUNS; r++)); do
   n=${#CASES[@]}
   for ((k = 0; k < n; k++)); do

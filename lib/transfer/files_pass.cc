@@ -96,8 +96,9 @@ void work(PhaseRun& run, Session& s, const Op& op, double start, double budget_s
 
 class Pass {
  public:
-  // `depth` > 1: that many in flight on the one session's own calls
-  // (Capabilities::file_ops_in_flight); else one per session, a thread each.
+  // `depth` > 0: that many in flight (1: one at a time) on the one
+  // session's own calls (Capabilities::file_ops_in_flight); 0: one per
+  // session, a thread each.
   Pass(std::vector<Session*> sessions, unsigned depth, const DriverSpec& driver,
        const FilesPassOptions& opts, const CancelToken& cancel)
       : sessions_(std::move(sessions)),
@@ -173,7 +174,7 @@ class Pass {
   }
 
   unsigned in_flight() const {
-    return depth_ > 1 ? depth_ : static_cast<unsigned>(sessions_.size());
+    return depth_ > 0 ? depth_ : static_cast<unsigned>(sessions_.size());
   }
   // What one operation of `phase` costs on the wire: the session's figures
   // for what it negotiated, else the driver table's (none serial).
@@ -232,7 +233,7 @@ class Pass {
     std::vector<char>* ok = phase == Phase::create ? &created_ : nullptr;
     if (phase == Phase::remove) removed_.assign(opts_.tree.count, 0);
     const Op op = op_of(phase);
-    if (depth_ > 1) {
+    if (depth_ > 0) {
       on_one_session(run, phase, start, budgeted ? opts_.budget_s : 0, min_before, ok);
     } else if (sessions_.size() == 1) {
       work(run, *sessions_[0], op, start, budgeted ? opts_.budget_s : 0, min_before, cancel_, ok);
@@ -438,7 +439,7 @@ class Pass {
   }
 
   std::vector<Session*> sessions_;
-  unsigned depth_ = 1;
+  unsigned depth_ = 0;
   const DriverSpec& driver_;
   const FilesPassOptions& opts_;
   const CancelToken& cancel_;
@@ -459,8 +460,9 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   const unsigned want =
       std::max(1u, std::min({opts.in_flight, driver.caps.max_in_flight,
                              static_cast<unsigned>(std::max<uint64_t>(1, opts.tree.count))}));
-  // Several on the one session's own calls where the driver keeps them so.
-  const bool one_session = want > 1 && driver.caps.file_ops_in_flight;
+  // On the one session's own calls where the driver keeps them so (one at
+  // a time too: the same calls, one chain out).
+  const bool one_session = driver.caps.file_ops_in_flight;
   std::vector<std::unique_ptr<Session>> extra;
   std::string note;
   if (want > 1 && more && !one_session) {
@@ -475,9 +477,9 @@ FilesPassResult run_files_pass(Session& session, const SessionSource& more,
   }
   std::vector<Session*> sessions = {&session};
   for (auto& s : extra) sessions.push_back(s.get());
-  Pass pass(sessions, one_session ? want : 1, driver, opts, cancel);
+  Pass pass(sessions, one_session ? want : 0, driver, opts, cancel);
   FilesPassResult r = pass.run();
-  if (one_session) {
+  if (one_session && want > 1) {
     r.in_flight_note = fmt::format(
         "{} in flight on one connection: the {} driver's asynchronous calls", want, driver.name);
   } else if (!note.empty()) {

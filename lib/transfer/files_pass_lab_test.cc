@@ -8,11 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <exception>
+#include <span>
 
 #include <fmt/format.h>
 
 #include "core/process.h"
 #include "transfer/files_pass.h"
+#include "transfer/protocols.h"
 #include "transfer/testing/lab_world.h"
 
 namespace cp::transfer {
@@ -177,6 +181,85 @@ TEST_F(FilesPassLabTest, NfsKeepsSeveralOperationsInFlightOnOneConnection) {
       EXPECT_TRUE(r.leftover.empty()) << r.leftover;
       EXPECT_EQ(left_on_server(medium), "");
     }
+  }
+}
+
+// The NFS session reports the round trips its chains send (its
+// file_round_trips(), which the verdict holds files/s against): each
+// chain counts what it sent, and per phase every file cost exactly the
+// reported round trips, and the OPENs and CLOSEs that took turns the
+// reported serial ones, one at a time and eight in flight, NFSv3 and NFSv4.
+// The driver table's figures (the fallback) are NFSv3's.
+TEST_F(FilesPassLabTest, NfsSendsTheRoundTripsItReports) {
+  const uint64_t count = 60;
+  for (const std::string protocol : {"nfs3", "nfs4"}) {
+    for (const unsigned in_flight : {1u, 8u}) {
+      SCOPED_TRACE(fmt::format("{} x{}", protocol, in_flight));
+      FilesPassOptions o = options(count);
+      o.in_flight = in_flight;
+      const Share sh = share_of(protocol, "ram");
+      auto s = connect(sh);
+      const FilesPassResult r = run_files_pass(
+          *s, [&] { return connect(sh); }, driver_spec("nfs"), o, cancel_);
+      print(fmt::format("{} ram x{}", protocol, in_flight), r);
+      EXPECT_EQ(r.in_flight, in_flight);
+      const auto sent = nfs_file_ops_sent(*s);
+      ASSERT_TRUE(sent.has_value());
+      const std::array<RoundTrips, 4> rt = s->file_round_trips();
+      for (size_t p = 0; p < rt.size(); ++p) {
+        SCOPED_TRACE(std::string(files::phase_name(files::kPhases[p])));
+        expect_phase_ran(r.phases[p], count);
+        EXPECT_GT(rt[p].total, 0u);
+        EXPECT_EQ((*sent)[p].ops, count);
+        EXPECT_EQ((*sent)[p].round_trips, count * rt[p].total);
+        EXPECT_EQ((*sent)[p].serial, count * rt[p].serial);
+        EXPECT_GE((*sent)[p].calls, (*sent)[p].round_trips);
+        if (protocol == "nfs3") {
+          EXPECT_EQ(driver_spec("nfs").caps.file_round_trips[p], rt[p].total);
+          EXPECT_EQ(rt[p].serial, 0u);  // NFSv3 keeps no open state
+        }
+      }
+      EXPECT_TRUE(r.leftover.empty()) << r.leftover;
+      EXPECT_EQ(left_on_server("ram"), "");
+    }
+  }
+}
+
+// A small-file create never touches a file it did not make: a file already
+// on the server at the path fails the create (NFSv3 GUARDED, NFSv4
+// EXCLUSIVE4) and keeps its bytes.
+TEST_F(FilesPassLabTest, NfsCreateRefusesAFileAlreadyThere) {
+  const std::string dir = share_dir("ram") + "/" + run_;
+  for (const std::string protocol : {"nfs3", "nfs4"}) {
+    SCOPED_TRACE(protocol);
+    ASSERT_EQ(on_server(fmt::format("mkdir -p {0} && printf keep > {0}/f && chown -R {1}: {0}",
+                                    shell_quote(dir), g_world->lab.share_user))
+                  .exit_code,
+              0);
+    auto s = connect(share_of(protocol, "ram"));
+    const std::string data(4096, 'x');
+    FileOps ops;
+    ops.op = FileOp::kCreate;
+    ops.data = {data.data(), data.size()};
+    bool given = false;
+    ops.next = [&](uint64_t& id, std::string& path) {
+      if (given) return false;
+      given = true;
+      id = 0;
+      path = run_ + "/f";
+      return true;
+    };
+    int ended = 0;
+    std::exception_ptr error;
+    ops.ended = [&](uint64_t, std::span<const char>, std::exception_ptr e) {
+      ++ended;
+      error = e;
+    };
+    s->run_file_ops(ops);
+    EXPECT_EQ(ended, 1);
+    EXPECT_TRUE(error != nullptr);
+    EXPECT_EQ(on_server("cat " + shell_quote(dir + "/f")).out, "keep");
+    ASSERT_EQ(on_server("rm -rf " + shell_quote(dir)).exit_code, 0);
   }
 }
 

@@ -110,8 +110,9 @@ class InFlightSession : public Session {
     }
   }
 
-  uint64_t fail_at = UINT64_MAX;       // the operation (1-based) that fails
-  uint64_t cancel_after = UINT64_MAX;  // operations ended before a cancel
+  uint64_t started() const { return started_; }  // operations run_file_ops started
+  uint64_t fail_at = UINT64_MAX;                 // the operation (1-based) that fails
+  uint64_t cancel_after = UINT64_MAX;            // operations ended before a cancel
   std::atomic<unsigned> at_once{0}, at_once_max{0};
 
  private:
@@ -534,6 +535,28 @@ TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsThemOnOneSessi
   }
   EXPECT_EQ(r.phases[0].bytes, 96u * 1000);
   EXPECT_EQ(r.phases[2].bytes, 96u * 1000);  // read whole and checked
+  EXPECT_EQ(left(), 0u);
+}
+
+// One at a time, such a driver runs the same calls: every operation goes
+// through its run_file_ops (one out at once), no other session is opened,
+// and the pass records one in flight.
+TEST_F(FilesPassTest, ADriverThatKeepsOperationsInFlightItselfRunsOneAtATimeThroughThem) {
+  InFlightSession s([&] { return connect("path"); }, std::chrono::microseconds(0), cancel_);
+  FilesPassOptions o = options(24, 500, 3, 1);
+  const FilesPassResult r = run_counting_opens(s, in_flight_path_spec(), o);
+  EXPECT_EQ(opened_, 0);
+  EXPECT_EQ(r.in_flight, 1u);
+  EXPECT_EQ(s.started(), 4u * 24);  // every phase's every file
+  EXPECT_EQ(s.at_once_max.load(), 1u);
+  for (const auto& p : r.phases) {
+    SCOPED_TRACE(std::string(files::phase_name(p.phase)));
+    EXPECT_EQ(p.ops, 24u);
+    EXPECT_TRUE(p.error.empty()) << p.error;
+    EXPECT_EQ(p.in_flight_max, 1u);
+    EXPECT_LE(p.in_flight_mean, 1.0 + 1e-9);
+  }
+  EXPECT_EQ(r.phases[2].bytes, 24u * 500);  // read whole and checked
   EXPECT_EQ(left(), 0u);
 }
 

@@ -3,6 +3,7 @@
 // lib/transfer; no libcurl or libsmbclient types.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -12,6 +13,8 @@
 #include "core/error.h"
 
 namespace cp::transfer {
+
+class Session;  // transfer/driver.h
 
 // What a driver was doing when it failed; the error text says it.
 // kClose closes a file that was written; kCloseRead one that was read.
@@ -137,6 +140,15 @@ inline constexpr unsigned kNfsMinDepth = 4;
 inline constexpr uint64_t kNfsAutoMemory = 32ull << 20;
 inline constexpr double kNfsAssumedRate = 10e9 / 8;  // 10 Gbit/s, a fast NAS link, bytes/s
 unsigned nfs_auto_depth(double rtt_s, uint64_t request_size, double rate);
+// What an nfs session's small-file chains (Session::run_file_ops) sent,
+// per phase (create, stat, read, delete) over its life: operations that
+// ended well, and for those the waits for answers (round trips), the RPCs
+// and the OPENs and CLOSEs that took turns (NFSv4). The lab test holds them
+// against Session::file_round_trips(). nullopt: not an nfs session.
+struct NfsOpsSent {
+  uint64_t ops = 0, round_trips = 0, calls = 0, serial = 0;
+};
+std::optional<std::array<NfsOpsSent, 4>> nfs_file_ops_sent(const Session& s);
 // The nfs share options; Error(kConfig) naming an unknown option or a bad value.
 NfsOptions parse_nfs_options(const std::map<std::string, std::string>& options);
 // The cp::Error for a failed libnfs call: -status as errno, libnfs's text

@@ -3,6 +3,8 @@
 #include "transfer/nfs/nfs_session.h"
 
 #include <nfsc/libnfs.h>
+// After libnfs.h: the raw header uses its types.
+#include <nfsc/libnfs-raw.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -15,10 +17,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <climits>
 #include <cstddef>
+#include <iterator>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -204,6 +209,7 @@ void NfsSession::remove(const std::string& rel) {
   const int rc = nfs_unlink(nfs_, path.c_str());
   if (rc == 0) return;
   if (rc == -EISDIR || rc == -EPERM || rc == -EACCES) {
+    forget_dirs(rel);
     if (nfs_rmdir(nfs_, path.c_str()) == 0) return;
   }
   fail(rc, Step::kRemove, place(rel));
@@ -231,6 +237,7 @@ void NfsSession::mkdir(const std::string& rel) {
 
 void NfsSession::rmdir(const std::string& rel) {
   check_relative_path(rel);
+  forget_dirs(rel);
   const std::string path = "/" + rel;
   const int rc = nfs_rmdir(nfs_, path.c_str());
   if (rc != 0) fail(rc, Step::kRemove, place(rel));
@@ -301,6 +308,49 @@ void NfsSession::make_parents(const std::string& rel) {
   }
 }
 
+const std::string& NfsSession::dir_handle3(const std::string& dir, Step step) {
+  const auto known = dir_fh_.find(dir);
+  if (known != dir_fh_.end()) return known->second;
+  const std::string path = "/" + dir;
+  nfsfh* fh = nullptr;
+  const int rc = nfs_open(nfs_, path.c_str(), O_RDONLY, &fh);
+  if (rc != 0) fail(rc, step, place(dir));
+  // What nfs_get_fh points at: struct nfs_fh { int len; char* val; } (libnfs's
+  // private header; the handle the raw calls take).
+  struct Handle {
+    int len;
+    char* val;
+  };
+  const auto* h = reinterpret_cast<const Handle*>(nfs_get_fh(fh));
+  // NFS3_FHSIZE: an NFSv3 handle is 1 to 64 bytes.
+  const bool sane = h && h->val && h->len > 0 && h->len <= 64;
+  std::string bytes = sane ? std::string(h->val, static_cast<size_t>(h->len)) : std::string();
+  nfs_close(nfs_, fh);
+  if (!sane) {
+    throw Error(ErrorKind::kIo,
+                fmt::format("libnfs gave no usable NFSv3 handle for {}/{}", where_.share, dir),
+                "this libnfs is not laid out as the nfs driver expects: build against libnfs 4.0");
+  }
+  return dir_fh_[dir] = std::move(bytes);
+}
+
+void NfsSession::forget_dirs(const std::string& rel) {
+  for (auto it = dir_fh_.begin(); it != dir_fh_.end();) {
+    const bool under = it->first == rel || it->first.starts_with(rel + "/");
+    it = under ? dir_fh_.erase(it) : std::next(it);
+  }
+}
+
 std::unique_ptr<Driver> make_driver() { return std::make_unique<SessionDriver<NfsSession>>("nfs"); }
 
 }  // namespace cp::transfer::nfs
+
+namespace cp::transfer {
+
+std::optional<std::array<NfsOpsSent, 4>> nfs_file_ops_sent(const Session& s) {
+  const auto* n = dynamic_cast<const nfs::NfsSession*>(&s);
+  if (!n) return std::nullopt;
+  return n->sent_;
+}
+
+}  // namespace cp::transfer

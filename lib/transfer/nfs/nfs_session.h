@@ -56,6 +56,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <deque>
@@ -112,6 +113,13 @@ void answered(std::unique_ptr<Call> call, int64_t status, const char* detail, co
 // nfs_pwrite_async). nfs_write4.cc says why the driver sends these itself.
 int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, const char* buf,
                  Call* call, std::string& error);
+// Queues one NFSv4 READ (the open's stateid) of `count` bytes at `offset`;
+// its answer goes to done(priv, bytes or -errno, why, data, end of file).
+// 0: queued; -1: failed, `error` says why; 1: libnfs is not laid out as
+// 4.0.0 (use nfs_pread_async, which does not tell the end of file).
+using Read4Done = void (*)(void* priv, int status, const char* detail, const char* data, bool eof);
+int read4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint32_t count, Read4Done done,
+                void* priv, std::string& error);
 #endif
 
 constexpr uint64_t kLibnfsMaxXfer = 1 << 20;  // NFS_MAX_XFER_SIZE, bytes
@@ -179,6 +187,8 @@ class NfsSession : public Session {
   // The small-file pass's operations, several in flight on this connection
   // (nfs_file_ops.cc).
   void run_file_ops(FileOps& ops) override;
+  // What the chains send for the negotiated version (nfs_file_ops.cc).
+  std::array<RoundTrips, 4> file_round_trips() const override;
   std::map<std::string, std::string> properties() const override;
 
   // Bytes per READ or WRITE: the option, within what the server takes (and,
@@ -245,6 +255,15 @@ class NfsSession : public Session {
     return p;
   }
   void make_parents(const std::string& rel);
+  // NFSv3: the handle of directory `dir` (relative; "" the share's root),
+  // looked up once a session (the path's LOOKUPs, ACCESS); throws as open,
+  // naming `step`.
+  const std::string& dir_handle3(const std::string& dir, Step step);
+  void forget_dirs(const std::string& rel);  // `rel` and what is under it
+  // NFSv4 reads: whether the driver sends its READs itself (read4_async:
+  // its answer says end of file, so no GETATTR for the size).
+  bool own_v4_reads() const { return opts_.version == 4 && own_v4_reads_; }
+  void no_own_v4_reads() { own_v4_reads_ = false; }
 
   const CancelToken& cancel_;
   ShareUrl url_;
@@ -257,9 +276,13 @@ class NfsSession : public Session {
   uint64_t write_cap_ = 0;   // NFSv4 writes: the largest libnfs encodes (0: not hit)
 #ifdef CP_LIBNFS_4_0_0
   bool own_v4_writes_ = true;
+  bool own_v4_reads_ = true;
 #else
   bool own_v4_writes_ = false;
+  bool own_v4_reads_ = false;
 #endif
+  std::map<std::string, std::string> dir_fh_;  // NFSv3: directory -> its handle's bytes
+  std::array<NfsOpsSent, 4> sent_{};           // per phase (files::kPhases order)
   mutable std::mutex mu_;
   FileRecord last_;
   std::unique_ptr<nfs_context, void (*)(nfs_context*)> ctx_{nullptr, nfs_destroy_context};

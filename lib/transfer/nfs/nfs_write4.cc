@@ -1,5 +1,7 @@
 // The nfs driver's NFSv4 WRITEs under libnfs 4.0.0 (see below for why it
-// sends them itself). Compiled only against that version
+// sends them itself), and the small-file pass's READs (read4_async: libnfs's
+// nfs_pread_async does not tell the end of file, so a read would need a
+// GETATTR for the size first). Compiled only against that version
 // (CP_LIBNFS_4_0_0, lib/transfer/CMakeLists.txt).
 #include <nfsc/libnfs.h>
 // After libnfs.h: the raw headers use its types.
@@ -8,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -107,17 +111,93 @@ void on_write4_answer(rpc_context*, int status, void* data, void* priv) {
   answered(std::move(call), -EIO, "the server's answer holds no WRITE result", nullptr);
 }
 
-}  // namespace
+// A READ's answer, for read4_async's caller.
+struct Read4Call {
+  Read4Done done;
+  void* priv;
+};
 
-int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, const char* buf,
-                 Call* call, std::string& error) {
+void on_read4_answer(rpc_context*, int status, void* data, void* priv) {
+  std::unique_ptr<Read4Call> call(static_cast<Read4Call*>(priv));
+  if (status != RPC_STATUS_SUCCESS) {
+    const char* text = status != RPC_STATUS_CANCEL && data ? static_cast<const char*>(data)
+                                                           : "the call was cancelled";
+    call->done(call->priv, status == RPC_STATUS_TIMEOUT ? -ETIMEDOUT : -EIO, text, nullptr, false);
+    return;
+  }
+  const auto* res = static_cast<const COMPOUND4res*>(data);
+  if (res->status != NFS4_OK) {
+    const int err = res->status < 10000 ? static_cast<int>(res->status) : EIO;  // as WRITE's
+    const std::string text = fmt::format("NFS4 READ failed with nfsstat4 {} ({})",
+                                         static_cast<int>(res->status), errno_text(err));
+    call->done(call->priv, -err, text.c_str(), nullptr, false);
+    return;
+  }
+  for (u_int i = 0; i < res->resarray.resarray_len; ++i) {
+    const nfs_resop4& op = res->resarray.resarray_val[i];
+    if (op.resop == OP_READ) {
+      const READ4resok& ok = op.nfs_resop4_u.opread.READ4res_u.resok4;
+      call->done(call->priv, static_cast<int>(std::min<u_int>(ok.data.data_len, INT32_MAX)),
+                 nullptr, ok.data.data_val, ok.eof != 0);
+      return;
+    }
+  }
+  call->done(call->priv, -EIO, "the server's answer holds no READ result", nullptr, false);
+}
+
+// The open's handle and stateid, when `fh` is laid out as 4.0.0's.
+const Libnfs400Fh* fh400(nfsfh* fh) {
   const auto* f = reinterpret_cast<const Libnfs400Fh*>(fh);
   // nfs_get_fh returns &nfsfh->fh; a file we open has neither O_SYNC nor O_APPEND.
   if (reinterpret_cast<const void*>(nfs_get_fh(fh)) != f || f->fh.len <= 0 ||
-      f->fh.len > kNfs4FhSize || !f->fh.val || f->is_sync != 0 || f->is_append != 0 ||
-      count > 0xffffffffu - kZdrEncodeBufMin) {
-    return 1;
+      f->fh.len > kNfs4FhSize || !f->fh.val || f->is_sync != 0 || f->is_append != 0) {
+    return nullptr;
   }
+  return f;
+}
+
+// A COMPOUND's first two operations on an open file: PUTFH of its handle,
+// and `second` (READ or WRITE), whose stateid is the open's.
+void put_fh(nfs_argop4 (&op)[2], const Libnfs400Fh* f, nfs_opnum4 second, stateid4& stateid) {
+  std::memset(op, 0, sizeof op);
+  op[0].argop = OP_PUTFH;
+  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = static_cast<u_int>(f->fh.len);
+  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh.val;
+  op[1].argop = second;
+  stateid.seqid = f->stateid.seqid;
+  std::memcpy(stateid.other, f->stateid.other, sizeof stateid.other);
+}
+
+}  // namespace
+
+int read4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint32_t count, Read4Done done,
+                void* priv, std::string& error) {
+  const Libnfs400Fh* f = fh400(fh);
+  if (!f) return 1;
+  nfs_argop4 op[2];
+  READ4args& r = op[1].nfs_argop4_u.opread;
+  put_fh(op, f, OP_READ, r.stateid);
+  r.offset = offset;
+  r.count = count;
+  COMPOUND4args args;
+  std::memset(&args, 0, sizeof args);
+  args.argarray.argarray_len = 2;
+  args.argarray.argarray_val = op;
+  rpc_context* rpc = nfs_get_rpc_context(nfs);
+  auto call = std::make_unique<Read4Call>(Read4Call{done, priv});
+  // A READ's arguments fit libnfs's 4 KiB encode buffer: its own call will do.
+  if (rpc_nfs4_compound_async(rpc, on_read4_answer, &args, call.get()) != 0) {
+    error = rpc_get_error(rpc) ? rpc_get_error(rpc) : "queueing the READ failed";
+    return -1;
+  }
+  call.release();  // the callback owns it now
+  return 0;
+}
+
+int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, const char* buf,
+                 Call* call, std::string& error) {
+  const Libnfs400Fh* f = fh400(fh);
+  if (!f || count > 0xffffffffu - kZdrEncodeBufMin) return 1;
   rpc_context* rpc = nfs_get_rpc_context(nfs);
   rpc_pdu* pdu =
       rpc_allocate_pdu2(rpc, NFS4_PROGRAM, NFS_V4, NFSPROC4_COMPOUND, on_write4_answer, call,
@@ -136,14 +216,8 @@ int write4_async(nfs_context* nfs, nfsfh* fh, uint64_t offset, uint64_t count, c
     return 1;
   }
   nfs_argop4 op[2];
-  std::memset(op, 0, sizeof op);
-  op[0].argop = OP_PUTFH;
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = static_cast<u_int>(f->fh.len);
-  op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh.val;
-  op[1].argop = OP_WRITE;
   WRITE4args& w = op[1].nfs_argop4_u.opwrite;
-  w.stateid.seqid = f->stateid.seqid;
-  std::memcpy(w.stateid.other, f->stateid.other, sizeof w.stateid.other);
+  put_fh(op, f, OP_WRITE, w.stateid);
   w.offset = offset;
   w.stable = UNSTABLE4;  // COMMIT at close, as libnfs and the Linux client
   w.data.data_len = static_cast<u_int>(count);
