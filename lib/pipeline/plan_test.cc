@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <regex>
 #include <set>
@@ -29,6 +30,14 @@ std::string error_of(const std::string& text) {
     return describe(e);
   }
   return "";
+}
+
+// For each {plan text, what its error says}: parsing the text fails with an
+// error that says it.
+void expect_errors_say(
+    std::initializer_list<std::pair<const char*, const char*>> plans_and_errors) {
+  for (const auto& [text, says] : plans_and_errors)
+    EXPECT_NE(error_of(text).find(says), std::string::npos) << text << " -> " << error_of(text);
 }
 
 TEST(Plan, DefaultsFollowTheHandMethod) {
@@ -83,21 +92,21 @@ TEST(Plan, BaseIsOverriddenOnlyWhereSet) {
   EXPECT_EQ(p.disk_count, 2);
 }
 
+// A share on the server's disk, in /volume1/data.
+constexpr const char* kDiskShare =
+    "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n";
+
 TEST(Plan, ServerDiskDirDefaultsToTheDiskSharesDirectory) {
-  Plan p = parse_plan(
-      "[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n"
-      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
-      "plan.ini");
+  Plan p = parse_plan("[share a]\nurl = ftp://nas/ram\nserver_dir = /dev/shm/a\nmedium = ram\n" +
+                          std::string(kDiskShare),
+                      "plan.ini");
   EXPECT_FALSE(settle_server_disk_dir(p).empty());
   EXPECT_EQ(p.server.disk_dir, "/volume1/data");
   EXPECT_EQ(p.client.disk_dir, "/var/tmp");  // the client has no share to follow
 }
 
 TEST(Plan, ServerDiskDirGivenInThePlanIsKept) {
-  Plan p = parse_plan(
-      "[server]\ndisk_dir = /srv/test\n"
-      "[share b]\nurl = smb://nas/data\nserver_dir = /volume1/data\nmedium = disk\n",
-      "plan.ini");
+  Plan p = parse_plan("[server]\ndisk_dir = /srv/test\n" + std::string(kDiskShare), "plan.ini");
   EXPECT_TRUE(settle_server_disk_dir(p).empty());
   EXPECT_EQ(p.server.disk_dir, "/srv/test");
 }
@@ -160,22 +169,20 @@ TEST(Plan, TcpStreamsAreAutoByDefaultOrACountFromOneToSixteen) {
 }
 
 TEST(Plan, ErrorsNameLineAndKey) {
-  EXPECT_NE(error_of("[disk]\n\nsizez = 1MB\n").find("plan.ini:3: unknown key 'sizez' in [disk]"),
-            std::string::npos);
-  EXPECT_NE(
-      error_of("[disk]\nsizez = 1MB\n").find("[disk] takes: block, count, enabled, settle, sizes"),
-      std::string::npos);
-  EXPECT_NE(error_of("[disks]\n").find("plan.ini:1: unknown section [disks]"), std::string::npos);
-  EXPECT_NE(error_of("count = 3\n").find("before any [section]"), std::string::npos);
-  EXPECT_NE(error_of("[disk]\ncount three\n").find("expected 'key = value'"), std::string::npos);
-  EXPECT_NE(error_of("[disk]\ncount = 0\n").find("plan.ini:2: disk.count"), std::string::npos);
-  EXPECT_NE(error_of("[disk]\nblock = 1000\n").find("multiple of 4 KiB"), std::string::npos);
-  EXPECT_NE(error_of("[tcp]\nseconds = fast\n").find("plan.ini:2: tcp.seconds"), std::string::npos);
-  EXPECT_NE(error_of("[server]\nram_dir = relative/dir\n").find("not an absolute path"),
-            std::string::npos);
-  EXPECT_NE(error_of("[disk]\ncount = 2\ncount = 3\n").find("set twice"), std::string::npos);
-  EXPECT_NE(error_of("[link]\nnominal = 1GB\n").find("unknown rate unit"), std::string::npos);
-  EXPECT_NE(error_of("[disk\n").find("lacks ']'"), std::string::npos);
+  expect_errors_say({
+      {"[disk]\n\nsizez = 1MB\n", "plan.ini:3: unknown key 'sizez' in [disk]"},
+      {"[disk]\nsizez = 1MB\n", "[disk] takes: block, count, enabled, settle, sizes"},
+      {"[disks]\n", "plan.ini:1: unknown section [disks]"},
+      {"count = 3\n", "before any [section]"},
+      {"[disk]\ncount three\n", "expected 'key = value'"},
+      {"[disk]\ncount = 0\n", "plan.ini:2: disk.count"},
+      {"[disk]\nblock = 1000\n", "multiple of 4 KiB"},
+      {"[tcp]\nseconds = fast\n", "plan.ini:2: tcp.seconds"},
+      {"[server]\nram_dir = relative/dir\n", "not an absolute path"},
+      {"[disk]\ncount = 2\ncount = 3\n", "set twice"},
+      {"[link]\nnominal = 1GB\n", "unknown rate unit"},
+      {"[disk\n", "lacks ']'"},
+  });
 }
 
 TEST(Plan, Shares) {
@@ -200,8 +207,8 @@ password_file = /home/me/.nas-pw
   EXPECT_EQ(p.shares[0].name, "smb-ram");
   EXPECT_EQ(p.shares[0].driver, "smb");
   EXPECT_EQ(p.shares[0].medium, "ram");
-  EXPECT_EQ(p.shares[0].options.at("connections"), "8");
-  EXPECT_EQ(p.shares[0].options.at("encrypt"), "require");
+  EXPECT_EQ(p.shares[0].options,
+            (std::map<std::string, std::string>{{"connections", "8"}, {"encrypt", "require"}}));
   EXPECT_EQ(p.shares[0].declared_at, "plan.ini:4");
   EXPECT_EQ(p.shares[1].driver, "ftp");
   EXPECT_EQ(p.shares[1].password_file, "/home/me/.nas-pw");
@@ -213,15 +220,15 @@ password_file = /home/me/.nas-pw
 }
 
 TEST(Plan, ShareErrors) {
-  EXPECT_NE(error_of("[share a]\nurl = gopher://x\n").find("plan.ini:2: share a.url"),
-            std::string::npos);
-  EXPECT_NE(error_of("[share a]\npassword = hunter2\n").find("passwords do not go in the plan"),
-            std::string::npos);
-  EXPECT_NE(error_of("[share a]\n[share a]\n").find("declared twice"), std::string::npos);
-  EXPECT_NE(error_of("[share]\n").find("needs a name"), std::string::npos);
-  EXPECT_NE(error_of("[share a/b]\n").find("not a plain name"), std::string::npos);
-  EXPECT_NE(error_of("[share a]\nmedium = floppy\n").find("not ram or disk"), std::string::npos);
-  EXPECT_NE(error_of("[share a]\nfoo = 1\n").find("[share a] takes:"), std::string::npos);
+  expect_errors_say({
+      {"[share a]\nurl = gopher://x\n", "plan.ini:2: share a.url"},
+      {"[share a]\npassword = hunter2\n", "passwords do not go in the plan"},
+      {"[share a]\n[share a]\n", "declared twice"},
+      {"[share]\n", "needs a name"},
+      {"[share a/b]\n", "not a plain name"},
+      {"[share a]\nmedium = floppy\n", "not ram or disk"},
+      {"[share a]\nfoo = 1\n", "[share a] takes:"},
+  });
   auto invalid = [](const std::string& text) {
     try {
       validate(parse_plan(text, "p"));
@@ -250,11 +257,12 @@ TEST(Plan, ShareFlag) {
                  "nas=smb://nas/ram,server_dir=/srv/"
                  "ram,medium=ram,user=me,options=connections=4,workgroup=LAB");
   ASSERT_EQ(p.shares.size(), 1u);
-  EXPECT_EQ(p.shares[0].url, "smb://nas/ram");
-  EXPECT_EQ(p.shares[0].server_dir, "/srv/ram");
-  EXPECT_EQ(p.shares[0].user, "me");
-  EXPECT_EQ(p.shares[0].options.at("connections"), "4");
-  EXPECT_EQ(p.shares[0].options.at("workgroup"), "LAB");
+  const auto& nas = p.shares[0];
+  EXPECT_EQ(nas.url, "smb://nas/ram");
+  EXPECT_EQ(nas.server_dir, "/srv/ram");
+  EXPECT_EQ(nas.user, "me");
+  EXPECT_EQ(nas.options,
+            (std::map<std::string, std::string>{{"connections", "4"}, {"workgroup", "LAB"}}));
   EXPECT_THROW(add_share_flag(p, "nas=smb://other/x"), Error);
   EXPECT_THROW(add_share_flag(p, "no-url"), Error);
   EXPECT_THROW(add_share_flag(p, "b=smb://h/s,password=secret"), Error);

@@ -14,6 +14,7 @@
 #include <boost/json/serialize.hpp>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/error.h"
 #include "core/facts_message_json.h"
@@ -238,10 +239,14 @@ TEST(Sysinfo, ParseTcHtbRootRate) {
 }
 
 TEST(Sysinfo, ParseScheduler) {
-  EXPECT_EQ(parse_scheduler("none [mq-deadline] kyber bfq\n"), "mq-deadline");
-  EXPECT_EQ(parse_scheduler("[none] mq-deadline\n"), "none");
-  EXPECT_EQ(parse_scheduler("none\n"), "none");
-  EXPECT_EQ(parse_scheduler(""), "");
+  // A queue/scheduler file, and the scheduler in use (the one in brackets).
+  const std::pair<const char*, const char*> files[] = {
+      {"none [mq-deadline] kyber bfq\n", "mq-deadline"},
+      {"[none] mq-deadline\n", "none"},
+      {"none\n", "none"},
+      {"", ""},
+  };
+  for (const auto& [file, scheduler] : files) EXPECT_EQ(parse_scheduler(file), scheduler) << file;
 }
 
 TEST(Sysinfo, ParseOsRelease) {

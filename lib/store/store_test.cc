@@ -364,12 +364,7 @@ TEST_F(HistoryTest, NewestFirstWithTheirRecords) {
 
 HistoryFilter filter(const std::string& label, const std::string& host, double since = 0,
                      size_t limit = 50) {
-  HistoryFilter f;
-  f.label = label;
-  f.host = host;
-  f.since = since;
-  f.limit = limit;
-  return f;
+  return HistoryFilter{.label = label, .host = host, .since = since, .limit = limit};
 }
 
 TEST_F(HistoryTest, Filters) {

@@ -14,6 +14,13 @@ const Place kWhere{"198.18.0.1:21", "/ram", "cplab", "run-1/a.dat"};
 
 std::string text(const Error& e) { return std::string(e.what()) + " | " + e.hint(); }
 
+// Whether the error made of `f` at `step` (at kWhere) says `words`; on failure, what it says.
+::testing::AssertionResult says(const FtpFailure& f, Step step, const std::string& words) {
+  const Error e = ftp_error(f, step, kWhere);
+  if (text(e).find(words) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << text(e);
+}
+
 TEST(FtpError, ClosedPortNamesHostAndPort) {
   const Error e = ftp_error({CURLE_COULDNT_CONNECT, 0, "", "Failed to connect: refused"},
                             Step::kConnect, {"198.18.0.1:2121", "/ram", "cplab", ""});
@@ -50,22 +57,17 @@ TEST(FtpError, ServerRequiringTlsAsksForFtpsUrl) {
 }
 
 TEST(FtpError, UnknownDirectoryAtConnect) {
-  const Error e =
-      ftp_error({CURLE_REMOTE_ACCESS_DENIED, 550, "550 Failed to change directory.", ""},
-                Step::kConnect, kWhere);
-  EXPECT_NE(text(e).find("has no directory /ram"), std::string::npos) << text(e);
+  EXPECT_TRUE(says({CURLE_REMOTE_ACCESS_DENIED, 550, "550 Failed to change directory.", ""},
+                   Step::kConnect, "has no directory /ram"));
 }
 
 TEST(FtpError, RefusedWriteAndMissingFile) {
-  Error e = ftp_error({CURLE_UPLOAD_FAILED, 553, "553 Could not create file.", ""},
-                      Step::kOpenWrite, kWhere);
-  EXPECT_NE(text(e).find("refused to store run-1/a.dat"), std::string::npos) << text(e);
-  e = ftp_error({CURLE_REMOTE_ACCESS_DENIED, 550, "550 Permission denied.", ""}, Step::kOpenWrite,
-                kWhere);
-  EXPECT_NE(text(e).find("refused to store"), std::string::npos) << text(e);
-  e = ftp_error({CURLE_REMOTE_FILE_NOT_FOUND, 550, "550 Failed to open file.", ""}, Step::kOpenRead,
-                kWhere);
-  EXPECT_NE(text(e).find("no file run-1/a.dat"), std::string::npos) << text(e);
+  EXPECT_TRUE(says({CURLE_UPLOAD_FAILED, 553, "553 Could not create file.", ""}, Step::kOpenWrite,
+                   "refused to store run-1/a.dat"));
+  EXPECT_TRUE(says({CURLE_REMOTE_ACCESS_DENIED, 550, "550 Permission denied.", ""},
+                   Step::kOpenWrite, "refused to store"));
+  EXPECT_TRUE(says({CURLE_REMOTE_FILE_NOT_FOUND, 550, "550 Failed to open file.", ""},
+                   Step::kOpenRead, "no file run-1/a.dat"));
 }
 
 TEST(FtpError, DiskFullFromAnyReply) {
@@ -74,12 +76,10 @@ TEST(FtpError, DiskFullFromAnyReply) {
         FtpFailure{CURLE_PARTIAL_FILE, 552, "552 Exceeded storage allocation", ""},
         FtpFailure{CURLE_PARTIAL_FILE, 451, "451 Failure writing to local file.", ""},
         FtpFailure{CURLE_UPLOAD_FAILED, 550, "550 No space left on device", ""}}) {
-    const Error e = ftp_error(f, Step::kWrite, kWhere);
-    EXPECT_NE(text(e).find("its disk is full"), std::string::npos) << text(e);
+    EXPECT_TRUE(says(f, Step::kWrite, "its disk is full"));
   }
-  const Error cut = ftp_error({CURLE_SEND_ERROR, 150, "150 Ok to send data.", "Connection reset"},
-                              Step::kWrite, kWhere);
-  EXPECT_NE(text(cut).find("disk is probably full"), std::string::npos) << text(cut);
+  EXPECT_TRUE(says({CURLE_SEND_ERROR, 150, "150 Ok to send data.", "Connection reset"},
+                   Step::kWrite, "disk is probably full"));
   // 451 while reading is not a full disk.
   const Error e = ftp_error({CURLE_PARTIAL_FILE, 451, "451 Failure writing to local file.", ""},
                             Step::kRead, kWhere);
@@ -87,11 +87,10 @@ TEST(FtpError, DiskFullFromAnyReply) {
 }
 
 TEST(FtpError, TlsProblemsSayHowToFix) {
-  Error e = ftp_error({CURLE_USE_SSL_FAILED, 530, "530 Please login with USER and PASS.", ""},
-                      Step::kConnect, kWhere);
-  EXPECT_NE(text(e).find("does not offer TLS"), std::string::npos) << text(e);
-  e = ftp_error({CURLE_PEER_FAILED_VERIFICATION, 0, "", "SSL certificate problem"}, Step::kConnect,
-                kWhere);
+  EXPECT_TRUE(says({CURLE_USE_SSL_FAILED, 530, "530 Please login with USER and PASS.", ""},
+                   Step::kConnect, "does not offer TLS"));
+  const Error e = ftp_error({CURLE_PEER_FAILED_VERIFICATION, 0, "", "SSL certificate problem"},
+                            Step::kConnect, kWhere);
   EXPECT_NE(e.hint().find("insecure=1"), std::string::npos) << text(e);
 }
 

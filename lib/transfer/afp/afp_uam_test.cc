@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "core/error.h"
 #include "transfer/afp/afp_codec.h"
 #include "transfer/afp/dsi.h"
@@ -71,13 +73,17 @@ TEST(AfpCrypto, Md5ModExpAndCounters) {
 }
 
 TEST(AfpUam, NamesAndChoice) {
-  EXPECT_EQ(canonical_uam("dhx2"), "DHX2");
-  EXPECT_EQ(canonical_uam("DHCAST128"), "DHCAST128");
-  EXPECT_EQ(canonical_uam("dhx"), "DHCAST128");
-  EXPECT_EQ(canonical_uam("cleartxt passwrd"), "Cleartxt Passwrd");
-  EXPECT_EQ(canonical_uam("clrtxt"), "Cleartxt Passwrd");
-  EXPECT_EQ(canonical_uam("No User Authent"), "No User Authent");
-  EXPECT_EQ(canonical_uam("guest"), "No User Authent");
+  // A name as a user may give it, and the UAM it names.
+  const std::pair<const char*, const char*> names[] = {
+      {"dhx2", "DHX2"},
+      {"DHCAST128", "DHCAST128"},
+      {"dhx", "DHCAST128"},
+      {"cleartxt passwrd", "Cleartxt Passwrd"},
+      {"clrtxt", "Cleartxt Passwrd"},
+      {"No User Authent", "No User Authent"},
+      {"guest", "No User Authent"},
+  };
+  for (const auto& [given, uam] : names) EXPECT_EQ(canonical_uam(given), uam) << given;
   EXPECT_THROW(canonical_uam("Kerberos"), Error);
 
   const std::vector<std::string> all = {"DHX2", "DHCAST128", "Cleartxt Passwrd", "No User Authent"};

@@ -71,19 +71,13 @@ TEST(NfsAutoDepth, StaysWithinItsMemoryBound) {
 }
 
 TEST(NfsOptions, RejectsUnknownOptionsAndBadValues) {
-  for (const auto& [k, v] :
-       std::vector<std::pair<std::string, std::string>>{{"versoin", "4"},
-                                                        {"version", "2"},
-                                                        {"version", "4.1"},
-                                                        {"depth", "0"},
-                                                        {"depth", "5000"},
-                                                        {"request_size", "1k"},
-                                                        {"request_size", "64MiB"},
-                                                        {"uid", "-1"},
-                                                        {"uid", "root"},
-                                                        {"timeout", "0"}}) {
+  // An option the driver does not know, or a value out of its range.
+  const std::pair<std::string, std::string> refused[] = {
+      {"versoin", "4"},  {"version", "2"},       {"version", "4.1"},        {"depth", "0"},
+      {"depth", "5000"}, {"request_size", "1k"}, {"request_size", "64MiB"}, {"uid", "-1"},
+      {"uid", "root"},   {"timeout", "0"}};
+  for (const auto& [k, v] : refused)
     EXPECT_EQ(kind_of([&] { parse_nfs_options({{k, v}}); }), ErrorKind::kConfig) << k << "=" << v;
-  }
 }
 
 TEST(NfsError, MountFailuresAreConfigErrorsAndTheRestIo) {

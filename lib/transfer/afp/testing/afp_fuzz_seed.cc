@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "transfer/afp/afp_codec.h"
@@ -12,6 +13,17 @@
 #include "transfer/afp/testing/afp_capture.h"
 
 using namespace cp::transfer;  // NOLINT
+
+namespace {
+
+// The selector of the parser that reads the reply to each AFP command.
+const std::map<uint8_t, uint8_t> kSelectorOfReply = {
+    {afp::kFPGetSrvrParms, 2}, {afp::kFPOpenVol, 3},  {afp::kFPGetFileDirParms, 4},
+    {afp::kFPOpenFork, 5},     {afp::kFPWriteExt, 6}, {afp::kFPEnumerateExt2, 7},
+    {afp::kFPGetSrvrMsg, 8},
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -42,35 +54,12 @@ int main(int argc, char** argv) {
           const std::string& p = e.reply->payload;
           if (e.request.header.command == dsi::kGetStatus) add(1, p);
           if (e.request.header.command == dsi::kOpenSession) add(9, p);
-          switch (e.afp_command()) {
-            case afp::kFPGetSrvrParms:
-              add(2, p);
-              break;
-            case afp::kFPOpenVol:
-              add(3, p);
-              break;
-            case afp::kFPGetFileDirParms:
-              add(4, p);
-              break;
-            case afp::kFPOpenFork:
-              add(5, p);
-              break;
-            case afp::kFPWriteExt:
-              add(6, p);
-              break;
-            case afp::kFPEnumerateExt2:
-              add(7, p);
-              break;
-            case afp::kFPGetSrvrMsg:
-              add(8, p);
-              break;
-            case afp::kFPLogin:
-            case afp::kFPLoginCont:
-              if (e.reply->header.error() == afp::kFPAuthContinue) {
-                add(p.size() == 50 ? 11 : 10, p);
-              }
-              break;
-          }
+          if (const auto it = kSelectorOfReply.find(e.afp_command()); it != kSelectorOfReply.end())
+            add(it->second, p);
+          const bool login =
+              e.afp_command() == afp::kFPLogin || e.afp_command() == afp::kFPLoginCont;
+          if (login && e.reply->header.error() == afp::kFPAuthContinue)
+            add(p.size() == 50 ? 11 : 10, p);
           add(15, p);
         }
       }

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -252,11 +253,22 @@ class AfpTestServer::Session {
       *code = kFPUserNotAuth;
       return {};
     }
+    // The commands a method of their own answers, by the request alone.
+    using Handler = std::string (Session::*)(const Request&, int32_t*);
+    static const std::map<uint8_t, Handler> kHandlers = {
+        {kFPLogin, &Session::login},
+        {kFPLoginCont, &Session::login_cont},
+        {kFPOpenVol, &Session::open_vol},
+        {kFPGetFileDirParms, &Session::get_file_dir_parms},
+        {kFPCreateFile, &Session::create_file},
+        {kFPCreateDir, &Session::create_dir},
+        {kFPDelete, &Session::remove},
+        {kFPOpenFork, &Session::open_fork},
+        {kFPReadExt, &Session::read_ext},
+    };
+    if (const auto it = kHandlers.find(q.command); it != kHandlers.end())
+      return (this->*it->second)(q, code);
     switch (q.command) {
-      case kFPLogin:
-        return login(q, code);
-      case kFPLoginCont:
-        return login_cont(q, code);
       case kFPGetSrvrParms: {
         SrvrParms p;
         p.server_time = afp_date(::time(nullptr));
@@ -268,8 +280,6 @@ class AfpTestServer::Session {
       }
       case kFPGetSrvrMsg:
         return Writer().u16(q.msg_type).u16(q.bitmap).u16(0).take();
-      case kFPOpenVol:
-        return open_vol(q, code);
       case kFPCloseVol:
       case kFPFlush:
         if (!volume(q.volume)) *code = kFPParamErr;
@@ -277,18 +287,6 @@ class AfpTestServer::Session {
       case kFPLogout:
         stat([](TestServerStats& s) { s.logged_out = true; });
         return {};
-      case kFPGetFileDirParms:
-        return get_file_dir_parms(q, code);
-      case kFPCreateFile:
-        return create_file(q, code);
-      case kFPCreateDir:
-        return create_dir(q, code);
-      case kFPDelete:
-        return remove(q, code);
-      case kFPOpenFork:
-        return open_fork(q, code);
-      case kFPReadExt:
-        return read_ext(q, code);
       case kFPWriteExt:
         return write_ext(q, m.payload, code);
       case kFPFlushFork:
@@ -497,6 +495,13 @@ class AfpTestServer::Session {
     return cfg_.deny.count(*rel) ? kFPAccessDenied : kNoErr;
   }
 
+  // resolve(), then the object's stat in `st`: kFPObjectNotFound where there is none.
+  int32_t resolve_existing(const Request& q, std::string* real, std::string* rel,
+                           struct stat* st) const {
+    if (const int32_t code = resolve(q, real, rel); code != kNoErr) return code;
+    return ::stat(real->c_str(), st) == 0 ? kNoErr : kFPObjectNotFound;
+  }
+
   Params params_of(const std::string& real, const std::string& rel, const struct stat& st) const {
     Params p;
     p.is_dir = S_ISDIR(st.st_mode);
@@ -532,12 +537,8 @@ class AfpTestServer::Session {
 
   std::string get_file_dir_parms(const Request& q, int32_t* code) {
     std::string real, rel;
-    if ((*code = resolve(q, &real, &rel)) != kNoErr) return {};
     struct stat st {};
-    if (::stat(real.c_str(), &st) != 0) {
-      *code = kFPObjectNotFound;
-      return {};
-    }
+    if ((*code = resolve_existing(q, &real, &rel, &st)) != kNoErr) return {};
     const bool dir = S_ISDIR(st.st_mode);
     if (!bits_valid(dir ? q.dir_bitmap : q.file_bitmap, dir)) {
       *code = kFPBitmapErr;
@@ -597,12 +598,8 @@ class AfpTestServer::Session {
 
   std::string open_fork(const Request& q, int32_t* code) {
     std::string real, rel;
-    if ((*code = resolve(q, &real, &rel)) != kNoErr) return {};
     struct stat st {};
-    if (::stat(real.c_str(), &st) != 0) {
-      *code = kFPObjectNotFound;
-      return {};
-    }
+    if ((*code = resolve_existing(q, &real, &rel, &st)) != kNoErr) return {};
     if (S_ISDIR(st.st_mode)) {
       *code = kFPObjectTypeErr;
       return {};

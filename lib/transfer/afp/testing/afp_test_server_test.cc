@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "transfer/afp/afp_codec.h"
 #include "transfer/afp/dsi.h"
@@ -15,6 +16,16 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace cp::transfer::afp;  // NOLINT
+
+// The fields of a reply the test server gives as netatalk did (its other
+// fields hold dates, IDs and owners, which differ).
+auto compared(const ServerInfo& i) {
+  return std::tie(i.server_name, i.utf8_server_name, i.machine_type, i.versions, i.uams, i.flags,
+                  i.addresses);
+}
+auto compared(const VolParams& v) {
+  return std::tie(v.bitmap, v.attributes, v.signature, v.volume_id, v.name, v.block_size);
+}
 
 // Plays the guest capture's client requests to the test server (serving a
 // copy of the captured files) and holds its replies against netatalk's.
@@ -36,13 +47,7 @@ TEST(AfpTestServer, RepliesLikeTheCapturedServer) {
     auto c = dsi::Connection::connect("127.0.0.1", server.port(), &cancel);
     const ServerInfo ours = decode_server_info(c->get_status());
     const ServerInfo theirs = decode_server_info(captured[0].exchanges[0].reply->payload);
-    EXPECT_EQ(ours.server_name, theirs.server_name);
-    EXPECT_EQ(ours.utf8_server_name, theirs.utf8_server_name);
-    EXPECT_EQ(ours.machine_type, theirs.machine_type);
-    EXPECT_EQ(ours.versions, theirs.versions);
-    EXPECT_EQ(ours.uams, theirs.uams);
-    EXPECT_EQ(ours.flags, theirs.flags);
-    EXPECT_EQ(ours.addresses, theirs.addresses);
+    EXPECT_EQ(compared(ours), compared(theirs));
   }
 
   auto c = dsi::Connection::connect("127.0.0.1", server.port(), &cancel);
@@ -86,12 +91,7 @@ TEST(AfpTestServer, RepliesLikeTheCapturedServer) {
       }
       case kFPOpenVol: {
         const VolParams a = decode_open_vol(m.payload), b = decode_open_vol(want);
-        EXPECT_EQ(a.bitmap, b.bitmap);
-        EXPECT_EQ(a.attributes, b.attributes);
-        EXPECT_EQ(a.signature, b.signature);
-        EXPECT_EQ(a.volume_id, b.volume_id);
-        EXPECT_EQ(a.name, b.name);
-        EXPECT_EQ(a.block_size, b.block_size);
+        EXPECT_EQ(compared(a), compared(b));
         EXPECT_EQ(m.payload.size(), want.size());
         ++fields;  // the creation date differs
         break;
