@@ -105,6 +105,18 @@ class ServersLabTest : public LabDriverTest {
       EXPECT_NE(on_server("test -e " + shell_quote(server_dir + "/" + name)).exit_code, 0);
     }
   }
+  // An FTP server on `port` that requires TLS with the lab's certificate (in
+  // `cert_dir`): a plain session is refused with the fix (ftps://, a config
+  // error); explicit TLS moves the files of the RAM share `ram_share`.
+  void expect_tls_required(int port, const std::string& cert_dir, const std::string& ram_share) {
+    wait_listening(port);
+    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", port)); }), ErrorKind::kConfig);
+    Share tls = share("ftps", "ram", port);
+    tls.options["ca_file"] = cert_dir + "ftps-cert.pem";
+    auto s = connect(tls);
+    EXPECT_EQ(s->properties().at("tls"), "explicit");
+    round_trip(*s, "", ram_share);
+  }
 };
 
 std::string proftpd_conf(int port, const std::string& extra) {
@@ -174,13 +186,7 @@ TEST_F(ServersLabTest, ProftpdWithAndWithoutChrootWritesReadsAndRemoves) {
                                               "TLSOptions NoSessionReuseRequired\n",
                                               dir)));
     Daemon d(kFtpdRoot + "proftpd -n -c " + conf);
-    wait_listening(2127);
-    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", 2127)); }), ErrorKind::kConfig);
-    Share tls = share("ftps", "ram", 2127);
-    tls.options["ca_file"] = dir + "ftps-cert.pem";
-    auto s = connect(tls);
-    EXPECT_EQ(s->properties().at("tls"), "explicit");
-    round_trip(*s, "", f.ram_share);
+    expect_tls_required(2127, dir, f.ram_share);
     EXPECT_TRUE(d.running());
   }
 }
@@ -228,13 +234,7 @@ TEST_F(ServersLabTest, PureFtpdWritesReadsAndRemovesAndReportsRefusals) {
     const std::string dir = g_world->lab.dir + "/server/ftp/";
     Daemon d(with_shells +
              shell_quote(",2126 -Y 2 -2 " + dir + "ftps-cert.pem," + dir + "ftps-key.pem"));
-    wait_listening(2126);
-    EXPECT_EQ(kind_of([&] { connect(share("ftp", "ram", 2126)); }), ErrorKind::kConfig);
-    Share tls = share("ftps", "ram", 2126);
-    tls.options["ca_file"] = dir + "ftps-cert.pem";
-    auto s = connect(tls);
-    EXPECT_EQ(s->properties().at("tls"), "explicit");
-    round_trip(*s, "", f.ram_share);
+    expect_tls_required(2126, dir, f.ram_share);
   }
   {
     SCOPED_TRACE("pure-ftpd -A");
