@@ -22,17 +22,8 @@ namespace {
 
 namespace json = boost::json;
 
-class CostlySettings : public LabSuite<CostlySettings> {
+class CostlySettings : public VerdictSuite<CostlySettings> {
  protected:
-  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
-
-  std::string share(const std::string& proto, const std::string& medium) const {
-    return lab_.plan_section(proto + "-" + medium, proto, medium);
-  }
-
-  static json::object diagnose(const std::string& plan) { return diagnose_lab_report(plan); }
-  static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
-
   // The entry of `f`'s `settings` naming `parameter` of `server`; nullptr if none.
   static const json::object* named(const json::object& f, const std::string& server,
                                    const std::string& parameter) {
@@ -114,8 +105,6 @@ class CostlySettings : public LabSuite<CostlySettings> {
     EXPECT_EQ(named(*other, "nfs-ganesha", "MaxRead"), nullptr) << str(*other, "text");
     EXPECT_EQ(named(*other, "nfs-ganesha", "MaxWrite"), nullptr) << str(*other, "text");
   }
-
-  LabStatus lab_;
 };
 
 // `text` with each `key = value` line (smb.conf: two spaces before it) of
@@ -151,9 +140,7 @@ TEST_F(CostlySettings, VsftpdRateCapIsNamedOnFtpWithItsValue) {
   // 2.3x its cap in two runs here); through read/write it holds them at it.
   ASSERT_NO_FATAL_FAILURE(reshape(
       {"--rate", "0", "--vsftpd", "local_max_rate=20000000", "--vsftpd", "use_sendfile=NO"}));
-  const json::object doc =
-      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 100MB\ncount = 3\n" +
-               share("ftp", "ram"));
+  const json::object doc = diagnose_shares(2, "100MB", 3, share("ftp", "ram"));
   ASSERT_FALSE(doc.empty());
   EXPECT_EQ(str(facts_settings(doc, "vsftpd"), "local_max_rate"), "20000000");
   for (const char* path : {"ftp ram read", "ftp ram write"}) {
@@ -179,10 +166,7 @@ TEST_F(CostlySettings, VsftpdRateCapIsNamedOnFtpWithItsValue) {
 TEST_F(CostlySettings, TheConfigReadIsThatOfTheVsftpdServingTheShare) {
   const std::string ftp = lab_.dir + "/server/ftp";
   const std::string conf = ftp + "/vsftpd-2121.conf";
-  std::ifstream in(ftp + "/vsftpd.conf");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string c = text.str();
+  std::string c = slurp(ftp + "/vsftpd.conf");
   ASSERT_TRUE(set_lines(c,
                         {{"listen_port", "2121"},
                          {"vsftpd_log_file", "/dev/null"},
@@ -240,10 +224,7 @@ TEST_F(CostlySettings, TheSambaConfigReadIsThatOfTheSmbdServingTheShare) {
   const std::string samba = lab_.dir + "/server/samba";
   const std::string second = samba + "-4450";
   const std::string conf = second + "/smb.conf";
-  std::ifstream in(samba + "/smb.conf");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string c = text.str();
+  std::string c = slurp(samba + "/smb.conf");
   ASSERT_TRUE(set_lines(c,
                         {{"smb ports", "4450"},
                          {"lock directory", second + "/lock"},

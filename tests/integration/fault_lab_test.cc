@@ -157,13 +157,7 @@ struct Fault {
 TEST_F(LabFaults, EachAgentKilledOrStoppedAtEachLayer) {
   const std::string disk = "layer = 'disk' AND location = ROLE", tcp = "layer = 'tcp'",
                     proto = "layer = 'ftp' AND location = 'disk'";
-  const std::vector<Fault> faults = {
-      {"server killed at disk", disk, "server", Fault::kKill, 3, "partial"},
-      {"client killed at disk", disk, "client", Fault::kKill, 3, "partial"},
-      {"server killed at tcp", tcp, "server", Fault::kKill, 3, "partial"},
-      {"client killed at tcp", tcp, "client", Fault::kKill, 3, "partial"},
-      {"server killed at ftp", proto, "server", Fault::kKill, 3, "partial"},
-      {"client killed at ftp", proto, "client", Fault::kKill, 3, "partial"},
+  std::vector<Fault> faults = {
       {"server stopped at disk", disk, "server", Fault::kStopUntilAbandoned, 3, "partial"},
       {"client stopped at tcp", tcp, "client", Fault::kStopUntilAbandoned, 3, "partial"},
       {"client stopped at ftp", proto, "client", Fault::kStopUntilAbandoned, 3, "partial"},
@@ -171,6 +165,11 @@ TEST_F(LabFaults, EachAgentKilledOrStoppedAtEachLayer) {
       {"client's SSH session killed", tcp, "client", Fault::kKillSshSession, 3, "partial"},
       {"vsftpd stopped mid-stage", proto, "server", Fault::kStopFtpd, 3, "partial"},
   };
+  // And each end's agent killed at each layer.
+  for (const auto& [layer, stage] :
+       {std::pair<std::string, std::string>{"disk", disk}, {"tcp", tcp}, {"ftp", proto}})
+    for (const std::string role : {"server", "client"})
+      faults.push_back({role + " killed at " + layer, stage, role, Fault::kKill, 3, "partial"});
   for (const Fault& f : faults) {
     SCOPED_TRACE(f.name);
     TempDir t;

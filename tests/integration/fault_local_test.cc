@@ -91,6 +91,15 @@ void start_run(const TempDir& t, const std::string& plan, const std::string& rea
   ASSERT_TRUE(wait_for(r->db, ready_sql, 1));
 }
 
+// start_run until the TCP stage has begun; then, `after_s` later, the client's
+// agent stopped (SIGSTOP): a peer silent mid-TCP.
+void start_run_stopping_the_client_in_tcp(const TempDir& t, const std::string& plan, double after_s,
+                                          Running* r) {
+  ASSERT_NO_FATAL_FAILURE(start_run(t, plan, "SELECT count(*) FROM stages WHERE layer = 'tcp'", r));
+  sleep_s(after_s);
+  ::kill(r->agents[1], SIGSTOP);
+}
+
 bool wait_gone(int pid, double timeout_s = 15) {
   const double deadline = monotonic_seconds() + timeout_s;
   while (monotonic_seconds() < deadline) {
@@ -157,12 +166,9 @@ TEST(LocalFaults, KilledServerAgentMidDiskWriteLeavesNothingAfterTheNextRun) {
 TEST(LocalFaults, CtrlCWhileAnAgentIsStoppedEndsWithinTwoSeconds) {
   TempDir t;
   Running run;
-  ASSERT_NO_FATAL_FAILURE(
-      start_run(t, "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\n",
-                "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  ASSERT_NO_FATAL_FAILURE(start_run_stopping_the_client_in_tcp(
+      t, "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 30\n", 0.5, &run));
   auto& [db, c, agents] = run;
-  sleep_s(0.5);
-  ::kill(agents[1], SIGSTOP);
   sleep_s(0.5);
   const double sent = monotonic_seconds();
   c->kill(SIGINT);
@@ -182,13 +188,12 @@ TEST(LocalFaults, CtrlCWhileAnAgentIsStoppedEndsWithinTwoSeconds) {
 TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
   TempDir t;
   Running run;
-  ASSERT_NO_FATAL_FAILURE(start_run(t,
-                                    "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 3\n"
-                                    "streams = 1\n[timeouts]\nstall = 2s\nsilence = 60s\n",
-                                    "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  ASSERT_NO_FATAL_FAILURE(start_run_stopping_the_client_in_tcp(
+      t,
+      "[disk]\nenabled = no\n[tcp]\nseconds = 1\ncount = 3\nstreams = 1\n"
+      "[timeouts]\nstall = 2s\nsilence = 60s\n",
+      0.3, &run));
   auto& [db, c, agents] = run;
-  sleep_s(0.3);
-  ::kill(agents[1], SIGSTOP);
   sleep_s(4);
   ::kill(agents[1], SIGCONT);
   const int rc = c->wait(120);
@@ -205,14 +210,12 @@ TEST(LocalFaults, ASampleDuringWhichAnAgentStoppedIsFlaggedStalled) {
 TEST(LocalFaults, AnAgentSilentPastTheTimeoutIsAbandoned) {
   TempDir t;
   Running run;
-  ASSERT_NO_FATAL_FAILURE(
-      start_run(t,
-                "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 20\n"
-                "count = 2\n[timeouts]\nsilence = 3s\n",
-                "SELECT count(*) FROM stages WHERE layer = 'tcp'", &run));
+  ASSERT_NO_FATAL_FAILURE(start_run_stopping_the_client_in_tcp(
+      t,
+      "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 20\ncount = 2\n"
+      "[timeouts]\nsilence = 3s\n",
+      0.5, &run));
   auto& [db, c, agents] = run;
-  sleep_s(0.5);
-  ::kill(agents[1], SIGSTOP);
   const double stopped = monotonic_seconds();
   const int rc = c->wait(120);
   const double took = monotonic_seconds() - stopped;

@@ -334,11 +334,10 @@ TEST_F(Lab, DelayShowsInTheTcpStagesRtt) {
 TEST_F(Lab, TcpStreamsRecordEachStreamAndATotalAtLeastOneStreams) {
   ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "200mbit"}));
   TempDir t;
-  write_file(t.file("plan.ini"),
-             "[disk]\nenabled = no\n[tcp]\nseconds = 2\ncount = 3\nstreams = 2\n"
-             "[protocol]\nenabled = no\n");
-  RunResult r = chokepoint({"diagnose", "--lab", "--db", t.file("runs.db"), "--plan",
-                            t.file("plan.ini"), "--json", "-q"});
+  RunResult r = diagnose_lab(t,
+                             "[disk]\nenabled = no\n[tcp]\nseconds = 2\ncount = 3\nstreams = "
+                             "2\n[protocol]\nenabled = no\n",
+                             t.file("runs.db"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json::object doc = json::parse(r.out).as_object();
   for (const char* dir : {"server->client", "client->server"}) {

@@ -15,25 +15,31 @@ namespace {
 
 namespace json = boost::json;
 
-TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
-  if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-  RunResult up = chokepoint({"lab", "up", "--rate", "1gbit"}, 300);
-  ASSERT_EQ(up.exit_code, 0) << up.err << up.out;
-  struct Down {
-    ~Down() { chokepoint({"lab", "down"}, 300); }
-  } down;
-  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-  ASSERT_EQ(st.exit_code, 0) << st.err;
-  const json::object status = json::parse(st.out).as_object();
-  const json::object& servers = status.at("servers").as_object();
-  EXPECT_TRUE(servers.at("nfsd_alive").as_bool());
-  std::string ram, disk;
-  for (const auto& v : servers.at("shares").as_array()) {
-    const json::object& s = v.as_object();
-    if (s.at("protocol").as_string() != "nfs") continue;
-    (s.at("medium").as_string() == "ram" ? ram : disk) =
-        std::string(s.at("server_dir").as_string());
+// The lab, unshaped unless a test reshapes or throttles it.
+class NfsEndToEnd : public LabSuite<NfsEndToEnd> {
+ protected:
+  // The `servers` part of `lab status --json`.
+  static json::object lab_servers() {
+    RunResult st = chokepoint({"lab", "status", "--json"}, 120);
+    EXPECT_EQ(st.exit_code, 0) << st.err;
+    return json::parse(st.out).as_object().at("servers").as_object();
   }
+  // The server_dir of the lab's NFS share over `medium` (ram | disk); "" if none.
+  static std::string nfs_share_dir(const json::object& servers, const std::string& medium) {
+    for (const auto& v : servers.at("shares").as_array()) {
+      const json::object& s = v.as_object();
+      if (s.at("protocol").as_string() == "nfs" && s.at("medium").as_string() == medium)
+        return std::string(s.at("server_dir").as_string());
+    }
+    return "";
+  }
+};
+
+TEST_F(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "1gbit"}));
+  const json::object servers = lab_servers();
+  EXPECT_TRUE(servers.at("nfsd_alive").as_bool());
+  const std::string ram = nfs_share_dir(servers, "ram"), disk = nfs_share_dir(servers, "disk");
   ASSERT_FALSE(ram.empty());
   ASSERT_FALSE(disk.empty());
   const std::string addr = lab_names().server_data_address;
@@ -116,26 +122,11 @@ TEST(NfsEndToEnd, DiagnoseMeasuresNfsV4AndV3SharesWithVerdicts) {
 
 // `lab throttle --nfsd-cpu 10%`: Ganesha at a tenth of a core; the verdict
 // names its CPU quota on the server, as it does smbd's.
-TEST(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
-  if (geteuid() != 0) GTEST_SKIP() << "the lab needs root";
-  RunResult up = chokepoint({"lab", "up", "--rate", "0"}, 300);
-  ASSERT_EQ(up.exit_code, 0) << up.err << up.out;
-  struct Down {
-    ~Down() { chokepoint({"lab", "down"}, 300); }
-  } down;
-  RunResult th = chokepoint({"lab", "throttle", "--nfsd-cpu", "10%"}, 120);
-  ASSERT_EQ(th.exit_code, 0) << th.err;
-  RunResult st = chokepoint({"lab", "status", "--json"}, 120);
-  ASSERT_EQ(st.exit_code, 0) << st.err;
-  const json::object status = json::parse(st.out).as_object();
-  const json::object& servers = status.at("servers").as_object();
+TEST_F(NfsEndToEnd, StarvedGaneshaIsNamedByItsCpuQuota) {
+  ASSERT_NO_FATAL_FAILURE(throttle({"--nfsd-cpu", "10%"}));
+  const json::object servers = lab_servers();
   EXPECT_DOUBLE_EQ(servers.at("throttle").at("nfsd_cpu").to_number<double>(), 0.1);
-  std::string ram;
-  for (const auto& v : servers.at("shares").as_array()) {
-    const json::object& s = v.as_object();
-    if (s.at("protocol").as_string() == "nfs" && s.at("medium").as_string() == "ram")
-      ram = std::string(s.at("server_dir").as_string());
-  }
+  const std::string ram = nfs_share_dir(servers, "ram");
   ASSERT_FALSE(ram.empty());
   TempDir t;
   // 400 MB files: each transfer lasts over a second at the quota, longer

@@ -39,14 +39,11 @@ std::vector<std::string> lines_of(const std::string& text) {
 // of theirs starts with the fake text.
 TEST(SecurityControlChars, RemoteStringsReachTheTerminalEscaped) {
   TempDir t;
-  write_file(t.file("plan.ini"),
-             local_dirs(t) +
-                 "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\n"
-                 "count = 2\n");
   const std::string db = t.file("runs.db");
   for (const char* label : {"a", "b"}) {
-    RunResult r = chokepoint({"diagnose", "--server", "local", "--client", "local", "--db", db,
-                              "--plan", t.file("plan.ini"), "--label", label, "-q"});
+    RunResult r = diagnose_locally(
+        t, "[disk]\nsizes = 1MiB\ncount = 2\nsettle = 0\n[tcp]\nseconds = 200ms\ncount = 2\n", db,
+        {"--label", label});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   // What follows each ESC clears the screen, sets the title, or forges a line.

@@ -13,6 +13,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/text.h"
 #include "lab/lab.h"
 #include "lab/sys.h"
 
@@ -57,6 +58,8 @@ TempDir::~TempDir() {
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
+
 namespace {
 template <typename F>
 void query(const std::string& db, const std::string& sql, F&& row) {
@@ -98,6 +101,15 @@ std::string local_dirs(const TempDir& t) {
          "\n[client]\nram_dir = " + t.path() + "\ndisk_dir = " + t.path() + "\n";
 }
 
+RunResult diagnose_locally(const TempDir& dir, const std::string& sections, const std::string& db,
+                           const std::vector<std::string>& extra) {
+  write_file(dir.file("plan.ini"), local_dirs(dir) + sections);
+  std::vector<std::string> args{"diagnose", "--server", "local",  "--client",           "local",
+                                "--db",     db,         "--plan", dir.file("plan.ini"), "-q"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return chokepoint(args);
+}
+
 int64_t complete_stages(const std::string& db, const std::string& layers) {
   return query_int(
       db, "SELECT count(*) FROM stages WHERE status = 'complete' AND layer IN (" + layers + ")");
@@ -127,12 +139,7 @@ std::vector<std::pair<int, std::filesystem::path>> processes() {
 }
 
 // A /proc file's whole text ("" once the process is gone).
-std::string proc_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string proc_text(const std::filesystem::path& path) { return slurp(path.string()); }
 
 }  // namespace
 

@@ -43,6 +43,8 @@ class TempDir {
 };
 
 void write_file(const std::string& path, const std::string& text);
+// A file's whole text; "" when it cannot be read.
+std::string slurp(const std::string& path);
 
 // One integer from an SQL query on the database file (read-only, its own connection).
 int64_t query_int(const std::string& db, const std::string& sql);
@@ -109,6 +111,12 @@ std::string share_files_off(const std::string& plan);
 // and disk dirs are `t`.
 std::string local_dirs(const TempDir& t);
 
+// Runs diagnose between two local ends (RAM and disk dirs in `dir`) with the
+// plan `sections` (written into `dir` after local_dirs) into `db`, with -q
+// and `extra` arguments.
+RunResult diagnose_locally(const TempDir& dir, const std::string& sections, const std::string& db,
+                           const std::vector<std::string>& extra = {});
+
 // A short plan for the NAS-profile labs: two 10 MB disk samples, one second of
 // TCP each way, one 10 MB file through each protocol.
 inline constexpr const char* kShortNasPlan =
@@ -141,7 +149,8 @@ std::string text_field(const boost::json::object& o, std::string_view key);
 // declares its own, the options are `--rate 0` (unshaped: TCP as fast as the
 // machine allows, far above what throttled layers do). As root, a lab that did
 // not come up fails every test (it never skips there). A test that reshapes
-// the lab (`reshape`) gets it back as the suite brought it up in TearDown.
+// the lab (`reshape`) gets it back as the suite brought it up in TearDown, and
+// one that throttles it (`throttle`) gets it unthrottled.
 // Derived readies each test in SetUpLab(), which runs only once the lab is
 // ready; a Derived TearDown calls this one first.
 template <class Derived>
@@ -170,6 +179,7 @@ class LabSuite : public ::testing::Test {
     SetUpLab();
   }
   void TearDown() override {
+    if (throttled_ && up_ok_) chokepoint({"lab", "throttle", "--clear"}, 120);
     if (!reshaped_ || !up_ok_) return;
     std::vector<std::string> args{"lab", "up"};
     for (const std::string& o : Derived::lab_up_options()) args.push_back(o);
@@ -187,11 +197,60 @@ class LabSuite : public ::testing::Test {
     RunResult r = chokepoint(options, 300);
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   }
+  // `lab throttle <args>` for this test alone (TearDown clears every throttle).
+  void throttle(std::vector<std::string> args) {
+    throttled_ = true;
+    args.insert(args.begin(), {"lab", "throttle"});
+    RunResult r = chokepoint(args, 120);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
 
  private:
   static inline bool up_ok_ = false;
   static inline std::string up_error_;
   bool reshaped_ = false;
+  bool throttled_ = false;
+};
+
+// A LabSuite whose tests judge diagnoses of the lab by their JSON reports.
+template <class Derived>
+class VerdictSuite : public LabSuite<Derived> {
+ protected:
+  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
+
+  // The plan section of the lab's `proto` share over `medium` ("ram" | "disk").
+  std::string share(const std::string& proto, const std::string& medium) const {
+    return lab_.plan_section(proto + "-" + medium, proto, medium);
+  }
+  static boost::json::object diagnose(const std::string& plan) { return diagnose_lab_report(plan); }
+  static const boost::json::object* finding(const boost::json::object& doc,
+                                            const std::string& path) {
+    return verdict_finding(doc, path);
+  }
+  static std::string str(const boost::json::object& o, const char* key) {
+    return text_field(o, key);
+  }
+  // diagnose with the disk stage off, `tcp_count` TCP samples each way, and
+  // `count` files of `size` ("100MB") through each share of `shares` (plan
+  // sections).
+  static boost::json::object diagnose_shares(int tcp_count, const std::string& size, int count,
+                                             const std::string& shares) {
+    return diagnose("[disk]\nenabled = no\n[tcp]\ncount = " + std::to_string(tcp_count) +
+                    "\n[protocol]\nsizes = " + size + "\ncount = " + std::to_string(count) + "\n" +
+                    shares);
+  }
+  // Whether `f` is a finding naming `layer` capped by the row (or "link")
+  // `cap`; on failure, what it is.
+  static ::testing::AssertionResult names_cap(const boost::json::object* f,
+                                              const std::string& layer, const std::string& cap) {
+    if (f == nullptr) return ::testing::AssertionFailure() << "no finding";
+    if (str(*f, "layer") != layer || str(*f, "cap") != cap)
+      return ::testing::AssertionFailure()
+             << str(*f, "layer") << " capped by " << str(*f, "cap") << ": " << str(*f, "text");
+    return ::testing::AssertionSuccess();
+  }
+
+  LabStatus lab_;
 };
 
 }  // namespace cp::itest

@@ -32,9 +32,6 @@ namespace {
 
 namespace json = boost::json;
 
-// The whole file; "" when it cannot be read.
-std::string slurp(const std::string& path) { return read_file(path).value_or(""); }
-
 class Tune : public LabSuite<Tune> {
  protected:
   void SetUpLab() override {
@@ -78,15 +75,27 @@ class Tune : public LabSuite<Tune> {
     }
     return done();
   }
-  json::object sweep_json(const std::vector<std::string>& extra, const std::string& db,
-                          const std::string& rounds = "3") {
-    std::vector<std::string> args = {"tune",   "--lab", "--rounds", rounds, "--count", "3",
-                                     "--size", "100MB", "--db",     db,     "--json",  "-q"};
-    args.insert(args.end(), extra.begin(), extra.end());
+  // `tune --lab <args> --json -q`: the first session's result.
+  static json::object tune_json(std::vector<std::string> args) {
+    args.insert(args.begin(), {"tune", "--lab"});
+    args.insert(args.end(), {"--json", "-q"});
     RunResult r = chokepoint(args, 900);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    json::value v = json::parse(r.out);
-    return v.as_array().at(0).as_object();
+    return json::parse(r.out).as_array().at(0).as_object();
+  }
+  json::object sweep_json(const std::vector<std::string>& extra, const std::string& db,
+                          const std::string& rounds = "3") {
+    std::vector<std::string> args = {"--rounds", rounds,  "--count", "3",
+                                     "--size",   "100MB", "--db",    db};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tune_json(args);
+  }
+  // That the sweep put Samba's config back as `conf_before` (byte for byte)
+  // and left no drop-in nor journal.
+  void expect_smb_conf_put_back(const std::string& conf_before) {
+    EXPECT_EQ(slurp(smb_conf_), conf_before);
+    EXPECT_FALSE(std::filesystem::exists(dropin_));
+    EXPECT_FALSE(std::filesystem::exists(journal_));
   }
 
   std::string loop_, hostname_, smb_conf_, dropin_, lab_readahead_, journal_;
@@ -221,9 +230,7 @@ TEST_F(Tune, SmbMaxReadSweepFindsTheKnownGoodValueAndPutsTheConfigBack) {
   for (const auto& l : r.at("layers").as_array()) {
     EXPECT_EQ(std::string(l.at("layer").as_string()).rfind("smb ", 0), 0u);
   }
-  EXPECT_EQ(slurp(smb_conf_), conf_before);
-  EXPECT_FALSE(std::filesystem::exists(dropin_));
-  EXPECT_FALSE(std::filesystem::exists(journal_));
+  expect_smb_conf_put_back(conf_before);
 }
 
 // SMB1: `max xmit` under `server min/max protocol = NT1` with the client
@@ -258,9 +265,7 @@ TEST_F(Tune, MaxXmitSweepRunsUnderNt1RecordsItAndPutsTheConfigBack) {
                 "t.value"),
       0);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM samples WHERE error != ''"), 0);
-  EXPECT_EQ(slurp(smb_conf_), conf_before);
-  EXPECT_FALSE(std::filesystem::exists(dropin_));
-  EXPECT_FALSE(std::filesystem::exists(journal_));
+  expect_smb_conf_put_back(conf_before);
 }
 
 // Two knobs: every combination (cross) runs with its values applied at
@@ -271,12 +276,9 @@ TEST_F(Tune, GridOfTwoKnobsRunsEveryCombinationWithItsValues) {
   TempDir t;
   const std::string conf_before = slurp(smb_conf_);
   const std::string db = t.file("tune.db");
-  RunResult r = chokepoint(
-      {"tune", "--lab", "--knob", "samba.smb2_max_read=1M", "--knob", "samba.smb2_max_write=1M",
-       "--rounds", "2", "--count", "2", "--size", "10MB", "--db", db, "--json", "-q"},
-      900);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json::object res = json::parse(r.out).as_array().at(0).as_object();
+  const json::object res =
+      tune_json({"--knob", "samba.smb2_max_read=1M", "--knob", "samba.smb2_max_write=1M",
+                 "--rounds", "2", "--count", "2", "--size", "10MB", "--db", db});
   EXPECT_EQ(res.at("grid").as_string(), "cross");
   const json::array& combos = res.at("combinations").as_array();
   ASSERT_EQ(combos.size(), 4u);
@@ -315,17 +317,12 @@ TEST_F(Tune, GridOfTwoKnobsRunsEveryCombinationWithItsValues) {
         query_int(db, fmt::format("SELECT count(*) FROM tune_runs WHERE value = '{}'", label)), 2)
         << label;
   }
-  EXPECT_EQ(slurp(smb_conf_), conf_before);
-  EXPECT_FALSE(std::filesystem::exists(dropin_));
-  EXPECT_FALSE(std::filesystem::exists(journal_));
+  expect_smb_conf_put_back(conf_before);
   // One knob at a time: the original and one combination per value.
-  RunResult one =
-      chokepoint({"tune", "--lab", "--knob", "samba.smb2_max_read=1M", "--knob",
-                  "samba.smb2_max_write=1M", "--grid", "one-at-a-time", "--rounds", "1", "--count",
-                  "1", "--size", "10MB", "--db", t.file("one.db"), "--json", "-q"},
-                 900);
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  const json::object o = json::parse(one.out).as_array().at(0).as_object();
+  const json::object o =
+      tune_json({"--knob", "samba.smb2_max_read=1M", "--knob", "samba.smb2_max_write=1M", "--grid",
+                 "one-at-a-time", "--rounds", "1", "--count", "1", "--size", "10MB", "--db",
+                 t.file("one.db")});
   EXPECT_EQ(o.at("grid").as_string(), "one-at-a-time");
   const json::array& oc = o.at("combinations").as_array();
   ASSERT_EQ(oc.size(), 3u);
@@ -580,9 +577,7 @@ TEST_F(Tune, DryRunChangesNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("blockdev --setra 2048 " + loop_), std::string::npos) << r.out;
   EXPECT_EQ(getra(), ra);
-  EXPECT_EQ(slurp(smb_conf_), conf_before);
-  EXPECT_FALSE(std::filesystem::exists(dropin_));
-  EXPECT_FALSE(std::filesystem::exists(journal_));
+  expect_smb_conf_put_back(conf_before);
 }
 
 // The orchestrator killed outright: the agents see their channel close and
@@ -677,20 +672,27 @@ TEST_F(Tune, UnknownKnobAndMissingStageAreUsageAndConfigErrors) {
   EXPECT_FALSE(std::filesystem::exists(journal_));
 }
 
+// A tune state directory for the local agent in `t` (`state`, mode 0700, for
+// CHOKEPOINT_TUNE_STATE_DIR) and the journal it looks for there.
+void make_state_dir(const TempDir& t, std::string* state, std::string* journal) {
+  *state = t.file("state");
+  ASSERT_TRUE(std::filesystem::create_directory(*state));
+  ASSERT_EQ(::chmod(state->c_str(), 0700), 0);
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  *journal = *state + "/tune-journal-" + std::string(host) + ".json";
+}
+
 // A journal planted where the local agent looks for it (an attacker's
 // `run: touch ...` under a real knob's name, and a write outside the knob
 // table): `chokepoint clean local` starts the agent, which refuses both and
 // runs neither; the run reports the refusal in its typed fields and fails.
 TEST(SecurityTuneJournal, CleanLocalRefusesAPlantedJournalRunsNothingAndSaysSo) {
   TempDir t;
-  const std::string state = t.file("state");
-  ASSERT_TRUE(std::filesystem::create_directory(state));
-  ASSERT_EQ(::chmod(state.c_str(), 0700), 0);
+  std::string state, journal;
+  ASSERT_NO_FATAL_FAILURE(make_state_dir(t, &state, &journal));
   const std::string marker = t.file("marker"), victim = t.file("victim");
   write_file(victim, "keep\n");
-  char host[256] = {};
-  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
-  const std::string journal = state + "/tune-journal-" + std::string(host) + ".json";
   write_file(
       journal,
       fmt::format(R"({{"version":1,"host":"x","pid":1,"entries":[)"
@@ -732,16 +734,12 @@ TEST(SecurityTuneJournal, CleanLocalRefusesAPlantedJournalRunsNothingAndSaysSo) 
 // as a symlink, not followed.
 TEST(SecurityTuneJournal, CleanLocalRefusesASymlinkedJournal) {
   TempDir t;
-  const std::string state = t.file("state");
-  ASSERT_TRUE(std::filesystem::create_directory(state));
-  ASSERT_EQ(::chmod(state.c_str(), 0700), 0);
-  char host[256] = {};
-  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  std::string state, journal;
+  ASSERT_NO_FATAL_FAILURE(make_state_dir(t, &state, &journal));
   const std::string elsewhere = t.file("elsewhere.json");
   write_file(elsewhere, R"({"version":1,"entries":[]})");
   ::chmod(elsewhere.c_str(), 0600);
-  std::filesystem::create_symlink(elsewhere,
-                                  state + "/tune-journal-" + std::string(host) + ".json");
+  std::filesystem::create_symlink(elsewhere, journal);
   ::setenv("CHOKEPOINT_TUNE_STATE_DIR", state.c_str(), 1);
   RunResult r = chokepoint({"clean", "local", "--dir", t.path(), "--json"}, 120);
   ::unsetenv("CHOKEPOINT_TUNE_STATE_DIR");

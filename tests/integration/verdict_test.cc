@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "support.h"
@@ -23,34 +24,44 @@ namespace {
 
 namespace json = boost::json;
 
-class Verdict : public LabSuite<Verdict> {
+// Every test leaves the lab as it found it: unshaped, default MTU and Samba,
+// no throttle (LabSuite's TearDown).
+class Verdict : public VerdictSuite<Verdict> {
  protected:
-  void SetUpLab() override { ASSERT_NO_THROW(lab_ = lab_status()); }
-  // Every test leaves the lab as it found it: unshaped, default MTU and Samba.
-  void TearDown() override {
-    if (lab_is_up() && geteuid() == 0) chokepoint({"lab", "throttle", "--clear"}, 120);
-    LabSuite::TearDown();
+  // `lab throttle <args>`, then the diagnosis of the disks' 100 MB rows and
+  // TCP (no protocol) in `doc`.
+  void diagnose_disks_throttled(std::vector<std::string> args, json::object* doc) {
+    ASSERT_NO_FATAL_FAILURE(throttle(std::move(args)));
+    *doc =
+        diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
+    ASSERT_FALSE(doc->empty());
   }
 
-  // `lab throttle <args>` for this test (TearDown clears every throttle).
-  void throttle(std::vector<std::string> args) {
-    args.insert(args.begin(), {"lab", "throttle"});
-    RunResult r = chokepoint(args, 120);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+  // That `f` names the CPU, or the probe (the client's thread at a core: a
+  // lower bound), with the CPU evidence, or else is undecided for one of
+  // `reasons`. Whether it named one.
+  static bool expect_cpu_or_undecided(const json::object& f, const std::set<std::string>& reasons) {
+    const std::string layer = str(f, "layer");
+    if (layer == "undecided") {
+      EXPECT_EQ(reasons.count(str(f, "undecided_reason")), 1u) << str(f, "text");
+      return false;
+    }
+    EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(f, "text");
+    EXPECT_TRUE(f.contains("cpu")) << str(f, "text");
+    return true;
   }
 
-  std::string share(const std::string& proto, const std::string& medium) const {
-    return lab_.plan_section(proto + "-" + medium, proto, medium);
+  // That `f` names the CPU: the server's vsftpd at its quota of 15 % of a core.
+  static void expect_vsftpd_at_its_15_pct_quota(const json::object& f) {
+    EXPECT_EQ(str(f, "layer"), "cpu") << str(f, "text");
+    ASSERT_TRUE(f.contains("cpu")) << str(f, "text");
+    const json::object& cpu = f.at("cpu").as_object();
+    EXPECT_EQ(str(cpu, "host"), "server") << str(f, "text");
+    EXPECT_EQ(str(cpu, "kind"), "quota") << str(f, "text");
+    EXPECT_EQ(str(cpu, "process"), "vsftpd") << str(f, "text");
+    EXPECT_EQ(str(cpu, "role"), "server") << str(f, "text");
+    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 15.0);
   }
-
-  static json::object diagnose(const std::string& plan) { return diagnose_lab_report(plan); }
-
-  static const json::object* finding(const json::object& doc, const std::string& path) {
-    return verdict_finding(doc, path);
-  }
-  static std::string str(const json::object& o, const char* key) { return text_field(o, key); }
-
-  LabStatus lab_;
 };
 
 // The unshaped lab: both hosts share this machine's cores, and moving files
@@ -61,23 +72,15 @@ class Verdict : public LabSuite<Verdict> {
 // guessed.
 TEST_F(Verdict, HealthyUnshapedLabNamesTheCpu) {
   const json::object doc =
-      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 200MB\ncount = 5\n" +
-               share("ftp", "ram") + share("smb", "ram"));
+      diagnose_shares(3, "200MB", 5, share("ftp", "ram") + share("smb", "ram"));
   ASSERT_FALSE(doc.empty());
   for (const char* path : {"ftp ram read", "smb ram read"}) {
     const json::object* f = finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
-    const std::string layer = str(*f, "layer");
     // Other jobs keeping every core busy (a shared developer machine) may leave
     // it undecided for that reason, or with samples too spread to hold it
     // against TCP (FTP at 0.83 of TCP, 0.73-1.08, was seen); never another layer.
-    if (layer == "undecided") {
-      const std::string why = str(*f, "undecided_reason");
-      EXPECT_TRUE(why == "load" || why == "noise") << str(*f, "text");
-    } else {
-      EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(*f, "text");
-      EXPECT_TRUE(f->contains("cpu")) << str(*f, "text");
-    }
+    expect_cpu_or_undecided(*f, {"load", "noise"});
     if (f->contains("cpu")) {
       const json::object& cpu = f->at("cpu").as_object();
       // One machine: the lab's hosts report the same kernel boot id.
@@ -100,9 +103,7 @@ TEST_F(Verdict, ShaperBetweenFastNicsNamesTheNetworkPath) {
       diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nenabled = no\n");
   ASSERT_FALSE(doc.empty());
   const json::object* f = finding(doc, "server -> client");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(str(*f, "layer"), "network path") << str(*f, "text");
-  EXPECT_EQ(str(*f, "cap"), "tcp:server->client:send");
+  ASSERT_TRUE(names_cap(f, "network path", "tcp:server->client:send"));
   for (const auto& h : f->at("hints").as_array()) {
     EXPECT_EQ(std::string(h.as_string()).find("jumbo"), std::string::npos) << h;
   }
@@ -261,14 +262,10 @@ TEST_F(Verdict, ClientDiskDirOnTmpfsIsNoDisk) {
 // (cgroup blkio: direct and synced writes, as the disk stage's are): the put
 // path (client -> server) names the server disk's writes.
 TEST_F(Verdict, ServerDiskWritesThrottledCapThePutPath) {
-  ASSERT_NO_FATAL_FAILURE(throttle({"--server-disk-write", "50MB/s"}));
-  const json::object doc =
-      diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
-  ASSERT_FALSE(doc.empty());
-  const json::object* up = finding(doc, "client -> server");
-  ASSERT_NE(up, nullptr);
-  EXPECT_EQ(str(*up, "layer"), "server disk") << str(*up, "text");
-  EXPECT_EQ(str(*up, "cap"), "disk:server:write:100000000");
+  json::object doc;
+  ASSERT_NO_FATAL_FAILURE(diagnose_disks_throttled({"--server-disk-write", "50MB/s"}, &doc));
+  EXPECT_TRUE(
+      names_cap(finding(doc, "client -> server"), "server disk", "disk:server:write:100000000"));
 }
 
 // A weak client: the client agent held to 25 % of a core (a CPU quota on
@@ -307,14 +304,10 @@ TEST_F(Verdict, ClientAgentCpuQuotaHoldsTheProtocolRows) {
 // writes may still be the slowest of its three rows on a loaded machine, and
 // then rightly named: what must not happen is the read limit showing there.)
 TEST_F(Verdict, ClientDiskReadLimitCapsOnlyThePutPath) {
-  ASSERT_NO_FATAL_FAILURE(throttle({"--client-disk-read", "50MB/s"}));
-  const json::object doc =
-      diagnose("[disk]\nsizes = 100MB\ncount = 2\n[tcp]\ncount = 2\n[protocol]\nenabled = no\n");
-  ASSERT_FALSE(doc.empty());
-  const json::object* up = finding(doc, "client -> server");
-  ASSERT_NE(up, nullptr);
-  EXPECT_EQ(str(*up, "layer"), "client disk") << str(*up, "text");
-  EXPECT_EQ(str(*up, "cap"), "disk:client:read:100000000");
+  json::object doc;
+  ASSERT_NO_FATAL_FAILURE(diagnose_disks_throttled({"--client-disk-read", "50MB/s"}, &doc));
+  EXPECT_TRUE(
+      names_cap(finding(doc, "client -> server"), "client disk", "disk:client:read:100000000"));
   const json::object* down = finding(doc, "server -> client");
   ASSERT_NE(down, nullptr);
   EXPECT_NE(str(*down, "cap").rfind("disk:client:read", 0), 0u) << str(*down, "text");
@@ -344,10 +337,7 @@ TEST_F(Verdict, CompetingLoadOnTheServerIsNeverBlamedOnAnotherLayer) {
     }
     loops.push_back(pid);
   }
-  const json::object doc = diagnose(
-      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = "
-      "100MB\ncount = 5\n" +
-      share("ftp", "ram"));
+  const json::object doc = diagnose_shares(2, "100MB", 5, share("ftp", "ram"));
   for (pid_t pid : loops) {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
@@ -356,16 +346,9 @@ TEST_F(Verdict, CompetingLoadOnTheServerIsNeverBlamedOnAnotherLayer) {
   for (const char* path : {"ftp ram read", "ftp ram write"}) {
     const json::object* f = finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
-    const std::string layer = str(*f, "layer");
-    if (layer == "undecided") {
-      // The load, or CPU windows too short to rule the CPU out.
-      const std::string why = str(*f, "undecided_reason");
-      EXPECT_TRUE(why == "load" || why == "short") << str(*f, "text");
-      continue;
-    }
-    // The client's probe at a core (`probe`, a lower bound) is the CPU too.
-    EXPECT_TRUE(layer == "cpu" || layer == "probe") << str(*f, "text");
-    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
+    // The CPU (the client's probe at a core too), or undecided for the load, or
+    // for CPU windows too short to rule the CPU out.
+    if (!expect_cpu_or_undecided(*f, {"load", "short"}) || !f->contains("cpu")) continue;
     const json::object& cpu = f->at("cpu").as_object();
     if (str(cpu, "kind") == "all cores") {
       // The loops are counted as competing load (which of them is named as the
@@ -390,9 +373,7 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   const std::vector<int> vsftpd = lab_pids_matching("vsftpd");
   ASSERT_FALSE(vsftpd.empty());
   for (int pid : vsftpd) write_file(cg + "/cgroup.procs", std::to_string(pid));
-  const json::object doc =
-      diagnose("[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" +
-               share("ftp", "ram"));
+  const json::object doc = diagnose_shares(3, "100MB", 3, share("ftp", "ram"));
   for (int pid : lab_pids_matching("vsftpd")) {
     write_file("/sys/fs/cgroup/cpu/cgroup.procs", std::to_string(pid));
   }
@@ -401,14 +382,7 @@ TEST_F(Verdict, AQuotaOnVsftpdWithIsolatedSessionsIsTheServersCpu) {
   for (const char* path : {"ftp ram read", "ftp ram write"}) {
     const json::object* f = finding(doc, path);
     ASSERT_NE(f, nullptr) << path;
-    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
-    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
-    const json::object& cpu = f->at("cpu").as_object();
-    EXPECT_EQ(str(cpu, "host"), "server") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "process"), "vsftpd") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "role"), "server") << str(*f, "text");
-    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 15.0);
+    expect_vsftpd_at_its_15_pct_quota(*f);
   }
 }
 
@@ -431,10 +405,7 @@ class ContainedVsftpd {
     address_ = n.server_data_address.substr(0, n.server_data_address.rfind('.')) + ".3";
     const std::string ftp = lab.dir + "/server/ftp";
     conf_ = ftp + "/vsftpd-container.conf";
-    std::ifstream in(ftp + "/vsftpd.conf");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string c = text.str();
+    std::string c = slurp(ftp + "/vsftpd.conf");
     auto set = [&c](const std::string& key, const std::string& value) {
       const size_t at = c.find("\n" + key + "=");
       ASSERT_NE(at, std::string::npos) << key;
@@ -531,21 +502,13 @@ TEST_F(Verdict, AQuotaOnAFileServerInAContainerIsTheServersCpu) {
   std::string section = share("ftp", "ram");
   const std::string server = lab_names().server_data_address;
   section.replace(section.find("//" + server + "/"), server.size() + 2, "//" + ct->address());
-  const json::object doc = diagnose(
-      "[disk]\nenabled = no\n[tcp]\ncount = 3\n[protocol]\nsizes = 100MB\ncount = 3\n" + section);
+  const json::object doc = diagnose_shares(3, "100MB", 3, section);
   ct.reset();
   ASSERT_FALSE(doc.empty());
   for (const char* path : {"ftp ram read", "ftp ram write"}) {
     const json::object* f = finding(doc, path);
     ASSERT_NE(f, nullptr) << path << ": " << run_errors(doc);
-    EXPECT_EQ(str(*f, "layer"), "cpu") << str(*f, "text");
-    ASSERT_TRUE(f->contains("cpu")) << str(*f, "text");
-    const json::object& cpu = f->at("cpu").as_object();
-    EXPECT_EQ(str(cpu, "host"), "server") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "kind"), "quota") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "process"), "vsftpd") << str(*f, "text");
-    EXPECT_EQ(str(cpu, "role"), "server") << str(*f, "text");
-    EXPECT_DOUBLE_EQ(cpu.at("limit_pct").to_number<double>(), 15.0);
+    expect_vsftpd_at_its_15_pct_quota(*f);
   }
 }
 
