@@ -25,7 +25,7 @@ std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& 
       f.layer = "cpu";
       f.rows = {r.key};
       f.cap = r.key;
-      f.subject = cite(r, r.where + " disk");
+      f.subject = cite(r, CitedName::kLayer);
       f.cpu = r.cpu_bound;
       f.lower_bound = r.cpu_bound.role == "agent";
       f.numbers["ops_per_s"] = r.rate.median;
@@ -41,7 +41,7 @@ std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& 
       f.path = "files";
       f.layer = r.where + " disk";
       f.rows = {r.key};
-      f.subject = cite(r, r.where + " disk");
+      f.subject = cite(r, CitedName::kLayer);
       f.numbers["median_us"] = r.latency_median_us;
       f.numbers["p99_us"] = r.latency_p99_us;
       f.numbers["max_us"] = r.latency_max_us;
@@ -59,7 +59,7 @@ void frame(const FilesCase& fc, Finding& f) {
   f.rows = {fc.row.key};
   if (fc.disk) f.rows.push_back(fc.disk->key);
   f.subject = cite(fc.row);
-  if (fc.disk) f.beneath = cite(*fc.disk, "server disk");
+  if (fc.disk) f.beneath = cite(*fc.disk, CitedName::kLayer);
   f.numbers["ops_per_s"] = fc.row.rate.median;
   f.numbers["latency_median_us"] = fc.row.latency_median_us;
   f.numbers["in_flight"] = fc.in_flight;

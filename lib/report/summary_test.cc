@@ -44,7 +44,7 @@ TEST(Summary, OneLinePerPathWithItsLayerFigureAndConfidence) {
     ASSERT_FALSE(lines.empty());
     for (size_t i = 0; i < lines.size(); ++i) {
       EXPECT_EQ(lines[i].path, paths[i].path);
-      EXPECT_EQ(lines[i].confidence.rfind(analysis::confidence_name(paths[i].confidence), 0), 0u)
+      EXPECT_EQ(lines[i].confidence.rfind(confidence_name(paths[i].confidence), 0), 0u)
           << lines[i].path;
       if (paths[i].figure > 0) {
         EXPECT_NEAR(std::stod(lines[i].figure), paths[i].figure / 1e6, 0.051) << lines[i].path;
@@ -102,11 +102,13 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   analysis::Analysis a;
   analysis::Finding ram = made("protocol.layer", "smb ram read", "smb");
   ram.subject.key = "smb:ram:read:100000000";
-  ram.subject.name = "SMB from RAM read";
+  static_cast<analysis::RowIdentity&>(ram.subject) = {"smb", "ram", "", "read", 100'000'000};
+  ram.subject.named = analysis::CitedName::kMediumOp;
   ram.subject.n = 5;
   ram.subject.median = 50e6;
   ram.beneath.key = "tcp:server->client:send";
-  ram.beneath.name = "TCP";
+  ram.beneath.layer = "tcp";
+  ram.beneath.named = analysis::CitedName::kLayer;
   ram.ratio = 0.43;
   analysis::Finding disk = ram;
   disk.rule = "protocol.at_ram_ceiling";
@@ -118,7 +120,9 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   tcp_cpu.cpu.process = "chokepoint-agen";
   tcp_cpu.cpu.role = "agent";
   tcp_cpu.subject.key = "tcp:server->client:send";
-  tcp_cpu.subject.name = "TCP server -> client";
+  tcp_cpu.subject.layer = "tcp";
+  tcp_cpu.subject.where = "server->client";
+  tcp_cpu.subject.named = analysis::CitedName::kLabel;
   analysis::Finding path = made("path.tcp", "server -> client", "cpu");
   path.cpu = tcp_cpu.cpu;
   path.because.push_back(tcp_cpu);
