@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/units.h"
 #include "report/hint_text.h"
 #include "report/report.h"
 #include "report/row_text.h"
@@ -93,6 +94,39 @@ TEST(FindingText, RoundTripBoundSaysWhatTakesTurnsOrWhatIsInFlight) {
                 "of 1.50 ms, so 333/s at most with 2.0 in flight; more operations in flight (the "
                 "share's connections or depth, a copy tool with parallel workers) or a shorter "
                 "path would lift it.");
+}
+
+// A protocol from disk names the rows it cites as its rule does (CitedName)
+// and says what each does there: the protocol from RAM moves, the server
+// disk writes (synchronously, where a costly setting cites its flushes).
+TEST(FindingText, CitedRowsSayTheirNameAndWhatTheyDo) {
+  using analysis::CitedName;
+  auto cited = [](analysis::RowIdentity id, CitedName named, double median) {
+    analysis::Cited c;
+    static_cast<analysis::RowIdentity&>(c) = std::move(id);
+    c.key = c.layer + ":" + c.where + ":" + c.op;
+    c.named = named;
+    c.median = median;
+    c.n = 5;
+    return c;
+  };
+  analysis::Finding f;
+  f.rule = "protocol.disk_ceiling";
+  f.path = "smb disk write";
+  f.layer = "server disk";
+  f.ratio = 0.95;
+  f.subject = cited({"smb", "disk", "", "write", 100'000'000}, CitedName::kMediumOp, 50e6);
+  f.beneath = cited({"disk", "server", "", "write", 100'000'000}, CitedName::kTheLayer, 52.6e6);
+  f.context = {cited({"smb", "ram", "", "write", 100'000'000}, CitedName::kMedium, 100e6),
+               f.beneath,
+               cited({"disk", "server", "", "syncwrite", 100'000'000}, CitedName::kTheLayer, 20e6)};
+  EXPECT_EQ(finding_sentence(f),
+            "smb disk write: SMB from disk write moves " + format_mbps(50e6) + " = " +
+                format_percent(0.95) +
+                " of the server disk: the server disk caps it (SMB from RAM "
+                "moves " +
+                format_mbps(100e6) + ", the server disk writes " + format_mbps(52.6e6) +
+                ", the server disk writes synchronously " + format_mbps(20e6) + ").");
 }
 
 // A share not over its medium says why and the fix, from the reason's fields.
