@@ -131,7 +131,11 @@ bool files_untrusted(const Case& c, Finding& f) {
 
 bool files_cpu(const Case& c, Finding& f) {
   const FilesCase& fc = *c.files;
-  if (fc.row.cpu_bound.empty()) return false;
+  // Every core busy does not override a phase already at what its round trips
+  // allow (as for TCP at the link): those hold it, busy or not.
+  const double ceiling = round_trip_ceiling(fc).ops_per_s;
+  const bool at_ceiling = ceiling > 0 && fc.row.rate.median >= kRoundTripBound * ceiling;
+  if (!cpu_caps(fc.row, at_ceiling)) return false;
   frame(fc, f);
   f.layer = "cpu";
   f.cap = fc.row.key;

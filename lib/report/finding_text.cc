@@ -547,6 +547,10 @@ std::string run_head(const Finding& f) {
         format_size(static_cast<uint64_t>(num(f, "memory_bytes"))));
   }
   if (f.rule == "cpu.bound") {
+    if (r.layer == "files") {  // a small-file row's figure is operations/s
+      return fmt::format("{} does {:.0f} operations/s while {}", row_label(r), r.median,
+                         cpu_text(f.cpu));
+    }
     return fmt::format("{} moves {} while {}", row_label(r), mbps(r.median), cpu_text(f.cpu));
   }
   if (f.rule == "files.disk_cpu") {

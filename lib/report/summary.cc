@@ -163,7 +163,7 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
 std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
   if (f.rule == "cpu.bound") {
     return fmt::format("{}: {} at {}.", row_label(f.subject), cpu_brief(f.cpu),
-                       format_mbps(f.subject.median));
+                       figure_text(f.subject));
   }
   if (!analysis::is_verdict_path(f.path) && !starts_with(f.rule, "tcp.")) {
     return finding_sentence(f);  // run-wide notes (cache, errors, MTU, load) are short already

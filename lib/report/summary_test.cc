@@ -222,5 +222,20 @@ TEST(Summary, AFilesClientFindingIsChokepointsClientAndALowerBound) {
   EXPECT_FALSE(finding_brief(a.findings[0], a).empty());
 }
 
+// A CPU note on a small-file row gives its operations per second, as the
+// ladder does, not the bytes its 4 KiB files move as a tiny MB/s.
+TEST(Summary, ACpuNoteOnASmallFileRowGivesItsOperationsPerSecond) {
+  analysis::Analysis a;
+  analysis::Finding f = made("cpu.bound", "", "cpu");
+  f.subject = files_create("smb", "disk", 405);
+  f.cpu.kind = "busy";
+  f.cpu.host = "both";
+  a.findings.push_back(f);
+  const std::string brief = finding_brief(a.findings[0], a);
+  EXPECT_NE(brief.find(" at 405 creates/s ("), std::string::npos) << brief;
+  const std::string text = finding_text(a.findings[0]);
+  EXPECT_NE(text.find(" does 405 operations/s while "), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace cp::report
