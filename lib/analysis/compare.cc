@@ -170,6 +170,7 @@ void classify(EnvDiff& e) {
         }
         continue;
       }
+      if (part == "{driver}") part = e.what.substr(0, e.what.find('.'));  // "smb.dialect"
       if (const size_t at = part.find("{h}"); at != std::string::npos) {
         part.replace(at, 3, e.where);
       }
@@ -263,13 +264,9 @@ std::vector<EnvDiff> negotiated_diff(const Analysis& a, const Analysis& b) {
     if (ia == va.end() || ib == vb.end()) continue;
     const std::string ta = text(ia->second, np.property), tb = text(ib->second, np.property);
     if (ta == tb) continue;
-    out.push_back({"negotiated",
-                   fmt::format("{}.{}", np.driver, np.property),
-                   ta,
-                   tb,
-                   "negotiated by the protocol's session",
-                   std::vector<std::string>{np.driver},
-                   {}});
+    EnvDiff e{"negotiated", fmt::format("{}.{}", np.driver, np.property), ta, tb, "", {}, {}};
+    classify(e);
+    out.push_back(std::move(e));
   }
   return out;
 }
@@ -307,7 +304,7 @@ void judge_delta(RowDelta& d, const Drift& drift) {
   d.note_numbers.clear();
   const double n1 = double(d.test.n1), n2 = double(d.test.n2);
   if (d.test.too_few) {
-    d.verdict = "too few samples";
+    d.verdict = DeltaVerdict::kTooFew;
     d.note = "too_few";
     d.note_numbers = {{"n1", n1}, {"n2", n2}, {"min_samples", double(kUMinSamples)}};
     return;
@@ -315,7 +312,7 @@ void judge_delta(RowDelta& d, const Drift& drift) {
   const bool significant = d.p_corrected < kSignificance;
   const bool beyond_spread = std::abs(d.delta) > d.spread;
   if (!significant || !beyond_spread) {
-    d.verdict = "no change";
+    d.verdict = DeltaVerdict::kNoChange;
     if (mann_whitney_min_p(d.test.n1, d.test.n2) >= kSignificance) {
       d.note = "cannot_show";
       d.note_numbers = {{"n1", n1}, {"n2", n2}, {"alpha", kSignificance}};
@@ -329,7 +326,7 @@ void judge_delta(RowDelta& d, const Drift& drift) {
     return;
   }
   if (!d.affected_by_change) {
-    d.verdict = "drift";
+    d.verdict = DeltaVerdict::kDrift;
     d.note = drift.nothing_recorded ? "nothing_recorded" : "unaffected";
     return;
   }
@@ -339,13 +336,13 @@ void judge_delta(RowDelta& d, const Drift& drift) {
     const bool near_median =
         std::abs(std::log1p(d.delta) - std::log1p(drift.median)) <= std::log1p(d.spread);
     if (in_band || near_median) {
-      d.verdict = "drift";
+      d.verdict = DeltaVerdict::kDrift;
       d.note = "within_drift";
       d.note_numbers = {{"low", drift.low}, {"high", drift.high}};
       return;
     }
   }
-  d.verdict = d.delta > 0 ? "faster" : "slower";
+  d.verdict = d.delta > 0 ? DeltaVerdict::kFaster : DeltaVerdict::kSlower;
 }
 
 std::vector<std::string> row_parts(const std::string& layer, const std::string& where) {
@@ -431,7 +428,7 @@ Comparison compare_runs(const stored::Run& ra, const stored::Run& rb) {
     if (d.a.median <= 0 || d.b.median <= 0) continue;
     drift.controls.push_back(d.key);
     logs.push_back(std::log(d.b.median / d.a.median));
-    if (d.verdict == "drift") moved_logs.push_back(logs.back());
+    if (d.verdict == DeltaVerdict::kDrift) moved_logs.push_back(logs.back());
   }
   drift.moved = moved_logs.size();
   if (!logs.empty()) {

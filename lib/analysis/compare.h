@@ -20,7 +20,7 @@
 //     median than its own spread. The band is taken on ratios B/A (a
 //     halving and a doubling are moves of one size): the controls' median
 //     ratio times or divided by the largest factor by which a control that
-//     moved (verdict "drift") lies away from it.
+//     moved (verdict kDrift) lies away from it.
 // A row that moves by the first two tests but fails the last is "drift".
 #pragma once
 
@@ -36,6 +36,10 @@
 namespace cp::analysis {
 
 constexpr double kSignificance = 0.05;
+
+// What a row's change is (report/compare_report.h delta_verdict_name names
+// it: "faster" | "slower" | "no change" | "too few samples" | "drift").
+enum class DeltaVerdict { kNoChange, kFaster, kSlower, kTooFew, kDrift };
 
 // A row both runs measured (RowIdentity: what it measures; report/row_text.h
 // names it).
@@ -56,8 +60,7 @@ struct RowDelta : RowIdentity {
   // a control), and which: "server samba.global.smb2 max read".
   bool affected_by_change = false;
   std::vector<std::string> affected_by;
-  // "faster" | "slower" | "no change" | "too few samples" | "drift"
-  std::string verdict;
+  DeltaVerdict verdict = DeltaVerdict::kNoChange;
   // Why a change was not counted ("" when it was, or nothing to say), with its
   // figures; report/compare_report.cc renders the words (delta_note_text):
   //   "too_few"          numbers n1, n2, min_samples
@@ -97,11 +100,12 @@ inline constexpr const char* kDefault = "(default)";
 inline constexpr const char* kUnknown = "(unknown)";
 
 // What a kind of change can affect, as data: the first rule whose `where`
-// and key prefix match an EnvDiff applies. `where` is "run", "plan" or
-// "host" (either host's facts). `parts` are space-separated names of the
-// parts of the setup the change can touch; "{h}" stands for the host whose
-// fact changed, "{drivers}" for the drivers of the shares whose definition
-// changed, "{samba}" for the drivers whose figures a Samba configuration can
+// and key prefix match an EnvDiff applies. `where` is "run", "plan", "host"
+// (either host's facts) or "negotiated" (kNegotiated). `parts` are
+// space-separated names of the parts of the setup the change can touch; "{h}"
+// stands for the host whose fact changed, "{driver}" for the driver whose
+// session negotiated it, "{drivers}" for the drivers of the shares whose
+// definition changed, "{samba}" for the drivers whose figures a Samba configuration can
 // change (DriverSpec::hints.samba_config: smb, and path, which may be an SMB
 // mount), "*" for every row, "" for none. A row depends on these parts:
 //   disk row on host H:      H.disk H.host plan.disk
@@ -138,6 +142,7 @@ inline constexpr ChangeRule kChangeRules[] = {
     {"host", "net", "network interface", "net"},
     {"host", "tcp_sysctls", "TCP sysctl", "tcp"},
     {"host", "", "host (kernel, CPU, memory, OS)", "{h}.host"},
+    {"negotiated", "", "negotiated by the protocol's session", "{driver}"},
 };
 
 // What a protocol's session settles with the server, per driver: the
@@ -188,7 +193,7 @@ struct Drift {
   // spread .. median ratio * spread.
   double spread = 1;
   double low = 0, high = 0;  // the band as changes: (1 + median) / spread - 1 .. * spread - 1
-  size_t moved = 0;          // controls whose verdict is "drift"
+  size_t moved = 0;          // controls whose verdict is kDrift
   size_t too_few = 0;        // controls left out: too few samples for a test
   // No recorded difference touches any measured row: every row is a
   // control, so any movement is drift or a change nobody recorded.

@@ -109,11 +109,12 @@ TEST(Compare, TuningThatHelpedIsFaster) {
   EXPECT_EQ(d.affected_by, std::vector<std::string>{"server tcp_sysctls.net.ipv4.tcp_rmem"});
   EXPECT_EQ(d.family, 1u);
   EXPECT_NEAR(d.p_corrected, 2.0 / 252, 1e-12);  // alone in its family
-  EXPECT_EQ(d.verdict, "faster");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kFaster);
   EXPECT_EQ(d.a_samples.size(), 5u);
   EXPECT_EQ(d.b_ids[0], 1000);  // the stored sample behind the first figure
   // Swapped, the same runs read as slower.
-  EXPECT_EQ(compare_runs(stored::decode(b), stored::decode(a)).rows[0].verdict, "slower");
+  EXPECT_EQ(compare_runs(stored::decode(b), stored::decode(a)).rows[0].verdict,
+            DeltaVerdict::kSlower);
   // No control row: no drift measured, the change is held against its spread only.
   EXPECT_TRUE(c.drift.controls.empty());
   EXPECT_FALSE(c.drift.nothing_recorded);
@@ -124,7 +125,7 @@ TEST(Compare, NoiseIsNoChange) {
   RunRecord b = run(2, "", {tcp_stage("server->client", {101, 99, 100, 102, 100.5})});
   Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   ASSERT_EQ(c.rows.size(), 1u);
-  EXPECT_EQ(c.rows[0].verdict, "no change");
+  EXPECT_EQ(c.rows[0].verdict, DeltaVerdict::kNoChange);
   EXPECT_GT(c.rows[0].test.p, 0.05);
   EXPECT_TRUE(c.rows[0].note.empty());
 }
@@ -139,14 +140,14 @@ TEST(Compare, FewSamplesCannotShowAChange) {
   const RowDelta* three = row(c, "tcp:server->client:send");
   ASSERT_NE(three, nullptr);
   // 3 vs 3, fully separated: p = 0.1 at best.
-  EXPECT_EQ(three->verdict, "no change");
+  EXPECT_EQ(three->verdict, DeltaVerdict::kNoChange);
   EXPECT_NEAR(three->test.p, 0.1, 1e-12);
   EXPECT_EQ(three->note, "cannot_show");
   EXPECT_EQ(three->note_numbers.at("n1"), 3);
   EXPECT_EQ(three->note_numbers.at("n2"), 3);
   const RowDelta* two = row(c, "tcp:client->server:send");
   ASSERT_NE(two, nullptr);
-  EXPECT_EQ(two->verdict, "too few samples");
+  EXPECT_EQ(two->verdict, DeltaVerdict::kTooFew);
   EXPECT_EQ(two->note, "too_few");
   EXPECT_EQ(two->note_numbers.at("n1"), 2);
   EXPECT_EQ(two->note_numbers.at("n2"), 2);
@@ -223,7 +224,7 @@ TEST(Compare, EnvironmentDifferencesAreListed) {
 TEST(Compare, SameRunHasNoChangeAndNoDifferences) {
   RunRecord a = run(1, "", {tcp_stage("server->client", {50, 51, 49, 50, 52})});
   Comparison c = compare_runs(stored::decode(a), stored::decode(a));
-  EXPECT_EQ(c.rows[0].verdict, "no change");
+  EXPECT_EQ(c.rows[0].verdict, DeltaVerdict::kNoChange);
   EXPECT_DOUBLE_EQ(c.rows[0].delta, 0);
   EXPECT_TRUE(c.env.empty());
 }
@@ -241,11 +242,11 @@ TEST(Compare, JudgeDeltaUsesTheCorrectedTest) {
   d.family = 1;
   const Drift none;
   judge_delta(d, none);
-  EXPECT_EQ(d.verdict, "slower");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kSlower);
   d.p_corrected = 0.06;  // the same p among 6 rows
   d.family = 6;
   judge_delta(d, none);
-  EXPECT_EQ(d.verdict, "no change");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kNoChange);
   EXPECT_EQ(d.note, "not_significant");
   EXPECT_DOUBLE_EQ(d.note_numbers.at("p"), 0.01);
   EXPECT_DOUBLE_EQ(d.note_numbers.at("family"), 6);
@@ -260,10 +261,10 @@ TEST(Compare, JudgeDeltaWantsAChangeBeyondTheSamplesSpread) {
   d.family = 1;
   d.spread = 0.25;  // IQR/median 25 %: a 10 % move is inside it
   judge_delta(d, Drift{});
-  EXPECT_EQ(d.verdict, "no change");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kNoChange);
   d.spread = 0.05;
   judge_delta(d, Drift{});
-  EXPECT_EQ(d.verdict, "faster");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kFaster);
 }
 
 TEST(Compare, JudgeDeltaHoldsAChangeAgainstTheDriftBand) {
@@ -281,14 +282,14 @@ TEST(Compare, JudgeDeltaHoldsAChangeAgainstTheDriftBand) {
   d.spread = 0.02;
   d.delta = 0.15;  // inside the controls' -20 % .. +25 %
   judge_delta(d, drift);
-  EXPECT_EQ(d.verdict, "drift");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kDrift);
   d.delta = -0.35;
   judge_delta(d, drift);
-  EXPECT_EQ(d.verdict, "slower");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kSlower);
   // A control that moves is drift whatever its size.
   d.affected_by_change = false;
   judge_delta(d, drift);
-  EXPECT_EQ(d.verdict, "drift");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kDrift);
   // With a band of width 0 (one control), a change within its own spread
   // of the drift's median is drift too.
   Drift one;
@@ -297,10 +298,10 @@ TEST(Compare, JudgeDeltaHoldsAChangeAgainstTheDriftBand) {
   d.affected_by_change = true;
   d.delta = 0.31;
   judge_delta(d, one);
-  EXPECT_EQ(d.verdict, "drift");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kDrift);
   d.delta = 0.60;
   judge_delta(d, one);
-  EXPECT_EQ(d.verdict, "faster");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kFaster);
 }
 
 // The verdict issue: only Samba changed between the runs, yet the disks
@@ -336,11 +337,11 @@ TEST(Compare, SambaOnlyChangeWithDisksMovingBothWaysIsDrift) {
     EXPECT_FALSE(d->affected_by_change) << key;
     EXPECT_NEAR(std::abs(d->delta), 0.2, 1e-9) << key;
     EXPECT_LT(d->p_corrected, kSignificance) << key;  // they did move
-    EXPECT_EQ(d->verdict, "drift") << key;
+    EXPECT_EQ(d->verdict, DeltaVerdict::kDrift) << key;
   }
   for (const char* key : {"tcp:server->client:send", "tcp:client->server:send"}) {
     EXPECT_FALSE(row(c, key)->affected_by_change) << key;
-    EXPECT_EQ(row(c, key)->verdict, "no change") << key;
+    EXPECT_EQ(row(c, key)->verdict, DeltaVerdict::kNoChange) << key;
   }
   // Controls: 4 disks, 2 TCP, FTP from disk; their median change is 0.
   EXPECT_EQ(c.drift.controls.size(), 7u);
@@ -355,9 +356,9 @@ TEST(Compare, SambaOnlyChangeWithDisksMovingBothWaysIsDrift) {
   EXPECT_TRUE(smb_ram->affected_by_change);
   EXPECT_EQ(smb_ram->family, 2u);
   EXPECT_LT(smb_ram->p_corrected, kSignificance);
-  EXPECT_EQ(smb_ram->verdict, "drift");  // +15 %: inside -20 % .. +20 %
+  EXPECT_EQ(smb_ram->verdict, DeltaVerdict::kDrift);  // +15 %: inside -20 % .. +20 %
   const RowDelta* smb_disk = row(c, "smb:disk:read:100000000");
-  EXPECT_EQ(smb_disk->verdict, "faster");  // +50 %: beyond the drift
+  EXPECT_EQ(smb_disk->verdict, DeltaVerdict::kFaster);  // +50 %: beyond the drift
   // Every changed Samba parameter is listed, and touches only SMB (and
   // mounted-path) rows.
   std::vector<std::string> samba;
@@ -387,13 +388,13 @@ TEST(Compare, DoubledRowWithQuietControlsCounts) {
   ASSERT_NE(smb, nullptr);
   EXPECT_TRUE(smb->affected_by_change);
   EXPECT_NEAR(smb->delta, 1.0, 0.01);
-  EXPECT_EQ(smb->verdict, "faster");
+  EXPECT_EQ(smb->verdict, DeltaVerdict::kFaster);
   EXPECT_EQ(c.drift.controls,
             (std::vector<std::string>{"disk:server:read:100000000", "tcp:server->client:send"}));
   EXPECT_LT(std::abs(c.drift.median), 0.01);
   EXPECT_EQ(c.drift.moved, 0u);
-  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, "no change");
-  EXPECT_EQ(row(c, "tcp:server->client:send")->verdict, "no change");
+  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, DeltaVerdict::kNoChange);
+  EXPECT_EQ(row(c, "tcp:server->client:send")->verdict, DeltaVerdict::kNoChange);
 }
 
 // A control whose median doubles within its own noise (not significant)
@@ -415,12 +416,12 @@ TEST(Compare, ANoisyControlThatDidNotMoveLeavesTheBandNarrow) {
   b.hosts[0].facts_json = samba_changed_facts();
   Comparison c = compare_runs(stored::decode(a), stored::decode(b));
   const RowDelta* noisy = row(c, "disk:client:read:100000000");
-  EXPECT_GT(noisy->delta, 1.0);            // its median more than doubled...
-  EXPECT_EQ(noisy->verdict, "no change");  // ...within its noise
+  EXPECT_GT(noisy->delta, 1.0);                        // its median more than doubled...
+  EXPECT_EQ(noisy->verdict, DeltaVerdict::kNoChange);  // ...within its noise
   EXPECT_EQ(c.drift.controls.size(), 3u);
   EXPECT_EQ(c.drift.moved, 0u);
   EXPECT_DOUBLE_EQ(c.drift.spread, 1);
-  EXPECT_EQ(row(c, "smb:ram:read:100000000")->verdict, "faster");
+  EXPECT_EQ(row(c, "smb:ram:read:100000000")->verdict, DeltaVerdict::kFaster);
 }
 
 // A kernel change on the server can touch every row that involves the
@@ -452,7 +453,7 @@ TEST(Compare, HolmDemotesAMarginalPAmongManyRows) {
   EXPECT_EQ(smb->family, 8u);
   EXPECT_NEAR(smb->p_corrected, 8 * 2.0 / 70, 1e-12);
   EXPECT_GT(std::abs(smb->delta), smb->spread);  // the spread is not what holds it back
-  EXPECT_EQ(smb->verdict, "no change");
+  EXPECT_EQ(smb->verdict, DeltaVerdict::kNoChange);
   EXPECT_EQ(smb->affected_by, std::vector<std::string>{"server kernel"});
   EXPECT_FALSE(row(c, "disk:client:read:100000000")->affected_by_change);
   EXPECT_EQ(c.drift.controls, std::vector<std::string>{"disk:client:read:100000000"});
@@ -460,7 +461,7 @@ TEST(Compare, HolmDemotesAMarginalPAmongManyRows) {
   b.hosts[0].facts_json = samba_changed_facts();
   const Comparison alone = compare_runs(stored::decode(a), stored::decode(b));
   EXPECT_EQ(row(alone, "smb:ram:read:100000000")->family, 1u);
-  EXPECT_EQ(row(alone, "smb:ram:read:100000000")->verdict, "faster");
+  EXPECT_EQ(row(alone, "smb:ram:read:100000000")->verdict, DeltaVerdict::kFaster);
 }
 
 // 20 samples a side spread evenly over +-20 % of the median, B 10 % up: the
@@ -478,7 +479,7 @@ TEST(Compare, OverlappingSpreadsAreNoChange) {
   EXPECT_NEAR(d.delta, 0.1, 1e-9);
   EXPECT_LT(d.p_corrected, kSignificance);  // significant...
   EXPECT_NEAR(d.spread, 0.2, 0.01);         // ...but IQR/median is 20 %
-  EXPECT_EQ(d.verdict, "no change");
+  EXPECT_EQ(d.verdict, DeltaVerdict::kNoChange);
   EXPECT_EQ(d.note, "within_spread");
   EXPECT_DOUBLE_EQ(d.note_numbers.at("spread"), d.spread);
 }
@@ -499,9 +500,9 @@ TEST(Compare, NothingRecordedMakesEveryRowAControl) {
   EXPECT_EQ(c.drift.controls.size(), 2u);
   const RowDelta* tcp = row(c, "tcp:server->client:send");
   EXPECT_FALSE(tcp->affected_by_change);
-  EXPECT_EQ(tcp->verdict, "drift");  // doubled, but nothing recorded explains it
+  EXPECT_EQ(tcp->verdict, DeltaVerdict::kDrift);  // doubled, but nothing recorded explains it
   EXPECT_EQ(c.drift.moved, 1u);
-  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, "no change");
+  EXPECT_EQ(row(c, "disk:server:read:100000000")->verdict, DeltaVerdict::kNoChange);
 }
 
 // Which rows each kind of change can touch (kChangeRules).

@@ -19,12 +19,10 @@ namespace {
 using E = SettingEvidence;
 using W = CostlyWhen;
 
-// Costs, as the table names them.
-constexpr const char* kFlushCost =
-    "a flush (fsync) after every write: writes at the disk's "
-    "synchronous rate";
-constexpr const char* kCpuCost = "CPU per byte on both ends";
-constexpr const char* kRequestCost = "more requests, and round trips, per byte";
+// Costs several settings share, by id (report/hint_text.cc words them).
+constexpr const char* kFlushCost = "flush_every_write";
+constexpr const char* kCpuCost = "cpu_per_byte";
+constexpr const char* kRequestCost = "requests_per_byte";
 // Samba's default for a setting that caps one request ("smb2 max read"): the
 // smb driver's table holds it (DriverSpec::hints.server_limits).
 uint64_t samba_default(std::string_view key) {
@@ -48,21 +46,19 @@ const std::vector<CostlySetting>& table() {
       {"samba", "smb", "sync always", "no", "write", "samba", W::kOneOf, "yes", 0, kFlushCost,
        E::kSyncWrites},
       {"samba", "smb", "strict sync", "yes", "write", "samba", W::kOneOf, "yes", 0,
-       "a flush whenever the client asks for one (macOS clients flush often)", E::kFlushingSync},
+       "flush_when_asked", E::kFlushingSync},
       {"samba", "smb", "server smb encrypt", "default", "", "samba", W::kOneOf,
        "required|desired|if_required|mandatory|auto|yes", 0, kCpuCost, E::kCpuEncrypted},
       {"samba", "smb", "server signing", "default", "", "samba", W::kOneOf,
        "mandatory|required|yes|auto|desired", 0, kCpuCost, E::kCpuSigned},
-      {"samba", "smb", "aio read size", "1", "read", "samba", W::kOneOf, "0", 0,
-       "each read served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
-      {"samba", "smb", "aio write size", "1", "write", "samba", W::kOneOf, "0", 0,
-       "each write served synchronously: the disk's latency is not overlapped", E::kDiskBelow},
-      {"samba", "smb", "use sendfile", "no", "read", "samba", W::kOneOf, "no", 0,
-       "a copy through smbd per byte read (sendfile skips it when neither signing nor encryption "
-       "is on)",
+      {"samba", "smb", "aio read size", "1", "read", "samba", W::kOneOf, "0", 0, "sync_reads",
+       E::kDiskBelow},
+      {"samba", "smb", "aio write size", "1", "write", "samba", W::kOneOf, "0", 0, "sync_writes",
+       E::kDiskBelow},
+      {"samba", "smb", "use sendfile", "no", "read", "samba", W::kOneOf, "no", 0, "copy_smbd",
        E::kCpuServerRead},
       {"samba", "smb", "socket options", "TCP_NODELAY", "", "samba", W::kBuffer, "", 0,
-       "a fixed socket buffer caps the TCP window at buffer / round trip", E::kWindow},
+       "fixed_socket_buffer", E::kWindow},
       {"samba", "smb", "smb2 max read", max_read_text.c_str(), "read", "samba", W::kBelowBytes, "",
        max_read, kRequestCost, E::kAlways},
       {"samba", "smb", "smb2 max write", max_write_text.c_str(), "write", "samba", W::kBelowBytes,
@@ -87,19 +83,17 @@ const std::vector<CostlySetting>& table() {
        "sync|mixed", 0, kFlushCost, E::kSyncWrites},
       // vsftpd: a per-session rate limit, and a copy per byte without sendfile.
       {"vsftpd", "ftp", "local_max_rate", "0", "", "config:vsftpd:local_max_rate", W::kPositive, "",
-       0, "each session held to that many bytes per second", E::kRateCap},
+       0, "session_rate", E::kRateCap},
       {"vsftpd", "ftp", "use_sendfile", "YES", "read", "config:vsftpd:use_sendfile", W::kOneOf,
-       "no", 0, "a copy through vsftpd per byte read", E::kCpuServerRead},
+       "no", 0, "copy_vsftpd", E::kCpuServerRead},
       // proftpd: a per-session rate limit per command (KiB/s), and a copy
       // per byte without sendfile.
       {"proftpd", "ftp", "TransferRate RETR", "none", "read", "config:proftpd:transferrate retr",
-       W::kPositive, "", 0, "each session's downloads held to that many KiB per second",
-       E::kRateCap, 1024},
+       W::kPositive, "", 0, "download_rate_kib", E::kRateCap, 1024},
       {"proftpd", "ftp", "TransferRate STOR", "none", "write", "config:proftpd:transferrate stor",
-       W::kPositive, "", 0, "each session's uploads held to that many KiB per second", E::kRateCap,
-       1024},
+       W::kPositive, "", 0, "upload_rate_kib", E::kRateCap, 1024},
       {"proftpd", "ftp", "UseSendfile", "on", "read", "config:proftpd:usesendfile", W::kOneOf,
-       "off", 0, "a copy through proftpd per byte read", E::kCpuServerRead},
+       "off", 0, "copy_proftpd", E::kCpuServerRead},
       // vsftpd: TLS on the data connection (ssl_enable, force_local_data_ssl).
       {"vsftpd", "ftp", "ssl_enable / force_local_data_ssl", "NO", "", "property:tls", W::kOneOf,
        "explicit|implicit", 0, kCpuCost, E::kCpuTls},

@@ -1,5 +1,6 @@
 // Server settings that cost throughput, as data: one entry per setting, with
-// its default, what it costs and the evidence that lets a finding name it
+// its default, what it costs (an id: report/hint_text.h words it) and the
+// evidence that lets a finding name it
 // (docs/verdict-rules.md, "Costly settings", lists the table). A protocol
 // finding names every entry whose value is costly and whose evidence fits
 // (Finding::settings), with the value the run recorded.
@@ -54,7 +55,7 @@ struct CostlySetting {
   CostlyWhen when;
   const char* costly;  // kOneOf: the costly values
   uint64_t bytes;      // kBelowBytes: the default size
-  const char* cost;    // what it costs, briefly
+  const char* cost;    // what it costs: a cost id (analysis/ladder.h, SettingFound)
   SettingEvidence evidence;
   // kRateCap: bytes/s per unit of the value (proftpd's TransferRate is in KiB/s).
   double unit = 1;

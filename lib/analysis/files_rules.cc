@@ -25,7 +25,7 @@ std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& 
       f.layer = "cpu";
       f.rows = {r.key};
       f.cap = r.key;
-      f.subject = cite(r, r.where + " disk");
+      f.subject = cite(r, CitedName::kLayer);
       f.cpu = r.cpu_bound;
       f.lower_bound = r.cpu_bound.role == "agent";
       f.numbers["ops_per_s"] = r.rate.median;
@@ -41,7 +41,7 @@ std::vector<Finding> judge_files_disk(const Analysis& a, std::set<std::string>& 
       f.path = "files";
       f.layer = r.where + " disk";
       f.rows = {r.key};
-      f.subject = cite(r, r.where + " disk");
+      f.subject = cite(r, CitedName::kLayer);
       f.numbers["median_us"] = r.latency_median_us;
       f.numbers["p99_us"] = r.latency_p99_us;
       f.numbers["max_us"] = r.latency_max_us;
@@ -59,7 +59,7 @@ void frame(const FilesCase& fc, Finding& f) {
   f.rows = {fc.row.key};
   if (fc.disk) f.rows.push_back(fc.disk->key);
   f.subject = cite(fc.row);
-  if (fc.disk) f.beneath = cite(*fc.disk, "server disk");
+  if (fc.disk) f.beneath = cite(*fc.disk, CitedName::kLayer);
   f.numbers["ops_per_s"] = fc.row.rate.median;
   f.numbers["latency_median_us"] = fc.row.latency_median_us;
   f.numbers["in_flight"] = fc.in_flight;
@@ -131,7 +131,11 @@ bool files_untrusted(const Case& c, Finding& f) {
 
 bool files_cpu(const Case& c, Finding& f) {
   const FilesCase& fc = *c.files;
-  if (fc.row.cpu_bound.empty()) return false;
+  // Every core busy does not override a phase already at what its round trips
+  // allow (as for TCP at the link): those hold it, busy or not.
+  const double ceiling = round_trip_ceiling(fc).ops_per_s;
+  const bool at_ceiling = ceiling > 0 && fc.row.rate.median >= kRoundTripBound * ceiling;
+  if (!cpu_caps(fc.row, at_ceiling)) return false;
   frame(fc, f);
   f.layer = "cpu";
   f.cap = fc.row.key;

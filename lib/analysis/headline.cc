@@ -4,7 +4,6 @@
 #include <string>
 
 #include "analysis/judge.h"
-#include "core/enum_names.h"
 
 namespace cp::analysis {
 namespace {
@@ -32,13 +31,6 @@ Confidence confidence_of(const Finding& f) {
 }
 
 }  // namespace
-
-const char* confidence_name(Confidence c) {
-  static constexpr EnumName<Confidence> kNames[] = {{Confidence::kCertain, "certain"},
-                                                    {Confidence::kLikely, "likely"},
-                                                    {Confidence::kCannotTell, "cannot tell"}};
-  return name_in(kNames, c, "cannot tell");
-}
 
 bool is_verdict_path(const std::string& path) {
   static const std::set<std::string> kOther = {"cache", "errors", "mtu",  "cpu",

@@ -50,7 +50,7 @@ const Row* tcp_row(const std::vector<Row>& rows, const std::string& where);
 const Row* proto_row(const std::vector<Row>& rows, const std::string& layer,
                      const std::string& medium, const std::string& op, uint64_t size = 0);
 // A row as a finding cites it.
-Cited cite(const Row& r, std::string name = {}, std::string verb = {});
+Cited cite(const Row& r, CitedName named = CitedName::kNone);
 
 // --- bus_rules.cc ----------------------------------------------------------
 // The bus beneath a disk as the agent's facts give it (empty when they do not).
@@ -211,8 +211,8 @@ Finding explain_tcp(const Row& t, const Analysis& a);
 // Takes TCP's explanation of row t as f's verdict (layer, cap, CPU,
 // candidates, hints) and keeps the explanation as f's evidence.
 void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f);
-// f takes e's verdict (layer, cap, CPU, candidates, undecided reason, hints)
-// and keeps e as its evidence.
+// f takes e's verdict (FindingVerdict: layer, cap, CPU, candidates, undecided
+// reason, hints) and keeps e as its evidence.
 void adopt_verdict(Finding e, Finding& f);
 // The row that stands for the capping layer of a TCP explanation: the link
 // when the network is at its ceiling, else the TCP row.

@@ -195,17 +195,25 @@ struct RowIdentity {
   LinkSource link;    // the link row: its speed's source
 };
 
+// How a finding names a row it cites (report/row_text.h cited_name renders it).
+enum class CitedName {
+  kNone,      // by no name of the rule's (reports that must name it use its label)
+  kLabel,     // by its label: "SMB from RAM read, 100 MB files"
+  kLayer,     // by its layer: "server disk", "TCP"
+  kTheLayer,  // the same with its article: "the server disk"
+  kMedium,    // a protocol by its medium: "SMB from RAM"
+  kMediumOp,  // ... and its op: "SMB from RAM read"
+};
+
 // A row as a finding cites it: enough to name it and its figure without the
 // ladder beside it.
 struct Cited : RowIdentity {
   std::string key;                      // Row::key; "" when none
   size_t n = 0;                         // successful samples
   double median = 0, min = 0, max = 0;  // bytes/s
-  // How the rule names it: "server disk", "TCP", "SMB from RAM read" ...; and
-  // what it does there: "reads", "carries", "writes" ("" when the rule says none).
-  std::string name, verb;
-  // The rule names it by its label (report/row_text.h cited_name); `name` is "".
-  bool named_by_label = false;
+  // How the rule names it; report/row_text.h renders the words (cited_name)
+  // and what the row does there (cited_verb: "reads", "carries", "moves").
+  CitedName named = CitedName::kNone;
   bool empty() const { return key.empty(); }
 };
 
@@ -220,13 +228,23 @@ struct TrustReason {
   // "cache.client"        faster than TCP (`beneath`): the client's page cache
   // "anomaly.beats_tcp"   faster than TCP (`beneath`) beyond both rows' spread
   //                       where no cache explains it: TCP's figure is no ceiling
+  // Not over the medium it claims (trust.medium; `row` the first it touches):
+  // "medium.disk_on_ram"       `role`'s disk_dir is on `fs` (tmpfs, ramfs): its
+  //                            disk rows measured RAM
+  // "medium.ram_share_on_disk" the share of `row` measured as RAM is on `fs`
+  // "medium.disk_share_on_ram" the share of `row` measured as disk is on `fs`
+  // "medium.other_disk"        the share of `row` measured as disk is on
+  //                            `share_disk`, the disk stage measured `stage_disk`
+  // "medium.client_ram_dir"    the client's ram_dir is on `fs`, not in RAM
   std::string id;
   Cited row, beneath;         // beneath: the "beats" ids' and "cache.client"'s
   size_t cache_possible = 0;  // cache.no_direct, cache.agent: samples flagged (of row.n)
   // ... the RAM of `role` ("server" | "client") the files fit in, bytes (0: not known)
   uint64_t memory_bytes = 0;
   std::string role;
-  std::string why;  // cache.agent: the agent's reason
+  std::string why;                     // cache.agent: the agent's reason
+  std::string fs;                      // medium.*: the filesystem ("tmpfs", "ext4")
+  std::string share_disk, stage_disk;  // medium.other_disk: "sdb", "sda"
 };
 
 struct Row : RowIdentity {
@@ -307,12 +325,13 @@ struct Row : RowIdentity {
   // end's CpuSummary::server_pid, the first a sample names); 0 unknown.
   int server_pid = 0;
   // Protocol rows: the filesystem of the share's directory on the server, as
-  // the server agent found it ("tmpfs", "ext4"; "" unknown), and why the row
-  // is not over the medium it claims ("" when it is): a "ram" share on a disk,
-  // a "disk" share on tmpfs, a client RAM dir on a disk. No verdict rests on it.
+  // the server agent found it ("tmpfs", "ext4"; "" unknown).
   std::string server_fs;
   std::string server_disk;  // the disk under it ("sda", "md2"; "" unknown or none)
-  std::string medium_reason;
+  // Why the row is not over the medium it claims (a TrustReason "medium.*";
+  // none when it is): a disk row on tmpfs, a "ram" share on a disk, a "disk"
+  // share on tmpfs, a client RAM dir on a disk. No verdict rests on it.
+  std::optional<TrustReason> medium_reason;
   // Disk rows: the bus beneath the disk (empty when the facts do not say), and
   // the row's median over its theoretical ceiling (0: none known).
   BusCeiling bus;
@@ -326,8 +345,7 @@ enum class Confidence {
                 // may have served
   kCannotTell,  // undecided: `candidates` lists what it could be
 };
-// "certain" | "likely" | "cannot tell".
-const char* confidence_name(Confidence c);
+// report/finding_text.h confidence_name names it.
 
 // A tuning hint or a setting worse than its default: what to change (`id`)
 // and the figures and words that triggered it; report/hint_text.cc renders its
@@ -382,6 +400,19 @@ inline constexpr std::string_view kSettingEvidenceIds[] = {
     "setting.disk_below",    "setting.window",      "setting.cpu_tls",
     "setting.rate_cap"};
 
+// What a costly setting costs, by id (analysis/costly_settings.cc's table);
+// report/hint_text.h setting_cost_text words it, so a wording change touches
+// no rule:
+//   "flush_every_write"   a flush (fsync) after every write
+//   "flush_when_asked"    a flush whenever the client asks for one
+//   "cpu_per_byte"        CPU per byte on both ends (encryption, signing, TLS)
+//   "requests_per_byte"   more requests, and round trips, per byte
+//   "sync_reads", "sync_writes"  each served synchronously (no aio)
+//   "copy_smbd", "copy_vsftpd", "copy_proftpd"  a copy per byte read (no sendfile)
+//   "fixed_socket_buffer" a fixed socket buffer caps the TCP window
+//   "session_rate"        each session held to that many bytes per second
+//   "download_rate_kib", "upload_rate_kib"  ... KiB per second, by direction
+
 // A costly server setting a finding names (analysis/costly_settings.h): the
 // value the run recorded and the evidence that fit.
 struct SettingFound {
@@ -392,11 +423,41 @@ struct SettingFound {
   std::string section;
   std::string value;  // "Yes"
   std::string default_value;
-  std::string cost;  // what it costs: "a flush (fsync) after every write"
+  std::string cost;  // what it costs: a cost id ("flush_every_write"), listed above
   Hint evidence;     // what fit: one of kSettingEvidenceIds, with its figures
 };
 
-struct Finding {
+// What a finding concludes, apart from the evidence it cites: a finding
+// resting on another takes this part of it whole (adopt_verdict).
+struct FindingVerdict {
+  // The capping layer: "server disk" | "client disk" | "network" (the link at its
+  // nominal rate) | "network path" (something between two faster NICs) | "tcp" |
+  // "cpu" (see `cpu`) | "smb", "ftp", ... (the protocol layer) | "smb + disk"
+  // (reading and serving together) | "server bus", "client bus" (the link beneath
+  // that end's disk at its effective ceiling) | "undecided" (see `candidates`); for the
+  // other paths: "cache", "error", "network", "config".
+  std::string layer;
+  std::string cap;  // the key of the row that caps it ("" when none)
+  // layer "cpu": who and how.
+  CpuBound cpu;
+  // The CPU evidence an undecided finding weighed without naming it (busy cores
+  // that may hold a TCP near the link's rate); empty when none.
+  CpuBound cpu_weighed;
+  // The figure is a lower bound: chokepoint's own client limits it (its bytes
+  // in flight over the RTT, or its own thread at a core).
+  bool lower_bound = false;
+  // layer "undecided": the layers it could be, and why it cannot tell:
+  // "noise" | "cache" | "anomaly" | "medium" (a share not on the
+  // medium its row claims) | "latency" (files too short for the path's
+  // round trips) | "load" (measured while other processes kept every core busy)
+  std::vector<std::string> candidates;
+  std::string undecided_reason;
+  // Tuning hints that fit the evidence, each with the figures that triggered
+  // it (the text renders them too).
+  std::vector<Hint> hints;
+};
+
+struct Finding : FindingVerdict {
   // The rule that made it: a stable id from verdict_rules() ("protocol.layer",
   // "tcp.window", "trust.page_cache"); docs/verdict-rules.md lists them.
   std::string rule;
@@ -405,18 +466,10 @@ struct Finding {
   // protocol path), "tcp", "cpu", "cache", "errors", "mtu", "load" (rows
   // measured while other processes kept every core busy).
   std::string path;
-  // The capping layer: "server disk" | "client disk" | "network" (the link at its
-  // nominal rate) | "network path" (something between two faster NICs) | "tcp" |
-  // "cpu" (see `cpu`) | "smb", "ftp", ... (the protocol layer) | "smb + disk"
-  // (reading and serving together) | "server bus", "client bus" (the link beneath
-  // that end's disk at its effective ceiling) | "undecided" (see `candidates`); for the
-  // other paths: "cache", "error", "network", "config".
-  std::string layer;
   // The evidence, for charts and JSON: the keys of the rows on this path in
-  // data order (a bar each), the row that caps it ("" when none), and the
-  // ratio the verdict rests on (capping layer / layer beneath; 0: none).
+  // data order (a bar each; `cap` the one that caps it), and the ratio the
+  // verdict rests on (capping layer / layer beneath; 0: none).
   std::vector<std::string> rows;
-  std::string cap;
   double ratio = 0;
   // The ratio's 95 % interval (see Row::ratio_lo).
   double ratio_lo = 0, ratio_hi = 0;
@@ -434,30 +487,14 @@ struct Finding {
   // protocol capped by TCP rests on TCP's explanation, a protocol from disk at
   // its RAM figure's ceiling on the verdict over RAM.
   std::vector<Finding> because;
-  // trust.page_cache, trust.anomaly, protocol.untrusted: why a figure is not
+  // trust.page_cache, trust.anomaly, protocol.untrusted, trust.medium and the
+  // verdicts resting on a row not over its medium: why a figure is not
   // trusted (its words' "reason", as report/ renders it).
   std::vector<TrustReason> reasons;
-  // Tuning hints that fit the evidence, each with the figures that triggered
-  // it (the text renders them too).
-  std::vector<Hint> hints;
-  // layer "cpu": who and how.
-  CpuBound cpu;
   // layer "server bus" / "client bus": the link(s) beneath the capping disk.
   BusCeiling bus;
-  // The CPU evidence an undecided finding weighed without naming it (busy cores
-  // that may hold a TCP near the link's rate); empty when none.
-  CpuBound cpu_weighed;
-  // layer "undecided": the layers it could be, and why it cannot tell.
-  std::vector<std::string> candidates;
-  std::string undecided_reason;
-  // "noise" | "cache" | "anomaly" | "medium" (a share not on the
-  // medium its row claims) | "latency" (files too short for the path's
-  // round trips) | "load" (measured while other processes kept every core busy)
   int suggested_count = 0;      // noise: samples per row that would likely settle it
   uint64_t suggested_size = 0;  // latency: file size, bytes, that would likely settle it
-  // The figure is a lower bound: chokepoint's own client limits it (its bytes
-  // in flight over the RTT, or its own thread at a core).
-  bool lower_bound = false;
   // Configured values worse than their defaults ("smb2 max read = 16384"):
   // hints "server.request_limit" and "server.costly_setting", named whatever
   // caps the path.

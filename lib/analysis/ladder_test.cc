@@ -224,17 +224,18 @@ TEST(Ladder, SeedVerdictReadsLikeTheAuthors) {
   ASSERT_TRUE(names_layer(down, "path.slowest", "server disk"));
   // The server disk reads 75.6 MB/s of 100 MB files; TCP carries 117 MB/s.
   EXPECT_EQ(down->subject.key, "disk:server:read:100000000");
-  EXPECT_EQ(down->subject.verb, "reads");
+  EXPECT_EQ(down->subject.op, "read");
+  EXPECT_EQ(down->subject.named, CitedName::kLayer);
   EXPECT_NEAR(down->subject.median, 75.6e6, 1);
   EXPECT_EQ(down->subject.size, 100'000'000u);
   auto tcp_cited = std::find_if(down->context.begin(), down->context.end(),
-                                [](const Cited& c) { return c.name == "TCP"; });
+                                [](const Cited& c) { return c.layer == "tcp"; });
   ASSERT_NE(tcp_cited, down->context.end());
-  EXPECT_EQ(tcp_cited->verb, "carries");
+  EXPECT_EQ(tcp_cited->named, CitedName::kLayer);
   EXPECT_NEAR(tcp_cited->median, 117e6, 1);
   const Finding* up = finding(a, "client -> server");
   ASSERT_TRUE(names_layer(up, "server disk"));
-  EXPECT_EQ(up->subject.verb, "writes");
+  EXPECT_EQ(up->subject.key, "disk:server:write:100000000");
   EXPECT_NEAR(up->subject.median, 99.8e6, 1);
   EXPECT_EQ(headline_of(a).path, "server -> client");
   EXPECT_EQ(a.headline_finding, index_of(a, down));
@@ -539,7 +540,8 @@ TEST(Ladder, ASampleBeyondTheNominalSpeedShowsTheLinkIsNoCeiling) {
   // chokepoint can see, undecided between TCP and the CPU.
   set_cpu(run, "tcp", "client->server",
           R"({"server":{"seconds":6,"total_busy_pct":40,"agent_pct":60,"top":[]}})");
-  const Finding* quiet = finding(analyzed(run), "client -> server");
+  const Analysis quiet_analysis = analyzed(run);
+  const Finding* quiet = finding(quiet_analysis, "client -> server");
   EXPECT_EQ(quiet->layer, "undecided");
   EXPECT_EQ(quiet->undecided_reason, "unexplained");
 }
@@ -864,7 +866,8 @@ TEST(Ladder, StrictSyncIsNamedNotMisconfiguredWithSyncAlwaysOff) {
           .disk("server", "syncwrite", 10'000'000, {400, 405, 410})
           .ladder("smb", "write", {1100, 1110, 1105}, {}, {950, 960, 955}, {410, 415, 420})
           .build();
-  const Finding* f = finding(analyzed(run), "smb disk write");
+  const Analysis f_analysis = analyzed(run);
+  const Finding* f = finding(f_analysis, "smb disk write");
   ASSERT_NE(f, nullptr);
   ASSERT_EQ(f->settings.size(), 1u);
   EXPECT_EQ(f->settings[0].parameter, "strict sync");
@@ -903,7 +906,8 @@ TEST(Ladder, SyncAlwaysOfTheSharesOwnSectionIsNamedForThatShare) {
   EXPECT_EQ(f->misconfigured.size(), 1u);
   EXPECT_TRUE(finding(a, "smb ram write")->settings.empty());
   // A share without a section of its own in the facts: [global]'s values.
-  const Finding* g = finding(analyzed(build("other")), "smb disk write");
+  const Analysis g_analysis = analyzed(build("other"));
+  const Finding* g = finding(g_analysis, "smb disk write");
   ASSERT_EQ(g->settings.size(), 1u);
   EXPECT_EQ(g->settings[0].parameter, "strict sync");
   EXPECT_EQ(g->settings[0].section, "global");
@@ -992,7 +996,8 @@ TEST(Ladder, AtARateCapTheSettingCapsTheProtocolWhateverTheCpu) {
     EXPECT_EQ(f->settings[0].parameter, "local_max_rate");
     EXPECT_EQ(f->misconfigured.size(), 1u);
   }
-  const Finding* below = finding(analyzed(build("300000000", 100, 1100)), "ftp ram read");
+  const Analysis below_analysis = analyzed(build("300000000", 100, 1100));
+  const Finding* below = finding(below_analysis, "ftp ram read");
   ASSERT_NE(below, nullptr);
   EXPECT_EQ(below->rule, "protocol.cpu");
   EXPECT_TRUE(below->settings.empty());
@@ -1037,7 +1042,8 @@ TEST(Ladder, SeveralFileServersOnOneHostTheRowReadsTheConfigOfTheOneServingIt) {
   EXPECT_EQ(f->settings[0].parameter, "local_max_rate");
   EXPECT_EQ(f->settings[0].value, "20000000");
   // No instance named: the first (the host's own, no cap) is read, and nothing fits.
-  const Finding* g = finding(analyzed(build(0)), "ftp ram read");
+  const Analysis g_analysis = analyzed(build(0));
+  const Finding* g = finding(g_analysis, "ftp ram read");
   ASSERT_NE(g, nullptr);
   EXPECT_NE(g->rule, "protocol.rate_cap");
   EXPECT_TRUE(g->settings.empty());
@@ -1088,12 +1094,14 @@ TEST(Ladder, SeveralSmbdOnOneHostTheRowReadsTheConfigOfTheOneServingIt) {
       if (s.parameter == "smb2 max read") return s.value;
     return std::string("(none)");
   };
-  const Finding* f = finding(analyzed(build(900)), "smb ram read");
+  const Analysis f_analysis = analyzed(build(900));
+  const Finding* f = finding(f_analysis, "smb ram read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(max_read(f), "65536");
   EXPECT_EQ(f->misconfigured.size(), 1u);
   for (int pid : {700, 0, 9999}) {
-    const Finding* g = finding(analyzed(build(pid)), "smb ram read");
+    const Analysis g_analysis = analyzed(build(pid));
+    const Finding* g = finding(g_analysis, "smb ram read");
     ASSERT_NE(g, nullptr) << pid;
     EXPECT_EQ(max_read(g), "262144") << pid;
   }
@@ -1132,7 +1140,8 @@ TEST(Ladder, ProftpdTransferRateIsTheRateCapInKibPerSecond) {
   EXPECT_EQ(w->settings[0].parameter, "TransferRate STOR");
   EXPECT_DOUBLE_EQ(w->numbers.at("rate_cap_bytes_per_s"), 10000 * 1024.0);
   // A cap of 300000 KiB/s (307 MB/s) does not hold reads at 20 MB/s.
-  const Finding* far = finding(analyzed(build("300000", 20.4)), "ftp ram read");
+  const Analysis far_analysis = analyzed(build("300000", 20.4));
+  const Finding* far = finding(far_analysis, "ftp ram read");
   ASSERT_NE(far, nullptr);
   EXPECT_NE(far->rule, "protocol.rate_cap");
   EXPECT_TRUE(far->settings.empty());
@@ -1408,7 +1417,10 @@ RunRecord ram_share_on(const std::string& server_fs) {
 // disk too, so the SMB layer is not blamed for it.
 TEST(Ladder, RamShareOnADiskRestsOnNoVerdictAndSaysTheFix) {
   const Analysis a = analyzed(ram_share_on("ext4"));
-  EXPECT_FALSE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  const Row* row = find_row(a, "smb:ram:read:100000000");
+  ASSERT_TRUE(row->medium_reason.has_value());
+  EXPECT_EQ(row->medium_reason->id, "medium.ram_share_on_disk");
+  EXPECT_EQ(row->medium_reason->fs, "ext4");
   const Finding* f = finding(a, "smb ram read");
   ASSERT_TRUE(undecided(f, "medium"));
   const Finding* cfg = finding(a, "config");
@@ -1418,7 +1430,7 @@ TEST(Ladder, RamShareOnADiskRestsOnNoVerdictAndSaysTheFix) {
 
 TEST(Ladder, RamShareOnTmpfsKeepsItsVerdict) {
   const Analysis a = analyzed(ram_share_on("tmpfs"));
-  EXPECT_TRUE(find_row(a, "smb:ram:read:100000000")->medium_reason.empty());
+  EXPECT_FALSE(find_row(a, "smb:ram:read:100000000")->medium_reason.has_value());
   EXPECT_EQ(finding(a, "smb ram read")->layer, "smb");
   EXPECT_EQ(finding(a, "config"), nullptr);
 }
@@ -1437,8 +1449,10 @@ TEST(Ladder, DiskShareOnTmpfsRestsOnNoVerdict) {
                                   .proto("ftp", "ram", "read", {110, 111, 112})
                                   .proto("ftp", "disk", "read", {60, 61, 62})
                                   .build());
-  EXPECT_FALSE(find_row(a, "ftp:disk:read:100000000")->medium_reason.empty());
-  EXPECT_TRUE(find_row(a, "ftp:ram:read:100000000")->medium_reason.empty());
+  const Row* disk_share = find_row(a, "ftp:disk:read:100000000");
+  ASSERT_TRUE(disk_share->medium_reason.has_value());
+  EXPECT_EQ(disk_share->medium_reason->id, "medium.disk_share_on_ram");
+  EXPECT_FALSE(find_row(a, "ftp:ram:read:100000000")->medium_reason.has_value());
   const Finding* f = finding(a, "ftp disk read");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->undecided_reason, "medium");
@@ -1901,8 +1915,8 @@ TEST(Ladder, AnNfsWriteAtWhatItsBytesInFlightAllowOverTheRoundTripIsALowerBound)
                       .proto("nfs", "ram", "write", {100, 101, 99}, 30, "ganesha.nfsd")
                       .build();
   set_rtt(run, "tcp", 42000, 40000);
-  const Finding* f = finding(analyzed(run), "nfs ram write");
-  ASSERT_TRUE(names_lower_bound(f));
+  const Analysis a = analyzed(run);
+  ASSERT_TRUE(names_lower_bound(finding(a, "nfs ram write")));
 }
 
 // A 1 Gbit/s link with 5 ms each way (RTT 10 ms): 30 MB files over FTP, SMB and NFS
@@ -2002,7 +2016,8 @@ TEST(Ladder, TcpShortOfTheNicsUnderCompetingLoadIsUndecided) {
   RunRecord shaped = lan(10000).tcp("server->client", {23.9, 23.95, 23.85}).build();
   for (auto& st : shaped.stages)
     for (auto& s : st.samples) s.cpu_json = run.stages[0].samples[0].cpu_json;
-  const Finding* p = finding(analyzed(shaped), "server -> client");
+  const Analysis p_analysis = analyzed(shaped);
+  const Finding* p = finding(p_analysis, "server -> client");
   ASSERT_TRUE(names_layer(p, "network path"));
 }
 
@@ -2156,8 +2171,11 @@ TEST(Ladder, ADiskRowOnTmpfsIsNoDisk) {
                                   .tcp("server->client", {1600, 1610, 1590})
                                   .tcp("client->server", {1800, 1810, 1790})
                                   .build());
-  EXPECT_FALSE(find_row(a, "disk:client:write:100000000")->medium_reason.empty());
-  EXPECT_TRUE(find_row(a, "disk:server:read:100000000")->medium_reason.empty());
+  const Row* on_tmpfs = find_row(a, "disk:client:write:100000000");
+  ASSERT_TRUE(on_tmpfs->medium_reason.has_value());
+  EXPECT_EQ(on_tmpfs->medium_reason->id, "medium.disk_on_ram");
+  EXPECT_EQ(on_tmpfs->medium_reason->role, "client");
+  EXPECT_FALSE(find_row(a, "disk:server:read:100000000")->medium_reason.has_value());
   const Finding* cfg = finding(a, "config");
   ASSERT_NE(cfg, nullptr);
   EXPECT_EQ(cfg->rows.size(), 2u);

@@ -15,8 +15,7 @@ namespace cp::analysis {
 struct PathCase {
   struct Layer {
     const Row* row;
-    std::string name;  // "server disk", "TCP", ...
-    std::string what;  // "reads", "carries", "writes"
+    std::string name;  // "server disk", "TCP", ...: the layer a verdict names
   };
   std::string name;  // "server -> client"
   const Row* src_disk = nullptr;
@@ -31,11 +30,11 @@ namespace rules {
 // slower than any layer here, so the path cannot tell.
 bool path_medium(const Case& c, Finding& f) {
   for (const Row* r : {c.path->src_disk, c.path->dst_disk}) {
-    if (!r || r->medium_reason.empty()) continue;
+    if (!r || !r->medium_reason) continue;
     f.layer = "undecided";
     f.undecided_reason = "medium";
     f.candidates = {r->where + " disk"};
-    f.words["reason"] = r->medium_reason;
+    f.reasons = {*r->medium_reason};
     return true;
   }
   return false;
@@ -102,9 +101,9 @@ std::optional<Finding> path_finding(const Analysis& a, Judged& judged, const std
   p.src_disk = src_disk;
   p.dst_disk = dst_disk;
   const bool down = name == "server -> client";
-  if (src_disk) p.layers.push_back({src_disk, down ? "server disk" : "client disk", "reads"});
-  if (tcp) p.layers.push_back({tcp, "TCP", "carries"});
-  if (dst_disk) p.layers.push_back({dst_disk, down ? "client disk" : "server disk", "writes"});
+  if (src_disk) p.layers.push_back({src_disk, down ? "server disk" : "client disk"});
+  if (tcp) p.layers.push_back({tcp, "TCP"});
+  if (dst_disk) p.layers.push_back({dst_disk, down ? "client disk" : "server disk"});
   if (p.layers.empty()) return std::nullopt;
   std::stable_sort(p.layers.begin(), p.layers.end(),
                    [](const PathCase::Layer& x, const PathCase::Layer& y) {
@@ -118,9 +117,9 @@ std::optional<Finding> path_finding(const Analysis& a, Judged& judged, const std
     f.rows.push_back(r->key);
   }
   const PathCase::Layer& cap = p.layers[0];
-  f.subject = cite(*cap.row, cap.name, cap.what);
+  f.subject = cite(*cap.row, CitedName::kLayer);
   for (size_t i = 1; i < p.layers.size(); ++i) {
-    f.context.push_back(cite(*p.layers[i].row, p.layers[i].name, p.layers[i].what));
+    f.context.push_back(cite(*p.layers[i].row, CitedName::kLayer));
   }
   if (p.layers.size() > 1) {
     p.ri = bootstrap_median_ratio(cap.row->samples, p.layers[1].row->samples);

@@ -78,7 +78,7 @@ void name_costly_settings(const Analysis& a, const Row& r, Finding& f) {
   });
   if (sync && cites_sync) {
     f.rows.insert(f.rows.begin(), sync->key);
-    f.context.push_back(cite(*sync, "the server disk", "writes synchronously"));
+    f.context.push_back(cite(*sync, CitedName::kTheLayer));
   }
 }
 
@@ -183,19 +183,14 @@ namespace rules {
 bool protocol_untrusted(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
   for (const Row* x : {&p.r, p.b}) {
-    if (!x || !(x->cache_suspected || x->anomaly || !x->medium_reason.empty())) continue;
-    const char* reason = !x->medium_reason.empty() ? "medium"
-                         : x->cache_suspected      ? "cache"
-                                                   : "anomaly";
+    if (!x || !(x->cache_suspected || x->anomaly || x->medium_reason)) continue;
+    const char* reason = x->medium_reason ? "medium" : x->cache_suspected ? "cache" : "anomaly";
     undecided(
         f, reason,
         {p.r.where == "ram" ? p.r.layer : p.r.layer + " + disk", p.b ? layer_name(*p.b) : ""});
-    if (!x->medium_reason.empty()) {
-      f.words["reason"] = x->medium_reason;
-    } else {
-      f.reasons =
-          x->cache_suspected ? x->cache_reasons : std::vector<TrustReason>{*x->anomaly_reason};
-    }
+    f.reasons = x->medium_reason     ? std::vector<TrustReason>{*x->medium_reason}
+                : x->cache_suspected ? x->cache_reasons
+                                     : std::vector<TrustReason>{*x->anomaly_reason};
     return true;
   }
   return false;
@@ -390,9 +385,9 @@ bool protocol_at_ram_ceiling(const Case& c, Finding& f) {
 // stage's disk_dir on tmpfs): the real disk is unmeasured.
 bool protocol_disk_medium(const Case& c, Finding& f) {
   const ProtocolCase& p = *c.protocol;
-  if (!p.disk || p.disk->medium_reason.empty()) return false;
+  if (!p.disk || !p.disk->medium_reason) return false;
   undecided(f, "medium", {"server disk", p.r.layer + " + disk"});
-  f.words["reason"] = p.disk->medium_reason;
+  f.reasons = {*p.disk->medium_reason};
   return true;
 }
 
@@ -511,12 +506,8 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   if (p.tcp) f.rows.push_back(p.tcp->key);
   if (r.where == "disk" && p.ram) f.rows.push_back(p.ram->key);
   f.rows.push_back(r.key);
-  f.subject =
-      cite(r, fmt::format("{} {} {}", proto, r.where == "ram" ? "from RAM" : "from disk", r.op));
-  if (p.b) {
-    f.beneath = cite(*p.b, p.b->layer == "tcp" ? "TCP" : "");
-    f.beneath.named_by_label = p.b->layer != "tcp";
-  }
+  f.subject = cite(r, CitedName::kMediumOp);
+  if (p.b) f.beneath = cite(*p.b, p.b->layer == "tcp" ? CitedName::kLayer : CitedName::kLabel);
   if (p.b && p.b->layer == "tcp" && tcp_total_row(a.rows, p.b->where, 0)) {
     // The run measured several streams too: say which TCP this protocol meets.
     f.numbers["tcp_streams"] = p.b->streams;
@@ -525,8 +516,8 @@ Finding protocol_finding(const Analysis& a, const Row& r, bool extras) {
   f.words["protocol"] = proto;
   if (r.below_size) f.numbers["below_size"] = double(r.below_size);
   if (r.where == "disk") {
-    if (p.ram) f.context.push_back(cite(*p.ram, proto + " from RAM", "moves"));
-    if (p.disk) f.context.push_back(cite(*p.disk, "the server disk", read ? "reads" : "writes"));
+    if (p.ram) f.context.push_back(cite(*p.ram, CitedName::kMedium));
+    if (p.disk) f.context.push_back(cite(*p.disk, CitedName::kTheLayer));
   }
   const bool judged = run_chain(r.where == "ram" ? kProtocolRamChain : kProtocolDiskChain,
                                 Case{a, nullptr, nullptr, &p}, f);

@@ -143,7 +143,7 @@ std::string layer_name(const Row& r) {
   return r.layer;
 }
 
-Cited cite(const Row& r, std::string name, std::string verb) {
+Cited cite(const Row& r, CitedName named) {
   Cited c;
   static_cast<RowIdentity&>(c) = r;
   c.key = r.key;
@@ -151,8 +151,7 @@ Cited cite(const Row& r, std::string name, std::string verb) {
   c.median = r.rate.median;
   c.min = r.rate.min;
   c.max = r.rate.max;
-  c.name = std::move(name);
-  c.verb = std::move(verb);
+  c.named = named;
   return c;
 }
 

@@ -72,7 +72,7 @@ constexpr Rule kRules[] = {
   // Small files over each share, create and read, against the same phase on
   // the server's disk and what the round trips allow (files_rules.cc).
   {"files.untrusted", kFilesChain, "a read the server could not drop from its cache (or a cache of the filesystem's own may serve): cannot tell", rules::files_untrusted},
-  {"files.cpu", kFilesChain, "a thread at a core, a process at its quota or every core busy on either end during the phase: the CPU caps it (chokepoint's agent: a lower bound)", rules::files_cpu},
+  {"files.cpu", kFilesChain, "a thread at a core, a process at its quota or every core busy (below what the round trips allow) on either end during the phase: the CPU caps it (chokepoint's agent: a lower bound)", rules::files_cpu},
   {"files.round_trips", kFilesChain, "at >= 80 % of in flight / (round trips per operation x the idle RTT), or of 1 / (the round trips that take turns on the connection x the RTT) when lower: the round trips cap it", rules::files_round_trips},
   {"files.disk", kFilesChain, "from a disk share at >= 90 % of the same phase on the server's disk: the disk's own metadata rate caps it", rules::files_disk},
   {"files.client", kFilesChain, "below both ceilings while chokepoint's client agent spent >= half of each operation's time on its own CPU: its client paces it (a lower bound)", rules::files_client},

@@ -250,14 +250,7 @@ void adopt_tcp_explanation(const Row& t, const Analysis& a, Finding& f) {
 }
 
 void adopt_verdict(Finding e, Finding& f) {
-  f.layer = e.layer;
-  f.cap = e.cap;
-  f.cpu = e.cpu;
-  f.cpu_weighed = e.cpu_weighed;
-  f.lower_bound = e.lower_bound;
-  f.candidates = e.candidates;
-  f.undecided_reason = e.undecided_reason;
-  f.hints = e.hints;
+  static_cast<FindingVerdict&>(f) = e;
   f.because.push_back(std::move(e));
 }
 

@@ -23,17 +23,21 @@ Finding trust_finding(const char* rule, const char* path, const char* layer, con
   return f;
 }
 
-// One config finding per reason, listing every row it touches.
+// One config finding per reason, listing every row it touches: a reason is
+// the same where its words would be (the row only where they name it).
 void config_finding(std::vector<Finding>& out, std::map<std::string, size_t>& said, const Row& r,
-                    const std::string& reason, const std::string& fix) {
-  if (auto it = said.find(reason); it != said.end()) {
+                    const TrustReason& t) {
+  const bool names_row = t.id == "medium.ram_share_on_disk" || t.id == "medium.disk_share_on_ram" ||
+                         t.id == "medium.other_disk";
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", t.id, t.role, t.fs,
+                                      names_row ? t.row.layer : "", t.share_disk, t.stage_disk);
+  if (auto it = said.find(key); it != said.end()) {
     out[it->second].rows.push_back(r.key);
     return;
   }
-  said[reason] = out.size();
+  said[key] = out.size();
   Finding f = trust_finding("trust.medium", "config", "config", r);
-  f.words["reason"] = reason;
-  f.words["fix"] = fix;
+  f.reasons = {t};
   out.push_back(std::move(f));
 }
 
@@ -141,52 +145,39 @@ void judge_medium(Analysis& a, std::vector<Finding>& out) {
   std::map<std::string, size_t> said;  // reason -> its config finding
   auto known = [](const std::string& fs) { return !fs.empty() && fs != "unknown"; };
   for (auto& r : a.rows) {
+    TrustReason t;
+    t.row = cite(r);
     if (r.layer == "disk" && r.rate.n > 0) {
       // A disk stage on tmpfs/ramfs measured RAM (tmpfs takes O_DIRECT since
       // Linux 6.6, so no sample says "cache"): no verdict may call it a disk.
       const std::string& fs = (r.where == "server" ? a.server : a.client).disk_fs;
       if (!ram_backed(fs)) continue;
-      r.medium_reason =
-          fmt::format("the {}'s disk_dir is on {}: the {} disk rows measured RAM, not a disk",
-                      r.where, fs, r.where);
-      const std::string fix =
-          fmt::format("set [{}] disk_dir to a directory on the disk under test", r.where);
-      config_finding(out, said, r, r.medium_reason, fix);
+      t.id = "medium.disk_on_ram";
+      t.role = r.where;
+      t.fs = fs;
+    } else if (!is_protocol(r.layer) || r.rate.n == 0) {
       continue;
-    }
-    if (!is_protocol(r.layer) || r.rate.n == 0) continue;
-    std::string reason, fix;
-    if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
-      reason = fmt::format("the {} share measured as RAM is on {} on the server, not in RAM",
-                           protocol_name(r.layer), r.server_fs);
-      fix =
-          "point the share's server_dir (and the share) at a tmpfs directory, or set its "
-          "medium = disk";
+    } else if (r.where == "ram" && known(r.server_fs) && !ram_backed(r.server_fs)) {
+      t.id = "medium.ram_share_on_disk";
+      t.fs = r.server_fs;
     } else if (r.where == "disk" && ram_backed(r.server_fs)) {
-      reason = fmt::format(
-          "the {} share measured as disk is on {} on the server: it never "
-          "touches a disk",
-          protocol_name(r.layer), r.server_fs);
-      fix = "point the share at a directory on the disk under test, or set its medium = ram";
+      t.id = "medium.disk_share_on_ram";
+      t.fs = r.server_fs;
     } else if (r.where == "disk" && !r.server_disk.empty() && !a.server.disk_device.empty() &&
                r.server_disk != a.server.disk_device) {
       // The disk stage measured another disk than the one the share reads: the
       // protocol-from-disk figure cannot be held against it.
-      reason = fmt::format(
-          "the {} share measured as disk is on {} on the server, but the server "
-          "disk stage measured {} (disk_dir)",
-          protocol_name(r.layer), r.server_disk, a.server.disk_device);
-      fix = "set [server] disk_dir to a directory on the share's disk";
+      t.id = "medium.other_disk";
+      t.share_disk = r.server_disk;
+      t.stage_disk = a.server.disk_device;
     } else if (known(a.client.ram_fs) && !ram_backed(a.client.ram_fs)) {
-      reason = fmt::format(
-          "the client's ram_dir is on {}, not in RAM, so the client's disk is "
-          "part of every protocol figure",
-          a.client.ram_fs);
-      fix = "set [client] ram_dir to a tmpfs directory (/dev/shm on most Linux systems)";
+      t.id = "medium.client_ram_dir";
+      t.fs = a.client.ram_fs;
+    } else {
+      continue;
     }
-    if (reason.empty()) continue;
-    r.medium_reason = reason;
-    config_finding(out, said, r, reason, fix);
+    r.medium_reason = t;
+    config_finding(out, said, r, t);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "core/clock.h"
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "report/finding_text.h"
@@ -14,6 +15,7 @@ namespace cp::report {
 namespace {
 
 namespace json = boost::json;
+using V = analysis::DeltaVerdict;
 
 std::string mb(double bps) { return fmt::format("{:.1f}", bps / kMB); }
 
@@ -55,6 +57,15 @@ json::array strings(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+const char* delta_verdict_name(analysis::DeltaVerdict v) {
+  static constexpr EnumName<V> kNames[] = {{V::kNoChange, "no change"},
+                                           {V::kFaster, "faster"},
+                                           {V::kSlower, "slower"},
+                                           {V::kTooFew, "too few samples"},
+                                           {V::kDrift, "drift"}};
+  return name_in(kNames, v, "no change");
+}
 
 std::string delta_note_text(const analysis::RowDelta& d) {
   auto n = [&d](const char* key) {
@@ -202,18 +213,19 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& o) {
     };
     std::string change;
     const std::string holm = fmt::format(" Holm p={:.3f}", d.p_corrected);
-    if (d.verdict == "faster" || d.verdict == "slower") {
-      change =
-          fmt::format("{}{:+.1f} % {}{} (p={:.3f}, n={}+{}){}", d.verdict == "faster" ? green : red,
-                      d.delta * 100, d.verdict, reset, d.test.p, d.test.n1, d.test.n2, holm);
-    } else if (d.verdict == "drift") {
+    const char* verdict = delta_verdict_name(d.verdict);
+    if (d.verdict == V::kFaster || d.verdict == V::kSlower) {
+      change = fmt::format("{}{:+.1f} % {}{} (p={:.3f}, n={}+{}){}",
+                           d.verdict == V::kFaster ? green : red, d.delta * 100, verdict, reset,
+                           d.test.p, d.test.n1, d.test.n2, holm);
+    } else if (d.verdict == V::kDrift) {
       change = fmt::format("{}{:+.1f} % drift{} (p={:.3f}, n={}+{}){}", yellow, d.delta * 100,
                            reset, d.test.p, d.test.n1, d.test.n2, holm);
-    } else if (d.verdict == "no change") {
+    } else if (d.verdict == V::kNoChange) {
       change =
           fmt::format("~ no change (p={:.3f}, n={}+{}){}", d.test.p, d.test.n1, d.test.n2, holm);
     } else {
-      change = fmt::format("{:+.1f} % ? {}", d.delta * 100, d.verdict);
+      change = fmt::format("{:+.1f} % ? {}", d.delta * 100, verdict);
     }
     if (!d.note.empty()) change += "; " + delta_note_text(d);
     if (d.cache_suspected) change += "; cache suspected";
@@ -262,7 +274,7 @@ std::string compare_json(const analysis::Comparison& c) {
          {"spread", d.spread},
          {"affected_by_change", d.affected_by_change},
          {"affected_by", strings(d.affected_by)},
-         {"verdict", d.verdict},
+         {"verdict", delta_verdict_name(d.verdict)},
          {"note", delta_note_text(d)},
          {"note_id", d.note},
          {"cache_suspected", d.cache_suspected}});

@@ -24,6 +24,9 @@ std::string compare_text(const analysis::Comparison& c, const TextOptions& opt);
 // The same as one JSON document, with every sample and its id.
 std::string compare_json(const analysis::Comparison& c);
 
+// A row's verdict: "faster" | "slower" | "no change" | "too few samples" | "drift".
+const char* delta_verdict_name(analysis::DeltaVerdict v);
+
 // Why a row's change was not counted (RowDelta::note) in words, with its
 // figures: "3 vs 3 samples cannot show a change at p < 0.05 (4 or more on each
 // side can)"; "" when there is no note.

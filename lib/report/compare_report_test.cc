@@ -164,8 +164,8 @@ TEST(CompareReport, TextShowsDriftAndRoles) {
   // The change is drift, not a slower row: no row's verdict says slower.
   size_t drifted = 0;
   for (const auto& d : c.rows) {
-    EXPECT_NE(d.verdict, "slower") << d.key;
-    drifted += d.verdict == "drift";
+    EXPECT_NE(d.verdict, analysis::DeltaVerdict::kSlower) << d.key;
+    drifted += d.verdict == analysis::DeltaVerdict::kDrift;
   }
   EXPECT_GE(drifted, 1u);
   EXPECT_NE(t.find("8 controls (rows no recorded difference can touch): median change +0.0 %, "

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "report/hint_text.h"
@@ -26,8 +27,13 @@ double num(const Finding& f, const char* key, double fallback = 0) {
 }
 bool has(const Finding& f, const char* key) { return f.numbers.count(key) > 0; }
 std::string word(const Finding& f, const char* key) {
-  // A trust finding's reason is rendered from its structure.
-  if (std::string_view(key) == "reason" && !f.reasons.empty()) return trust_reasons_text(f.reasons);
+  // A trust finding's reason and fix are rendered from its structure.
+  const std::string_view k = key;
+  if (k == "reason" || k == "fix") {
+    const std::map<std::string, std::string> words = finding_words(f);
+    auto it = words.find(key);
+    return it == words.end() ? std::string() : it->second;
+  }
   auto it = f.words.find(key);
   return it == f.words.end() ? std::string() : it->second;
 }
@@ -197,7 +203,7 @@ std::string path_others(const Finding& f) {
   for (size_t i = 0; i < f.context.size(); ++i) {
     const Cited& l = f.context[i];
     s += fmt::format("{}{}{} {} {}", i ? ", " : "", l.layer == "tcp" ? "" : "the ", cited_name(l),
-                     l.verb, mbps(l.median));
+                     cited_verb(l), mbps(l.median));
   }
   return s;
 }
@@ -230,11 +236,11 @@ std::string path_head(const Finding& f) {
   }
   if (f.rule == "path.cpu") {
     return fmt::format("{}: the CPU caps it: the {} {} {} while {}", f.path, cited_name(cap),
-                       cap.verb, mbps(cap.median), cpu_text(f.cpu));
+                       cited_verb(cap), mbps(cap.median), cpu_text(f.cpu));
   }
   if (f.rule == "path.bus") return fmt::format("{}: {}", f.path, bus_cap_text(f));
   CP_CHECK(f.rule == "path.slowest");
-  return fmt::format("{}: the {} caps it: it {} {}{}", f.path, cited_name(cap), cap.verb,
+  return fmt::format("{}: the {} caps it: it {} {}{}", f.path, cited_name(cap), cited_verb(cap),
                      mbps(cap.median),
                      cap.size ? fmt::format(" ({} files)", format_size(cap.size)) : "");
 }
@@ -262,7 +268,8 @@ std::string size_note(const Finding& f) {
 std::string disk_context(const Finding& f) {
   std::string s;
   for (const Cited& c : f.context) {
-    s += fmt::format("{}{} {} {}", s.empty() ? "" : ", ", cited_name(c), c.verb, mbps(c.median));
+    s += fmt::format("{}{} {} {}", s.empty() ? "" : ", ", cited_name(c), cited_verb(c),
+                     mbps(c.median));
   }
   return s;
 }
@@ -477,22 +484,23 @@ std::string files_share_head(const Finding& f) {
         transfer::protocol_display(f.candidates.size() > 1 ? f.candidates[1] : ""));
   }
   if (f.rule == "files.cpu") return fmt::format("{} while {}", does, cpu_text(f.cpu));
-  if (f.rule == "files.round_trips" && word(f, "bound") == "turns") {
-    return fmt::format(
-        "{}, {:.0f} % of what the round trips allow: each {} costs at least {:.0f} round trips of "
-        "{:.2f} ms, {:.0f} of which take turns on the connection whatever is in flight, so "
-        "{:.0f}/s at most; more connections (each its own turn) or a shorter path would lift it",
-        does, 100 * f.ratio, op, num(f, "round_trips"), num(f, "rtt_ms"),
-        num(f, "serial_round_trips"), num(f, "ceiling_ops_per_s"));
-  }
   if (f.rule == "files.round_trips") {
+    // Bound by the serial round trips taking turns, or by those in flight.
+    const bool turns = word(f, "bound") == "turns";
+    const std::string ceiling =
+        turns ? fmt::format(
+                    "{:.0f} of which take turns on the connection whatever is in flight, so "
+                    "{:.0f}/s at most",
+                    num(f, "serial_round_trips"), num(f, "ceiling_ops_per_s"))
+              : fmt::format("so {:.0f}/s at most with {:.1f} in flight",
+                            num(f, "ceiling_ops_per_s"), num(f, "in_flight"));
     return fmt::format(
         "{}, {:.0f} % of what the round trips allow: each {} costs at least {:.0f} round trips of "
-        "{:.2f} ms, so {:.0f}/s at most with {:.1f} in flight; more operations in flight (the "
-        "share's connections or depth, a copy tool with parallel workers) or a shorter path "
-        "would lift it",
-        does, 100 * f.ratio, op, num(f, "round_trips"), num(f, "rtt_ms"),
-        num(f, "ceiling_ops_per_s"), num(f, "in_flight"));
+        "{:.2f} ms, {}; {} or a shorter path would lift it",
+        does, 100 * f.ratio, op, num(f, "round_trips"), num(f, "rtt_ms"), ceiling,
+        turns ? "more connections (each its own turn)"
+              : "more operations in flight (the share's connections or depth, a copy tool with "
+                "parallel workers)");
   }
   if (f.rule == "files.disk") {
     return fmt::format(
@@ -539,6 +547,10 @@ std::string run_head(const Finding& f) {
         format_size(static_cast<uint64_t>(num(f, "memory_bytes"))));
   }
   if (f.rule == "cpu.bound") {
+    if (r.layer == "files") {  // a small-file row's figure is operations/s
+      return fmt::format("{} does {:.0f} operations/s while {}", row_label(r), r.median,
+                         cpu_text(f.cpu));
+    }
     return fmt::format("{} moves {} while {}", row_label(r), mbps(r.median), cpu_text(f.cpu));
   }
   if (f.rule == "files.disk_cpu") {
@@ -595,6 +607,21 @@ std::string render(const Finding& f, bool hints) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> finding_words(const Finding& f) {
+  std::map<std::string, std::string> words = f.words;
+  if (!f.reasons.empty()) words["reason"] = trust_reasons_text(f.reasons);
+  if (f.rule == "trust.medium") words["fix"] = medium_fix_text(f.reasons.at(0));
+  return words;
+}
+
+const char* confidence_name(analysis::Confidence c) {
+  static constexpr EnumName<analysis::Confidence> kNames[] = {
+      {analysis::Confidence::kCertain, "certain"},
+      {analysis::Confidence::kLikely, "likely"},
+      {analysis::Confidence::kCannotTell, "cannot tell"}};
+  return name_in(kNames, c, "cannot tell");
+}
 
 std::string finding_text(const Finding& f) { return render(f, true); }
 std::string finding_sentence(const Finding& f) { return render(f, false); }

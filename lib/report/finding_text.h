@@ -3,6 +3,7 @@
 // say the same and a wording change touches no rule.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "analysis/ladder.h"
@@ -15,6 +16,14 @@ namespace cp::report {
 std::string finding_text(const analysis::Finding& f);
 // The same without the hints (the HTML lists them on their own lines).
 std::string finding_sentence(const analysis::Finding& f);
+
+// The finding's evidence words (Finding::words) with those rendered from its
+// structure: "reason" from its trust reasons, "fix" (trust.medium) from its
+// medium reason. The text and the JSON read them here.
+std::map<std::string, std::string> finding_words(const analysis::Finding& f);
+
+// How sure a finding is: "certain" | "likely" | "cannot tell".
+const char* confidence_name(analysis::Confidence c);
 
 // The verdict in one sentence: the headline finding's text, or why there is none.
 std::string headline_text(const analysis::Headline& h);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include "analysis/costly_settings.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -134,6 +136,29 @@ std::string setting_evidence_text(const analysis::Hint& e) {
   return id;
 }
 
+std::string setting_cost_text(const std::string& id) {
+  static const std::map<std::string, const char*, std::less<>> kCosts = {
+      {"flush_every_write",
+       "a flush (fsync) after every write: writes at the disk's synchronous rate"},
+      {"flush_when_asked", "a flush whenever the client asks for one (macOS clients flush often)"},
+      {"cpu_per_byte", "CPU per byte on both ends"},
+      {"requests_per_byte", "more requests, and round trips, per byte"},
+      {"sync_reads", "each read served synchronously: the disk's latency is not overlapped"},
+      {"sync_writes", "each write served synchronously: the disk's latency is not overlapped"},
+      {"copy_smbd",
+       "a copy through smbd per byte read (sendfile skips it when neither signing nor encryption "
+       "is on)"},
+      {"copy_vsftpd", "a copy through vsftpd per byte read"},
+      {"copy_proftpd", "a copy through proftpd per byte read"},
+      {"fixed_socket_buffer", "a fixed socket buffer caps the TCP window at buffer / round trip"},
+      {"session_rate", "each session held to that many bytes per second"},
+      {"download_rate_kib", "each session's downloads held to that many KiB per second"},
+      {"upload_rate_kib", "each session's uploads held to that many KiB per second"}};
+  auto it = kCosts.find(id);
+  CP_CHECK(it != kCosts.end() && "a setting cost id setting_cost_text does not know");
+  return it->second;
+}
+
 std::string hint_setting(const analysis::Hint& h) {
   if (h.id == "server.request_limit") return word(h, "key") + " = " + word(h, "value");
   if (h.id == "server.costly_setting") return word(h, "parameter") + " = " + word(h, "value");
@@ -186,8 +211,8 @@ std::string hint_text(const analysis::Hint& h) {
     for (const auto& [k, v] : h.words)
       if (k.starts_with("evidence.")) e.words[k.substr(9)] = v;
     return fmt::format("`{} = {}` on the {} server (default {}): {}; {}", word(h, "parameter"),
-                       word(h, "value"), word(h, "server"), word(h, "default"), word(h, "cost"),
-                       setting_evidence_text(e));
+                       word(h, "value"), word(h, "server"), word(h, "default"),
+                       setting_cost_text(word(h, "cost")), setting_evidence_text(e));
   }
   CP_CHECK(!"a hint id hint_text does not know (analysis/ladder.h lists them)");
   return h.id;

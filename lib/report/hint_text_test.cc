@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
+
+#include "analysis/costly_settings.h"
 
 namespace cp::report {
 namespace {
@@ -25,6 +28,7 @@ Hint full_hint(std::string_view id, double n) {
     h.words[k] = std::string(k) + std::to_string(int(n));
   }
   h.words["evidence"] = "setting.rate_cap";  // a costly setting's evidence: its id
+  h.words["cost"] = "session_rate";          // and its cost's
   return h;
 }
 
@@ -40,6 +44,20 @@ Hint full_evidence(std::string_view id, double n) {
     e.words[k] = std::string(k) + std::to_string(int(n));
   }
   return e;
+}
+
+// Every cost the costly-settings table names has its words, each its own.
+TEST(SettingCostText, EveryCostOfTheTableHasItsOwnWords) {
+  std::map<std::string, std::string> texts;  // id -> words
+  for (const analysis::CostlySetting& s : analysis::costly_settings()) {
+    const std::string t = setting_cost_text(s.cost);
+    EXPECT_FALSE(t.empty()) << s.parameter;
+    texts[s.cost] = t;
+  }
+  std::set<std::string> distinct;
+  for (const auto& [id, t] : texts) distinct.insert(t);
+  EXPECT_EQ(distinct.size(), texts.size());
+  EXPECT_GE(texts.size(), 10u);  // the table's costs are many, not one default
 }
 
 TEST(SettingEvidenceText, EveryEvidenceIdHasItsOwnWordsAndRendersItsFigures) {

@@ -408,13 +408,15 @@ std::string compare_chart(const analysis::RowDelta& d) {
   const double scale = nice_max(std::max({d.a.median, d.b.median, d.a.max, d.b.max}));
   const int h = 8 + 34;
   const double cy = 8 + 13;
+  using V = analysis::DeltaVerdict;
+  const char* verdict = delta_verdict_name(d.verdict);
   std::string change =
-      d.verdict == "faster" || d.verdict == "slower"
-          ? fmt::format("{:+.1f} % {} (Holm p={:.3f})", d.delta * 100, d.verdict, d.p_corrected)
-      : d.verdict == "drift"
+      d.verdict == V::kFaster || d.verdict == V::kSlower
+          ? fmt::format("{:+.1f} % {} (Holm p={:.3f})", d.delta * 100, verdict, d.p_corrected)
+      : d.verdict == V::kDrift
           ? fmt::format("{:+.1f} % drift (Holm p={:.3f})", d.delta * 100, d.p_corrected)
-      : d.verdict == "no change" ? fmt::format("~ no change (Holm p={:.3f})", d.p_corrected)
-                                 : d.verdict;
+      : d.verdict == V::kNoChange ? fmt::format("~ no change (Holm p={:.3f})", d.p_corrected)
+                                  : std::string(verdict);
   std::string svg = fmt::format(
       R"(<svg class="chart compare" data-chart="{}" width="{}" height="{}" viewBox="0 0 {} {}" role="img"><title>{}</title>)",
       esc("compare:" + d.key), kWidth, h + 22, kWidth, h + 22, esc(row_label(d)));
@@ -426,10 +428,10 @@ std::string compare_chart(const analysis::RowDelta& d) {
       R"(<rect class="bar a" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="26"><title>A median {}</title></rect>)",
       esc(d.key), kBarX, cy - 13, std::max(1.0, x_of(d.a.median, scale) - kBarX),
       esc(mb(d.a.median)));
-  const std::string b_cls = d.verdict == "faster"   ? " faster"
-                            : d.verdict == "slower" ? " slower"
-                            : d.verdict == "drift"  ? " drift"
-                                                    : "";
+  const std::string b_cls =
+      d.verdict == V::kFaster || d.verdict == V::kSlower || d.verdict == V::kDrift
+          ? std::string(" ") + verdict
+          : "";
   svg += fmt::format(
       R"(<rect class="bar b{}" data-key="{}" x="{}" y="{:.1f}" width="{:.1f}" height="10"><title>B median {}</title></rect>)",
       b_cls, esc(d.key), kBarX, cy - 5, std::max(1.0, x_of(d.b.median, scale) - kBarX),
@@ -446,10 +448,10 @@ std::string compare_chart(const analysis::RowDelta& d) {
                      kBarX + kBarW + 8, cy - 7, esc(mb(d.a.median)), esc(mb(d.b.median)));
   svg += fmt::format(R"(<text x="{}" y="{:.1f}" dominant-baseline="middle" class="{}">{}</text>)",
                      kBarX + kBarW + 8, cy + 8,
-                     d.verdict == "faster"   ? "good"
-                     : d.verdict == "slower" ? "bad"
-                     : d.verdict == "drift"  ? "drift"
-                                             : "muted",
+                     d.verdict == V::kFaster   ? "good"
+                     : d.verdict == V::kSlower ? "bad"
+                     : d.verdict == V::kDrift  ? "drift"
+                                               : "muted",
                      esc(change));
   svg += axis(scale, h);
   svg += "</svg>\n";
@@ -489,7 +491,7 @@ std::string compare_html(const analysis::Comparison& c) {
       "<th>Holm p</th><th>verdict</th></tr>";
   auto num = [](double bps) { return fmt::format("{:.1f}", bps / kMB); };
   for (const auto& d : c.rows) {
-    std::string verdict = esc(d.verdict);
+    std::string verdict = esc(delta_verdict_name(d.verdict));
     if (!d.note.empty()) {
       verdict += " <span class=\"muted\">(" + esc(delta_note_text(d)) + ")</span>";
     }
@@ -503,9 +505,9 @@ std::string compare_html(const analysis::Comparison& c) {
         "<td class=\"num\">{} ({}-{})</td><td class=\"num\">{}+{}</td>"
         "<td class=\"num\">{:+.1f} %</td><td class=\"num\">{:.1f} %</td>"
         "<td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-        esc(d.key), esc(d.verdict), esc(row_label(d)), role, num(d.a.median), num(d.a.min),
-        num(d.a.max), num(d.b.median), num(d.b.min), num(d.b.max), d.a.n, d.b.n, d.delta * 100,
-        d.spread * 100, d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p),
+        esc(d.key), esc(delta_verdict_name(d.verdict)), esc(row_label(d)), role, num(d.a.median),
+        num(d.a.min), num(d.a.max), num(d.b.median), num(d.b.min), num(d.b.max), d.a.n, d.b.n,
+        d.delta * 100, d.spread * 100, d.test.too_few ? "-" : fmt::format("{:.3f}", d.test.p),
         d.test.too_few ? "-" : fmt::format("{:.3f}", d.p_corrected), verdict);
   }
   body += "</table>\n";

@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "report/compare_report.h"
 #include "report/finding_text.h"
 #include "report/row_text.h"
 #include "report/summary.h"
@@ -200,8 +201,8 @@ TEST(Html, ComparePageMarksDriftAndControls) {
   // Each row of the table carries its key and verdict; the chart of a
   // drifting row draws B's bar as drift.
   for (const auto& d : c.rows) {
-    EXPECT_NE(html.find("<tr data-key=\"" + html_escape(d.key) + "\" data-verdict=\"" + d.verdict +
-                        "\">"),
+    EXPECT_NE(html.find("<tr data-key=\"" + html_escape(d.key) + "\" data-verdict=\"" +
+                        delta_verdict_name(d.verdict) + "\">"),
               std::string::npos)
         << d.key;
   }

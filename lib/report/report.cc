@@ -119,10 +119,7 @@ json::object cited_json(const analysis::Cited& c) {
 json::object evidence_json(const analysis::Finding& f) {
   json::object e;
   for (const auto& [k, v] : f.numbers) e[k] = v;
-  std::map<std::string, std::string> words = f.words;
-  // A trust finding's reason is rendered from its structure.
-  if (!f.reasons.empty()) words["reason"] = trust_reasons_text(f.reasons);
-  for (const auto& [k, v] : words) e[k] = v;
+  for (const auto& [k, v] : finding_words(f)) e[k] = v;
   return e;
 }
 
@@ -146,14 +143,14 @@ json::object finding_json(const analysis::Finding& f) {
                         {"section", s.section},
                         {"value", s.value},
                         {"default", s.default_value},
-                        {"cost", s.cost},
+                        {"cost", setting_cost_text(s.cost)},
                         {"evidence", setting_evidence_text(s.evidence)},
                         {"evidence_id", s.evidence.id}});
   }
   json::object finding{{"path", f.path},
                        {"layer", f.layer},
                        {"rule", f.rule},
-                       {"confidence", analysis::confidence_name(f.confidence)},
+                       {"confidence", confidence_name(f.confidence)},
                        {"text", finding_text(f)},
                        {"rows", rows},
                        {"cap", f.cap},
@@ -359,7 +356,7 @@ std::string run_json(const stored::Run& run, const analysis::Analysis& a) {
     if (r.anomaly) row["anomaly"] = trust_reason_text(*r.anomaly_reason);
     if (!r.server_fs.empty()) row["server_fs"] = r.server_fs;
     if (!r.server_disk.empty()) row["server_disk"] = r.server_disk;
-    if (!r.medium_reason.empty()) row["medium_mismatch"] = r.medium_reason;
+    if (r.medium_reason) row["medium_mismatch"] = trust_reason_text(*r.medium_reason);
     if (!r.bus.empty()) {
       json::array links;
       for (const auto& l : r.bus.links) {

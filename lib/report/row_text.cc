@@ -73,10 +73,87 @@ std::string max_core_process_text(const analysis::Row& r) {
 }
 
 std::string cited_name(const analysis::Cited& c) {
-  return c.named_by_label ? row_label(c) : c.name;
+  using N = analysis::CitedName;
+  // Its layer: "TCP", "server disk" (a disk's, or its small files').
+  const std::string layer = c.layer == "tcp" ? "TCP" : c.where + " disk";
+  const std::string medium = transfer::protocol_display(c.layer) + " " + medium_text(c.where);
+  switch (c.named) {
+    case N::kNone:
+      return "";
+    case N::kLabel:
+      return row_label(c);
+    case N::kLayer:
+      return layer;
+    case N::kTheLayer:
+      return "the " + layer;
+    case N::kMedium:
+      return medium;
+    case N::kMediumOp:
+      return medium + " " + c.op;
+  }
+  CP_CHECK(!"a CitedName without its words");
+  return "";
+}
+
+std::string cited_verb(const analysis::Cited& c) {
+  if (c.layer == "tcp") return "carries";
+  if (c.layer != "disk") return "moves";
+  if (c.op == "syncwrite") return "writes synchronously";
+  return c.op + "s";  // "reads", "writes"
+}
+
+namespace {
+
+// Not over its medium (the "medium.*" ids): what the row measured instead.
+std::string not_over_medium_text(const analysis::TrustReason& t) {
+  const std::string proto = transfer::protocol_display(t.row.layer);
+  if (t.id == "medium.disk_on_ram") {
+    return fmt::format("the {}'s disk_dir is on {}: the {} disk rows measured RAM, not a disk",
+                       t.role, t.fs, t.role);
+  }
+  if (t.id == "medium.ram_share_on_disk") {
+    return fmt::format("the {} share measured as RAM is on {} on the server, not in RAM", proto,
+                       t.fs);
+  }
+  if (t.id == "medium.disk_share_on_ram") {
+    return fmt::format(
+        "the {} share measured as disk is on {} on the server: it never touches a disk", proto,
+        t.fs);
+  }
+  if (t.id == "medium.other_disk") {
+    return fmt::format(
+        "the {} share measured as disk is on {} on the server, but the server disk stage measured "
+        "{} (disk_dir)",
+        proto, t.share_disk, t.stage_disk);
+  }
+  CP_CHECK(t.id == "medium.client_ram_dir");
+  return fmt::format(
+      "the client's ram_dir is on {}, not in RAM, so the client's disk is part of every protocol "
+      "figure",
+      t.fs);
+}
+
+}  // namespace
+
+std::string medium_fix_text(const analysis::TrustReason& t) {
+  if (t.id == "medium.disk_on_ram") {
+    return fmt::format("set [{}] disk_dir to a directory on the disk under test", t.role);
+  }
+  if (t.id == "medium.ram_share_on_disk") {
+    return "point the share's server_dir (and the share) at a tmpfs directory, or set its medium "
+           "= disk";
+  }
+  if (t.id == "medium.disk_share_on_ram") {
+    return "point the share at a directory on the disk under test, or set its medium = ram";
+  }
+  if (t.id == "medium.other_disk")
+    return "set [server] disk_dir to a directory on the share's disk";
+  CP_CHECK(t.id == "medium.client_ram_dir");
+  return "set [client] ram_dir to a tmpfs directory (/dev/shm on most Linux systems)";
 }
 
 std::string trust_reason_text(const analysis::TrustReason& t) {
+  if (starts_with(t.id, "medium.")) return not_over_medium_text(t);
   const std::string row = row_label(t.row);
   const std::string moves = fmt::format("{} moves {}", row, format_mbps(t.row.median));
   if (t.id == "cache.no_direct" || t.id == "cache.agent") {

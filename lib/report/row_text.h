@@ -25,9 +25,13 @@ std::string link_source_text(const analysis::LinkSource& s);
 // "" when the sample listed none.
 std::string max_core_process_text(const analysis::Row& r);
 
-// How a finding names a row it cites: the rule's name for it ("server disk",
-// "TCP"), or its label where the rule names it by label.
+// How a finding names a row it cites (Cited::named): "server disk", "the
+// server disk", "TCP", "SMB from RAM", "SMB from RAM read", its label; "" when
+// the rule names it not.
 std::string cited_name(const analysis::Cited& c);
+// What a cited row does in a finding's sentence: "reads", "writes", "writes
+// synchronously" (a disk), "carries" (TCP), "moves" (a protocol).
+std::string cited_verb(const analysis::Cited& c);
 
 // Why a row's figure may not be its layer's own, in words: "3 of 5 samples of
 // server disk read, 100 MB files ran without O_DIRECT (the filesystem refused
@@ -35,6 +39,9 @@ std::string cited_name(const analysis::Cited& c);
 std::string trust_reason_text(const analysis::TrustReason& t);
 // Several, joined by "; " (a row's cache reasons).
 std::string trust_reasons_text(const std::vector<analysis::TrustReason>& reasons);
+// What fixes a "medium.*" reason: "set [server] disk_dir to a directory on the
+// disk under test".
+std::string medium_fix_text(const analysis::TrustReason& t);
 
 // The label of a headline's capping row: rendered from Headline::cap_row,
 // else as stored (history's summaries); "" when none caps.

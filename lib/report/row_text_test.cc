@@ -57,16 +57,37 @@ TEST(RowText, NamesTheBusiestCoresTopProcess) {
   EXPECT_EQ(max_core_process_text(r), "smbd at 100 %");
 }
 
-// A cited row is named as its rule names it, or by its label.
+// A cited row is named as its rule names it (Cited::named), or by its label,
+// and its verb follows its layer and op.
 TEST(RowText, CitedRowsAreNamedByTheRuleOrByLabel) {
+  using analysis::CitedName;
   analysis::Cited c;
   static_cast<RowIdentity&>(c) = row("disk", "server", "read", 100'000'000);
   c.key = "disk:server:read:100000000";
-  c.name = "server disk";
+  EXPECT_EQ(cited_name(c), "");
+  c.named = CitedName::kLayer;
   EXPECT_EQ(cited_name(c), "server disk");
-  c.name.clear();
-  c.named_by_label = true;
+  c.named = CitedName::kTheLayer;
+  EXPECT_EQ(cited_name(c), "the server disk");
+  c.named = CitedName::kLabel;
   EXPECT_EQ(cited_name(c), "server disk read, 100 MB files");
+  EXPECT_EQ(cited_verb(c), "reads");
+  c.op = "syncwrite";
+  EXPECT_EQ(cited_verb(c), "writes synchronously");
+
+  analysis::Cited t;
+  static_cast<RowIdentity&>(t) = row("tcp", "server->client", "send", 0);
+  t.named = CitedName::kLayer;
+  EXPECT_EQ(cited_name(t), "TCP");
+  EXPECT_EQ(cited_verb(t), "carries");
+
+  analysis::Cited p;
+  static_cast<RowIdentity&>(p) = row("smb", "ram", "read", 100'000'000);
+  p.named = CitedName::kMedium;
+  EXPECT_EQ(cited_name(p), "SMB from RAM");
+  p.named = CitedName::kMediumOp;
+  EXPECT_EQ(cited_name(p), "SMB from RAM read");
+  EXPECT_EQ(cited_verb(p), "moves");
 }
 
 analysis::Cited cited(const RowIdentity& id, double median_mbps, size_t n = 5) {

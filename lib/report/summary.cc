@@ -53,7 +53,8 @@ std::string short_name(const analysis::Cited& c) {
   if (c.layer == "disk") return c.where + " disk";
   if (c.where == "ram") return display_name(c.layer) + " from RAM";
   if (c.where == "disk") return display_name(c.layer) + " from disk";
-  return c.name.empty() ? row_label(c) : c.name;
+  const std::string named = cited_name(c);
+  return named.empty() ? row_label(c) : named;
 }
 
 std::string share_of(const Finding& f) {
@@ -152,7 +153,7 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
                    ? "-"
                    : fmt::format("{:.1f}", bytes_per_s(f.subject) / kMB);
     s.share = share_of(f);
-    s.confidence = analysis::confidence_name(f.confidence);
+    s.confidence = confidence_name(f.confidence);
     if (f.lower_bound) s.confidence += ", lower bound";
     out.push_back(std::move(s));
   }
@@ -162,7 +163,7 @@ std::vector<SummaryLine> summary_lines(const analysis::Analysis& a) {
 std::string finding_brief(const Finding& f, const analysis::Analysis& a) {
   if (f.rule == "cpu.bound") {
     return fmt::format("{}: {} at {}.", row_label(f.subject), cpu_brief(f.cpu),
-                       format_mbps(f.subject.median));
+                       figure_text(f.subject));
   }
   if (!analysis::is_verdict_path(f.path) && !starts_with(f.rule, "tcp.")) {
     return finding_sentence(f);  // run-wide notes (cache, errors, MTU, load) are short already

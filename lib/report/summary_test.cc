@@ -44,7 +44,7 @@ TEST(Summary, OneLinePerPathWithItsLayerFigureAndConfidence) {
     ASSERT_FALSE(lines.empty());
     for (size_t i = 0; i < lines.size(); ++i) {
       EXPECT_EQ(lines[i].path, paths[i].path);
-      EXPECT_EQ(lines[i].confidence.rfind(analysis::confidence_name(paths[i].confidence), 0), 0u)
+      EXPECT_EQ(lines[i].confidence.rfind(confidence_name(paths[i].confidence), 0), 0u)
           << lines[i].path;
       if (paths[i].figure > 0) {
         EXPECT_NEAR(std::stod(lines[i].figure), paths[i].figure / 1e6, 0.051) << lines[i].path;
@@ -102,11 +102,13 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   analysis::Analysis a;
   analysis::Finding ram = made("protocol.layer", "smb ram read", "smb");
   ram.subject.key = "smb:ram:read:100000000";
-  ram.subject.name = "SMB from RAM read";
+  static_cast<analysis::RowIdentity&>(ram.subject) = {"smb", "ram", "", "read", 100'000'000};
+  ram.subject.named = analysis::CitedName::kMediumOp;
   ram.subject.n = 5;
   ram.subject.median = 50e6;
   ram.beneath.key = "tcp:server->client:send";
-  ram.beneath.name = "TCP";
+  ram.beneath.layer = "tcp";
+  ram.beneath.named = analysis::CitedName::kLayer;
   ram.ratio = 0.43;
   analysis::Finding disk = ram;
   disk.rule = "protocol.at_ram_ceiling";
@@ -118,7 +120,9 @@ TEST(Summary, AFindingRestingOnAnotherNamesItsPathOrItsCause) {
   tcp_cpu.cpu.process = "chokepoint-agen";
   tcp_cpu.cpu.role = "agent";
   tcp_cpu.subject.key = "tcp:server->client:send";
-  tcp_cpu.subject.name = "TCP server -> client";
+  tcp_cpu.subject.layer = "tcp";
+  tcp_cpu.subject.where = "server->client";
+  tcp_cpu.subject.named = analysis::CitedName::kLabel;
   analysis::Finding path = made("path.tcp", "server -> client", "cpu");
   path.cpu = tcp_cpu.cpu;
   path.because.push_back(tcp_cpu);
@@ -216,6 +220,21 @@ TEST(Summary, AFilesClientFindingIsChokepointsClientAndALowerBound) {
   EXPECT_EQ(lines[0].capped_by, "chokepoint's client");
   EXPECT_TRUE(lines[0].confidence.ends_with(", lower bound")) << lines[0].confidence;
   EXPECT_FALSE(finding_brief(a.findings[0], a).empty());
+}
+
+// A CPU note on a small-file row gives its operations per second, as the
+// ladder does, not the bytes its 4 KiB files move as a tiny MB/s.
+TEST(Summary, ACpuNoteOnASmallFileRowGivesItsOperationsPerSecond) {
+  analysis::Analysis a;
+  analysis::Finding f = made("cpu.bound", "", "cpu");
+  f.subject = files_create("smb", "disk", 405);
+  f.cpu.kind = "busy";
+  f.cpu.host = "both";
+  a.findings.push_back(f);
+  const std::string brief = finding_brief(a.findings[0], a);
+  EXPECT_NE(brief.find(" at 405 creates/s ("), std::string::npos) << brief;
+  const std::string text = finding_text(a.findings[0]);
+  EXPECT_NE(text.find(" does 405 operations/s while "), std::string::npos) << text;
 }
 
 }  // namespace

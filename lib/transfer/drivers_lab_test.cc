@@ -203,6 +203,29 @@ TEST_F(DriversLabTest, SmbHelperConnectionsKeepSeveralCallsInFlight) {
   for (pid_t p : helpers) EXPECT_FALSE(fs::exists(fmt::format("/proc/{}", p))) << "helper " << p;
 }
 
+// A small file (the caller expects it to fit in one call) goes through the
+// session's own connection: the helpers would only open and close it, a
+// CREATE and a CLOSE each for no data, server work a copy of small files over
+// one connection does not cause. A file of several calls still goes through
+// them. Both arrive whole.
+TEST_F(DriversLabTest, SmbSmallFilesSkipTheHelperConnections) {
+  Share sh = share("smb", "ram");
+  sh.options = {{"connections", "3"}, {"io_size", "64KiB"}};
+  auto s = connect(sh);
+  ASSERT_EQ(s->properties().at("connections"), "3");
+  const auto through_helpers = [&] { return s->properties().at("files_through_helpers"); };
+  const std::string small = run_ + "/small.dat";
+  const std::string sent = put_checked(*s, small, 4096, 21);
+  EXPECT_EQ(get(*s, small, 4096), sent);
+  EXPECT_EQ(through_helpers(), "0");
+  const std::string big = run_ + "/big.dat";
+  const std::string sent_big = put_checked(*s, big, 1'000'000, 22);
+  EXPECT_EQ(get(*s, big, 1'000'000), sent_big);
+  EXPECT_EQ(through_helpers(), "2");  // the write and the read
+  s->remove(small);
+  s->remove(big);
+}
+
 // Degrade, don't fail: a server that refuses a client's extra connections to
 // a share while the first one works. Here smbd's `max connections = 1`
 // (Debian leaves it 0, unlimited), a departure that stands in for any server

@@ -177,6 +177,33 @@ TEST_F(Verdict, ShortFilesOnALongPathAreUndecidedNotTheProtocol) {
   }
 }
 
+// 25 ms each way (RTT 50 ms): a small file's create costs its round trips
+// (NFS 3 or 4, SMB 3, as each session reports them), one file at a time, so
+// the creates run at what the round trips allow and the verdict says so, with
+// the round trips and the ceiling they set, whatever else keeps the cores busy.
+// (At 10 ms each way, other jobs keeping every core busy added 4 ms of waiting
+// for a CPU to each of SMB's round trips: 0.74 of the ceiling; a longer path
+// keeps that wait a small part of each operation.)
+TEST_F(Verdict, SmallFilesOnALongPathAreCappedByTheirRoundTrips) {
+  ASSERT_NO_FATAL_FAILURE(reshape({"--rate", "1gbit", "--delay", "25ms"}));
+  const json::object doc = diagnose(
+      "[disk]\nenabled = no\n[tcp]\ncount = 2\n[protocol]\nsizes = 1MB\ncount = 2\n"
+      "[files]\ncount = 40\ndirs = 2\norder = sequential\nshares = yes\n" +
+      share("nfs", "ram") + share("smb", "ram"));
+  ASSERT_FALSE(doc.empty());
+  for (const char* path : {"nfs ram files create", "smb ram files create"}) {
+    const json::object* f = finding(doc, path);
+    ASSERT_NE(f, nullptr) << path;
+    EXPECT_EQ(str(*f, "rule"), "files.round_trips") << str(*f, "text");
+    EXPECT_EQ(str(*f, "layer"), "round trips") << str(*f, "text");
+    const json::object& e = f->at("evidence").as_object();
+    EXPECT_GE(e.at("round_trips").to_number<double>(), 3) << path;
+    // At most one create per 3 round trips of 50 ms: 1 / (3 x 50 ms) = 6.7/s.
+    EXPECT_LE(e.at("ceiling_ops_per_s").to_number<double>(), 1.0 / (3 * 0.049)) << path;
+    EXPECT_GE(f->at("ratio").to_number<double>(), 0.8) << path;
+  }
+}
+
 // The server disk throttled to 50 MB/s while the plan leaves the disk stage out:
 // NFS from disk reads far below NFS from RAM, which once read as `nfs + disk`
 // ("reading and serving together cost more"); the disk alone may hold it, so

@@ -294,6 +294,7 @@ std::unique_ptr<File> SmbSession::make_pool_file(SMBCFILE* f, Mode mode, Place w
     degrade(*first);
     return own;
   }
+  ++pool_files_;
   return std::make_unique<SmbPoolFile>(*this, std::move(own), mode, std::move(where), size,
                                        size_hint);
 }

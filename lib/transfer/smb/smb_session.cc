@@ -199,7 +199,12 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
   t_log.clear();
   // The helpers open the file while this connection does (a round trip
   // each, at once rather than one after the other); a helper opening for
-  // writing creates the file if this connection's create has not yet.
+  // writing creates the file if this connection's create has not yet. A file
+  // the caller expects to fit in one call (a small file) goes through this
+  // connection alone: the helpers would only open and close it, a CREATE and
+  // a CLOSE each that the server serves for no data (as a copy of small
+  // files over one connection does not).
+  const bool pool = !workers_.empty() && !(size_hint > 0 && size_hint <= io_size_);
   struct Pending {  // helper answers still owed when the open fails here
     SmbSession& s;
     size_t owed = 0;
@@ -217,7 +222,7 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
       degrade(e);
     }
   };
-  ask_helpers();
+  if (pool) ask_helpers();
   if (mode == Mode::kRead) {
     SMBCFILE* f = smbc_getFunctionOpen(ctx_)(ctx_, url.c_str(), O_RDONLY, 0);
     if (!f) fail(Step::kOpenRead, where);
@@ -242,7 +247,7 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
       }
       size = static_cast<uint64_t>(st.st_size);
     }
-    if (!workers_.empty()) {
+    if (pool) {
       pending.owed = 0;
       return make_pool_file(f, mode, std::move(where), size, url, true, size_hint);
     }
@@ -262,7 +267,7 @@ std::unique_ptr<File> SmbSession::open(const std::string& rel, Mode mode, uint64
   if (!f) fail(Step::kOpenWrite, where);
   alive();
   pending.owed = 0;
-  if (!workers_.empty()) return make_pool_file(f, mode, std::move(where), 0, url, sent);
+  if (pool) return make_pool_file(f, mode, std::move(where), 0, url, sent);
   return std::make_unique<SmbFile>(*this, f, mode, std::move(where), 0);
 }
 
@@ -329,6 +334,9 @@ std::map<std::string, std::string> SmbSession::properties() const {
       // helper connections failed and the session went on without them
       // (connections_reason says why): the figure is then a lower bound.
       {"connections_asked", std::to_string(connections_asked_)},
+      // Files opened through the helpers (one that fits in one call, a
+      // small file, goes through this connection alone).
+      {"files_through_helpers", std::to_string(pool_files_)},
       {"path_rate", path_rate_ > 0 ? fmt::format("{:.0f}", path_rate_ * 8) : "unknown"},
       {"handshake_rtt_ms", limits_ ? fmt::format("{:.3f}", handshake_rtt_ * 1000) : "unknown"},
       // What io_size and connections=auto were chosen by: the least of

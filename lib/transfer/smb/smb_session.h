@@ -376,6 +376,7 @@ class SmbSession : public Session {
   double timeout_ = 30;             // seconds
   unsigned connections_ = 1;        // connections moving a file's calls now
   unsigned connections_asked_ = 1;  // what auto or the option asked for
+  uint64_t pool_files_ = 0;         // files opened through the helpers
   // Why connections_ < connections_asked_: "" (it is not), "helpers_refused"
   // (a helper could not connect, log in or open the file), "helpers_aborted"
   // (a helper's connection was dropped, or the helper ended or hung).
