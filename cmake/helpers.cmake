@@ -10,13 +10,21 @@ endfunction()
 # cp_tests(NAME SOURCES ... DEPS ...): unit tests beside the sources
 # (foo.cc next to foo_test.cc), one gtest binary per layer.
 function(cp_tests name)
+  cp_test_binary(${name}_test LABEL unit ${ARGN})
+endfunction()
+
+# cp_test_binary(TARGET LABEL label SOURCES ... DEPS ... [PROPERTIES ...]):
+# a gtest binary whose cases ctest runs under LABEL (unit; integration: real
+# servers, labs, root), with the test PROPERTIES given (RUN_SERIAL TRUE when
+# it brings a lab up, TIMEOUT).
+function(cp_test_binary target)
   if(NOT CHOKEPOINT_TESTS)
     return()
   endif()
-  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
-  add_executable(${name}_test ${A_SOURCES})
-  target_link_libraries(${name}_test PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  cp_discover_tests(${name}_test LABEL unit)
+  cmake_parse_arguments(A "" "LABEL" "SOURCES;DEPS;PROPERTIES" ${ARGN})
+  add_executable(${target} ${A_SOURCES})
+  target_link_libraries(${target} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  cp_discover_tests(${target} LABEL ${A_LABEL} PROPERTIES ${A_PROPERTIES})
 endfunction()
 
 # cp_discover_tests(TARGET LABEL label [PROPERTIES ...]): registers TARGET's

@@ -2,7 +2,6 @@
 
 #include <boost/json.hpp>
 
-#include <cmath>
 #include <concepts>
 #include <map>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "core/error.h"
 #include "core/facts_message_json.h"
 #include "core/json_fields.h"
+#include "core/json_util.h"
 
 namespace cp::msg {
 namespace json = boost::json;
@@ -82,30 +82,14 @@ void get(const Ctx& c, const json::object& o, const char* key, std::optional<boo
 }
 // Integers as stored; a double (another writer's) is truncated when stored,
 // a peer's is refused; a negative one is no uint64.
-void get(const Ctx& c, const json::object& o, const char* key, std::optional<int64_t>& out) {
+template <JsonInteger T>
+void get(const Ctx& c, const json::object& o, const char* key, std::optional<T>& out) {
   const json::value* v = field(o, key);
   if (v == nullptr) return;
-  if (v->is_int64())
-    out = v->as_int64();
-  else if (v->is_uint64() && v->as_uint64() <= uint64_t(INT64_MAX))
-    out = int64_t(v->as_uint64());
-  else if (c.src == Source::kStored && v->is_double() && std::abs(v->as_double()) < 9e18)
-    out = static_cast<int64_t>(v->as_double());
+  if (const std::optional<T> n = json_integer<T>(*v, c.src == Source::kStored))
+    out = n;
   else
-    c.bad(key, "must be an integer");
-}
-void get(const Ctx& c, const json::object& o, const char* key, std::optional<uint64_t>& out) {
-  const json::value* v = field(o, key);
-  if (v == nullptr) return;
-  if (v->is_uint64())
-    out = v->as_uint64();
-  else if (v->is_int64() && v->as_int64() >= 0)
-    out = uint64_t(v->as_int64());
-  else if (c.src == Source::kStored && v->is_double() && v->as_double() >= 0 &&
-           v->as_double() < 1.8e19)
-    out = static_cast<uint64_t>(v->as_double());
-  else
-    c.bad(key, "must be a non-negative integer");
+    c.bad(key, kNotJsonInteger<T>);
 }
 void get(const Ctx& c, const json::object& o, const char* key, NamedValues& out) {
   const json::value* v = field(o, key);

@@ -4,17 +4,13 @@
 #include <boost/json.hpp>
 
 #include "core/error.h"
+#include "core/json_util.h"
 #include "core/messages_in.h"
 
 namespace cp::msg {
 namespace json = boost::json;
 
-json::value parse_stored(std::string_view text) {
-  if (text.empty()) return nullptr;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  return ec ? json::value(nullptr) : v;
-}
+json::value parse_stored(std::string_view text) { return parse_json_or_null(text); }
 
 // ---- disk ------------------------------------------------------------------
 

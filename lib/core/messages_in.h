@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/json_util.h"
 #include "core/messages_json.h"
 
 namespace cp::msg::codec {
@@ -114,25 +115,13 @@ class In {
     else
       bad(key, "must be true or false");
   }
-  void read(const char* key, const json::value& v, uint64_t& out) {
-    if (v.is_uint64())
-      out = v.as_uint64();
-    else if (v.is_int64() && v.as_int64() >= 0)
-      out = static_cast<uint64_t>(v.as_int64());
-    else if (src_ == Source::kStored && v.is_double() && v.as_double() >= 0)
-      out = static_cast<uint64_t>(v.as_double());
+  // Integers; a stored double (another writer's) is truncated, a peer's refused.
+  template <JsonInteger T>
+  void read(const char* key, const json::value& v, T& out) {
+    if (const std::optional<T> n = json_integer<T>(v, src_ == Source::kStored))
+      out = *n;
     else
-      bad(key, "must be a non-negative integer");
-  }
-  void read(const char* key, const json::value& v, int64_t& out) {
-    if (v.is_int64())
-      out = v.as_int64();
-    else if (v.is_uint64() && v.as_uint64() <= uint64_t(INT64_MAX))
-      out = static_cast<int64_t>(v.as_uint64());
-    else if (src_ == Source::kStored && v.is_double())
-      out = static_cast<int64_t>(v.as_double());
-    else
-      bad(key, "must be an integer");
+      bad(key, kNotJsonInteger<T>);
   }
   void read(const char* key, const json::value& v, double& out) {
     if (v.is_double())

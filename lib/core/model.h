@@ -46,17 +46,22 @@ struct SampleRecord : SampleHead {
   std::string cpu_json;      // {"server":{cpu summary},"client":{...}}; "" none
 };
 
-struct StageRecord {
+// A stage's plain columns: what the stored record and the decoded stage
+// (stored::Stage) share.
+struct StageHead {
   int64_t id = 0;
   int64_t run_id = 0;
-  std::string layer;   // "disk" | "tcp" | the protocol driver's name ("smb", "nfs", "path", ...)
   std::string where;   // disk: "server" | "client"; tcp: "server->client" | "client->server";
                        // protocol and size scan: the share's medium, "ram" | "disk"
   std::string status;  // running | complete | failed | interrupted | skipped
   std::string error;   // why it failed or was skipped
-  std::string params_json;
   double started_at = 0;
   double finished_at = 0;
+};
+
+struct StageRecord : StageHead {
+  std::string layer;  // "disk" | "tcp" | the protocol driver's name ("smb", "nfs", "path", ...)
+  std::string params_json;
   std::vector<SampleRecord> samples;  // filled when loaded
 };
 

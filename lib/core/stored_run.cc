@@ -155,17 +155,11 @@ Run decode(const RunRecord& r) {
     run.hosts.push_back({h.role, h.address, decode_facts(h.facts_json)});
   for (const StageRecord& st : r.stages) {
     Stage s;
-    s.id = st.id;
-    s.run_id = st.run_id;
+    static_cast<StageHead&>(s) = st;
     s.params = doc(st.params_json);
     s.kind = kind_of(st, s.params.value());
     s.place = place_of(st.where);
     s.driver = st.layer;
-    s.where = st.where;
-    s.status = st.status;
-    s.error = st.error;
-    s.started_at = st.started_at;
-    s.finished_at = st.finished_at;
     for (const SampleRecord& sr : st.samples) {
       Sample x;
       static_cast<SampleHead&>(x) = sr;

@@ -85,20 +85,15 @@ struct Sample : SampleHead {
   const msg::CpuSummary* cpu_of(std::string_view role) const;
 };
 
-struct Stage {
-  int64_t id = 0;
-  int64_t run_id = 0;
+// A stored stage decoded: its plain columns (StageHead; `where` the place's
+// text as stored: "server", "server->client", "ram", ...), its kind and place
+// typed, its parameters and samples.
+struct Stage : StageHead {
   StageKind kind = StageKind::kDisk;
   Place place = Place::kOther;
-  // As stored: "disk" | "tcp" | the protocol driver's name ("smb", "nfs", ...),
-  // and the place's text ("server", "server->client", "ram", ...).
+  // As stored: "disk" | "tcp" | the protocol driver's name ("smb", "nfs", ...).
   std::string driver;
-  std::string where;
-  std::string status;  // running | complete | failed | interrupted | skipped
-  std::string error;   // why it failed or was skipped
   JsonDoc params;
-  double started_at = 0;
-  double finished_at = 0;
   std::vector<Sample> samples;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <stdexcept>
 
 #include "core/json_util.h"
 #include "core/model.h"
@@ -221,6 +222,28 @@ std::optional<bool> parse_yes_no(std::string_view s) {
   if (s == "yes" || s == "true" || s == "on" || s == "1") return true;
   if (s == "no" || s == "false" || s == "off" || s == "0") return false;
   return std::nullopt;
+}
+
+namespace {
+// `s` through std::stoi-like `parse`, when it takes all of it.
+template <class Parse>
+auto whole_number(const std::string& s, Parse parse) -> std::optional<decltype(parse(s, nullptr))> {
+  size_t used = 0;
+  try {
+    const auto v = parse(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {  // std::invalid_argument, std::out_of_range
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<int> parse_int(const std::string& s) {
+  return whole_number(s, [](const std::string& t, size_t* used) { return std::stoi(t, used); });
+}
+
+std::optional<double> parse_double(const std::string& s) {
+  return whole_number(s, [](const std::string& t, size_t* used) { return std::stod(t, used); });
 }
 
 std::optional<std::string> read_file(const std::string& path) {

@@ -27,6 +27,11 @@ std::string lower(std::string_view s);
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 // yes/no, true/false, on/off, 1/0 (lower case); nullopt for anything else.
 std::optional<bool> parse_yes_no(std::string_view s);
+// The whole of `s` as a number, read as std::stoi / std::stod read it
+// (leading whitespace and a sign allowed); nullopt when it is none, anything
+// follows it, or it is out of range.
+std::optional<int> parse_int(const std::string& s);
+std::optional<double> parse_double(const std::string& s);
 
 // Strings from a peer or a file (hostnames, process names, error texts,
 // facts), made safe to print on a terminal: each control character (C0, DEL,

@@ -145,5 +145,18 @@ TEST(SecurityControlChars, SanitizedRunEscapesEveryRemoteString) {
   EXPECT_EQ(sanitized_run(run).hosts[0].facts_json, "not json");
 }
 
+TEST(Text, ParseNumberTakesTheWholeText) {
+  EXPECT_EQ(parse_int("42"), 42);
+  EXPECT_EQ(parse_int("-3"), -3);
+  EXPECT_EQ(parse_int(" 7"), 7);  // as std::stoi
+  EXPECT_EQ(parse_int("7x"), std::nullopt);
+  EXPECT_EQ(parse_int(""), std::nullopt);
+  EXPECT_EQ(parse_int("99999999999"), std::nullopt);
+  EXPECT_EQ(parse_double("2.5"), 2.5);
+  EXPECT_EQ(parse_double("1e3"), 1000.0);
+  EXPECT_EQ(parse_double("2.5%"), std::nullopt);
+  EXPECT_EQ(parse_double("%"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cp

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json_util.h"
 
 namespace cp::wire {
 
@@ -147,12 +148,7 @@ std::optional<json::object> Decoder::next() {
   if (ec) throw Error(ErrorKind::kPeer, fmt::format("frame is not valid JSON: {}", ec.message()));
   if (!v.is_object()) throw Error(ErrorKind::kPeer, "frame is not a JSON object");
   json::object msg = std::move(v.as_object());
-  auto vit = msg.find("v");
-  if (vit == msg.end()) bad_field(msg, "v", "missing");
-  if (!vit->value().is_int64() && !vit->value().is_uint64())
-    bad_field(msg, "v", "must be an integer");
-  const int64_t version = vit->value().is_int64() ? vit->value().as_int64()
-                                                  : static_cast<int64_t>(vit->value().as_uint64());
+  const int64_t version = get_i64(msg, "v");
   if (version != kProtocolVersion) {
     throw Error(ErrorKind::kPeer,
                 fmt::format("message '{}': protocol version {} but this build speaks {}",
@@ -178,19 +174,20 @@ std::string get_string(const json::object& msg, std::string_view name) {
   return std::string(v.as_string());
 }
 
+namespace {
+template <JsonInteger T>
+T get_integer(const json::object& msg, std::string_view name) {
+  if (const std::optional<T> n = json_integer<T>(field(msg, name))) return *n;
+  bad_field(msg, name, kNotJsonInteger<T>);
+}
+}  // namespace
+
 uint64_t get_u64(const json::object& msg, std::string_view name) {
-  const auto& v = field(msg, name);
-  if (v.is_uint64()) return v.as_uint64();
-  if (v.is_int64() && v.as_int64() >= 0) return static_cast<uint64_t>(v.as_int64());
-  bad_field(msg, name, "must be a non-negative integer");
+  return get_integer<uint64_t>(msg, name);
 }
 
 int64_t get_i64(const json::object& msg, std::string_view name) {
-  const auto& v = field(msg, name);
-  if (v.is_int64()) return v.as_int64();
-  if (v.is_uint64() && v.as_uint64() <= uint64_t(INT64_MAX))
-    return static_cast<int64_t>(v.as_uint64());
-  bad_field(msg, name, "must be an integer");
+  return get_integer<int64_t>(msg, name);
 }
 
 double get_double(const json::object& msg, std::string_view name) {

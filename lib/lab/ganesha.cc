@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "lab/layout.h"
+#include "lab/servers.h"
 #include "lab/sys.h"
 
 namespace cp::lab::ganesha {
@@ -20,14 +21,6 @@ namespace {
 
 constexpr double kStartWait = 30;  // seconds for Ganesha to accept (it reads its exports first)
 constexpr double kStopWait = 5;    // seconds after TERM before KILL
-
-std::string find_program(const std::string& name) {
-  for (const char* dir : {"/usr/bin/", "/usr/sbin/", "/bin/", "/sbin/"}) {
-    const std::string p = dir + name;
-    if (access(p.c_str(), X_OK) == 0) return p;
-  }
-  return {};
-}
 
 // Where Debian (and others) put Ganesha's FSAL plugins.
 std::string find_plugins_dir() {
@@ -38,29 +31,9 @@ std::string find_plugins_dir() {
   return {};
 }
 
-bool is(int pid, const char* comm, const std::string& needle) {
-  if (pid <= 0 || !sys::process_alive(pid)) return false;
-  if (sys::process_comm(pid) != comm) return false;
-  return sys::process_cmdline(pid).find(needle) != std::string::npos;
-}
-
 void stop_pid(int pid) { sys::stop_process(pid, kStopWait); }
 
-int read_pid(const std::string& file) {
-  const std::optional<std::string> text = sys::read_file(file);
-  const std::vector<pid_t> pids = text ? sys::parse_pids(*text) : std::vector<pid_t>{};
-  return pids.size() == 1 ? pids[0] : 0;
-}
-
-[[noreturn]] void failed(const std::string& what, const NfsFiles& f) {
-  std::string text;
-  for (const std::string& log : {f.out, f.log, f.rpcbind_out}) {
-    const std::string t = sys::tail(log, 10);
-    if (!t.empty()) text += fmt::format("\n{}:\n{}", log, t);
-  }
-  throw Error(ErrorKind::kIo, what + (text.empty() ? " (its logs are empty)" : text),
-              "fix what the log names, then `chokepoint lab down` and `lab up`");
-}
+std::vector<std::string> logs(const NfsFiles& f) { return {f.out, f.log, f.rpcbind_out}; }
 
 // Runs `argv` as a daemon inside the server host (nsenter into its sshd's
 // mount, UTS and network namespaces; setsid, output to `out`, its pid to
@@ -169,13 +142,7 @@ std::string conf_text(const LabState& s, bool v3, const std::string& plugins_dir
 }
 
 void add_shares(LabState& s) {
-  if (serves_nfs(s)) return;
-  const ServerFiles f = server_files(s);
-  for (const char* medium : {"ram", "disk"}) {
-    s.server.shares.push_back(LabShare{"nfs", medium,
-                                       fmt::format("nfs://{}/{}", s.server.data_address, medium),
-                                       std::string(medium) == "ram" ? f.ram_share : f.disk_share});
-  }
+  if (!serves_nfs(s)) add_server_shares(s, "nfs");
 }
 
 bool serves_nfs(const LabState& s) {
@@ -185,17 +152,18 @@ bool serves_nfs(const LabState& s) {
   return false;
 }
 
-bool alive(const LabState& s) { return is(s.server.nfsd_pid, "ganesha.nfsd", nfs_files(s).conf); }
+bool alive(const LabState& s) {
+  return sys::process_is(s.server.nfsd_pid, "ganesha.nfsd", nfs_files(s).conf);
+}
 
 void start(LabState& s, const std::function<void()>& save) {
   CP_CHECK(s.server.sshd_pid > 0);
   add_shares(s);
   const NfsFiles f = nfs_files(s);
   const bool up = alive(s);
-  const bool rpcbind_up =
-      is(s.server.rpcbind_pid, "rpcbind", "-f") && sys::process_alive(s.server.rpcbind_pid);
+  const bool rpcbind_up = sys::process_is(s.server.rpcbind_pid, "rpcbind", "-f");
   if (up) return;
-  const std::string nfsd = find_program("ganesha.nfsd");
+  const std::string nfsd = sys::find_program("ganesha.nfsd");
   const std::string plugins = find_plugins_dir();
   if (nfsd.empty() || plugins.empty()) {
     throw Error(ErrorKind::kUnsupported,
@@ -205,7 +173,7 @@ void start(LabState& s, const std::function<void()>& save) {
                 "chokepoint needs)");
   }
   // NFSv3 registers with rpcbind: without one, Ganesha serves NFSv4 only.
-  const std::string rpcbind = find_program("rpcbind");
+  const std::string rpcbind = sys::find_program("rpcbind");
   const bool v3 = !rpcbind.empty();
   sys::make_dirs(f.dir, 0755);
   sys::make_dirs(f.recovery, 0755);
@@ -219,15 +187,17 @@ void start(LabState& s, const std::function<void()>& save) {
     const double deadline = monotonic_seconds() + kStartWait;
     int pid = 0;
     while (monotonic_seconds() < deadline) {
-      if (pid == 0) pid = read_pid(f.rpcbind_pid);
-      if (pid > 0 && !sys::process_alive(pid)) failed("rpcbind of the server host exited", f);
+      if (pid == 0) pid = sys::read_pid_file(f.rpcbind_pid);
+      if (pid > 0 && !sys::process_alive(pid))
+        servers::server_failed("rpcbind of the server host exited", logs(f));
       if (pid > 0 &&
           sys::tcp_accepts_in_netns(s.server.netns, s.server.data_address, kRpcbindPort, 0.5)) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    if (pid <= 0 || !sys::process_alive(pid)) failed("rpcbind of the server host did not start", f);
+    if (pid <= 0 || !sys::process_alive(pid))
+      servers::server_failed("rpcbind of the server host did not start", logs(f));
     s.server.rpcbind_pid = pid;
     save();
   }
@@ -235,29 +205,14 @@ void start(LabState& s, const std::function<void()>& save) {
   // -F: in the foreground of its setsid shell, so the recorded pid is Ganesha's.
   spawn(s, f.out, f.pid,
         {nfsd, "-F", "-f", f.conf, "-L", f.log, "-p", f.dir + "/ganesha.nfsd.pid"});
-  const double deadline = monotonic_seconds() + kStartWait;
-  int pid = 0;
-  while (monotonic_seconds() < deadline) {
-    if (pid == 0) pid = read_pid(f.pid);
-    if (pid > 0 && !sys::process_alive(pid)) {
-      failed(fmt::format("ganesha.nfsd of {} exited at start", s.server.hostname), f);
-    }
-    if (pid > 0 && is(pid, "ganesha.nfsd", f.conf) &&
-        sys::tcp_accepts_in_netns(s.server.netns, s.server.data_address, kNfsPort, 0.5)) {
-      s.server.nfsd_pid = pid;
-      save();
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  failed(fmt::format("ganesha.nfsd of {} did not accept connections on {}:{} within {:.0f} s",
-                     s.server.hostname, s.server.data_address, kNfsPort, kStartWait),
-         f);
+  s.server.nfsd_pid = servers::wait_for(s, "ganesha.nfsd", "ganesha.nfsd", f.pid, f.conf, kNfsPort,
+                                        logs(f), kStartWait);
+  save();
 }
 
 void stop(LabState& s) {
   if (alive(s)) stop_pid(s.server.nfsd_pid);
-  if (is(s.server.rpcbind_pid, "rpcbind", "-f")) stop_pid(s.server.rpcbind_pid);
+  if (sys::process_is(s.server.rpcbind_pid, "rpcbind", "-f")) stop_pid(s.server.rpcbind_pid);
   s.server.nfsd_pid = 0;
   s.server.rpcbind_pid = 0;
 }

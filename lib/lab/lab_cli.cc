@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "lab/layout.h"
 #include "lab/status.h"
@@ -391,18 +392,12 @@ double parse_cpu_share(const std::string& text, const std::string& what) {
   if (text == "off" || text == "0" || text == "0%") return 0;
   std::string num = text;
   if (!num.empty() && num.back() == '%') num.pop_back();
-  size_t used = 0;
-  double pct = 0;
-  try {
-    pct = std::stod(num, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != num.size() || text.back() != '%' || !(pct > 0) || pct > 6400) {
+  const std::optional<double> pct = parse_double(num);
+  if (!pct || text.back() != '%' || !(*pct > 0) || *pct > 6400) {
     throw Error(ErrorKind::kUsage, fmt::format("{} '{}' is not a CPU share", what, text),
                 "give a percentage of one core, like 20%, or off");
   }
-  return pct / 100;
+  return *pct / 100;
 }
 
 uint64_t parse_bytes_rate(const std::string& text, const std::string& what) {

@@ -186,16 +186,18 @@ LabState plan(const LabOptions& opts, const std::string& dir, int instance) {
   s.options = opts;
   s.share_user = n.share_user;
   s.share_password_file = dir + "/share_password";
-  const ServerFiles f = server_files(s);
-  for (const char* protocol : {"ftp", "smb"}) {
-    for (const char* medium : {"ram", "disk"}) {
-      s.server.shares.push_back(LabShare{
-          protocol, medium, fmt::format("{}://{}/{}", protocol, s.server.data_address, medium),
-          std::string(medium) == "ram" ? f.ram_share : f.disk_share});
-    }
-  }
+  for (const char* protocol : {"ftp", "smb"}) add_server_shares(s, protocol);
   ganesha::add_shares(s);
   return s;
+}
+
+void add_server_shares(LabState& s, const std::string& protocol) {
+  const ServerFiles f = server_files(s);
+  for (const char* medium : {"ram", "disk"}) {
+    s.server.shares.push_back(LabShare{
+        protocol, medium, fmt::format("{}://{}/{}", protocol, s.server.data_address, medium),
+        std::string(medium) == "ram" ? f.ram_share : f.disk_share});
+  }
 }
 
 std::pair<std::string, std::string> samba_param_section(const std::string& line) {

@@ -144,6 +144,8 @@ std::vector<std::string> samba_dirs(const ServerFiles& f);
 // The state a fresh lab instance in `dir` starts from: every name, address and
 // path, with loop_device empty and sshd_pid 0. `dir` must be absolute.
 LabState plan(const LabOptions& opts, const std::string& dir, int instance = 0);
+// Adds the server's shares of `protocol`: <protocol>://<data address>/{ram,disk}.
+void add_server_shares(LabState& state, const std::string& protocol);
 
 // Throws Error(kConfig) naming the option when the lab cannot apply it.
 void validate(const LabOptions& opts);

@@ -26,16 +26,9 @@ constexpr double kStartWait = 20;  // seconds for a server to accept connections
 constexpr double kStopWait = 5;    // seconds after TERM before KILL
 constexpr size_t kPasswordLength = 24;
 
-bool have_program(const std::string& name) {
-  for (const char* dir : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
-    if (access((std::string(dir) + name).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 void require_programs() {
   for (const char* p : {"vsftpd", "smbd", "smbpasswd", "useradd", "chpasswd", "nsenter"}) {
-    if (!have_program(p)) {
+    if (sys::find_program(p).empty()) {
       throw Error(ErrorKind::kUnsupported,
                   fmt::format("the lab's FTP and SMB servers need '{}', which is not installed", p),
                   "install vsftpd and samba (scripts/install-deps.sh installs what chokepoint "
@@ -143,13 +136,11 @@ void write_configs(const LabState& s, const ServerFiles& f) {
   }
 }
 
-bool is_server(int pid, const char* comm, const std::string& conf) {
-  if (pid <= 0 || !sys::process_alive(pid)) return false;
-  if (sys::process_comm(pid) != comm) return false;
-  return sys::process_cmdline(pid).find(conf) != std::string::npos;
-}
+void stop_pid(int pid) { sys::stop_process(pid, kStopWait); }
 
-[[noreturn]] void server_failed(const std::string& what, const std::vector<std::string>& logs) {
+}  // namespace
+
+void server_failed(const std::string& what, const std::vector<std::string>& logs) {
   std::string text;
   for (const std::string& log : logs) {
     const std::string t = sys::tail(log, 10);
@@ -159,42 +150,33 @@ bool is_server(int pid, const char* comm, const std::string& conf) {
               "fix what the log names, then `chokepoint lab down` and `lab up`");
 }
 
-// Waits for the pid file and for the port to accept on the data address.
 int wait_for(const LabState& s, const std::string& name, const char* comm,
              const std::string& pid_file, const std::string& conf, int port,
-             const std::vector<std::string>& logs) {
-  const double deadline = monotonic_seconds() + kStartWait;
+             const std::vector<std::string>& logs, double wait_s) {
+  const double deadline = monotonic_seconds() + wait_s;
   int pid = 0;
   while (monotonic_seconds() < deadline) {
-    if (pid == 0) {
-      const std::optional<std::string> text = sys::read_file(pid_file);
-      const std::vector<pid_t> pids = text ? sys::parse_pids(*text) : std::vector<pid_t>{};
-      if (pids.size() == 1) pid = pids[0];
-    }
+    if (pid == 0) pid = sys::read_pid_file(pid_file);
     if (pid > 0 && !sys::process_alive(pid)) {
       server_failed(fmt::format("{} of {} exited at start", name, s.server.hostname), logs);
     }
-    if (pid > 0 && is_server(pid, comm, conf) &&
+    if (pid > 0 && sys::process_is(pid, comm, conf) &&
         sys::tcp_accepts_in_netns(s.server.netns, s.server.data_address, port, 0.5)) {
       return pid;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   server_failed(fmt::format("{} of {} did not accept connections on {}:{} within {:.0f} s", name,
-                            s.server.hostname, s.server.data_address, port, kStartWait),
+                            s.server.hostname, s.server.data_address, port, wait_s),
                 logs);
 }
 
-void stop_pid(int pid) { sys::stop_process(pid, kStopWait); }
-
-}  // namespace
-
 bool ftpd_alive(const LabState& s) {
-  return is_server(s.server.ftpd_pid, "vsftpd", server_files(s).vsftpd_conf);
+  return sys::process_is(s.server.ftpd_pid, "vsftpd", server_files(s).vsftpd_conf);
 }
 
 bool smbd_alive(const LabState& s) {
-  return is_server(s.server.smbd_pid, "smbd", server_files(s).smb_conf);
+  return sys::process_is(s.server.smbd_pid, "smbd", server_files(s).smb_conf);
 }
 
 void start(LabState& s, const std::function<void()>& save) {
@@ -229,12 +211,12 @@ void start(LabState& s, const std::function<void()>& save) {
   run_checked(server_start_argv(s, which));
   if (!ftp_up) {
     s.server.ftpd_pid = wait_for(s, "vsftpd", "vsftpd", f.vsftpd_pid, f.vsftpd_conf, kFtpPort,
-                                 {f.vsftpd_out, f.vsftpd_log});
+                                 {f.vsftpd_out, f.vsftpd_log}, kStartWait);
     save();
   }
   if (!smb_up) {
     s.server.smbd_pid = wait_for(s, "smbd", "smbd", f.smbd_pid, f.smb_conf, kSmbPort,
-                                 {f.smbd_out, f.samba_dir + "/log.smbd"});
+                                 {f.smbd_out, f.samba_dir + "/log.smbd"}, kStartWait);
     save();
   }
   ganesha::start(s, save);

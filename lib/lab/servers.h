@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "lab/lab.h"
 
@@ -33,5 +34,15 @@ void delete_user(const LabState& state);
 // The recorded process is alive and is that server, running the lab's config.
 bool ftpd_alive(const LabState& state);
 bool smbd_alive(const LabState& state);
+
+// What the server host's daemons share (these and ganesha.cc's).
+// Throws Error(kIo): `what`, then the last lines of each of `logs`.
+[[noreturn]] void server_failed(const std::string& what, const std::vector<std::string>& logs);
+// Waits up to `wait_s` seconds for `pid_file` to name a live `comm` running
+// `conf` that accepts on the data address's `port`; its pid. server_failed
+// (naming `name`) when it exits or does not accept in time.
+int wait_for(const LabState& s, const std::string& name, const char* comm,
+             const std::string& pid_file, const std::string& conf, int port,
+             const std::vector<std::string>& logs, double wait_s);
 
 }  // namespace cp::lab::servers

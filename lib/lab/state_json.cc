@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/json_fields.h"
+#include "core/json_util.h"
 #include "core/mountinfo.h"
 #include "lab/layout.h"
 #include "lab/throttle_json.h"
@@ -97,21 +98,12 @@ class Get {
     if (!v.is_string()) fail(key, "must be a string");
     out = std::string(v.get_string());
   }
-  void read(const char* key, const json::value& v, uint64_t& out) const {
-    if (v.is_uint64())
-      out = v.get_uint64();
-    else if (v.is_int64() && v.get_int64() >= 0)
-      out = static_cast<uint64_t>(v.get_int64());
-    else
-      fail(key, "must be a whole number >= 0");
-  }
-  void read(const char* key, const json::value& v, int64_t& out) const {
-    if (v.is_int64())
-      out = v.get_int64();
-    else if (v.is_uint64() && v.get_uint64() <= INT64_MAX)
-      out = static_cast<int64_t>(v.get_uint64());
-    else
-      fail(key, "must be a whole number");
+  template <JsonInteger T>
+  void read(const char* key, const json::value& v, T& out) const {
+    const std::optional<T> n = json_integer<T>(v);
+    if (!n)
+      fail(key, std::is_signed_v<T> ? "must be a whole number" : "must be a whole number >= 0");
+    out = *n;
   }
   void read(const char* key, const json::value& v, double& out) const {
     if (!v.is_number()) fail(key, "must be a number");

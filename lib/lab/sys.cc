@@ -157,6 +157,26 @@ std::string tail(const std::string& path, size_t max_lines) {
   return pos == std::string::npos ? s : s.substr(pos + 1);
 }
 
+bool process_is(pid_t pid, const std::string& comm, const std::string& needle) {
+  if (pid <= 0 || !process_alive(pid)) return false;
+  if (process_comm(pid) != comm) return false;
+  return process_cmdline(pid).find(needle) != std::string::npos;
+}
+
+pid_t read_pid_file(const std::string& path) {
+  const std::optional<std::string> text = read_file(path);
+  const std::vector<pid_t> pids = text ? parse_pids(*text) : std::vector<pid_t>{};
+  return pids.size() == 1 ? pids[0] : 0;
+}
+
+std::string find_program(const std::string& name) {
+  for (const char* dir : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
+    const std::string path = dir + name;
+    if (access(path.c_str(), X_OK) == 0) return path;
+  }
+  return {};
+}
+
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
   const std::string stat = cp::read_file(fmt::format("/proc/{}/stat", pid)).value_or("");

@@ -30,6 +30,13 @@ bool process_alive(pid_t pid);
 std::string process_comm(pid_t pid);
 // /proc/<pid>/cmdline with NULs as spaces, or "" when gone.
 std::string process_cmdline(pid_t pid);
+// Alive, named `comm` (/proc/<pid>/comm), with `needle` in its command line
+// (the lab's config file): a daemon the lab started, not a reused pid.
+bool process_is(pid_t pid, const std::string& comm, const std::string& needle);
+// The one pid a daemon's pid file holds; 0 when absent, empty or several.
+pid_t read_pid_file(const std::string& path);
+// The program's path in /usr/sbin, /usr/bin, /sbin or /bin; "" when none.
+std::string find_program(const std::string& name);
 // Waits up to timeout_s for all of `pids` to exit; returns those still alive.
 std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s);
 // SIGTERM, then SIGKILL if it still runs after grace_s seconds (waits for

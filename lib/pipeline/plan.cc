@@ -33,18 +33,12 @@ bool parse_bool(const std::string& v, const std::string& where) {
 }
 
 int parse_count(const std::string& v, const std::string& where, int lo, int hi) {
-  size_t used = 0;
-  int n = 0;
-  try {
-    n = std::stoi(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < lo || n > hi) {
+  const std::optional<int> n = parse_int(v);
+  if (!n || *n < lo || *n > hi) {
     throw Error(ErrorKind::kConfig,
                 fmt::format("{}: '{}' is not a whole number from {} to {}", where, v, lo, hi));
   }
-  return n;
+  return *n;
 }
 
 uint32_t parse_block(const std::string& v, const std::string& where) {

@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/process.h"
@@ -176,15 +178,21 @@ std::string sha256_file(const std::string& path) {
 
 namespace {
 
-// key=value lines from the bootstrap probe.
+// The key=value lines of the bootstrap probe's output, in order (a key may
+// repeat: cached=).
+std::vector<std::pair<std::string, std::string>> probe_lines(const std::string& text) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (std::string_view line : split(text, '\n')) {
+    const size_t eq = line.find('=');
+    if (eq != std::string_view::npos) lines.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return lines;
+}
+
+// The probe's keys, each with its last value.
 std::map<std::string, std::string> parse_kv(const std::string& text) {
   std::map<std::string, std::string> kv;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto eq = line.find('=');
-    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
-  }
+  for (auto& [key, value] : probe_lines(text)) kv[key] = std::move(value);
   return kv;
 }
 
@@ -279,11 +287,8 @@ namespace {
 // the host has no sha256sum).
 std::map<std::string, std::string> cached_agents(const std::string& probe_out) {
   std::map<std::string, std::string> cached;
-  std::istringstream in(probe_out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("cached=", 0) != 0) continue;
-    const std::string rest = line.substr(7);
+  for (const auto& [key, rest] : probe_lines(probe_out)) {
+    if (key != "cached") continue;
     const size_t sp = rest.find(' ');
     cached[rest.substr(0, sp)] =
         sp == std::string::npos ? "" : std::string(trim(rest.substr(sp + 1)));

@@ -107,20 +107,16 @@ Error ftp_error(const FtpFailure& f, Step step, const Place& w) {
       if (writing) break;  // handled below with the upload failures
       if (step == Step::kOpenRead) {
         // RETR's CWD into the file's directory failed.
-        return Error(ErrorKind::kIo,
-                     fmt::format("no file {} in {} on the FTP server {} (its directory is "
-                                 "missing or denied){}",
-                                 target, w.share, w.server, said),
-                     "check that the server agent laid the file out in the share's directory");
+        return laid_out_file_missing(fmt::format(
+            "no file {} in {} on the FTP server {} (its directory is missing or denied){}", target,
+            w.share, w.server, said));
       }
       return Error(ErrorKind::kIo,
                    fmt::format("the FTP server {} denied access to {}{}", w.server, target, said),
                    "check the file's permissions for the FTP user");
     case CURLE_REMOTE_FILE_NOT_FOUND:
-      return Error(
-          ErrorKind::kIo,
-          fmt::format("no file {} in {} on the FTP server {}{}", target, w.share, w.server, said),
-          "check that the server agent laid the file out in the share's directory");
+      return laid_out_file_missing(
+          fmt::format("no file {} in {} on the FTP server {}{}", target, w.share, w.server, said));
     case CURLE_USE_SSL_FAILED:
       return Error(ErrorKind::kConfig,
                    fmt::format("the FTP server {} does not offer TLS (AUTH TLS){}", w.server, said),

@@ -26,6 +26,9 @@ enum class Step { kConnect, kOpenRead, kOpenWrite, kRead, kWrite, kClose, kRemov
 // writing").
 const char* step_words(Step step, bool writing, const char* connect = "connecting to",
                        const char* close_write = "closing after writing");
+// A file the server agent laid out that the server does not have (`message`
+// names it and the server): Error(kIo), whose fix is to check `dir`.
+Error laid_out_file_missing(std::string message, std::string_view dir = "the share's directory");
 // Whether `step` writes a file: opening it for writing, writing, closing it.
 constexpr bool writes(Step step) {
   return step == Step::kOpenWrite || step == Step::kWrite || step == Step::kClose;

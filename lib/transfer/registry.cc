@@ -387,4 +387,9 @@ const char* step_words(Step step, bool writing, const char* connect, const char*
   return writing ? "writing" : "reading";
 }
 
+Error laid_out_file_missing(std::string message, std::string_view dir) {
+  return Error(ErrorKind::kIo, std::move(message),
+               fmt::format("check that the server agent laid the file out in {}", dir));
+}
+
 }  // namespace cp::transfer

@@ -70,9 +70,9 @@ Error nfs_error(int err, std::string_view detail, Step step, const Place& w) {
                  "uid, or give the share options uid=/gid= of a user who may write");
   }
   if (err == ENOENT && step != Step::kConnect) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("no file {} on the NFS server {} {}", target, w.server, why),
-                 "check that the server agent laid the file out in the export's directory");
+    return laid_out_file_missing(
+        fmt::format("no file {} on the NFS server {} {}", target, w.server, why),
+        "the export's directory");
   }
   if (err == EACCES || err == EPERM) {
     return Error(ErrorKind::kIo,

@@ -98,9 +98,8 @@ Error smb_error(int err, std::string_view nt_status, Step step, const Place& w) 
                  "or pick a writable share");
   }
   if (err == ENOENT && step != Step::kConnect) {
-    return Error(ErrorKind::kIo,
-                 fmt::format("no file {} on the SMB server {} {}", target, w.server, why),
-                 "check that the server agent laid the file out in the share's directory");
+    return laid_out_file_missing(
+        fmt::format("no file {} on the SMB server {} {}", target, w.server, why));
   }
   if (err == EACCES || err == EPERM) {
     return Error(ErrorKind::kIo,
