@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "analysis/ladder.h"
-#include "core/json_util.h"
 #include "core/stored_run_json.h"
 #include "transfer/driver.h"
 
@@ -120,15 +119,15 @@ std::vector<std::string> split_words(std::string_view text) {
 }
 
 // The drivers of the shares whose definitions differ between two plans'
-// "shares" arrays (compact JSON, or kAbsent); {"*"} when one cannot be read.
-std::vector<std::string> changed_share_drivers(const std::string& a, const std::string& b) {
+// "shares" arrays; {"*"} when one cannot be read.
+std::vector<std::string> changed_share_drivers(const json::value* const plans[2]) {
   std::map<std::string, std::pair<std::string, std::string>> by_name[2];  // name -> text, driver
-  const std::string* texts[2] = {&a, &b};
   for (int side = 0; side < 2; ++side) {
-    if (*texts[side] == kAbsent) continue;
-    const json::value v = parse_json_or_null(*texts[side]);
-    if (!v.is_array()) return {"*"};
-    for (const auto& share : v.as_array()) {
+    const json::object* plan = plans[side] ? plans[side]->if_object() : nullptr;
+    const json::value* shares = plan ? plan->if_contains("shares") : nullptr;
+    if (!shares) continue;
+    if (!shares->is_array()) return {"*"};
+    for (const auto& share : shares->as_array()) {
       const json::object* o = share.if_object();
       if (!o) return {"*"};
       auto field = [&](const char* k) {
@@ -151,8 +150,11 @@ std::vector<std::string> changed_share_drivers(const std::string& a, const std::
   return {drivers.begin(), drivers.end()};
 }
 
-// Fills e.kind and e.parts from the first matching rule of kChangeRules.
-void classify(EnvDiff& e) {
+constexpr const json::value* kNoPlans[2] = {nullptr, nullptr};
+
+// Fills e.kind and e.parts from the first matching rule of kChangeRules;
+// `plans` are the two runs' plans (none for a negotiated difference).
+void classify(EnvDiff& e, const json::value* const plans[2] = nullptr) {
   const bool is_host = e.where == "server" || e.where == "client";
   for (const ChangeRule& rule : kChangeRules) {
     const std::string_view rw = rule.where;
@@ -161,7 +163,7 @@ void classify(EnvDiff& e) {
     e.parts.clear();
     for (std::string part : split_words(rule.parts)) {
       if (part == "{drivers}") {
-        for (auto& d : changed_share_drivers(e.a, e.b)) e.parts.push_back(d);
+        for (auto& d : changed_share_drivers(plans ? plans : kNoPlans)) e.parts.push_back(d);
         continue;
       }
       if (part == "{samba}") {
@@ -227,7 +229,8 @@ std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b, int sm
     const bool server = std::string_view(role) == "server";
     diff(role, facts_json(ha, server ? smbd_a : 0), facts_json(hb, server ? smbd_b : 0), out);
   }
-  for (auto& e : out) classify(e);
+  const json::value* plans[2] = {&a.plan.value(), &b.plan.value()};
+  for (auto& e : out) classify(e, plans);
   return out;
 }
 

@@ -381,6 +381,54 @@ int diagnose(const std::vector<std::string>& args) {
   return rc;
 }
 
+// What `clean` did on one host: the agent's answer, or why there is none.
+struct CleanedHost {
+  std::string host;
+  msg::CleanOrphansResult result;
+  msg::TuneStartReport tune_at_start;
+  std::string error;  // "" when the agent answered
+};
+
+// One host's entry of `clean --json`: host, removed, kept and
+// tune_at_start (when the agent's start did anything), or host and error.
+json::object cleaned_json(const CleanedHost& h) {
+  json::object entry{{"host", h.host}};
+  if (!h.error.empty()) {
+    entry["error"] = h.error;
+    return entry;
+  }
+  json::object r = msg::to_json(h.result);
+  entry["removed"] = std::move(r.at("removed"));
+  entry["kept"] = std::move(r.at("kept"));
+  if (!h.tune_at_start.empty()) entry["tune_at_start"] = msg::to_json(h.tune_at_start);
+  return entry;
+}
+
+// One host's lines of `clean`'s text output.
+void print_cleaned(const CleanedHost& h) {
+  if (!h.error.empty()) {
+    std::cout << h.host << ": " << h.error << "\n";
+    return;
+  }
+  for (const msg::RunDirEntry& r : h.result.removed) {
+    std::cout << h.host << ": removed " << wire::printable(r.path) << " ("
+              << wire::printable(r.reason) << ")\n";
+  }
+  for (const msg::RunDirEntry& k : h.result.kept) {
+    std::cout << h.host << ": kept " << wire::printable(k.path)
+              << (!k.refused.empty() ? " (left alone, not a run directory of the agent's user: " +
+                                           wire::printable(k.refused) + ")"
+                  : !k.error.empty() ? " (cannot remove: " + wire::printable(k.error) + ")"
+                                     : std::string(" (its agent still runs, or it has no "
+                                                   "owner record and changed within the hour)"))
+              << "\n";
+  }
+  for (const std::string& line : msg::tune_start_lines(h.tune_at_start))
+    std::cout << h.host << ": " << line << "\n";
+  if (h.result.removed.empty() && h.tune_at_start.empty())
+    std::cout << h.host << ": nothing left behind\n";
+}
+
 // chokepoint clean HOST...: removes the run directories that killed agents
 // left on each host (the orphan cleanup every run's agents also do as they
 // start).
@@ -424,74 +472,41 @@ int clean(const std::vector<std::string>& args) {
   spec.role = "clean";
   if (vm.count("ssh-config")) spec.ssh_config = checked_ssh_config(vm);
   spec.accept_new_host_keys = vm.count("accept-new-host-keys") > 0;
-  boost::json::array out;
+  std::vector<CleanedHost> out;
   int rc = 0;
   for (const auto& host : vm["hosts"].as<std::vector<std::string>>()) {
     spec.host = host;
-    boost::json::object entry{{"host", host}};
+    CleanedHost& entry = out.emplace_back();
+    entry.host = host;
     try {
       auto ep = remote::Endpoint::open(
           spec, [](const std::string& line) { std::cerr << sanitize_text(line) << "\n"; });
       // Directories missing on that host have nothing to clean.
-      // The answer through its codec, printed as the agent's entries are.
-      const boost::json::object r = msg::to_json(msg::decode<msg::CleanOrphansResult>(
+      entry.result = msg::decode<msg::CleanOrphansResult>(
           ep->agent().call("sweep_orphans", msg::to_json(msg::CleanOrphansRequest{dirs}), 120),
-          "sweep_orphans"));
-      entry["removed"] = r.at("removed");
-      entry["kept"] = r.at("kept");
+          "sweep_orphans");
       // The agent's start reverted or refused a dead tune session's journal.
-      const msg::TuneStartReport& ts = ep->agent().hello().tune_at_start;
-      if (!ts.empty()) entry["tune_at_start"] = msg::to_json(ts);
+      entry.tune_at_start = ep->agent().hello().tune_at_start;
+      const msg::TuneStartReport& ts = entry.tune_at_start;
       const bool tune_failed =
           !ts.refused.empty() || !ts.error.empty() ||
           std::any_of(ts.reverted.begin(), ts.reverted.end(),
                       [](const msg::RevertedKnob& k) { return !k.error.empty(); });
       if (tune_failed) rc = kExitFailed;
     } catch (const Error& e) {
-      entry["error"] = describe(e);
+      entry.error = describe(e);
       rc = kExitFailed;
     }
-    out.push_back(entry);
   }
   if (vm.count("json")) {
-    std::cout << boost::json::serialize(boost::json::object{{"hosts", out}}) << "\n";
+    json::array hosts;
+    for (const CleanedHost& h : out) hosts.push_back(cleaned_json(h));
+    std::cout << json::serialize(json::object{{"hosts", std::move(hosts)}}) << "\n";
     return rc;
   }
   // The agents' paths, reasons and errors reach the terminal escaped.
   EscapedStdout escaped;
-  for (const auto& v : out) {
-    const auto& e = v.as_object();
-    const std::string host(e.at("host").as_string());
-    if (e.contains("error")) {
-      std::cout << host << ": " << e.at("error").as_string().c_str() << "\n";
-      continue;
-    }
-    const auto& removed = e.at("removed").as_array();
-    for (const auto& r : removed) {
-      std::cout << host << ": removed " << wire::printable(r.at("path").as_string()) << " ("
-                << wire::printable(r.at("reason").as_string()) << ")\n";
-    }
-    for (const auto& k : e.at("kept").as_array()) {
-      const auto& ko = k.as_object();
-      std::cout << host << ": kept " << wire::printable(ko.at("path").as_string())
-                << (ko.contains("refused")
-                        ? std::string(" (left alone, not a run directory of the agent's user: ") +
-                              wire::printable(ko.at("refused").as_string()) + ")"
-                    : ko.contains("error") ? std::string(" (cannot remove: ") +
-                                                 wire::printable(ko.at("error").as_string()) + ")"
-                                           : std::string(" (its agent still runs, or it has no "
-                                                         "owner record and changed within the "
-                                                         "hour)"))
-                << "\n";
-    }
-    const msg::TuneStartReport ts =
-        e.contains("tune_at_start")
-            ? msg::decode<msg::TuneStartReport>(e.at("tune_at_start"), "tune_at_start")
-            : msg::TuneStartReport{};
-    for (const std::string& line : msg::tune_start_lines(ts))
-      std::cout << host << ": " << line << "\n";
-    if (removed.empty() && ts.empty()) std::cout << host << ": nothing left behind\n";
-  }
+  for (const CleanedHost& h : out) print_cleaned(h);
   return rc;
 }
 

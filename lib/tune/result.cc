@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/json_util.h"
 #include "core/stats.h"
 #include "core/units.h"
 #include "report/html.h"
@@ -259,6 +260,27 @@ std::string result_json(const TuneResult& r) {
   for (auto id : r.run_ids) runs.push_back(id);
   o["run_ids"] = std::move(runs);
   return json::serialize(o) + "\n";
+}
+
+void read_grid(std::string_view result_json, TuneResult& r) {
+  const json::value stored = parse_json_or_null(result_json);
+  auto texts = [](const json::value* v) {
+    std::vector<std::string> out;
+    if (v && v->is_array()) {
+      for (const auto& e : v->as_array())
+        if (e.is_string()) out.emplace_back(e.as_string());
+    }
+    return out;
+  };
+  const json::object* o = stored.if_object();
+  if (!o) return;
+  if (const auto* g = o->if_contains("grid"); g && g->is_string()) r.grid = g->as_string();
+  r.knobs = texts(o->if_contains("knobs"));
+  if (const auto* cs = o->if_contains("combinations"); cs && cs->is_array()) {
+    for (const auto& c : cs->as_array()) {
+      r.settings.push_back(texts(c.is_object() ? c.as_object().if_contains("settings") : nullptr));
+    }
+  }
 }
 
 std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& layers) {

@@ -1,19 +1,16 @@
 #include <fmt/format.h>
-#include <boost/json.hpp>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 
 #include "core/error.h"
-#include "core/messages_json.h"
 #include "core/units.h"
 #include "store/store.h"
 #include "tune/session.h"
 #include "tune/sweep.h"
 
 namespace cp::tune {
-namespace json = boost::json;
 
 namespace detail {
 
@@ -100,27 +97,8 @@ TuneResult load_session(Store& store, const std::string& which,
   for (auto& [name, by_value] : by_layer) layers.push_back({name, by_value});
   TuneResult r = analyze_sweep(session.knob, values, layers, session.rounds);
   if (knobs.size() > 1 && !session.result_json.empty()) {
-    // The grid's axes as the session stored them (result_json above wrote
-    // them; what is missing or mistyped in an older row is left out).
-    const json::value stored = msg::parse_stored(session.result_json);
-    auto texts = [](const json::value* v) {
-      std::vector<std::string> out;
-      if (v && v->is_array()) {
-        for (const auto& e : v->as_array())
-          if (e.is_string()) out.emplace_back(e.as_string());
-      }
-      return out;
-    };
-    if (const json::object* o = stored.if_object()) {
-      if (const auto* g = o->if_contains("grid"); g && g->is_string()) r.grid = g->as_string();
-      r.knobs = texts(o->if_contains("knobs"));
-      if (const auto* cs = o->if_contains("combinations"); cs && cs->is_array()) {
-        for (const auto& c : cs->as_array()) {
-          r.settings.push_back(
-              texts(c.is_object() ? c.as_object().if_contains("settings") : nullptr));
-        }
-      }
-    }
+    // The grid's axes as the session stored them.
+    read_grid(session.result_json, r);
   }
   r.endpoint = session.endpoint;
   r.target = session.target;

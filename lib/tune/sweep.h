@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -128,6 +129,10 @@ TuneResult analyze_sweep(const std::string& knob, const std::vector<std::string>
 
 std::string result_text(const TuneResult& r);
 std::string result_json(const TuneResult& r);
+// The grid's axes (grid, knobs, settings) from a stored result_json text, the
+// decode half of result_json; what is missing or mistyped in an older row is
+// left out.
+void read_grid(std::string_view result_json, TuneResult& r);
 // A self-contained HTML page: per layer, value on the x axis, every sample a dot.
 std::string result_html(const TuneResult& r, const std::vector<LayerSamples>& layers);
 

@@ -190,6 +190,26 @@ TEST(Analyze, AGridRecommendsTheBestCombinationByItsLabel) {
   EXPECT_EQ(r.recommended, "a=2 b=2");
 }
 
+TEST(ResultJson, AStoredGridReadsBackItsAxesAndEachCombinationsSettings) {
+  LayerSamples l{"smb ram read", {around(500e6, 9), around(600e6, 9)}};
+  TuneResult r = analyze_sweep("a x b", {"a=1 b=1", "a=2 b=1"}, {l}, 3);
+  r.grid = "cross";
+  r.knobs = {"a", "b"};
+  r.settings = {{"1", "1"}, {"2", "1"}};
+  TuneResult back;
+  read_grid(result_json(r), back);
+  EXPECT_EQ(back.grid, "cross");
+  EXPECT_EQ(back.knobs, r.knobs);
+  EXPECT_EQ(back.settings, r.settings);
+
+  TuneResult old;  // a row from before grids, or not JSON at all: nothing read
+  read_grid(R"({"knob":"a"})", old);
+  read_grid("not json", old);
+  EXPECT_TRUE(old.grid.empty());
+  EXPECT_TRUE(old.knobs.empty());
+  EXPECT_TRUE(old.settings.empty());
+}
+
 }  // namespace
 }  // namespace cp::tune
 
