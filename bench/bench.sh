@@ -69,7 +69,7 @@ tcp_rounds() {
   ip netns exec "$SERVER_NS" iperf3 -s -B "$ADDR" -p 5299 >/dev/null 2>&1 &
   IPERF_PID=$!
   sleep 1
-  printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = %s\n[protocol]\nenabled = no\n' \
+  printf '[disk]\nenabled = no\n[tcp]\nseconds = 10\ncount = 1\nstreams = %s\n[protocol]\nenabled = no\n[files]\nenabled = no\n' \
     "$n" >"$WORK/tcp.ini"
   for ((i = 0; i < ROUNDS; i++)); do
     p_down+=("$(ip netns exec "$CLIENT_NS" iperf3 -c "$ADDR" -p 5299 -t 10 "${p_flags[@]}" -R -J | field 'd["end"]["sum_received"]["bits_per_second"]/8')")
@@ -152,7 +152,7 @@ if (($(cat /proc/sys/vm/nr_hugepages) < HUGEPAGES_WAS + 2)); then
 fi
 
 # 1. The lab server's disk, through the agent over SSH.
-printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
+printf '[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n[files]\nenabled = no\n' "$SIZE_MB" "$SETTLE" >"$WORK/disk.ini"
 ours_lab() { $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/disk.ini" --json -q; }
 fio_lab() {
   "${SSH[@]}" "$SERVER_HOST" sh -c "$(printf '%q' "$FIO_PAIR")" fio "$DISK_DIR/fio-bench.$1" "$SIZE_MB" "$SETTLE" \
@@ -198,7 +198,7 @@ dd if=/dev/zero of="$RAMDISK/img/disk.img" bs=1M count=2500 status=none
 LOOP=$(losetup --direct-io=on --find --show "$RAMDISK/img/disk.img")
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$LOOP"
 mount "$LOOP" "$RAMDISK/fs"
-printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' \
+printf '[server]\ndisk_dir = %s\n[client]\ndisk_dir = %s\n[disk]\nsizes = %sMiB\ncount = 1\nsettle = %s\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n[files]\nenabled = no\n' \
   "$RAMDISK/fs" "$RAMDISK/fs" "$SIZE_MB" "$SETTLE" >"$WORK/ramdisk.ini"
 ours_ram() { $CP diagnose --server local --client local --db "$WORK/bench.db" --plan "$WORK/ramdisk.ini" --json -q; }
 fio_ram() { sh -c "$FIO_PAIR" fio "$RAMDISK/fs/fio-bench.$1" "$SIZE_MB" "$SETTLE" ${2:-} | fio_kib_to_bytes; }
@@ -211,8 +211,8 @@ for role in server client; do
   kb=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(next(h['facts']['agent_max_rss_kb'] for h in d['hosts'] if h['role']==sys.argv[2]))" "$WORK/disk.json" $role)
   printf 'agent peak RSS (%s, 1 GiB files, 1 MiB blocks): %.1f MiB (target < 32)\n' $role "$(python3 -c "print($kb/1024)")"
 done
-printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' 5 >"$WORK/few.ini"
-printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n' 500 >"$WORK/many.ini"
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n[files]\nenabled = no\n' 5 >"$WORK/few.ini"
+printf '[disk]\nsizes = 1MB\ncount = %s\nsettle = 0\n[tcp]\nenabled = no\n[protocol]\nenabled = no\n[files]\nenabled = no\n' 500 >"$WORK/many.ini"
 for n in few many; do
   /usr/bin/time -f '%M' -o "$WORK/rss.$n" $CP diagnose --lab --db "$WORK/bench.db" --plan "$WORK/$n.ini" -q >/dev/null
 done

@@ -81,7 +81,11 @@ msg::TcpResult tcp_result_op(probe::TcpServer& server, const msg::TcpResultReque
     }
     return combine_streams(all, cpu.stop());
   }
-  return one_stream(server.wait_result(q.token, q.timeout, cancel), cpu.stop());
+  // Two statements: as arguments of one call, cpu.stop() may run first (the
+  // order is unspecified, GCC goes right to left) and close the window before
+  // the transfer.
+  const probe::TcpResult t = server.wait_result(q.token, q.timeout, cancel);
+  return one_stream(t, cpu.stop());
 }
 
 }  // namespace cp::agent
