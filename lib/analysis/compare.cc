@@ -118,12 +118,20 @@ std::vector<std::string> split_words(std::string_view text) {
   return out;
 }
 
+// The two runs' plans a difference is classified against (none for a
+// negotiated difference).
+struct Plans {
+  const json::value* a = nullptr;
+  const json::value* b = nullptr;
+};
+
 // The drivers of the shares whose definitions differ between two plans'
 // "shares" arrays; {"*"} when one cannot be read.
-std::vector<std::string> changed_share_drivers(const json::value* const plans[2]) {
+std::vector<std::string> changed_share_drivers(const Plans& plans) {
+  const json::value* both[2] = {plans.a, plans.b};
   std::map<std::string, std::pair<std::string, std::string>> by_name[2];  // name -> text, driver
   for (int side = 0; side < 2; ++side) {
-    const json::object* plan = plans[side] ? plans[side]->if_object() : nullptr;
+    const json::object* plan = both[side] ? both[side]->if_object() : nullptr;
     const json::value* shares = plan ? plan->if_contains("shares") : nullptr;
     if (!shares) continue;
     if (!shares->is_array()) return {"*"};
@@ -150,11 +158,8 @@ std::vector<std::string> changed_share_drivers(const json::value* const plans[2]
   return {drivers.begin(), drivers.end()};
 }
 
-constexpr const json::value* kNoPlans[2] = {nullptr, nullptr};
-
-// Fills e.kind and e.parts from the first matching rule of kChangeRules;
-// `plans` are the two runs' plans (none for a negotiated difference).
-void classify(EnvDiff& e, const json::value* const plans[2] = nullptr) {
+// Fills e.kind and e.parts from the first matching rule of kChangeRules.
+void classify(EnvDiff& e, const Plans& plans = {}) {
   const bool is_host = e.where == "server" || e.where == "client";
   for (const ChangeRule& rule : kChangeRules) {
     const std::string_view rw = rule.where;
@@ -163,7 +168,7 @@ void classify(EnvDiff& e, const json::value* const plans[2] = nullptr) {
     e.parts.clear();
     for (std::string part : split_words(rule.parts)) {
       if (part == "{drivers}") {
-        for (auto& d : changed_share_drivers(plans ? plans : kNoPlans)) e.parts.push_back(d);
+        for (auto& d : changed_share_drivers(plans)) e.parts.push_back(d);
         continue;
       }
       if (part == "{samba}") {
@@ -229,8 +234,7 @@ std::vector<EnvDiff> env_diff(const stored::Run& a, const stored::Run& b, int sm
     const bool server = std::string_view(role) == "server";
     diff(role, facts_json(ha, server ? smbd_a : 0), facts_json(hb, server ? smbd_b : 0), out);
   }
-  const json::value* plans[2] = {&a.plan.value(), &b.plan.value()};
-  for (auto& e : out) classify(e, plans);
+  for (auto& e : out) classify(e, {&a.plan.value(), &b.plan.value()});
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <thread>
 
@@ -323,6 +324,22 @@ int Child::wait(double timeout_s) {
     if (monotonic_seconds() >= deadline) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+std::string find_program(const std::string& name) {
+  const char* env = std::getenv("PATH");
+  const std::string path = std::string(env ? env : "") + ":/usr/sbin:/sbin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t end = path.find(':', pos);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = path.substr(pos, end - pos);
+    pos = end + 1;
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
 }
 
 }  // namespace cp

@@ -39,6 +39,10 @@ std::optional<int64_t> process_start_ticks(int64_t pid);
 // /proc/sys/kernel/random/boot_id ("" when unreadable): ticks of another boot mean nothing.
 std::string boot_id();
 std::string host_name();  // gethostname(), "" on error
+// The path of an executable `name` in $PATH, then /usr/sbin, /sbin, /usr/bin,
+// /bin (tc, testparm and the daemons live in sbin, often outside an
+// unprivileged PATH); "" when none.
+std::string find_program(const std::string& name);
 // The single-letter state of /proc/PID/stat ('R', 'S', 'T' stopped, ...); 0 when gone.
 char process_state(int64_t pid);
 

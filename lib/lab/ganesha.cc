@@ -163,7 +163,7 @@ void start(LabState& s, const std::function<void()>& save) {
   const bool up = alive(s);
   const bool rpcbind_up = sys::process_is(s.server.rpcbind_pid, "rpcbind", "-f");
   if (up) return;
-  const std::string nfsd = sys::find_program("ganesha.nfsd");
+  const std::string nfsd = find_program("ganesha.nfsd");
   const std::string plugins = find_plugins_dir();
   if (nfsd.empty() || plugins.empty()) {
     throw Error(ErrorKind::kUnsupported,
@@ -173,7 +173,7 @@ void start(LabState& s, const std::function<void()>& save) {
                 "chokepoint needs)");
   }
   // NFSv3 registers with rpcbind: without one, Ganesha serves NFSv4 only.
-  const std::string rpcbind = sys::find_program("rpcbind");
+  const std::string rpcbind = find_program("rpcbind");
   const bool v3 = !rpcbind.empty();
   sys::make_dirs(f.dir, 0755);
   sys::make_dirs(f.recovery, 0755);

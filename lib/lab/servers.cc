@@ -28,7 +28,7 @@ constexpr size_t kPasswordLength = 24;
 
 void require_programs() {
   for (const char* p : {"vsftpd", "smbd", "smbpasswd", "useradd", "chpasswd", "nsenter"}) {
-    if (sys::find_program(p).empty()) {
+    if (find_program(p).empty()) {
       throw Error(ErrorKind::kUnsupported,
                   fmt::format("the lab's FTP and SMB servers need '{}', which is not installed", p),
                   "install vsftpd and samba (scripts/install-deps.sh installs what chokepoint "

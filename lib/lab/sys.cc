@@ -169,14 +169,6 @@ pid_t read_pid_file(const std::string& path) {
   return pids.size() == 1 ? pids[0] : 0;
 }
 
-std::string find_program(const std::string& name) {
-  for (const char* dir : {"/usr/sbin/", "/usr/bin/", "/sbin/", "/bin/"}) {
-    const std::string path = dir + name;
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  return {};
-}
-
 bool process_alive(pid_t pid) {
   if (pid <= 0) return false;
   const std::string stat = cp::read_file(fmt::format("/proc/{}/stat", pid)).value_or("");

@@ -35,8 +35,6 @@ std::string process_cmdline(pid_t pid);
 bool process_is(pid_t pid, const std::string& comm, const std::string& needle);
 // The one pid a daemon's pid file holds; 0 when absent, empty or several.
 pid_t read_pid_file(const std::string& path);
-// The program's path in /usr/sbin, /usr/bin, /sbin or /bin; "" when none.
-std::string find_program(const std::string& name);
 // Waits up to timeout_s for all of `pids` to exit; returns those still alive.
 std::vector<pid_t> wait_exit(const std::vector<pid_t>& pids, double timeout_s);
 // SIGTERM, then SIGKILL if it still runs after grace_s seconds (waits for

@@ -63,24 +63,6 @@ std::optional<uint64_t> json_rate(const json::value* v) {
   return static_cast<uint64_t>(d);
 }
 
-// tc and testparm live in /sbin or /usr/bin, the former often outside an
-// unprivileged PATH.
-std::string find_program(const std::string& name) {
-  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
-  path += ":/usr/sbin:/sbin:/usr/bin:/bin";
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t end = path.find(':', pos);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(pos, end - pos);
-    pos = end + 1;
-    if (dir.empty()) continue;
-    std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return {};
-}
-
 // Shaping configured on interface `name`, bit/s; nullopt when none.
 std::optional<uint64_t> shaped_rate(const std::string& name) {
   // Without iproute2's tc (BusyBox's has no -j and prints no rates), from the kernel.
